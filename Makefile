@@ -1,0 +1,38 @@
+# Two entry points for a fresh machine (Python >= 3.10, pip reaching PyPI):
+#   make demo   create .venv, install deltalog, run the demo pipeline
+#   make test   create .venv, install deltalog + test tools, run ruff, mypy and pytest
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test lint typecheck unit conformance bench docs clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) scripts/demo.py
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check src tests bench scripts
+
+typecheck: $(VENV)/.installed
+	$(PY) -m mypy
+
+test: lint typecheck
+	$(PY) -m pytest -q -m "not spark" -p no:cacheprovider
+
+conformance: $(VENV)/.installed
+	$(PY) -m pytest -q tests/conformance
+
+docs: $(VENV)/.installed
+	$(PY) scripts/conformance_report.py > docs/conformance.md
+
+bench: $(VENV)/.installed
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .mypy_cache .ruff_cache

@@ -1,0 +1,41 @@
+"""deltalog: Delta Lake in Python — a JVM-free transaction-log kernel, with PySpark as the data engine.
+
+Example:
+    >>> import deltalog
+    >>> snap = deltalog.Table("/data/events").snapshot()             # doctest: +SKIP
+    >>> snap.to_arrow().num_rows                                    # doctest: +SKIP
+    1000
+"""
+
+from __future__ import annotations
+
+from deltalog.errors import (
+    CorruptLogError,
+    DeletionVectorError,
+    DeltaError,
+    InvalidArgumentError,
+    InvalidTableError,
+    SchemaError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
+)
+from deltalog.snapshot import Snapshot
+from deltalog.table import Table
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CorruptLogError",
+    "DeletionVectorError",
+    "DeltaError",
+    "InvalidArgumentError",
+    "InvalidTableError",
+    "SchemaError",
+    "Snapshot",
+    "Table",
+    "TableNotFoundError",
+    "UnsupportedFeatureError",
+    "VersionNotFoundError",
+    "__version__",
+]

@@ -1,0 +1,194 @@
+"""Simple filters: ``(column, op, value)`` conditions joined by AND.
+
+They serve three purposes: partition pruning (on typed partition values, vectorized), file skipping
+by min/max statistics, and finally the row filter itself.
+
+Example:
+    >>> from deltalog.protocol.schema import parse_schema
+    >>> s = parse_schema('{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,'
+    ...                  '"metadata":{}}]}')
+    >>> normalize_filter([("x", ">", 3)], s, table="t")[0]
+    [Condition(column='x', op='>', value=3)]
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.errors import InvalidArgumentError
+from deltalog.protocol.schema import StructType, physical_name
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+
+OPS = {"=": "equal", "==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal",
+       ">": "greater", ">=": "greater_equal", "in": "in", "not in": "not in"}
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One ``column op value`` condition; ``value`` is already converted to the column's type."""
+
+    column: str
+    op: str
+    value: Any
+
+
+def normalize_filter(
+    filter: Any, schema: StructType, *, table: str
+) -> tuple[list[Condition], pc.Expression | None]:
+    """Validate a filter against the schema; returns conditions or a row-only Arrow expression."""
+    if filter is None:
+        return [], None
+    if isinstance(filter, pc.Expression):
+        return [], filter
+    if isinstance(filter, tuple) and len(filter) == 3 and isinstance(filter[0], str):
+        filter = [filter]
+    if not isinstance(filter, Sequence):
+        raise InvalidArgumentError(
+            f"filter must be a list of (column, op, value) tuples or a pyarrow Expression, got {filter!r}",
+            table=table,
+        )
+    out = []
+    arrow_schema = schema.to_arrow_schema()
+    for cond in filter:
+        if not (isinstance(cond, (tuple, list)) and len(cond) == 3):
+            raise InvalidArgumentError(f"filter condition {cond!r} is not (column, op, value)", table=table)
+        column, op, value = cond
+        op = str(op).lower().strip()
+        if column not in arrow_schema.names:
+            raise InvalidArgumentError(
+                f"filter column {column!r} is not in the table (columns: {arrow_schema.names})", table=table
+            )
+        if op not in OPS:
+            raise InvalidArgumentError(f"filter op {op!r} is not one of {sorted(OPS)}", table=table)
+        atype = arrow_schema.field(column).type
+        if op in ("in", "not in"):
+            if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, set, frozenset)):
+                raise InvalidArgumentError(f"'{op}' needs a list of values, got {value!r}", table=table)
+            converted: Any = tuple(_literal(v, atype, column, table) for v in value)
+        else:
+            converted = _literal(value, atype, column, table)
+        out.append(Condition(column, "=" if op == "==" else op, converted))
+    return out, None
+
+
+def _literal(value: Any, atype: pa.DataType, column: str, table: str) -> Any:
+    if value is None:
+        raise InvalidArgumentError(f"filter on {column!r} compares with None; nothing equals null", table=table)
+    try:
+        if isinstance(value, str) and not pa.types.is_string(atype):
+            if pa.types.is_timestamp(atype):
+                return pa.array([value]).cast(pa.timestamp("us")).cast(atype)[0].as_py()
+            return pa.array([value]).cast(atype)[0].as_py()
+        return pa.scalar(value, atype).as_py()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError):
+        raise InvalidArgumentError(
+            f"filter value {value!r} cannot be compared with column {column!r} of type {atype}", table=table
+        ) from None
+
+
+def _expr(cond: Condition) -> pc.Expression:
+    field = pc.field(cond.column)
+    if cond.op == "in":
+        return field.isin(list(cond.value))
+    if cond.op == "not in":
+        return ~field.isin(list(cond.value))
+    fn = {"=": field.__eq__, "!=": field.__ne__, "<": field.__lt__, "<=": field.__le__,
+          ">": field.__gt__, ">=": field.__ge__}[cond.op]
+    result: pc.Expression = fn(cond.value)
+    return result
+
+
+def row_mask(table: pa.Table, conditions: Sequence[Condition]) -> pc.Expression:
+    """The AND of all conditions as an Arrow expression (nulls never match)."""
+    expr = _expr(conditions[0])
+    for c in conditions[1:]:
+        expr = expr & _expr(c)
+    return expr
+
+
+def prune_files(snapshot: Snapshot, conditions: Sequence[Condition]) -> pa.Table:
+    """The live files that may hold matching rows: partition pruning, then min/max skipping."""
+    files = snapshot.add_files()
+    if not conditions or files.num_rows == 0:
+        return files
+    schema = snapshot.schema
+    mode = snapshot.column_mapping_mode
+    part_cols = set(snapshot.partition_columns)
+    keep = np.ones(files.num_rows, dtype=bool)
+    part_conds = [c for c in conditions if c.column in part_cols]
+    if part_conds:
+        from deltalog.protocol.partitions import partition_array
+
+        pv = files.column("partitionValues").combine_chunks()
+        typed: dict[str, pa.Array] = {}
+        for c in part_conds:
+            field = schema.field(c.column)
+            key = physical_name(field, mode)
+            raw = pc.map_lookup(pv, pa.scalar(key, pa.string()), "first")
+            if key != c.column and raw.null_count == len(raw):
+                raw = pc.map_lookup(pv, pa.scalar(c.column, pa.string()), "first")
+            typed[c.column] = partition_array(raw, field.type)
+        ptable = pa.table(typed)
+        expr = row_mask(ptable, part_conds)
+        sel = pc.fill_null(_evaluate(ptable, expr), False).to_numpy(zero_copy_only=False)
+        keep &= sel
+    stat_conds = [c for c in conditions if c.column not in part_cols and c.op not in ("!=", "not in")]
+    if stat_conds:
+        stats = files.column("stats").to_pylist()
+        for i, s in enumerate(stats):
+            if keep[i] and s:
+                keep[i] = _may_match(s, stat_conds, schema, mode)
+    return files.filter(pa.array(keep))
+
+
+def _evaluate(table: pa.Table, expr: pc.Expression) -> pa.Array:
+    import pyarrow.dataset as ds
+
+    result = ds.dataset(table).to_table(columns={"m": expr}).column("m")
+    return result.combine_chunks()
+
+
+def _may_match(stats_json: str, conds: Sequence[Condition], schema: StructType, mode: str) -> bool:
+    from deltalog.protocol.stats import stat_value
+
+    try:
+        stats = json.loads(stats_json)
+    except ValueError:
+        return True
+    mins, maxs = stats.get("minValues") or {}, stats.get("maxValues") or {}
+    nulls, n = stats.get("nullCount") or {}, stats.get("numRecords")
+    for c in conds:
+        field = schema.field(c.column)
+        key = physical_name(field, mode)
+        if n is not None and isinstance(nulls.get(key), int) and nulls[key] == n and n > 0:
+            return False  # every row is null in this column: no comparison can be true
+        if key not in mins or key not in maxs or mins[key] is None or maxs[key] is None:
+            continue
+        try:
+            lo = stat_value(field.type, mins[key])
+            hi = stat_value(field.type, maxs[key])
+            if isinstance(hi, dt.datetime):
+                hi = hi + dt.timedelta(milliseconds=1)  # stats truncate timestamps to milliseconds
+            values = c.value if c.op == "in" else (c.value,)
+            if c.op in ("=", "in") and all(v < lo or v > hi for v in values):
+                return False
+            if (c.op == "<" and lo >= c.value) or (c.op == "<=" and lo > c.value):
+                return False
+            if (c.op == ">" and hi <= c.value) or (c.op == ">=" and hi < c.value):
+                return False
+        except (TypeError, ValueError, ArithmeticError):
+            continue  # incomparable stats: keep the file
+    return True
+
+
+__all__ = ["Condition", "normalize_filter", "prune_files", "row_mask"]

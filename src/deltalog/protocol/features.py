@@ -1,0 +1,109 @@
+"""Table features and the protocol gate: which tables this build of deltalog may read (and write).
+
+Example:
+    >>> check_readable(Protocol(minReaderVersion=1, minWriterVersion=2), table="t")
+    >>> check_readable(Protocol(3, 7, ("variantType",), ("variantType",)), table="t")
+    Traceback (most recent call last):
+    ...
+    deltalog.errors.UnsupportedFeatureError: table needs reader feature 'variantType', which deltalog \
+does not support yet (supported: columnMapping, deletionVectors, timestampNtz, typeWidening, \
+typeWidening-preview, v2Checkpoint, vacuumProtocolCheck) [table t]
+"""
+
+from __future__ import annotations
+
+from deltalog.errors import UnsupportedFeatureError
+from deltalog.protocol.actions import Protocol
+
+#: Reader features whose semantics the kernel implements when reading.
+SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
+    {
+        "columnMapping",
+        "deletionVectors",
+        "timestampNtz",
+        "typeWidening",
+        "typeWidening-preview",
+        "v2Checkpoint",
+        "vacuumProtocolCheck",
+    }
+)
+
+#: Features implied by legacy (pre-table-features) reader versions.
+LEGACY_READER_FEATURES: dict[int, frozenset[str]] = {
+    1: frozenset(),
+    2: frozenset({"columnMapping"}),
+}
+
+#: Features implied by legacy writer versions 2..6.
+LEGACY_WRITER_FEATURES: dict[int, frozenset[str]] = {
+    1: frozenset(),
+    2: frozenset({"appendOnly", "invariants"}),
+    3: frozenset({"appendOnly", "invariants", "checkConstraints"}),
+    4: frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"}),
+    5: frozenset(
+        {"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
+         "columnMapping"}
+    ),
+    6: frozenset(
+        {"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
+         "columnMapping", "identityColumns"}
+    ),
+}
+
+
+def reader_features(protocol: Protocol) -> frozenset[str]:
+    """The reader features a protocol requires (explicit at version 3, implied below it).
+
+    Example:
+        >>> sorted(reader_features(Protocol(minReaderVersion=2, minWriterVersion=5)))
+        ['columnMapping']
+    """
+    if protocol.minReaderVersion >= 3:
+        return frozenset(protocol.readerFeatures or ())
+    return LEGACY_READER_FEATURES.get(protocol.minReaderVersion, frozenset())
+
+
+def writer_features(protocol: Protocol) -> frozenset[str]:
+    """The writer features a protocol requires (explicit at version 7, implied below it).
+
+    Example:
+        >>> sorted(writer_features(Protocol(minReaderVersion=1, minWriterVersion=2)))
+        ['appendOnly', 'invariants']
+    """
+    if protocol.minWriterVersion >= 7:
+        return frozenset(protocol.writerFeatures or ())
+    return LEGACY_WRITER_FEATURES.get(protocol.minWriterVersion, frozenset())
+
+
+def is_feature_active(protocol: Protocol, feature: str) -> bool:
+    """True when ``feature`` is listed (or implied) on the reader or writer side.
+
+    Example:
+        >>> is_feature_active(Protocol(3, 7, ("deletionVectors",), ("deletionVectors",)), "deletionVectors")
+        True
+    """
+    return feature in reader_features(protocol) or feature in writer_features(protocol)
+
+
+def check_readable(protocol: Protocol, *, table: str | None = None, version: int | None = None) -> None:
+    """Raise :class:`UnsupportedFeatureError` naming the first reader feature we cannot honour.
+
+    Example:
+        >>> check_readable(Protocol(minReaderVersion=99, minWriterVersion=7), table="t")
+        Traceback (most recent call last):
+        ...
+        deltalog.errors.UnsupportedFeatureError: table needs reader version 99; deltalog reads \
+versions 1 to 3 [table t]
+    """
+    if protocol.minReaderVersion > 3 or protocol.minReaderVersion < 1:
+        raise UnsupportedFeatureError(
+            f"table needs reader version {protocol.minReaderVersion}; deltalog reads versions 1 to 3",
+            feature=f"minReaderVersion={protocol.minReaderVersion}", table=table, version=version,
+        )
+    for feature in sorted(reader_features(protocol)):
+        if feature not in SUPPORTED_READER_FEATURES:
+            raise UnsupportedFeatureError(
+                f"table needs reader feature '{feature}', which deltalog does not support yet "
+                f"(supported: {', '.join(sorted(SUPPORTED_READER_FEATURES))})",
+                feature=feature, table=table, version=version,
+            )

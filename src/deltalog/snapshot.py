@@ -1,0 +1,177 @@
+"""An immutable view of a table at one version.
+
+Example:
+    >>> import deltalog
+    >>> snap = deltalog.Table("/data/events").snapshot()          # doctest: +SKIP
+    >>> snap.version, snap.partition_columns                        # doctest: +SKIP
+    (12, ('day',))
+    >>> snap.add_files().num_rows                                   # doctest: +SKIP
+    48
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from deltalog.log.replay import TableState
+from deltalog.log.segment import LogSegment
+from deltalog.protocol.actions import CommitInfo, Metadata, Protocol
+from deltalog.protocol.features import check_readable, is_feature_active
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+
+    from deltalog.protocol.schema import StructType
+    from deltalog.storage import LogStore
+
+    FilterLike = Sequence[tuple[str, str, Any]] | pc.Expression
+
+
+class Snapshot:
+    """The state of a Delta table at :attr:`version`: protocol, metadata, schema and live files."""
+
+    def __init__(self, store: LogStore, segment: LogSegment, state: TableState, *, table: str) -> None:
+        self._store = store
+        self._segment = segment
+        self._state = state
+        self.table = table
+        check_readable(state.protocol, table=table, version=state.version)
+
+    def __repr__(self) -> str:
+        return f"Snapshot(table={self.table!r}, version={self.version}, files={self._state.files.num_rows})"
+
+    @property
+    def version(self) -> int:
+        """The table version this snapshot shows."""
+        return self._state.version
+
+    @property
+    def store(self) -> LogStore:
+        """The storage the table lives in."""
+        return self._store
+
+    @property
+    def segment(self) -> LogSegment:
+        """The log files this snapshot was reconstructed from."""
+        return self._segment
+
+    @property
+    def protocol(self) -> Protocol:
+        """The table's ``protocol`` action."""
+        return self._state.protocol
+
+    @property
+    def metadata(self) -> Metadata:
+        """The table's ``metaData`` action."""
+        return self._state.metadata
+
+    @cached_property
+    def schema(self) -> StructType:
+        """The logical schema, parsed from ``metaData.schemaString``.
+
+        Example:
+            >>> snap.schema.field_names                              # doctest: +SKIP
+            ['id', 'day']
+        """
+        from deltalog.errors import InvalidTableError, SchemaError
+        from deltalog.protocol.schema import parse_schema
+
+        if self.metadata.schemaString is None:
+            raise InvalidTableError(
+                "metaData has no schemaString, so the table's rows cannot be read",
+                table=self.table, version=self.version,
+            )
+        try:
+            return parse_schema(self.metadata.schemaString)
+        except SchemaError as exc:
+            raise SchemaError(
+                f"metaData.schemaString is invalid: {exc.message}", table=self.table, version=self.version
+            ) from None
+
+    @property
+    def partition_columns(self) -> tuple[str, ...]:
+        """Logical names of the partition columns, in partition order."""
+        return tuple(self.metadata.partitionColumns)
+
+    @property
+    def properties(self) -> Mapping[str, str]:
+        """Table properties (``metaData.configuration``), e.g. ``delta.appendOnly``."""
+        return self.metadata.configuration
+
+    @property
+    def column_mapping_mode(self) -> str:
+        """``none``, ``name`` or ``id`` (``delta.columnMapping.mode``)."""
+        return self.properties.get("delta.columnMapping.mode", "none")
+
+    @property
+    def commit_info(self) -> CommitInfo | None:
+        """The ``commitInfo`` of the commit that produced this version, if it is in the segment."""
+        return self._state.commit_info
+
+    def add_files(self) -> pa.Table:
+        """One row per live data file: path, partitionValues, size, modificationTime, stats, deletionVector...
+
+        Example:
+            >>> snap.add_files().column_names[:3]                    # doctest: +SKIP
+            ['path', 'partitionValues', 'size']
+        """
+        return self._state.files
+
+    def tombstones(self) -> pa.Table:
+        """``remove`` actions still in the reconciled state (files a vacuum may delete later)."""
+        return self._state.tombstones
+
+    def num_files(self) -> int:
+        """Number of live data files."""
+        return self._state.files.num_rows
+
+    def txn_version(self, app_id: str) -> int | None:
+        """The latest version committed by ``app_id`` through ``txn`` actions, or ``None``.
+
+        Example:
+            >>> snap.txn_version("nightly-etl")                      # doctest: +SKIP
+            41
+        """
+        txn = self._state.txns.get(app_id)
+        return None if txn is None else txn.version
+
+    @property
+    def app_transactions(self) -> Mapping[str, int]:
+        """Every application id with its latest ``txn`` version."""
+        return {k: v.version for k, v in self._state.txns.items()}
+
+    def domain_metadata(self, domain: str) -> str | None:
+        """The configuration string of a (not removed) metadata domain, or ``None``."""
+        d = self._state.domains.get(domain)
+        return None if d is None else d.configuration
+
+    @property
+    def domains(self) -> Mapping[str, str]:
+        """All live metadata domains with their configuration."""
+        return {k: v.configuration for k, v in self._state.domains.items()}
+
+    def has_feature(self, feature: str) -> bool:
+        """True when the protocol lists (or implies) the table feature."""
+        return is_feature_active(self.protocol, feature)
+
+    def to_arrow(
+        self, columns: Sequence[str] | None = None, filter: FilterLike | None = None
+    ) -> pa.Table:
+        """Read the table's rows into one ``pyarrow.Table`` (for small tables and tests).
+
+        ``filter`` is a list of ``(column, op, value)`` conditions joined by AND (ops ``= == != < <= >
+        >= in not in``), used to prune partitions and skip files by min/max statistics and then applied
+        to the rows; a ``pyarrow.compute.Expression`` is applied to rows only.
+
+        Example:
+            >>> snap.to_arrow(columns=["id"], filter=[("day", "=", "2024-01-01")])  # doctest: +SKIP
+            pyarrow.Table
+            id: int64
+        """
+        from deltalog.arrow.read import read_snapshot
+
+        return read_snapshot(self, columns=columns, filter=filter)

@@ -1,0 +1,136 @@
+"""``deltalog.Table``: the entry point for a Delta table at a path.
+
+Example:
+    >>> import deltalog
+    >>> t = deltalog.Table("/data/events")                            # doctest: +SKIP
+    >>> t.snapshot().version                                         # doctest: +SKIP
+    12
+    >>> t.snapshot(version=3).to_arrow().num_rows                    # doctest: +SKIP
+    1000
+    >>> [h["operation"] for h in t.history(limit=2)]                 # doctest: +SKIP
+    ['MERGE', 'WRITE']
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from deltalog.errors import CorruptLogError, InvalidArgumentError, TableNotFoundError
+from deltalog.log.replay import replay
+from deltalog.log.segment import LogSegment, build_segment, list_log
+from deltalog.log.timestamps import TimestampLike, commit_timestamps, to_millis, version_at_timestamp
+from deltalog.snapshot import Snapshot
+from deltalog.storage import LogStore, store_for
+
+
+class Table:
+    """A Delta table at ``location`` (a local path, ``file:`` URI or ``memory://name``).
+
+    Opening is cheap: nothing is read until a snapshot or the history is asked for.
+    """
+
+    def __init__(self, location: str | os.PathLike[str], *, store: LogStore | None = None) -> None:
+        self.location = os.fspath(location)
+        self.store = store if store is not None else store_for(self.location)
+
+    def __repr__(self) -> str:
+        return f"Table({self.location!r})"
+
+    def _check_exists(self) -> None:
+        full = self.store.full_path("")
+        if "://" not in full and not os.path.isdir(full):
+            raise TableNotFoundError("no Delta table: the path does not exist", table=self.location)
+
+    def snapshot(
+        self, version: int | None = None, *, timestamp: TimestampLike | None = None
+    ) -> Snapshot:
+        """The table at ``version`` or as of ``timestamp`` (latest by default).
+
+        A version that was cleaned up, lies in the future, or a timestamp before the first or after
+        the last commit raises :class:`deltalog.errors.VersionNotFoundError`.
+
+        Example:
+            >>> Table("/data/events").snapshot(timestamp="2024-05-01T00:00:00Z")  # doctest: +SKIP
+            Snapshot(table='/data/events', version=7, files=21)
+        """
+        if version is not None and timestamp is not None:
+            raise InvalidArgumentError("pass either version= or timestamp=, not both", table=self.location)
+        if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+            raise InvalidArgumentError(f"version must be an int, got {version!r}", table=self.location)
+        self._check_exists()
+        if timestamp is not None:
+            version = self.version_at(timestamp)
+        return self._load(version)
+
+    def _load(self, version: int | None) -> Snapshot:
+        excluded: set[tuple[str, ...]] = set()
+        while True:
+            segment = build_segment(
+                self.store, table=self.location, version=version, exclude_checkpoints=frozenset(excluded)
+            )
+            try:
+                state = replay(self.store, segment)
+            except CorruptLogError as exc:
+                names = tuple(p.name for p in segment.checkpoint)
+                if not names or exc.file is None or not _is_checkpoint_file(exc.file, segment):
+                    raise
+                excluded.add(names)  # unreadable checkpoint: reconstruct from an older one or commits
+                try:
+                    build_segment(
+                        self.store, table=self.location, version=segment.version,
+                        exclude_checkpoints=frozenset(excluded),
+                    )
+                except Exception:
+                    raise exc from None
+                version = segment.version
+                continue
+            return Snapshot(self.store, segment, state, table=self.location)
+
+    def latest_version(self) -> int:
+        """The newest committed version.
+
+        Example:
+            >>> Table("/data/events").latest_version()               # doctest: +SKIP
+            12
+        """
+        self._check_exists()
+        return build_segment(self.store, table=self.location).version
+
+    def version_at(self, timestamp: TimestampLike) -> int:
+        """The version that was current at ``timestamp`` (datetime, ISO string or epoch milliseconds).
+
+        Example:
+            >>> Table("/data/events").version_at("2024-05-01 00:00:00")  # doctest: +SKIP
+            7
+        """
+        target = to_millis(timestamp)
+        self._check_exists()
+        commits = [f for f in list_log(self.store, 0) if f.kind == "commit"]
+        latest = self._load(None)
+        ict_from = _ict_enablement(latest)
+        stamps = commit_timestamps(self.store, commits, table=self.location, ict_enabled_from=ict_from)
+        return version_at_timestamp(commits, stamps, target, table=self.location)
+
+    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Commit provenance, newest first: version, timestamp, operation, parameters, metrics...
+
+        Example:
+            >>> Table("/data/events").history(limit=1)[0]["operation"]  # doctest: +SKIP
+            'WRITE'
+        """
+        from deltalog.commands.history import table_history
+
+        self._check_exists()
+        return table_history(self.store, table=self.location, limit=limit)
+
+
+def _is_checkpoint_file(file: str, segment: LogSegment) -> bool:
+    return any(file == p.path for p in segment.checkpoint) or "/_sidecars/" in file
+
+
+def _ict_enablement(snapshot: Snapshot) -> int | None:
+    props = snapshot.properties
+    if props.get("delta.enableInCommitTimestamps", "false").lower() != "true":
+        return None
+    return int(props.get("delta.inCommitTimestampEnablementVersion", "0"))
