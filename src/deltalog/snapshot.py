@@ -23,12 +23,11 @@ from deltalog.protocol.actions import CommitInfo, Metadata, Protocol
 from deltalog.protocol.features import check_readable, is_feature_active
 
 if TYPE_CHECKING:
-    import pyarrow.compute as pc
-
     from deltalog.protocol.schema import StructType
     from deltalog.storage import LogStore
 
-    FilterLike = Sequence[tuple[str, str, Any]] | pc.Expression
+#: ``[(column, op, value), ...]`` (AND) or a ``pyarrow.compute.Expression`` (rows only).
+FilterLike = Sequence[tuple[str, str, Any]] | Any
 
 
 class Snapshot:
@@ -127,7 +126,8 @@ class Snapshot:
 
     def num_files(self) -> int:
         """Number of live data files."""
-        return self._state.files.num_rows
+        n: int = self._state.files.num_rows
+        return n
 
     def txn_version(self, app_id: str) -> int | None:
         """The latest version committed by ``app_id`` through ``txn`` actions, or ``None``.

@@ -31,9 +31,9 @@ from deltalog.errors import CorruptLogError
 from deltalog.log.files import (
     ADD_SCHEMA,
     JSON_ADD_TYPE,
-    drop_null_rows,
     JSON_REMOVE_TYPE,
     REMOVE_SCHEMA,
+    drop_null_rows,
     normalize_files,
 )
 from deltalog.log.paths import LOG_DIR, SIDECAR_DIR, LogFile

@@ -84,11 +84,10 @@ def replay(store: LogStore, segment: LogSegment) -> TableState:
                 domains.setdefault(action.domain, action)
         if commit_info is None:
             commit_info = src.commit_infos.get(segment.version)
-    where = _where(segment)
     if protocol is None:
-        raise InvalidTableError("no protocol action found while reconstructing the table state", **where)
+        raise _missing("protocol", segment)
     if metadata is None:
-        raise InvalidTableError("no metaData action found while reconstructing the table state", **where)
+        raise _missing("metaData", segment)
     files, tombstones = reconcile_files(sources, store.full_path(""))
     return TableState(
         version=segment.version,
@@ -102,14 +101,17 @@ def replay(store: LogStore, segment: LogSegment) -> TableState:
     )
 
 
-def _where(segment: LogSegment) -> dict[str, object]:
+def _missing(what: str, segment: LogSegment) -> InvalidTableError:
     if segment.checkpoint:
-        file = segment.checkpoint[0].path
+        file: str | None = segment.checkpoint[0].path
     elif segment.commits:
         file = segment.commits[0].path
     else:
         file = None
-    return {"table": segment.table, "version": segment.version, "file": file}
+    return InvalidTableError(
+        f"no {what} action found while reconstructing the table state (searched from {file} on)",
+        table=segment.table, version=segment.version, file=file,
+    )
 
 
 def reconcile_files(sources: Iterable[FileActions], table_root: str) -> tuple[pa.Table, pa.Table]:

@@ -130,7 +130,7 @@ def complete_checkpoints(files: Sequence[LogFile]) -> dict[int, tuple[LogFile, .
         key = (f.version, f.num_parts or 1, f.uuid)
         groups[key][f.part or 1] = f
     best: dict[int, tuple[LogFile, ...]] = {}
-    for (version, num_parts, uuid), parts in sorted(
+    for (version, num_parts, _uuid), parts in sorted(
         groups.items(), key=lambda kv: (kv[0][0], kv[0][2] is not None, -kv[0][1])
     ):
         if len(parts) != num_parts or set(parts) != set(range(1, num_parts + 1)):

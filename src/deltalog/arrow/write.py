@@ -1,0 +1,424 @@
+"""``write_table``: write Arrow (or pandas) data to a Delta table through a transaction.
+
+The data is conformed to the table's schema (:mod:`deltalog.arrow.write_schema`), checked against
+NOT NULL columns, column invariants and CHECK constraints (:mod:`deltalog.txn.constraints`), written as
+parquet files (:mod:`deltalog.arrow.write_files`) and committed with ``add`` (and, for overwrites,
+``remove``) actions by :class:`deltalog.txn.transaction.Transaction`. If anything fails before the
+commit, the data files written so far are deleted (best effort); a crash in between leaves only
+unreferenced files, which vacuum removes later.
+
+Modes: ``"append"``; ``"overwrite"`` (all live files, or with ``predicate`` -- ``(column, op, value)``
+conditions on partition columns, like Spark's ``replaceWhere`` -- only the matching ones; rows outside
+the predicate are refused); ``"error"`` (the table must not exist); ``"ignore"`` (do nothing if it
+exists).
+
+Example:
+    >>> import pyarrow as pa
+    >>> res = write_table("/tmp/doc-table", pa.table({"id": [1, 2]}), mode="overwrite")  # doctest: +SKIP
+    >>> res.version, res.num_files                                                      # doctest: +SKIP
+    (0, 1)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile
+from deltalog.arrow.write_schema import resolve_schema
+from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
+from deltalog.protocol.actions import Format, Metadata
+from deltalog.protocol.schema import ArrayType, MapType, StructType, to_logical
+from deltalog.storage import LogStore
+from deltalog.table import Table
+from deltalog.txn.constraints import check_table_constraints
+from deltalog.txn.operations import Write
+from deltalog.txn.predicates import ReadPredicate, columns_of
+from deltalog.txn.transaction import CommitResult, Transaction
+from deltalog.txn.writer_features import check_append_only, check_writable, upgrade_protocol
+
+__all__ = ["MODES", "TableExistsError", "WriteResult", "write_table"]
+
+#: Accepted values of ``mode``.
+MODES = ("append", "overwrite", "error", "ignore")
+_SCHEMA_MODES = (None, "merge", "overwrite")
+_OP_MODES = {"append": "Append", "overwrite": "Overwrite", "error": "ErrorIfExists", "ignore": "Ignore"}
+
+
+class TableExistsError(DeltaError):
+    """``mode="error"`` and the table already exists."""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What :func:`write_table` did. ``skipped`` is true for ``mode="ignore"`` on an existing table
+    and for idempotent writes whose ``txn`` version was already committed (``skip_reason`` says which).
+    """
+
+    version: int
+    skipped: bool = False
+    skip_reason: str | None = None
+    num_files: int = 0
+    num_rows: int = 0
+    num_bytes: int = 0
+    num_removed_files: int = 0
+    files: tuple[str, ...] = ()
+    commit: CommitResult | None = None
+    operation_metrics: Mapping[str, str] = field(default_factory=dict)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# ------------------------------------------------------------------------------------------- input
+
+
+def _batches(data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """Schema and batches of a pyarrow Table, RecordBatch(Reader), iterable of batches or pandas frame."""
+    if isinstance(data, pa.Table):
+        return data.schema, iter(data.to_batches())
+    if isinstance(data, pa.RecordBatch):
+        return data.schema, iter([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, iter(data)
+    module = type(data).__module__
+    if module.startswith("pandas"):
+        table = pa.Table.from_pandas(data, preserve_index=False)
+        return table.schema, iter(table.to_batches())
+    if hasattr(data, "__arrow_c_stream__"):
+        reader = pa.RecordBatchReader.from_stream(data)
+        return reader.schema, iter(reader)
+    if isinstance(data, Iterable) and not isinstance(data, (str, bytes, Mapping)):
+        it = iter(data)
+        first = next(it, None)
+        if first is None:
+            raise InvalidArgumentError("the iterable of record batches is empty: there is no schema to write")
+        if not isinstance(first, pa.RecordBatch):
+            raise InvalidArgumentError(f"data iterables must yield pyarrow.RecordBatch, got {type(first).__name__}")
+
+        def chain() -> Iterator[pa.RecordBatch]:
+            yield first
+            yield from it
+
+        return first.schema, chain()
+    raise InvalidArgumentError(
+        "data must be a pyarrow Table, RecordBatch, RecordBatchReader, an iterable of RecordBatches or a "
+        f"pandas DataFrame, got {type(data).__name__}"
+    )
+
+
+# ---------------------------------------------------------------------------------------- planning
+
+
+def _check_partition_columns(schema: StructType, partition_by: Sequence[str], table: str) -> None:
+    names = schema.field_names
+    for c in partition_by:
+        if c not in names:
+            raise InvalidArgumentError(f"partition column {c!r} is not in the data (columns: {names})", table=table)
+        ftype = schema.field(c).type
+        if isinstance(ftype, (StructType, ArrayType, MapType)):
+            raise InvalidArgumentError(f"partition column {c!r} must have a primitive type", table=table)
+    if len(set(partition_by)) != len(partition_by):
+        raise InvalidArgumentError(f"partition columns repeat: {list(partition_by)}", table=table)
+    if partition_by and len(partition_by) == len(names):
+        raise InvalidArgumentError("a table cannot be partitioned by all of its columns", table=table)
+
+
+def _new_metadata(
+    schema: StructType,
+    partition_by: Sequence[str],
+    properties: Mapping[str, str] | None,
+    name: str | None,
+    description: str | None,
+    created: int,
+) -> Metadata:
+    return Metadata(
+        id=str(uuid.uuid4()),
+        format=Format(),
+        schemaString=schema.to_json(),
+        partitionColumns=tuple(partition_by),
+        configuration={str(k): str(v) for k, v in (properties or {}).items()},
+        name=name,
+        description=description,
+        createdTime=created,
+    )
+
+
+def _predicate_mask(data: pa.Table, predicate: ReadPredicate) -> pa.ChunkedArray[Any] | pa.Array[Any]:
+    mask: Any = None
+    for cond in predicate.conditions:
+        col = data.column(cond.column)
+        value = cond.value
+        if cond.op in ("in", "not in"):
+            hit: Any = pc.is_in(col, value_set=pa.array(list(value), col.type))
+            if cond.op == "not in":
+                hit = pc.invert(hit)
+        else:
+            fn = {
+                "=": pc.equal,
+                "!=": pc.not_equal,
+                "<": pc.less,
+                "<=": pc.less_equal,
+                ">": pc.greater,
+                ">=": pc.greater_equal,
+            }[cond.op]
+            hit = fn(col, pa.scalar(value, col.type))
+        hit = pc.fill_null(hit, False)
+        mask = hit if mask is None else pc.and_(mask, hit)
+    assert mask is not None
+    result: pa.ChunkedArray[Any] | pa.Array[Any] = mask
+    return result
+
+
+@dataclass
+class _Plan:
+    snapshot: Any
+    metadata: Metadata
+    schema: StructType
+    metadata_changed: bool
+    predicate: ReadPredicate | None
+
+
+def _plan(
+    table: Table,
+    snapshot: Any,
+    arrow_schema: pa.Schema,
+    *,
+    mode: str,
+    partition_by: Sequence[str] | None,
+    schema_mode: str | None,
+    predicate: Sequence[Sequence[Any]] | None,
+    properties: Mapping[str, str] | None,
+    name: str | None,
+    description: str | None,
+    clock: Callable[[], int],
+) -> _Plan:
+    loc = table.location
+    if snapshot is None:
+        schema, _ = resolve_schema(StructType(), arrow_schema, "overwrite", table=loc)
+        parts = list(partition_by or [])
+        _check_partition_columns(schema, parts, loc)
+        md = _new_metadata(schema, parts, properties, name, description, clock())
+        return _Plan(None, md, schema, True, _read_predicate(predicate, md, loc))
+    old = snapshot.metadata
+    table_schema: StructType = snapshot.schema
+    schema, changed = resolve_schema(table_schema, arrow_schema, schema_mode, table=loc)
+    parts = list(old.partitionColumns)
+    if partition_by is not None and list(partition_by) != parts:
+        if schema_mode != "overwrite":
+            raise InvalidArgumentError(
+                f"the table is partitioned by {parts}, not {list(partition_by)}; to change the partitioning "
+                'overwrite it with mode="overwrite" and schema_mode="overwrite"',
+                table=loc,
+            )
+        parts = list(partition_by)
+        changed = True
+    _check_partition_columns(schema, parts, loc)
+    conf = dict(old.configuration)
+    if properties:
+        conf.update({str(k): str(v) for k, v in properties.items()})
+    meta_changed = (
+        changed
+        or conf != dict(old.configuration)
+        or (name is not None and name != old.name)
+        or (description is not None and description != old.description)
+    )
+    md = old
+    if meta_changed:
+        md = Metadata(
+            id=old.id,
+            format=old.format,
+            schemaString=schema.to_json(),
+            partitionColumns=tuple(parts),
+            configuration=conf,
+            name=name if name is not None else old.name,
+            description=description if description is not None else old.description,
+            createdTime=old.createdTime,
+        )
+    return _Plan(snapshot, md, schema, meta_changed, _read_predicate(predicate, md, loc))
+
+
+def _read_predicate(predicate: Sequence[Sequence[Any]] | None, md: Metadata, loc: str) -> ReadPredicate | None:
+    if predicate is None:
+        return None
+    cols = columns_of(md.schemaString, partition_columns=md.partitionColumns)
+    pred = ReadPredicate.of(list(predicate), cols)
+    for c in pred.conditions:
+        if c.column not in md.partitionColumns:
+            raise InvalidArgumentError(
+                f"overwrite predicate column {c.column!r} is not a partition column "
+                f"(partition columns: {list(md.partitionColumns)})",
+                table=loc,
+            )
+    return pred
+
+
+def _predicate_sql(predicate: Sequence[Sequence[Any]]) -> list[str]:
+    out = []
+    for column, op, value in predicate:
+        text = f"({', '.join(repr(v) for v in value)})" if str(op).lower() in ("in", "not in") else repr(value)
+        out.append(f"{column} {op} {text}")
+    return out
+
+
+# ------------------------------------------------------------------------------------------- write
+
+
+def write_table(
+    location: str | os.PathLike[str],
+    data: Any,
+    *,
+    mode: str = "error",
+    partition_by: Sequence[str] | None = None,
+    schema_mode: str | None = None,
+    predicate: Sequence[Sequence[Any]] | None = None,
+    txn: tuple[str, int] | None = None,
+    properties: Mapping[str, str] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
+    user_metadata: str | None = None,
+    store: LogStore | None = None,
+    clock: Callable[[], int] = _now_ms,
+) -> WriteResult:
+    """Write ``data`` (pyarrow Table/RecordBatchReader/batches, pandas DataFrame) to the Delta table
+    at ``location``; see the module docstring for modes.
+
+    ``txn=(app_id, version)`` makes the write idempotent: when the table already holds that version
+    (or a newer one) for ``app_id`` nothing is written and the result says ``skipped``.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> write_table("/data/t", pa.table({"d": ["a"], "x": [1]}), mode="append",
+        ...             partition_by=["d"])                                  # doctest: +SKIP
+        WriteResult(version=0, ...)
+    """
+    if mode not in MODES:
+        raise InvalidArgumentError(f"unknown write mode {mode!r}; valid modes are {list(MODES)}")
+    if schema_mode not in _SCHEMA_MODES:
+        raise InvalidArgumentError(f"unknown schema_mode {schema_mode!r}; valid: {list(_SCHEMA_MODES)}")
+    if schema_mode == "overwrite" and mode != "overwrite":
+        raise InvalidArgumentError('schema_mode="overwrite" needs mode="overwrite"')
+    if predicate is not None and mode != "overwrite":
+        raise InvalidArgumentError('predicate= selects the files an overwrite replaces; it needs mode="overwrite"')
+    if txn is not None and (len(txn) != 2 or not isinstance(txn[0], str) or not isinstance(txn[1], int)):
+        raise InvalidArgumentError(f"txn must be (app_id, version), got {txn!r}")
+    table = Table(location, store=store)
+    try:
+        snapshot = table.snapshot()
+    except TableNotFoundError:
+        snapshot = None
+    if snapshot is not None and mode == "error":
+        raise TableExistsError(
+            f'table already exists (version {snapshot.version}); use mode="append" or "overwrite", or "ignore" to skip',
+            table=table.location,
+        )
+    if snapshot is not None and mode == "ignore":
+        return WriteResult(version=snapshot.version, skipped=True, skip_reason="table exists")
+    arrow_schema, batches = _batches(data)
+    plan = _plan(
+        table,
+        snapshot,
+        arrow_schema,
+        mode=mode,
+        partition_by=partition_by,
+        schema_mode=schema_mode,
+        predicate=predicate,
+        properties=properties,
+        name=name,
+        description=description,
+        clock=clock,
+    )
+    op = Write(
+        mode=_OP_MODES[mode],
+        partition_by=tuple(plan.metadata.partitionColumns),
+        predicate=_predicate_sql(predicate) if predicate is not None else None,
+    )
+    transaction = Transaction(table.store, snapshot, op, table=table.location, clock=clock, user_metadata=user_metadata)
+    if txn is not None:
+        have = transaction.txn_version(txn[0])
+        if have is not None and have >= txn[1]:
+            return WriteResult(
+                version=snapshot.version if snapshot is not None else -1,
+                skipped=True,
+                skip_reason=f"txn {txn[0]!r} already at version {have}",
+            )
+    _preflight(transaction, plan, mode, table.location)
+    writer = DataFileWriter(
+        table.store, plan.schema, plan.metadata.partitionColumns, target_file_size=target_file_size, clock=clock
+    )
+    try:
+        rows = _write_batches(writer, batches, plan, table.location)
+        files = writer.close()
+        result = _commit(transaction, plan, files, mode, txn)
+    except BaseException:
+        writer.abort()
+        raise
+    return WriteResult(
+        version=result.version,
+        num_files=len(files),
+        num_rows=rows,
+        num_bytes=sum(f.size for f in files),
+        num_removed_files=int(result.operation_metrics.get("numRemovedFiles", "0")),
+        files=tuple(f.path for f in files),
+        commit=result,
+        operation_metrics=dict(result.operation_metrics),
+    )
+
+
+def _preflight(txn: Transaction, plan: _Plan, mode: str, loc: str) -> None:
+    """Refuse early (before any data file is written) what the commit would refuse."""
+    base = plan.snapshot.protocol if plan.snapshot is not None else None
+    check_writable(upgrade_protocol(base, plan.metadata), plan.metadata, adds_data=True, table=loc)
+    if mode == "overwrite" and plan.snapshot is not None and plan.snapshot.num_files():
+        check_append_only(plan.metadata, [("(existing files)", True)], table=loc)
+
+
+def _write_batches(writer: DataFileWriter, batches: Iterator[pa.RecordBatch], plan: _Plan, loc: str) -> int:
+    rows = 0
+    target = plan.schema
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        chunk = pa.Table.from_batches([batch])
+        try:
+            logical = to_logical(chunk, target, "none")
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise SchemaError(f"data cannot be converted to the table schema: {exc}", table=loc) from None
+        check_table_constraints(logical, plan.metadata, table_name=loc)
+        if plan.predicate is not None:
+            mask = _predicate_mask(logical, plan.predicate)
+            outside = len(mask) - (pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
+            if outside:
+                raise InvalidArgumentError(
+                    f"{outside} row(s) of the data do not match the overwrite predicate "
+                    f"{plan.predicate.describe()}; an overwrite with a predicate may only write rows it "
+                    "replaces -- filter the data or widen the predicate",
+                    table=loc,
+                )
+        writer.write(logical)
+        rows += logical.num_rows
+    return rows
+
+
+def _commit(
+    txn: Transaction, plan: _Plan, files: list[WrittenFile], mode: str, app: tuple[str, int] | None
+) -> CommitResult:
+    if plan.metadata_changed:
+        txn.update_metadata(plan.metadata)
+    if mode == "overwrite" and plan.snapshot is not None:
+        conditions = [(c.column, c.op, c.value) for c in plan.predicate.conditions] if plan.predicate else []
+        txn.remove_files(txn.scan_files(conditions))
+    for f in files:
+        txn.add_file(f.to_add())
+    if app is not None:
+        txn.set_app_transaction(app[0], app[1])
+    return txn.commit()

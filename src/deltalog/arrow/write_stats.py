@@ -1,0 +1,178 @@
+"""Per-file statistics (the ``add.stats`` JSON) taken from a written parquet file's footer.
+
+Nothing is re-read: the writer hands over the footer (:class:`pyarrow.parquet.FileMetaData`) and the
+Delta schema of the columns stored in the file. Rules:
+
+* ``numRecords`` from the footer, ``tightBounds`` true;
+* ``nullCount`` for every leaf of (nested) structs, summed over row groups;
+* ``minValues``/``maxValues`` for numbers, decimals (up to 15 digits, so JSON numbers stay exact),
+  dates, timestamps and strings -- only when every row group has them. Not for booleans, binary,
+  arrays or maps, nor for float columns holding NaN (``nan_columns``);
+* timestamps are written as ISO text truncated *down* to milliseconds (``2024-01-01T00:00:00.000Z``,
+  without ``Z`` for ``timestamp_ntz``); strings are cut to 32 characters, and a cut maximum gets a
+  ``U+10FFFF`` tie-breaker appended so it stays >= every value.
+
+Example:
+    >>> import pyarrow as pa, pyarrow.parquet as pq
+    >>> from deltalog.protocol.schema import StructType
+    >>> t = pa.table({"x": [3, None, 1]})
+    >>> sink = pa.BufferOutputStream()
+    >>> w = pq.ParquetWriter(sink, t.schema); w.write_table(t); w.close()
+    >>> stats_json(w.writer.metadata, StructType.from_arrow_schema(t.schema))
+    '{"numRecords":3,"minValues":{"x":1},"maxValues":{"x":3},"nullCount":{"x":1},"tightBounds":true}'
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from deltalog.protocol.schema import DataType, DecimalType, PrimitiveType, StructType
+
+__all__ = ["STRING_PREFIX", "stats_json", "stats_value"]
+
+#: Length to which string min/max statistics are cut.
+STRING_PREFIX = 32
+_TIE_BREAKER = "\U0010ffff"
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_MINMAX_PRIMITIVES = frozenset(
+    {"byte", "short", "integer", "long", "float", "double", "date", "timestamp", "timestamp_ntz", "string"}
+)
+
+
+def _micros(value: dt.datetime) -> int:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _format_ts(value: dt.datetime, ntz: bool) -> str:
+    ms = _micros(value) // 1000  # floor: truncates down, also before 1970
+    t = _EPOCH + dt.timedelta(milliseconds=ms)
+    text = t.strftime("%Y-%m-%dT%H:%M:%S") + f".{t.microsecond // 1000:03d}"
+    return text if ntz else text + "Z"
+
+
+def stats_value(dtype: DataType, value: Any, *, is_max: bool) -> Any:
+    """The JSON value of a min (``is_max=False``) or max statistic, or ``None`` when none is written.
+
+    Example:
+        >>> stats_value(PrimitiveType("string"), "x" * 40, is_max=True) == "x" * 32 + "\\U0010ffff"
+        True
+        >>> stats_value(PrimitiveType("timestamp"), dt.datetime(2024, 1, 1, 0, 0, 0, 999999), is_max=False)
+        '2024-01-01T00:00:00.999Z'
+    """
+    if value is None:
+        return None
+    if isinstance(dtype, DecimalType):
+        if dtype.precision > 15 or not isinstance(value, decimal.Decimal):
+            return None
+        return float(value)
+    if not isinstance(dtype, PrimitiveType) or dtype.name not in _MINMAX_PRIMITIVES:
+        return None
+    name = dtype.name
+    if name in ("float", "double"):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    if name in ("byte", "short", "integer", "long"):
+        return int(value)
+    if name == "date":
+        return value.isoformat() if isinstance(value, dt.date) else None
+    if name in ("timestamp", "timestamp_ntz"):
+        return _format_ts(value, name == "timestamp_ntz") if isinstance(value, dt.datetime) else None
+    if not isinstance(value, str):
+        return None
+    if len(value) <= STRING_PREFIX:
+        return value
+    return value[:STRING_PREFIX] + _TIE_BREAKER if is_max else value[:STRING_PREFIX]
+
+
+def _leaves(schema: StructType, prefix: tuple[str, ...] = ()) -> Iterable[tuple[tuple[str, ...], Any]]:
+    for f in schema.fields:
+        path = (*prefix, f.name)
+        if isinstance(f.type, StructType):
+            yield from _leaves(f.type, path)
+        else:
+            yield path, f.type
+
+
+def _put(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
+    for p in path[:-1]:
+        tree = tree.setdefault(p, {})
+    tree[path[-1]] = value
+
+
+def stats_json(metadata: pq.FileMetaData, schema: StructType, *, nan_columns: Iterable[tuple[str, ...]] = ()) -> str:
+    """The ``stats`` JSON string of a file from its footer; ``schema`` lists the stored columns.
+
+    Example:
+        >>> import pyarrow as pa, pyarrow.parquet as pq
+        >>> t = pa.table({"s": pa.array([{"a": 1}], pa.struct([("a", pa.int64())]))})
+        >>> sink = pa.BufferOutputStream()
+        >>> w = pq.ParquetWriter(sink, t.schema); w.write_table(t); w.close()
+        >>> stats_json(w.writer.metadata, StructType.from_arrow_schema(t.schema))
+        '{"numRecords":1,"minValues":{"s":{"a":1}},"maxValues":{"s":{"a":1}},"nullCount":{"s":{"a":0}},\
+"tightBounds":true}'
+    """
+    leaves = dict(_leaves(schema))
+    skip_minmax = set(nan_columns)
+    acc: dict[tuple[str, ...], dict[str, Any]] = {}
+    for rg_index in range(metadata.num_row_groups):
+        rg = metadata.row_group(rg_index)
+        for ci in range(rg.num_columns):
+            col = rg.column(ci)
+            path = tuple(col.path_in_schema.split("."))
+            if path not in leaves:
+                continue  # list/map internals: no stats
+            entry = acc.setdefault(path, {"nulls": 0, "min": None, "max": None, "minmax": True})
+            st = col.statistics
+            if st is None:
+                entry["nulls"] = None
+                entry["minmax"] = False
+                continue
+            if entry["nulls"] is not None and st.has_null_count:
+                entry["nulls"] += st.null_count
+            elif not st.has_null_count:
+                entry["nulls"] = None
+            if not st.has_min_max:
+                if not (st.has_null_count and st.null_count == rg.num_rows):
+                    entry["minmax"] = False  # values present but no bounds recorded
+                continue
+            lo, hi = st.min, st.max
+            try:
+                entry["min"] = lo if entry["min"] is None or lo < entry["min"] else entry["min"]
+                entry["max"] = hi if entry["max"] is None or hi > entry["max"] else entry["max"]
+            except TypeError:
+                entry["minmax"] = False
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    nulls: dict[str, Any] = {}
+    for path, dtype in leaves.items():
+        found = acc.get(path)
+        if found is None:
+            if metadata.num_row_groups == 0:
+                _put(nulls, path, 0)
+            continue
+        entry = found
+        if entry["nulls"] is not None:
+            _put(nulls, path, entry["nulls"])
+        if not entry["minmax"] or path in skip_minmax:
+            continue
+        lo = stats_value(dtype, entry["min"], is_max=False)
+        hi = stats_value(dtype, entry["max"], is_max=True)
+        if lo is not None and hi is not None:
+            _put(mins, path, lo)
+            _put(maxs, path, hi)
+    out: dict[str, Any] = {"numRecords": metadata.num_rows}
+    out["minValues"] = mins
+    out["maxValues"] = maxs
+    out["nullCount"] = nulls
+    out["tightBounds"] = True
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False)

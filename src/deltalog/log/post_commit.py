@@ -1,0 +1,137 @@
+"""Work done after a successful commit: version checksum, periodic checkpoint, expired-log cleanup.
+
+None of it may fail the commit it follows: the commit is already durable, so every step is wrapped and
+its errors are logged (``logging`` at WARNING, with the traceback) and reported, never raised.
+
+Example:
+    >>> report = run_post_commit(deltalog.Table("/data/t"), 20)      # doctest: +SKIP
+    >>> report.crc, report.checkpoint is not None, report.errors     # doctest: +SKIP
+    ('_delta_log/00000000000000000020.crc', True, [])
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from deltalog.log.cleanup import Clock
+from deltalog.log.crc import write_crc
+
+if TYPE_CHECKING:
+    from deltalog.log.checkpoint_writer import CheckpointResult
+    from deltalog.snapshot import Snapshot
+    from deltalog.table import Table
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CHECKPOINT_INTERVAL = 10
+
+
+@dataclass
+class PostCommitReport:
+    """What :func:`run_post_commit` did; ``errors`` lists the steps that failed (already logged)."""
+
+    version: int
+    crc: str | None = None
+    checkpoint: CheckpointResult | None = None
+    cleaned: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def checkpoint_interval(snapshot: Snapshot) -> int:
+    """``delta.checkpointInterval`` (default 10); an invalid value falls back to the default.
+
+    Example:
+        >>> checkpoint_interval(snap)                                # doctest: +SKIP
+        10
+    """
+    raw = snapshot.properties.get("delta.checkpointInterval")
+    if raw is None:
+        return DEFAULT_CHECKPOINT_INTERVAL
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        log.warning(
+            "table %s: invalid delta.checkpointInterval %r; using %d", snapshot.table, raw, DEFAULT_CHECKPOINT_INTERVAL
+        )
+        return DEFAULT_CHECKPOINT_INTERVAL
+    return value
+
+
+def should_checkpoint(snapshot: Snapshot) -> bool:
+    """True when ``snapshot.version`` is a positive multiple of the checkpoint interval.
+
+    Example:
+        >>> should_checkpoint(deltalog.Table("/data/t").snapshot(10))  # doctest: +SKIP
+        True
+    """
+    v = snapshot.version
+    return v > 0 and v % checkpoint_interval(snapshot) == 0
+
+
+def run_post_commit(
+    table: Table,
+    version: int,
+    *,
+    snapshot: Snapshot | None = None,
+    clock: Clock | None = None,
+    write_checksum: bool = True,
+) -> PostCommitReport:
+    """Run the post-commit hooks for ``version`` of ``table``; never raises.
+
+    Pass the committed ``snapshot`` when the caller has it, to avoid replaying the log again. Steps:
+    ``.crc`` file; checkpoint when ``version % delta.checkpointInterval == 0``; log cleanup after a
+    checkpoint unless ``delta.enableExpiredLogCleanup`` is ``false``.
+
+    Example:
+        >>> run_post_commit(deltalog.Table("/data/t"), 3).errors       # doctest: +SKIP
+        []
+    """
+    report = PostCommitReport(version=version)
+    snap = snapshot
+    if snap is None or snap.version != version:
+        try:
+            snap = table.snapshot(version)
+        except Exception as exc:
+            _failed(report, "load snapshot", table, version, exc)
+            return report
+    if write_checksum:
+        try:
+            report.crc = write_crc(snap)
+        except Exception as exc:  # write_crc already swallows; belt and braces
+            _failed(report, "write checksum", table, version, exc)
+    checkpointed = False
+    try:
+        if should_checkpoint(snap):
+            from deltalog.log.checkpoint_writer import write_checkpoint
+
+            report.checkpoint = write_checkpoint(snap, clock=clock)
+            checkpointed = True
+    except Exception as exc:
+        _failed(report, "checkpoint", table, version, exc)
+    try:
+        enabled = snap.properties.get("delta.enableExpiredLogCleanup", "true").strip().lower() != "false"
+        if checkpointed and enabled:
+            from deltalog.log.cleanup import cleanup_expired_logs
+
+            report.cleaned = cleanup_expired_logs(snap, clock=clock)
+    except Exception as exc:
+        _failed(report, "log cleanup", table, version, exc)
+    return report
+
+
+def _failed(report: PostCommitReport, step: str, table: Table, version: int, exc: BaseException) -> None:
+    log.warning("post-commit %s failed for %s at version %d: %s", step, table.location, version, exc, exc_info=True)
+    report.errors.append(f"{step}: {type(exc).__name__}: {exc}")
+
+
+__all__ = [
+    "DEFAULT_CHECKPOINT_INTERVAL",
+    "PostCommitReport",
+    "checkpoint_interval",
+    "run_post_commit",
+    "should_checkpoint",
+]

@@ -1,0 +1,500 @@
+"""Operations as data: one frozen object per kind of commit.
+
+An operation knows its ``commitInfo.operation`` name, renders its ``operationParameters`` the way the
+reference implementation does (every value a JSON *string*, e.g. ``"partitionBy": "[\\"day\\"]"``),
+and declares how it touches the table:
+
+* ``is_blind_append`` -- it only adds new files and does not depend on what the table holds;
+* ``changes_data`` -- it changes the table's rows (``False`` for OPTIMIZE, VACUUM, property changes);
+* ``rewrites_rows`` -- it may replace existing rows by rewritten copies (UPDATE, MERGE, DELETE).
+
+The transaction combines the declaration with what was actually staged (a declared blind append that
+also removes files is not blind) and fills ``operationMetrics`` from the staged actions.
+
+Example:
+    >>> op = Write(mode="Append", partition_by=("day",))
+    >>> op.name, op.parameters()
+    ('WRITE', {'mode': 'Append', 'partitionBy': '["day"]'})
+    >>> op.is_blind_append, Optimize().changes_data
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from deltalog.errors import InvalidArgumentError
+
+__all__ = [
+    "AddConstraint",
+    "CreateTable",
+    "Delete",
+    "DropConstraint",
+    "Merge",
+    "Operation",
+    "Optimize",
+    "Restore",
+    "SetTableProperties",
+    "UnsetTableProperties",
+    "Update",
+    "UpgradeProtocol",
+    "VacuumEnd",
+    "VacuumStart",
+    "Write",
+]
+
+
+def _json(value: Any) -> str:
+    """Compact JSON text, the way parameter values are stored (a list becomes ``'["a"]'``)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _predicates(value: str | Sequence[str] | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """Base class: ``name`` is the ``commitInfo.operation`` string.
+
+    Example:
+        >>> Delete(predicate="x > 3").name
+        'DELETE'
+    """
+
+    NAME: ClassVar[str] = ""
+    BLIND_APPEND: ClassVar[bool] = False
+    CHANGES_DATA: ClassVar[bool] = True
+    REWRITES_ROWS: ClassVar[bool] = False
+
+    @property
+    def name(self) -> str:
+        """The ``commitInfo.operation`` string."""
+        return self.NAME
+
+    @property
+    def is_blind_append(self) -> bool:
+        """Only adds files and reads nothing (still checked against the staged actions at commit)."""
+        return self.BLIND_APPEND
+
+    @property
+    def changes_data(self) -> bool:
+        """Changes the rows of the table (``dataChange=true`` actions)."""
+        return self.CHANGES_DATA
+
+    @property
+    def rewrites_rows(self) -> bool:
+        """May replace existing rows by rewritten copies (needs change-data files under CDF)."""
+        return self.REWRITES_ROWS
+
+    def parameters(self) -> dict[str, str | None]:
+        """``commitInfo.operationParameters``: every value a string (JSON text for lists and maps).
+
+        Example:
+            >>> Optimize(z_order_by=("a",)).parameters()
+            {'predicate': '[]', 'zOrderBy': '["a"]'}
+        """
+        return {}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """The ``operationMetrics`` keys this operation reports when the transaction computes them.
+
+        Example:
+            >>> Write(mode="Append").metric_names()
+            ('numFiles', 'numOutputRows', 'numOutputBytes')
+        """
+        return ("numAddedFiles", "numRemovedFiles", "numAddedBytes", "numRemovedBytes")
+
+
+_WRITE_MODES = ("Append", "Overwrite", "ErrorIfExists", "Ignore")
+
+
+@dataclass(frozen=True)
+class Write(Operation):
+    """``WRITE``: append, overwrite (optionally only where ``predicate`` holds), or create-by-write.
+
+    Example:
+        >>> Write(mode="Overwrite", predicate=["day = '2024-01-01'"]).parameters()
+        {'mode': 'Overwrite', 'partitionBy': '[]', 'predicate': '["day = \\'2024-01-01\\'"]'}
+    """
+
+    mode: str = "Append"
+    partition_by: tuple[str, ...] = ()
+    predicate: str | Sequence[str] | None = None
+    NAME: ClassVar[str] = "WRITE"
+
+    def __post_init__(self) -> None:
+        if self.mode not in _WRITE_MODES:
+            raise InvalidArgumentError(f"write mode {self.mode!r} is not one of {list(_WRITE_MODES)}")
+
+    @property
+    def is_blind_append(self) -> bool:
+        """A plain append (or a write creating the table) reads nothing."""
+        return self.mode in ("Append", "ErrorIfExists", "Ignore") and self.predicate is None
+
+    @property
+    def rewrites_rows(self) -> bool:
+        """An overwrite removes whole files; it never rewrites rows."""
+        return False
+
+    def parameters(self) -> dict[str, str | None]:
+        """Mode, partition columns and, for a selective overwrite, the predicate."""
+        out: dict[str, str | None] = {"mode": self.mode, "partitionBy": _json(list(self.partition_by))}
+        if self.predicate is not None:
+            out["predicate"] = _json(_predicates(self.predicate))
+        return out
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Files, rows and bytes written (plus removed files for an overwrite)."""
+        if self.mode == "Overwrite":
+            return ("numFiles", "numOutputRows", "numOutputBytes", "numRemovedFiles", "numRemovedBytes")
+        return ("numFiles", "numOutputRows", "numOutputBytes")
+
+
+@dataclass(frozen=True)
+class CreateTable(Operation):
+    """``CREATE TABLE`` (or ``CREATE OR REPLACE TABLE`` with ``replace=True``) without data.
+
+    Example:
+        >>> CreateTable(partition_by=("d",), properties={"delta.appendOnly": "true"}).parameters()
+        {'isManaged': 'false', 'description': None, 'partitionBy': '["d"]', \
+'properties': '{"delta.appendOnly":"true"}'}
+    """
+
+    partition_by: tuple[str, ...] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+    description: str | None = None
+    replace: bool = False
+    BLIND_APPEND: ClassVar[bool] = True
+
+    @property
+    def name(self) -> str:
+        """``CREATE TABLE`` or ``CREATE OR REPLACE TABLE``."""
+        return "CREATE OR REPLACE TABLE" if self.replace else "CREATE TABLE"
+
+    def parameters(self) -> dict[str, str | None]:
+        """Managed flag, description, partition columns and properties."""
+        return {
+            "isManaged": "false",
+            "description": self.description,
+            "partitionBy": _json(list(self.partition_by)),
+            "properties": _json(dict(self.properties)),
+        }
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Files and bytes added (a create-as-select writes data)."""
+        return ("numFiles", "numOutputRows", "numOutputBytes")
+
+
+@dataclass(frozen=True)
+class Delete(Operation):
+    """``DELETE`` of the rows where ``predicate`` holds (``None``: every row).
+
+    Example:
+        >>> Delete(predicate="id < 10").parameters()
+        {'predicate': '["id < 10"]'}
+    """
+
+    predicate: str | Sequence[str] | None = None
+    NAME: ClassVar[str] = "DELETE"
+    REWRITES_ROWS: ClassVar[bool] = True
+
+    def parameters(self) -> dict[str, str | None]:
+        """The delete condition as a JSON list of SQL strings."""
+        return {"predicate": _json(_predicates(self.predicate))}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Files added and removed, rows deleted and copied."""
+        return (
+            "numAddedFiles",
+            "numRemovedFiles",
+            "numAddedBytes",
+            "numRemovedBytes",
+            "numDeletedRows",
+            "numCopiedRows",
+        )
+
+
+@dataclass(frozen=True)
+class Update(Operation):
+    """``UPDATE`` of the rows where ``predicate`` holds.
+
+    Example:
+        >>> Update(predicate="id = 1").parameters()
+        {'predicate': '["id = 1"]'}
+    """
+
+    predicate: str | Sequence[str] | None = None
+    NAME: ClassVar[str] = "UPDATE"
+    REWRITES_ROWS: ClassVar[bool] = True
+
+    def parameters(self) -> dict[str, str | None]:
+        """The update condition as a JSON list of SQL strings."""
+        return {"predicate": _json(_predicates(self.predicate))}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Files added and removed, rows updated and copied."""
+        return (
+            "numAddedFiles",
+            "numRemovedFiles",
+            "numAddedBytes",
+            "numRemovedBytes",
+            "numUpdatedRows",
+            "numCopiedRows",
+        )
+
+
+@dataclass(frozen=True)
+class Merge(Operation):
+    """``MERGE``: the join condition and the clause predicates.
+
+    Example:
+        >>> Merge(predicate="t.id = s.id", matched_predicates=({"actionType": "update"},)).parameters()
+        {'predicate': '["t.id = s.id"]', 'matchedPredicates': '[{"actionType":"update"}]', \
+'notMatchedPredicates': '[]', 'notMatchedBySourcePredicates': '[]'}
+    """
+
+    predicate: str | Sequence[str] | None = None
+    matched_predicates: tuple[Mapping[str, str], ...] = ()
+    not_matched_predicates: tuple[Mapping[str, str], ...] = ()
+    not_matched_by_source_predicates: tuple[Mapping[str, str], ...] = ()
+    NAME: ClassVar[str] = "MERGE"
+    REWRITES_ROWS: ClassVar[bool] = True
+
+    def parameters(self) -> dict[str, str | None]:
+        """Join condition and per-clause predicates, each JSON text."""
+        return {
+            "predicate": _json(_predicates(self.predicate)),
+            "matchedPredicates": _json([dict(p) for p in self.matched_predicates]),
+            "notMatchedPredicates": _json([dict(p) for p in self.not_matched_predicates]),
+            "notMatchedBySourcePredicates": _json([dict(p) for p in self.not_matched_by_source_predicates]),
+        }
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Files added and removed, rows inserted, updated, deleted and copied."""
+        return (
+            "numTargetFilesAdded",
+            "numTargetFilesRemoved",
+            "numTargetBytesAdded",
+            "numTargetBytesRemoved",
+            "numOutputRows",
+        )
+
+
+@dataclass(frozen=True)
+class Optimize(Operation):
+    """``OPTIMIZE``: compaction (``dataChange=false``), optionally limited by ``predicate``.
+
+    Example:
+        >>> Optimize(predicate=["day = '2024-01-01'"]).changes_data
+        False
+    """
+
+    predicate: str | Sequence[str] | None = None
+    z_order_by: tuple[str, ...] = ()
+    NAME: ClassVar[str] = "OPTIMIZE"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """Predicate and Z-order columns as JSON lists."""
+        return {"predicate": _json(_predicates(self.predicate)), "zOrderBy": _json(list(self.z_order_by))}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Files and bytes added and removed."""
+        return ("numAddedFiles", "numRemovedFiles", "numAddedBytes", "numRemovedBytes")
+
+
+@dataclass(frozen=True)
+class Restore(Operation):
+    """``RESTORE`` to a version or a timestamp.
+
+    Example:
+        >>> Restore(version=3).parameters()
+        {'version': '3', 'timestamp': None}
+    """
+
+    version: int | None = None
+    timestamp: str | None = None
+    NAME: ClassVar[str] = "RESTORE"
+
+    def __post_init__(self) -> None:
+        if (self.version is None) == (self.timestamp is None):
+            raise InvalidArgumentError("RESTORE needs exactly one of version= or timestamp=")
+
+    def parameters(self) -> dict[str, str | None]:
+        """The target version (as a string) or timestamp."""
+        return {"version": None if self.version is None else str(self.version), "timestamp": self.timestamp}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Files restored and removed."""
+        return ("numRestoredFiles", "numRemovedFiles", "restoredFilesSize", "removedFilesSize")
+
+
+@dataclass(frozen=True)
+class SetTableProperties(Operation):
+    """``SET TBLPROPERTIES``.
+
+    Example:
+        >>> SetTableProperties(properties={"delta.appendOnly": "true"}).parameters()
+        {'properties': '{"delta.appendOnly":"true"}'}
+    """
+
+    properties: Mapping[str, str] = field(default_factory=dict)
+    NAME: ClassVar[str] = "SET TBLPROPERTIES"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """The properties set, as JSON text."""
+        return {"properties": _json(dict(self.properties))}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """No metrics."""
+        return ()
+
+
+@dataclass(frozen=True)
+class UnsetTableProperties(Operation):
+    """``UNSET TBLPROPERTIES``.
+
+    Example:
+        >>> UnsetTableProperties(keys=("a",)).parameters()
+        {'properties': '["a"]', 'ifExists': 'true'}
+    """
+
+    keys: tuple[str, ...] = ()
+    if_exists: bool = True
+    NAME: ClassVar[str] = "UNSET TBLPROPERTIES"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """The keys removed and whether missing keys were tolerated."""
+        return {"properties": _json(list(self.keys)), "ifExists": "true" if self.if_exists else "false"}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """No metrics."""
+        return ()
+
+
+@dataclass(frozen=True)
+class AddConstraint(Operation):
+    """``ADD CONSTRAINT``: a CHECK constraint stored as ``delta.constraints.<name>``.
+
+    Example:
+        >>> AddConstraint(constraint="pos", expr="x > 0").parameters()
+        {'name': 'pos', 'expr': 'x > 0'}
+    """
+
+    constraint: str = ""
+    expr: str = ""
+    NAME: ClassVar[str] = "ADD CONSTRAINT"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """Constraint name and expression."""
+        return {"name": self.constraint, "expr": self.expr}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """No metrics."""
+        return ()
+
+
+@dataclass(frozen=True)
+class DropConstraint(Operation):
+    """``DROP CONSTRAINT``.
+
+    Example:
+        >>> DropConstraint(constraint="pos").parameters()
+        {'name': 'pos'}
+    """
+
+    constraint: str = ""
+    NAME: ClassVar[str] = "DROP CONSTRAINT"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """The constraint name."""
+        return {"name": self.constraint}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """No metrics."""
+        return ()
+
+
+@dataclass(frozen=True)
+class UpgradeProtocol(Operation):
+    """``UPGRADE PROTOCOL``: an explicit protocol change.
+
+    Example:
+        >>> UpgradeProtocol(new_protocol={"minReaderVersion": 1, "minWriterVersion": 7}).parameters()
+        {'newProtocol': '{"minReaderVersion":1,"minWriterVersion":7}'}
+    """
+
+    new_protocol: Mapping[str, Any] = field(default_factory=dict)
+    NAME: ClassVar[str] = "UPGRADE PROTOCOL"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """The new protocol as JSON text."""
+        return {"newProtocol": _json(dict(self.new_protocol))}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """No metrics."""
+        return ()
+
+
+@dataclass(frozen=True)
+class VacuumStart(Operation):
+    """``VACUUM START``: recorded before files are deleted.
+
+    Example:
+        >>> VacuumStart(specified_retention_millis=0).parameters()
+        {'retentionCheckEnabled': 'true', 'specifiedRetentionMillis': '0', \
+'defaultRetentionMillis': '604800000'}
+    """
+
+    retention_check_enabled: bool = True
+    specified_retention_millis: int | None = None
+    default_retention_millis: int = 7 * 24 * 3600 * 1000
+    NAME: ClassVar[str] = "VACUUM START"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """Retention settings as strings."""
+        out: dict[str, str | None] = {"retentionCheckEnabled": "true" if self.retention_check_enabled else "false"}
+        if self.specified_retention_millis is not None:
+            out["specifiedRetentionMillis"] = str(self.specified_retention_millis)
+        out["defaultRetentionMillis"] = str(self.default_retention_millis)
+        return out
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Metrics are supplied by the vacuum command."""
+        return ()
+
+
+@dataclass(frozen=True)
+class VacuumEnd(Operation):
+    """``VACUUM END``: recorded after files were deleted.
+
+    Example:
+        >>> VacuumEnd().parameters()
+        {'status': 'COMPLETED'}
+    """
+
+    status: str = "COMPLETED"
+    NAME: ClassVar[str] = "VACUUM END"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """The vacuum's final status."""
+        return {"status": self.status}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Metrics are supplied by the vacuum command."""
+        return ()

@@ -1,0 +1,740 @@
+"""Optimistic transactions: record what was read, stage actions, commit by put-if-absent.
+
+A :class:`Transaction` is bound to a table and the snapshot it read (none for a table that does not
+exist yet). It records what it depends on -- read predicates, files, the whole table, application
+transaction ids -- and stages actions. :meth:`Transaction.commit` validates the staged actions against
+the writer rules (:mod:`deltalog.txn.writer_features`), upgrades the protocol when the metadata needs a
+feature, and writes ``_delta_log/<version>.json`` **only** with an atomic put-if-absent. When another
+writer won that version, the commits between the read version and the new latest are read and checked
+for logical conflicts (:mod:`deltalog.txn.conflicts`); without one, the commit is retried at the next
+version after an exponential backoff with jitter, a bounded number of times.
+
+Example:
+    >>> from deltalog.storage import InMemoryLogStore
+    >>> from deltalog.protocol.actions import Format, Metadata
+    >>> from deltalog.txn.operations import CreateTable
+    >>> store = InMemoryLogStore("memory://txn-doc")
+    >>> txn = Transaction(store, None, CreateTable(), table="memory://txn-doc")
+    >>> txn.update_metadata(Metadata(id="1", format=Format(), schemaString='{"type":"struct","fields":[]}'))
+    >>> txn.commit().version
+    0
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError
+from deltalog.log.paths import LogFile, commit_name, commit_path
+from deltalog.log.reader import read_commit
+from deltalog.log.segment import list_log
+from deltalog.protocol.actions import (
+    Action,
+    Add,
+    AddCDCFile,
+    CommitInfo,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    Remove,
+    Txn,
+    action_to_json,
+)
+from deltalog.storage import LogStore
+from deltalog.txn.conflicts import (
+    ISOLATION_LEVELS,
+    WRITE_SERIALIZABLE,
+    CurrentTransaction,
+    WinningCommit,
+    check_conflicts,
+)
+from deltalog.txn.operations import Operation
+from deltalog.txn.predicates import Column, ReadPredicate, columns_of, file_may_match
+from deltalog.txn.writer_features import (
+    check_append_only,
+    check_change_data_feed,
+    check_writable,
+    is_true,
+    upgrade_protocol,
+)
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+    from deltalog.table import Table
+
+__all__ = [
+    "CommitFailedError",
+    "CommitResult",
+    "RetryPolicy",
+    "Transaction",
+    "remove_action",
+    "start_transaction",
+]
+
+ENGINE_INFO = "deltalog/0.1.0"
+_ICT = "delta.enableInCommitTimestamps"
+_ICT_VERSION = "delta.inCommitTimestampEnablementVersion"
+_ICT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
+
+
+class CommitFailedError(DeltaError):
+    """Every attempt lost the race for a version (without a logical conflict); nothing was committed."""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded retries with exponential backoff and jitter.
+
+    The delay before retry ``n`` (1-based) is ``min(max_delay, base_delay * 2**(n-1))`` scaled by a
+    random factor in ``[0.5, 1.0)``.
+
+    Example:
+        >>> 0.2 <= RetryPolicy(base_delay=0.1, max_delay=1.0).delay(3, random.Random(0)) < 0.4
+        True
+    """
+
+    max_attempts: int = 20
+    base_delay: float = 0.05
+    max_delay: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise InvalidArgumentError(f"max_attempts must be >= 1, got {self.max_attempts}")
+        if self.base_delay < 0 or self.max_delay < 0:
+            raise InvalidArgumentError("retry delays must not be negative")
+
+    def delay(self, retry: int, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``retry``."""
+        cap = min(self.max_delay, self.base_delay * (2 ** max(0, retry - 1)))
+        return float(cap * (0.5 + 0.5 * rng.random()))
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """Outcome of :meth:`Transaction.commit`.
+
+    ``version`` is the committed version (the read version when ``skipped``: an idempotent write whose
+    ``txn`` version was already committed). ``operation_metrics`` is what went into ``commitInfo``;
+    ``attempts`` counts put-if-absent attempts and ``winning_versions`` the concurrent commits that were
+    checked for conflicts.
+    """
+
+    version: int
+    operation: str
+    skipped: bool = False
+    attempts: int = 1
+    winning_versions: tuple[int, ...] = ()
+    operation_metrics: Mapping[str, str] = field(default_factory=dict)
+    timestamp: int | None = None
+    in_commit_timestamp: int | None = None
+    txn_id: str | None = None
+    duration_ms: int = 0
+
+    @property
+    def retries(self) -> int:
+        """Attempts after the first."""
+        return max(0, self.attempts - 1)
+
+
+def remove_action(add: Mapping[str, Any], *, deletion_timestamp: int, data_change: bool = True) -> Remove:
+    """A ``remove`` for a live file, given its ``add`` row (from ``Snapshot.add_files().to_pylist()``).
+
+    Example:
+        >>> remove_action({"path": "a.parquet", "partitionValues": [("p", "1")], "size": 3},
+        ...               deletion_timestamp=5).partitionValues
+        {'p': '1'}
+    """
+    dv = add.get("deletionVector")
+    return Remove(
+        path=add["path"],
+        dataChange=data_change,
+        deletionTimestamp=deletion_timestamp,
+        extendedFileMetadata=True,
+        partitionValues=_as_map(add.get("partitionValues")) or {},
+        size=add.get("size"),
+        stats=add.get("stats"),
+        tags=_as_map(add.get("tags")),
+        deletionVector={k: v for k, v in dv.items() if v is not None} if dv else None,
+        baseRowId=add.get("baseRowId"),
+        defaultRowCommitVersion=add.get("defaultRowCommitVersion"),
+    )
+
+
+def _as_map(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return dict(value)
+
+
+def _dv_key(action: Add | Remove) -> tuple[str, str | None]:
+    dv = action.deletionVector
+    if not dv:
+        return action.path, None
+    offset = dv.get("offset")
+    uid = f"{dv.get('storageType')}{dv.get('pathOrInlineDv')}"
+    return action.path, uid if offset is None else f"{uid}@{offset}"
+
+
+class Transaction:
+    """One optimistic transaction on a table (see the module docstring).
+
+    ``snapshot`` is the version read (``None``: the table does not exist yet and this transaction
+    creates it). Options are keyword-only: ``isolation_level`` overrides ``delta.isolationLevel``;
+    ``retry`` bounds the commit loop; ``sleep``, ``clock`` (milliseconds) and ``rng`` are injectable for
+    tests.
+
+    Example:
+        >>> txn = start_transaction(table, Write(mode="Append"))          # doctest: +SKIP
+        >>> txn.add_file(add)                                             # doctest: +SKIP
+        >>> txn.commit().version                                          # doctest: +SKIP
+        8
+    """
+
+    def __init__(
+        self,
+        store: LogStore,
+        snapshot: Snapshot | None,
+        operation: Operation,
+        *,
+        table: str | None = None,
+        isolation_level: str | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], int] = _now_ms,
+        rng: random.Random | None = None,
+        engine_info: str = ENGINE_INFO,
+        user_metadata: str | None = None,
+    ) -> None:
+        self.store = store
+        self.snapshot = snapshot
+        self.operation = operation
+        self.table = table if table is not None else (snapshot.table if snapshot is not None else store.root)
+        self.retry = retry or RetryPolicy()
+        self._sleep, self._clock = sleep, clock
+        self._rng = rng or random.Random()
+        self.engine_info = engine_info
+        self.user_metadata = user_metadata
+        conf = snapshot.properties if snapshot is not None else {}
+        level = isolation_level or conf.get("delta.isolationLevel") or WRITE_SERIALIZABLE
+        if level not in ISOLATION_LEVELS:
+            raise InvalidArgumentError(
+                f"isolation level {level!r} is not one of {list(ISOLATION_LEVELS)}", table=self.table
+            )
+        self.isolation_level = level
+        self._predicates: list[ReadPredicate] = []
+        self._read_whole = False
+        self._read_files: set[str] = set()
+        self._read_app_ids: set[str] = set()
+        self._adds: list[Add] = []
+        self._removes: list[Remove] = []
+        self._others: list[Action] = []
+        self._metadata: list[Metadata] = []
+        self._protocol: list[Protocol] = []
+        self._committed = False
+
+    # ------------------------------------------------------------------------------------- reading
+
+    @property
+    def read_version(self) -> int:
+        """The version read (``-1`` when the table does not exist yet)."""
+        return self.snapshot.version if self.snapshot is not None else -1
+
+    @property
+    def metadata(self) -> Metadata | None:
+        """The metadata this commit will leave: the staged one, else the snapshot's."""
+        if self._metadata:
+            return self._metadata[-1]
+        return self.snapshot.metadata if self.snapshot is not None else None
+
+    @property
+    def protocol(self) -> Protocol | None:
+        """The staged protocol, else the snapshot's (before any automatic upgrade)."""
+        if self._protocol:
+            return self._protocol[-1]
+        return self.snapshot.protocol if self.snapshot is not None else None
+
+    def _columns(self) -> dict[str, Column]:
+        md = self.snapshot.metadata if self.snapshot is not None else self.metadata
+        if md is None:
+            return {}
+        mode = md.configuration.get("delta.columnMapping.mode", "none")
+        return columns_of(md.schemaString, partition_columns=md.partitionColumns, mapping_mode=mode)
+
+    def read_predicate(self, conditions: Iterable[Sequence[Any]]) -> ReadPredicate:
+        """Record that the transaction read the rows matching ``(column, op, value)`` conditions (AND).
+
+        An empty list means the whole table. Returns the validated, typed predicate.
+
+        Example:
+            >>> txn.read_predicate([("day", "=", "2024-01-01")])          # doctest: +SKIP
+        """
+        pred = ReadPredicate.of(list(conditions), self._columns())
+        if pred.is_whole_table:
+            self._read_whole = True
+        else:
+            self._predicates.append(pred)
+        return pred
+
+    def read_whole_table(self) -> None:
+        """Record that the transaction depends on every row of the table.
+
+        Example:
+            >>> txn.read_whole_table()                                    # doctest: +SKIP
+        """
+        self._read_whole = True
+
+    def read_files(self, paths: Iterable[str]) -> None:
+        """Record files (log paths) the transaction read; removing them concurrently conflicts.
+
+        Example:
+            >>> txn.read_files(["part-0.parquet"])                        # doctest: +SKIP
+        """
+        self._read_files.update(paths)
+
+    def scan_files(self, conditions: Iterable[Sequence[Any]] | None = None) -> pa.Table:
+        """The live files that may hold rows matching ``conditions``, recording the predicate and the
+        files as read. Partition conditions prune exactly; data conditions use min/max stats.
+
+        Example:
+            >>> txn.scan_files([("day", "=", "2024-01-01")]).num_rows     # doctest: +SKIP
+            3
+        """
+        pred = self.read_predicate(conditions or [])
+        if self.snapshot is None:
+            return pa.table({"path": pa.array([], pa.string())})
+        files = self.snapshot.add_files()
+        if not pred.is_whole_table and files.num_rows:
+            cols = self._columns()
+            rows = files.select(["partitionValues", "stats"]).to_pylist()
+            keep = [file_may_match(r, pred, cols) for r in rows]
+            files = files.filter(pa.array(keep, pa.bool_()))
+        self._read_files.update(str(p) for p in files.column("path").to_pylist())
+        return files
+
+    def txn_version(self, app_id: str) -> int | None:
+        """The latest version committed by ``app_id`` (recorded as read: a concurrent ``txn`` for it
+        conflicts).
+
+        Example:
+            >>> txn.txn_version("nightly")                                # doctest: +SKIP
+            41
+        """
+        self._read_app_ids.add(app_id)
+        return self.snapshot.txn_version(app_id) if self.snapshot is not None else None
+
+    # ------------------------------------------------------------------------------------- staging
+
+    def add_action(self, action: Action) -> None:
+        """Stage any action (``add``, ``remove``, ``metaData``, ``protocol``, ``txn``, ``cdc``, domain).
+
+        Example:
+            >>> txn.add_action(Txn(appId="etl", version=3))               # doctest: +SKIP
+        """
+        if self._committed:
+            raise InvalidArgumentError("this transaction has already committed", table=self.table)
+        if isinstance(action, Add):
+            self._adds.append(action)
+        elif isinstance(action, Remove):
+            self._removes.append(action)
+        elif isinstance(action, Metadata):
+            self._metadata.append(action)
+        elif isinstance(action, Protocol):
+            self._protocol.append(action)
+        elif isinstance(action, CommitInfo):
+            raise InvalidArgumentError("commitInfo is written by the transaction itself", table=self.table)
+        elif isinstance(action, (Txn, DomainMetadata, AddCDCFile)):
+            self._others.append(action)
+        else:
+            raise InvalidArgumentError(
+                f"{type(action).__name__} actions cannot be committed in a commit file", table=self.table
+            )
+
+    def add_actions(self, actions: Iterable[Action]) -> None:
+        """Stage several actions.
+
+        Example:
+            >>> txn.add_actions([add1, add2])                             # doctest: +SKIP
+        """
+        for a in actions:
+            self.add_action(a)
+
+    def add_file(self, add: Add) -> None:
+        """Stage an ``add`` action.
+
+        Example:
+            >>> txn.add_file(Add("a.parquet", {}, 10, 0, True))           # doctest: +SKIP
+        """
+        self.add_action(add)
+
+    def remove_file(self, remove: Remove) -> None:
+        """Stage a ``remove`` action.
+
+        Example:
+            >>> txn.remove_file(Remove("a.parquet", True))                # doctest: +SKIP
+        """
+        self.add_action(remove)
+
+    def remove_files(self, files: pa.Table | Iterable[Mapping[str, Any]], *, data_change: bool = True) -> int:
+        """Stage a ``remove`` for each live-file row (e.g. from :meth:`scan_files`); returns the count.
+
+        Example:
+            >>> txn.remove_files(txn.scan_files([("day", "=", "2024-01-01")]))  # doctest: +SKIP
+            3
+        """
+        rows = files.to_pylist() if isinstance(files, pa.Table) else list(files)
+        now = self._clock()
+        for row in rows:
+            self.add_action(remove_action(row, deletion_timestamp=now, data_change=data_change))
+        return len(rows)
+
+    def update_metadata(self, metadata: Metadata) -> None:
+        """Stage a new ``metaData`` action (at most one per commit).
+
+        Example:
+            >>> txn.update_metadata(new_metadata)                         # doctest: +SKIP
+        """
+        self.add_action(metadata)
+
+    def update_protocol(self, protocol: Protocol) -> None:
+        """Stage a new ``protocol`` action (at most one per commit).
+
+        Example:
+            >>> txn.update_protocol(Protocol(1, 3))                       # doctest: +SKIP
+        """
+        self.add_action(protocol)
+
+    def set_app_transaction(self, app_id: str, version: int) -> None:
+        """Stage a ``txn`` action for idempotent writes; the commit is skipped when the table already
+        has ``version`` (or a newer one) for ``app_id``.
+
+        Example:
+            >>> txn.set_app_transaction("nightly", 42)                    # doctest: +SKIP
+        """
+        self._read_app_ids.add(app_id)
+        self.add_action(Txn(appId=app_id, version=version, lastUpdated=self._clock()))
+
+    def set_domain_metadata(self, domain: str, configuration: str, *, removed: bool = False) -> None:
+        """Stage a ``domainMetadata`` action (the ``domainMetadata`` feature is added when needed).
+
+        Example:
+            >>> txn.set_domain_metadata("myapp.settings", '{"a":1}')      # doctest: +SKIP
+        """
+        self.add_action(DomainMetadata(domain=domain, configuration=configuration, removed=removed))
+
+    # ------------------------------------------------------------------------------------ validating
+
+    def _already_committed(self) -> bool:
+        if self.snapshot is None:
+            return False
+        for a in self._others:
+            if isinstance(a, Txn):
+                have = self.snapshot.txn_version(a.appId)
+                if have is not None and have >= a.version:
+                    return True
+        return False
+
+    def _validate(self) -> tuple[Protocol | None, Metadata]:
+        """Writer rules; returns (protocol action to write or None, effective metadata)."""
+        where: dict[str, Any] = {"table": self.table}
+        if len(self._metadata) > 1:
+            raise InvalidArgumentError("a commit may hold at most one metaData action", **where)
+        if len(self._protocol) > 1:
+            raise InvalidArgumentError("a commit may hold at most one protocol action", **where)
+        for kind, actions in (("add", self._adds), ("remove", self._removes)):
+            seen: set[tuple[str, str | None]] = set()
+            for a in actions:
+                key = _dv_key(a)
+                if key in seen:
+                    raise InvalidArgumentError(
+                        f"duplicate {kind} action for file {a.path}"
+                        + (f" with deletion vector {key[1]}" if key[1] else "")
+                        + "; each (path, deletion vector) may appear once per commit",
+                        **where,
+                    )
+                seen.add(key)
+        apps = [a.appId for a in self._others if isinstance(a, Txn)]
+        if len(apps) != len(set(apps)):
+            raise InvalidArgumentError("a commit may hold at most one txn action per application id", **where)
+        metadata = self.metadata
+        if metadata is None:
+            raise TableNotFoundError(
+                "the table does not exist and this transaction stages no metaData to create it", **where
+            )
+        self._check_partition_values(metadata)
+        check_append_only(metadata, ((r.path, r.dataChange) for r in self._removes), table=self.table)
+        check_change_data_feed(
+            metadata,
+            rewrites_rows=self.operation.rewrites_rows,
+            data_adds=sum(1 for a in self._adds if a.dataChange),
+            data_removes=sum(1 for r in self._removes if r.dataChange),
+            cdc_files=sum(1 for o in self._others if isinstance(o, AddCDCFile)),
+            table=self.table,
+        )
+        domains = ["domainMetadata"] if any(isinstance(o, DomainMetadata) for o in self._others) else []
+        base = self.protocol
+        needed = upgrade_protocol(base, metadata, extra_features=domains)
+        new_protocol: Protocol | None = needed if (base is None or needed != base) else None
+        if self._protocol and new_protocol is None:
+            new_protocol = self._protocol[-1]
+        final = new_protocol or base
+        assert final is not None
+        check_writable(final, metadata, adds_data=bool(self._adds), table=self.table)
+        return new_protocol, metadata
+
+    def _check_partition_values(self, metadata: Metadata) -> None:
+        if metadata.configuration.get("delta.columnMapping.mode", "none") != "none":
+            return
+        expected = set(metadata.partitionColumns)
+        for a in self._adds:
+            if set(a.partitionValues) != expected:
+                raise InvalidArgumentError(
+                    f"add action for {a.path} has partition values for {sorted(a.partitionValues)}, but "
+                    f"the table is partitioned by {sorted(expected)}",
+                    table=self.table,
+                )
+
+    def _current(self) -> CurrentTransaction:
+        changes_data = any(a.dataChange for a in self._adds) or any(r.dataChange for r in self._removes)
+        return CurrentTransaction(
+            table=self.table,
+            read_version=self.read_version,
+            isolation_level=self.isolation_level,
+            columns=self._columns(),
+            predicates=tuple(self._predicates),
+            read_whole_table=self._read_whole,
+            read_files=frozenset(self._read_files),
+            read_app_ids=frozenset(self._read_app_ids),
+            removed_files=frozenset(r.path for r in self._removes),
+            domains=frozenset(o.domain for o in self._others if isinstance(o, DomainMetadata)),
+            is_blind_append=self._is_blind_append(),
+            changes_data=changes_data,
+        )
+
+    def _is_blind_append(self) -> bool:
+        return (
+            self.operation.is_blind_append
+            and not self._removes
+            and not self._predicates
+            and not self._read_whole
+            and not self._read_files
+            and all(a.dataChange for a in self._adds)
+        )
+
+    # ------------------------------------------------------------------------------------ committing
+
+    def _metrics(self, extra: Mapping[str, Any] | None) -> dict[str, str]:
+        rows = 0
+        rows_known = True
+        for a in self._adds:
+            try:
+                n = json.loads(a.stats).get("numRecords") if a.stats else None
+            except (ValueError, AttributeError):
+                n = None
+            if isinstance(n, int):
+                rows += n
+            else:
+                rows_known = False
+        added_bytes = sum(a.size for a in self._adds)
+        removed_bytes = sum(r.size or 0 for r in self._removes)
+        computed: dict[str, int] = {
+            "numFiles": len(self._adds),
+            "numAddedFiles": len(self._adds),
+            "numTargetFilesAdded": len(self._adds),
+            "numRemovedFiles": len(self._removes),
+            "numTargetFilesRemoved": len(self._removes),
+            "numOutputBytes": added_bytes,
+            "numAddedBytes": added_bytes,
+            "numTargetBytesAdded": added_bytes,
+            "numRemovedBytes": removed_bytes,
+            "numTargetBytesRemoved": removed_bytes,
+        }
+        if rows_known:
+            computed["numOutputRows"] = rows
+        out = {k: str(computed[k]) for k in self.operation.metric_names() if k in computed}
+        for k, v in (extra or {}).items():
+            out[k] = str(v).lower() if isinstance(v, bool) else str(v)
+        return out
+
+    def _previous_commit(self, version: int) -> tuple[int | None, int | None]:
+        """(inCommitTimestamp, file modification time) of commit ``version``, when it exists."""
+        if version < 0:
+            return None, None
+        path = commit_path(version)
+        try:
+            mtime = self.store.stat(path).modification_time
+            first = self.store.read(path).split(b"\n", 1)[0]
+        except FileNotFoundError:
+            return None, None
+        ict = None
+        try:
+            obj = json.loads(first)
+            info = obj.get("commitInfo") if isinstance(obj, dict) else None
+            if isinstance(info, dict) and isinstance(info.get("inCommitTimestamp"), int):
+                ict = info["inCommitTimestamp"]
+        except ValueError:
+            pass
+        return ict, mtime
+
+    def _render(
+        self,
+        version: int,
+        protocol: Protocol | None,
+        metadata: Metadata,
+        metrics: dict[str, str],
+        txn_id: str,
+    ) -> tuple[bytes, CommitInfo]:
+        now = self._clock()
+        ict: int | None = None
+        new_metadata = self._metadata[-1] if self._metadata else None
+        if is_true(metadata.configuration, _ICT):
+            prev_ict, prev_mtime = self._previous_commit(version - 1)
+            floor = prev_ict if prev_ict is not None else prev_mtime
+            ict = now if floor is None else max(now, floor + 1)
+            was_enabled = self.snapshot is not None and is_true(self.snapshot.properties, _ICT)
+            if not was_enabled and version > 0 and new_metadata is not None:
+                conf = dict(new_metadata.configuration)
+                conf[_ICT_VERSION] = str(version)
+                conf[_ICT_TIMESTAMP] = str(ict)
+                new_metadata = replace(new_metadata, configuration=conf)
+        info = CommitInfo(
+            timestamp=now,
+            inCommitTimestamp=ict,
+            operation=self.operation.name,
+            operationParameters=self.operation.parameters(),
+            readVersion=self.read_version if self.read_version >= 0 else None,
+            isolationLevel=self._current().effective_isolation,
+            isBlindAppend=self._is_blind_append(),
+            operationMetrics=metrics,
+            engineInfo=self.engine_info,
+            txnId=txn_id,
+            userMetadata=self.user_metadata,
+        )
+        actions: list[Action] = [info]
+        if protocol is not None:
+            actions.append(protocol)
+        if new_metadata is not None:
+            actions.append(new_metadata)
+        actions.extend(self._others)
+        actions.extend(self._removes)
+        actions.extend(self._adds)
+        text = "\n".join(action_to_json(a) for a in actions) + "\n"
+        return text.encode("utf-8"), info
+
+    def _winners(self, start: int) -> list[WinningCommit]:
+        listed = [f for f in list_log(self.store, start) if f.kind == "commit"]
+        last = max([f.version for f in listed], default=start)
+        by_version = {f.version: f for f in listed}
+        out = []
+        for v in range(start, last + 1):
+            lf = by_version.get(v) or LogFile(commit_name(v), "commit", v)
+            out.append(WinningCommit.from_actions(read_commit(self.store, lf, table=self.table)))
+        return out
+
+    def commit(self, *, metrics: Mapping[str, Any] | None = None, user_metadata: str | None = None) -> CommitResult:
+        """Validate, then commit at the next version by put-if-absent, retrying after conflict checks.
+
+        ``metrics`` are added to (and override) the computed ``operationMetrics``. Raises a
+        :class:`~deltalog.txn.conflicts.ConcurrentModificationException` subclass on a logical
+        conflict and :class:`CommitFailedError` once ``retry.max_attempts`` attempts lost the race.
+
+        Example:
+            >>> txn.commit(metrics={"numOutputRows": 10}).version         # doctest: +SKIP
+            8
+        """
+        if self._committed:
+            raise InvalidArgumentError("this transaction has already committed", table=self.table)
+        started = time.monotonic()
+        if user_metadata is not None:
+            self.user_metadata = user_metadata
+        if self._already_committed():
+            self._committed = True
+            return CommitResult(version=self.read_version, operation=self.operation.name, skipped=True, attempts=0)
+        protocol, metadata = self._validate()
+        op_metrics = self._metrics(metrics)
+        txn_id = str(uuid.uuid4())
+        current = self._current()
+        version = self.read_version + 1
+        winners: list[int] = []
+        for attempt in range(1, self.retry.max_attempts + 1):
+            payload, info = self._render(version, protocol, metadata, op_metrics, txn_id)
+            try:
+                self.store.write(commit_path(version), payload, overwrite=False)
+            except FileExistsError:
+                for winner in self._winners(version):
+                    check_conflicts(current, winner)
+                    winners.append(winner.version)
+                version = winners[-1] + 1
+                if attempt < self.retry.max_attempts:
+                    self._sleep(self.retry.delay(attempt, self._rng))
+                continue
+            self._committed = True
+            return CommitResult(
+                version=version,
+                operation=self.operation.name,
+                attempts=attempt,
+                winning_versions=tuple(winners),
+                operation_metrics=op_metrics,
+                timestamp=info.timestamp,
+                in_commit_timestamp=info.inCommitTimestamp,
+                txn_id=txn_id,
+                duration_ms=int((time.monotonic() - started) * 1000),
+            )
+        raise CommitFailedError(
+            f"gave up committing {self.operation.name} after {self.retry.max_attempts} attempts: each "
+            f"time another writer had just taken the version (last tried {version - 1}); nothing was "
+            "committed -- retry later or allow more attempts",
+            table=self.table,
+        )
+
+
+def start_transaction(
+    table: Table,
+    operation: Operation,
+    *,
+    isolation_level: str | None = None,
+    snapshot: Snapshot | None = None,
+    retry: RetryPolicy | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], int] = _now_ms,
+    rng: random.Random | None = None,
+    user_metadata: str | None = None,
+) -> Transaction:
+    """Begin a transaction on ``table`` reading its latest snapshot (or ``snapshot``); a table that does
+    not exist yet gives a transaction that creates it.
+
+    Example:
+        >>> import deltalog
+        >>> from deltalog.txn.operations import Write
+        >>> txn = start_transaction(deltalog.Table("memory://start-doc"), Write(mode="Append"))
+        >>> txn.read_version
+        -1
+    """
+    if snapshot is None:
+        try:
+            snapshot = table.snapshot()
+        except TableNotFoundError:
+            snapshot = None
+    return Transaction(
+        table.store,
+        snapshot,
+        operation,
+        table=table.location,
+        isolation_level=isolation_level,
+        retry=retry,
+        sleep=sleep,
+        clock=clock,
+        rng=rng,
+        user_metadata=user_metadata,
+    )

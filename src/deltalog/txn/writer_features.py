@@ -1,0 +1,405 @@
+"""Which table features deltalog can *write*, and the protocol a table needs for its metadata.
+
+Writing is stricter than reading: a writer must implement every feature in ``writerFeatures`` (or
+implied by a legacy writer version). Features fall in three groups here:
+
+* :data:`SUPPORTED_WRITER_FEATURES` -- implemented whenever they are listed: ``appendOnly``,
+  ``invariants``, ``checkConstraints`` (enforced by :mod:`deltalog.txn.constraints`),
+  ``inCommitTimestamp``, ``timestampNtz``, ``domainMetadata``, ``vacuumProtocolCheck``,
+  ``deletionVectors`` (we never write new DVs; removing a file removes its DV too) and
+  ``changeDataFeed`` (appends and whole-file removes only: a commit that rewrites rows without change
+  data files is refused by :func:`check_change_data_feed`);
+* :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.
+  implied by a legacy writer version, but unused): ``generatedColumns``, ``identityColumns``,
+  ``allowColumnDefaults`` and ``columnMapping`` (data files are written with display names only, so
+  mode ``name``/``id`` refuses commits that add data);
+* everything else (``v2Checkpoint``, ``typeWidening``, ``rowTracking``, ``clustering``,
+  ``icebergCompatV1/V2``, ``variantType``, ``catalogManaged``, ...) -- refused.
+
+Example:
+    >>> from deltalog.protocol.actions import Format, Metadata, Protocol
+    >>> md = Metadata(id="t", format=Format(), schemaString='{"type":"struct","fields":[]}',
+    ...               configuration={"delta.enableInCommitTimestamps": "true"})
+    >>> upgrade_protocol(Protocol(1, 2), md)
+    Protocol(minReaderVersion=1, minWriterVersion=7, readerFeatures=None, \
+writerFeatures=('appendOnly', 'inCommitTimestamp', 'invariants'), extra={})
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from deltalog.errors import DeltaError, UnsupportedFeatureError
+from deltalog.protocol.actions import Metadata, Protocol
+from deltalog.protocol.features import check_readable, reader_features, writer_features
+
+__all__ = [
+    "FEATURES",
+    "INACTIVE_ONLY_WRITER_FEATURES",
+    "SUPPORTED_WRITER_FEATURES",
+    "AppendOnlyError",
+    "FeatureInfo",
+    "active_features",
+    "check_append_only",
+    "check_change_data_feed",
+    "check_writable",
+    "is_true",
+    "required_features",
+    "upgrade_protocol",
+]
+
+#: Writer features deltalog implements whenever the table lists them.
+SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
+    {
+        "appendOnly",
+        "invariants",
+        "checkConstraints",
+        "inCommitTimestamp",
+        "timestampNtz",
+        "domainMetadata",
+        "vacuumProtocolCheck",
+        "deletionVectors",
+        "changeDataFeed",
+    }
+)
+
+#: Writer features allowed only while inactive (listed but unused by the table's metadata).
+INACTIVE_ONLY_WRITER_FEATURES: frozenset[str] = frozenset(
+    {"generatedColumns", "identityColumns", "allowColumnDefaults", "columnMapping"}
+)
+
+
+class AppendOnlyError(DeltaError):
+    """A commit would remove or change data of a table with ``delta.appendOnly=true``."""
+
+
+@dataclass(frozen=True)
+class FeatureInfo:
+    """How a feature maps onto protocol versions.
+
+    ``legacy_writer`` / ``legacy_reader`` are the legacy versions that imply it (``None`` when only the
+    table-features protocol (3, 7) can express it); ``reader`` says it is a reader-and-writer feature.
+    """
+
+    name: str
+    reader: bool
+    legacy_writer: int | None
+    legacy_reader: int = 1
+
+
+#: Known features and their protocol requirements.
+FEATURES: dict[str, FeatureInfo] = {
+    f.name: f
+    for f in (
+        FeatureInfo("appendOnly", False, 2),
+        FeatureInfo("invariants", False, 2),
+        FeatureInfo("checkConstraints", False, 3),
+        FeatureInfo("changeDataFeed", False, 4),
+        FeatureInfo("generatedColumns", False, 4),
+        FeatureInfo("columnMapping", True, 5, 2),
+        FeatureInfo("identityColumns", False, 6),
+        FeatureInfo("deletionVectors", True, None),
+        FeatureInfo("timestampNtz", True, None),
+        FeatureInfo("inCommitTimestamp", False, None),
+        FeatureInfo("domainMetadata", False, None),
+        FeatureInfo("v2Checkpoint", True, None),
+        FeatureInfo("vacuumProtocolCheck", True, None),
+        FeatureInfo("typeWidening", True, None),
+        FeatureInfo("typeWidening-preview", True, None),
+        FeatureInfo("rowTracking", False, None),
+        FeatureInfo("clustering", False, None),
+        FeatureInfo("allowColumnDefaults", False, None),
+        FeatureInfo("icebergCompatV1", False, None),
+        FeatureInfo("icebergCompatV2", False, None),
+        FeatureInfo("variantType", True, None),
+        FeatureInfo("variantType-preview", True, None),
+        FeatureInfo("catalogManaged", True, None),
+    )
+}
+
+_PROPERTY_FEATURES = {
+    "delta.appendOnly": "appendOnly",
+    "delta.enableChangeDataFeed": "changeDataFeed",
+    "delta.enableDeletionVectors": "deletionVectors",
+    "delta.enableInCommitTimestamps": "inCommitTimestamp",
+    "delta.enableTypeWidening": "typeWidening",
+    "delta.enableRowTracking": "rowTracking",
+}
+
+
+def is_true(conf: Mapping[str, str], key: str) -> bool:
+    """True when the table property ``key`` is set to ``true`` (case-insensitive).
+
+    Example:
+        >>> is_true({"delta.appendOnly": "TRUE"}, "delta.appendOnly")
+        True
+    """
+    return str(conf.get(key, "false")).strip().lower() == "true"
+
+
+def _schema_json(metadata: Metadata) -> dict[str, Any]:
+    if not metadata.schemaString:
+        return {"type": "struct", "fields": []}
+    try:
+        obj = json.loads(metadata.schemaString)
+    except ValueError:
+        return {"type": "struct", "fields": []}
+    return obj if isinstance(obj, dict) else {"type": "struct", "fields": []}
+
+
+def _walk_types(node: Any) -> Iterator[tuple[Any, dict[str, Any] | None]]:
+    """Yield (type, field metadata of the enclosing struct field or None) for every nested type."""
+    if isinstance(node, dict):
+        kind = node.get("type")
+        if kind == "struct":
+            for f in node.get("fields") or []:
+                if isinstance(f, dict):
+                    meta = f.get("metadata") if isinstance(f.get("metadata"), dict) else {}
+                    yield f.get("type"), meta
+                    yield from _walk_types(f.get("type"))
+        elif kind == "array":
+            yield node.get("elementType"), None
+            yield from _walk_types(node.get("elementType"))
+        elif kind == "map":
+            for key in ("keyType", "valueType"):
+                yield node.get(key), None
+                yield from _walk_types(node.get(key))
+
+
+def active_features(metadata: Metadata) -> set[str]:
+    """Features the metadata *uses* (so the protocol must support them).
+
+    Table properties (``delta.appendOnly``, ``delta.enableChangeDataFeed``, ...), CHECK constraints,
+    column invariants, generated/identity/default columns, ``timestamp_ntz`` columns, a column mapping
+    mode other than ``none``, and explicit ``delta.feature.<name>=supported`` properties count.
+
+    Example:
+        >>> from deltalog.protocol.actions import Format, Metadata
+        >>> md = Metadata(id="t", format=Format(), schemaString='{"type":"struct","fields":[{"name":'
+        ...     '"t","type":"timestamp_ntz","nullable":true,"metadata":{}}]}',
+        ...     configuration={"delta.constraints.c": "t IS NOT NULL"})
+        >>> sorted(active_features(md))
+        ['checkConstraints', 'timestampNtz']
+    """
+    conf = metadata.configuration
+    out: set[str] = set()
+    for key, feature in _PROPERTY_FEATURES.items():
+        if is_true(conf, key):
+            out.add(feature)
+    if any(k.startswith("delta.constraints.") for k in conf):
+        out.add("checkConstraints")
+    if conf.get("delta.columnMapping.mode", "none").lower() in ("name", "id"):
+        out.add("columnMapping")
+    for key, value in conf.items():
+        if key.startswith("delta.feature.") and str(value).lower() in ("supported", "enabled"):
+            out.add(key[len("delta.feature.") :])
+    for dtype, meta in _walk_types(_schema_json(metadata)):
+        if dtype == "timestamp_ntz":
+            out.add("timestampNtz")
+        elif isinstance(dtype, str) and dtype.startswith("variant"):
+            out.add("variantType")
+        if meta:
+            if "delta.invariants" in meta:
+                out.add("invariants")
+            if "delta.generationExpression" in meta:
+                out.add("generatedColumns")
+            if any(k.startswith("delta.identity.") for k in meta):
+                out.add("identityColumns")
+            if "CURRENT_DEFAULT" in meta:
+                out.add("allowColumnDefaults")
+    return out
+
+
+def required_features(metadata: Metadata, *, extra: Iterable[str] = ()) -> set[str]:
+    """:func:`active_features` plus ``extra`` (e.g. ``domainMetadata`` when a commit writes domains).
+
+    Example:
+        >>> from deltalog.protocol.actions import Format, Metadata
+        >>> md = Metadata(id="t", format=Format(), schemaString=None)
+        >>> sorted(required_features(md, extra=["domainMetadata"]))
+        ['domainMetadata']
+    """
+    return active_features(metadata) | set(extra)
+
+
+def _supported_by(protocol: Protocol) -> set[str]:
+    return set(writer_features(protocol)) | set(reader_features(protocol))
+
+
+def upgrade_protocol(current: Protocol | None, metadata: Metadata, *, extra_features: Iterable[str] = ()) -> Protocol:
+    """The smallest protocol at or above ``current`` that supports every feature ``metadata`` uses.
+
+    ``current`` ``None`` means a new table, which starts at (1, 2). Legacy versions are kept when they
+    can express the features (``appendOnly`` → writer 2, ``checkConstraints`` → 3, ``changeDataFeed``
+    → 4, ``columnMapping`` → reader 2 / writer 5); anything else moves to writer 7 (and reader 3 when a
+    reader feature other than column mapping is needed), listing every feature the old legacy
+    versions implied. ``current`` itself is returned when nothing is missing.
+
+    Example:
+        >>> from deltalog.protocol.actions import Format, Metadata
+        >>> md = Metadata(id="t", format=Format(), schemaString=None,
+        ...               configuration={"delta.enableChangeDataFeed": "true"})
+        >>> upgrade_protocol(Protocol(1, 2), md)
+        Protocol(minReaderVersion=1, minWriterVersion=4, readerFeatures=None, writerFeatures=None, extra={})
+        >>> md2 = Metadata(id="t", format=Format(), schemaString=None,
+        ...                configuration={"delta.enableDeletionVectors": "true"})
+        >>> upgrade_protocol(None, md2)
+        Protocol(minReaderVersion=3, minWriterVersion=7, readerFeatures=('deletionVectors',), \
+writerFeatures=('deletionVectors',), extra={})
+    """
+    needed = required_features(metadata, extra=extra_features)
+    base = current if current is not None else Protocol(minReaderVersion=1, minWriterVersion=1)
+    have = _supported_by(base)
+    missing = needed - have
+    if not missing:
+        if current is None:
+            return Protocol(minReaderVersion=1, minWriterVersion=2)
+        return current
+    unknown = [f for f in missing if f not in FEATURES]
+    if unknown:
+        raise UnsupportedFeatureError(
+            f"table feature(s) {sorted(unknown)} are unknown to deltalog; cannot add them to the protocol",
+            feature=sorted(unknown)[0],
+        )
+    infos = [FEATURES[f] for f in missing]
+    if base.minWriterVersion < 7 and all(i.legacy_writer is not None for i in infos):
+        writer = max([base.minWriterVersion, 2, *(i.legacy_writer or 0 for i in infos)])
+        reader = max([base.minReaderVersion, *(i.legacy_reader for i in infos)])
+        return Protocol(minReaderVersion=reader, minWriterVersion=writer)
+    wf = set(writer_features(base)) | set(reader_features(base)) | missing
+    needs_reader_features = base.minReaderVersion >= 3 or any(
+        FEATURES[f].reader and f != "columnMapping" for f in wf if f in FEATURES
+    )
+    if needs_reader_features:
+        rf = set(reader_features(base)) | {f for f in wf if f in FEATURES and FEATURES[f].reader}
+        return Protocol(3, 7, tuple(sorted(rf)), tuple(sorted(wf)))
+    reader = max(base.minReaderVersion, 2 if "columnMapping" in wf else 1)
+    return Protocol(minReaderVersion=reader, minWriterVersion=7, writerFeatures=tuple(sorted(wf)))
+
+
+def check_writable(
+    protocol: Protocol,
+    metadata: Metadata | None,
+    *,
+    adds_data: bool = True,
+    table: str | None = None,
+    version: int | None = None,
+) -> None:
+    """Raise :class:`UnsupportedFeatureError` unless deltalog may commit to a table with this protocol.
+
+    Every reader feature must be readable, and every writer feature (explicit or implied by a legacy
+    writer version) supported -- or, for :data:`INACTIVE_ONLY_WRITER_FEATURES`, unused by
+    ``metadata``. ``adds_data=False`` (metadata-only commits) lets column mapping tables through.
+
+    Example:
+        >>> check_writable(Protocol(3, 7, (), ("v2Checkpoint",)), None, table="t")
+        Traceback (most recent call last):
+        ...
+        deltalog.errors.UnsupportedFeatureError: table needs writer feature 'v2Checkpoint', which \
+deltalog cannot write (it writes classic checkpoints only); it can still be read [table t]
+    """
+    if protocol.minWriterVersion > 7 or protocol.minWriterVersion < 1:
+        raise UnsupportedFeatureError(
+            f"table needs writer version {protocol.minWriterVersion}; deltalog writes versions 1 to 7",
+            feature=f"minWriterVersion={protocol.minWriterVersion}",
+            table=table,
+            version=version,
+        )
+    check_readable(protocol, table=table, version=version)
+    used = active_features(metadata) if metadata is not None else set()
+    for feature in sorted(writer_features(protocol)):
+        if feature in SUPPORTED_WRITER_FEATURES:
+            continue
+        if feature in INACTIVE_ONLY_WRITER_FEATURES:
+            if feature not in used or (feature == "columnMapping" and not adds_data):
+                continue
+            raise UnsupportedFeatureError(
+                f"table uses writer feature '{feature}', which deltalog supports only while it is "
+                "inactive (e.g. no generated/identity/default columns, column mapping mode 'none')",
+                feature=feature,
+                table=table,
+                version=version,
+            )
+        why = _REFUSAL_REASONS.get(feature, "it is not implemented for writing")
+        raise UnsupportedFeatureError(
+            f"table needs writer feature '{feature}', which deltalog cannot write ({why}); it can still be read",
+            feature=feature,
+            table=table,
+            version=version,
+        )
+
+
+_REFUSAL_REASONS = {
+    "v2Checkpoint": "it writes classic checkpoints only",
+    "typeWidening": "it does not record type changes",
+    "typeWidening-preview": "it does not record type changes",
+    "rowTracking": "it does not assign row ids",
+    "clustering": "it does not maintain clustering columns",
+    "icebergCompatV1": "it does not keep Iceberg metadata compatible",
+    "icebergCompatV2": "it does not keep Iceberg metadata compatible",
+    "catalogManaged": "it commits to the file system, not through a catalog",
+}
+
+
+def check_append_only(
+    metadata: Metadata | None, removes: Iterable[tuple[str, bool]], *, table: str | None = None
+) -> None:
+    """Refuse ``(path, dataChange)`` removes with ``dataChange=true`` on an append-only table.
+
+    Example:
+        >>> from deltalog.protocol.actions import Format, Metadata
+        >>> md = Metadata(id="t", format=Format(), schemaString=None,
+        ...               configuration={"delta.appendOnly": "true"})
+        >>> check_append_only(md, [("a.parquet", False)])      # compaction is fine
+        >>> check_append_only(md, [("a.parquet", True)], table="t")
+        Traceback (most recent call last):
+        ...
+        deltalog.txn.writer_features.AppendOnlyError: table is append-only (delta.appendOnly=true): \
+this commit would remove data (file a.parquet); only appends and dataChange=false rearrangements are \
+allowed -- set delta.appendOnly=false first to delete or overwrite [table t]
+    """
+    if metadata is None or not is_true(metadata.configuration, "delta.appendOnly"):
+        return
+    for path, data_change in removes:
+        if data_change:
+            raise AppendOnlyError(
+                f"table is append-only (delta.appendOnly=true): this commit would remove data (file {path}); "
+                "only appends and dataChange=false rearrangements are allowed -- set "
+                "delta.appendOnly=false first to delete or overwrite",
+                table=table,
+            )
+
+
+def check_change_data_feed(
+    metadata: Metadata | None,
+    *,
+    rewrites_rows: bool,
+    data_adds: int,
+    data_removes: int,
+    cdc_files: int,
+    table: str | None = None,
+) -> None:
+    """Refuse row rewrites without change data files while ``delta.enableChangeDataFeed=true``.
+
+    Pure appends and whole-file removes need no change data files; an UPDATE/MERGE/DELETE that
+    removes files and adds rewritten copies does.
+
+    Example:
+        >>> from deltalog.protocol.actions import Format, Metadata
+        >>> md = Metadata(id="t", format=Format(), schemaString=None,
+        ...               configuration={"delta.enableChangeDataFeed": "true"})
+        >>> check_change_data_feed(md, rewrites_rows=False, data_adds=3, data_removes=0, cdc_files=0)
+    """
+    if metadata is None or not is_true(metadata.configuration, "delta.enableChangeDataFeed"):
+        return
+    if rewrites_rows and data_adds and data_removes and not cdc_files:
+        raise UnsupportedFeatureError(
+            "change data feed is enabled (delta.enableChangeDataFeed=true) and this commit rewrites rows "
+            "without change data files, which deltalog cannot produce yet; disable the change data feed "
+            "or run the operation with an engine that writes change data",
+            feature="changeDataFeed",
+            table=table,
+        )

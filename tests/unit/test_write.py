@@ -1,0 +1,372 @@
+"""write_table: round trips through our reader, modes, schema enforcement, constraints and stats."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import deltalog
+from deltalog.arrow.write import TableExistsError, write_table
+from deltalog.errors import InvalidArgumentError, SchemaError
+from deltalog.storage import InMemoryLogStore
+from deltalog.txn.constraints import ConstraintViolationError, UnsupportedExpressionError
+from deltalog.txn.writer_features import AppendOnlyError
+
+UTC = dt.timezone.utc
+
+PRIMITIVES: dict[str, tuple[pa.DataType, list[Any]]] = {
+    "boolean": (pa.bool_(), [True, False, None]),
+    "byte": (pa.int8(), [-128, 127, None]),
+    "short": (pa.int16(), [-5, 32000, None]),
+    "integer": (pa.int32(), [-(2**31), 2**31 - 1, None]),
+    "long": (pa.int64(), [-(2**63), 2**63 - 1, None]),
+    "float": (pa.float32(), [1.5, -0.25, None]),
+    "double": (pa.float64(), [1e300, -2.5, None]),
+    "decimal": (pa.decimal128(10, 2), [decimal.Decimal("12345678.91"), decimal.Decimal("-0.01"), None]),
+    "string": (pa.string(), ["a b/c=d%", "ü€", None]),
+    "binary": (pa.binary(), [b"\x00\x01", b"xyz", None]),
+    "date": (pa.date32(), [dt.date(1969, 12, 31), dt.date(2024, 2, 29), None]),
+    "timestamp": (pa.timestamp("us", tz="UTC"),
+                  [dt.datetime(1960, 1, 1, 0, 0, 0, 1, tzinfo=UTC), dt.datetime(2024, 1, 1, 12, 30, tzinfo=UTC),
+                   None]),
+    "timestamp_ntz": (pa.timestamp("us"), [dt.datetime(2000, 1, 1, 1, 2, 3, 456789), dt.datetime(1900, 1, 1),
+                                           None]),
+}
+
+
+def read(path: Path | str, **kwargs: Any) -> pa.Table:
+    return deltalog.Table(str(path)).snapshot().to_arrow(**kwargs)
+
+
+def sorted_rows(t: pa.Table, key: str = "id") -> list[dict[str, Any]]:
+    return sorted(t.to_pylist(), key=lambda r: r[key])
+
+
+def data_files(path: Path) -> set[str]:
+    return {str(p.relative_to(path)) for p in path.rglob("*.parquet") if "_delta_log" not in p.parts}
+
+
+def log_actions(path: Path, version: int) -> list[dict[str, Any]]:
+    text = (path / "_delta_log" / f"{version:020d}.json").read_text()
+    return [json.loads(line) for line in text.splitlines() if line]
+
+
+def adds(path: Path, version: int) -> list[dict[str, Any]]:
+    return [a["add"] for a in log_actions(path, version) if "add" in a]
+
+
+# --------------------------------------------------------------------------------------- round trips
+
+
+def test_round_trip_every_primitive_and_nested_type(tmp_path: Path) -> None:
+    cols: dict[str, pa.Array[Any]] = {"id": pa.array([0, 1, 2], pa.int64())}
+    for name, (atype, values) in PRIMITIVES.items():
+        cols[f"c_{name}"] = pa.array(values, atype)
+    cols["c_struct"] = pa.array([{"a": 1, "b": "x"}, None, {"a": None, "b": "y"}],
+                                pa.struct([("a", pa.int32()), ("b", pa.string())]))
+    cols["c_list"] = pa.array([[1, 2], None, []], pa.list_(pa.int64()))
+    cols["c_map"] = pa.array([[("k", 1)], None, [("a", None), ("b", 2)]], pa.map_(pa.string(), pa.int64()))
+    cols["c_nested"] = pa.array([[{"x": [1.5]}], [], None],
+                                pa.list_(pa.struct([("x", pa.list_(pa.float64()))])))
+    data = pa.table(cols)
+    res = write_table(tmp_path, data)
+    assert res.version == 0 and res.num_rows == 3 and res.num_files == 1
+    out = read(tmp_path)
+    assert out.column_names == data.column_names
+    assert sorted_rows(out) == sorted_rows(data)
+    for name, (atype, _) in PRIMITIVES.items():
+        assert out.schema.field(f"c_{name}").type == atype
+    protocol = deltalog.Table(str(tmp_path)).snapshot().protocol
+    assert (protocol.minReaderVersion, protocol.minWriterVersion) == (3, 7)  # timestamp_ntz
+    assert protocol.readerFeatures == ("timestampNtz",) and protocol.writerFeatures == ("timestampNtz",)
+
+
+def test_default_protocol_and_metadata(tmp_path: Path) -> None:
+    write_table(tmp_path, pa.table({"id": [1]}), name="t1", description="d", properties={"k": "v"})
+    actions = log_actions(tmp_path, 0)
+    assert list(actions[0]) == ["commitInfo"]
+    assert actions[1] == {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}
+    md = actions[2]["metaData"]
+    assert md["name"] == "t1" and md["description"] == "d" and md["configuration"] == {"k": "v"}
+    assert md["partitionColumns"] == [] and isinstance(md["createdTime"], int)
+    assert re.fullmatch(r"[0-9a-f-]{36}", md["id"])
+    assert actions[0]["commitInfo"]["operationParameters"]["mode"] == "ErrorIfExists"
+
+
+@pytest.mark.parametrize("type_name", sorted(PRIMITIVES))
+def test_partitioned_by_each_primitive_type_with_nulls(tmp_path: Path, type_name: str) -> None:
+    atype, values = PRIMITIVES[type_name]
+    data = pa.table({
+        "id": pa.array(range(6), pa.int64()),
+        "p": pa.array(values + values, atype),
+        "v": ["a", "b", "c", "d", "e", "f"],
+    })
+    write_table(tmp_path, data, partition_by=["p"])
+    write_table(tmp_path, data.slice(0, 2).set_column(0, "id", pa.array([6, 7], pa.int64())), mode="append")
+    out = read(tmp_path)
+    expected = pa.concat_tables([data, data.slice(0, 2).set_column(0, "id", pa.array([6, 7], pa.int64()))])
+    assert sorted_rows(out) == sorted_rows(expected)
+    assert out.schema.field("p").type == atype
+    files = adds(tmp_path, 0)
+    assert len(files) == 3  # two values and null
+    null_files = [f for f in files if f["partitionValues"]["p"] is None]
+    assert len(null_files) == 1 and null_files[0]["path"].startswith("p=__HIVE_DEFAULT_PARTITION__/")
+    for f in files:  # partition columns are not stored in the data files
+        assert pq.read_schema(tmp_path / _unquote(f["path"])).names == ["id", "v"]
+        assert re.search(r"/part-\d{5}-[0-9a-f-]{36}-c000\.snappy\.parquet$", f["path"])
+        assert "p" not in json.loads(f["stats"])["minValues"]
+
+
+def _unquote(p: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(p)
+
+
+def test_special_partition_values_are_escaped(tmp_path: Path) -> None:
+    data = pa.table({"id": [1, 2, 3], "p": ["a b/c=d%", "x:y", ""]})
+    write_table(tmp_path, data, partition_by=["p"])
+    files = {f["partitionValues"]["p"]: f["path"] for f in adds(tmp_path, 0)}
+    assert files["a b/c=d%"].startswith("p=a%20b%252Fc%253Dd%2525/")
+    assert None in files  # an empty string partition value is null in the protocol
+    out = sorted_rows(read(tmp_path))
+    assert [r["p"] for r in out] == ["a b/c=d%", "x:y", None]
+
+
+def test_input_kinds(tmp_path: Path) -> None:
+    table = pa.table({"id": [1, 2], "s": ["a", "b"]})
+    write_table(tmp_path / "t", table)
+    write_table(tmp_path / "t", pa.RecordBatchReader.from_batches(table.schema, table.to_batches()), mode="append")
+    write_table(tmp_path / "t", table.to_batches(), mode="append")
+    write_table(tmp_path / "t", (b for b in table.to_batches()), mode="append")
+    write_table(tmp_path / "t", pd.DataFrame({"id": [9], "s": ["z"]}), mode="append")
+    assert read(tmp_path / "t").num_rows == 9
+    with pytest.raises(InvalidArgumentError, match="RecordBatch"):
+        write_table(tmp_path / "u", [1, 2, 3])
+
+
+def test_target_file_size_rolls_files(tmp_path: Path) -> None:
+    data = pa.table({"id": pa.array(range(20_000), pa.int64()), "s": [f"row-{i}" for i in range(20_000)]})
+    res = write_table(tmp_path, data.to_batches(max_chunksize=2_000), target_file_size=50_000)
+    assert res.num_files > 2
+    assert sum(json.loads(a["stats"])["numRecords"] for a in adds(tmp_path, 0)) == 20_000
+    assert read(tmp_path).num_rows == 20_000
+
+
+# ------------------------------------------------------------------------------------------- modes
+
+
+def test_unknown_mode(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"unknown write mode 'upsert'.*'append', 'overwrite', 'error', "
+                                                     r"'ignore'"):
+        write_table(tmp_path, pa.table({"id": [1]}), mode="upsert")
+
+
+def test_error_and_ignore_modes(tmp_path: Path) -> None:
+    write_table(tmp_path, pa.table({"id": [1]}), mode="error")
+    with pytest.raises(TableExistsError, match="already exists"):
+        write_table(tmp_path, pa.table({"id": [2]}), mode="error")
+    res = write_table(tmp_path, pa.table({"id": [2]}), mode="ignore")
+    assert res.skipped and res.version == 0
+    assert read(tmp_path).to_pylist() == [{"id": 1}]
+    res = write_table(tmp_path / "new", pa.table({"id": [3]}), mode="ignore")
+    assert not res.skipped and read(tmp_path / "new").num_rows == 1
+
+
+def test_overwrite(tmp_path: Path) -> None:
+    write_table(tmp_path, pa.table({"id": [1, 2], "p": ["a", "b"]}), partition_by=["p"])
+    res = write_table(tmp_path, pa.table({"id": [3], "p": ["c"]}), mode="overwrite")
+    assert res.version == 1 and res.num_removed_files == 2
+    assert read(tmp_path).to_pylist() == [{"id": 3, "p": "c"}]
+    actions = log_actions(tmp_path, 1)
+    removes = [a["remove"] for a in actions if "remove" in a]
+    assert len(removes) == 2 and all(r["dataChange"] for r in removes)
+    info = actions[0]["commitInfo"]
+    assert info["operationParameters"]["mode"] == "Overwrite" and info["isBlindAppend"] is False
+    assert deltalog.Table(str(tmp_path)).snapshot().version == 1
+
+
+def test_overwrite_with_predicate(tmp_path: Path) -> None:
+    write_table(tmp_path, pa.table({"id": [1, 2, 3], "p": ["a", "b", "c"]}), partition_by=["p"])
+    res = write_table(tmp_path, pa.table({"id": [10, 11], "p": ["a", "a"]}), mode="overwrite",
+                      predicate=[("p", "=", "a")])
+    assert res.num_removed_files == 1
+    assert sorted_rows(read(tmp_path)) == [{"id": 2, "p": "b"}, {"id": 3, "p": "c"}, {"id": 10, "p": "a"},
+                                           {"id": 11, "p": "a"}]
+    assert log_actions(tmp_path, 1)[0]["commitInfo"]["operationParameters"]["predicate"] == '["p = \'a\'"]'
+    write_table(tmp_path, pa.table({"id": [20], "p": ["b"]}), mode="overwrite", predicate=[("p", "in", ["b", "z"])])
+    assert sorted(r["id"] for r in read(tmp_path).to_pylist()) == [3, 10, 11, 20]
+    before = data_files(tmp_path)
+    with pytest.raises(InvalidArgumentError, match=r"1 row\(s\) of the data do not match the overwrite predicate"):
+        write_table(tmp_path, pa.table({"id": [30, 31], "p": ["c", "d"]}), mode="overwrite",
+                    predicate=[("p", "=", "c")])
+    assert deltalog.Table(str(tmp_path)).latest_version() == 2 and data_files(tmp_path) == before
+    with pytest.raises(InvalidArgumentError, match="not a partition column"):
+        write_table(tmp_path, pa.table({"id": [1], "p": ["c"]}), mode="overwrite", predicate=[("id", "=", 1)])
+    with pytest.raises(InvalidArgumentError, match="needs mode"):
+        write_table(tmp_path, pa.table({"id": [1], "p": ["c"]}), mode="append", predicate=[("p", "=", "c")])
+
+
+# ------------------------------------------------------------------------------------------ schema
+
+
+def test_schema_mismatch_lists_every_column(tmp_path: Path) -> None:
+    write_table(tmp_path, pa.table({"id": [1], "name": ["a"], "score": [1.5]}))
+    before = data_files(tmp_path)
+    bad = pa.table({"id": pa.array([2], pa.int32()), "name": ["b"], "extra": [True]})
+    with pytest.raises(SchemaError) as err:
+        write_table(tmp_path, bad, mode="append")
+    msg = str(err.value)
+    assert "id: table long vs data integer" in msg
+    assert "score: table double vs data (missing)" in msg
+    assert "extra: table (missing) vs data boolean" in msg
+    assert deltalog.Table(str(tmp_path)).latest_version() == 0 and data_files(tmp_path) == before
+
+
+def test_merge_schema(tmp_path: Path) -> None:
+    write_table(tmp_path, pa.table({"id": [1], "st": [{"a": 1}]}))
+    more = pa.table({"id": pa.array([2], pa.int32()), "st": [{"a": 2, "b": "x"}], "new": ["n"]})
+    res = write_table(tmp_path, more, mode="append", schema_mode="merge")
+    snap = deltalog.Table(str(tmp_path)).snapshot()
+    assert snap.schema.field_names == ["id", "st", "new"]
+    assert res.version == 1 and snap.schema.field("new").nullable
+    assert sorted_rows(read(tmp_path)) == [
+        {"id": 1, "st": {"a": 1, "b": None}, "new": None},
+        {"id": 2, "st": {"a": 2, "b": "x"}, "new": "n"},
+    ]
+    # missing columns are written as nulls under merge
+    write_table(tmp_path, pa.table({"id": [3]}), mode="append", schema_mode="merge")
+    assert read(tmp_path).num_rows == 3
+    with pytest.raises(SchemaError, match="type widening"):
+        write_table(tmp_path, pa.table({"id": [4], "new": [1.5]}), mode="append", schema_mode="merge")
+
+
+def test_overwrite_schema(tmp_path: Path) -> None:
+    write_table(tmp_path, pa.table({"id": [1], "p": ["a"]}), partition_by=["p"])
+    with pytest.raises(InvalidArgumentError, match='needs mode="overwrite"'):
+        write_table(tmp_path, pa.table({"x": ["a"]}), mode="append", schema_mode="overwrite")
+    write_table(tmp_path, pa.table({"x": ["a"], "q": [1]}), mode="overwrite", schema_mode="overwrite",
+                partition_by=["q"])
+    snap = deltalog.Table(str(tmp_path)).snapshot()
+    assert snap.schema.field_names == ["x", "q"] and snap.partition_columns == ("q",)
+    assert read(tmp_path).to_pylist() == [{"x": "a", "q": 1}]
+    with pytest.raises(InvalidArgumentError, match="partitioned by"):
+        write_table(tmp_path, pa.table({"x": ["b"], "q": [2]}), mode="append", partition_by=["x"])
+
+
+def test_nullability_enforced(tmp_path: Path) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    write_table(tmp_path, pa.table({"id": [1], "v": ["a"]}, schema=schema))
+    assert not deltalog.Table(str(tmp_path)).snapshot().schema.field("id").nullable
+    before = data_files(tmp_path)
+    with pytest.raises(ConstraintViolationError, match="NOT NULL constraint violated for column id"):
+        write_table(tmp_path, pa.table({"id": [2, None], "v": ["b", "c"]}), mode="append")
+    assert deltalog.Table(str(tmp_path)).latest_version() == 0 and data_files(tmp_path) == before
+
+
+def test_check_constraints_and_cleanup(tmp_path: Path) -> None:
+    write_table(tmp_path, pa.table({"id": [1]}), properties={"delta.constraints.positive": "id > 0"})
+    protocol = deltalog.Table(str(tmp_path)).snapshot().protocol
+    assert (protocol.minReaderVersion, protocol.minWriterVersion) == (1, 3)
+    before = data_files(tmp_path)
+    batches = [pa.record_batch({"id": [5, 6]}), pa.record_batch({"id": [7, -1]})]
+    with pytest.raises(ConstraintViolationError, match=r"CHECK constraint positive \(id > 0\)"):
+        write_table(tmp_path, batches, mode="append", target_file_size=1)
+    assert data_files(tmp_path) == before  # files of the first batch were removed
+    write_table(tmp_path, pa.table({"id": [2]}), mode="append")
+    assert read(tmp_path).num_rows == 2
+
+
+def test_unsupported_constraint_never_passes(tmp_path: Path) -> None:
+    with pytest.raises(UnsupportedExpressionError, match=r"CHECK constraint odd \(id RLIKE '1'\)"):
+        write_table(tmp_path, pa.table({"id": [1]}), properties={"delta.constraints.odd": "id RLIKE '1'"})
+    assert data_files(tmp_path) == set() and not (tmp_path / "_delta_log").exists()
+
+
+def test_append_only_overwrite_refused_before_writing(tmp_path: Path) -> None:
+    write_table(tmp_path, pa.table({"id": [1]}), properties={"delta.appendOnly": "true"})
+    before = data_files(tmp_path)
+    with pytest.raises(AppendOnlyError):
+        write_table(tmp_path, pa.table({"id": [2]}), mode="overwrite")
+    assert data_files(tmp_path) == before
+    write_table(tmp_path, pa.table({"id": [2]}), mode="append")
+    assert read(tmp_path).num_rows == 2
+
+
+def test_idempotent_txn(tmp_path: Path) -> None:
+    write_table(tmp_path, pa.table({"id": [1]}), txn=("job", 1))
+    res = write_table(tmp_path, pa.table({"id": [1]}), mode="append", txn=("job", 1))
+    assert res.skipped and "already at version 1" in (res.skip_reason or "")
+    assert read(tmp_path).num_rows == 1
+    write_table(tmp_path, pa.table({"id": [2]}), mode="append", txn=("job", 2))
+    assert read(tmp_path).num_rows == 2
+    assert deltalog.Table(str(tmp_path)).snapshot().txn_version("job") == 2
+
+
+def test_in_memory_store(tmp_path: Path) -> None:
+    store = InMemoryLogStore("memory://write-test")
+    res = write_table("memory://write-test", pa.table({"id": [1, 2], "p": ["a", "b"]}), partition_by=["p"],
+                      store=store)
+    snap = deltalog.Table("memory://write-test", store=store).snapshot()
+    assert snap.num_files() == 2 and res.version == 0
+    for row in snap.add_files().to_pylist():
+        assert pq.read_table(pa.BufferReader(store.read(_unquote(row["path"])))).column_names == ["id"]
+
+
+# ------------------------------------------------------------------------------------------- stats
+
+
+def test_stats_content(tmp_path: Path) -> None:
+    long_a, long_b = "a" * 40, "b" * 31 + "\u00e9" * 9
+    data = pa.table({
+        "i": pa.array([3, None, -7], pa.int32()),
+        "s": [long_b, None, long_a],
+        "short": ["x", "y", None],
+        "d": pa.array([dt.date(2024, 1, 2), dt.date(2020, 5, 6), None]),
+        "ts": pa.array([dt.datetime(2024, 1, 1, 0, 0, 0, 999999, tzinfo=UTC), None,
+                        dt.datetime(1969, 12, 31, 23, 59, 59, 999500, tzinfo=UTC)], pa.timestamp("us", tz="UTC")),
+        "ntz": pa.array([dt.datetime(2024, 1, 1, 1), None, None], pa.timestamp("us")),
+        "f": [1.5, float("nan"), 0.5],
+        "b": [True, False, None],
+        "dec": pa.array([decimal.Decimal("1.25"), None, decimal.Decimal("-3.50")], pa.decimal128(5, 2)),
+        "st": pa.array([{"x": 1}, None, {"x": 9}], pa.struct([("x", pa.int64())])),
+        "l": pa.array([[1], None, [2]], pa.list_(pa.int64())),
+    })
+    write_table(tmp_path, data)
+    stats = json.loads(adds(tmp_path, 0)[0]["stats"])
+    assert stats["numRecords"] == 3 and stats["tightBounds"] is True
+    mins, maxs, nulls = stats["minValues"], stats["maxValues"], stats["nullCount"]
+    assert (mins["i"], maxs["i"], nulls["i"]) == (-7, 3, 1)
+    assert mins["s"] == "a" * 32 and maxs["s"] == "b" * 31 + "\u00e9" + "\U0010ffff" and nulls["s"] == 1
+    assert maxs["s"] >= long_b and mins["s"] <= long_a
+    assert (mins["short"], maxs["short"]) == ("x", "y")
+    assert (mins["d"], maxs["d"]) == ("2020-05-06", "2024-01-02")
+    assert (mins["ts"], maxs["ts"]) == ("1969-12-31T23:59:59.999Z", "2024-01-01T00:00:00.999Z")
+    assert (mins["ntz"], maxs["ntz"]) == ("2024-01-01T01:00:00.000", "2024-01-01T01:00:00.000")
+    assert "f" not in mins and nulls["f"] == 0  # NaN present: no bounds
+    assert "b" not in mins and nulls["b"] == 1
+    assert (mins["dec"], maxs["dec"]) == (-3.5, 1.25)
+    assert mins["st"] == {"x": 1} and maxs["st"] == {"x": 9} and nulls["st"] == {"x": 1}
+    assert "l" not in mins
+    # data skipping works with these stats
+    assert read(tmp_path, columns=["i"], filter=[("i", ">", 100)]).num_rows == 0
+
+
+def test_commit_info_metrics(tmp_path: Path) -> None:
+    res = write_table(tmp_path, pa.table({"id": [1, 2, 3]}), user_metadata="hello")
+    info = log_actions(tmp_path, 0)[0]["commitInfo"]
+    assert info["operationMetrics"]["numOutputRows"] == "3"
+    assert info["operationMetrics"]["numFiles"] == "1"
+    assert info["operationMetrics"]["numOutputBytes"] == str(res.num_bytes)
+    assert info["userMetadata"] == "hello"
+    assert os.path.getsize(tmp_path / _unquote(adds(tmp_path, 0)[0]["path"])) == res.num_bytes
