@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import datetime as dt
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from deltalog.log.checkpoint_writer import (
     build_checkpoint,
     canonical_json,
     json_checksum,
+    parse_stats,
     part_of,
     spark_hash,
     write_checkpoint,
@@ -443,3 +446,43 @@ def test_stats_parsed_and_partition_values_parsed() -> None:
     write_checkpoint(snap, clock=clock)
     drop_commits(store, 1)
     assert state(table(store).snapshot())["files"] == state(snap)["files"]
+
+
+def test_parse_stats_vectorized_and_fallback_paths() -> None:
+    target = pa.struct(
+        [
+            ("numRecords", pa.int64()),
+            ("minValues", pa.struct([("d", pa.date32()), ("f", pa.float64()), ("a", pa.decimal128(5, 2))])),
+            ("tightBounds", pa.bool_()),
+        ]
+    )
+    raw = pa.array(
+        [
+            '{"numRecords": 1, "minValues": {"d": "2024-03-01", "f": 1.5, "a": 1.25}}',
+            '{\n  "numRecords": 2,\n  "tightBounds": false\n}',  # pretty-printed
+            "",
+            None,
+            '{"numRecords": 3, "minValues": {"unknown": [1, 2]}, "extra": {"x": 1}}',
+        ]
+    )
+    rows = parse_stats(raw, target).to_pylist()
+    assert rows[0] == {
+        "numRecords": 1,
+        "minValues": {
+            "d": dt.date(2024, 3, 1),
+            "f": 1.5,
+            "a": Decimal("1.25"),
+        },
+        "tightBounds": None,
+    }
+    assert rows[1]["numRecords"] == 2 and rows[1]["tightBounds"] is False
+    assert rows[2] == {"numRecords": None, "minValues": None, "tightBounds": None}
+    assert rows[3] is None and rows[4]["numRecords"] == 3
+    odd = parse_stats(
+        pa.array(['{"numRecords": 4, "minValues": {"f": "NaN", "a": 1.234, "d": "bad"}}', "{oops"]), target
+    )
+    first, second = odd.to_pylist()
+    assert first["numRecords"] == 4 and np.isnan(first["minValues"]["f"])
+    assert first["minValues"]["a"] is None and first["minValues"]["d"] is None and second is None
+    chunked = pa.chunked_array([raw.slice(0, 2), raw.slice(2)])
+    assert parse_stats(chunked, target).to_pylist()[:2] == rows[:2]

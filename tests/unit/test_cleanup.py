@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+from pathlib import Path
 
 import pytest
 from logbuilder import add, commit_info, metadata, protocol, write_commit
@@ -12,7 +14,7 @@ from deltalog.log.checkpoint_writer import write_checkpoint
 from deltalog.log.cleanup import cleanup_expired_logs, midnight_utc
 from deltalog.log.crc import write_crc
 from deltalog.log.post_commit import checkpoint_interval, run_post_commit, should_checkpoint
-from deltalog.storage import InMemoryLogStore
+from deltalog.storage import InMemoryLogStore, LocalLogStore
 
 DAY = 24 * 3600 * 1000
 NOW = midnight_utc(1_700_000_000_000) + 15 * 3600 * 1000  # mid-afternoon UTC
@@ -224,3 +226,19 @@ def test_invalid_checkpoint_interval_falls_back_to_default(caplog: pytest.LogCap
     with caplog.at_level(logging.WARNING):
         assert checkpoint_interval(table(store).snapshot()) == 10
     assert "invalid delta.checkpointInterval" in caplog.text
+
+
+def test_local_store_with_parquet_checkpoints(tmp_path: Path) -> None:
+    store = LocalLogStore(tmp_path)
+    write_commit(store, 0, commit_info("CREATE TABLE"), protocol(), metadata())
+    for v in range(1, 5):
+        write_commit(store, v, commit_info(), add(f"f{v}.parquet"))
+    write_checkpoint(deltalog.Table(tmp_path).snapshot(3), clock=clock)
+    store.write("_delta_log/_sidecars/orphan.parquet", b"", overwrite=False)
+    old = (NOW - 40 * DAY) / 1000
+    for p in (tmp_path / "_delta_log").rglob("*"):
+        if p.is_file():
+            os.utime(p, (old, old))
+    deleted = names(cleanup_expired_logs(deltalog.Table(tmp_path), clock=clock))
+    assert deleted == [f"{v:020d}.json" for v in range(3)] + ["orphan.parquet"]
+    assert deltalog.Table(tmp_path).snapshot().num_files() == 4

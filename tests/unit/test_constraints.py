@@ -25,13 +25,15 @@ DATA = pa.table(
     {
         "id": pa.array([1, 2, 3, None], pa.int64()),
         "name": ["a", "bob", None, "it's"],
-        "price": pa.array([decimal.Decimal("1.50"), decimal.Decimal("2.00"), None, decimal.Decimal("0.10")],
-                          pa.decimal128(10, 2)),
+        "price": pa.array(
+            [decimal.Decimal("1.50"), decimal.Decimal("2.00"), None, decimal.Decimal("0.10")], pa.decimal128(10, 2)
+        ),
         "ratio": [0.5, 1.5, 2.5, None],
         "flag": [True, False, None, True],
         "day": pa.array([dt.date(2024, 1, 1), dt.date(2023, 6, 1), None, dt.date(1899, 1, 1)], pa.date32()),
-        "ts": pa.array([dt.datetime(2024, 1, 1, 12), None, None, dt.datetime(2020, 1, 1)],
-                       pa.timestamp("us", tz="UTC")),
+        "ts": pa.array(
+            [dt.datetime(2024, 1, 1, 12), None, None, dt.datetime(2020, 1, 1)], pa.timestamp("us", tz="UTC")
+        ),
         "s": pa.array([{"x": 1}, {"x": 5}, None, {"x": None}], pa.struct([("x", pa.int32())])),
     }
 )
@@ -130,7 +132,9 @@ def test_null_result_is_a_violation() -> None:
 
 def _metadata(schema_fields: list[dict[str, Any]], **conf: str) -> Metadata:
     return Metadata(
-        id="t", format=Format(), schemaString=json.dumps({"type": "struct", "fields": schema_fields}),
+        id="t",
+        format=Format(),
+        schemaString=json.dumps({"type": "struct", "fields": schema_fields}),
         configuration=conf,
     )
 
@@ -140,10 +144,22 @@ def test_invariants_and_check_constraints_from_metadata() -> None:
     md = _metadata(
         [
             {"name": "x", "type": "integer", "nullable": True, "metadata": {"delta.invariants": inv}},
-            {"name": "st", "type": {"type": "struct", "fields": [
-                {"name": "y", "type": "integer", "nullable": True,
-                 "metadata": {"delta.invariants": json.dumps({"expression": {"expression": "st.y < 10"}})}},
-            ]}, "nullable": True, "metadata": {}},
+            {
+                "name": "st",
+                "type": {
+                    "type": "struct",
+                    "fields": [
+                        {
+                            "name": "y",
+                            "type": "integer",
+                            "nullable": True,
+                            "metadata": {"delta.invariants": json.dumps({"expression": {"expression": "st.y < 10"}})},
+                        },
+                    ],
+                },
+                "nullable": True,
+                "metadata": {},
+            },
         ],
         **{"delta.constraints.even": "x % 2 = 0", "other.prop": "1"},
     )
@@ -163,19 +179,29 @@ def test_invariants_and_check_constraints_from_metadata() -> None:
 
 
 def test_malformed_invariant_refused() -> None:
-    md = _metadata([{"name": "x", "type": "integer", "nullable": True,
-                     "metadata": {"delta.invariants": "x > 3"}}])
+    md = _metadata([{"name": "x", "type": "integer", "nullable": True, "metadata": {"delta.invariants": "x > 3"}}])
     with pytest.raises(UnsupportedExpressionError, match="invariant on column x"):
         table_constraints(md)
 
 
 def test_not_null_columns_including_nested() -> None:
-    schema = json.dumps({"type": "struct", "fields": [
-        {"name": "id", "type": "long", "nullable": False, "metadata": {}},
-        {"name": "st", "type": {"type": "struct", "fields": [
-            {"name": "y", "type": "integer", "nullable": False, "metadata": {}}]},
-         "nullable": True, "metadata": {}},
-    ]})
+    schema = json.dumps(
+        {
+            "type": "struct",
+            "fields": [
+                {"name": "id", "type": "long", "nullable": False, "metadata": {}},
+                {
+                    "name": "st",
+                    "type": {
+                        "type": "struct",
+                        "fields": [{"name": "y", "type": "integer", "nullable": False, "metadata": {}}],
+                    },
+                    "nullable": True,
+                    "metadata": {},
+                },
+            ],
+        }
+    )
     check_not_null(pa.table({"id": [1], "st": pa.array([None], pa.struct([("y", pa.int32())]))}), schema)
     with pytest.raises(ConstraintViolationError, match="NOT NULL constraint violated for column id"):
         check_not_null(pa.table({"id": [1, None], "st": [{"y": 1}, {"y": 2}]}), schema)

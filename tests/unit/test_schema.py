@@ -198,7 +198,10 @@ def test_type_string() -> None:
         ),
         (schema_json(field_json("d", "decimal(40,2)")), r"invalid decimal precision/scale \(40,2\) at column 'd'"),
         (schema_json(field_json("d", "decimal(5,6)")), r"\(5,6\) at column 'd'"),
-        ('{"type":"struct","fields":[{"name":"a","type":"long","metadata":{}}]}', "missing key 'nullable' at column 'a'"),
+        (
+            '{"type":"struct","fields":[{"name":"a","type":"long","metadata":{}}]}',
+            "missing key 'nullable' at column 'a'",
+        ),
         ('{"type":"struct","fields":[{"type":"long","nullable":true}]}', r"missing key 'name' at column '#0'"),
         ('{"type":"struct","fields":[{"name":"a","nullable":true}]}', "missing key 'type' at column 'a'"),
         ('{"type":"struct"}', "missing key 'fields' at the top level"),
@@ -308,7 +311,9 @@ def test_from_arrow_type(arrow: pa.DataType, expected: Any) -> None:
     assert from_arrow_type(arrow) == expected
 
 
-@pytest.mark.parametrize("arrow", [pa.time32("s"), pa.duration("us"), pa.decimal256(50, 2), pa.month_day_nano_interval()])
+@pytest.mark.parametrize(
+    "arrow", [pa.time32("s"), pa.duration("us"), pa.decimal256(50, 2), pa.month_day_nano_interval()]
+)
 def test_from_arrow_unsupported_names_column(arrow: pa.DataType) -> None:
     schema = pa.schema([("ok", pa.int32()), ("s", pa.struct([("bad", arrow)]))])
     with pytest.raises(SchemaError, match=r"column 's\.bad' has Arrow type"):
@@ -463,9 +468,13 @@ def test_to_logical_through_parquet(tmp_path: Path, mode: str) -> None:
 
 def test_id_mode_matches_by_id_not_name() -> None:
     schema = parse_schema(
-        schema_json(field_json("a", "long", True, cm("a", "col-new-a", 1)), field_json("b", "long", True, cm("b", "p", 2)))
+        schema_json(
+            field_json("a", "long", True, cm("a", "col-new-a", 1)), field_json("b", "long", True, cm("b", "p", 2))
+        )
     )
-    file_schema = pa.schema([pa.field("col-old-a", pa.int64(), metadata=arrow_id(1)), pa.field("p", pa.int64(), metadata=arrow_id(9))])
+    file_schema = pa.schema(
+        [pa.field("col-old-a", pa.int64(), metadata=arrow_id(1)), pa.field("p", pa.int64(), metadata=arrow_id(9))]
+    )
     data = pa.table([pa.array([1]), pa.array([2])], schema=file_schema)
     # a is found by id despite another physical name; b's name matches but its id does not: missing
     assert to_logical(data, schema, "id").to_pylist() == [{"a": 1, "b": None}]
@@ -515,7 +524,14 @@ def test_to_logical_nested_missing_fields_and_null_structs() -> None:
             )
         )
     )
-    data = pa.table({"s": pa.array([{"b": 1, "a": 2, "gone": 0}, None], pa.struct([("b", pa.int16()), ("a", pa.int32()), ("gone", pa.int8())]))})
+    data = pa.table(
+        {
+            "s": pa.array(
+                [{"b": 1, "a": 2, "gone": 0}, None],
+                pa.struct([("b", pa.int16()), ("a", pa.int32()), ("gone", pa.int8())]),
+            )
+        }
+    )
     out = to_logical(data, schema, "none")
     assert out.to_pylist() == [{"s": {"a": 2, "added": None, "b": 1}}, {"s": None}]
     assert out.schema == schema.to_arrow_schema()
@@ -535,7 +551,11 @@ def test_to_logical_nested_missing_fields_and_null_structs() -> None:
         (pa.array([1_000], pa.timestamp("ms", tz="UTC")), "timestamp", [dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)]),
         (pa.array([1_500], pa.timestamp("ns")), "timestamp", [dt.datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC)]),
         (pa.array([10**6], pa.timestamp("us")), "timestamp", [dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)]),
-        (pa.array([0], pa.timestamp("us", tz="America/Los_Angeles")), "timestamp", [dt.datetime(1970, 1, 1, tzinfo=UTC)]),
+        (
+            pa.array([0], pa.timestamp("us", tz="America/Los_Angeles")),
+            "timestamp",
+            [dt.datetime(1970, 1, 1, tzinfo=UTC)],
+        ),
         (pa.array([2_000_999], pa.timestamp("ns")), "timestamp_ntz", [dt.datetime(1970, 1, 1, 0, 0, 0, 2000)]),
         (pa.array(["a", None], pa.large_string()), "string", ["a", None]),
         (pa.array(["x", "x", None]).dictionary_encode(), "string", ["x", "x", None]),
@@ -618,10 +638,26 @@ def test_to_logical_empty_table_and_empty_struct() -> None:
     ("file_array", "delta_type", "message"),
     [
         (pa.array(["x"]), "long", r"column 's\.c': cannot read file type string as long"),
-        (pa.array([1]), {"type": "struct", "fields": [field_json("q", "long")]}, r"column 's\.c': file type int64 does not match"),
-        (pa.array([1]), {"type": "array", "elementType": "long", "containsNull": True}, r"'s\.c': file type int64 does not match table type array<long>"),
-        (pa.array([[1]]), {"type": "map", "keyType": "long", "valueType": "long", "valueContainsNull": True}, "does not match table type map<long,long>"),
-        (pa.array([["x"]]), {"type": "array", "elementType": "long", "containsNull": True}, r"column 's\.c\.element': cannot read"),
+        (
+            pa.array([1]),
+            {"type": "struct", "fields": [field_json("q", "long")]},
+            r"column 's\.c': file type int64 does not match",
+        ),
+        (
+            pa.array([1]),
+            {"type": "array", "elementType": "long", "containsNull": True},
+            r"'s\.c': file type int64 does not match table type array<long>",
+        ),
+        (
+            pa.array([[1]]),
+            {"type": "map", "keyType": "long", "valueType": "long", "valueContainsNull": True},
+            "does not match table type map<long,long>",
+        ),
+        (
+            pa.array([["x"]]),
+            {"type": "array", "elementType": "long", "containsNull": True},
+            r"column 's\.c\.element': cannot read",
+        ),
     ],
 )
 def test_to_logical_incompatible_data_names_column(file_array: pa.Array, delta_type: Any, message: str) -> None:
@@ -666,6 +702,10 @@ def test_every_corpus_schema_round_trips() -> None:
     strings = _all_schema_strings()
     assert len(strings) > 50
     for text in strings:
+        if '"geometry(' in text:  # geospatial types are outside this model: refused, naming the column
+            with pytest.raises(SchemaError, match=r"unknown data type 'geometry.*' at column 'geom'"):
+                parse_schema(text)
+            continue
         schema = parse_schema(text)
         assert json.loads(schema.to_json()) == json.loads(text)
         assert len(schema.to_arrow_schema()) == len(schema)

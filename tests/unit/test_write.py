@@ -36,11 +36,11 @@ PRIMITIVES: dict[str, tuple[pa.DataType, list[Any]]] = {
     "string": (pa.string(), ["a b/c=d%", "ü€", None]),
     "binary": (pa.binary(), [b"\x00\x01", b"xyz", None]),
     "date": (pa.date32(), [dt.date(1969, 12, 31), dt.date(2024, 2, 29), None]),
-    "timestamp": (pa.timestamp("us", tz="UTC"),
-                  [dt.datetime(1960, 1, 1, 0, 0, 0, 1, tzinfo=UTC), dt.datetime(2024, 1, 1, 12, 30, tzinfo=UTC),
-                   None]),
-    "timestamp_ntz": (pa.timestamp("us"), [dt.datetime(2000, 1, 1, 1, 2, 3, 456789), dt.datetime(1900, 1, 1),
-                                           None]),
+    "timestamp": (
+        pa.timestamp("us", tz="UTC"),
+        [dt.datetime(1960, 1, 1, 0, 0, 0, 1, tzinfo=UTC), dt.datetime(2024, 1, 1, 12, 30, tzinfo=UTC), None],
+    ),
+    "timestamp_ntz": (pa.timestamp("us"), [dt.datetime(2000, 1, 1, 1, 2, 3, 456789), dt.datetime(1900, 1, 1), None]),
 }
 
 
@@ -72,12 +72,12 @@ def test_round_trip_every_primitive_and_nested_type(tmp_path: Path) -> None:
     cols: dict[str, pa.Array[Any]] = {"id": pa.array([0, 1, 2], pa.int64())}
     for name, (atype, values) in PRIMITIVES.items():
         cols[f"c_{name}"] = pa.array(values, atype)
-    cols["c_struct"] = pa.array([{"a": 1, "b": "x"}, None, {"a": None, "b": "y"}],
-                                pa.struct([("a", pa.int32()), ("b", pa.string())]))
+    cols["c_struct"] = pa.array(
+        [{"a": 1, "b": "x"}, None, {"a": None, "b": "y"}], pa.struct([("a", pa.int32()), ("b", pa.string())])
+    )
     cols["c_list"] = pa.array([[1, 2], None, []], pa.list_(pa.int64()))
     cols["c_map"] = pa.array([[("k", 1)], None, [("a", None), ("b", 2)]], pa.map_(pa.string(), pa.int64()))
-    cols["c_nested"] = pa.array([[{"x": [1.5]}], [], None],
-                                pa.list_(pa.struct([("x", pa.list_(pa.float64()))])))
+    cols["c_nested"] = pa.array([[{"x": [1.5]}], [], None], pa.list_(pa.struct([("x", pa.list_(pa.float64()))])))
     data = pa.table(cols)
     res = write_table(tmp_path, data)
     assert res.version == 0 and res.num_rows == 3 and res.num_files == 1
@@ -106,11 +106,13 @@ def test_default_protocol_and_metadata(tmp_path: Path) -> None:
 @pytest.mark.parametrize("type_name", sorted(PRIMITIVES))
 def test_partitioned_by_each_primitive_type_with_nulls(tmp_path: Path, type_name: str) -> None:
     atype, values = PRIMITIVES[type_name]
-    data = pa.table({
-        "id": pa.array(range(6), pa.int64()),
-        "p": pa.array(values + values, atype),
-        "v": ["a", "b", "c", "d", "e", "f"],
-    })
+    data = pa.table(
+        {
+            "id": pa.array(range(6), pa.int64()),
+            "p": pa.array(values + values, atype),
+            "v": ["a", "b", "c", "d", "e", "f"],
+        }
+    )
     write_table(tmp_path, data, partition_by=["p"])
     write_table(tmp_path, data.slice(0, 2).set_column(0, "id", pa.array([6, 7], pa.int64())), mode="append")
     out = read(tmp_path)
@@ -167,8 +169,11 @@ def test_target_file_size_rolls_files(tmp_path: Path) -> None:
 
 
 def test_unknown_mode(tmp_path: Path) -> None:
-    with pytest.raises(InvalidArgumentError, match=r"unknown write mode 'upsert'.*'append', 'overwrite', 'error', "
-                                                     r"'ignore'"):
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"unknown write mode 'upsert'.*'append', 'overwrite', 'error', "
+        r"'ignore'",
+    ):
         write_table(tmp_path, pa.table({"id": [1]}), mode="upsert")
 
 
@@ -198,18 +203,24 @@ def test_overwrite(tmp_path: Path) -> None:
 
 def test_overwrite_with_predicate(tmp_path: Path) -> None:
     write_table(tmp_path, pa.table({"id": [1, 2, 3], "p": ["a", "b", "c"]}), partition_by=["p"])
-    res = write_table(tmp_path, pa.table({"id": [10, 11], "p": ["a", "a"]}), mode="overwrite",
-                      predicate=[("p", "=", "a")])
+    res = write_table(
+        tmp_path, pa.table({"id": [10, 11], "p": ["a", "a"]}), mode="overwrite", predicate=[("p", "=", "a")]
+    )
     assert res.num_removed_files == 1
-    assert sorted_rows(read(tmp_path)) == [{"id": 2, "p": "b"}, {"id": 3, "p": "c"}, {"id": 10, "p": "a"},
-                                           {"id": 11, "p": "a"}]
-    assert log_actions(tmp_path, 1)[0]["commitInfo"]["operationParameters"]["predicate"] == '["p = \'a\'"]'
+    assert sorted_rows(read(tmp_path)) == [
+        {"id": 2, "p": "b"},
+        {"id": 3, "p": "c"},
+        {"id": 10, "p": "a"},
+        {"id": 11, "p": "a"},
+    ]
+    assert log_actions(tmp_path, 1)[0]["commitInfo"]["operationParameters"]["predicate"] == "[\"p = 'a'\"]"
     write_table(tmp_path, pa.table({"id": [20], "p": ["b"]}), mode="overwrite", predicate=[("p", "in", ["b", "z"])])
     assert sorted(r["id"] for r in read(tmp_path).to_pylist()) == [3, 10, 11, 20]
     before = data_files(tmp_path)
     with pytest.raises(InvalidArgumentError, match=r"1 row\(s\) of the data do not match the overwrite predicate"):
-        write_table(tmp_path, pa.table({"id": [30, 31], "p": ["c", "d"]}), mode="overwrite",
-                    predicate=[("p", "=", "c")])
+        write_table(
+            tmp_path, pa.table({"id": [30, 31], "p": ["c", "d"]}), mode="overwrite", predicate=[("p", "=", "c")]
+        )
     assert deltalog.Table(str(tmp_path)).latest_version() == 2 and data_files(tmp_path) == before
     with pytest.raises(InvalidArgumentError, match="not a partition column"):
         write_table(tmp_path, pa.table({"id": [1], "p": ["c"]}), mode="overwrite", predicate=[("id", "=", 1)])
@@ -255,8 +266,9 @@ def test_overwrite_schema(tmp_path: Path) -> None:
     write_table(tmp_path, pa.table({"id": [1], "p": ["a"]}), partition_by=["p"])
     with pytest.raises(InvalidArgumentError, match='needs mode="overwrite"'):
         write_table(tmp_path, pa.table({"x": ["a"]}), mode="append", schema_mode="overwrite")
-    write_table(tmp_path, pa.table({"x": ["a"], "q": [1]}), mode="overwrite", schema_mode="overwrite",
-                partition_by=["q"])
+    write_table(
+        tmp_path, pa.table({"x": ["a"], "q": [1]}), mode="overwrite", schema_mode="overwrite", partition_by=["q"]
+    )
     snap = deltalog.Table(str(tmp_path)).snapshot()
     assert snap.schema.field_names == ["x", "q"] and snap.partition_columns == ("q",)
     assert read(tmp_path).to_pylist() == [{"x": "a", "q": 1}]
@@ -315,8 +327,7 @@ def test_idempotent_txn(tmp_path: Path) -> None:
 
 def test_in_memory_store(tmp_path: Path) -> None:
     store = InMemoryLogStore("memory://write-test")
-    res = write_table("memory://write-test", pa.table({"id": [1, 2], "p": ["a", "b"]}), partition_by=["p"],
-                      store=store)
+    res = write_table("memory://write-test", pa.table({"id": [1, 2], "p": ["a", "b"]}), partition_by=["p"], store=store)
     snap = deltalog.Table("memory://write-test", store=store).snapshot()
     assert snap.num_files() == 2 and res.version == 0
     for row in snap.add_files().to_pylist():
@@ -328,20 +339,28 @@ def test_in_memory_store(tmp_path: Path) -> None:
 
 def test_stats_content(tmp_path: Path) -> None:
     long_a, long_b = "a" * 40, "b" * 31 + "\u00e9" * 9
-    data = pa.table({
-        "i": pa.array([3, None, -7], pa.int32()),
-        "s": [long_b, None, long_a],
-        "short": ["x", "y", None],
-        "d": pa.array([dt.date(2024, 1, 2), dt.date(2020, 5, 6), None]),
-        "ts": pa.array([dt.datetime(2024, 1, 1, 0, 0, 0, 999999, tzinfo=UTC), None,
-                        dt.datetime(1969, 12, 31, 23, 59, 59, 999500, tzinfo=UTC)], pa.timestamp("us", tz="UTC")),
-        "ntz": pa.array([dt.datetime(2024, 1, 1, 1), None, None], pa.timestamp("us")),
-        "f": [1.5, float("nan"), 0.5],
-        "b": [True, False, None],
-        "dec": pa.array([decimal.Decimal("1.25"), None, decimal.Decimal("-3.50")], pa.decimal128(5, 2)),
-        "st": pa.array([{"x": 1}, None, {"x": 9}], pa.struct([("x", pa.int64())])),
-        "l": pa.array([[1], None, [2]], pa.list_(pa.int64())),
-    })
+    data = pa.table(
+        {
+            "i": pa.array([3, None, -7], pa.int32()),
+            "s": [long_b, None, long_a],
+            "short": ["x", "y", None],
+            "d": pa.array([dt.date(2024, 1, 2), dt.date(2020, 5, 6), None]),
+            "ts": pa.array(
+                [
+                    dt.datetime(2024, 1, 1, 0, 0, 0, 999999, tzinfo=UTC),
+                    None,
+                    dt.datetime(1969, 12, 31, 23, 59, 59, 999500, tzinfo=UTC),
+                ],
+                pa.timestamp("us", tz="UTC"),
+            ),
+            "ntz": pa.array([dt.datetime(2024, 1, 1, 1), None, None], pa.timestamp("us")),
+            "f": [1.5, float("nan"), 0.5],
+            "b": [True, False, None],
+            "dec": pa.array([decimal.Decimal("1.25"), None, decimal.Decimal("-3.50")], pa.decimal128(5, 2)),
+            "st": pa.array([{"x": 1}, None, {"x": 9}], pa.struct([("x", pa.int64())])),
+            "l": pa.array([[1], None, [2]], pa.list_(pa.int64())),
+        }
+    )
     write_table(tmp_path, data)
     stats = json.loads(adds(tmp_path, 0)[0]["stats"])
     assert stats["numRecords"] == 3 and stats["tightBounds"] is True

@@ -53,13 +53,22 @@ _OP_MODES = {"append": "Append", "overwrite": "Overwrite", "error": "ErrorIfExis
 
 
 class TableExistsError(DeltaError):
-    """``mode="error"`` and the table already exists."""
+    """``mode="error"`` and the table already exists.
+
+    Example:
+        >>> str(TableExistsError("table already exists (version 3)", table="/data/t"))
+        'table already exists (version 3) [table /data/t]'
+    """
 
 
 @dataclass(frozen=True)
 class WriteResult:
     """What :func:`write_table` did. ``skipped`` is true for ``mode="ignore"`` on an existing table
     and for idempotent writes whose ``txn`` version was already committed (``skip_reason`` says which).
+
+    Example:
+        >>> WriteResult(version=0, skipped=True, skip_reason="table exists").skipped
+        True
     """
 
     version: int
@@ -379,7 +388,8 @@ def _preflight(txn: Transaction, plan: _Plan, mode: str, loc: str) -> None:
     base = plan.snapshot.protocol if plan.snapshot is not None else None
     check_writable(upgrade_protocol(base, plan.metadata), plan.metadata, adds_data=True, table=loc)
     if mode == "overwrite" and plan.snapshot is not None and plan.snapshot.num_files():
-        check_append_only(plan.metadata, [("(existing files)", True)], table=loc)
+        first = plan.snapshot.add_files().column("path")[0].as_py()
+        check_append_only(plan.metadata, [(first, True)], table=loc)
 
 
 def _write_batches(writer: DataFileWriter, batches: Iterator[pa.RecordBatch], plan: _Plan, loc: str) -> int:

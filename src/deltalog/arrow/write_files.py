@@ -53,7 +53,12 @@ def _now_ms() -> int:
 @dataclass(frozen=True)
 class WrittenFile:
     """A finished data file: ``path`` as written to the log (URL-encoded, relative to the table root)
-    and ``rel_path`` as the store addresses it."""
+    and ``rel_path`` as the store addresses it.
+
+    Example:
+        >>> WrittenFile("p=a%20b/x.parquet", "p=a b/x.parquet", {"p": "a b"}, 10, 1, "{}", 0).rel_path
+        'p=a b/x.parquet'
+    """
 
     path: str
     rel_path: str

@@ -253,17 +253,17 @@ def _orphan_sidecars(store: LogStore, checkpoints: Iterable[LogFile], now: int, 
 
 
 def _sidecar_refs(store: LogStore, cp: LogFile) -> set[str]:
-    data = store.read(cp.path)
     names: list[str] = []
     if cp.fmt == "json":
-        for line in data.splitlines():
+        for line in store.read(cp.path).splitlines():
             if b'"sidecar"' in line:
                 body = json.loads(line).get("sidecar") or {}
                 names.append(str(body.get("path", "")))
     else:
         import pyarrow.parquet as pq
 
-        pf = pq.ParquetFile(io.BytesIO(data))
+        full = store.full_path(cp.path)  # local files: only the footer and the sidecar column are read
+        pf = pq.ParquetFile(full if "://" not in full else io.BytesIO(store.read(cp.path)))
         if "sidecar" in pf.schema_arrow.names:
             col = pf.read(columns=["sidecar"]).column("sidecar")
             names = [r["path"] for r in col.to_pylist() if r is not None and r.get("path")]

@@ -225,3 +225,34 @@ def drop_null_rows(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
             continue
         out.extend(chunk.slice(int(a), int(b - a)) for a, b in zip(starts, ends))
     return pa.chunked_array(out, type=col.type)
+
+
+def restrict_map_keys(arr: pa.ChunkedArray | pa.Array, keys: frozenset[str]) -> pa.Array:
+    """Keep only the entries of a ``map<string,string>`` column whose key is in ``keys``.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> m = pa.array([[("a", "1"), ("b", None)]], STRING_MAP)
+        >>> restrict_map_keys(m, frozenset({"a"})).to_pylist()
+        [[('a', '1')]]
+    """
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if len(arr) == 0:
+        return arr
+    if arr.offset:
+        arr = pa.concat_arrays([arr])  # normalise offsets for the flat views below
+    offsets = arr.offsets.to_numpy()
+    flat_keys = arr.keys
+    keep = pc.is_in(flat_keys, value_set=pa.array(sorted(keys), pa.string())).to_numpy(zero_copy_only=False)
+    if keep.all():
+        return arr
+    counts = np.add.reduceat(keep.astype(np.int64), offsets[:-1]) if len(keep) else np.zeros(len(arr), np.int64)
+    counts[offsets[:-1] == offsets[1:]] = 0  # reduceat quirk: empty rows take the next value
+    new_offsets = np.zeros(len(arr) + 1, dtype=np.int32)
+    np.cumsum(counts, out=new_offsets[1:])
+    sel = pa.array(np.flatnonzero(keep))
+    mask = arr.is_null() if arr.null_count else None
+    return pa.MapArray.from_arrays(
+        pa.array(new_offsets), flat_keys.take(sel), arr.items.take(sel), mask=mask
+    ).cast(STRING_MAP)

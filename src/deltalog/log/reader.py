@@ -42,6 +42,7 @@ from deltalog.protocol.actions import (
     Add,
     AddCDCFile,
     CommitInfo,
+    Metadata,
     Remove,
     Sidecar,
     action_to_dict,
@@ -97,12 +98,21 @@ def _read_bytes(store: LogStore, f: LogFile, table: str) -> bytes:
         ) from None
 
 
-def read_commits(store: LogStore, files: list[LogFile], *, table: str) -> FileActions:
+def read_commits(
+    store: LogStore,
+    files: list[LogFile],
+    *,
+    table: str,
+    partition_keys: frozenset[str] = frozenset(),
+) -> FileActions:
     """Read JSON log files given newest first into one :class:`FileActions`.
 
     Every line is classified in Python; the add/remove lines of all files go through one call of
     Arrow's JSON reader, the other (few) actions are parsed and validated in Python. When Arrow cannot
     read the batch, each file is parsed strictly so the error names the exact file and line.
+
+    ``partition_keys`` (plus the partition columns of any ``metaData`` in these files) are read as
+    strings explicitly, so Arrow never re-types a value such as ``2021-09-08``.
     """
     if len(files) > 8:
         with ThreadPoolExecutor(max_workers=4) as pool:
@@ -135,6 +145,10 @@ def read_commits(store: LogStore, files: list[LogFile], *, table: str) -> FileAc
     if not file_lines:
         return FileActions(version, _empty(ADD_SCHEMA), _empty(REMOVE_SCHEMA), others, commit_infos=infos)
     order = np.array(orders, dtype=np.int64)
+    keys = set(partition_keys)
+    for action in others:
+        if isinstance(action, Metadata):
+            keys |= metadata_partition_keys(action)
     try:
         blob = b"\n".join(file_lines)
         parsed = pj.read_json(
@@ -144,7 +158,7 @@ def read_commits(store: LogStore, files: list[LogFile], *, table: str) -> FileAc
                 block_size=max(4 << 20, 2 * max(map(len, file_lines)) + 2),
             ),
             parse_options=pj.ParseOptions(
-                explicit_schema=pa.schema([("add", JSON_ADD_TYPE), ("remove", JSON_REMOVE_TYPE)]),
+                explicit_schema=_json_schema(frozenset(keys)),
                 unexpected_field_behavior="infer",
             ),
         )
@@ -159,10 +173,49 @@ def read_commits(store: LogStore, files: list[LogFile], *, table: str) -> FileAc
     return FileActions(version, adds, removes, others, order[add_rows], order[remove_rows], infos)
 
 
+def _json_schema(keys: frozenset[str]) -> pa.Schema:
+    pv = pa.field("partitionValues", pa.struct([(k, pa.string()) for k in sorted(keys)]))
+    return pa.schema([
+        ("add", pa.struct([*JSON_ADD_TYPE, pv])),
+        ("remove", pa.struct([*JSON_REMOVE_TYPE, pv])),
+    ])
+
+
+def metadata_partition_keys(md: Metadata) -> set[str]:
+    """Keys of ``partitionValues`` under this metadata: partition columns' physical names."""
+    keys = set(md.partitionColumns)
+    mode = md.configuration.get("delta.columnMapping.mode", "none")
+    if mode != "none" and md.schemaString and md.partitionColumns:
+        from deltalog.errors import SchemaError
+        from deltalog.protocol.schema import parse_schema, physical_name
+
+        try:
+            schema = parse_schema(md.schemaString)
+            keys |= {physical_name(schema.field(c), mode) for c in md.partitionColumns}
+        except SchemaError:
+            pass
+    return keys
+
+
+def _check_string_children(col: pa.ChunkedArray, field: str) -> None:
+    """Arrow infers types inside JSON objects; partition values and tags must stay verbatim strings."""
+    t = col.type
+    if not pa.types.is_struct(t) or t.get_field_index(field) < 0:
+        return
+    inner = t.field(t.get_field_index(field)).type
+    if pa.types.is_struct(inner):
+        for i in range(inner.num_fields):
+            ct = inner.field(i).type
+            if not (pa.types.is_string(ct) or pa.types.is_null(ct)):
+                raise ValueError(f"{field} value typed {ct}")
+
+
 def _file_column(parsed: pa.Table, name: str, schema: pa.Schema) -> tuple[pa.Table, np.ndarray]:
     if name not in parsed.column_names:
         return _empty(schema), np.zeros(0, dtype=np.int64)
     col = parsed.column(name)
+    _check_string_children(col, "partitionValues")
+    _check_string_children(col, "tags")
     valid = pc.is_valid(col)
     rows = np.flatnonzero(valid.to_numpy(zero_copy_only=False))
     return normalize_files(col.filter(valid), schema), rows

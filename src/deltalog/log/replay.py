@@ -29,8 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import InvalidTableError
-from deltalog.log.files import ADD_SCHEMA, REMOVE_SCHEMA, dv_unique_ids
-from deltalog.log.reader import FileActions, read_checkpoint, read_commits
+from deltalog.log.files import ADD_SCHEMA, REMOVE_SCHEMA, dv_unique_ids, restrict_map_keys
+from deltalog.log.reader import FileActions, metadata_partition_keys, read_checkpoint, read_commits
 from deltalog.log.segment import LogSegment
 from deltalog.protocol.actions import CommitInfo, DomainMetadata, Metadata, Protocol, Txn
 from deltalog.storage import LogStore
@@ -55,10 +55,15 @@ class TableState:
 def read_segment(store: LogStore, segment: LogSegment) -> list[FileActions]:
     """Read every file of the segment; newest first (commits, then the checkpoint last)."""
     files = list(reversed(segment.replay_files))
-    commits = [read_commits(store, files, table=segment.table)] if files else []
-    if segment.checkpoint:
-        commits.append(read_checkpoint(store, segment.checkpoint, table=segment.table))
-    return commits
+    checkpoint = read_checkpoint(store, segment.checkpoint, table=segment.table) if segment.checkpoint else None
+    keys: set[str] = set()
+    for action in checkpoint.others if checkpoint else ():
+        if isinstance(action, Metadata):
+            keys |= metadata_partition_keys(action)
+    sources = [read_commits(store, files, table=segment.table, partition_keys=frozenset(keys))] if files else []
+    if checkpoint is not None:
+        sources.append(checkpoint)
+    return sources
 
 
 def replay(store: LogStore, segment: LogSegment) -> TableState:
@@ -89,6 +94,7 @@ def replay(store: LogStore, segment: LogSegment) -> TableState:
     if metadata is None:
         raise _missing("metaData", segment)
     files, tombstones = reconcile_files(sources, store.full_path(""))
+    files = _only_partition_keys(files, frozenset(metadata_partition_keys(metadata)))
     return TableState(
         version=segment.version,
         protocol=protocol,
@@ -99,6 +105,17 @@ def replay(store: LogStore, segment: LogSegment) -> TableState:
         domains={k: v for k, v in domains.items() if not v.removed},
         commit_info=commit_info,
     )
+
+
+def _only_partition_keys(files: pa.Table, keys: frozenset[str]) -> pa.Table:
+    """Live files carry exactly the current partition columns' values (entries a JSON batch read as
+    null for keys of an older partitioning are dropped)."""
+    if files.num_rows == 0:
+        return files
+    idx = files.schema.get_field_index("partitionValues")
+    col = files.column(idx)
+    restricted = restrict_map_keys(col, keys)
+    return files if restricted is col else files.set_column(idx, files.schema.field(idx), restricted)
 
 
 def _missing(what: str, segment: LogSegment) -> InvalidTableError:

@@ -2,7 +2,8 @@
 
 The Delta protocol stores every partition value as a string (or null). An empty string is null for
 every type, strings included. Timestamps are written ``YYYY-MM-DD HH:MM:SS[.ffffff]`` (read as UTC) or
-as ISO-8601 with ``Z`` or an offset; binary values are strings whose characters are the byte values.
+as ISO-8601 with ``Z`` or an offset; binary values are strings whose characters are the byte values
+(a string with characters above U+00FF cannot be that, and is read as UTF-8 text, as delta-rs writes it).
 
 Example:
     >>> from deltalog.protocol.schema import PrimitiveType
@@ -18,7 +19,7 @@ import datetime as dt
 import math
 import re
 from collections.abc import Mapping, Sequence
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
 import pyarrow as pa
@@ -45,9 +46,11 @@ _INT_RANGES = {
     "integer": (-(2**31), 2**31 - 1),
     "long": (-(2**63), 2**63 - 1),
 }
+_WIDE = Context(prec=100)  # decimal(38, s) needs more than the default 28 digits
 _INT_RE = re.compile(r"[+-]?\d+")
 _FLOAT_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
-_DATE_RE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})")
+# A date may carry a time-of-day part, which is ignored (as Spark's string-to-date cast does).
+_DATE_RE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ][0-9:.]*(?:Z|[+-][0-9:]+)?)?")
 _TIMESTAMP_RE = re.compile(
     r"(\d{4})-(\d{1,2})-(\d{1,2})"
     r"(?:[T ](\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{0,9}))?)?)?"
@@ -95,11 +98,17 @@ def _parse_date_text(text: str) -> dt.date:
 
 
 def _parse_decimal(raw: str, dtype: DecimalType) -> Decimal:
-    value = Decimal(raw.strip())
+    try:
+        value = Decimal(raw.strip())
+    except InvalidOperation:
+        raise ValueError("not a decimal number") from None
     if not value.is_finite():
         raise ValueError("not a finite number")
     quantum = Decimal(1).scaleb(-dtype.scale)
-    scaled = value.quantize(quantum)
+    try:
+        scaled = value.quantize(quantum, context=_WIDE)
+    except InvalidOperation:
+        raise ValueError(f"more than {dtype.precision} digits") from None
     if scaled != value:
         raise ValueError(f"more than {dtype.scale} digits after the point")
     if len(scaled.as_tuple().digits) > dtype.precision and scaled != 0:
@@ -152,11 +161,14 @@ def parse_partition_value(raw: str | None, dtype: DataType) -> Any:
         if name in ("timestamp", "timestamp_ntz"):
             return _parse_timestamp_text(raw, utc=name == "timestamp")
         if name == "binary":
-            return raw.encode("latin-1")
+            try:
+                return raw.encode("latin-1")
+            except UnicodeEncodeError:  # not code points: some writers (delta-rs) store the UTF-8 text
+                return raw.encode("utf-8")
         if name == "void":
             return None
         raise _invalid(raw, dtype, "not a valid partition column type")
-    except (ValueError, InvalidOperation, UnicodeEncodeError) as e:
+    except ValueError as e:
         raise _invalid(raw, dtype, str(e) or type(e).__name__) from None
 
 

@@ -30,29 +30,14 @@ import pyarrow.compute as pc
 
 from deltalog.errors import InvalidArgumentError, SchemaError
 
+# fmt: off
 __all__ = [
-    "COLUMN_MAPPING_ID_KEY",
-    "COLUMN_MAPPING_NESTED_IDS_KEY",
-    "COLUMN_MAPPING_PHYSICAL_NAME_KEY",
-    "PRIMITIVE_TYPE_NAMES",
-    "VARIANT",
-    "ArrayType",
-    "DataType",
-    "DecimalType",
-    "MapType",
-    "PrimitiveType",
-    "StructField",
-    "StructType",
-    "field_id",
-    "from_arrow_type",
-    "parse_data_type",
-    "parse_schema",
-    "physical_arrow_schema",
-    "physical_name",
-    "to_arrow_type",
-    "to_logical",
-    "type_string",
+    "COLUMN_MAPPING_ID_KEY", "COLUMN_MAPPING_NESTED_IDS_KEY", "COLUMN_MAPPING_PHYSICAL_NAME_KEY",
+    "PRIMITIVE_TYPE_NAMES", "VARIANT", "ArrayType", "DataType", "DecimalType", "MapType", "PrimitiveType",
+    "StructField", "StructType", "field_id", "from_arrow_type", "parse_data_type", "parse_schema",
+    "physical_arrow_schema", "physical_name", "to_arrow_type", "to_logical", "type_string",
 ]
+# fmt: on
 
 COLUMN_MAPPING_ID_KEY = "delta.columnMapping.id"
 COLUMN_MAPPING_PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
@@ -387,21 +372,14 @@ def type_string(dt: DataType) -> str:
 
 # --------------------------------------------------------------------------------------------- Arrow
 
+# fmt: off
 _TO_ARROW: dict[str, pa.DataType] = {
-    "string": pa.string(),
-    "long": pa.int64(),
-    "integer": pa.int32(),
-    "short": pa.int16(),
-    "byte": pa.int8(),
-    "float": pa.float32(),
-    "double": pa.float64(),
-    "boolean": pa.bool_(),
-    "binary": pa.binary(),
-    "date": pa.date32(),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-    "timestamp_ntz": pa.timestamp("us"),
+    "string": pa.string(), "long": pa.int64(), "integer": pa.int32(), "short": pa.int16(), "byte": pa.int8(),
+    "float": pa.float32(), "double": pa.float64(), "boolean": pa.bool_(), "binary": pa.binary(),
+    "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"), "timestamp_ntz": pa.timestamp("us"),
     "void": pa.null(),
 }
+# fmt: on
 
 
 def _map_type(key: pa.Field[Any] | pa.DataType, value: pa.Field[Any]) -> pa.DataType:

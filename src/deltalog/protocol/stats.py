@@ -217,7 +217,8 @@ def stat_value(dtype: DataType, json_value: Any) -> Any:
     """The Python value of a JSON min/max statistic for a column of type ``dtype``.
 
     Dates and timestamps come from strings (timestamps as aware UTC datetimes; ``timestamp_ntz`` naive);
-    decimals from numbers or strings. Note that writers truncate timestamp statistics to milliseconds.
+    decimals from numbers or strings; variant statistics are returned as stored. Note that writers
+    truncate timestamp statistics to milliseconds.
     Values that do not fit the type raise :class:`InvalidArgumentError` naming value and type.
 
     Example:
@@ -279,4 +280,6 @@ def _stat_value(dtype: DataType, v: Any) -> Any:
             return _parse_timestamp_text(v, utc=True).replace(tzinfo=None)
     if name == "binary":
         return v.encode("latin-1")
+    if name == "variant":  # an encoded variant value; not comparable with literals, returned as stored
+        return v
     raise TypeError("columns of this type have no min/max statistics")

@@ -53,12 +53,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deltalog.errors import DeltaError
-from deltalog.log.reader import FileActions
 from deltalog.protocol.actions import CommitInfo, DomainMetadata, Metadata, Protocol, Txn
 from deltalog.txn.predicates import Column, ReadPredicate, file_may_match
+
+if TYPE_CHECKING:
+    from deltalog.log.reader import FileActions
 
 __all__ = [
     "CHECKS",
@@ -93,6 +95,11 @@ class ConcurrentModificationException(DeltaError):
     """A concurrent commit won the race and logically conflicts with this transaction.
 
     ``version`` is the winning commit's version, ``operation`` its ``commitInfo.operation``.
+
+    Example:
+        >>> err = ConcurrentAppendException("files were added", table="t", version=5, operation="WRITE")
+        >>> isinstance(err, DeltaError), err.version, err.operation
+        (True, 5, 'WRITE')
     """
 
     def __init__(self, message: str, *, operation: str | None = None, **where: Any) -> None:
@@ -114,27 +121,57 @@ def _rebuild(
 
 
 class ProtocolChangedException(ConcurrentModificationException):
-    """The winner changed the protocol (or created the table)."""
+    """The winner changed the protocol (or created the table).
+
+    Example:
+        >>> issubclass(ProtocolChangedException, ConcurrentModificationException)
+        True
+    """
 
 
 class MetadataChangedException(ConcurrentModificationException):
-    """The winner changed the table metadata (or a metadata domain this transaction writes)."""
+    """The winner changed the table metadata (or a metadata domain this transaction writes).
+
+    Example:
+        >>> issubclass(MetadataChangedException, ConcurrentModificationException)
+        True
+    """
 
 
 class ConcurrentTransactionException(ConcurrentModificationException):
-    """The winner committed a ``txn`` for an application id this transaction depends on."""
+    """The winner committed a ``txn`` for an application id this transaction depends on.
+
+    Example:
+        >>> issubclass(ConcurrentTransactionException, ConcurrentModificationException)
+        True
+    """
 
 
 class ConcurrentAppendException(ConcurrentModificationException):
-    """The winner added files in the part of the table this transaction read."""
+    """The winner added files in the part of the table this transaction read.
+
+    Example:
+        >>> issubclass(ConcurrentAppendException, ConcurrentModificationException)
+        True
+    """
 
 
 class ConcurrentDeleteReadException(ConcurrentModificationException):
-    """The winner removed a file this transaction read."""
+    """The winner removed a file this transaction read.
+
+    Example:
+        >>> issubclass(ConcurrentDeleteReadException, ConcurrentModificationException)
+        True
+    """
 
 
 class ConcurrentDeleteDeleteException(ConcurrentModificationException):
-    """The winner removed a file this transaction removes too."""
+    """The winner removed a file this transaction removes too.
+
+    Example:
+        >>> issubclass(ConcurrentDeleteDeleteException, ConcurrentModificationException)
+        True
+    """
 
 
 @dataclass(frozen=True)
@@ -143,6 +180,10 @@ class WinningCommit:
 
     ``added`` / ``removed`` hold one mapping per file action with at least ``path`` (adds also
     ``partitionValues``, ``stats`` and ``dataChange``).
+
+    Example:
+        >>> WinningCommit(version=7, operation="OPTIMIZE", removed=({"path": "a.parquet"},)).removed[0]
+        {'path': 'a.parquet'}
     """
 
     version: int
@@ -198,6 +239,10 @@ class CurrentTransaction:
 
     ``isolation_level`` is the configured level; :attr:`effective_isolation` lowers it to
     ``SnapshotIsolation`` when the transaction changes no data.
+
+    Example:
+        >>> CurrentTransaction(table="t", read_version=3, changes_data=False).effective_isolation
+        'SnapshotIsolation'
     """
 
     table: str
@@ -215,7 +260,12 @@ class CurrentTransaction:
 
     @property
     def effective_isolation(self) -> str:
-        """``SnapshotIsolation`` for transactions without data changes, else the configured level."""
+        """``SnapshotIsolation`` for transactions without data changes, else the configured level.
+
+        Example:
+            >>> CurrentTransaction("t", 0, isolation_level="Serializable").effective_isolation
+            'Serializable'
+        """
         return self.isolation_level if self.changes_data else SNAPSHOT_ISOLATION
 
 

@@ -5,18 +5,9 @@
 * non-nullable columns (``"nullable": false``, also nested struct fields) must hold no nulls.
 
 A row violates a constraint when the expression is ``false`` *or* ``null`` for it. Expressions are
-compiled (:func:`compile_expression`) to ``pyarrow.compute`` calls. The supported SQL subset:
-
-* literals: integers, decimals/floats (``1.5``, ``1e3``), ``'strings'`` (``''`` escapes a quote) and
-  ``"strings"``, ``TRUE``/``FALSE``/``NULL``, ``DATE '2024-01-01'``, ``TIMESTAMP '2024-01-01 00:00:00'``;
-* column references, case-insensitive, ```back quoted```, nested struct fields as ``a.b``;
-* ``= == != <> < <= > >= <=>``, ``AND OR NOT``, ``IS [NOT] NULL``, ``[NOT] IN (...)``,
-  ``[NOT] BETWEEN ... AND ...``, ``[NOT] LIKE``, ``+ - * / %``, unary ``-``, parentheses;
-* functions ``abs length char_length lower upper trim coalesce isnull isnotnull``.
-
-A string literal compared with a date, timestamp, number or boolean column is cast to that type, as
-Spark does. Anything else raises :class:`UnsupportedExpressionError` naming the constraint -- an
-unsupported constraint never silently passes.
+compiled by :mod:`deltalog.txn.sql_expr` (a practical Spark SQL subset) to ``pyarrow.compute`` calls;
+an expression outside that subset raises :class:`UnsupportedExpressionError` naming the constraint --
+an unsupported constraint never silently passes.
 
 Example:
     >>> import pyarrow as pa
@@ -32,12 +23,8 @@ by 1 of 2 rows, e.g. the row with x = 1; nothing was written [table t]
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import json
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -45,6 +32,7 @@ import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
 from deltalog.protocol.actions import Metadata
+from deltalog.txn.sql_expr import Expression, UnsupportedExpressionError, compile_expression
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -63,488 +51,12 @@ __all__ = [
 
 
 class ConstraintViolationError(DeltaError):
-    """Data violates a CHECK constraint, a column invariant or a NOT NULL column; nothing was committed."""
-
-
-class UnsupportedExpressionError(DeltaError):
-    """A constraint's SQL expression is outside the subset deltalog can evaluate (or is malformed)."""
-
-
-_TOKEN = re.compile(
-    r"""\s*(?:
-        (?P<num>\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+)(?P<suffix>[LlDd])?
-      | '(?P<sq>(?:[^'\\]|''|\\.)*)'
-      | "(?P<dq>(?:[^"\\]|""|\\.)*)"
-      | `(?P<bq>(?:[^`]|``)*)`
-      | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
-      | (?P<op><=>|<=|>=|<>|!=|==|[=<>+\-*/%(),.])
-    )""",
-    re.VERBOSE,
-)
-
-_KEYWORDS = {"AND", "OR", "NOT", "IS", "NULL", "TRUE", "FALSE", "IN", "BETWEEN", "LIKE", "DATE", "TIMESTAMP"}
-
-
-@dataclass(frozen=True)
-class _Tok:
-    kind: str  # num, str, id, kw, op, end
-    text: str
-    pos: int
-
-
-def _tokenize(sql: str) -> list[_Tok]:
-    out: list[_Tok] = []
-    pos = 0
-    while pos < len(sql):
-        if sql[pos:].strip() == "":
-            break
-        m = _TOKEN.match(sql, pos)
-        if m is None or m.end() == pos:
-            raise UnsupportedExpressionError(f"unexpected character {sql[pos:].strip()[:1]!r} at {pos}")
-        start = m.start(m.lastgroup) if m.lastgroup else pos
-        if m.group("num") is not None:
-            out.append(_Tok("num", m.group("num") + (m.group("suffix") or ""), start))
-        elif m.group("sq") is not None:
-            out.append(_Tok("str", _unescape(m.group("sq"), "'"), start))
-        elif m.group("dq") is not None:
-            out.append(_Tok("str", _unescape(m.group("dq"), '"'), start))
-        elif m.group("bq") is not None:
-            out.append(_Tok("id", m.group("bq").replace("``", "`"), start))
-        elif m.group("id") is not None:
-            word = m.group("id")
-            kind = "kw" if word.upper() in _KEYWORDS else "id"
-            out.append(_Tok(kind, word.upper() if kind == "kw" else word, start))
-        else:
-            out.append(_Tok("op", m.group("op"), start))
-        pos = m.end()
-    out.append(_Tok("end", "", len(sql)))
-    return out
-
-
-def _unescape(text: str, quote: str) -> str:
-    text = text.replace(quote * 2, quote)
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
-
-
-# ------------------------------------------------------------------------------------------- AST
-
-Value = Any  # pa.Array | pa.ChunkedArray | pa.Scalar
-_Eval = Callable[[pa.Table], Value]
-
-
-@dataclass(frozen=True)
-class _Node:
-    kind: str  # lit, col, unary, binary, isnull, in, between, like, func
-    args: tuple[Any, ...]
-
-
-class _Parser:
-    """Precedence climbing: OR < AND < NOT < comparison/IS/IN/BETWEEN/LIKE < + - < * / % < unary."""
-
-    def __init__(self, sql: str) -> None:
-        self.sql = sql
-        self.toks = _tokenize(sql)
-        self.i = 0
-
-    def peek(self, offset: int = 0) -> _Tok:
-        return self.toks[min(self.i + offset, len(self.toks) - 1)]
-
-    def take(self) -> _Tok:
-        tok = self.toks[self.i]
-        self.i += 1
-        return tok
-
-    def accept(self, kind: str, text: str | None = None) -> bool:
-        tok = self.peek()
-        if tok.kind == kind and (text is None or tok.text == text):
-            self.i += 1
-            return True
-        return False
-
-    def expect(self, kind: str, text: str) -> None:
-        if not self.accept(kind, text):
-            tok = self.peek()
-            found = tok.text or "the end"
-            raise UnsupportedExpressionError(f"expected {text!r} at position {tok.pos}, found {found!r}")
-
-    def parse(self) -> _Node:
-        node = self.or_()
-        if self.peek().kind != "end":
-            tok = self.peek()
-            raise UnsupportedExpressionError(f"unexpected {tok.text!r} at position {tok.pos}")
-        return node
-
-    def or_(self) -> _Node:
-        node = self.and_()
-        while self.accept("kw", "OR"):
-            node = _Node("binary", ("OR", node, self.and_()))
-        return node
-
-    def and_(self) -> _Node:
-        node = self.not_()
-        while self.accept("kw", "AND"):
-            node = _Node("binary", ("AND", node, self.not_()))
-        return node
-
-    def not_(self) -> _Node:
-        if self.accept("kw", "NOT"):
-            return _Node("unary", ("NOT", self.not_()))
-        return self.predicate()
-
-    def predicate(self) -> _Node:
-        left = self.additive()
-        while True:
-            tok = self.peek()
-            if tok.kind == "op" and tok.text in ("=", "==", "!=", "<>", "<", "<=", ">", ">=", "<=>"):
-                self.take()
-                op = {"==": "=", "<>": "!="}.get(tok.text, tok.text)
-                left = _Node("binary", (op, left, self.additive()))
-                continue
-            if self.accept("kw", "IS"):
-                negate = self.accept("kw", "NOT")
-                self.expect("kw", "NULL")
-                left = _Node("isnull", (left, negate))
-                continue
-            negate = False
-            if tok.kind == "kw" and tok.text == "NOT" and self.peek(1).text in ("IN", "BETWEEN", "LIKE"):
-                self.take()
-                negate = True
-            if self.accept("kw", "IN"):
-                self.expect("op", "(")
-                items = [self.or_()]
-                while self.accept("op", ","):
-                    items.append(self.or_())
-                self.expect("op", ")")
-                left = _Node("in", (left, tuple(items), negate))
-            elif self.accept("kw", "BETWEEN"):
-                lo = self.additive()
-                self.expect("kw", "AND")
-                hi = self.additive()
-                left = _Node("between", (left, lo, hi, negate))
-            elif self.accept("kw", "LIKE"):
-                left = _Node("like", (left, self.additive(), negate))
-            else:
-                return left
-
-    def additive(self) -> _Node:
-        node = self.multiplicative()
-        while self.peek().kind == "op" and self.peek().text in ("+", "-"):
-            op = self.take().text
-            node = _Node("binary", (op, node, self.multiplicative()))
-        return node
-
-    def multiplicative(self) -> _Node:
-        node = self.unary()
-        while self.peek().kind == "op" and self.peek().text in ("*", "/", "%"):
-            op = self.take().text
-            node = _Node("binary", (op, node, self.unary()))
-        return node
-
-    def unary(self) -> _Node:
-        if self.accept("op", "-"):
-            return _Node("unary", ("-", self.unary()))
-        if self.accept("op", "+"):
-            return self.unary()
-        return self.primary()
-
-    def primary(self) -> _Node:
-        tok = self.take()
-        if tok.kind == "num":
-            return _Node("lit", (_number(tok.text),))
-        if tok.kind == "str":
-            return _Node("lit", (tok.text,))
-        if tok.kind == "kw":
-            if tok.text in ("TRUE", "FALSE"):
-                return _Node("lit", (tok.text == "TRUE",))
-            if tok.text == "NULL":
-                return _Node("lit", (None,))
-            if tok.text in ("DATE", "TIMESTAMP") and self.peek().kind == "str":
-                return _Node("lit", (_typed_literal(tok.text, self.take().text),))
-        if tok.kind == "op" and tok.text == "(":
-            node = self.or_()
-            self.expect("op", ")")
-            return node
-        if tok.kind == "id":
-            if self.accept("op", "("):
-                args: list[_Node] = []
-                if not self.accept("op", ")"):
-                    args.append(self.or_())
-                    while self.accept("op", ","):
-                        args.append(self.or_())
-                    self.expect("op", ")")
-                return _Node("func", (tok.text.lower(), tuple(args)))
-            path = [tok.text]
-            while self.accept("op", "."):
-                nxt = self.take()
-                if nxt.kind not in ("id", "kw"):
-                    raise UnsupportedExpressionError(f"expected a field name after '.' at {nxt.pos}")
-                path.append(nxt.text)
-            return _Node("col", tuple(path))
-        raise UnsupportedExpressionError(f"unexpected {tok.text or 'end of expression'!r} at position {tok.pos}")
-
-
-def _number(text: str) -> int | float:
-    if text[-1] in "LlDd":
-        return float(text[:-1]) if text[-1] in "Dd" else int(text[:-1])
-    if re.fullmatch(r"\d+", text):
-        return int(text)
-    return float(text)
-
-
-def _typed_literal(kind: str, text: str) -> dt.date | dt.datetime:
-    try:
-        if kind == "DATE":
-            return dt.date.fromisoformat(text.strip())
-        value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-        return value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
-    except ValueError:
-        raise UnsupportedExpressionError(f"{kind} literal {text!r} is not a valid {kind.lower()}") from None
-
-
-# ------------------------------------------------------------------------------------- evaluation
-
-
-def _type_of(v: Value) -> pa.DataType:
-    dtype: pa.DataType = v.type
-    return dtype
-
-
-def _literal(value: Any, like: Value | None) -> Value:
-    """A literal as a scalar, cast to the type of the other operand when that is what SQL would do."""
-    target = _type_of(like) if like is not None and not isinstance(like, pa.Scalar) else None
-    if value is None:
-        return pa.scalar(None, target if target is not None else pa.null())
-    if (
-        target is not None
-        and isinstance(value, str)
-        and not pa.types.is_string(target)
-        and not (pa.types.is_large_string(target))
-    ):
-        try:
-            if pa.types.is_timestamp(target):
-                parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-                if target.tz is not None and parsed.tzinfo is None:
-                    parsed = parsed.replace(tzinfo=dt.timezone.utc)
-                return pa.scalar(parsed, pa.timestamp("us", tz=target.tz))
-            if pa.types.is_date(target):
-                return pa.scalar(dt.date.fromisoformat(value.strip()), pa.date32())
-            if pa.types.is_boolean(target):
-                return pa.scalar(value.strip().lower() == "true", pa.bool_())
-            cast: pa.Scalar[Any] = pa.array([value]).cast(target)[0]
-            return cast
-        except (ValueError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise UnsupportedExpressionError(f"cannot compare {value!r} with a column of type {target}") from None
-    if isinstance(value, dt.datetime):
-        return pa.scalar(value, pa.timestamp("us", tz="UTC"))
-    if (
-        target is not None
-        and isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and pa.types.is_decimal(target)
-    ):
-        try:
-            return pa.scalar(decimal.Decimal(str(value))).cast(target)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return pa.scalar(float(value))
-    return pa.scalar(value)
-
-
-_CMP = {
-    "=": "equal",
-    "!=": "not_equal",
-    "<": "less",
-    "<=": "less_equal",
-    ">": "greater",
-    ">=": "greater_equal",
-}
-_ARITH = {"+": "add_checked", "-": "subtract_checked", "*": "multiply_checked", "%": "remainder"}
-
-
-def _call(name: str, *args: Value) -> Value:
-    try:
-        return pc.call_function(name, list(args))
-    except pa.ArrowNotImplementedError:
-        # Mixed numeric types (e.g. decimal vs float): compare as float64.
-        cast = [a.cast(pa.float64()) if _numeric(_type_of(a)) else a for a in args]
-        try:
-            return pc.call_function(name, cast)
-        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
-            pass
-        types = ", ".join(str(_type_of(a)) for a in args)
-        raise UnsupportedExpressionError(f"cannot apply {name} to values of types {types}") from None
-
-
-def _numeric(t: pa.DataType) -> bool:
-    return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t))
-
-
-class Expression:
-    """A compiled boolean (or value) SQL expression; :meth:`evaluate` runs it on a ``pyarrow.Table``.
+    """Data violates a CHECK constraint, a column invariant or a NOT NULL column; nothing was committed.
 
     Example:
-        >>> import pyarrow as pa
-        >>> compile_expression("a + 1 IN (2, 3)").evaluate(pa.table({"a": [1, 5]})).to_pylist()
-        [True, False]
+        >>> str(ConstraintViolationError("CHECK constraint c (x > 0) is violated", table="t"))
+        'CHECK constraint c (x > 0) is violated [table t]'
     """
-
-    def __init__(self, sql: str, node: _Node) -> None:
-        self.sql = sql
-        self._node = node
-
-    def __repr__(self) -> str:
-        return f"Expression({self.sql!r})"
-
-    def columns(self) -> list[tuple[str, ...]]:
-        """Column paths the expression references.
-
-        Example:
-            >>> compile_expression("a.b > c").columns()
-            [('a', 'b'), ('c',)]
-        """
-        out: list[tuple[str, ...]] = []
-
-        def walk(n: Any) -> None:
-            if isinstance(n, _Node):
-                if n.kind == "col":
-                    out.append(n.args)
-                    return
-                for a in n.args:
-                    walk(a)
-            elif isinstance(n, tuple):
-                for a in n:
-                    walk(a)
-
-        walk(self._node)
-        return out
-
-    def evaluate(self, table: pa.Table) -> pa.Array[Any] | pa.ChunkedArray[Any]:
-        """Evaluate on every row; a constant result is broadcast to the table's length.
-
-        Example:
-            >>> import pyarrow as pa
-            >>> compile_expression("1 = 1").evaluate(pa.table({"a": [1, 2]})).to_pylist()
-            [True, True]
-        """
-        result = self._eval(self._node, table)
-        if isinstance(result, pa.Scalar):
-            result = pa.array([result.as_py()] * table.num_rows, result.type)
-        out: pa.Array[Any] | pa.ChunkedArray[Any] = result
-        return out
-
-    def _eval(self, n: _Node, t: pa.Table) -> Value:
-        kind, args = n.kind, n.args
-        if kind == "lit":
-            return _literal(args[0], None)
-        if kind == "col":
-            return _column(t, args)
-        if kind == "unary":
-            inner = self._eval(args[1], t)
-            return _call("invert", inner) if args[0] == "NOT" else _call("negate_checked", inner)
-        if kind == "binary":
-            return self._binary(args[0], args[1], args[2], t)
-        if kind == "isnull":
-            value = self._eval(args[0], t)
-            return _call("is_valid" if args[1] else "is_null", value)
-        if kind == "in":
-            return self._in(args[0], args[1], args[2], t)
-        if kind == "between":
-            lo = self._binary(">=", args[0], args[1], t)
-            hi = self._binary("<=", args[0], args[2], t)
-            both = _call("and_kleene", lo, hi)
-            return _call("invert", both) if args[3] else both
-        if kind == "like":
-            value = self._eval(args[0], t)
-            if args[1].kind != "lit" or not isinstance(args[1].args[0], str):
-                raise UnsupportedExpressionError("LIKE needs a string literal pattern")
-            out = pc.match_like(value, args[1].args[0])
-            return _call("invert", out) if args[2] else out
-        if kind == "func":
-            return self._func(args[0], args[1], t)
-        raise UnsupportedExpressionError(f"unsupported expression node {kind}")  # pragma: no cover
-
-    def _operands(self, left: _Node, right: _Node, t: pa.Table) -> tuple[Value, Value]:
-        lv = None if left.kind == "lit" else self._eval(left, t)
-        rv = None if right.kind == "lit" else self._eval(right, t)
-        if lv is None:
-            lv = _literal(left.args[0], rv)
-        if rv is None:
-            rv = _literal(right.args[0], lv)
-        return lv, rv
-
-    def _binary(self, op: str, left: _Node, right: _Node, t: pa.Table) -> Value:
-        if op in ("AND", "OR"):
-            return _call("and_kleene" if op == "AND" else "or_kleene", self._eval(left, t), self._eval(right, t))
-        lv, rv = self._operands(left, right, t)
-        if op in _CMP:
-            return _call(_CMP[op], lv, rv)
-        if op == "<=>":
-            eq = pc.fill_null(_call("equal", lv, rv), False)
-            both_null = _call("and", _call("is_null", lv), _call("is_null", rv))
-            return _call("or", eq, both_null)
-        if op == "/":
-            return _call("divide", _as_float(lv), _as_float(rv))
-        return _call(_ARITH[op], lv, rv)
-
-    def _in(self, left: _Node, items: tuple[_Node, ...], negate: bool, t: pa.Table) -> Value:
-        value = self._eval(left, t)
-        result: Value | None = None
-        for item in items:
-            lv, rv = (value, self._eval(item, t)) if item.kind != "lit" else (value, _literal(item.args[0], value))
-            eq = _call("equal", lv, rv)
-            result = eq if result is None else _call("or_kleene", result, eq)
-        assert result is not None
-        return _call("invert", result) if negate else result
-
-    def _func(self, name: str, args: tuple[_Node, ...], t: pa.Table) -> Value:
-        values = [self._eval(a, t) for a in args]
-        unary = {
-            "abs": "abs_checked",
-            "length": "utf8_length",
-            "char_length": "utf8_length",
-            "lower": "utf8_lower",
-            "upper": "utf8_upper",
-            "trim": "utf8_trim_whitespace",
-            "isnull": "is_null",
-            "isnotnull": "is_valid",
-        }
-        if name in unary and len(values) == 1:
-            return _call(unary[name], values[0])
-        if name == "coalesce" and values:
-            return _call("coalesce", *values)
-        raise UnsupportedExpressionError(f"function {name}() with {len(values)} argument(s) is not supported")
-
-
-def _as_float(v: Value) -> Value:
-    return v.cast(pa.float64()) if _numeric(_type_of(v)) else v
-
-
-def _column(t: pa.Table, path: tuple[str, ...]) -> Value:
-    names = {n.lower(): n for n in t.column_names}
-    name = names.get(path[0].lower())
-    if name is None:
-        raise UnsupportedExpressionError(f"column {'.'.join(path)!r} does not exist (columns: {t.column_names})")
-    value: Value = t.column(name)
-    for part in path[1:]:
-        vtype = _type_of(value)
-        if not pa.types.is_struct(vtype):
-            raise UnsupportedExpressionError(f"{'.'.join(path)!r}: {part!r} is not a field of a struct")
-        fields = {vtype.field(i).name.lower(): i for i in range(vtype.num_fields)}
-        if part.lower() not in fields:
-            raise UnsupportedExpressionError(f"column {'.'.join(path)!r} does not exist")
-        value = pc.struct_field(value, [fields[part.lower()]])
-    return value
-
-
-def compile_expression(sql: str) -> Expression:
-    """Parse a SQL expression of the supported subset (see the module docstring).
-
-    Example:
-        >>> compile_expression("NOT (a BETWEEN 1 AND 3)")
-        Expression('NOT (a BETWEEN 1 AND 3)')
-    """
-    if not isinstance(sql, str) or not sql.strip():
-        raise UnsupportedExpressionError(f"empty constraint expression {sql!r}")
-    return Expression(sql, _Parser(sql).parse())
 
 
 # ------------------------------------------------------------------------------------------ checks
@@ -635,9 +147,9 @@ def check_expressions(data: pa.Table, constraints: Mapping[str, str], *, table_n
                 "rather than left unchecked",
                 table=table_name,
             ) from None
-        if not pa.types.is_boolean(_type_of(result)):
+        if not pa.types.is_boolean(result.type):
             raise UnsupportedExpressionError(
-                f"{label} ({sql}) does not evaluate to a boolean (got {_type_of(result)})", table=table_name
+                f"{label} ({sql}) does not evaluate to a boolean (got {result.type})", table=table_name
             )
         as_bool: Any = result
         ok: Any = pc.fill_null(as_bool, False)
@@ -676,16 +188,16 @@ def check_not_null(data: pa.Table, schema_string: str | None, *, table_name: str
 
 
 def _check_field(
-    values: Value,
+    values: Any,
     field: Mapping[str, Any],
     path: tuple[str, ...],
-    parent_valid: Value | None,
+    parent_valid: Any,
     total: int,
     table_name: str | None,
 ) -> None:
-    nulls = _call("is_null", values)
+    nulls = pc.call_function("is_null", [values])
     if parent_valid is not None:
-        nulls = _call("and", nulls, parent_valid)
+        nulls = pc.call_function("and", [nulls, parent_valid])
     if field.get("nullable", True) is False:
         count = pc.sum(nulls.cast(pa.int64())).as_py() or 0
         if count:
@@ -695,11 +207,11 @@ def _check_field(
                 table=table_name,
             )
     ftype = field.get("type")
-    if isinstance(ftype, dict) and ftype.get("type") == "struct" and pa.types.is_struct(_type_of(values)):
-        valid = _call("is_valid", values)
+    if isinstance(ftype, dict) and ftype.get("type") == "struct" and pa.types.is_struct(values.type):
+        valid = pc.call_function("is_valid", [values])
         if parent_valid is not None:
-            valid = _call("and", valid, parent_valid)
-        vtype = _type_of(values)
+            valid = pc.call_function("and", [valid, parent_valid])
+        vtype = values.type
         child_names = {vtype.field(i).name: i for i in range(vtype.num_fields)}
         for child in ftype.get("fields") or []:
             idx = child_names.get(child.get("name"))

@@ -76,22 +76,42 @@ class Operation:
 
     @property
     def name(self) -> str:
-        """The ``commitInfo.operation`` string."""
+        """The ``commitInfo.operation`` string.
+
+        Example:
+            >>> Update().name
+            'UPDATE'
+        """
         return self.NAME
 
     @property
     def is_blind_append(self) -> bool:
-        """Only adds files and reads nothing (still checked against the staged actions at commit)."""
+        """Only adds files and reads nothing (still checked against the staged actions at commit).
+
+        Example:
+            >>> Write(mode="Append").is_blind_append, Write(mode="Overwrite").is_blind_append
+            (True, False)
+        """
         return self.BLIND_APPEND
 
     @property
     def changes_data(self) -> bool:
-        """Changes the rows of the table (``dataChange=true`` actions)."""
+        """Changes the rows of the table (``dataChange=true`` actions).
+
+        Example:
+            >>> VacuumEnd().changes_data
+            False
+        """
         return self.CHANGES_DATA
 
     @property
     def rewrites_rows(self) -> bool:
-        """May replace existing rows by rewritten copies (needs change-data files under CDF)."""
+        """May replace existing rows by rewritten copies (needs change-data files under CDF).
+
+        Example:
+            >>> Merge().rewrites_rows, Write().rewrites_rows
+            (True, False)
+        """
         return self.REWRITES_ROWS
 
     def parameters(self) -> dict[str, str | None]:

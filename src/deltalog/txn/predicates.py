@@ -43,7 +43,12 @@ _UTC = dt.timezone.utc
 @dataclass(frozen=True)
 class Column:
     """A top-level column: logical ``name``, Delta ``type`` (a string for primitives), the
-    ``physical`` name used in partition values and stats, and whether it is a partition column."""
+    ``physical`` name used in partition values and stats, and whether it is a partition column.
+
+    Example:
+        >>> Column("day", "date", "day", True).partition
+        True
+    """
 
     name: str
     type: Any
@@ -147,7 +152,12 @@ def typed_value(dtype: Any, value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Condition:
-    """One typed condition; ``value`` is a tuple for ``in`` / ``not in``."""
+    """One typed condition; ``value`` is a tuple for ``in`` / ``not in``.
+
+    Example:
+        >>> Condition("x", ">", 3).op
+        '>'
+    """
 
     column: str
     op: str
@@ -156,7 +166,12 @@ class Condition:
 
 @dataclass(frozen=True)
 class ReadPredicate:
-    """A conjunction of conditions a transaction read the table with (empty: the whole table)."""
+    """A conjunction of conditions a transaction read the table with (empty: the whole table).
+
+    Example:
+        >>> ReadPredicate((Condition("x", ">", 3),)).describe()
+        'x > 3'
+    """
 
     conditions: tuple[Condition, ...]
 
@@ -199,7 +214,12 @@ class ReadPredicate:
 
     @property
     def is_whole_table(self) -> bool:
-        """True for the empty predicate."""
+        """True for the empty predicate.
+
+        Example:
+            >>> ReadPredicate(()).is_whole_table
+            True
+        """
         return not self.conditions
 
     def describe(self) -> str:

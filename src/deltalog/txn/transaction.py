@@ -22,17 +22,16 @@ Example:
 
 from __future__ import annotations
 
-import json
 import random
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError
+from deltalog.errors import InvalidArgumentError, TableNotFoundError
 from deltalog.log.paths import LogFile, commit_name, commit_path
 from deltalog.log.reader import read_commit
 from deltalog.log.segment import list_log
@@ -49,6 +48,15 @@ from deltalog.protocol.actions import (
     action_to_json,
 )
 from deltalog.storage import LogStore
+from deltalog.txn.commit import (
+    CommitFailedError,
+    CommitResult,
+    RetryPolicy,
+    dv_key,
+    operation_metrics,
+    previous_commit_timing,
+    remove_action,
+)
 from deltalog.txn.conflicts import (
     ISOLATION_LEVELS,
     WRITE_SERIALIZABLE,
@@ -61,6 +69,7 @@ from deltalog.txn.predicates import Column, ReadPredicate, columns_of, file_may_
 from deltalog.txn.writer_features import (
     check_append_only,
     check_change_data_feed,
+    check_no_downgrade,
     check_writable,
     is_true,
     upgrade_protocol,
@@ -79,112 +88,26 @@ __all__ = [
     "start_transaction",
 ]
 
-ENGINE_INFO = "deltalog/0.1.0"
+
+def default_engine_info() -> str:
+    """The ``commitInfo.engineInfo`` this build writes, ``deltalog/<version>``.
+
+    Example:
+        >>> default_engine_info().startswith("deltalog/")
+        True
+    """
+    from deltalog import __version__
+
+    return f"deltalog/{__version__}"
+
+
 _ICT = "delta.enableInCommitTimestamps"
 _ICT_VERSION = "delta.inCommitTimestampEnablementVersion"
 _ICT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
 
 
-class CommitFailedError(DeltaError):
-    """Every attempt lost the race for a version (without a logical conflict); nothing was committed."""
-
-
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded retries with exponential backoff and jitter.
-
-    The delay before retry ``n`` (1-based) is ``min(max_delay, base_delay * 2**(n-1))`` scaled by a
-    random factor in ``[0.5, 1.0)``.
-
-    Example:
-        >>> 0.2 <= RetryPolicy(base_delay=0.1, max_delay=1.0).delay(3, random.Random(0)) < 0.4
-        True
-    """
-
-    max_attempts: int = 20
-    base_delay: float = 0.05
-    max_delay: float = 2.0
-
-    def __post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise InvalidArgumentError(f"max_attempts must be >= 1, got {self.max_attempts}")
-        if self.base_delay < 0 or self.max_delay < 0:
-            raise InvalidArgumentError("retry delays must not be negative")
-
-    def delay(self, retry: int, rng: random.Random) -> float:
-        """Seconds to wait before retry number ``retry``."""
-        cap = min(self.max_delay, self.base_delay * (2 ** max(0, retry - 1)))
-        return float(cap * (0.5 + 0.5 * rng.random()))
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    """Outcome of :meth:`Transaction.commit`.
-
-    ``version`` is the committed version (the read version when ``skipped``: an idempotent write whose
-    ``txn`` version was already committed). ``operation_metrics`` is what went into ``commitInfo``;
-    ``attempts`` counts put-if-absent attempts and ``winning_versions`` the concurrent commits that were
-    checked for conflicts.
-    """
-
-    version: int
-    operation: str
-    skipped: bool = False
-    attempts: int = 1
-    winning_versions: tuple[int, ...] = ()
-    operation_metrics: Mapping[str, str] = field(default_factory=dict)
-    timestamp: int | None = None
-    in_commit_timestamp: int | None = None
-    txn_id: str | None = None
-    duration_ms: int = 0
-
-    @property
-    def retries(self) -> int:
-        """Attempts after the first."""
-        return max(0, self.attempts - 1)
-
-
-def remove_action(add: Mapping[str, Any], *, deletion_timestamp: int, data_change: bool = True) -> Remove:
-    """A ``remove`` for a live file, given its ``add`` row (from ``Snapshot.add_files().to_pylist()``).
-
-    Example:
-        >>> remove_action({"path": "a.parquet", "partitionValues": [("p", "1")], "size": 3},
-        ...               deletion_timestamp=5).partitionValues
-        {'p': '1'}
-    """
-    dv = add.get("deletionVector")
-    return Remove(
-        path=add["path"],
-        dataChange=data_change,
-        deletionTimestamp=deletion_timestamp,
-        extendedFileMetadata=True,
-        partitionValues=_as_map(add.get("partitionValues")) or {},
-        size=add.get("size"),
-        stats=add.get("stats"),
-        tags=_as_map(add.get("tags")),
-        deletionVector={k: v for k, v in dv.items() if v is not None} if dv else None,
-        baseRowId=add.get("baseRowId"),
-        defaultRowCommitVersion=add.get("defaultRowCommitVersion"),
-    )
-
-
-def _as_map(value: Any) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    return dict(value)
-
-
-def _dv_key(action: Add | Remove) -> tuple[str, str | None]:
-    dv = action.deletionVector
-    if not dv:
-        return action.path, None
-    offset = dv.get("offset")
-    uid = f"{dv.get('storageType')}{dv.get('pathOrInlineDv')}"
-    return action.path, uid if offset is None else f"{uid}@{offset}"
 
 
 class Transaction:
@@ -214,7 +137,7 @@ class Transaction:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], int] = _now_ms,
         rng: random.Random | None = None,
-        engine_info: str = ENGINE_INFO,
+        engine_info: str | None = None,
         user_metadata: str | None = None,
     ) -> None:
         self.store = store
@@ -224,7 +147,7 @@ class Transaction:
         self.retry = retry or RetryPolicy()
         self._sleep, self._clock = sleep, clock
         self._rng = rng or random.Random()
-        self.engine_info = engine_info
+        self.engine_info = engine_info if engine_info is not None else default_engine_info()
         self.user_metadata = user_metadata
         conf = snapshot.properties if snapshot is not None else {}
         level = isolation_level or conf.get("delta.isolationLevel") or WRITE_SERIALIZABLE
@@ -248,19 +171,34 @@ class Transaction:
 
     @property
     def read_version(self) -> int:
-        """The version read (``-1`` when the table does not exist yet)."""
+        """The version read (``-1`` when the table does not exist yet).
+
+        Example:
+            >>> Transaction(InMemoryLogStore(), None, CreateTable()).read_version  # doctest: +SKIP
+            -1
+        """
         return self.snapshot.version if self.snapshot is not None else -1
 
     @property
     def metadata(self) -> Metadata | None:
-        """The metadata this commit will leave: the staged one, else the snapshot's."""
+        """The metadata this commit will leave: the staged one, else the snapshot's.
+
+        Example:
+            >>> txn.metadata.partitionColumns                            # doctest: +SKIP
+            ('day',)
+        """
         if self._metadata:
             return self._metadata[-1]
         return self.snapshot.metadata if self.snapshot is not None else None
 
     @property
     def protocol(self) -> Protocol | None:
-        """The staged protocol, else the snapshot's (before any automatic upgrade)."""
+        """The staged protocol, else the snapshot's (before any automatic upgrade).
+
+        Example:
+            >>> txn.protocol                                             # doctest: +SKIP
+            Protocol(minReaderVersion=1, minWriterVersion=2, ...)
+        """
         if self._protocol:
             return self._protocol[-1]
         return self.snapshot.protocol if self.snapshot is not None else None
@@ -447,30 +385,12 @@ class Transaction:
 
     def _validate(self) -> tuple[Protocol | None, Metadata]:
         """Writer rules; returns (protocol action to write or None, effective metadata)."""
-        where: dict[str, Any] = {"table": self.table}
-        if len(self._metadata) > 1:
-            raise InvalidArgumentError("a commit may hold at most one metaData action", **where)
-        if len(self._protocol) > 1:
-            raise InvalidArgumentError("a commit may hold at most one protocol action", **where)
-        for kind, actions in (("add", self._adds), ("remove", self._removes)):
-            seen: set[tuple[str, str | None]] = set()
-            for a in actions:
-                key = _dv_key(a)
-                if key in seen:
-                    raise InvalidArgumentError(
-                        f"duplicate {kind} action for file {a.path}"
-                        + (f" with deletion vector {key[1]}" if key[1] else "")
-                        + "; each (path, deletion vector) may appear once per commit",
-                        **where,
-                    )
-                seen.add(key)
-        apps = [a.appId for a in self._others if isinstance(a, Txn)]
-        if len(apps) != len(set(apps)):
-            raise InvalidArgumentError("a commit may hold at most one txn action per application id", **where)
+        self._check_action_counts()
         metadata = self.metadata
         if metadata is None:
             raise TableNotFoundError(
-                "the table does not exist and this transaction stages no metaData to create it", **where
+                "the table does not exist and this transaction stages no metaData to create it",
+                table=self.table,
             )
         self._check_partition_values(metadata)
         check_append_only(metadata, ((r.path, r.dataChange) for r in self._removes), table=self.table)
@@ -482,6 +402,34 @@ class Transaction:
             cdc_files=sum(1 for o in self._others if isinstance(o, AddCDCFile)),
             table=self.table,
         )
+        return self._resolve_protocol(metadata), metadata
+
+    def _check_action_counts(self) -> None:
+        where: dict[str, Any] = {"table": self.table}
+        if len(self._metadata) > 1:
+            raise InvalidArgumentError("a commit may hold at most one metaData action", **where)
+        if len(self._protocol) > 1:
+            raise InvalidArgumentError("a commit may hold at most one protocol action", **where)
+        for kind, actions in (("add", self._adds), ("remove", self._removes)):
+            seen: set[tuple[str, str | None]] = set()
+            for a in actions:
+                key = dv_key(a)
+                if key in seen:
+                    raise InvalidArgumentError(
+                        f"duplicate {kind} action for file {a.path}"
+                        + (f" with deletion vector {key[1]}" if key[1] else "")
+                        + "; each (path, deletion vector) may appear once per commit",
+                        **where,
+                    )
+                seen.add(key)
+        apps = [a.appId for a in self._others if isinstance(a, Txn)]
+        if len(apps) != len(set(apps)):
+            raise InvalidArgumentError("a commit may hold at most one txn action per application id", **where)
+
+    def _resolve_protocol(self, metadata: Metadata) -> Protocol | None:
+        """The protocol action to write (staged and/or upgraded for ``metadata``), or None."""
+        if self._protocol and self.snapshot is not None:
+            check_no_downgrade(self.snapshot.protocol, self._protocol[-1], table=self.table)
         domains = ["domainMetadata"] if any(isinstance(o, DomainMetadata) for o in self._others) else []
         base = self.protocol
         needed = upgrade_protocol(base, metadata, extra_features=domains)
@@ -491,7 +439,7 @@ class Transaction:
         final = new_protocol or base
         assert final is not None
         check_writable(final, metadata, adds_data=bool(self._adds), table=self.table)
-        return new_protocol, metadata
+        return new_protocol
 
     def _check_partition_values(self, metadata: Metadata) -> None:
         if metadata.configuration.get("delta.columnMapping.mode", "none") != "none":
@@ -534,59 +482,6 @@ class Transaction:
 
     # ------------------------------------------------------------------------------------ committing
 
-    def _metrics(self, extra: Mapping[str, Any] | None) -> dict[str, str]:
-        rows = 0
-        rows_known = True
-        for a in self._adds:
-            try:
-                n = json.loads(a.stats).get("numRecords") if a.stats else None
-            except (ValueError, AttributeError):
-                n = None
-            if isinstance(n, int):
-                rows += n
-            else:
-                rows_known = False
-        added_bytes = sum(a.size for a in self._adds)
-        removed_bytes = sum(r.size or 0 for r in self._removes)
-        computed: dict[str, int] = {
-            "numFiles": len(self._adds),
-            "numAddedFiles": len(self._adds),
-            "numTargetFilesAdded": len(self._adds),
-            "numRemovedFiles": len(self._removes),
-            "numTargetFilesRemoved": len(self._removes),
-            "numOutputBytes": added_bytes,
-            "numAddedBytes": added_bytes,
-            "numTargetBytesAdded": added_bytes,
-            "numRemovedBytes": removed_bytes,
-            "numTargetBytesRemoved": removed_bytes,
-        }
-        if rows_known:
-            computed["numOutputRows"] = rows
-        out = {k: str(computed[k]) for k in self.operation.metric_names() if k in computed}
-        for k, v in (extra or {}).items():
-            out[k] = str(v).lower() if isinstance(v, bool) else str(v)
-        return out
-
-    def _previous_commit(self, version: int) -> tuple[int | None, int | None]:
-        """(inCommitTimestamp, file modification time) of commit ``version``, when it exists."""
-        if version < 0:
-            return None, None
-        path = commit_path(version)
-        try:
-            mtime = self.store.stat(path).modification_time
-            first = self.store.read(path).split(b"\n", 1)[0]
-        except FileNotFoundError:
-            return None, None
-        ict = None
-        try:
-            obj = json.loads(first)
-            info = obj.get("commitInfo") if isinstance(obj, dict) else None
-            if isinstance(info, dict) and isinstance(info.get("inCommitTimestamp"), int):
-                ict = info["inCommitTimestamp"]
-        except ValueError:
-            pass
-        return ict, mtime
-
     def _render(
         self,
         version: int,
@@ -599,7 +494,7 @@ class Transaction:
         ict: int | None = None
         new_metadata = self._metadata[-1] if self._metadata else None
         if is_true(metadata.configuration, _ICT):
-            prev_ict, prev_mtime = self._previous_commit(version - 1)
+            prev_ict, prev_mtime = previous_commit_timing(self.store, version - 1)
             floor = prev_ict if prev_ict is not None else prev_mtime
             ict = now if floor is None else max(now, floor + 1)
             was_enabled = self.snapshot is not None and is_true(self.snapshot.properties, _ICT)
@@ -662,7 +557,7 @@ class Transaction:
             self._committed = True
             return CommitResult(version=self.read_version, operation=self.operation.name, skipped=True, attempts=0)
         protocol, metadata = self._validate()
-        op_metrics = self._metrics(metrics)
+        op_metrics = operation_metrics(self.operation, self._adds, self._removes, metrics)
         txn_id = str(uuid.uuid4())
         current = self._current()
         version = self.read_version + 1

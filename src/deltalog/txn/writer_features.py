@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from deltalog.errors import DeltaError, UnsupportedFeatureError
+from deltalog.errors import DeltaError, InvalidArgumentError, UnsupportedFeatureError
 from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.features import check_readable, reader_features, writer_features
 
@@ -45,6 +45,7 @@ __all__ = [
     "active_features",
     "check_append_only",
     "check_change_data_feed",
+    "check_no_downgrade",
     "check_writable",
     "is_true",
     "required_features",
@@ -73,7 +74,12 @@ INACTIVE_ONLY_WRITER_FEATURES: frozenset[str] = frozenset(
 
 
 class AppendOnlyError(DeltaError):
-    """A commit would remove or change data of a table with ``delta.appendOnly=true``."""
+    """A commit would remove or change data of a table with ``delta.appendOnly=true``.
+
+    Example:
+        >>> issubclass(AppendOnlyError, DeltaError)
+        True
+    """
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,10 @@ class FeatureInfo:
 
     ``legacy_writer`` / ``legacy_reader`` are the legacy versions that imply it (``None`` when only the
     table-features protocol (3, 7) can express it); ``reader`` says it is a reader-and-writer feature.
+
+    Example:
+        >>> FEATURES["columnMapping"]
+        FeatureInfo(name='columnMapping', reader=True, legacy_writer=5, legacy_reader=2)
     """
 
     name: str
@@ -278,6 +288,26 @@ writerFeatures=('deletionVectors',), extra={})
         return Protocol(3, 7, tuple(sorted(rf)), tuple(sorted(wf)))
     reader = max(base.minReaderVersion, 2 if "columnMapping" in wf else 1)
     return Protocol(minReaderVersion=reader, minWriterVersion=7, writerFeatures=tuple(sorted(wf)))
+
+
+def check_no_downgrade(old: Protocol, new: Protocol, *, table: str | None = None) -> None:
+    """Refuse a protocol action that lowers a version or drops a supported feature.
+
+    Example:
+        >>> check_no_downgrade(Protocol(1, 2), Protocol(1, 7, None, ("invariants",)), table="t")
+        Traceback (most recent call last):
+        ...
+        deltalog.errors.InvalidArgumentError: the new protocol (1, 7) would drop table feature(s) \
+['appendOnly'] or lower a version of the current protocol (1, 2); features can only be added [table t]
+    """
+    dropped = sorted(_supported_by(old) - _supported_by(new))
+    if dropped or new.minReaderVersion < old.minReaderVersion or new.minWriterVersion < old.minWriterVersion:
+        raise InvalidArgumentError(
+            f"the new protocol ({new.minReaderVersion}, {new.minWriterVersion}) would drop table feature(s) "
+            f"{dropped} or lower a version of the current protocol ({old.minReaderVersion}, "
+            f"{old.minWriterVersion}); features can only be added",
+            table=table,
+        )
 
 
 def check_writable(
