@@ -54,6 +54,11 @@ class Snapshot:
         return self._store
 
     @property
+    def state(self) -> TableState:
+        """The reconciled log state (actions as objects, files as Arrow) — for checkpoints and checksums."""
+        return self._state
+
+    @property
     def segment(self) -> LogSegment:
         """The log files this snapshot was reconstructed from."""
         return self._segment

@@ -14,7 +14,8 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from deltalog.errors import CorruptLogError, InvalidArgumentError, TableNotFoundError
 from deltalog.log.replay import replay
@@ -23,6 +24,9 @@ from deltalog.log.timestamps import TimestampLike, commit_timestamps, to_millis,
 from deltalog.snapshot import Snapshot
 from deltalog.storage import LogStore, store_for
 
+if TYPE_CHECKING:
+    from deltalog.log.checkpoint_writer import CheckpointResult
+
 
 class Table:
     """A Delta table at ``location`` (a local path, ``file:`` URI or ``memory://name``).
@@ -30,9 +34,17 @@ class Table:
     Opening is cheap: nothing is read until a snapshot or the history is asked for.
     """
 
-    def __init__(self, location: str | os.PathLike[str], *, store: LogStore | None = None) -> None:
+    def __init__(
+        self,
+        location: str | os.PathLike[str],
+        *,
+        store: LogStore | None = None,
+        verify_checksums: bool = True,
+    ) -> None:
         self.location = os.fspath(location)
         self.store = store if store is not None else store_for(self.location)
+        #: Check the loaded state against the version's ``.crc`` file when there is one.
+        self.verify_checksums = verify_checksums
 
     def __repr__(self) -> str:
         return f"Table({self.location!r})"
@@ -85,7 +97,12 @@ class Table:
                     raise exc from None
                 version = segment.version
                 continue
-            return Snapshot(self.store, segment, state, table=self.location)
+            snapshot = Snapshot(self.store, segment, state, table=self.location)
+            if segment.crc is not None and self.verify_checksums:
+                from deltalog.log.crc import verify_crc
+
+                verify_crc(snapshot)
+            return snapshot
 
     def latest_version(self) -> int:
         """The newest committed version.
@@ -123,6 +140,35 @@ class Table:
 
         self._check_exists()
         return table_history(self.store, table=self.location, limit=limit)
+
+
+    def checkpoint(self, *, parts: int | None = None, clock: Callable[[], int] | None = None) -> CheckpointResult:
+        """Write a classic checkpoint of the latest version (and ``_last_checkpoint``).
+
+        Example:
+            >>> Table("/data/events").checkpoint().version              # doctest: +SKIP
+            12
+        """
+        from deltalog.log.checkpoint_writer import write_checkpoint
+
+        return write_checkpoint(self.snapshot(), parts=parts, clock=clock)
+
+    def cleanup_metadata(
+        self,
+        *,
+        retention: str | int | None = None,
+        clock: Callable[[], int] | None = None,
+        dry_run: bool = False,
+    ) -> list[str]:
+        """Delete log files older than ``delta.logRetentionDuration`` that no retained version needs.
+
+        Example:
+            >>> Table("/data/events").cleanup_metadata(dry_run=True)    # doctest: +SKIP
+            ['_delta_log/00000000000000000000.json']
+        """
+        from deltalog.log.cleanup import cleanup_expired_logs
+
+        return cleanup_expired_logs(self.snapshot(), retention=retention, clock=clock, dry_run=dry_run)
 
 
 def _is_checkpoint_file(file: str, segment: LogSegment) -> bool:

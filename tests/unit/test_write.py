@@ -389,3 +389,31 @@ def test_commit_info_metrics(tmp_path: Path) -> None:
     assert info["operationMetrics"]["numOutputBytes"] == str(res.num_bytes)
     assert info["userMetadata"] == "hello"
     assert os.path.getsize(tmp_path / _unquote(adds(tmp_path, 0)[0]["path"])) == res.num_bytes
+
+
+def test_concurrent_appends_all_commit(tmp_path: Path) -> None:
+    import concurrent.futures as cf
+
+    write_table(tmp_path, pa.table({"id": pa.array([], pa.int64()), "w": pa.array([], pa.int64())}))
+
+    def worker(w: int) -> list[int]:
+        return [
+            write_table(tmp_path, pa.table({"id": [w * 10 + i], "w": [w]}), mode="append").version for i in range(3)
+        ]
+
+    with cf.ThreadPoolExecutor(4) as pool:
+        versions = sorted(v for vs in pool.map(worker, range(4)) for v in vs)
+    assert versions == list(range(1, 13))  # contiguous, no version taken twice
+    assert sorted(r["id"] for r in read(tmp_path).to_pylist()) == sorted(w * 10 + i for w in range(4) for i in range(3))
+    for v in range(1, 13):
+        info = log_actions(tmp_path, v)[0]["commitInfo"]
+        assert info["readVersion"] < v and info["isBlindAppend"] is True
+
+
+def test_many_partitions_limit_open_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deltalog.arrow import write_files
+
+    monkeypatch.setattr(write_files, "MAX_OPEN_FILES", 3)
+    batch = pa.record_batch({"id": pa.array(range(10), pa.int64()), "p": [i % 10 for i in range(10)]})
+    res = write_table(tmp_path, [batch, batch], partition_by=["p"])
+    assert res.num_files >= 10 and read(tmp_path).num_rows == 20

@@ -21,6 +21,8 @@ Example:
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import os
 import time
 import uuid
@@ -270,10 +272,28 @@ def _read_predicate(predicate: Sequence[Sequence[Any]] | None, md: Metadata, loc
     return pred
 
 
+def _sql_literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, decimal.Decimal)):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return f"X'{bytes(value).hex().upper()}'"
+    if isinstance(value, (dt.date, dt.datetime)):
+        return f"'{value.isoformat(sep=' ') if isinstance(value, dt.datetime) else value.isoformat()}'"
+    text = str(value).replace("'", "''")
+    return f"'{text}'"
+
+
 def _predicate_sql(predicate: Sequence[Sequence[Any]]) -> list[str]:
     out = []
     for column, op, value in predicate:
-        text = f"({', '.join(repr(v) for v in value)})" if str(op).lower() in ("in", "not in") else repr(value)
+        if str(op).lower() in ("in", "not in"):
+            text = "(" + ", ".join(_sql_literal(v) for v in value) + ")"
+        else:
+            text = _sql_literal(value)
         out.append(f"{column} {op} {text}")
     return out
 

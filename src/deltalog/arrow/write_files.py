@@ -39,11 +39,13 @@ from deltalog.protocol.partitions import partition_path, serialize_partition_val
 from deltalog.protocol.schema import StructField, StructType
 from deltalog.storage import LogStore
 
-__all__ = ["DEFAULT_TARGET_FILE_SIZE", "DataFileWriter", "WrittenFile"]
+__all__ = ["DEFAULT_TARGET_FILE_SIZE", "MAX_OPEN_FILES", "DataFileWriter", "WrittenFile"]
 
 #: Files roll over once this many bytes were written to them.
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 _ROW_GROUP_BYTES = 64 * 1024 * 1024
+#: At most this many files are open at once; with more partitions the oldest open file is finished.
+MAX_OPEN_FILES = 128
 
 
 def _now_ms() -> int:
@@ -183,6 +185,8 @@ class DataFileWriter:
         data = rows.select(self.data_schema.field_names).cast(self._arrow_schema)
         state = self._open.get(key)
         if state is None:
+            if len(self._open) >= MAX_OPEN_FILES:
+                self._finish(next(iter(self._open)))
             state = self._open[key] = self._start(values)
         state.nan_columns |= _nan_paths(data)
         state.buffered.append(data)

@@ -514,7 +514,7 @@ def _uses_domains(snapshot: Snapshot) -> bool:
 
 
 def _build_nonfile(snapshot: Snapshot, v2: bool) -> dict[str, Arr]:
-    state = snapshot._state  # the reconciled Txn / DomainMetadata actions
+    state = snapshot.state  # the reconciled Txn / DomainMetadata actions
     rows: list[tuple[str, Mapping[str, Any]]] = [
         ("protocol", snapshot.protocol.to_dict()),
         ("metaData", snapshot.metadata.to_dict()),

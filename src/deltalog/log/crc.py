@@ -120,7 +120,7 @@ def checksum_for(snapshot: Snapshot) -> VersionChecksum:
         dv_count = files.num_rows - dv.null_count
         card = pc.sum(pc.struct_field(dv, "cardinality")).as_py() if dv_count else 0
         deleted = int(card or 0)
-    state = snapshot._state  # the reconciled Txn/DomainMetadata actions (lastUpdated etc.)
+    state = snapshot.state  # the reconciled Txn/DomainMetadata actions (lastUpdated etc.)
     return VersionChecksum(
         version=snapshot.version,
         table_size_bytes=int(size or 0),
