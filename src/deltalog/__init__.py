@@ -9,12 +9,20 @@ Example:
 
 from __future__ import annotations
 
+from deltalog.arrow.write import WriteResult, write_table
 from deltalog.errors import (
+    ConcurrentAppendException,
+    ConcurrentDeleteDeleteException,
+    ConcurrentDeleteReadException,
+    ConcurrentModificationException,
+    ConcurrentTransactionException,
     CorruptLogError,
     DeletionVectorError,
     DeltaError,
     InvalidArgumentError,
     InvalidTableError,
+    MetadataChangedException,
+    ProtocolChangedException,
     SchemaError,
     TableNotFoundError,
     UnsupportedFeatureError,
@@ -26,16 +34,25 @@ from deltalog.table import Table
 __version__ = "0.1.0"
 
 __all__ = [
+    "ConcurrentAppendException",
+    "ConcurrentDeleteDeleteException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentModificationException",
+    "ConcurrentTransactionException",
     "CorruptLogError",
     "DeletionVectorError",
     "DeltaError",
     "InvalidArgumentError",
     "InvalidTableError",
+    "MetadataChangedException",
+    "ProtocolChangedException",
     "SchemaError",
     "Snapshot",
     "Table",
     "TableNotFoundError",
     "UnsupportedFeatureError",
     "VersionNotFoundError",
+    "WriteResult",
     "__version__",
+    "write_table",
 ]

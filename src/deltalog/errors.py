@@ -98,3 +98,15 @@ class SchemaError(DeltaError):
 
 class InvalidArgumentError(DeltaError, ValueError):
     """A caller passed an option the operation cannot accept (unknown mode, bad filter, ...)."""
+
+
+# The conflict exceptions live beside the checks that raise them; they are part of this hierarchy.
+from deltalog.txn.conflicts import (  # noqa: E402
+    ConcurrentAppendException as ConcurrentAppendException,
+    ConcurrentDeleteDeleteException as ConcurrentDeleteDeleteException,
+    ConcurrentDeleteReadException as ConcurrentDeleteReadException,
+    ConcurrentModificationException as ConcurrentModificationException,
+    ConcurrentTransactionException as ConcurrentTransactionException,
+    MetadataChangedException as MetadataChangedException,
+    ProtocolChangedException as ProtocolChangedException,
+)

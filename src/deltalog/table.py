@@ -26,6 +26,8 @@ from deltalog.storage import LogStore, store_for
 
 if TYPE_CHECKING:
     from deltalog.log.checkpoint_writer import CheckpointResult
+    from deltalog.txn.operations import Operation
+    from deltalog.txn.transaction import Transaction
 
 
 class Table:
@@ -141,6 +143,19 @@ class Table:
         self._check_exists()
         return table_history(self.store, table=self.location, limit=limit)
 
+
+    def transaction(self, operation: Operation, **options: Any) -> Transaction:
+        """Begin an optimistic transaction on this table (see :func:`deltalog.txn.start_transaction`).
+
+        Example:
+            >>> from deltalog.txn.operations import Write
+            >>> txn = Table("memory://txn-doc").transaction(Write(mode="Append"))
+            >>> txn.read_version
+            -1
+        """
+        from deltalog.txn.transaction import start_transaction
+
+        return start_transaction(self, operation, **options)
 
     def checkpoint(self, *, parts: int | None = None, clock: Callable[[], int] | None = None) -> CheckpointResult:
         """Write a classic checkpoint of the latest version (and ``_last_checkpoint``).

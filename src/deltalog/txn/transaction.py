@@ -139,8 +139,12 @@ class Transaction:
         rng: random.Random | None = None,
         engine_info: str | None = None,
         user_metadata: str | None = None,
+        post_commit: bool = True,
     ) -> None:
         self.store = store
+        #: Run the post-commit hooks (``.crc``, checkpoint every ``delta.checkpointInterval``, log
+        #: cleanup) after a successful commit; they never fail the commit.
+        self.post_commit = post_commit
         self.snapshot = snapshot
         self.operation = operation
         self.table = table if table is not None else (snapshot.table if snapshot is not None else store.root)
@@ -575,6 +579,11 @@ class Transaction:
                     self._sleep(self.retry.delay(attempt, self._rng))
                 continue
             self._committed = True
+            if self.post_commit:
+                from deltalog.log.post_commit import run_post_commit
+                from deltalog.table import Table
+
+                run_post_commit(Table(self.table, store=self.store), version, clock=self._clock)
             return CommitResult(
                 version=version,
                 operation=self.operation.name,
@@ -605,6 +614,7 @@ def start_transaction(
     clock: Callable[[], int] = _now_ms,
     rng: random.Random | None = None,
     user_metadata: str | None = None,
+    post_commit: bool = True,
 ) -> Transaction:
     """Begin a transaction on ``table`` reading its latest snapshot (or ``snapshot``); a table that does
     not exist yet gives a transaction that creates it.
@@ -632,4 +642,5 @@ def start_transaction(
         clock=clock,
         rng=rng,
         user_metadata=user_metadata,
+        post_commit=post_commit,
     )
