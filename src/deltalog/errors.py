@@ -101,7 +101,7 @@ class InvalidArgumentError(DeltaError, ValueError):
 
 
 # The conflict exceptions live beside the checks that raise them; they are part of this hierarchy.
-from deltalog.txn.conflicts import (  # noqa: E402
+from deltalog.txn.conflicts import (  # noqa: E402, I001
     ConcurrentAppendException as ConcurrentAppendException,
     ConcurrentDeleteDeleteException as ConcurrentDeleteDeleteException,
     ConcurrentDeleteReadException as ConcurrentDeleteReadException,
