@@ -52,7 +52,7 @@ def normalize_filter(
         return [], filter
     if isinstance(filter, tuple) and len(filter) == 3 and isinstance(filter[0], str):
         filter = [filter]
-    if not isinstance(filter, Sequence):
+    if isinstance(filter, (str, bytes)) or not isinstance(filter, Sequence):
         raise InvalidArgumentError(
             f"filter must be a list of (column, op, value) tuples or a pyarrow Expression, got {filter!r}",
             table=table,

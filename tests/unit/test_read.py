@@ -1,0 +1,90 @@
+"""The kernel's Arrow reader: projection, filters (pruning, skipping, rows) and its errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import deltalog
+from deltalog.arrow.filters import normalize_filter, prune_files
+from deltalog.errors import InvalidArgumentError
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> deltalog.Table:
+    path = tmp_path / "t"
+    for day in range(1, 4):
+        data = pa.table({
+            "id": pa.array(range(day * 100, day * 100 + 50), pa.int64()),
+            "day": pa.array([dt.date(2024, 1, day)] * 50, pa.date32()),
+            "name": pa.array([None if i % 10 == 0 else f"n{i}" for i in range(50)], pa.string()),
+        })
+        deltalog.write_table(path, data, mode="append", partition_by=["day"])
+    return deltalog.Table(path)
+
+
+def _ids(t: pa.Table) -> list[int]:
+    return sorted(t.column("id").to_pylist())
+
+
+def test_projection_keeps_order_and_types(table: deltalog.Table) -> None:
+    got = table.snapshot().to_arrow(columns=["name", "id"])
+    assert got.column_names == ["name", "id"]
+    assert got.schema.field("id").type == pa.int64()
+    assert got.num_rows == 150
+
+
+def test_partition_filter_prunes_files(table: deltalog.Table) -> None:
+    snap = table.snapshot()
+    conds, _ = normalize_filter([("day", "=", "2024-01-02")], snap.schema, table="t")
+    assert prune_files(snap, conds).num_rows == 1
+    got = snap.to_arrow(filter=[("day", "=", dt.date(2024, 1, 2))])
+    assert _ids(got) == list(range(200, 250))
+    assert snap.to_arrow(filter=[("day", "in", ["2024-01-01", "2024-01-03"])]).num_rows == 100
+    assert snap.to_arrow(filter=[("day", "not in", ["2024-01-01"])]).num_rows == 100
+
+
+def test_stats_skip_files_and_rows_are_filtered(table: deltalog.Table) -> None:
+    snap = table.snapshot()
+    conds, _ = normalize_filter([("id", ">=", 340)], snap.schema, table="t")
+    assert prune_files(snap, conds).num_rows == 1  # only the third file's max reaches 340
+    got = snap.to_arrow(columns=["id"], filter=[("id", ">=", 340), ("id", "<", 345)])
+    assert got.column_names == ["id"] and _ids(got) == [340, 341, 342, 343, 344]
+    assert snap.to_arrow(filter=[("id", "=", 5)]).num_rows == 0
+
+
+def test_null_semantics_and_expressions(table: deltalog.Table) -> None:
+    snap = table.snapshot()
+    assert snap.to_arrow(filter=[("name", "!=", "n1")]).num_rows == 150 - 15 - 3  # nulls never match
+    got = snap.to_arrow(filter=pc.field("name").is_null())
+    assert got.num_rows == 15
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"columns": ["nope"]}, "unknown column(s) ['nope']"),
+        ({"filter": [("nope", "=", 1)]}, "filter column 'nope' is not in the table"),
+        ({"filter": [("id", "~", 1)]}, "filter op '~' is not one of"),
+        ({"filter": [("id", "=", "abc")]}, "cannot be compared with column 'id'"),
+        ({"filter": [("id", "in", 3)]}, "'in' needs a list of values"),
+        ({"filter": [("id", "=", None)]}, "compares with None"),
+        ({"filter": "id > 3"}, "filter must be a list of (column, op, value) tuples"),
+    ],
+)
+def test_bad_arguments_are_named(table: deltalog.Table, kwargs: dict[str, object], fragment: str) -> None:
+    with pytest.raises(InvalidArgumentError) as err:
+        table.snapshot().to_arrow(**kwargs)  # type: ignore[arg-type]
+    assert fragment in str(err.value)
+
+
+def test_missing_data_file_is_a_clear_error(table: deltalog.Table) -> None:
+    snap = table.snapshot()
+    victim = snap.add_files().column("path")[0].as_py()
+    (Path(table.location) / victim.replace("%20", " ")).unlink()
+    with pytest.raises(deltalog.DeltaError, match="does not exist"):
+        snap.to_arrow()
