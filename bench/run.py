@@ -15,6 +15,7 @@ HERE = Path(__file__).resolve().parent
 BENCHES = [
     ("log_load.py", ["--files", "100000", "--commits", "50"], ["--files", "20000", "--commits", "10"]),
     ("checkpoint_write.py", ["--files", "1000000"], ["--files", "100000"]),
+    ("commit_rate.py", ["--commits", "200", "--adds", "5"], ["--commits", "50", "--adds", "5"]),
 ]
 
 

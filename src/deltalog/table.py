@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from deltalog.errors import CorruptLogError, InvalidArgumentError, TableNotFoundError
@@ -25,9 +25,11 @@ from deltalog.snapshot import Snapshot
 from deltalog.storage import LogStore, store_for
 
 if TYPE_CHECKING:
+    from deltalog.commands.restore import RestoreResult
+    from deltalog.commands.vacuum import VacuumResult
     from deltalog.log.checkpoint_writer import CheckpointResult
     from deltalog.txn.operations import Operation
-    from deltalog.txn.transaction import Transaction
+    from deltalog.txn.transaction import CommitResult, Transaction
 
 
 class Table:
@@ -184,6 +186,71 @@ class Table:
         from deltalog.log.cleanup import cleanup_expired_logs
 
         return cleanup_expired_logs(self.snapshot(), retention=retention, clock=clock, dry_run=dry_run)
+
+    def vacuum(
+        self,
+        *,
+        retention_hours: float | None = None,
+        dry_run: bool = True,
+        enforce_retention_duration: bool = True,
+        clock: Callable[[], int] | None = None,
+    ) -> VacuumResult:
+        """Delete data files no retained version needs (see :mod:`deltalog.commands.vacuum`); lists only by default.
+
+        Example:
+            >>> Table("/data/events").vacuum(retention_hours=168, dry_run=False).num_deleted_files  # doctest: +SKIP
+            3
+        """
+        from deltalog.commands.vacuum import vacuum
+
+        return vacuum(
+            self,
+            retention_hours=retention_hours,
+            dry_run=dry_run,
+            enforce_retention_duration=enforce_retention_duration,
+            clock=clock,
+        )
+
+    def restore(
+        self,
+        *,
+        version: int | None = None,
+        timestamp: TimestampLike | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> RestoreResult:
+        """Bring the table back to an earlier version's files and metadata in one ``RESTORE`` commit.
+
+        Example:
+            >>> Table("/data/events").restore(version=3).restored_version  # doctest: +SKIP
+            3
+        """
+        from deltalog.commands.restore import restore
+
+        return restore(self, version=version, timestamp=timestamp, clock=clock)
+
+    def set_properties(self, properties: Mapping[str, str], *, clock: Callable[[], int] | None = None) -> CommitResult:
+        """Set table properties (``delta.*`` keys validated) in one ``SET TBLPROPERTIES`` commit.
+
+        Example:
+            >>> Table("/data/events").set_properties({"delta.appendOnly": "true"}).version  # doctest: +SKIP
+            13
+        """
+        from deltalog.commands.properties import set_properties
+
+        return set_properties(self, properties, clock=clock)
+
+    def unset_properties(
+        self, keys: Iterable[str], *, if_exists: bool = False, clock: Callable[[], int] | None = None
+    ) -> CommitResult:
+        """Remove table properties in one ``UNSET TBLPROPERTIES`` commit.
+
+        Example:
+            >>> Table("/data/events").unset_properties(["owner"], if_exists=True).version  # doctest: +SKIP
+            14
+        """
+        from deltalog.commands.properties import unset_properties
+
+        return unset_properties(self, keys, if_exists=if_exists, clock=clock)
 
 
 def _is_checkpoint_file(file: str, segment: LogSegment) -> bool:

@@ -66,7 +66,7 @@ def _read_file(
     data_fields = [f for f in schema.fields if f.name not in partition_cols and f.name in needed]
     path = _resolve(snapshot, add["path"])
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(_open(snapshot, add["path"], path))
         # Project physical columns when they can be matched by name; id mode needs the whole file.
         wanted = None
         if mode != "id":
@@ -116,7 +116,16 @@ def _apply_dv(snapshot: Snapshot, add: dict[str, Any], data: pa.Table, num_rows:
     dv = {k: v for k, v in add["deletionVector"].items() if v is not None}
     where = {"table": snapshot.table, "version": snapshot.version, "file": add["path"]}
     descriptor = DeletionVectorDescriptor.from_dict(dv, where=where)
-    keep = deletion_mask(descriptor, snapshot.store.full_path(""), num_rows, read_bytes=_read_dv_bytes)
+    root = snapshot.store.full_path("")
+    reader = _read_dv_bytes
+    if "://" in root:
+        store, prefix = snapshot.store, root.rstrip("/") + "/"
+
+        def reader(path: str, offset: int, length: int) -> bytes:
+            rel = path[len(prefix):] if path.startswith(prefix) else path
+            return store.read_range(rel, offset, length)
+
+    keep = deletion_mask(descriptor, root, num_rows, read_bytes=reader)
     return data.filter(pa.array(keep))
 
 
@@ -137,6 +146,15 @@ def _read_dv_bytes(path: str, offset: int, length: int) -> bytes:
         if len(matches) != 1:
             raise
         return read_local_bytes(os.path.join(directory, matches[0]), offset, length)
+
+
+def _open(snapshot: Snapshot, log_path: str, resolved: str) -> Any:
+    """What pyarrow opens: the local path, or the bytes read through the store for other stores."""
+    if "://" not in resolved:
+        return resolved
+    if "://" in log_path or log_path.startswith("/"):
+        return resolved  # an absolute URI in the log: pyarrow's own filesystems may know it
+    return pa.BufferReader(snapshot.store.read(unquote(log_path)))
 
 
 def _resolve(snapshot: Snapshot, path: str) -> str:

@@ -1,0 +1,411 @@
+"""``SET TBLPROPERTIES`` / ``UNSET TBLPROPERTIES``: change a table's properties in one metadata commit.
+
+Keys starting with ``delta.`` are table configuration the protocol and engines act on, so they are
+checked the way the reference implementation checks them:
+
+* known keys are matched case-insensitively and stored under their canonical spelling
+  (``delta.appendonly`` becomes ``delta.appendOnly``); booleans are stored as ``true``/``false``;
+* values are validated (booleans, intervals such as ``interval 7 days``, positive integers, isolation
+  levels, ...), and an invalid one raises :class:`~deltalog.errors.InvalidArgumentError` naming the key
+  and the value;
+* unknown ``delta.*`` keys are refused (they are most likely typos that would silently do nothing);
+* ``delta.feature.<name>=supported`` adds the table feature to the protocol and
+  ``delta.minReaderVersion`` / ``delta.minWriterVersion`` raise the protocol versions; none of these
+  is stored in the configuration. Enabling a property that needs a feature (``delta.appendOnly``,
+  ``delta.enableChangeDataFeed``, ``delta.enableDeletionVectors``, ...) upgrades the protocol too;
+* CHECK constraints (``delta.constraints.*``) and properties deltalog maintains itself (in-commit
+  timestamp enablement, column mapping ids) cannot be set or unset here.
+
+Any other key is free-form.
+
+Example:
+    >>> import deltalog
+    >>> t = deltalog.Table("/data/events")                                          # doctest: +SKIP
+    >>> set_properties(t, {"delta.logRetentionDuration": "interval 60 days", "owner": "etl"})  # doctest: +SKIP
+    >>> unset_properties(t, ["owner"]).operation                                     # doctest: +SKIP
+    'UNSET TBLPROPERTIES'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
+from deltalog.log.cleanup import parse_interval_ms
+from deltalog.protocol.actions import Metadata, Protocol
+from deltalog.protocol.features import reader_features, writer_features
+from deltalog.txn.operations import SetTableProperties, UnsetTableProperties
+from deltalog.txn.transaction import CommitResult
+from deltalog.txn.writer_features import is_true, upgrade_protocol
+
+if TYPE_CHECKING:
+    from deltalog.table import Table
+
+__all__ = ["KNOWN_PROPERTIES", "set_properties", "unset_properties", "validate_properties"]
+
+_BOOLEAN = "boolean"
+_INTERVAL = "interval"
+_POSITIVE_INT = "positive integer"
+_INDEXED_COLS = "integer >= -1"
+_STRING = "string"
+_ISOLATION = "isolation level"
+_MAPPING_MODE = "column mapping mode"
+_CHECKPOINT_POLICY = "checkpoint policy"
+_PROTOCOL_VERSION = "protocol version"
+
+#: Known ``delta.*`` table properties and the kind of value each takes.
+KNOWN_PROPERTIES: dict[str, str] = {
+    "delta.appendOnly": _BOOLEAN,
+    "delta.enableChangeDataFeed": _BOOLEAN,
+    "delta.enableDeletionVectors": _BOOLEAN,
+    "delta.enableInCommitTimestamps": _BOOLEAN,
+    "delta.enableTypeWidening": _BOOLEAN,
+    "delta.enableRowTracking": _BOOLEAN,
+    "delta.enableExpiredLogCleanup": _BOOLEAN,
+    "delta.checkpoint.writeStatsAsJson": _BOOLEAN,
+    "delta.checkpoint.writeStatsAsStruct": _BOOLEAN,
+    "delta.compatibility.symlinkFormatManifest.enabled": _BOOLEAN,
+    "delta.randomizeFilePrefixes": _BOOLEAN,
+    "delta.autoOptimize.optimizeWrite": _BOOLEAN,
+    "delta.autoOptimize.autoCompact": _BOOLEAN,
+    "delta.logRetentionDuration": _INTERVAL,
+    "delta.deletedFileRetentionDuration": _INTERVAL,
+    "delta.checkpointRetentionDuration": _INTERVAL,
+    "delta.setTransactionRetentionDuration": _INTERVAL,
+    "delta.checkpointInterval": _POSITIVE_INT,
+    "delta.randomPrefixLength": _POSITIVE_INT,
+    "delta.targetFileSize": _POSITIVE_INT,
+    "delta.dataSkippingNumIndexedCols": _INDEXED_COLS,
+    "delta.dataSkippingStatsColumns": _STRING,
+    "delta.isolationLevel": _ISOLATION,
+    "delta.columnMapping.mode": _MAPPING_MODE,
+    "delta.checkpointPolicy": _CHECKPOINT_POLICY,
+    "delta.minReaderVersion": _PROTOCOL_VERSION,
+    "delta.minWriterVersion": _PROTOCOL_VERSION,
+}
+_CANONICAL = {k.lower(): k for k in KNOWN_PROPERTIES}
+
+#: Properties deltalog maintains itself; users may neither set nor unset them.
+_MANAGED = {
+    "delta.inCommitTimestampEnablementVersion": "it is recorded automatically when in-commit timestamps are enabled",
+    "delta.inCommitTimestampEnablementTimestamp": "it is recorded automatically when in-commit timestamps are enabled",
+    "delta.columnMapping.maxColumnId": "it is maintained together with the column mapping of the schema",
+    "delta.rowTracking.materializedRowIdColumnName": "it is maintained by row tracking",
+    "delta.rowTracking.materializedRowCommitVersionColumnName": "it is maintained by row tracking",
+}
+_MANAGED_CANONICAL = {k.lower(): k for k in _MANAGED}
+_ICT = "delta.enableInCommitTimestamps"
+_ICT_INFO = ("delta.inCommitTimestampEnablementVersion", "delta.inCommitTimestampEnablementTimestamp")
+_VERSION_LIMITS = {"delta.minReaderVersion": 3, "delta.minWriterVersion": 7}
+
+
+def _bad(key: str, value: str, why: str) -> InvalidArgumentError:
+    return InvalidArgumentError(f"table property {key}={value!r} is invalid: {why}")
+
+
+def _canonical_key(key: Any) -> str:
+    if not isinstance(key, str) or not key.strip():
+        raise InvalidArgumentError(f"a table property key must be a non-empty string, got {key!r}")
+    lower = key.lower()
+    if not lower.startswith("delta."):
+        return key
+    if lower in _CANONICAL:
+        return _CANONICAL[lower]
+    if lower in _MANAGED_CANONICAL:
+        return _MANAGED_CANONICAL[lower]
+    for prefix in ("delta.feature.", "delta.constraints."):
+        if lower.startswith(prefix):
+            return prefix + key[len(prefix) :]
+    raise InvalidArgumentError(
+        f"unknown table property {key!r}: keys starting with 'delta.' are reserved for Delta table "
+        "configuration and this one is not a known property (check the spelling); use a key without "
+        "the 'delta.' prefix for your own settings"
+    )
+
+
+def _as_text(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"table property {key} must have a string value, got {value!r}")
+    return value
+
+
+def _int(key: str, value: str, minimum: int) -> int:
+    try:
+        n = int(value.strip())
+    except ValueError:
+        raise _bad(key, value, "must be an integer") from None
+    if n < minimum:
+        raise _bad(key, value, f"must be at least {minimum}")
+    return n
+
+
+def _validate_value(key: str, value: str) -> str:
+    """The value to store for a known ``delta.*`` key; raises naming the key and value if invalid."""
+    kind = KNOWN_PROPERTIES[key]
+    text = value.strip()
+    if kind == _BOOLEAN:
+        if text.lower() not in ("true", "false"):
+            raise _bad(key, value, "must be 'true' or 'false'")
+        return text.lower()
+    if kind == _INTERVAL:
+        try:
+            parse_interval_ms(text)
+        except InvalidArgumentError as exc:
+            raise _bad(key, value, f"{exc.message}; use e.g. 'interval 7 days'") from None
+        return value
+    if kind == _POSITIVE_INT:
+        return str(_int(key, value, 1))
+    if kind == _INDEXED_COLS:
+        return str(_int(key, value, -1))
+    if kind == _ISOLATION:
+        levels = ("Serializable", "WriteSerializable")
+        if text not in levels:
+            raise _bad(key, value, f"must be one of {list(levels)}")
+        return text
+    if kind == _MAPPING_MODE:
+        if text.lower() not in ("none", "name", "id"):
+            raise _bad(key, value, "must be 'none', 'name' or 'id'")
+        return text.lower()
+    if kind == _CHECKPOINT_POLICY:
+        if text.lower() not in ("classic", "v2"):
+            raise _bad(key, value, "must be 'classic' or 'v2'")
+        return text.lower()
+    if kind == _PROTOCOL_VERSION:
+        n = _int(key, value, 1)
+        if n > _VERSION_LIMITS[key]:
+            raise _bad(key, value, f"must be at most {_VERSION_LIMITS[key]}")
+        return str(n)
+    return value
+
+
+def validate_properties(properties: Mapping[str, Any]) -> dict[str, str]:
+    """Canonical keys and validated values for :func:`set_properties` (no table state is consulted).
+
+    Example:
+        >>> validate_properties({"delta.APPENDONLY": "TRUE", "owner": "etl"})
+        {'delta.appendOnly': 'true', 'owner': 'etl'}
+        >>> validate_properties({"delta.checkpointInterval": "0"})
+        Traceback (most recent call last):
+        ...
+        deltalog.errors.InvalidArgumentError: table property delta.checkpointInterval='0' is invalid: \
+must be at least 1
+    """
+    if not isinstance(properties, Mapping):
+        raise InvalidArgumentError(f"properties must be a mapping of key to value, got {type(properties).__name__}")
+    out: dict[str, str] = {}
+    for raw_key, raw_value in properties.items():
+        key = _canonical_key(raw_key)
+        value = _as_text(key, raw_value)
+        if key in _MANAGED:
+            raise InvalidArgumentError(f"table property {key} cannot be set: {_MANAGED[key]}")
+        if key.startswith("delta.constraints."):
+            raise InvalidArgumentError(
+                f"table property {key} cannot be set directly: CHECK constraints are added with the "
+                "ADD CONSTRAINT operation, which also checks the existing rows"
+            )
+        if key.startswith("delta.feature."):
+            if not key[len("delta.feature.") :]:
+                raise _bad(key, value, "names no feature")
+            if value.strip().lower() not in ("supported", "enabled"):
+                raise _bad(key, value, "must be 'supported' (table features can only be added)")
+            value = "supported"
+        elif key in KNOWN_PROPERTIES:
+            value = _validate_value(key, value)
+        out[key] = value
+    return out
+
+
+def _check_against_table(props: Mapping[str, str], metadata: Metadata, table: str) -> None:
+    mode = metadata.configuration.get("delta.columnMapping.mode", "none").lower()
+    new_mode = props.get("delta.columnMapping.mode")
+    if new_mode is not None and new_mode != mode:
+        raise UnsupportedFeatureError(
+            f"changing delta.columnMapping.mode from {mode!r} to {new_mode!r} is not supported: it needs "
+            "the schema's column ids and physical names to be assigned, which deltalog does not do",
+            feature="columnMapping",
+            table=table,
+        )
+    if props.get("delta.checkpointPolicy") == "v2":
+        raise UnsupportedFeatureError(
+            "delta.checkpointPolicy='v2' needs the v2Checkpoint table feature, which deltalog cannot write "
+            "(it writes classic checkpoints only)",
+            feature="v2Checkpoint",
+            table=table,
+        )
+
+
+def _raise_versions(protocol: Protocol, reader: int | None, writer: int | None, table: str) -> Protocol:
+    """``protocol`` with versions raised to ``reader``/``writer``; lowering a version is refused."""
+    for name, want, have in (
+        ("delta.minReaderVersion", reader, protocol.minReaderVersion),
+        ("delta.minWriterVersion", writer, protocol.minWriterVersion),
+    ):
+        if want is not None and want < have:
+            raise InvalidArgumentError(
+                f"table property {name}={want} would lower the protocol's version {have}; protocol "
+                "versions can only be raised",
+                table=table,
+            )
+    new_reader = max(protocol.minReaderVersion, reader or 0)
+    new_writer = max(protocol.minWriterVersion, writer or 0)
+    if new_reader >= 3 and new_writer < 7:
+        raise InvalidArgumentError(
+            f"delta.minReaderVersion={new_reader} needs delta.minWriterVersion=7 (table features); the "
+            f"writer version would be {new_writer}",
+            table=table,
+        )
+    if (new_reader, new_writer) == (protocol.minReaderVersion, protocol.minWriterVersion):
+        return protocol
+    rf = reader_features(protocol)
+    wf = writer_features(protocol) | rf
+    return Protocol(
+        minReaderVersion=new_reader,
+        minWriterVersion=new_writer,
+        readerFeatures=tuple(sorted(rf)) if new_reader >= 3 else None,
+        writerFeatures=tuple(sorted(wf)) if new_writer >= 7 else None,
+    )
+
+
+def _drop_case_variants(conf: dict[str, str], key: str) -> None:
+    if key.lower().startswith("delta."):
+        for existing in [k for k in conf if k.lower() == key.lower()]:
+            del conf[existing]
+    else:
+        conf.pop(key, None)
+
+
+def _options(clock: Callable[[], int] | None, snapshot: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"snapshot": snapshot}
+    if clock is not None:
+        out["clock"] = clock
+    return out
+
+
+def set_properties(
+    table: Table, properties: Mapping[str, str], *, clock: Callable[[], int] | None = None
+) -> CommitResult:
+    """Set table properties in one ``SET TBLPROPERTIES`` commit (see the module docstring for the rules).
+
+    Example:
+        >>> import deltalog
+        >>> set_properties(deltalog.Table("/data/events"),
+        ...                {"delta.appendOnly": "true"}).operation   # doctest: +SKIP
+        'SET TBLPROPERTIES'
+    """
+    props = validate_properties(properties)
+    if not props:
+        raise InvalidArgumentError("set_properties needs at least one property", table=table.location)
+    snapshot = table.snapshot()
+    loc = table.location
+    _check_against_table(props, snapshot.metadata, loc)
+    conf = dict(snapshot.metadata.configuration)
+    features: list[str] = []
+    versions: dict[str, int] = {}
+    for key, value in props.items():
+        if key.startswith("delta.feature."):
+            features.append(key[len("delta.feature.") :])
+        elif key in _VERSION_LIMITS:
+            versions[key] = int(value)
+        else:
+            _drop_case_variants(conf, key)
+            conf[key] = value
+    if not is_true(conf, _ICT):
+        for k in _ICT_INFO:  # disabling in-commit timestamps: the enablement record no longer applies
+            conf.pop(k, None)
+    metadata = replace(snapshot.metadata, configuration=conf)
+    try:
+        protocol = upgrade_protocol(snapshot.protocol, metadata, extra_features=features)
+    except UnsupportedFeatureError as exc:
+        raise UnsupportedFeatureError(exc.message, feature=exc.feature, table=loc) from None
+    protocol = _raise_versions(
+        protocol, versions.get("delta.minReaderVersion"), versions.get("delta.minWriterVersion"), loc
+    )
+
+    from deltalog.txn.transaction import start_transaction
+
+    txn = start_transaction(table, SetTableProperties(properties=props), **_options(clock, snapshot))
+    if protocol != snapshot.protocol:
+        txn.update_protocol(protocol)
+    txn.update_metadata(metadata)
+    return txn.commit()
+
+
+def unset_properties(
+    table: Table, keys: Iterable[str], *, if_exists: bool = False, clock: Callable[[], int] | None = None
+) -> CommitResult:
+    """Remove table properties in one ``UNSET TBLPROPERTIES`` commit.
+
+    A key the table does not have is an error unless ``if_exists``. Table features stay in the
+    protocol (unsetting ``delta.appendOnly`` turns the behaviour off, not the feature).
+
+    Example:
+        >>> import deltalog
+        >>> unset_properties(deltalog.Table("/data/events"), ["owner"], if_exists=True).version  # doctest: +SKIP
+        14
+    """
+    names = [keys] if isinstance(keys, str) else list(keys)
+    if not names:
+        raise InvalidArgumentError("unset_properties needs at least one key", table=table.location)
+    snapshot = table.snapshot()
+    loc = table.location
+    conf = dict(snapshot.metadata.configuration)
+    canonical: list[str] = []
+    for raw in names:
+        try:
+            key = _canonical_key(raw)
+        except InvalidArgumentError:
+            if isinstance(raw, str) and raw in conf:
+                del conf[raw]  # an unknown delta.* key another engine wrote: it may be removed
+                canonical.append(raw)
+                continue
+            if if_exists and isinstance(raw, str) and raw.strip():
+                canonical.append(raw)  # recorded as requested, like every other key
+                continue
+            raise
+        if key in _MANAGED:
+            raise InvalidArgumentError(f"table property {key} cannot be unset: {_MANAGED[key]}", table=loc)
+        if key.startswith("delta.feature.") or key in _VERSION_LIMITS:
+            raise InvalidArgumentError(
+                f"{key} cannot be unset: table features and protocol versions can only be added or raised",
+                table=loc,
+            )
+        if key.startswith("delta.constraints."):
+            raise InvalidArgumentError(
+                f"table property {key} cannot be unset directly: drop the CHECK constraint with the DROP "
+                "CONSTRAINT operation",
+                table=loc,
+            )
+        if key == "delta.columnMapping.mode" and conf.get(key, "none").lower() != "none":
+            raise UnsupportedFeatureError(
+                "delta.columnMapping.mode cannot be unset while column mapping is in use: the data files "
+                "are read through the mapping",
+                feature="columnMapping",
+                table=loc,
+            )
+        present = [k for k in conf if k == key or (key.startswith("delta.") and k.lower() == key.lower())]
+        if not present and not if_exists:
+            raise InvalidArgumentError(
+                f"table property {key!r} is not set on the table; nothing to unset (pass if_exists=True to "
+                "ignore missing keys)",
+                table=loc,
+            )
+        for k in present:
+            del conf[k]
+        canonical.append(key)
+    if not is_true(conf, _ICT):
+        for k in _ICT_INFO:
+            conf.pop(k, None)
+    metadata = replace(snapshot.metadata, configuration=conf)
+
+    from deltalog.txn.transaction import start_transaction
+
+    op = UnsetTableProperties(keys=tuple(canonical), if_exists=if_exists)
+    txn = start_transaction(table, op, **_options(clock, snapshot))
+    txn.update_metadata(metadata)
+    return txn.commit()
