@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.errors import CorruptLogError, InvalidArgumentError, TableNotFoundError
-from deltalog.log.replay import replay
+from deltalog.log.replay import advance, replay
 from deltalog.log.segment import LogSegment, build_segment, list_log
 from deltalog.log.timestamps import TimestampLike, commit_timestamps, to_millis, version_at_timestamp
 from deltalog.snapshot import Snapshot
@@ -49,6 +50,7 @@ class Table:
         self.store = store if store is not None else store_for(self.location)
         #: Check the loaded state against the version's ``.crc`` file when there is one.
         self.verify_checksums = verify_checksums
+        self._latest: Snapshot | None = None  # newest snapshot seen; later loads only read what's new
 
     def __repr__(self) -> str:
         return f"Table({self.location!r})"
@@ -77,7 +79,21 @@ class Table:
         self._check_exists()
         if timestamp is not None:
             version = self.version_at(timestamp)
-        return self._load(version)
+        if version is not None:
+            return self._load(version)
+        latest = self._latest
+        if latest is not None and self._still_there(latest):
+            latest = self.update(latest)
+        else:
+            latest = self._load(None)
+        self._latest = latest
+        return latest
+
+    def _still_there(self, snapshot: Snapshot) -> bool:
+        """The cached snapshot's own commit (or checkpoint) is still in the log: the table was not
+        deleted and re-created under us, so reading only newer commits is sound."""
+        head = next(iter(list_log(self.store, snapshot.version)), None)
+        return head is not None and head.version == snapshot.version and head.kind in ("commit", "checkpoint")
 
     def _load(self, version: int | None) -> Snapshot:
         excluded: set[tuple[str, ...]] = set()
@@ -107,6 +123,36 @@ class Table:
 
                 verify_crc(snapshot)
             return snapshot
+
+    def update(self, snapshot: Snapshot, *, version: int | None = None) -> Snapshot:
+        """The latest snapshot (or the one at ``version``), reading only the commits made after
+        ``snapshot`` (cheap for a reader that follows a table, and for a writer after its own commit).
+
+        Example:
+            >>> t = Table("/data/events")                              # doctest: +SKIP
+            >>> s = t.snapshot(); t.update(s).version >= s.version      # doctest: +SKIP
+            True
+        """
+        new = [f for f in list_log(self.store, snapshot.version + 1)
+               if f.kind == "commit" and (version is None or f.version <= version)]
+        if not new:
+            return snapshot
+        if [f.version for f in new] != list(range(snapshot.version + 1, new[-1].version + 1)):
+            return self._load(version)  # a gap (cleanup raced us): rebuild from the log
+        old = snapshot.segment
+        crc = next((f for f in list_log(self.store, new[-1].version) if f.kind == "crc"
+                    and f.version == new[-1].version), None)
+        segment = replace(
+            old, version=new[-1].version, commits=(*old.commits, *new),
+            replay_files=(*old.replay_files, *new), crc=crc, all_commits=(*old.all_commits, *new),
+        )
+        state = advance(self.store, snapshot.state, segment)
+        updated = Snapshot(self.store, segment, state, table=self.location)
+        if crc is not None and self.verify_checksums:
+            from deltalog.log.crc import verify_crc
+
+            verify_crc(updated)
+        return updated
 
     def latest_version(self) -> int:
         """The newest committed version.

@@ -297,3 +297,41 @@ def test_history_newest_first(store: InMemoryLogStore) -> None:
     assert [(e["version"], e["operation"]) for e in h] == [(1, "DELETE"), (0, "CREATE TABLE")]
     assert h[0]["userMetadata"] == "hi"
     assert len(table(store).history(limit=1)) == 1
+
+
+def test_update_reads_only_new_commits_and_matches_a_full_load(store: InMemoryLogStore) -> None:
+    new_table(store, ["part"])
+    write_commit(store, 1, add("part=a/1.parquet", "a"), {"txn": {"appId": "x", "version": 1}})
+    t = table(store)
+    base = t.snapshot()
+    assert t.update(base) is base  # nothing new
+    write_commit(store, 2, remove("part=a/1.parquet"), add("part=b/2.parquet", "b"),
+                 {"domainMetadata": {"domain": "d", "configuration": "c", "removed": False}})
+    write_commit(store, 3, {"txn": {"appId": "x", "version": 2}}, metadata(["part"], **{"k": "v"}),
+                 add("part=a/1.parquet", "a"))
+    updated, full = t.update(base), t.snapshot()
+    assert updated.version == full.version == 3
+    assert paths(updated) == paths(full) == ["part=a/1.parquet", "part=b/2.parquet"]
+    assert updated.tombstones().column("path").to_pylist() == full.tombstones().column("path").to_pylist()
+    assert updated.app_transactions == full.app_transactions == {"x": 2}
+    assert updated.domains == full.domains == {"d": "c"}
+    assert updated.properties == {"k": "v"}
+    assert updated.commit_info is not None or full.commit_info is None
+
+
+def test_table_object_follows_new_commits_and_recreated_tables(tmp_path: Path) -> None:
+    import shutil
+
+    store = LocalLogStore(str(tmp_path))
+    new_table(store)
+    write_commit(store, 1, add("a.parquet"))
+    write_commit(store, 2, add("b.parquet"))
+    t = deltalog.Table(tmp_path)
+    assert t.snapshot().version == 2
+    write_commit(store, 3, remove("a.parquet"))
+    assert paths(t.snapshot()) == ["b.parquet"]  # only version 3 is read on top of the cached state
+    shutil.rmtree(tmp_path / "_delta_log")
+    new_table(store)
+    write_commit(store, 1, add("c.parquet"))
+    snap = t.snapshot()  # the cached version 3 no longer exists: a full load, not a stale answer
+    assert snap.version == 1 and paths(snap) == ["c.parquet"]

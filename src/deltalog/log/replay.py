@@ -32,7 +32,7 @@ from deltalog.errors import InvalidTableError
 from deltalog.log.files import ADD_SCHEMA, REMOVE_SCHEMA, dv_unique_ids, restrict_map_keys
 from deltalog.log.reader import FileActions, metadata_partition_keys, read_checkpoint, read_commits
 from deltalog.log.segment import LogSegment
-from deltalog.protocol.actions import CommitInfo, DomainMetadata, Metadata, Protocol, Txn
+from deltalog.protocol.actions import Action, CommitInfo, DomainMetadata, Metadata, Protocol, Txn
 from deltalog.storage import LogStore
 
 _KEY_SEP = "\x1f"
@@ -71,7 +71,23 @@ def replay(store: LogStore, segment: LogSegment) -> TableState:
 
     Raises :class:`InvalidTableError` when no protocol or metadata action is found.
     """
-    sources = read_segment(store, segment)
+    return _reduce(store, segment, read_segment(store, segment))
+
+
+def advance(store: LogStore, base: TableState, segment: LogSegment) -> TableState:
+    """The state at ``segment.version`` from ``base`` plus only the commits after ``base.version``.
+
+    ``base`` plays the part of a checkpoint: its live files and tombstones are the oldest source.
+    """
+    new = [f for f in segment.replay_files if f.version > base.version]
+    keys = frozenset(metadata_partition_keys(base.metadata))
+    sources = [read_commits(store, list(reversed(new)), table=segment.table, partition_keys=keys)] if new else []
+    others: list[Action] = [base.protocol, base.metadata, *base.txns.values(), *base.domains.values()]
+    sources.append(FileActions(base.version, base.files, base.tombstones, others))
+    return _reduce(store, segment, sources)
+
+
+def _reduce(store: LogStore, segment: LogSegment, sources: list[FileActions]) -> TableState:
     protocol: Protocol | None = None
     metadata: Metadata | None = None
     txns: dict[str, Txn] = {}

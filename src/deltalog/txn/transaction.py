@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltalog.errors import InvalidArgumentError, TableNotFoundError
+from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError
 from deltalog.log.paths import LogFile, commit_name, commit_path
 from deltalog.log.reader import read_commit
 from deltalog.log.segment import list_log
@@ -583,7 +583,14 @@ class Transaction:
                 from deltalog.log.post_commit import run_post_commit
                 from deltalog.table import Table
 
-                run_post_commit(Table(self.table, store=self.store), version, clock=self._clock)
+                table = Table(self.table, store=self.store)
+                after = None
+                if self.snapshot is not None:
+                    try:  # only our commit and the winners are read, not the whole log again
+                        after = table.update(self.snapshot, version=version)
+                    except DeltaError:
+                        after = None  # post-commit loads the version itself
+                run_post_commit(table, version, snapshot=after, clock=self._clock)
             return CommitResult(
                 version=version,
                 operation=self.operation.name,
