@@ -92,8 +92,12 @@ class Table:
     def _still_there(self, snapshot: Snapshot) -> bool:
         """The cached snapshot's own commit (or checkpoint) is still in the log: the table was not
         deleted and re-created under us, so reading only newer commits is sound."""
-        head = next(iter(list_log(self.store, snapshot.version)), None)
-        return head is not None and head.version == snapshot.version and head.kind in ("commit", "checkpoint")
+        for f in list_log(self.store, snapshot.version):
+            if f.version != snapshot.version:
+                return False
+            if f.kind in ("commit", "checkpoint"):
+                return True
+        return False
 
     def _load(self, version: int | None) -> Snapshot:
         excluded: set[tuple[str, ...]] = set()
