@@ -26,9 +26,11 @@ from deltalog.snapshot import Snapshot
 from deltalog.storage import LogStore, store_for
 
 if TYPE_CHECKING:
+    from deltalog.commands.delete import DeleteResult
     from deltalog.commands.restore import RestoreResult
     from deltalog.commands.vacuum import VacuumResult
     from deltalog.log.checkpoint_writer import CheckpointResult
+    from deltalog.snapshot import FilterLike
     from deltalog.txn.operations import Operation
     from deltalog.txn.transaction import CommitResult, Transaction
 
@@ -81,11 +83,8 @@ class Table:
             version = self.version_at(timestamp)
         if version is not None:
             return self._load(version)
-        latest = self._latest
-        if latest is not None and self._still_there(latest):
-            latest = self.update(latest)
-        else:
-            latest = self._load(None)
+        cached = self._latest
+        latest = self.update(cached) if cached is not None and self._still_there(cached) else self._load(None)
         self._latest = latest
         return latest
 
@@ -236,6 +235,24 @@ class Table:
         from deltalog.log.cleanup import cleanup_expired_logs
 
         return cleanup_expired_logs(self.snapshot(), retention=retention, clock=clock, dry_run=dry_run)
+
+    def delete(
+        self,
+        predicate: FilterLike | None = None,
+        *,
+        use_deletion_vectors: bool | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> DeleteResult:
+        """Delete the rows matching ``predicate`` (see :mod:`deltalog.commands.delete`): deletion vectors
+        when the table enables them, copy-on-write otherwise.
+
+        Example:
+            >>> Table("/data/events").delete([("day", "<", "2024-01-01")]).num_deleted_rows  # doctest: +SKIP
+            5000
+        """
+        from deltalog.commands.delete import delete
+
+        return delete(self, predicate, use_deletion_vectors=use_deletion_vectors, clock=clock)
 
     def vacuum(
         self,

@@ -57,8 +57,23 @@ def read_snapshot(
     return result.select(names)
 
 
+def read_file_rows(
+    snapshot: Snapshot, add: dict[str, Any], *, apply_deletion_vector: bool = True
+) -> pa.Table:
+    """Every column of one live file (a row of ``add_files()``) as logical rows; without
+    ``apply_deletion_vector`` the rows keep their physical positions (row ``i`` is row index ``i``).
+
+    Example:
+        >>> row = snap.add_files().to_pylist()[0]                     # doctest: +SKIP
+        >>> read_file_rows(snap, row, apply_deletion_vector=False).num_rows  # doctest: +SKIP
+        1000
+    """
+    logical = snapshot.schema.to_arrow_schema()
+    return _read_file(snapshot, add, logical.names, logical, apply_dv=apply_deletion_vector)
+
+
 def _read_file(
-    snapshot: Snapshot, add: dict[str, Any], needed: list[str], out_schema: pa.Schema
+    snapshot: Snapshot, add: dict[str, Any], needed: list[str], out_schema: pa.Schema, *, apply_dv: bool = True
 ) -> pa.Table:
     schema = snapshot.schema
     mode = snapshot.column_mapping_mode
@@ -84,7 +99,7 @@ def _read_file(
             table=snapshot.table, version=snapshot.version,
         ) from None
     num_rows = pf.metadata.num_rows
-    if add.get("deletionVector"):
+    if apply_dv and add.get("deletionVector"):
         data = _apply_dv(snapshot, add, data, num_rows)
         num_rows = data.num_rows
     data_schema = StructType(tuple(data_fields))
@@ -110,9 +125,23 @@ def _partition_column(raw: str | None, dtype: Any, n: int, snapshot: Snapshot) -
 
 
 def _apply_dv(snapshot: Snapshot, add: dict[str, Any], data: pa.Table, num_rows: int) -> pa.Table:
+    return data.filter(pa.array(kept_rows(snapshot, add, num_rows)))
+
+
+def kept_rows(snapshot: Snapshot, add: dict[str, Any], num_rows: int) -> Any:
+    """Boolean numpy mask of the rows of a live file its deletion vector keeps (all True without one).
+
+    Example:
+        >>> kept_rows(snap, snap.add_files().to_pylist()[0], 10).sum()  # doctest: +SKIP
+        8
+    """
+    import numpy as np
+
     from deltalog.arrow.deletion_vectors import deletion_mask
     from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor
 
+    if not add.get("deletionVector"):
+        return np.ones(num_rows, dtype=bool)
     dv = {k: v for k, v in add["deletionVector"].items() if v is not None}
     where = {"table": snapshot.table, "version": snapshot.version, "file": add["path"]}
     descriptor = DeletionVectorDescriptor.from_dict(dv, where=where)
@@ -125,8 +154,7 @@ def _apply_dv(snapshot: Snapshot, add: dict[str, Any], data: pa.Table, num_rows:
             rel = path[len(prefix):] if path.startswith(prefix) else path
             return store.read_range(rel, offset, length)
 
-    keep = deletion_mask(descriptor, root, num_rows, read_bytes=reader)
-    return data.filter(pa.array(keep))
+    return deletion_mask(descriptor, root, num_rows, read_bytes=reader)
 
 
 def _read_dv_bytes(path: str, offset: int, length: int) -> bytes:
@@ -171,4 +199,4 @@ def _resolve(snapshot: Snapshot, path: str) -> str:
     return snapshot.store.full_path(unquote(path))
 
 
-__all__ = ["Condition", "read_snapshot"]
+__all__ = ["Condition", "kept_rows", "read_file_rows", "read_snapshot"]

@@ -1,0 +1,252 @@
+"""``DELETE FROM table WHERE ...`` in the kernel, executed with Arrow.
+
+Only files that can hold matching rows are opened (partition pruning and min/max skipping). A predicate
+on partition columns alone removes whole files without reading them. Otherwise each touched file is
+handled one of two ways:
+
+* **deletion vectors** (merge-on-read) when the table has ``delta.enableDeletionVectors=true`` and the
+  ``deletionVectors`` feature: the deleted row positions are merged with the file's existing deletion
+  vector into a new one (all new DVs of one DELETE go into one ``deletion_vector_<uuid>.bin``) and the
+  file is re-added with it (``tightBounds: false`` in its stats, the data file untouched);
+* **copy-on-write** otherwise: the surviving rows are written to new files and the old file removed.
+
+A file whose every remaining row matches is simply removed. The transaction records the predicate and
+the files it read, so concurrent writers to other partitions or files do not conflict.
+
+Example:
+    >>> import deltalog
+    >>> delete(deltalog.Table("/data/events"), [("day", "=", "2024-05-01")]).num_deleted_rows
+    ... # doctest: +SKIP
+    1000
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.arrow.filters import Condition, normalize_filter, prune_files, row_mask
+from deltalog.arrow.read import kept_rows, read_file_rows
+from deltalog.errors import InvalidArgumentError
+from deltalog.protocol.actions import Add
+from deltalog.txn.operations import Delete
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import FilterLike, Snapshot
+    from deltalog.table import Table
+    from deltalog.txn.transaction import Transaction
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    """What a DELETE did; ``version`` is ``None`` when no row matched (nothing is committed).
+
+    Example:
+        >>> DeleteResult(version=None).num_deleted_rows
+        0
+    """
+
+    version: int | None
+    num_deleted_rows: int = 0
+    num_removed_files: int = 0
+    num_added_files: int = 0
+    num_deletion_vectors_added: int = 0
+    num_copied_rows: int = 0
+    used_deletion_vectors: bool = False
+
+
+def uses_deletion_vectors(snapshot: Snapshot) -> bool:
+    """Whether DML on this table should write deletion vectors (property and feature both on).
+
+    Example:
+        >>> uses_deletion_vectors(snap)                                   # doctest: +SKIP
+        False
+    """
+    enabled = snapshot.properties.get("delta.enableDeletionVectors", "false").lower() == "true"
+    return enabled and snapshot.has_feature("deletionVectors")
+
+
+def delete(
+    table: Table,
+    predicate: FilterLike | None = None,
+    *,
+    use_deletion_vectors: bool | None = None,
+    clock: Callable[[], int] | None = None,
+) -> DeleteResult:
+    """Delete the rows matching ``predicate`` (``(column, op, value)`` conditions joined by AND, or a
+    ``pyarrow.compute`` expression; ``None`` deletes every row) in one ``DELETE`` commit.
+
+    ``use_deletion_vectors`` defaults to the table's setting; asking for them on a table without the
+    feature is an error.
+
+    Example:
+        >>> delete(deltalog.Table("/data/t"), [("id", "<", 10)]).version  # doctest: +SKIP
+        5
+    """
+    snap = table.snapshot()
+    dvs = uses_deletion_vectors(snap) if use_deletion_vectors is None else use_deletion_vectors
+    if dvs and not uses_deletion_vectors(snap):
+        raise InvalidArgumentError(
+            "deletion vectors are not enabled on this table; set delta.enableDeletionVectors=true first",
+            table=table.location,
+        )
+    conditions, expression = normalize_filter(predicate, snap.schema, table=table.location)
+    options: dict[str, Any] = {"snapshot": snap}
+    if clock is not None:
+        options["clock"] = clock
+    txn = table.transaction(Delete(predicate=_describe(predicate)), **options)
+    if conditions and expression is None:
+        txn.read_predicate([(c.column, c.op, c.value) for c in conditions])
+    else:
+        txn.read_whole_table()
+    candidates = prune_files(snap, conditions)
+    txn.read_files(candidates.column("path").to_pylist())
+    partitions = set(snap.partition_columns)
+    if expression is None and all(c.column in partitions for c in conditions):
+        return _drop_whole_files(txn, candidates)
+    return _delete_rows(table, snap, txn, candidates, conditions, expression, dvs)
+
+
+def _describe(predicate: Any) -> str | None:
+    if predicate is None:
+        return None
+    if isinstance(predicate, pc.Expression):
+        return str(predicate)
+    conds = [predicate] if isinstance(predicate, tuple) else list(predicate)
+    return " AND ".join(f"{c[0]} {c[1]} {c[2]!r}" for c in conds)
+
+
+def _drop_whole_files(txn: Transaction, files: pa.Table) -> DeleteResult:
+    if files.num_rows == 0:
+        return DeleteResult(version=None)
+    rows = files.to_pylist()
+    deleted = sum(_live_records(r) for r in rows)
+    txn.remove_files(rows)
+    result = txn.commit(metrics={"numRemovedFiles": len(rows), "numDeletedRows": deleted, "numAddedFiles": 0})
+    return DeleteResult(version=result.version, num_deleted_rows=deleted, num_removed_files=len(rows))
+
+
+def _live_records(row: Mapping[str, Any]) -> int:
+    try:
+        n = int(json.loads(row.get("stats") or "{}").get("numRecords", 0))
+    except (ValueError, TypeError):
+        n = 0
+    dv = row.get("deletionVector") or {}
+    return n - int(dv.get("cardinality") or 0)
+
+
+def _delete_rows(
+    table: Table,
+    snap: Snapshot,
+    txn: Transaction,
+    candidates: pa.Table,
+    conditions: list[Condition],
+    expression: pc.Expression | None,
+    dvs: bool,
+) -> DeleteResult:
+    removed: list[dict[str, Any]] = []
+    dv_files: list[tuple[dict[str, Any], np.ndarray]] = []
+    survivors: list[pa.Table] = []
+    deleted = copied = 0
+    for row in candidates.to_pylist():
+        data = read_file_rows(snap, row, apply_deletion_vector=False)
+        keep = kept_rows(snap, row, data.num_rows)
+        hit = _matches(data, conditions, expression) & keep
+        n_hit = int(hit.sum())
+        if n_hit == 0:
+            continue
+        deleted += n_hit
+        removed.append(row)
+        remaining = keep & ~hit
+        if not remaining.any():
+            continue
+        if dvs:
+            dv_files.append((row, np.flatnonzero(~remaining).astype(np.uint64)))
+        else:
+            survivors.append(data.filter(pa.array(remaining)))
+            copied += int(remaining.sum())
+    if not removed:
+        return DeleteResult(version=None, used_deletion_vectors=dvs)
+    txn.remove_files(removed)
+    added = _readd_with_dvs(snap, txn, dv_files) if dv_files else 0
+    if survivors:
+        added += _rewrite(table, snap, txn, survivors)
+    metrics = {
+        "numDeletedRows": deleted, "numRemovedFiles": len(removed), "numAddedFiles": added,
+        "numCopiedRows": copied, "numDeletionVectorsAdded": len(dv_files),
+    }
+    result = txn.commit(metrics=metrics)
+    return DeleteResult(
+        version=result.version, num_deleted_rows=deleted, num_removed_files=len(removed),
+        num_added_files=added, num_deletion_vectors_added=len(dv_files), num_copied_rows=copied,
+        used_deletion_vectors=dvs,
+    )
+
+
+def _matches(data: pa.Table, conditions: list[Condition], expression: pc.Expression | None) -> np.ndarray:
+    if not conditions and expression is None:
+        return np.ones(data.num_rows, dtype=bool)
+    import pyarrow.dataset as ds
+
+    expr = row_mask(data, conditions) if conditions else expression
+    if conditions and expression is not None:
+        expr = expr & expression
+    mask = ds.dataset(data).to_table(columns={"m": expr}).column("m")
+    return np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _readd_with_dvs(snap: Snapshot, txn: Transaction, files: list[tuple[dict[str, Any], np.ndarray]]) -> int:
+    """Re-add each file with a deletion vector holding all its deleted rows (old and new)."""
+    from deltalog.arrow.deletion_vectors import write_deletion_vectors
+
+    descriptors = write_deletion_vectors(snap.store.full_path(""), [rows for _, rows in files])
+    for (row, _), dv in zip(files, descriptors, strict=True):
+        txn.add_file(
+            Add(
+                path=row["path"],
+                partitionValues=dict(row.get("partitionValues") or []),
+                size=row["size"],
+                modificationTime=row["modificationTime"],
+                dataChange=True,
+                stats=_wide_bounds(row.get("stats")),
+                tags=dict(row["tags"]) if row.get("tags") else None,
+                deletionVector=dv.to_dict(),
+                baseRowId=row.get("baseRowId"),
+                defaultRowCommitVersion=row.get("defaultRowCommitVersion"),
+            )
+        )
+    return len(files)
+
+
+def _wide_bounds(stats: str | None) -> str | None:
+    """Stats stay valid as bounds after a delete, but are no longer tight."""
+    if not stats:
+        return stats
+    try:
+        parsed = json.loads(stats)
+    except ValueError:
+        return None
+    parsed["tightBounds"] = False
+    return json.dumps(parsed, separators=(",", ":"))
+
+
+def _rewrite(table: Table, snap: Snapshot, txn: Transaction, survivors: list[pa.Table]) -> int:
+    from deltalog.arrow.write_files import DataFileWriter
+
+    writer = DataFileWriter(table.store, snap.schema, snap.partition_columns)
+    try:
+        for part in survivors:
+            writer.write(part)
+        written = writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    for f in written:
+        txn.add_file(f.to_add())
+    return len(written)
