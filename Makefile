@@ -1,16 +1,16 @@
 # Two entry points for a fresh machine (Python >= 3.10, pip reaching PyPI):
 #   make demo   create .venv, install deltalog, run the demo pipeline
-#   make test   create .venv, install deltalog + test tools, run ruff, mypy and pytest
+#   make test   create .venv, install deltalog + test tools + pyspark, run ruff, mypy, pytest (kernel, then Spark)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint typecheck unit conformance bench docs clean
+.PHONY: demo test lint typecheck unit conformance bench bench-spark docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $@
 
 demo: $(VENV)/.installed
@@ -24,9 +24,13 @@ typecheck: $(VENV)/.installed
 
 test: lint typecheck
 	$(PY) -m pytest -q -m "not spark" -p no:cacheprovider
+	$(PY) -m pytest -q -m spark -p no:cacheprovider tests/spark
 
 conformance: $(VENV)/.installed
 	$(PY) -m pytest -q tests/conformance
+
+bench-spark: $(VENV)/.installed
+	$(PY) bench/spark_io.py
 
 docs: $(VENV)/.installed
 	$(PY) scripts/conformance_report.py > docs/conformance.md

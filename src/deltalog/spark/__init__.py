@@ -1,0 +1,27 @@
+"""deltalog's Spark engine: Delta tables read and written by Spark jobs, with the log kept by the kernel.
+
+Spark does the data work -- a parquet scan for reads, ``mapInArrow`` tasks writing parquet for writes --
+and deltalog's kernel does everything transactional: snapshots, time travel, file pruning, deletion
+vectors, schema enforcement and the commit. This package is the only place deltalog imports pyspark;
+``import deltalog`` works without it.
+
+Example:
+    >>> from pyspark.sql import SparkSession
+    >>> from deltalog.spark import DeltaTable, configure, read, write
+    >>> spark = configure(SparkSession.builder.master("local[2]")).getOrCreate()       # doctest: +SKIP
+    >>> write(spark.range(5), "/tmp/t", mode="overwrite")                              # doctest: +SKIP
+    >>> spark.read.format("delta").load("/tmp/t").count()                              # doctest: +SKIP
+    5
+    >>> DeltaTable.forPath(spark, "/tmp/t").history().count()                          # doctest: +SKIP
+    1
+"""
+
+from __future__ import annotations
+
+from deltalog.spark import exceptions
+from deltalog.spark.read import read
+from deltalog.spark.session import configure, register, unregister
+from deltalog.spark.table import DeltaTable
+from deltalog.spark.write import write
+
+__all__ = ["DeltaTable", "configure", "exceptions", "read", "register", "unregister", "write"]

@@ -1,0 +1,218 @@
+"""Helpers shared by the Spark read, write and table modules (no public API).
+
+* :func:`open_table` / :func:`load_snapshot` -- the kernel's table and snapshot, with errors worded the
+  way delta-spark words them (``[DELTA_MISSING_DELTA_TABLE] ...``), still deltalog exception classes;
+* :func:`spark_file_uri` -- the exact ``file:/...`` string Spark reports in ``_metadata.file_path``;
+* :func:`spark_type` / :func:`physical_type` -- Delta types as ``pyspark.sql.types`` objects;
+* :func:`option_map` -- case-insensitive option names (Spark's options are case-insensitive).
+
+Example:
+    >>> spark_file_uri("/data/t/p=a b/x.parquet")
+    'file:/data/t/p=a%20b/x.parquet'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from deltalog.errors import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
+from deltalog.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, physical_name
+from deltalog.storage import LocalLogStore
+from deltalog.table import Table
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+
+# Characters java.net.URI leaves unquoted in a path (besides letters, digits and non-ASCII characters).
+_URI_PATH_SAFE = frozenset("/_-!.~'()*,;:$&+=@")
+_TRUE = ("true", "1", "yes")
+_FALSE = ("false", "0", "no")
+
+
+def spark_file_uri(path: str) -> str:
+    """``file:`` + the path quoted as Hadoop's ``Path.toUri().toString()`` does (what ``_metadata.file_path``
+    holds): ASCII characters outside URI path syntax become ``%XX``; non-ASCII characters stay.
+
+    Example:
+        >>> spark_file_uri("/t/p=a%2Fb/ü#1.parquet")
+        'file:/t/p=a%252Fb/ü%231.parquet'
+    """
+    out = []
+    for ch in os.path.abspath(path):
+        if (ch.isascii() and not (ch.isalnum() or ch in _URI_PATH_SAFE)) or not ch.isprintable():
+            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8")))
+        else:
+            out.append(ch)
+    return "file:" + "".join(out)
+
+
+def open_table(path: Any) -> Table:
+    """A kernel :class:`~deltalog.Table` for a local path or ``file:`` URI (the Spark engine reads and
+    writes local tables only: executors must reach the files by the same path).
+
+    Example:
+        >>> open_table("/data/events").location                    # doctest: +SKIP
+        '/data/events'
+    """
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+        raise InvalidArgumentError(f"a Delta table path must be a non-empty string, got {path!r}")
+    table = Table(os.fspath(path))
+    if not isinstance(table.store, LocalLogStore):
+        raise InvalidArgumentError(
+            f"the Spark engine of deltalog reads and writes tables on a local or shared file system only; "
+            f"{os.fspath(path)!r} is not such a path",
+            table=os.fspath(path),
+        )
+    return table
+
+
+def load_snapshot(path: Any, *, version: Any = None, timestamp: Any = None) -> Snapshot:
+    """The snapshot at ``version`` / ``timestamp`` (latest by default), with delta-spark-style errors.
+
+    Example:
+        >>> load_snapshot("/data/events", version="3").version      # doctest: +SKIP
+        3
+    """
+    table = open_table(path)
+    where = table.location
+    if version is not None and timestamp is not None:
+        raise InvalidArgumentError(
+            "[DELTA_TIME_TRAVEL_MULTIPLE_FORMATS] Cannot specify both versionAsOf and timestampAsOf", table=where
+        )
+    if version is not None:
+        version = parse_int(version, "versionAsOf")
+    try:
+        return table.snapshot(version, timestamp=timestamp)
+    except TableNotFoundError as exc:
+        raise TableNotFoundError(
+            f"[DELTA_MISSING_DELTA_TABLE] {where} is not a Delta table ({exc.message})", table=where
+        ) from None
+    except VersionNotFoundError as exc:
+        what = f"version {version}" if version is not None else f"timestamp {timestamp}"
+        raise VersionNotFoundError(
+            f"[DELTA_VERSION_NOT_FOUND] Cannot time travel Delta table to {what}: {exc.message}", table=where
+        ) from None
+
+
+def parse_int(value: Any, name: str) -> int:
+    """An option value as an int (options set with ``.option()`` arrive as strings).
+
+    Example:
+        >>> parse_int("7", "versionAsOf")
+        7
+    """
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"option {name} must be an integer, got {value!r}")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"option {name} must be an integer, got {value!r}") from None
+
+
+def parse_bool(value: Any, name: str) -> bool:
+    """An option value as a bool (``True``, ``"true"``, ``"false"``, ...).
+
+    Example:
+        >>> parse_bool("TRUE", "mergeSchema")
+        True
+    """
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise InvalidArgumentError(f"option {name} must be true or false, got {value!r}")
+
+
+def option_map(options: Mapping[str, Any], known: Sequence[str], *, what: str) -> dict[str, Any]:
+    """Options keyed by their canonical (``known``) spelling, matched case-insensitively; ``None`` values
+    are dropped; ``delta.*`` table properties are kept as given; anything else raises with the valid names.
+
+    Example:
+        >>> option_map({"MERGESCHEMA": "true"}, ["mergeSchema"], what="write")
+        {'mergeSchema': 'true'}
+    """
+    canonical = {k.lower(): k for k in known}
+    out: dict[str, Any] = {}
+    unknown = []
+    for key, value in options.items():
+        if value is None:
+            continue
+        name = canonical.get(str(key).lower())
+        if name is not None:
+            out[name] = value
+        elif str(key).startswith("delta."):
+            out[str(key)] = value
+        else:
+            unknown.append(key)
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown {what} option(s) {sorted(unknown)}; valid options are {sorted(known)} "
+            "and delta.* table properties"
+        )
+    return out
+
+
+# ------------------------------------------------------------------------------------------- types
+
+
+def _physical_dt(dt: DataType, mode: str) -> DataType:
+    if isinstance(dt, StructType):
+        return StructType(tuple(physical_field(f, mode) for f in dt.fields))
+    if isinstance(dt, ArrayType):
+        return replace(dt, element_type=_physical_dt(dt.element_type, mode))
+    if isinstance(dt, MapType):
+        return replace(dt, key_type=_physical_dt(dt.key_type, mode), value_type=_physical_dt(dt.value_type, mode))
+    return dt
+
+
+def physical_field(field: StructField, mode: str) -> StructField:
+    """The field as stored in data files: physical names at every nesting level, no metadata.
+
+    Example:
+        >>> from deltalog.protocol.schema import PrimitiveType
+        >>> f = StructField("a", PrimitiveType("long"), True, {"delta.columnMapping.physicalName": "c1"})
+        >>> physical_field(f, "name").name
+        'c1'
+    """
+    return StructField(physical_name(field, mode), _physical_dt(field.type, mode), field.nullable, {})
+
+
+def spark_type(dt: DataType | StructType) -> Any:
+    """The ``pyspark.sql.types`` type of a Delta type (both share the same JSON form).
+
+    Example:
+        >>> from deltalog.protocol.schema import PrimitiveType
+        >>> spark_type(PrimitiveType("long"))                       # doctest: +SKIP
+        LongType()
+    """
+    return spark_schema([StructField("x", dt, True, {})]).fields[0].dataType
+
+
+def spark_schema(fields: Sequence[StructField], *, keep_metadata: bool = False) -> Any:
+    """A ``pyspark.sql.types.StructType`` of Delta fields.
+
+    Example:
+        >>> spark_schema(snapshot.schema.fields)                    # doctest: +SKIP
+        StructType([StructField('id', LongType(), True)])
+    """
+    from pyspark.sql.types import StructType as SparkStruct
+
+    kept = tuple(f if keep_metadata else replace(f, metadata={}) for f in fields)
+    return SparkStruct.fromJson(json.loads(StructType(kept).to_json()))
+
+
+def session_of(df: Any) -> Any:
+    """The SparkSession of a DataFrame (classic or Connect).
+
+    Example:
+        >>> session_of(spark.range(1)) is spark                      # doctest: +SKIP
+        True
+    """
+    return df.sparkSession

@@ -1,0 +1,306 @@
+"""Session setup, and how ``format("delta")`` reaches deltalog.
+
+Mechanism: **client-side routing**. Spark has no JVM Delta provider here (and none is needed): after
+:func:`register` (or :func:`configure`), the Python ``DataFrameReader`` / ``DataFrameWriter`` classes of
+this process -- classic and Spark Connect alike -- remember what ``format()``, ``option(s)()``,
+``mode()`` and ``partitionBy()`` were given, and ``load()`` / ``save()`` with the ``delta`` format call
+:func:`deltalog.spark.read` / :func:`deltalog.spark.write` instead of the JVM. Every other format
+goes to Spark unchanged. Nothing is installed on the cluster and the server side is never patched,
+so the same code works in a local session, on a cluster and over Spark Connect; the reads and
+writes themselves are ordinary Spark jobs (a parquet scan, ``mapInArrow``). A Python data source was
+not chosen: it cannot prune columns, rejects ``errorifexists``/``ignore`` and ``partitionBy``, and its
+commit runs in a separate worker process (see ``NOTES.md``).
+
+Limits of the routing: it covers ``spark.read.format("delta")...load(path)`` and
+``df.write.format("delta")...save(path)`` (and the ``format=`` arguments of ``load``/``save``);
+catalog tables (``saveAsTable``, ``spark.table``), SQL (``delta.`/path```) and streaming are not routed.
+Executors must be able to import deltalog (same interpreter via ``PYSPARK_PYTHON``, or shipped with
+``spark.submit.pyFiles``).
+
+Example:
+    >>> from pyspark.sql import SparkSession
+    >>> from deltalog.spark import configure
+    >>> spark = configure(SparkSession.builder.master("local[2]")).getOrCreate()      # doctest: +SKIP
+    >>> spark.range(3).write.format("delta").save("/tmp/t")                           # doctest: +SKIP
+    >>> spark.read.format("delta").load("/tmp/t").count()                             # doctest: +SKIP
+    3
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from deltalog.errors import InvalidArgumentError
+
+__all__ = ["RECOMMENDED_CONF", "configure", "is_registered", "register", "unregister"]
+
+#: Session settings deltalog's Spark paths are measured with (see ``NOTES.md``).
+RECOMMENDED_CONF = {
+    # Planning a scan of many explicit files is 10x faster without a distributed listing job.
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
+    # Spark's own writers (not deltalog's) would leave _SUCCESS files in table directories.
+    "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+_RUNTIME_CONF = (
+    "spark.sql.sources.parallelPartitionDiscovery.threshold",
+    "spark.sql.execution.arrow.pyspark.enabled",
+)
+_STATE = "_deltalog_state"
+_LOCK = threading.Lock()
+_ORIGINALS: dict[tuple[type, str], Callable[..., Any]] = {}
+
+
+def configure(builder: Any, *, raw_local_fs: bool = False) -> Any:
+    """Add the recommended settings to a ``SparkSession.Builder`` and route the ``delta`` format.
+
+    ``raw_local_fs=True`` also makes Spark's local file system skip ``.crc`` side files (deltalog's
+    own writes never create them; only needed when Spark itself writes next to the table).
+
+    Example:
+        >>> spark = configure(SparkSession.builder.master("local[2]")).getOrCreate()  # doctest: +SKIP
+    """
+    for key, value in RECOMMENDED_CONF.items():
+        builder = builder.config(key, value)
+    if raw_local_fs:
+        builder = builder.config("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
+    _install()
+    return builder
+
+
+def register(spark: Any) -> Any:
+    """Route ``format("delta")`` reads and writes of this process to deltalog and apply the runtime
+    settings of :data:`RECOMMENDED_CONF` to ``spark``; returns ``spark``. Safe to call repeatedly.
+
+    Example:
+        >>> register(spark).read.format("delta").load("/data/events").count()         # doctest: +SKIP
+        1000
+    """
+    _install()
+    for key in _RUNTIME_CONF:
+        try:
+            current = spark.conf.get(key, None)
+        except Exception:
+            current = None
+        wanted = RECOMMENDED_CONF[key]
+        if key.endswith("threshold"):
+            try:
+                if current is not None and int(current) >= int(wanted):
+                    continue
+            except ValueError:
+                pass
+        elif current is not None and str(current).lower() == wanted:
+            continue
+        spark.conf.set(key, wanted)
+    return spark
+
+
+def is_registered() -> bool:
+    """True while the ``delta`` format is routed to deltalog.
+
+    Example:
+        >>> is_registered()
+        False
+    """
+    return bool(_ORIGINALS)
+
+
+def unregister() -> None:
+    """Undo :func:`register`: restore the original reader and writer methods.
+
+    Example:
+        >>> unregister(); is_registered()
+        False
+    """
+    with _LOCK:
+        for (cls, name), original in _ORIGINALS.items():
+            setattr(cls, name, original)
+        _ORIGINALS.clear()
+
+
+# ----------------------------------------------------------------------------------------- routing
+
+
+def _classes() -> tuple[list[type], list[type]]:
+    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
+
+    readers: list[type] = [DataFrameReader]
+    writers: list[type] = [DataFrameWriter]
+    try:  # Spark Connect needs optional packages (grpcio, ...); without them only classic is routed
+        from pyspark.sql.connect.readwriter import DataFrameReader as ConnectReader
+        from pyspark.sql.connect.readwriter import DataFrameWriter as ConnectWriter
+    except Exception:
+        return readers, writers
+    return [*readers, ConnectReader], [*writers, ConnectWriter]
+
+
+def _state(obj: Any) -> dict[str, Any]:
+    state: dict[str, Any] | None = obj.__dict__.get(_STATE)
+    if state is None:
+        state = {"format": None, "options": {}, "mode": None, "partitionBy": None, "schema": False}
+        obj.__dict__[_STATE] = state
+    return state
+
+
+def _is_delta(source: Any) -> bool:
+    return isinstance(source, str) and source.strip().lower() == "delta"
+
+
+def _patch(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    original = getattr(cls, name)
+    _ORIGINALS[(cls, name)] = original
+    wrapper = make(original)
+    functools.update_wrapper(wrapper, original)
+    setattr(cls, name, wrapper)
+
+
+def _install() -> None:
+    with _LOCK:
+        if _ORIGINALS:
+            return
+        readers, writers = _classes()
+        for cls in readers:
+            _patch(cls, "format", _recording_format)
+            _patch(cls, "option", _recording_option)
+            _patch(cls, "options", _recording_options)
+            _patch(cls, "schema", _recording_schema)
+            _patch(cls, "load", _routed_load)
+        for cls in writers:
+            _patch(cls, "format", _recording_format)
+            _patch(cls, "option", _recording_option)
+            _patch(cls, "options", _recording_options)
+            _patch(cls, "mode", _recording_mode)
+            _patch(cls, "partitionBy", _recording_partition_by)
+            _patch(cls, "save", _routed_save)
+            _patch(cls, "saveAsTable", _refused_for_delta("saveAsTable"))
+            _patch(cls, "insertInto", _refused_for_delta("insertInto"))
+
+
+def _recording_format(original: Callable[..., Any]) -> Callable[..., Any]:
+    def format(self: Any, source: str) -> Any:
+        _state(self)["format"] = source
+        return original(self, source)
+
+    return format
+
+
+def _recording_option(original: Callable[..., Any]) -> Callable[..., Any]:
+    def option(self: Any, key: str, value: Any) -> Any:
+        _state(self)["options"][key] = value
+        return original(self, key, value)
+
+    return option
+
+
+def _recording_options(original: Callable[..., Any]) -> Callable[..., Any]:
+    def options(self: Any, **opts: Any) -> Any:
+        _state(self)["options"].update(opts)
+        return original(self, **opts)
+
+    return options
+
+
+def _recording_schema(original: Callable[..., Any]) -> Callable[..., Any]:
+    def schema(self: Any, schema: Any) -> Any:
+        _state(self)["schema"] = True
+        return original(self, schema)
+
+    return schema
+
+
+def _recording_mode(original: Callable[..., Any]) -> Callable[..., Any]:
+    def mode(self: Any, saveMode: Any) -> Any:
+        if saveMode is not None:
+            _state(self)["mode"] = saveMode
+        return original(self, saveMode)
+
+    return mode
+
+
+def _recording_partition_by(original: Callable[..., Any]) -> Callable[..., Any]:
+    def partitionBy(self: Any, *cols: Any) -> Any:
+        flat = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else list(cols)
+        _state(self)["partitionBy"] = flat
+        return original(self, *cols)
+
+    return partitionBy
+
+
+def _session_of_reader(reader: Any) -> Any:
+    return reader.__dict__.get("_spark") or reader.__dict__.get("_client")
+
+
+def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
+    def load(self: Any, path: Any = None, format: Any = None, schema: Any = None, **options: Any) -> Any:
+        state = _state(self)
+        if not _is_delta(format if format is not None else state["format"]):
+            return original(self, path, format, schema, **options)
+        from deltalog.spark._common import option_map
+        from deltalog.spark.read import READ_OPTIONS, read
+
+        if schema is not None or state["schema"]:
+            raise InvalidArgumentError(
+                "[DELTA_UNSUPPORTED_SCHEMA_DURING_READ] Delta does not support specifying the schema at read time"
+            )
+        opts = option_map({**state["options"], **options}, READ_OPTIONS, what="Delta read")
+        opts = {k: v for k, v in opts.items() if not k.startswith("delta.")}
+        target = path if path is not None else opts.get("path")
+        if not isinstance(target, str):
+            raise InvalidArgumentError(f"a Delta read needs exactly one table path, got {target!r}")
+        return read(
+            _session_of_reader(self),
+            target,
+            versionAsOf=opts.get("versionAsOf"),
+            timestampAsOf=opts.get("timestampAsOf"),
+        )
+
+    return load
+
+
+def _writer_dataframe(writer: Any) -> Any:
+    df = writer.__dict__.get("_df")
+    if type(df).__name__ == "DataFrame":
+        return df
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+
+    return ConnectDataFrame(df, writer.__dict__["_spark"])
+
+
+def _routed_save(original: Callable[..., Any]) -> Callable[..., Any]:
+    def save(
+        self: Any, path: Any = None, format: Any = None, mode: Any = None, partitionBy: Any = None, **options: Any
+    ) -> None:
+        state = _state(self)
+        if not _is_delta(format if format is not None else state["format"]):
+            return original(self, path, format, mode, partitionBy, **options)  # type: ignore[no-any-return]
+        from deltalog.spark.write import write
+
+        opts = {**state["options"], **options}
+        target = path if path is not None else opts.get("path")
+        opts = {k: v for k, v in opts.items() if k.lower() != "path"}
+        if not isinstance(target, str):
+            raise InvalidArgumentError(f"a Delta write needs a table path, got {target!r}")
+        parts = partitionBy if partitionBy is not None else state["partitionBy"]
+        chosen = mode if mode is not None else state["mode"]
+        write(_writer_dataframe(self), target, mode=chosen, partitionBy=parts, **opts)
+        return None
+
+    return save
+
+
+def _refused_for_delta(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if _is_delta(kwargs.get("format", _state(self)["format"])):
+                raise InvalidArgumentError(
+                    f"{name}() with format('delta') needs a catalog, which deltalog's Spark engine does not "
+                    "provide yet; write to a path with save(path)"
+                )
+            return original(self, *args, **kwargs)
+
+        return method
+
+    return make

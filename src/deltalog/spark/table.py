@@ -1,0 +1,358 @@
+"""``DeltaTable``: delta-spark's Python API (camelCase), on deltalog's kernel and Spark engine.
+
+Covered so far: ``forPath``, ``isDeltaTable``, ``toDF``, ``alias``, ``history``, ``detail``,
+``vacuum``, ``restoreToVersion``, ``restoreToTimestamp``. The result DataFrames use delta-spark's
+column names and types. Metadata is small: it is built on the driver from the log and handed to
+Spark from Arrow. Not yet: ``forName`` (no catalog), ``delete``/``update``/``merge``/``optimize``
+and the create/replace builders.
+
+Example:
+    >>> from deltalog.spark import DeltaTable
+    >>> dt = DeltaTable.forPath(spark, "/data/events")                       # doctest: +SKIP
+    >>> dt.history(1).select("version", "operation").first()                   # doctest: +SKIP
+    Row(version=12, operation='WRITE')
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from deltalog.errors import InvalidArgumentError, TableNotFoundError
+from deltalog.protocol.features import reader_features, writer_features
+from deltalog.spark._common import load_snapshot, open_table
+from deltalog.spark.read import read_snapshot
+
+__all__ = ["DeltaTable"]
+
+DataFrame = Any  # pyspark.sql.DataFrame (classic or Connect)
+
+_STRING_MAP = pa.map_(pa.string(), pa.string())
+_TS = pa.timestamp("us", tz="UTC")
+_JOB = pa.struct(
+    [(n, pa.string()) for n in ("jobId", "jobName", "jobRunId", "runId", "jobOwnerId", "triggerType")]
+)
+_NOTEBOOK = pa.struct([("notebookId", pa.string())])
+_HISTORY_SCHEMA = pa.schema(
+    [
+        ("version", pa.int64()),
+        ("timestamp", _TS),
+        ("userId", pa.string()),
+        ("userName", pa.string()),
+        ("operation", pa.string()),
+        ("operationParameters", _STRING_MAP),
+        ("job", _JOB),
+        ("notebook", _NOTEBOOK),
+        ("clusterId", pa.string()),
+        ("readVersion", pa.int64()),
+        ("isolationLevel", pa.string()),
+        ("isBlindAppend", pa.bool_()),
+        ("operationMetrics", _STRING_MAP),
+        ("userMetadata", pa.string()),
+        ("engineInfo", pa.string()),
+    ]
+)
+_DETAIL_SCHEMA = pa.schema(
+    [
+        ("format", pa.string()),
+        ("id", pa.string()),
+        ("name", pa.string()),
+        ("description", pa.string()),
+        ("location", pa.string()),
+        ("createdAt", _TS),
+        ("lastModified", _TS),
+        ("partitionColumns", pa.list_(pa.string())),
+        ("clusteringColumns", pa.list_(pa.string())),
+        ("numFiles", pa.int64()),
+        ("sizeInBytes", pa.int64()),
+        ("properties", _STRING_MAP),
+        ("minReaderVersion", pa.int32()),
+        ("minWriterVersion", pa.int32()),
+        ("tableFeatures", pa.list_(pa.string())),
+    ]
+)
+_RESTORE_SCHEMA = pa.schema(
+    [
+        ("table_size_after_restore", pa.int64()),
+        ("num_of_files_after_restore", pa.int64()),
+        ("num_removed_files", pa.int64()),
+        ("num_restored_files", pa.int64()),
+        ("removed_files_size", pa.int64()),
+        ("restored_files_size", pa.int64()),
+    ]
+)
+
+
+def _text_map(value: Any) -> list[tuple[str, str]] | None:
+    """A commitInfo map as string pairs (non-string values as JSON, as Spark shows them)."""
+    if not isinstance(value, Mapping):
+        return None
+    return [(str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in value.items()]
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return None if value is None or isinstance(value, bool) else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _millis(value: Any) -> dt.datetime | None:
+    ms = _int_or_none(value)
+    if ms is None:
+        return None
+    return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=ms)
+
+
+def _to_spark(spark: Any, table: pa.Table) -> DataFrame:
+    """A DataFrame of a small Arrow table, with Spark types derived from the Arrow schema."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema, prefer_timestamp_ntz=False))
+
+
+class DeltaTable:
+    """A Delta table at a path, with delta-spark's method names.
+
+    Example:
+        >>> DeltaTable.forPath(spark, "/data/events").toDF().count()          # doctest: +SKIP
+        1000
+    """
+
+    def __init__(self, spark: Any, path: str, *, alias: str | None = None) -> None:
+        self._spark = spark
+        self._table = open_table(path)
+        self._alias = alias
+
+    def __repr__(self) -> str:
+        return f"DeltaTable({self._table.location!r})"
+
+    @property
+    def path(self) -> str:
+        """The table's location.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events").path                # doctest: +SKIP
+            '/data/events'
+        """
+        return self._table.location
+
+    # ------------------------------------------------------------------------------------- opening
+
+    @classmethod
+    def forPath(cls, sparkSession: Any, path: str, hadoopConf: Mapping[str, str] | None = None) -> DeltaTable:
+        """The Delta table at ``path``; raises :class:`~deltalog.errors.TableNotFoundError` (with
+        delta-spark's ``[DELTA_MISSING_DELTA_TABLE]`` wording) when there is none.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events")                      # doctest: +SKIP
+            DeltaTable('/data/events')
+        """
+        if hadoopConf:
+            raise InvalidArgumentError("hadoopConf is not supported: deltalog reads local paths directly")
+        load_snapshot(path)  # fails early, like delta-spark, when the path holds no Delta table
+        return cls(sparkSession, path)
+
+    @classmethod
+    def isDeltaTable(cls, sparkSession: Any, identifier: str) -> bool:
+        """True when ``identifier`` (a path) holds a Delta table with at least one commit.
+
+        Example:
+            >>> DeltaTable.isDeltaTable(spark, "/data/events")                 # doctest: +SKIP
+            True
+        """
+        if not isinstance(identifier, (str, os.PathLike)):
+            return False
+        try:
+            load_snapshot(identifier)
+        except (TableNotFoundError, InvalidArgumentError):
+            return False
+        return True
+
+    @classmethod
+    def forName(cls, sparkSession: Any, tableOrViewName: str) -> DeltaTable:
+        """Not supported yet: deltalog's Spark engine has no catalog; use :meth:`forPath`.
+
+        Example:
+            >>> DeltaTable.forName(spark, "events")                            # doctest: +SKIP
+            Traceback (most recent call last):
+            ...
+            deltalog.errors.InvalidArgumentError: ...
+        """
+        raise InvalidArgumentError(
+            f"DeltaTable.forName({tableOrViewName!r}) needs a catalog, which deltalog's Spark engine does not "
+            "provide yet; use DeltaTable.forPath(spark, path)"
+        )
+
+    # ---------------------------------------------------------------------------------------- data
+
+    def toDF(self) -> DataFrame:
+        """The table's latest rows as a DataFrame (aliased when :meth:`alias` was used).
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events").toDF().columns       # doctest: +SKIP
+            ['id', 'day']
+        """
+        df = read_snapshot(self._spark, load_snapshot(self._table.location))
+        return df.alias(self._alias) if self._alias else df
+
+    def alias(self, aliasName: str) -> DeltaTable:
+        """The same table whose :meth:`toDF` carries the alias ``aliasName``.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events").alias("t").toDF().select("t.id")  # doctest: +SKIP
+        """
+        return DeltaTable(self._spark, self._table.location, alias=aliasName)
+
+    # ------------------------------------------------------------------------------------ metadata
+
+    def history(self, limit: int | None = None) -> DataFrame:
+        """Commit provenance, newest first, with delta-spark's columns (``version``, ``timestamp``,
+        ``operation``, ``operationParameters``, ``readVersion``, ``isBlindAppend``,
+        ``operationMetrics``, ``userMetadata``, ``engineInfo``, ...).
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events").history(1).first().operation  # doctest: +SKIP
+            'WRITE'
+        """
+        entries = self._table.history(limit=limit)
+        rows = []
+        for e in entries:
+            rows.append(
+                {
+                    "version": e["version"],
+                    "timestamp": _millis(e.get("timestamp")),
+                    "userId": _text(e.get("userId")),
+                    "userName": _text(e.get("userName")),
+                    "operation": _text(e.get("operation")),
+                    "operationParameters": _text_map(e.get("operationParameters")),
+                    "job": e.get("job") if isinstance(e.get("job"), Mapping) else None,
+                    "notebook": e.get("notebook") if isinstance(e.get("notebook"), Mapping) else None,
+                    "clusterId": _text(e.get("clusterId")),
+                    "readVersion": _int_or_none(e.get("readVersion")),
+                    "isolationLevel": _text(e.get("isolationLevel")),
+                    "isBlindAppend": e.get("isBlindAppend") if isinstance(e.get("isBlindAppend"), bool) else None,
+                    "operationMetrics": _text_map(e.get("operationMetrics")),
+                    "userMetadata": _text(e.get("userMetadata")),
+                    "engineInfo": _text(e.get("engineInfo")),
+                }
+            )
+        for r in rows:
+            for key, struct in (("job", _JOB), ("notebook", _NOTEBOOK)):
+                if r[key] is not None:
+                    r[key] = {struct.field(i).name: _text(r[key].get(struct.field(i).name))
+                              for i in range(struct.num_fields)}
+        return _to_spark(self._spark, pa.Table.from_pylist(rows, schema=_HISTORY_SCHEMA))
+
+    def detail(self) -> DataFrame:
+        """One row describing the table: format, id, location, createdAt, lastModified,
+        partitionColumns, numFiles, sizeInBytes, properties, protocol versions and tableFeatures.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events").detail().first().numFiles  # doctest: +SKIP
+            48
+        """
+        snap = load_snapshot(self._table.location)
+        md = snap.metadata
+        files = snap.add_files()
+        last = self._table.history(limit=1)
+        features = sorted(reader_features(snap.protocol) | writer_features(snap.protocol))
+        clustering = snap.domain_metadata("delta.clustering")
+        clustering_cols: list[str] = []
+        if clustering:
+            try:
+                clustering_cols = [".".join(c) for c in json.loads(clustering).get("clusteringColumns", [])]
+            except (ValueError, AttributeError, TypeError):
+                clustering_cols = []
+        size = files.column("size").to_pylist() if files.num_rows else []
+        row = {
+            "format": "delta",
+            "id": md.id,
+            "name": md.name,
+            "description": md.description,
+            "location": self._table.location,
+            "createdAt": _millis(md.createdTime),
+            "lastModified": _millis(last[0].get("timestamp")) if last else None,
+            "partitionColumns": list(md.partitionColumns),
+            "clusteringColumns": clustering_cols,
+            "numFiles": files.num_rows,
+            "sizeInBytes": int(sum(s or 0 for s in size)),
+            "properties": list(md.configuration.items()),
+            "minReaderVersion": snap.protocol.minReaderVersion,
+            "minWriterVersion": snap.protocol.minWriterVersion,
+            "tableFeatures": features,
+        }
+        return _to_spark(self._spark, pa.Table.from_pylist([row], schema=_DETAIL_SCHEMA))
+
+    # ------------------------------------------------------------------------------------ commands
+
+    def vacuum(
+        self, retentionHours: float | None = None, *, dryRun: bool = False, enforceRetentionDuration: bool = True
+    ) -> DataFrame:
+        """Delete files no retained version needs (older than ``retentionHours``, default
+        ``delta.deletedFileRetentionDuration``, one week); returns a DataFrame of the deleted (or, with
+        ``dryRun``, deletable) file paths in a ``path`` column.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events").vacuum(200).count()  # doctest: +SKIP
+            3
+        """
+        from deltalog.commands.vacuum import vacuum
+
+        result = vacuum(
+            self._table,
+            retention_hours=retentionHours,
+            dry_run=dryRun,
+            enforce_retention_duration=enforceRetentionDuration,
+        )
+        root = self._table.store.full_path("")
+        paths = [os.path.join(root, p) for p in result.files_deleted]
+        return _to_spark(self._spark, pa.table({"path": pa.array(paths, pa.string())}))
+
+    def restoreToVersion(self, version: int) -> DataFrame:
+        """Restore the table to ``version`` in one commit; returns delta-spark's one-row metrics
+        DataFrame (``table_size_after_restore``, ``num_of_files_after_restore``, ``num_removed_files``,
+        ``num_restored_files``, ``removed_files_size``, ``restored_files_size``).
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events").restoreToVersion(3).first().num_restored_files
+            ... # doctest: +SKIP
+            4
+        """
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise InvalidArgumentError(f"restoreToVersion needs an int version, got {version!r}")
+        return self._restore(version=version)
+
+    def restoreToTimestamp(self, timestamp: Any) -> DataFrame:
+        """Restore the table to the version current at ``timestamp`` (datetime, ISO string or epoch
+        milliseconds); returns the same metrics DataFrame as :meth:`restoreToVersion`.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events").restoreToTimestamp("2024-05-01")  # doctest: +SKIP
+        """
+        return self._restore(timestamp=timestamp)
+
+    def _restore(self, **target: Any) -> DataFrame:
+        from deltalog.commands.restore import restore
+
+        result = restore(self._table, **target)
+        row = {
+            "table_size_after_restore": result.table_size_after_restore,
+            "num_of_files_after_restore": result.num_files_after_restore,
+            "num_removed_files": result.num_removed_files,
+            "num_restored_files": result.num_restored_files,
+            "removed_files_size": result.removed_files_size,
+            "restored_files_size": result.restored_files_size,
+        }
+        return _to_spark(self._spark, pa.Table.from_pylist([row], schema=_RESTORE_SCHEMA))

@@ -1,0 +1,540 @@
+"""Writing a Spark DataFrame to a Delta table: executors write the data files, the driver commits.
+
+The plan is the kernel's (:mod:`deltalog.arrow.write`): schema enforcement and evolution
+(``mergeSchema``, ``overwriteSchema``), partitioning, ``replaceWhere``, idempotent ``txnAppId`` /
+``txnVersion``, protocol checks -- all decided on the driver before any job runs, so a schema mismatch
+fails without writing anything. Then one Spark job:
+
+* ``df.mapInArrow`` runs :func:`_write_task` in every task: incoming Arrow batches are gathered into
+  large chunks, conformed to the table schema, checked against NOT NULL columns, invariants and CHECK
+  constraints (and the ``replaceWhere`` predicate), and written with pyarrow's ``ParquetWriter`` by the
+  kernel's :class:`~deltalog.arrow.write_files.DataFileWriter` (large row groups, statistics from the
+  footer, partition columns not stored in the files);
+* partitioned writes sort each Spark partition by the partition columns first
+  (``sortWithinPartitions``), so each task writes one file per partition value (Hive-style
+  directories) and closes it as soon as the next value starts;
+* each task yields one small row per file (path, size, partition values, stats); the driver collects
+  only those rows and commits them through a kernel transaction (``WRITE`` with the right mode,
+  ``isBlindAppend`` for plain appends).
+
+A failed job commits nothing: files written by its failed tasks are deleted by the tasks, files of
+tasks that had finished are left unreferenced (as with delta-spark; ``VACUUM`` removes them). Files of
+a job whose commit fails are deleted by the driver.
+
+Example:
+    >>> from deltalog.spark import write
+    >>> write(spark.range(10), "/tmp/t", mode="overwrite").version          # doctest: +SKIP
+    0
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import json
+import re
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.arrow.write import (
+    _OP_MODES,
+    TableExistsError,
+    WriteResult,
+    _commit,
+    _Plan,
+    _plan,
+    _preflight,
+    _write_batches,
+)
+from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile, _serialize
+from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
+from deltalog.protocol.actions import Metadata
+from deltalog.protocol.schema import StructType, parse_schema
+from deltalog.spark._common import open_table, option_map, parse_bool, parse_int
+from deltalog.storage import LocalLogStore
+from deltalog.txn.operations import Write
+from deltalog.txn.predicates import ReadPredicate
+from deltalog.txn.transaction import CommitResult, Transaction
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+
+__all__ = ["SAVE_MODES", "WRITE_OPTIONS", "write"]
+
+#: Spark save modes (case-insensitive) and the kernel mode each one means.
+SAVE_MODES = {
+    "append": "append",
+    "overwrite": "overwrite",
+    "error": "error",
+    "errorifexists": "error",
+    "default": "error",
+    "ignore": "ignore",
+}
+#: Options the Delta writer accepts (case-insensitive); ``delta.*`` keys are table properties.
+WRITE_OPTIONS = (
+    "mergeSchema",
+    "overwriteSchema",
+    "replaceWhere",
+    "txnAppId",
+    "txnVersion",
+    "userMetadata",
+    "dataChange",
+    "partitionOverwriteMode",
+    "targetFileSize",
+    "path",
+)
+_CHUNK_ROWS = 1_000_000
+_CHUNK_BYTES = 64 * 1024 * 1024
+_FILE_FIELDS = (
+    ("path", pa.string()),
+    ("rel_path", pa.string()),
+    ("partition_values", pa.string()),
+    ("size", pa.int64()),
+    ("num_records", pa.int64()),
+    ("stats", pa.string()),
+    ("modification_time", pa.int64()),
+)
+_FILE_SCHEMA = pa.schema(_FILE_FIELDS)
+_FILE_DDL = ", ".join(f"{n} {'string' if t == pa.string() else 'bigint'}" for n, t in _FILE_FIELDS)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# ------------------------------------------------------------------------------------------ options
+
+
+@dataclass(frozen=True)
+class _Options:
+    mode: str
+    schema_mode: str | None
+    predicate: list[tuple[str, str, Any]] | None
+    predicate_sql: str | None
+    txn: tuple[str, int] | None
+    user_metadata: str | None
+    data_change: bool
+    properties: dict[str, str]
+    target_file_size: int
+
+
+def _parse_options(mode: Any, options: Mapping[str, Any], table: str) -> _Options:
+    mode_key = "error" if mode is None else str(mode).strip().lower()
+    if mode_key not in SAVE_MODES:
+        raise InvalidArgumentError(
+            f"[INVALID_SAVE_MODE] unknown save mode {mode!r}; valid modes are {sorted(SAVE_MODES)}", table=table
+        )
+    kmode = SAVE_MODES[mode_key]
+    opts = option_map(options, WRITE_OPTIONS, what="Delta write")
+    overwrite_schema = parse_bool(opts.get("overwriteSchema", False), "overwriteSchema")
+    merge_schema = parse_bool(opts.get("mergeSchema", False), "mergeSchema")
+    where = opts.get("replaceWhere")
+    predicate: list[tuple[str, str, Any]] | None = None
+    predicate_sql: str | None = None
+    if where is not None:
+        if kmode != "overwrite":
+            raise InvalidArgumentError(
+                f"replaceWhere selects the data an overwrite replaces; it needs mode 'overwrite', not {mode!r}",
+                table=table,
+            )
+        if overwrite_schema:
+            raise InvalidArgumentError(
+                "overwriteSchema cannot be combined with replaceWhere: the schema of a part of a table cannot be "
+                "replaced",
+                table=table,
+            )
+        predicate, predicate_sql = _parse_replace_where(where, table)
+    schema_mode = None
+    if overwrite_schema and kmode == "overwrite":
+        schema_mode = "overwrite"
+    elif merge_schema:
+        schema_mode = "merge"
+    app_id, app_version = opts.get("txnAppId"), opts.get("txnVersion")
+    if (app_id is None) != (app_version is None):
+        raise InvalidArgumentError("txnAppId and txnVersion must be given together", table=table)
+    txn = None if app_id is None else (str(app_id), parse_int(app_version, "txnVersion"))
+    pom = str(opts.get("partitionOverwriteMode", "static")).lower()
+    if pom != "static":
+        raise InvalidArgumentError(
+            f"partitionOverwriteMode {pom!r} is not supported yet; only 'static' (use replaceWhere to overwrite "
+            "selected partitions)",
+            table=table,
+        )
+    properties = {k: str(v) for k, v in opts.items() if k.startswith("delta.")}
+    target = parse_int(opts.get("targetFileSize", DEFAULT_TARGET_FILE_SIZE), "targetFileSize")
+    if target <= 0:
+        raise InvalidArgumentError(f"targetFileSize must be positive, got {target}", table=table)
+    return _Options(
+        mode=kmode,
+        schema_mode=schema_mode,
+        predicate=predicate,
+        predicate_sql=predicate_sql,
+        txn=txn,
+        user_metadata=None if opts.get("userMetadata") is None else str(opts["userMetadata"]),
+        data_change=parse_bool(opts.get("dataChange", True), "dataChange"),
+        properties=properties,
+        target_file_size=target,
+    )
+
+
+def _parse_replace_where(where: Any, table: str) -> tuple[list[tuple[str, str, Any]], str]:
+    """``replaceWhere`` as kernel conditions: a SQL conjunction (``d = '2024-01-01' AND h IN (1, 2)``,
+    ``BETWEEN``) or a list of ``(column, op, value)`` tuples."""
+    if isinstance(where, (list, tuple)):
+        conds = [tuple(c) for c in where]
+        if not all(len(c) == 3 for c in conds):
+            raise InvalidArgumentError(f"replaceWhere conditions must be (column, op, value), got {where!r}")
+        rendered = " AND ".join(f"{c[0]} {c[1]} {c[2]!r}" for c in conds)
+        return [(str(c[0]), str(c[1]), c[2]) for c in conds], rendered
+    from deltalog.txn.sql_expr import UnsupportedExpressionError, _Parser
+
+    sql = str(where)
+    try:
+        node = _Parser(sql).parse()
+        conds = _conjuncts(node)
+    except UnsupportedExpressionError as exc:
+        raise InvalidArgumentError(
+            f"replaceWhere {sql!r} is not supported: {exc.message}; use conditions 'column op literal' (=, !=, "
+            "<, <=, >, >=, IN, NOT IN, BETWEEN) on partition columns joined by AND",
+            table=table,
+        ) from None
+    return conds, sql
+
+
+def _conjuncts(node: Any) -> list[tuple[str, str, Any]]:
+    from deltalog.txn.sql_expr import UnsupportedExpressionError
+
+    def column(n: Any) -> str | None:
+        return str(n.args[0]) if n.kind == "col" and len(n.args) == 1 else None
+
+    def literal(n: Any) -> tuple[bool, Any]:
+        if n.kind == "lit":
+            return True, n.args[0]
+        if n.kind == "unary" and n.args[0] == "-" and n.args[1].kind == "lit":
+            return True, -n.args[1].args[0]
+        return False, None
+
+    kind, args = node.kind, node.args
+    if kind == "binary" and args[0] == "AND":
+        return _conjuncts(args[1]) + _conjuncts(args[2])
+    flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
+    if kind == "binary" and args[0] in flipped:
+        left, right = column(args[1]), column(args[2])
+        ok_r, val_r = literal(args[2])
+        ok_l, val_l = literal(args[1])
+        if left is not None and ok_r:
+            return [(left, args[0], val_r)]
+        if right is not None and ok_l:
+            return [(right, flipped[args[0]], val_l)]
+    if kind == "in" and column(args[0]) is not None:
+        values = [literal(i) for i in args[1]]
+        if all(ok for ok, _ in values):
+            return [(str(column(args[0])), "not in" if args[2] else "in", [v for _, v in values])]
+    if kind == "between" and column(args[0]) is not None and not args[3]:
+        (ok_lo, lo), (ok_hi, hi) = literal(args[1]), literal(args[2])
+        if ok_lo and ok_hi:
+            name = str(column(args[0]))
+            return [(name, ">=", lo), (name, "<=", hi)]
+    raise UnsupportedExpressionError("only AND-ed comparisons of a column with literals are supported")
+
+
+# ----------------------------------------------------------------------------------------- executor
+
+
+class _RunWriter(DataFileWriter):
+    """The kernel's file writer for input sorted by the partition columns: rows are split into runs of
+    equal partition values (no per-batch grouping), and a value's file is finished when the next
+    value starts, so each task holds one open file at a time."""
+
+    def write(self, table: pa.Table) -> None:
+        if not self.partition_columns or table.num_rows == 0:
+            super().write(table)
+            return
+        starts = _run_starts(table, self.partition_columns)
+        bounds = [*starts, table.num_rows]
+        for begin, end in itertools.pairwise(bounds):
+            first = table.slice(begin, 1).select(self.partition_columns).to_pylist()[0]
+            values = {f.name: _serialize(first[f.name], f) for f in self._part_fields}
+            key = tuple(values[c] for c in self.partition_columns)
+            for other in [k for k in self._open if k != key]:
+                self._finish(other)
+            self._append(key, values, table.slice(begin, end - begin))
+
+
+def _run_starts(table: pa.Table, columns: Sequence[str]) -> list[int]:
+    """Row indices where the partition values differ from the previous row (always including 0)."""
+    n = table.num_rows
+    if n < 2:
+        return [0]
+    change: Any = None
+    for name in columns:
+        col = table.column(name).combine_chunks()
+        cur, prev = col.slice(1), col.slice(0, n - 1)
+        diff: Any = pc.fill_null(pc.not_equal(cur, prev), False)
+        diff = pc.or_(diff, pc.xor(pc.is_null(cur), pc.is_null(prev)))
+        if pa.types.is_floating(col.type):
+            both_nan = pc.and_(pc.fill_null(pc.is_nan(cur), False), pc.fill_null(pc.is_nan(prev), False))
+            diff = pc.and_(diff, pc.invert(both_nan))
+        change = diff if change is None else pc.or_(change, diff)
+    idx = pc.indices_nonzero(change).to_numpy() + 1
+    return [0, *(int(i) for i in idx)]
+
+
+def _chunks(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Gather Spark's small Arrow batches into chunks of up to ~1M rows / 64 MB."""
+    pending: list[pa.RecordBatch] = []
+    rows = size = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        rows += batch.num_rows
+        size += batch.nbytes
+        if rows >= _CHUNK_ROWS or size >= _CHUNK_BYTES:
+            yield _combine(pending)
+            pending, rows, size = [], 0, 0
+    if pending:
+        yield _combine(pending)
+
+
+def _combine(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(batches) == 1:
+        return batches[0]
+    combined: pa.RecordBatch = pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+    return combined
+
+
+@dataclass(frozen=True)
+class _TaskSpec:
+    root: str
+    table: str
+    schema: StructType
+    metadata: Metadata
+    predicate: ReadPredicate | None
+    target_file_size: int
+
+
+def _write_task(spec: _TaskSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Runs in a Spark task: write the task's rows as data files, yield one row per file."""
+    store = LocalLogStore(spec.root)
+    writer = _RunWriter(
+        store, spec.schema, spec.metadata.partitionColumns, target_file_size=spec.target_file_size
+    )
+    plan = _Plan(None, spec.metadata, spec.schema, False, spec.predicate)
+    try:
+        _write_batches(writer, _chunks(batches), plan, spec.table)
+        files = writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    if files:
+        yield pa.RecordBatch.from_pylist(
+            [
+                {
+                    "path": f.path,
+                    "rel_path": f.rel_path,
+                    "partition_values": json.dumps(f.partition_values),
+                    "size": f.size,
+                    "num_records": f.num_records,
+                    "stats": f.stats,
+                    "modification_time": f.modification_time,
+                }
+                for f in files
+            ],
+            schema=_FILE_SCHEMA,
+        )
+
+
+# ------------------------------------------------------------------------------------------- driver
+
+
+def _as_nullable(node: Any) -> Any:
+    """A Spark schema JSON with every field, element and value nullable (a new table's columns are)."""
+    if isinstance(node, dict):
+        out = {k: _as_nullable(v) for k, v in node.items()}
+        for key in ("nullable", "containsNull", "valueContainsNull"):
+            if key in out:
+                out[key] = True
+        return out
+    if isinstance(node, list):
+        return [_as_nullable(v) for v in node]
+    return node
+
+
+def _arrow_schema(df: Any, table: str) -> pa.Schema:
+    try:
+        delta_schema = parse_schema(json.dumps(_as_nullable(df.schema.jsonValue())))
+        return delta_schema.to_arrow_schema()
+    except DeltaError as exc:
+        raise SchemaError(
+            f"the DataFrame's schema cannot be stored in a Delta table: {exc.message}", table=table
+        ) from None
+
+
+_ERROR_LINE = re.compile(r"^(deltalog(?:\.\w+)*)\.(\w+): (.*)$", re.MULTILINE)
+
+
+def _task_error(exc: Exception, table: str) -> Exception:
+    """The deltalog error a task raised, rebuilt from Spark's PythonException text (no JVM trace)."""
+    text = str(exc)
+    found = _ERROR_LINE.findall(text)
+    if found:
+        module, name, message = found[-1]
+        try:
+            import importlib
+
+            cls = getattr(importlib.import_module(module), name)
+            if isinstance(cls, type) and issubclass(cls, DeltaError):
+                return cls(message)
+        except (ImportError, AttributeError, TypeError):
+            pass
+        return DeltaError(message)
+    if "No module named 'deltalog'" in text:
+        return DeltaError(
+            "Spark's Python workers cannot import deltalog: install deltalog where the executors run (or ship it "
+            "with spark.submit.pyFiles) and point PYSPARK_PYTHON at that interpreter",
+            table=table,
+        )
+    return exc
+
+
+def _run_job(df: Any, spec: _TaskSpec) -> list[WrittenFile]:
+    from pyspark.sql import functions as F
+
+    parts = list(spec.metadata.partitionColumns)
+    source = df
+    present = {c.lower() for c in df.columns}
+    sort_by = [c for c in parts if c.lower() in present]
+    if sort_by:
+        source = df.sortWithinPartitions(*[F.col("`" + c.replace("`", "``") + "`") for c in sort_by])
+    job = source.mapInArrow(functools.partial(_write_task, spec), _FILE_DDL)
+    try:
+        rows = job.collect()
+    except Exception as exc:
+        raise _task_error(exc, spec.table) from None
+    return [
+        WrittenFile(
+            path=r["path"],
+            rel_path=r["rel_path"],
+            partition_values=json.loads(r["partition_values"]),
+            size=int(r["size"]),
+            num_records=int(r["num_records"]),
+            stats=r["stats"],
+            modification_time=int(r["modification_time"]),
+        )
+        for r in rows
+    ]
+
+
+def _commit_files(
+    txn: Transaction, plan: _Plan, files: list[WrittenFile], opts: _Options
+) -> CommitResult:
+    if opts.data_change:
+        return _commit(txn, plan, files, opts.mode, opts.txn)
+    # dataChange=false (rearranging files without changing rows): same actions, flagged accordingly.
+    if plan.metadata_changed:
+        txn.update_metadata(plan.metadata)
+    if opts.mode == "overwrite" and plan.snapshot is not None:
+        conditions = [(c.column, c.op, c.value) for c in plan.predicate.conditions] if plan.predicate else []
+        txn.remove_files(txn.scan_files(conditions), data_change=False)
+    for f in files:
+        txn.add_file(f.to_add(data_change=False))
+    if opts.txn is not None:
+        txn.set_app_transaction(*opts.txn)
+    return txn.commit()
+
+
+def write(
+    df: Any,
+    path: str,
+    *,
+    mode: str | None = "errorifexists",
+    partitionBy: str | Sequence[str] | None = None,
+    **options: Any,
+) -> WriteResult:
+    """Write ``df`` to the Delta table at ``path`` (created if missing) and commit one version.
+
+    ``mode``: ``errorifexists`` (default; also ``error``/``default``), ``append``, ``overwrite`` or
+    ``ignore``. Options (case-insensitive, values may be strings as with ``.option()``):
+    ``mergeSchema``, ``overwriteSchema``, ``replaceWhere`` (SQL conjunction or ``(column, op, value)``
+    list on partition columns; rows outside it are refused), ``txnAppId`` + ``txnVersion``
+    (idempotent writes), ``userMetadata``, ``dataChange``, ``targetFileSize`` (bytes),
+    ``partitionOverwriteMode`` (``static`` only) and ``delta.*`` table properties.
+
+    Example:
+        >>> res = write(df, "/data/events", mode="append", partitionBy=["day"],
+        ...             txnAppId="nightly", txnVersion=42)               # doctest: +SKIP
+        >>> res.version, res.num_files                                   # doctest: +SKIP
+        (7, 12)
+    """
+    table = open_table(path)
+    loc = table.location
+    opts = _parse_options(mode, options, loc)
+    parts = [partitionBy] if isinstance(partitionBy, str) else (list(partitionBy) if partitionBy else None)
+    try:
+        snapshot: Snapshot | None = table.snapshot()
+    except TableNotFoundError:
+        snapshot = None
+    if snapshot is not None and opts.mode == "error":
+        raise TableExistsError(
+            f"[DELTA_PATH_EXISTS] Cannot write to already existent path {loc} without setting mode "
+            "'overwrite' or 'append' (or 'ignore' to skip)",
+            table=loc,
+        )
+    if snapshot is not None and opts.mode == "ignore":
+        return WriteResult(version=snapshot.version, skipped=True, skip_reason="table exists")
+    plan = _plan(
+        table,
+        snapshot,
+        _arrow_schema(df, loc),
+        mode=opts.mode,
+        partition_by=parts,
+        schema_mode=opts.schema_mode,
+        predicate=opts.predicate,
+        properties=opts.properties or None,
+        name=None,
+        description=None,
+        clock=_now_ms,
+    )
+    op = Write(
+        mode=_OP_MODES[opts.mode],
+        partition_by=tuple(plan.metadata.partitionColumns),
+        predicate=[opts.predicate_sql] if opts.predicate_sql is not None else None,
+    )
+    txn = Transaction(table.store, snapshot, op, table=loc, user_metadata=opts.user_metadata)
+    if opts.txn is not None:
+        have = txn.txn_version(opts.txn[0])
+        if have is not None and have >= opts.txn[1]:
+            return WriteResult(
+                version=snapshot.version if snapshot is not None else -1,
+                skipped=True,
+                skip_reason=f"txn {opts.txn[0]!r} already at version {have}",
+            )
+    _preflight(txn, plan, opts.mode, loc)
+    store = table.store
+    assert isinstance(store, LocalLogStore)
+    spec = _TaskSpec(store.root, loc, plan.schema, plan.metadata, plan.predicate, opts.target_file_size)
+    files = _run_job(df, spec)
+    try:
+        result = _commit_files(txn, plan, files, opts)
+    except BaseException:
+        for f in files:
+            with contextlib.suppress(Exception):  # cleanup must not hide the commit error
+                store.delete(f.rel_path)
+        raise
+    return WriteResult(
+        version=result.version,
+        num_files=len(files),
+        num_rows=sum(f.num_records for f in files),
+        num_bytes=sum(f.size for f in files),
+        num_removed_files=int(result.operation_metrics.get("numRemovedFiles", "0")),
+        files=tuple(f.path for f in files),
+        commit=result,
+        operation_metrics=dict(result.operation_metrics),
+    )

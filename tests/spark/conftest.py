@@ -1,0 +1,67 @@
+"""One SparkSession for every Spark test (local[2], UI off, lean JVM), or a clean skip without
+pyspark or Java. Test modules do not import pyspark at module level, so they collect without it."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import deltalog
+
+# PySpark 4.3 warns at import and on Arrow paths that it prefers pandas < 3; not ours to fix.
+PANDAS_WARNING = "ignore:PySpark does not yet fully support pandas:FutureWarning"
+
+
+def _missing() -> str | None:
+    if importlib.util.find_spec("pyspark") is None:
+        return "pyspark is not installed (pip install 'deltalog[spark]')"
+    java_home = os.environ.get("JAVA_HOME")
+    if shutil.which("java") is None and not (java_home and Path(java_home, "bin", "java").exists()):
+        return "no Java runtime (java on PATH or JAVA_HOME) for Spark"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    reason = _missing()
+    for item in items:
+        if here not in Path(str(item.fspath)).parents:
+            continue
+        item.add_marker(pytest.mark.filterwarnings(PANDAS_WARNING))
+        if reason is not None and item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    src = str(Path(deltalog.__file__).resolve().parent.parent)
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    # Python workers must import this deltalog (the JVM passes the environment on to them).
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join([src, *[p for p in paths if os.path.abspath(p) != src]])
+    from pyspark.sql import SparkSession
+
+    from deltalog.spark import configure, register
+
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("deltalog-spark-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+    )
+    session = configure(builder).getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()

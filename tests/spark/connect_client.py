@@ -1,0 +1,50 @@
+"""Spark Connect client run as a separate process by test_spark_connect.py (a remote session switches
+pyspark's process-wide mode, which must not leak into the classic session of the other tests).
+
+    python connect_client.py sc://127.0.0.1:PORT WORKDIR DV_TABLE   -> prints one JSON line of facts
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+
+
+def main(url: str, work: str, dv_table: str) -> None:
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    import deltalog
+    from deltalog.spark import DeltaTable, read, register, write
+    from deltalog.txn.constraints import ConstraintViolationError
+
+    spark = register(SparkSession.builder.remote(url).getOrCreate())
+    facts: dict[str, object] = {"session": type(spark).__module__}
+    p = f"{work}/t"
+    df = spark.range(20).withColumn("k", (F.col("id") % 3).cast("int"))
+    df.write.format("delta").partitionBy("k").save(p)
+    df.write.format("delta").mode("append").option("userMetadata", "second").save(p)
+    facts["count"] = spark.read.format("delta").load(p).count()
+    facts["count_v0"] = spark.read.format("delta").option("versionAsOf", 0).load(p).count()
+    facts["pruned_files"] = len(read(spark, p, where=[("k", "=", 1)]).inputFiles())
+    facts["files_k1"] = sum(1 for v in deltalog.Table(p).snapshot().add_files().column("partitionValues").to_pylist()
+                            if dict(v)["k"] == "1")
+    facts["history"] = [r["userMetadata"] for r in DeltaTable.forPath(spark, p).history().collect()]
+    facts["dv_count"] = read(spark, dv_table).count()
+    facts["dv_expected"] = deltalog.Table(dv_table).snapshot().to_arrow().num_rows
+    write(spark.range(2), f"{work}/c", **{"delta.constraints.small": "id < 2"})
+    try:
+        write(spark.range(5), f"{work}/c", mode="append")
+        facts["constraint"] = "not raised"
+    except ConstraintViolationError as exc:
+        facts["constraint"] = str(exc)
+    facts["constraint_version"] = deltalog.Table(f"{work}/c").latest_version()
+    spark.stop()
+    print(json.dumps(facts))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])

@@ -1,0 +1,37 @@
+"""Small helpers shared by the Spark tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+import deltalog
+
+
+def rows(df: Any, key: str = "id") -> list[dict[str, Any]]:
+    """A DataFrame's rows as dicts, sorted by ``key`` (nulls first)."""
+    return arrow_rows(df.toArrow(), key)
+
+
+def arrow_rows(table: pa.Table, key: str = "id") -> list[dict[str, Any]]:
+    """An Arrow table's rows as dicts, sorted by ``key`` (nulls first)."""
+    return sorted(table.to_pylist(), key=lambda r: (r[key] is not None, r[key]))
+
+
+def version(path: Path | str) -> int:
+    """The latest committed version (-1 when there is no table)."""
+    try:
+        return deltalog.Table(str(path)).latest_version()
+    except deltalog.TableNotFoundError:
+        return -1
+
+
+def data_files(path: Path | str) -> list[str]:
+    """Every parquet file under the table directory (committed or not)."""
+    out = []
+    for root, _, names in os.walk(str(path)):
+        out.extend(os.path.join(root, n) for n in names if n.endswith(".parquet") and "_delta_log" not in root)
+    return sorted(out)

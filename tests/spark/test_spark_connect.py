@@ -1,0 +1,95 @@
+"""The same routing and engine over Spark Connect: a local Connect server (shipped inside pyspark) and
+a client in a separate process (see ``connect_client.py``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import deltalog
+
+pytestmark = pytest.mark.spark
+
+HERE = Path(__file__).resolve().parent
+DV_TABLE = HERE.parents[2] / "shared" / "conformance" / "kernel-rs-golden" / "dv-partitioned-with-checkpoint" / "delta"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    import pyspark
+
+    src = str(Path(deltalog.__file__).resolve().parent.parent)
+    env = dict(os.environ)
+    env.update(
+        SPARK_HOME=str(Path(pyspark.__file__).resolve().parent),
+        SPARK_LOG_DIR=str(tmp / "logs"),
+        SPARK_PID_DIR=str(tmp / "pids"),
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYSPARK_PYTHON=sys.executable,
+        PYTHONPATH=os.pathsep.join(p for p in (src, str(HERE), env.get("PYTHONPATH", "")) if p),
+    )
+    return env
+
+
+@pytest.fixture(scope="module")
+def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if importlib.util.find_spec("grpc") is None:
+        pytest.skip("Spark Connect needs pyspark[connect] (grpcio, ...)")
+    tmp = tmp_path_factory.mktemp("connect")
+    env = _env(tmp)
+    sbin = Path(env["SPARK_HOME"]) / "sbin"
+    port = _free_port()
+    subprocess.run(
+        [str(sbin / "start-connect-server.sh"), "--master", "local[2]",
+         "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+         "--conf", f"spark.connect.grpc.binding.port={port}",
+         "--conf", "spark.ui.enabled=false",
+         "--conf", "spark.sql.shuffle.partitions=2",
+         "--conf", "spark.driver.extraJavaOptions=-XX:+UseSerialGC -XX:TieredStopAtLevel=1"],
+        env=env, check=True, capture_output=True, timeout=60,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.skip("the Spark Connect server did not start within 60 s")
+                time.sleep(0.5)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        subprocess.run([str(sbin / "stop-connect-server.sh")], env=env, capture_output=True, timeout=60)
+
+
+def test_format_delta_over_spark_connect(connect_url: str, tmp_path: Path) -> None:
+    if not DV_TABLE.is_dir():
+        pytest.skip("conformance corpus is not available")
+    out = subprocess.run(
+        [sys.executable, str(HERE / "connect_client.py"), connect_url, str(tmp_path), str(DV_TABLE)],
+        env=_env(tmp_path), capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    facts = json.loads(out.stdout.strip().splitlines()[-1])
+    assert facts["session"] == "pyspark.sql.connect.session"
+    assert (facts["count"], facts["count_v0"]) == (40, 20)
+    assert facts["pruned_files"] == facts["files_k1"]
+    assert facts["history"] == ["second", None]
+    assert facts["dv_count"] == facts["dv_expected"]
+    assert "CHECK constraint small" in str(facts["constraint"]) and facts["constraint_version"] == 0

@@ -1,0 +1,210 @@
+"""Writes through the Spark engine: save modes, options, partitioning, schema enforcement and evolution,
+constraints, idempotence -- and that a refused or failed write commits nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from sparkutil import arrow_rows, data_files, rows, version
+
+import deltalog
+from deltalog.arrow.write import TableExistsError
+from deltalog.errors import InvalidArgumentError, SchemaError
+from deltalog.spark import read, write
+from deltalog.txn.constraints import ConstraintViolationError
+
+pytestmark = pytest.mark.spark
+
+UTC = dt.timezone.utc
+
+
+def frame(spark: Any, start: int, n: int, *, parts: int = 3) -> Any:
+    from pyspark.sql import functions as F
+
+    return (
+        spark.range(start, start + n, numPartitions=2)
+        .withColumn("k", (F.col("id") % parts).cast("int"))
+        .withColumn("s", F.concat(F.lit("v"), F.col("id").cast("string")))
+    )
+
+
+def history(path: Path) -> list[dict[str, Any]]:
+    return deltalog.Table(str(path)).history()
+
+
+def test_save_modes_through_format_delta(spark: Any, tmp_path: Path) -> None:
+    p = str(tmp_path / "t")
+    frame(spark, 0, 10).write.format("delta").save(p)  # default: errorifexists, creates the table
+    assert version(p) == 0
+    with pytest.raises(TableExistsError, match="DELTA_PATH_EXISTS"):
+        frame(spark, 0, 10).write.format("delta").mode("errorifexists").save(p)
+    assert version(p) == 0
+    frame(spark, 10, 5).write.format("delta").mode("append").save(p)
+    assert spark.read.format("delta").load(p).count() == 15
+    frame(spark, 100, 3).write.format("delta").mode("ignore").save(p)
+    assert version(p) == 1
+    frame(spark, 100, 3).write.mode("overwrite").save(p, format="delta")
+    got = rows(spark.read.format("delta").load(p))
+    assert [r["id"] for r in got] == [100, 101, 102]
+    assert got[0] == {"id": 100, "k": 1, "s": "v100"}
+    h = history(tmp_path / "t")
+    assert [(e["version"], e["operationParameters"]["mode"]) for e in h] == [
+        (2, "Overwrite"), (1, "Append"), (0, "ErrorIfExists")
+    ]
+    assert [e["isBlindAppend"] for e in h] == [False, True, True]
+    assert h[0]["operationMetrics"]["numOutputRows"] == "3"
+    # Every column of a table created from a DataFrame is nullable (spark.range's id is not).
+    schema = json.loads(deltalog.Table(p).snapshot().metadata.schemaString or "{}")
+    assert all(f["nullable"] for f in schema["fields"])
+
+
+def test_unknown_mode_and_option_are_refused_with_the_valid_ones(spark: Any, tmp_path: Path) -> None:
+    p = str(tmp_path / "t")
+    with pytest.raises(InvalidArgumentError, match=r"unknown save mode 'upsert'.*'append'"):
+        write(frame(spark, 0, 3), p, mode="upsert")
+    with pytest.raises(InvalidArgumentError, match=r"unknown Delta write option\(s\) \['mergeSchemas'\].*mergeSchema"):
+        frame(spark, 0, 3).write.format("delta").option("mergeSchemas", "true").save(p)
+    with pytest.raises(InvalidArgumentError, match="partitionOverwriteMode"):
+        write(frame(spark, 0, 3), p, mode="overwrite", partitionOverwriteMode="dynamic")
+    assert version(p) == -1
+    assert data_files(p) == []
+
+
+def test_partitioned_write_across_types_with_nulls(spark: Any, tmp_path: Path) -> None:
+    values: dict[str, tuple[pa.DataType, list[Any]]] = {
+        "b": (pa.bool_(), [True, False]),
+        "i8": (pa.int8(), [-128, 127]),
+        "i32": (pa.int32(), [-(2**31), 7]),
+        "i64": (pa.int64(), [2**63 - 1, -5]),
+        "f64": (pa.float64(), [2.5, -1e10]),
+        "dec": (pa.decimal128(10, 2), [decimal.Decimal("12345678.91"), decimal.Decimal("-3.10")]),
+        "s": (pa.string(), ["a b/c=d%", "ü€#?"]),
+        "d": (pa.date32(), [dt.date(1969, 12, 31), dt.date(2024, 2, 29)]),
+        "ts": (pa.timestamp("us", tz="UTC"), [dt.datetime(1960, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
+                                             dt.datetime(2024, 1, 1, 12, 30, tzinfo=UTC)]),
+        "ntz": (pa.timestamp("us"), [dt.datetime(2000, 1, 1, 1, 2, 3, 456789), dt.datetime(1900, 1, 1)]),
+    }
+    n = 6
+    cols: dict[str, Any] = {"id": pa.array(range(n), pa.int64())}
+    for name, (atype, vals) in values.items():
+        cols[name] = pa.array([*vals, None, *vals, None][:n], atype)
+    cols["v"] = pa.array([f"v{i}" for i in range(n)])
+    source = pa.table(cols)
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    df = spark.createDataFrame(source, schema=from_arrow_schema(source.schema))
+    first, second = ["b", "i8", "i32", "s", "d"], ["i64", "f64", "dec", "ts", "ntz"]
+    for i, parts in enumerate((first, second)):
+        p = str(tmp_path / f"t{i}")
+        write(df, p, partitionBy=parts)
+        snap = deltalog.Table(p).snapshot()
+        assert snap.partition_columns == tuple(parts)
+        expected = arrow_rows(source)
+        assert rows(read(spark, p)) == expected
+        assert arrow_rows(snap.to_arrow()) == expected
+        # Partition columns live in the log and the directory names only, never in the files.
+        sample = data_files(p)[0]
+        assert not set(parts) & set(pq.read_schema(sample).names)
+        assert "__HIVE_DEFAULT_PARTITION__" in "".join(data_files(p))
+        # One file per partition value and task: 3 distinct value combinations (2 values + all-null).
+        assert snap.num_files() <= 6
+
+
+def test_replace_where_replaces_only_matching_partitions(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    p = str(tmp_path / "t")
+    write(frame(spark, 0, 30), p, partitionBy="k")
+    before = {r["id"] for r in rows(read(spark, p)) if r["k"] != 1}
+    replacement = frame(spark, 1000, 30).filter(F.col("k") == 1)
+    replacement.write.format("delta").mode("overwrite").option("replaceWhere", "k = 1").save(p)
+    got = rows(read(spark, p))
+    assert {r["id"] for r in got if r["k"] != 1} == before
+    assert {r["id"] for r in got if r["k"] == 1} == {i for i in range(1000, 1030) if i % 3 == 1}
+    assert history(tmp_path / "t")[0]["operationParameters"]["predicate"] == '["k = 1"]'
+    # Rows outside the predicate are refused inside the tasks; nothing is committed.
+    with pytest.raises(InvalidArgumentError, match="do not match the overwrite predicate"):
+        write(frame(spark, 0, 30), p, mode="overwrite", replaceWhere="k IN (0, 2)")
+    assert version(p) == 1
+    with pytest.raises(InvalidArgumentError, match="not a partition column"):
+        write(frame(spark, 0, 3), p, mode="overwrite", replaceWhere="id > 3")
+    with pytest.raises(InvalidArgumentError, match="not supported"):
+        write(frame(spark, 0, 3), p, mode="overwrite", replaceWhere="k = 1 OR k = 2")
+    assert version(p) == 1
+
+
+def test_schema_mismatch_merge_schema_and_overwrite_schema(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    p = str(tmp_path / "t")
+    write(frame(spark, 0, 4), p)
+    files = data_files(p)
+    wider = frame(spark, 10, 2).withColumn("extra", F.lit(1.5))
+    with pytest.raises(SchemaError, match="extra: table \\(missing\\) vs data double"):
+        wider.write.format("delta").mode("append").save(p)
+    assert version(p) == 0 and data_files(p) == files  # refused before any job ran
+    wider.write.format("delta").mode("append").option("mergeSchema", "true").save(p)
+    got = rows(read(spark, p))
+    assert [r["extra"] for r in got] == [None, None, None, None, 1.5, 1.5]
+    retyped = spark.range(3).select(F.col("id").cast("string").alias("id"), F.lit(True).alias("flag"))
+    with pytest.raises(SchemaError):
+        write(retyped, p, mode="overwrite")
+    assert version(p) == 1
+    write(retyped, p, mode="overwrite", overwriteSchema="true")
+    assert deltalog.Table(p).snapshot().schema.field_names == ["id", "flag"]
+    assert sorted(r["id"] for r in rows(read(spark, p))) == ["0", "1", "2"]
+
+
+def test_constraints_checked_in_tasks_and_failed_job_commits_nothing(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    p = str(tmp_path / "t")
+    write(frame(spark, 0, 5), p, **{"delta.constraints.nonneg": "id >= 0"})
+    assert deltalog.Table(p).snapshot().properties["delta.constraints.nonneg"] == "id >= 0"
+    with pytest.raises(ConstraintViolationError, match="CHECK constraint nonneg"):
+        write(frame(spark, -3, 5), p, mode="append")
+    assert version(p) == 0
+    assert len(rows(read(spark, p))) == 5
+
+    def fail(x):  # type: ignore[no-untyped-def]  # a typed UDF would be taken for a pandas UDF
+        raise RuntimeError("task failure")
+
+    with pytest.raises(Exception, match="task failure"):
+        write(frame(spark, 0, 5).withColumn("id", F.udf(fail, "long")("id")), p, mode="append")
+    assert version(p) == 0
+
+
+def test_txn_idempotence_user_metadata_and_data_change(spark: Any, tmp_path: Path) -> None:
+    p = str(tmp_path / "t")
+    first = write(frame(spark, 0, 4), p, txnAppId="etl", txnVersion=1, userMetadata="run 1")
+    assert not first.skipped and first.num_rows == 4
+    again = write(frame(spark, 0, 4), p, mode="append", txnAppId="etl", txnVersion="1")
+    assert again.skipped and version(p) == 0
+    write(frame(spark, 4, 4), p, mode="append", txnAppId="etl", txnVersion=2)
+    assert deltalog.Table(p).snapshot().txn_version("etl") == 2
+    assert history(tmp_path / "t")[-1]["userMetadata"] == "run 1"
+    with pytest.raises(InvalidArgumentError, match="together"):
+        write(frame(spark, 0, 1), p, mode="append", txnAppId="etl")
+    write(frame(spark, 0, 8), p, mode="overwrite", dataChange="false")
+    commit = (tmp_path / "t" / "_delta_log" / "00000000000000000002.json").read_text().splitlines()
+    actions = [json.loads(line) for line in commit]
+    assert all(a["add"]["dataChange"] is False for a in actions if "add" in a)
+    assert all(a["remove"]["dataChange"] is False for a in actions if "remove" in a)
+
+
+def test_empty_dataframe_creates_an_empty_table(spark: Any, tmp_path: Path) -> None:
+    p = str(tmp_path / "t")
+    empty = frame(spark, 0, 0)
+    write(empty, p, partitionBy=["k"])
+    assert version(p) == 0 and deltalog.Table(p).snapshot().num_files() == 0
+    df = spark.read.format("delta").load(p)
+    assert df.count() == 0
+    assert df.columns == ["id", "k", "s"]
+    assert [f.dataType.simpleString() for f in df.schema.fields] == ["bigint", "int", "string"]
