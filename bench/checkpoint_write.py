@@ -1,154 +1,138 @@
-"""Checkpoint-write benchmark: deltalog's ``write_checkpoint`` against delta-rs's ``create_checkpoint``.
+"""Checkpoint-write benchmark (workload ``e``): deltalog against delta-rs's ``create_checkpoint``.
 
-Builds a synthetic partitioned table whose commit 0 holds N ``add`` actions with JSON stats, copies its
-log twice (one copy per writer, so neither sees the other's checkpoint) and times, on each copy,
-loading the table and writing the checkpoint. Prints both and the ratio (deltalog / delta-rs; below
-1.0 means deltalog is faster).
+The table is workload ``c``'s (:mod:`synth`): ~1M files in a checkpoint at version 0 (written by
+delta-rs) and 20 JSON commits -- a table due for its next periodic checkpoint. Each run gets a fresh
+copy of that log (hard links; the new checkpoint lands in the copy only) and times, per writer, opening
+the table and writing the checkpoint of version 20:
 
-    python bench/checkpoint_write.py --files 100000
-    python bench/checkpoint_write.py                 # 1,000,000 files
+* deltalog: ``deltalog.Table(path).snapshot()`` + ``write_checkpoint(snapshot)``
+  (what ``Table.checkpoint()`` and ``deltalog checkpoint PATH`` do);
+* delta-rs: ``DeltaTable(path)`` + ``create_checkpoint()``.
+
+The headline ratio is the end-to-end time (open + write; deltalog / delta-rs, below 1.0 is faster);
+the two phases are reported too. The first run checks that each checkpoint reproduces the table for
+both readers.
+
+    python bench/checkpoint_write.py                       # ~1M files, 3 runs
+    python bench/checkpoint_write.py --files 100000 --repeat 5
+    python bench/checkpoint_write.py --stats-as-struct     # delta.checkpoint.writeStatsAsStruct=true
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import random
 import shutil
+import sys
 import time
-import uuid
 from pathlib import Path
+from typing import Any
+
+import deltalake  # before pyarrow.parquet, see tests/interop/deltars_worker.py
+import harness  # puts src/ on sys.path when deltalog is not installed
+from harness import Result, median, save
+from log_load import CP_SHAPE
+from synth import LogSpec, build, log_copy
 
 import deltalog
 from deltalog.log.checkpoint_writer import write_checkpoint
 
-DATA = Path(__file__).resolve().parent / ".data"
-
-SCHEMA = {
-    "type": "struct",
-    "fields": [
-        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
-        {"name": "value", "type": "double", "nullable": True, "metadata": {}},
-        {"name": "name", "type": "string", "nullable": True, "metadata": {}},
-        {"name": "day", "type": "string", "nullable": True, "metadata": {}},
-    ],
-}
+TARGET = 0.5
 
 
-def build_log(path: Path, files: int, *, stats_as_struct: bool = False) -> None:
-    """Commit 0 with protocol, metadata and ``files`` adds (stats included), partitioned by ``day``."""
-    if path.exists():
-        shutil.rmtree(path)
-    log = path / "_delta_log"
-    log.mkdir(parents=True)
-    now = int(time.time() * 1000)
-    head = [
-        json.dumps({"commitInfo": {"timestamp": now, "operation": "WRITE"}}),
-        json.dumps({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}),
-        json.dumps(
-            {
-                "metaData": {
-                    "id": str(uuid.uuid4()),
-                    "format": {"provider": "parquet", "options": {}},
-                    "schemaString": json.dumps(SCHEMA),
-                    "partitionColumns": ["day"],
-                    "configuration": {"delta.checkpoint.writeStatsAsStruct": "true"} if stats_as_struct else {},
-                    "createdTime": now,
-                }
-            }
-        ),
-    ]
-    rng = random.Random(files)
-    # The stats JSON is embedded as an escaped string; written with plain formatting for speed.
-    template = (
-        '{{"add":{{"path":"day=2024-01-{d:02d}/part-{i:07d}-{tag}-c000.snappy.parquet",'
-        '"partitionValues":{{"day":"2024-01-{d:02d}"}},"size":{size},"modificationTime":{now},'
-        '"dataChange":true,"stats":"{{\\"numRecords\\":1000,\\"minValues\\":{{\\"id\\":{lo},'
-        '\\"value\\":0.5,\\"name\\":\\"a\\"}},\\"maxValues\\":{{\\"id\\":{hi},\\"value\\":99.5,'
-        '\\"name\\":\\"zzz\\"}},\\"nullCount\\":{{\\"id\\":0,\\"value\\":3,\\"name\\":1}}}}"}}}}'
-    )
-    with open(log / f"{0:020d}.json", "w") as out:
-        out.write("\n".join(head) + "\n")
-        step = 100_000
-        for start in range(0, files, step):
-            lines = [
-                template.format(
-                    d=i % 28 + 1,
-                    i=i,
-                    tag=uuid.UUID(int=rng.getrandbits(128)),
-                    now=now,
-                    size=rng.randrange(1 << 20, 1 << 28),
-                    lo=rng.randrange(1 << 40),
-                    hi=rng.randrange(1 << 40, 1 << 50),
-                )
-                for i in range(start, min(files, start + step))
-            ]
-            out.write("\n".join(lines) + "\n")
-
-
-def _copy(src: Path, dst: Path) -> Path:
-    if dst.exists():
-        shutil.rmtree(dst)
-    shutil.copytree(src, dst)
-    return dst
-
-
-def run(files: int, *, stats_as_struct: bool = False) -> dict[str, float]:
-    """Build (or reuse) the log, time both writers on fresh copies and return the timings."""
-    from deltalake import DeltaTable
-
-    base = DATA / f"cp_{files}{'_struct' if stats_as_struct else ''}"
-    if not (base / "_delta_log" / f"{0:020d}.json").exists():
-        t0 = time.perf_counter()
-        build_log(base, files, stats_as_struct=stats_as_struct)
-        print(f"built a log with {files:,} adds in {time.perf_counter() - t0:.1f} s")
-
-    ours = _copy(base, DATA / f"cp_{files}_deltalog")
+def _deltalog(path: Path) -> tuple[float, float, int]:
     t0 = time.perf_counter()
-    snap = deltalog.Table(ours).snapshot()
+    snap = deltalog.Table(path).snapshot()
     t1 = time.perf_counter()
     result = write_checkpoint(snap)
     t2 = time.perf_counter()
+    return t1 - t0, t2 - t1, int(result.size_in_bytes)
 
-    theirs = _copy(base, DATA / f"cp_{files}_deltars")
-    t3 = time.perf_counter()
-    dt = DeltaTable(str(theirs))
-    t4 = time.perf_counter()
+
+def _deltars(path: Path) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    dt = deltalake.DeltaTable(str(path))
+    t1 = time.perf_counter()
     dt.create_checkpoint()
-    t5 = time.perf_counter()
+    t2 = time.perf_counter()
+    return t1 - t0, t2 - t1
 
-    check = deltalog.Table(ours).snapshot()
-    if check.segment.checkpoint_version != 0 or check.num_files() != files:
-        raise SystemExit("deltalog's checkpoint does not reproduce the table")
-    if len(DeltaTable(str(ours)).file_uris()) != files:
-        raise SystemExit("delta-rs reads a different number of files from deltalog's checkpoint")
-    shutil.rmtree(ours)
-    shutil.rmtree(theirs)
-    return {
-        "files": files,
-        "ours_load": t1 - t0,
-        "ours_write": t2 - t1,
-        "theirs_load": t4 - t3,
-        "theirs_write": t5 - t4,
-        "bytes": result.size_in_bytes,
+
+def _verify(path: Path, spec: LogSpec, who: str) -> None:
+    snap = deltalog.Table(path).snapshot()
+    if snap.segment.checkpoint_version != spec.version or snap.num_files() != spec.live_files:
+        raise SystemExit(f"{who}'s checkpoint does not reproduce the table for deltalog")
+    n = deltalake.DeltaTable(str(path)).get_add_actions().num_rows
+    if n != spec.live_files:
+        raise SystemExit(f"delta-rs reads {n} files from {who}'s checkpoint, expected {spec.live_files}")
+
+
+def run(spec: LogSpec, *, repeat: int, data_dir: Path, quick: bool, workload: str = "e") -> Result:
+    """Time both writers ``repeat`` times on fresh copies of ``spec``'s log."""
+    base = build(spec, data_dir)
+    ours: dict[str, list[float]] = {"load": [], "write": [], "total": []}
+    theirs: dict[str, list[float]] = {"load": [], "write": [], "total": []}
+    size = 0
+    for i in range(repeat):
+        copy = log_copy(base, data_dir / "cp_deltalog", checkpoints=True)
+        load, write, size = _deltalog(copy)
+        ours["load"].append(load)
+        ours["write"].append(write)
+        ours["total"].append(load + write)
+        if i == 0:
+            _verify(copy, spec, "deltalog")
+        shutil.rmtree(copy)
+        copy = log_copy(base, data_dir / "cp_deltars", checkpoints=True)
+        load, write = _deltars(copy)
+        theirs["load"].append(load)
+        theirs["write"].append(write)
+        theirs["total"].append(load + write)
+        if i == 0:
+            _verify(copy, spec, "delta-rs")
+        shutil.rmtree(copy)
+    extra: dict[str, Any] = {
+        "deltalog_load_s": median(ours["load"]),
+        "deltalog_write_s": median(ours["write"]),
+        "anchor_load_s": median(theirs["load"]),
+        "anchor_write_s": median(theirs["write"]),
+        "write_only_ratio": median(ours["write"]) / max(1e-9, median(theirs["write"])),
+        "deltalog_checkpoint_bytes": size,
     }
-
-
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--files", type=int, default=1_000_000)
-    p.add_argument("--stats-as-struct", action="store_true", help="set delta.checkpoint.writeStatsAsStruct=true")
-    args = p.parse_args()
-    r = run(args.files, stats_as_struct=args.stats_as_struct)
-    ours, theirs = r["ours_load"] + r["ours_write"], r["theirs_load"] + r["theirs_write"]
-    print(f"checkpoint of {int(r['files']):,} files ({r['bytes'] / 1e6:.1f} MB written by deltalog)")
-    print(f"  deltalog: load {r['ours_load']:.2f} s + write {r['ours_write']:.2f} s = {ours:.2f} s")
-    print(f"  delta-rs: load {r['theirs_load']:.2f} s + create_checkpoint {r['theirs_write']:.2f} s = {theirs:.2f} s")
-    print(
-        f"  ratio (deltalog / delta-rs): write {r['ours_write'] / r['theirs_write']:.2f}x, "
-        f"load+write {ours / theirs:.2f}x"
+    return Result(
+        workload=workload,
+        title=f"write a checkpoint of ~{spec.live_files:,} files (open + write)",
+        deltalog_median=median(ours["total"]),
+        anchor_median=median(theirs["total"]),
+        target=TARGET,
+        anchor="delta-rs create_checkpoint",
+        deltalog_runs=ours["total"],
+        anchor_runs=theirs["total"],
+        params={"spec": spec.__dict__, "repeat": repeat, "live_files": spec.live_files},
+        extra=extra,
+        quick=quick,
     )
 
 
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    harness.common_args(p)
+    p.add_argument("--files", type=int, default=None, help="files in the base checkpoint (default 1,000,000)")
+    p.add_argument("--repeat", type=int, default=None, help="runs per writer (default 3, quick: 1)")
+    p.add_argument("--stats-as-struct", action="store_true", help="set delta.checkpoint.writeStatsAsStruct=true")
+    args = p.parse_args(argv)
+    files = args.files or (3_000 if args.quick else 1_000_000)
+    spec = LogSpec(files=files, stats_as_struct=args.stats_as_struct, **CP_SHAPE)  # type: ignore[arg-type]
+    repeat = args.repeat or (1 if args.quick else 3)
+    workload = "e-stats-struct" if args.stats_as_struct else "e"
+    result = run(spec, repeat=repeat, data_dir=args.data_dir, quick=args.quick, workload=workload)
+    x = result.extra
+    print(
+        f"    phases: deltalog open {x['deltalog_load_s']:.2f} s + write {x['deltalog_write_s']:.2f} s; "
+        f"delta-rs open {x['anchor_load_s']:.2f} s + create_checkpoint {x['anchor_write_s']:.2f} s; "
+        f"write-only ratio {x['write_only_ratio']:.2f}x"
+    )
+    save(result, harness.results_dir_for(args))
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,6 +1,19 @@
-"""Runs every benchmark and prints ratios against the anchors measured in the same run.
+"""Run every benchmark workload, print deltalog against its anchor, write results and the report.
 
-    make bench            (or: python bench/run.py [--quick])
+    make bench                    (= python bench/run.py)
+    python bench/run.py --quick   tiny sizes, results in bench/results/quick/ (the smoke test uses this)
+
+Each workload script runs in its own process with the shared options (``--quick``, ``--results-dir``,
+``--data-dir``; see ``bench/harness.py``) and saves ``<results-dir>/<workload>.json``; then the deltalog
+side of the workloads is profiled (``bench/hotspots.py``, when pyinstrument is installed) and
+``bench/report.py`` writes ``docs/performance.md`` with its plot (for ``--quick``: into the results
+directory, unless ``--report`` says where). A script that fails is reported and the others still run;
+the exit status is then 1.
+
+Scripts: ``log_load.py`` (workloads a-d and the scaling sweep), ``checkpoint_write.py`` (e),
+``commit_rate.py`` (f). The Spark workloads (``spark_io.py``) join by adding a line to :data:`SCRIPTS`
+once that script takes the shared options and saves :class:`harness.Result` files; mark it
+``quick=False`` so the CI smoke test never starts a JVM.
 """
 
 from __future__ import annotations
@@ -8,30 +21,52 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import harness
 
 HERE = Path(__file__).resolve().parent
 
-BENCHES = [
-    ("log_load.py", ["--files", "100000", "--commits", "50"], ["--files", "20000", "--commits", "10"]),
-    ("checkpoint_write.py", ["--files", "1000000"], ["--files", "100000"]),
-    ("commit_rate.py", ["--commits", "200", "--adds", "5"], ["--commits", "50", "--adds", "5"]),
+#: (script, extra arguments for full runs, runs with --quick); every script gets the shared options.
+SCRIPTS: list[tuple[str, list[str], bool]] = [
+    ("log_load.py", [], True),
+    ("checkpoint_write.py", [], True),
+    ("commit_rate.py", [], True),
 ]
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--quick", action="store_true", help="smaller tables")
-    args = p.parse_args()
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    harness.common_args(p)
+    p.add_argument("--only", nargs="+", metavar="SCRIPT", help="run only these scripts (e.g. log_load.py)")
+    p.add_argument("--no-profile", action="store_true", help="skip the pyinstrument profiles")
+    p.add_argument("--report", type=Path, default=None, help="where to write performance.md")
+    args = p.parse_args(argv)
+    results_dir = harness.results_dir_for(args)
+    shared = ["--results-dir", str(results_dir), "--data-dir", str(args.data_dir), *(["--quick"] if args.quick else [])]
+    steps = [(s, full) for s, full, quick in SCRIPTS if (not args.only or s in args.only) and (quick or not args.quick)]
+    if not args.no_profile and not args.only:
+        steps.append(("hotspots.py", []))
     status = 0
-    for script, full, quick in BENCHES:
+    started = time.perf_counter()
+    for script, full in steps:
         if not (HERE / script).exists():
             continue
-        cmd = [sys.executable, str(HERE / script), *(quick if args.quick else full)]
-        print(f"$ {' '.join(cmd[1:])}", flush=True)
-        status |= subprocess.call(cmd)
+        cmd = [sys.executable, str(HERE / script), *shared, *([] if args.quick else full)]
+        print(f"$ {' '.join(Path(c).name if c.endswith('.py') else c for c in cmd[1:])}", flush=True)
+        t0 = time.perf_counter()
+        code = subprocess.call(cmd)
+        print(f"  ({script}: {time.perf_counter() - t0:.1f} s{'' if code == 0 else f', exit {code}'})", flush=True)
+        status |= 1 if code else 0
+    default_report = results_dir / "performance.md" if args.quick else harness.ROOT / "docs" / "performance.md"
+    report = args.report or default_report
+    cmd = [sys.executable, str(HERE / "report.py"), "--results-dir", str(results_dir), "--out", str(report)]
+    code = subprocess.call(cmd)
+    status |= 1 if code else 0
+    print(f"total {time.perf_counter() - started:.1f} s")
     return status
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

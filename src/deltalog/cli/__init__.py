@@ -1,0 +1,352 @@
+"""The ``deltalog`` command: inspect, check and maintain Delta tables from a shell.
+
+Commands: ``describe``, ``history``, ``files``, ``version-at``, ``vacuum``, ``checkpoint``,
+``restore``, ``check`` and ``convert`` (``deltalog COMMAND --help`` for each). Every command takes
+``--json`` (one JSON document on stdout, for scripts) and ``--debug`` (tracebacks on errors); both may
+also come before the command. Progress bars appear on stderr for long work when it is a terminal.
+
+Exit codes: ``0`` success; ``1`` a Delta error (no table, corrupt log, unsupported feature, refused
+operation, I/O error); ``2`` usage error (unknown option, bad value); ``3`` ``check`` found problems
+(still there after ``--repair``). Errors are one line on stderr.
+
+Example:
+    $ deltalog describe /data/events
+    $ deltalog history /data/events --limit 5 --json
+    $ deltalog files /data/events --version 3
+    $ deltalog vacuum /data/events --retention-hours 168 --execute
+    $ deltalog check /data/events --repair
+
+    >>> main(["describe", "/no/such/table"])                         # doctest: +SKIP
+    deltalog: no Delta table: the path does not exist [table /no/such/table]
+    1
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
+
+import click
+
+from deltalog.cli import render
+from deltalog.cli.output import ObservedStore, Output
+from deltalog.errors import DeltaError, InvalidArgumentError
+from deltalog.snapshot import Snapshot
+from deltalog.table import Table
+
+__all__ = ["EXIT_DELTA_ERROR", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "cli", "main"]
+
+EXIT_OK = 0
+EXIT_DELTA_ERROR = 1
+EXIT_USAGE = 2
+EXIT_PROBLEMS = 3
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_EPILOG = (
+    "Exit codes: 0 ok, 1 Delta error, 2 usage error, 3 check found problems. "
+    "--json and --debug work before or after the command."
+)
+
+
+def _version() -> str:
+    from deltalog import __version__
+
+    return __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_EPILOG)
+@click.option("--json", "json_mode", is_flag=True, help="Print one JSON document on stdout (for scripts).")
+@click.option("--debug", is_flag=True, help="Show the traceback of errors.")
+@click.option("--no-progress", is_flag=True, help="Never show progress bars.")
+@click.version_option(_version(), "-V", "--version", prog_name="deltalog")
+@click.pass_context
+def cli(ctx: click.Context, json_mode: bool, debug: bool, no_progress: bool) -> None:
+    """Inspect, check and maintain Delta Lake tables without a JVM."""
+    ctx.obj = {"json": json_mode, "debug": debug, "no_progress": no_progress}
+
+
+def _command(name: str, short: str, help_text: str) -> Callable[[F], F]:
+    """A subcommand with ``--json``/``--debug`` whose body gets an :class:`Output` and returns an exit
+    code; Delta and I/O errors become one line on stderr and exit code 1."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, json_flag: bool, debug_flag: bool, **kwargs: Any) -> int:
+            ctx = click.get_current_context()
+            obj = ctx.obj or {}
+            out = Output(
+                json_mode=json_flag or bool(obj.get("json")),
+                debug=debug_flag or bool(obj.get("debug")),
+                progress=not obj.get("no_progress"),
+            )
+            try:
+                return int(fn(out, *args, **kwargs))
+            except click.ClickException:
+                raise
+            except (DeltaError, OSError) as exc:
+                out.error(exc)
+                return EXIT_DELTA_ERROR
+            except KeyboardInterrupt:
+                out.error(KeyboardInterrupt("interrupted"))
+                return 130
+            except Exception as exc:  # a bug: still one line, the traceback with --debug
+                out.error(exc, prefix=f"internal error ({type(exc).__name__}; rerun with --debug): ")
+                return EXIT_DELTA_ERROR
+
+        wrapper = click.option("--debug", "debug_flag", is_flag=True, help="Show the traceback of errors.")(wrapper)
+        wrapper = click.option("--json", "json_flag", is_flag=True, help="Print one JSON document on stdout.")(wrapper)
+        return cast(F, cli.command(name, help=help_text, short_help=short, epilog=_EPILOG)(wrapper))
+
+    return decorate
+
+
+def _table(path: str, **kwargs: Any) -> Table:
+    return Table(path, **kwargs)
+
+
+def _timestamp(value: str | None) -> int | str | None:
+    if value is None:
+        return None
+    text = value.strip()
+    return int(text) if text.isdigit() else text
+
+
+def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not {what}=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+_PATH = click.argument("path", metavar="PATH")
+_VERSION = click.option(
+    "--version", "version", type=click.IntRange(min=0), default=None, help="Time travel to this version."
+)
+_TIMESTAMP = click.option(
+    "--timestamp", default=None, help="Time travel to this time (ISO 8601, or epoch milliseconds)."
+)
+
+
+def _snapshot(path: str, version: int | None, timestamp: str | None) -> Snapshot:
+    if version is not None and timestamp is not None:
+        raise click.UsageError("give --version or --timestamp, not both")
+    return _table(path).snapshot(version, timestamp=_timestamp(timestamp))
+
+
+@_command(
+    "describe",
+    "Version, protocol, schema, partitioning, properties, size.",
+    "Version, protocol and features, schema, partitioning, properties, file count and size.",
+)
+@_PATH
+@_VERSION
+@_TIMESTAMP
+def describe(out: Output, path: str, version: int | None, timestamp: str | None) -> int:
+    snap = _snapshot(path, version, timestamp)
+    doc = render.describe_document(snap)
+    out.emit(doc, lambda: render.describe(out, doc, snap))
+    return EXIT_OK
+
+
+@_command(
+    "history",
+    "Commits, newest first.",
+    "Commits, newest first: version, time, operation, parameters, metrics.",
+)
+@_PATH
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="Show at most this many commits.")
+def history(out: Output, path: str, limit: int | None) -> int:
+    table = _table(path)
+    entries = table.history(limit=limit)
+    out.emit(entries, lambda: render.history(out, entries, table.location))
+    return EXIT_OK
+
+
+@_command(
+    "files",
+    "Live data files, at the latest or an older version.",
+    "Live data files (path, size, partition values, records) at the latest or an older version.",
+)
+@_PATH
+@_VERSION
+@_TIMESTAMP
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="Show at most this many files.")
+def files(out: Output, path: str, version: int | None, timestamp: str | None, limit: int | None) -> int:
+    snap = _snapshot(path, version, timestamp)
+    rows = render.file_rows(snap, limit=limit)
+    out.emit(rows, lambda: render.files(out, rows, snap))
+    return EXIT_OK
+
+
+@_command(
+    "version-at",
+    "The version that was current at a timestamp.",
+    "The version that was current at TIMESTAMP (ISO 8601, or epoch milliseconds).",
+)
+@_PATH
+@click.argument("timestamp")
+def version_at(out: Output, path: str, timestamp: str) -> int:
+    from deltalog.log.timestamps import to_millis
+
+    ts = _timestamp(timestamp)
+    assert ts is not None
+    version = _table(path).version_at(ts)
+    doc = {"timestamp": timestamp, "timestamp_ms": to_millis(ts), "version": version}
+    out.emit(doc, lambda: out.print(str(version)))
+    return EXIT_OK
+
+
+@_command(
+    "vacuum",
+    "Delete unreferenced data files (a dry run by default).",
+    "Delete data files no retained version needs; lists them only, unless --execute.",
+)
+@_PATH
+@click.option("--retention-hours", type=click.FloatRange(min=0), default=None,
+              help="Keep files removed less than this long ago (default: delta.deletedFileRetentionDuration).")
+@click.option("--dry-run/--execute", "dry_run", default=True, show_default=True,
+              help="List what would be deleted, or delete it.")
+@click.option("--no-retention-check", is_flag=True,
+              help="Allow a retention shorter than the table's setting (unsafe with concurrent readers/writers).")
+def vacuum(out: Output, path: str, retention_hours: float | None, dry_run: bool, no_retention_check: bool) -> int:
+    from deltalog.storage import LogStore, store_for
+
+    with out.progress() as progress:
+        store = ObservedStore(store_for(path), progress.advance)
+        table = _table(path, store=cast(LogStore, store))
+        result = table.vacuum(
+            retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=not no_retention_check
+        )
+    out.emit(result, lambda: render.vacuum(out, result))
+    return EXIT_OK
+
+
+@_command(
+    "checkpoint",
+    "Write a checkpoint of the latest version.",
+    "Write a checkpoint of the latest version (and _last_checkpoint).",
+)
+@_PATH
+def checkpoint(out: Output, path: str) -> int:
+    from deltalog.log.checkpoint_writer import write_checkpoint
+
+    with out.progress() as progress:
+        progress("loading snapshot", 0, 1)
+        snap = _table(path).snapshot()
+        progress("loading snapshot", 1, 1)
+        progress("writing checkpoint", 0, 1)
+        result = write_checkpoint(snap)
+        progress("writing checkpoint", 1, 1)
+    doc = {k: v for k, v in vars(result).items()}
+    out.emit(doc, lambda: render.checkpoint(out, doc))
+    return EXIT_OK
+
+
+@_command(
+    "restore",
+    "Bring the table back to an earlier version.",
+    "Bring the table back to an earlier version in one RESTORE commit.",
+)
+@_PATH
+@_VERSION
+@_TIMESTAMP
+def restore(out: Output, path: str, version: int | None, timestamp: str | None) -> int:
+    if (version is None) == (timestamp is None):
+        raise click.UsageError("give exactly one of --version or --timestamp")
+    result = _table(path).restore(version=version, timestamp=_timestamp(timestamp))
+    doc = {k: v for k, v in vars(result).items() if k != "commit"}
+    out.emit(doc, lambda: render.restore(out, doc))
+    return EXIT_OK
+
+
+@_command(
+    "check",
+    "Check log, checkpoints, .crc and data files (fsck).",
+    "Check the log, checkpoints, .crc files and data files (fsck); --repair fixes missing files.",
+)
+@_PATH
+@click.option("--deep", is_flag=True, help="Verify every version's .crc file, not only the latest.")
+@click.option("--repair", is_flag=True, help="Remove log entries of missing data files in one commit.")
+def check(out: Output, path: str, deep: bool, repair: bool) -> int:
+    from deltalog.commands.check import check_table, repair_table
+
+    table = _table(path)
+    with out.progress() as progress:
+        report = check_table(table, deep=deep, progress=progress)
+    doc: dict[str, Any] = report.to_dict()
+    final = report
+    repaired = None
+    if repair and report.repairable:
+        repaired = repair_table(table, report=report)
+        with out.progress() as progress:
+            final = check_table(table, deep=deep, progress=progress)
+        doc["repair"] = repaired.to_dict()
+        doc["after_repair"] = final.to_dict()
+    out.emit(doc, lambda: render.check(out, report, repaired, final if repaired else None))
+    return EXIT_OK if final.ok else EXIT_PROBLEMS
+
+
+@_command(
+    "convert",
+    "Turn a parquet directory into a Delta table.",
+    "Turn a directory of parquet files into a Delta table (one commit, partitions inferred).",
+)
+@_PATH
+@click.option("--partition-type", "partition_types", multiple=True, metavar="COLUMN=TYPE",
+              help="Type of a partition column instead of the inferred one (repeatable), e.g. day=string.")
+@click.option("--property", "properties", multiple=True, metavar="KEY=VALUE", help="Table property (repeatable).")
+@click.option("--name", default=None, help="Table name stored in the metadata.")
+@click.option("--description", default=None, help="Table description stored in the metadata.")
+def convert(
+    out: Output,
+    path: str,
+    partition_types: tuple[str, ...],
+    properties: tuple[str, ...],
+    name: str | None,
+    description: str | None,
+) -> int:
+    from deltalog.commands.convert import convert_to_delta
+
+    types = _pairs(partition_types, "COLUMN")
+    props = _pairs(properties, "KEY")
+    with out.progress() as progress:
+        result = convert_to_delta(
+            path, partition_types=types, properties=props, name=name, description=description, progress=progress
+        )
+    doc = result.to_dict()
+    out.emit(doc, lambda: render.convert(out, doc))
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (see the module docstring).
+
+    Example:
+        >>> main(["--version"])                                       # doctest: +SKIP
+        deltalog, version 0.1.0
+        0
+    """
+    try:
+        result = cli.main(args=list(argv) if argv is not None else None, prog_name="deltalog", standalone_mode=False)
+    except click.UsageError as exc:
+        exc.show()
+        return EXIT_USAGE
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
+        click.echo("deltalog: aborted", err=True)
+        return 130
+    except InvalidArgumentError as exc:  # raised while parsing, before a command's own handler
+        click.echo(f"deltalog: {exc}", err=True)
+        return EXIT_USAGE
+    return result if isinstance(result, int) else EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
