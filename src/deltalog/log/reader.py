@@ -68,6 +68,9 @@ class FileActions:
     add_order: np.ndarray | None = None
     remove_order: np.ndarray | None = None
     commit_infos: dict[int, CommitInfo] = field(default_factory=dict)
+    #: The actions are already reconciled (a checkpoint, or a previous snapshot's state): keys are
+    #: unique and no file is both added and removed, so replay only has to drop what newer sources shadow.
+    reconciled: bool = False
 
     @property
     def commit_info(self) -> CommitInfo | None:
@@ -319,6 +322,7 @@ def read_checkpoint(
         pa.concat_tables(adds) if adds else _empty(ADD_SCHEMA),
         pa.concat_tables(removes) if removes else _empty(REMOVE_SCHEMA),
         others,
+        reconciled=True,
     )
 
 

@@ -83,7 +83,7 @@ def advance(store: LogStore, base: TableState, segment: LogSegment) -> TableStat
     keys = frozenset(metadata_partition_keys(base.metadata))
     sources = [read_commits(store, list(reversed(new)), table=segment.table, partition_keys=keys)] if new else []
     others: list[Action] = [base.protocol, base.metadata, *base.txns.values(), *base.domains.values()]
-    sources.append(FileActions(base.version, base.files, base.tombstones, others))
+    sources.append(FileActions(base.version, base.files, base.tombstones, others, reconciled=True))
     return _reduce(store, segment, sources)
 
 
@@ -152,8 +152,50 @@ def reconcile_files(sources: Iterable[FileActions], table_root: str) -> tuple[pa
 
     Within one source, actions on the same key are resolved by line order (the earlier line wins,
     which is how log compaction files list newest-first actions); without line positions adds come
-    first. Returns ``(live adds, tombstones)``, each in its normalized schema.
+    first. A trailing *reconciled* source (a checkpoint, or a previous state) is not deduplicated
+    again: only its rows shadowed by newer actions are dropped, the rest is kept as zero-copy slices.
+    Returns ``(live adds, tombstones)``, each in its normalized schema.
     """
+    ordered = list(sources)
+    base = ordered.pop() if ordered and ordered[-1].reconciled else None
+    live, tombs, seen = _reconcile_log(ordered, table_root)
+    if base is None:
+        return live, tombs
+    base_adds, base_removes = base.adds, base.removes
+    if seen is not None:
+        base_adds = _drop_shadowed(base_adds, seen, table_root)
+        base_removes = _drop_shadowed(base_removes, seen, table_root)
+    return _concat(live, base_adds), _concat(tombs, base_removes)
+
+
+def _concat(newer: pa.Table, older: pa.Table) -> pa.Table:
+    if newer.num_rows == 0:
+        return older
+    if older.num_rows == 0:
+        return newer
+    return pa.concat_tables([newer, older])
+
+
+def _drop_shadowed(t: pa.Table, seen: pa.Array, table_root: str) -> pa.Table:
+    """Rows of a reconciled source whose key a newer action already decided."""
+    if t.num_rows == 0:
+        return t
+    shadowed = pc.is_in(_keys(t, table_root), value_set=seen)
+    drop = np.flatnonzero(np.asarray(shadowed.to_numpy(zero_copy_only=False), dtype=bool))
+    if len(drop) == 0:
+        return t
+    if len(drop) > 256:
+        return t.filter(pc.invert(shadowed))
+    starts = np.concatenate([[0], drop + 1])
+    ends = np.concatenate([drop, [t.num_rows]])
+    pieces = [t.slice(int(a), int(b - a)) for a, b in zip(starts, ends) if b > a]
+    return pa.concat_tables(pieces) if pieces else t.schema.empty_table()
+
+
+def _reconcile_log(
+    sources: list[FileActions], table_root: str
+) -> tuple[pa.Table, pa.Table, pa.Array | None]:
+    """Reconcile commit sources; also returns the distinct keys they decide (``None`` if there are none)."""
     add_parts: list[pa.Table] = []
     rem_parts: list[pa.Table] = []
     seq_keys: list[pa.Array] = []
@@ -183,9 +225,10 @@ def reconcile_files(sources: Iterable[FileActions], table_root: str) -> tuple[pa
     adds = pa.concat_tables(add_parts) if add_parts else ADD_SCHEMA.empty_table()
     removes = pa.concat_tables(rem_parts) if rem_parts else REMOVE_SCHEMA.empty_table()
     if not seq_keys:
-        return adds, removes
+        return adds, removes, None
     all_keys = pa.chunked_array(seq_keys, pa.string()).combine_chunks()
-    codes = pc.dictionary_encode(all_keys).indices.to_numpy(zero_copy_only=False)
+    encoded = pc.dictionary_encode(all_keys)
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
     _, first = np.unique(codes, return_index=True)
     kind_arr = np.concatenate(kinds)[first]
     row_arr = np.concatenate(rows)[first]
@@ -193,13 +236,14 @@ def reconcile_files(sources: Iterable[FileActions], table_root: str) -> tuple[pa
     tomb_rows = np.sort(row_arr[kind_arr == 1])
     live = adds if len(live_rows) == adds.num_rows else adds.take(pa.array(live_rows))
     tombs = removes if len(tomb_rows) == removes.num_rows else removes.take(pa.array(tomb_rows))
-    return live, tombs
+    return live, tombs, encoded.dictionary
 
 
 def _keys(t: pa.Table, table_root: str) -> pa.Array:
     if t.num_rows == 0:
         return pa.array([], pa.string())
-    path = t.column("path").combine_chunks()
+    col = t.column("path")
+    path = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
     path = _canonical_paths(path, table_root)
     dv = t.column("deletionVector")
     if dv.null_count == len(dv):
