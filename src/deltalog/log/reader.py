@@ -117,7 +117,7 @@ def read_commits(
     ``partition_keys`` (plus the partition columns of any ``metaData`` in these files) are read as
     strings explicitly, so Arrow never re-types a value such as ``2021-09-08``.
     """
-    if len(files) > 8:
+    if len(files) > 8 and "://" in store.full_path(""):  # remote stores: overlap the round trips
         with ThreadPoolExecutor(max_workers=4) as pool:
             blobs = list(pool.map(lambda f: _read_bytes(store, f, table), files))
     else:
