@@ -88,3 +88,10 @@ def test_missing_data_file_is_a_clear_error(table: deltalog.Table) -> None:
     (Path(table.location) / victim.replace("%20", " ")).unlink()
     with pytest.raises(deltalog.DeltaError, match="does not exist"):
         snap.to_arrow()
+
+
+def test_fractional_literal_on_an_integer_column_is_not_truncated(table: deltalog.Table) -> None:
+    got = table.snapshot().to_arrow(columns=["id"], filter=[("id", "<", 100.5)])
+    assert _ids(got) == [100]  # not "< 100"
+    got = table.snapshot().to_arrow(columns=["id"], filter=[("id", "<", 101.5), ("id", ">", 99.5)])
+    assert _ids(got) == [100, 101]

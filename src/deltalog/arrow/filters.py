@@ -84,6 +84,8 @@ def normalize_filter(
 def _literal(value: Any, atype: pa.DataType, column: str, table: str) -> Any:
     if value is None:
         raise InvalidArgumentError(f"filter on {column!r} compares with None; nothing equals null", table=table)
+    if isinstance(value, float) and pa.types.is_integer(atype) and not value.is_integer():
+        return value  # 2.5 against an integer column: compare as a number, never truncate to 2
     try:
         if isinstance(value, str) and not pa.types.is_string(atype):
             if pa.types.is_timestamp(atype):

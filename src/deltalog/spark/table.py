@@ -1,10 +1,10 @@
 """``DeltaTable``: delta-spark's Python API (camelCase), on deltalog's kernel and Spark engine.
 
 Covered so far: ``forPath``, ``isDeltaTable``, ``toDF``, ``alias``, ``history``, ``detail``,
-``vacuum``, ``restoreToVersion``, ``restoreToTimestamp``. The result DataFrames use delta-spark's
-column names and types. Metadata is small: it is built on the driver from the log and handed to
-Spark from Arrow. Not yet: ``forName`` (no catalog), ``delete``/``update``/``merge``/``optimize``
-and the create/replace builders.
+``vacuum``, ``restoreToVersion``, ``restoreToTimestamp``, ``delete``, ``update``, ``merge``
+(:mod:`deltalog.spark.dml`). The result DataFrames use delta-spark's column names and types.
+Metadata is small: it is built on the driver from the log and handed to Spark from Arrow. Not yet:
+``forName`` (no catalog), ``optimize``.
 
 Example:
     >>> from deltalog.spark import DeltaTable
@@ -19,7 +19,7 @@ import datetime as dt
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -27,6 +27,9 @@ from deltalog.errors import InvalidArgumentError, TableNotFoundError
 from deltalog.protocol.features import reader_features, writer_features
 from deltalog.spark._common import load_snapshot, open_table
 from deltalog.spark.read import read_snapshot
+
+if TYPE_CHECKING:
+    from deltalog.spark.dml import MergeBuilder
 
 __all__ = ["DeltaTable"]
 
@@ -342,6 +345,45 @@ class DeltaTable:
             >>> DeltaTable.forPath(spark, "/data/events").restoreToTimestamp("2024-05-01")  # doctest: +SKIP
         """
         return self._restore(timestamp=timestamp)
+
+    # ----------------------------------------------------------------------------------------- DML
+
+    def delete(self, condition: Any = None) -> None:
+        """Delete the rows where ``condition`` (SQL string or ``Column``; ``None``: every row) holds, in
+        one ``DELETE`` commit -- deletion vectors when the table enables them, else copy-on-write. Like
+        delta-spark it returns nothing; the metrics are in :meth:`history`.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events").delete("day < '2024-01-01'")  # doctest: +SKIP
+        """
+        from deltalog.spark.dml import delete
+
+        delete(self._spark, self.path, condition)
+
+    def update(self, condition: Any = None, set: Mapping[str, Any] | None = None) -> None:
+        """Set columns of the rows where ``condition`` holds (``None``: every row) in one ``UPDATE``
+        commit; ``set`` maps column names to SQL expression strings or ``Column`` objects.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/t").update("id = 1", {"v": "v + 1"})  # doctest: +SKIP
+        """
+        from deltalog.spark.dml import update
+
+        update(self._spark, self.path, condition, set)
+
+    def merge(self, source: DataFrame, condition: Any) -> MergeBuilder:
+        """A merge builder of ``source`` into this table on ``condition`` (SQL string or ``Column``); the
+        alias given with :meth:`alias` names the target in the condition and the clauses.
+
+        Example:
+            >>> (DeltaTable.forPath(spark, "/data/t").alias("t")
+            ...     .merge(updates.alias("s"), "t.id = s.id")
+            ...     .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())   # doctest: +SKIP
+            DataFrame[num_affected_rows: bigint, num_updated_rows: bigint, ...]
+        """
+        from deltalog.spark.dml import merge
+
+        return merge(self._spark, self.path, source, condition, target_alias=self._alias)
 
     def _restore(self, **target: Any) -> DataFrame:
         from deltalog.commands.restore import restore

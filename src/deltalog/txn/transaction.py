@@ -174,6 +174,11 @@ class Transaction:
     # ------------------------------------------------------------------------------------- reading
 
     @property
+    def committed(self) -> bool:
+        """True once :meth:`commit` wrote (or skipped, for an idempotent ``txn``) this transaction."""
+        return self._committed
+
+    @property
     def read_version(self) -> int:
         """The version read (``-1`` when the table does not exist yet).
 

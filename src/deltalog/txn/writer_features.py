@@ -6,7 +6,7 @@ implied by a legacy writer version). Features fall in three groups here:
 * :data:`SUPPORTED_WRITER_FEATURES` -- implemented whenever they are listed: ``appendOnly``,
   ``invariants``, ``checkConstraints`` (enforced by :mod:`deltalog.txn.constraints`),
   ``inCommitTimestamp``, ``timestampNtz``, ``domainMetadata``, ``vacuumProtocolCheck``,
-  ``deletionVectors`` (we never write new DVs; removing a file removes its DV too) and
+  ``deletionVectors`` (DELETE/UPDATE/MERGE write new DVs when the table enables them) and
   ``changeDataFeed`` (appends and whole-file removes only: a commit that rewrites rows without change
   data files is refused by :func:`check_change_data_feed`);
 * :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.

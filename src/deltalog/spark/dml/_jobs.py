@@ -1,0 +1,518 @@
+"""The Spark jobs of DML commands and what surrounds them on the driver.
+
+* :func:`run_dv_job` -- marks rows deleted in deletion vectors. The ``(file, row_index)`` pairs to
+  delete are shuffled by file and sorted, so each file's rows arrive in one task, contiguously; the task
+  (:func:`_dv_task`) reads the file's current deletion vector, builds the union bitmap, and writes all
+  the bitmaps of its files into one ``deletion_vector_<uuid>.bin`` next to the table. The driver only
+  collects one small row per touched file (the new descriptor, the counts);
+* :func:`write_rows` -- writes rows as new data files with the Spark writer of
+  :mod:`deltalog.spark.write` (conformed to the schema, constraints checked in the tasks);
+* :class:`Staged` -- files written for a commit that has not happened: deleted if anything fails;
+* preflight checks (append-only tables, change data feed, writable protocol) and the translation of
+  Spark task failures into deltalog errors.
+
+Example:
+    >>> results = run_dv_job(matches.select(FILE, ROW), snap, candidates)       # doctest: +SKIP
+    >>> results[0].cardinality                                                   # doctest: +SKIP
+    12
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import json
+import os
+import re
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.errors import DeltaError, SchemaError
+from deltalog.protocol.actions import Add, Metadata
+from deltalog.protocol.schema import StructType
+from deltalog.spark.dml._scan import FILE, ROW, file_uris, local_file, num_records, quoted
+from deltalog.storage import LocalLogStore
+from deltalog.txn.writer_features import (
+    AppendOnlyError,
+    check_change_data_feed,
+    check_writable,
+    is_true,
+    upgrade_protocol,
+)
+
+if TYPE_CHECKING:
+    from deltalog.arrow.write_files import WrittenFile
+    from deltalog.snapshot import Snapshot
+    from deltalog.table import Table
+    from deltalog.txn.transaction import CommitResult, Transaction
+
+__all__ = [
+    "DmlResult",
+    "DvOutcome",
+    "DvResult",
+    "Staged",
+    "Timer",
+    "apply_dv_results",
+    "check_can_write",
+    "count_matches",
+    "refuse_append_only",
+    "run_dv_job",
+    "spark_error",
+    "write_rows",
+]
+
+DataFrame = Any  # pyspark.sql.DataFrame (classic or Connect)
+
+_DV_SCHEMA = pa.schema(
+    [
+        ("file", pa.string()),
+        ("dv", pa.string()),
+        ("new_rows", pa.int64()),
+        ("cardinality", pa.int64()),
+        ("all_deleted", pa.bool_()),
+    ]
+)
+_DV_DDL = "file string, dv string, new_rows bigint, cardinality bigint, all_deleted boolean"
+
+
+@dataclass(frozen=True)
+class DmlResult:
+    """What a DML command did: the committed ``version`` (``None`` when nothing changed and nothing
+    was committed) and the ``operationMetrics`` (also in the commit's ``commitInfo``).
+
+    Example:
+        >>> DmlResult(version=None, metrics={"numDeletedRows": "0"}).metric("numDeletedRows")
+        0
+    """
+
+    version: int | None
+    metrics: Mapping[str, str] = field(default_factory=dict)
+
+    def metric(self, name: str) -> int:
+        """An integer metric (0 when absent).
+
+        Example:
+            >>> DmlResult(version=3, metrics={"numCopiedRows": "7"}).metric("numCopiedRows")
+            7
+        """
+        try:
+            return int(self.metrics.get(name, 0))
+        except (TypeError, ValueError):
+            return 0
+
+
+class Timer:
+    """Milliseconds since construction, and named phases (``scanTimeMs``, ``rewriteTimeMs``).
+
+    Example:
+        >>> t = Timer(); t.elapsed_ms() >= 0
+        True
+    """
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+
+    def elapsed_ms(self) -> int:
+        """Milliseconds since the timer started.
+
+        Example:
+            >>> Timer().elapsed_ms() < 1000
+            True
+        """
+        return int((time.monotonic() - self.start) * 1000)
+
+
+# ------------------------------------------------------------------------------------- preflight
+
+
+def refuse_append_only(snapshot: Snapshot, operation: str) -> None:
+    """Refuse a DML command that changes data on a ``delta.appendOnly=true`` table, before any job.
+
+    Example:
+        >>> refuse_append_only(snap, "DELETE")                                   # doctest: +SKIP
+    """
+    if is_true(snapshot.metadata.configuration, "delta.appendOnly"):
+        raise AppendOnlyError(
+            f"[DELTA_CANNOT_MODIFY_APPEND_ONLY] This table is configured to only allow appends; {operation} "
+            "would change existing rows. Set delta.appendOnly=false first to update or delete rows",
+            table=snapshot.table,
+        )
+
+
+def check_can_write(snapshot: Snapshot, *, rewrites: bool) -> None:
+    """Refuse early (before any job) what the commit would refuse: a protocol deltalog cannot write, or
+    rewritten rows on a table with the change data feed on (change data files are not written yet).
+
+    Example:
+        >>> check_can_write(snap, rewrites=True)                                 # doctest: +SKIP
+    """
+    md = snapshot.metadata
+    check_writable(upgrade_protocol(snapshot.protocol, md), md, adds_data=True, table=snapshot.table)
+    if rewrites:
+        check_change_data_feed(md, rewrites_rows=True, data_adds=1, data_removes=1, cdc_files=0, table=snapshot.table)
+
+
+# ------------------------------------------------------------------------------------- errors
+
+
+_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\]\s*(.*?)(?:\s+SQLSTATE: \w+)?\s*$", re.MULTILINE)
+_DELTALOG_LINE = re.compile(r"^(deltalog(?:\.\w+)*)\.(\w+): (.*)$", re.MULTILINE)
+
+
+def spark_error(exc: Exception, table: str) -> Exception:
+    """The deltalog error behind a failed Spark job: a value check raised with ``raise_error`` (see
+    :mod:`deltalog.spark.dml._assign`) becomes a :class:`~deltalog.errors.SchemaError`, a deltalog error
+    raised in a Python task is rebuilt; anything else is returned unchanged.
+
+    Example:
+        >>> spark_error(RuntimeError("[USER_RAISED_EXCEPTION] [DELTA_CAST_FAILURE] x SQLSTATE: P0001"), "t")
+        SchemaError('[DELTA_CAST_FAILURE] x [table t]')
+    """
+    if isinstance(exc, DeltaError):
+        return exc
+    text = str(exc)
+    raised = _RAISED.search(text)
+    if raised and raised.group(1).startswith("[DELTA_"):
+        return SchemaError(raised.group(1), table=table)
+    found = _DELTALOG_LINE.findall(text)
+    if found:
+        import importlib
+
+        module, name, message = found[-1]
+        try:
+            cls = getattr(importlib.import_module(module), name)
+            if isinstance(cls, type) and issubclass(cls, DeltaError):
+                return cls(message)
+        except (ImportError, AttributeError, TypeError):
+            pass
+        return DeltaError(message, table=table)
+    return exc
+
+
+# ------------------------------------------------------------------------------------- staging
+
+
+class Staged:
+    """Files written for a commit that has not happened yet (data files, deletion vector files); all
+    are deleted by :meth:`cleanup` when the command fails.
+
+    Example:
+        >>> staged = Staged(table.store)                                          # doctest: +SKIP
+        >>> staged.data.extend(write_rows(df, table, schema, md))                  # doctest: +SKIP
+    """
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.data: list[WrittenFile] = []
+        self.dv_files: set[str] = set()
+
+    def cleanup(self) -> None:
+        """Best effort: delete every staged file (they are not referenced by any commit).
+
+        Example:
+            >>> staged.cleanup()                                                  # doctest: +SKIP
+        """
+        for f in self.data:
+            with contextlib.suppress(Exception):
+                self.store.delete(f.rel_path)
+        for path in self.dv_files:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+
+    def commit(self, txn: Transaction, metrics: Mapping[str, Any]) -> CommitResult:
+        """Commit ``txn`` with ``metrics``; on failure delete the staged files and re-raise.
+
+        Example:
+            >>> staged.commit(txn, {"numDeletedRows": 3}).version                 # doctest: +SKIP
+            4
+        """
+        try:
+            return txn.commit(metrics=metrics)
+        except BaseException:
+            # Never delete files a commit references: an interruption after the log write would do that.
+            if not txn.committed:
+                self.cleanup()
+            raise
+
+
+# ------------------------------------------------------------------------------------- writing
+
+
+def _target_file_size(metadata: Metadata) -> int:
+    from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE
+
+    try:
+        size = int(metadata.configuration.get("delta.targetFileSize", DEFAULT_TARGET_FILE_SIZE))
+    except (TypeError, ValueError):
+        return DEFAULT_TARGET_FILE_SIZE
+    return size if size > 0 else DEFAULT_TARGET_FILE_SIZE
+
+
+def write_rows(df: DataFrame, table: Table, schema: StructType, metadata: Metadata) -> list[WrittenFile]:
+    """Write ``df`` (which has the columns of ``schema``) as new data files of ``table`` with the Spark
+    writer (one ``mapInArrow`` job); returns the files, nothing is committed.
+
+    Example:
+        >>> [f.num_records for f in write_rows(df, table, snap.schema, snap.metadata)]  # doctest: +SKIP
+        [120]
+    """
+    from pyspark.sql import functions as F
+
+    from deltalog.spark.write import _run_job, _TaskSpec
+
+    store = table.store
+    assert isinstance(store, LocalLogStore)
+    spec = _TaskSpec(store.root, table.location, schema, metadata, None, _target_file_size(metadata))
+    try:
+        return _run_job(df.select(*[F.col(quoted(f.name)) for f in schema.fields]), spec)
+    except Exception as exc:
+        raise spark_error(exc, table.location) from None
+
+
+def count_matches(scan: DataFrame, condition: Any, table: str) -> dict[str, int]:
+    """Rows of ``scan`` (a :func:`~deltalog.spark.dml._scan.target_scan`) where ``condition`` holds, per
+    file (one job; only the files with at least one match appear).
+
+    Example:
+        >>> count_matches(scan, F.col("id") < 10, "/data/t")                     # doctest: +SKIP
+        {'file:/data/t/part-0.parquet': 10}
+    """
+    from pyspark.sql import functions as F
+
+    try:
+        rows = scan.filter(condition).groupBy(FILE).agg(F.count(F.lit(1)).alias("n")).collect()
+    except Exception as exc:
+        raise spark_error(exc, table) from None
+    return {r[FILE]: int(r["n"]) for r in rows}
+
+
+# ------------------------------------------------------------------------------- deletion vectors
+
+
+@dataclass(frozen=True)
+class _DvSpec:
+    root: str
+    #: uri -> (local path, current deletion vector or None, numRecords or None)
+    files: Mapping[str, tuple[str, Mapping[str, Any] | None, int | None]]
+
+
+@dataclass(frozen=True)
+class DvResult:
+    """One touched file: its new deletion vector (``None`` when every row is gone), the rows newly
+    deleted and the new cardinality.
+
+    Example:
+        >>> DvResult("file:/t/a.parquet", None, 4, 4, True).all_deleted
+        True
+    """
+
+    uri: str
+    dv: Mapping[str, Any] | None
+    new_rows: int
+    cardinality: int
+    all_deleted: bool
+
+
+def _finish_file(
+    spec: _DvSpec, uri: str, parts: list[np.ndarray], bitmaps: list[bytes], pending: list[tuple[str, int, int]],
+    done: list[dict[str, Any]],
+) -> None:
+    import pyarrow.parquet as pq
+
+    from deltalog.arrow.deletion_vectors import read_deletion_vector, serialize_bitmap
+    from deltalog.arrow.read import _read_dv_bytes
+
+    local, old_dv, total = spec.files[uri]
+    new = np.unique(np.concatenate(parts)).astype(np.uint64)
+    old = read_deletion_vector(old_dv, spec.root, read_bytes=_read_dv_bytes) if old_dv else None
+    union = new if old is None or old.size == 0 else np.union1d(old, new)
+    added = int(union.size - (0 if old is None else old.size))
+    if total is None:
+        total = pq.ParquetFile(local).metadata.num_rows
+    if added == 0 and union.size < total:
+        return  # every matching row was deleted already: the file keeps its deletion vector
+    if union.size >= total:
+        done.append({"file": uri, "dv": None, "new_rows": added, "cardinality": int(union.size), "all_deleted": True})
+        return
+    bitmaps.append(serialize_bitmap(union))
+    pending.append((uri, added, int(union.size)))
+
+
+def _dv_task(spec: _DvSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Runs in a Spark task over ``(file, row)`` sorted by file: one new bitmap per file (old deletion
+    vector included), all written into one new deletion vector file; yields one row per file."""
+    from deltalog.arrow.deletion_vectors import write_deletion_vector_file
+    from deltalog.protocol.deletion_vectors import STORAGE_RELATIVE, DeletionVectorDescriptor, z85_encode
+
+    bitmaps: list[bytes] = []
+    pending: list[tuple[str, int, int]] = []
+    done: list[dict[str, Any]] = []
+    current: str | None = None
+    parts: list[np.ndarray] = []
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        encoded = pc.dictionary_encode(batch.column(0))
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        names = encoded.dictionary.to_pylist()
+        rows = batch.column(1).to_numpy(zero_copy_only=False)
+        bounds = [0, *(np.flatnonzero(codes[1:] != codes[:-1]) + 1).tolist(), len(codes)]
+        for begin, end in itertools.pairwise(bounds):
+            uri = names[codes[begin]]
+            if uri != current:
+                if current is not None:
+                    _finish_file(spec, current, parts, bitmaps, pending, done)
+                current, parts = uri, []
+            parts.append(rows[begin:end])
+    if current is not None:
+        _finish_file(spec, current, parts, bitmaps, pending, done)
+    if bitmaps:
+        encoded_id = z85_encode(uuid.uuid4().bytes)
+        path = DeletionVectorDescriptor(STORAGE_RELATIVE, encoded_id, 0, 0, 1).absolute_path(spec.root)
+        assert path is not None
+        placed = write_deletion_vector_file(path, bitmaps)
+        for (uri, added, cardinality), (offset, size) in zip(pending, placed, strict=True):
+            dv = DeletionVectorDescriptor(STORAGE_RELATIVE, encoded_id, size, cardinality, offset)
+            done.append({
+                "file": uri, "dv": json.dumps(dv.to_dict()), "new_rows": added, "cardinality": cardinality,
+                "all_deleted": False,
+            })
+    if done:
+        yield pa.RecordBatch.from_pylist(done, schema=_DV_SCHEMA)
+
+
+def run_dv_job(matches: DataFrame, snapshot: Snapshot, candidates: pa.Table) -> list[DvResult]:
+    """Mark the ``(FILE, ROW)`` rows of ``matches`` deleted: new deletion vector files are written by the
+    tasks; returns one :class:`DvResult` per touched file (nothing is committed).
+
+    Example:
+        >>> run_dv_job(scan.filter("id < 10").select(FILE, ROW), snap, files)[0].new_rows  # doctest: +SKIP
+        10
+    """
+    from pyspark.sql import functions as F
+
+    store = snapshot.store
+    assert isinstance(store, LocalLogStore)
+    rows = candidates.to_pylist()
+    uris = file_uris(snapshot, candidates)
+    spec = _DvSpec(
+        store.root,
+        {
+            uri: (
+                local_file(snapshot, r["path"]),
+                {k: v for k, v in r["deletionVector"].items() if v is not None} if r.get("deletionVector") else None,
+                num_records(r),
+            )
+            for uri, r in zip(uris, rows)
+        },
+    )
+    job = (
+        matches.select(F.col(FILE), F.col(ROW))
+        .repartition(F.col(FILE))
+        .sortWithinPartitions(F.col(FILE))
+        .mapInArrow(functools.partial(_dv_task, spec), _DV_DDL)
+    )
+    try:
+        collected = job.collect()
+    except Exception as exc:
+        raise spark_error(exc, snapshot.table) from None
+    return [
+        DvResult(
+            uri=r["file"],
+            dv=json.loads(r["dv"]) if r["dv"] else None,
+            new_rows=int(r["new_rows"]),
+            cardinality=int(r["cardinality"]),
+            all_deleted=bool(r["all_deleted"]),
+        )
+        for r in collected
+    ]
+
+
+@dataclass
+class DvOutcome:
+    """What re-adding files with new deletion vectors staged (delta-spark's metric meanings: a DV is
+    *added* to a file that had none, *updated* when it replaces one, *removed* with a file that goes).
+
+    Example:
+        >>> DvOutcome().removed_files
+        0
+    """
+
+    deleted_rows: int = 0
+    removed_files: int = 0
+    removed_bytes: int = 0
+    dvs_added: int = 0
+    dvs_updated: int = 0
+    dvs_removed: int = 0
+
+
+def _loose_stats(stats: str | None) -> str | None:
+    """Stats stay valid bounds after rows are deleted, but are no longer tight."""
+    if not stats:
+        return stats
+    try:
+        parsed = json.loads(stats)
+    except ValueError:
+        return None
+    parsed["tightBounds"] = False
+    return json.dumps(parsed, separators=(",", ":"))
+
+
+def apply_dv_results(
+    txn: Transaction, snapshot: Snapshot, candidates: pa.Table, results: list[DvResult], staged: Staged
+) -> DvOutcome:
+    """Stage the actions of :func:`run_dv_job`'s results: each touched file is removed and, unless every
+    row is gone, re-added with its new deletion vector (data file untouched, ``tightBounds: false``).
+
+    Example:
+        >>> apply_dv_results(txn, snap, files, results, staged).dvs_added         # doctest: +SKIP
+        2
+    """
+    from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor
+
+    root = snapshot.store.full_path("")
+    by_uri = dict(zip(file_uris(snapshot, candidates), candidates.to_pylist()))
+    out = DvOutcome()
+    for r in results:
+        if r.dv is not None:
+            path = DeletionVectorDescriptor.from_dict(r.dv).absolute_path(root)
+            if path is not None:
+                staged.dv_files.add(path)
+    for r in results:
+        row = by_uri[r.uri]
+        had_dv = bool(row.get("deletionVector"))
+        out.deleted_rows += r.new_rows
+        txn.remove_files([row])
+        if r.all_deleted or r.dv is None:
+            out.removed_files += 1
+            out.removed_bytes += int(row.get("size") or 0)
+            out.dvs_removed += int(had_dv)
+            continue
+        txn.add_file(
+            Add(
+                path=row["path"],
+                partitionValues=dict(row.get("partitionValues") or []),
+                size=row["size"],
+                modificationTime=row["modificationTime"],
+                dataChange=True,
+                stats=_loose_stats(row.get("stats")),
+                tags=dict(row["tags"]) if row.get("tags") else None,
+                deletionVector=dict(r.dv),
+                baseRowId=row.get("baseRowId"),
+                defaultRowCommitVersion=row.get("defaultRowCommitVersion"),
+                clusteringProvider=row.get("clusteringProvider"),
+            )
+        )
+        if had_dv:
+            out.dvs_updated += 1
+        else:
+            out.dvs_added += 1
+    return out

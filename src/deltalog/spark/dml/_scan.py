@@ -1,0 +1,462 @@
+"""What a DML command reads: the candidate files of a condition and a Spark scan of their rows.
+
+* :func:`pruning_conditions` turns the simple part of a SQL condition (top-level ``AND`` of ``column op
+  literal``, ``IN``, ``BETWEEN``) into the kernel's conditions, used for partition pruning and min/max
+  skipping (:func:`~deltalog.arrow.filters.prune_files`) and as the transaction's read predicate. Only
+  conjuncts whose meaning is the same in Spark and in the kernel are kept (no timestamps -- the session
+  time zone --, no ``>``/``>=``/``!=`` on floating point -- NaN sorts last in Spark --); a dropped
+  conjunct only means fewer files are skipped, never a wrong result: Spark evaluates the whole condition.
+* :func:`target_scan` reads the candidate files with Spark's parquet scan and keeps, for every row, the
+  file (``_metadata.file_path``) and its position in the file (``_metadata.row_index``), so rows can be
+  marked in deletion vectors and touched files found; partition values come from the log (broadcast join)
+  and rows already deleted by a deletion vector can be dropped (broadcast ``left_anti`` join).
+
+Example:
+    >>> pruning_conditions("day = '2024-01-01' AND id > 10 AND lower(name) = 'x'", snap)  # doctest: +SKIP
+    ([Condition(column='day', op='=', value=datetime.date(2024, 1, 1)), Condition(column='id', ...)], False)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.arrow.filters import Condition, normalize_filter
+from deltalog.errors import DeltaError, InvalidArgumentError
+from deltalog.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType, physical_name
+from deltalog.spark._common import physical_field, spark_file_uri, spark_schema, spark_type
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+
+__all__ = [
+    "FILE",
+    "ROW",
+    "condition_column",
+    "describe",
+    "file_uris",
+    "live_rows",
+    "local_file",
+    "pruning_conditions",
+    "quoted",
+    "target_scan",
+]
+
+#: Column of a scan holding the row's data file, as Spark names it (``file:/...``).
+FILE = "__deltalog_file"
+#: Column of a scan holding the row's position in its data file.
+ROW = "__deltalog_row"
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
+_NO_PRUNING_TYPES = ("timestamp", "timestamp_ntz", "binary")
+_FLOAT_TYPES = ("float", "double")
+_FLOAT_UNSAFE_OPS = (">", ">=", "!=", "not in")
+
+DataFrame = Any  # pyspark.sql.DataFrame (classic or Connect)
+Column = Any  # pyspark.sql.Column
+
+
+def quoted(name: str) -> str:
+    """A column name quoted for Spark (backticks, inner backticks doubled).
+
+    Example:
+        >>> quoted("a`b")
+        '`a``b`'
+    """
+    return "`" + name.replace("`", "``") + "`"
+
+
+def is_column(value: Any) -> bool:
+    """Whether ``value`` is a Spark ``Column`` (classic or Connect).
+
+    Example:
+        >>> is_column("id > 3")
+        False
+    """
+    return type(value).__name__ == "Column"
+
+
+def condition_column(condition: Any, what: str) -> Column:
+    """A condition (SQL string or ``Column``) as a ``Column`` that is never null (null counts as false).
+
+    Example:
+        >>> condition_column("id > 3", "delete")                               # doctest: +SKIP
+        Column<'coalesce((id > 3), false)'>
+    """
+    from pyspark.sql import functions as F
+
+    if condition is None:
+        return F.lit(True)
+    if isinstance(condition, str):
+        if not condition.strip():
+            raise InvalidArgumentError(f"the {what} condition is an empty string")
+        col = F.expr(condition)
+    elif is_column(condition):
+        col = condition
+    else:
+        raise InvalidArgumentError(
+            f"the {what} condition must be a SQL string or a Spark Column, got {type(condition).__name__}"
+        )
+    return F.coalesce(col, F.lit(False))
+
+
+def describe(condition: Any) -> str | None:
+    """A condition as text for ``commitInfo.operationParameters`` (``None`` for no condition).
+
+    Example:
+        >>> describe("id > 3"), describe(None)
+        ('id > 3', None)
+    """
+    if condition is None:
+        return None
+    if isinstance(condition, str):
+        return condition
+    text = str(condition)
+    if text.startswith("Column<'") and text.endswith("'>"):
+        return text[len("Column<'") : -2]
+    return text
+
+
+# ------------------------------------------------------------------------------------------ pruning
+
+
+def _conjuncts(node: Any) -> list[Any]:
+    if node.kind == "binary" and node.args[0] == "AND":
+        return _conjuncts(node.args[1]) + _conjuncts(node.args[2])
+    return [node]
+
+
+def _literal(node: Any) -> tuple[bool, Any]:
+    if node.kind == "lit":
+        return True, node.args[0]
+    if node.kind == "unary" and node.args[0] == "-" and node.args[1].kind == "lit":
+        value = node.args[1].args[0]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True, -value
+    return False, None
+
+
+class _Names:
+    """Resolves a column reference of a condition to a table column, the way Spark would."""
+
+    def __init__(self, schema: StructType, qualifiers: Collection[str], ambiguous: Collection[str]) -> None:
+        self.names = schema.field_names
+        self.lower: dict[str, list[str]] = {}
+        for n in self.names:
+            self.lower.setdefault(n.lower(), []).append(n)
+        self.qualifiers = {q.lower() for q in qualifiers}
+        self.ambiguous = {a.lower() for a in ambiguous}
+
+    def resolve(self, node: Any) -> str | None:
+        if node.kind != "col":
+            return None
+        path = list(node.args)
+        if len(path) == 2 and path[0].lower() in self.qualifiers:
+            path = path[1:]
+        elif len(path) == 1 and path[0].lower() in self.ambiguous:
+            return None  # might be a source column (MERGE)
+        if len(path) != 1:
+            return None
+        name = str(path[0])
+        if name in self.names:
+            return name
+        found = self.lower.get(name.lower(), [])
+        return found[0] if len(found) == 1 else None
+
+
+def _simple(node: Any, names: _Names) -> list[tuple[str, str, Any]] | None:
+    kind, args = node.kind, node.args
+    if kind == "binary" and args[0] in _FLIP:
+        left, right = names.resolve(args[1]), names.resolve(args[2])
+        ok_r, val_r = _literal(args[2])
+        ok_l, val_l = _literal(args[1])
+        if left is not None and ok_r:
+            return [(left, args[0], val_r)]
+        if right is not None and ok_l:
+            return [(right, _FLIP[args[0]], val_l)]
+        return None
+    if kind == "in":
+        column = names.resolve(args[0])
+        values = [_literal(i) for i in args[1]]
+        if column is None or not all(ok for ok, _ in values):
+            return None
+        return [(column, "not in" if args[2] else "in", [v for _, v in values])]
+    if kind == "between" and not args[3]:
+        column = names.resolve(args[0])
+        (ok_lo, lo), (ok_hi, hi) = _literal(args[1]), _literal(args[2])
+        if column is None or not (ok_lo and ok_hi):
+            return None
+        return [(column, ">=", lo), (column, "<=", hi)]
+    return None
+
+
+def _safe(cond: Condition, schema: StructType) -> bool:
+    dtype = schema.field(cond.column).type
+    if not isinstance(dtype, PrimitiveType) or dtype.name in _NO_PRUNING_TYPES:
+        return False
+    values = cond.value if cond.op in ("in", "not in") else (cond.value,)
+    if any(isinstance(v, float) and math.isnan(v) for v in values):
+        return False
+    return not (dtype.name in _FLOAT_TYPES and cond.op in _FLOAT_UNSAFE_OPS)
+
+
+def _exact(cond: Condition, original: Any) -> bool:
+    """The literal survived the conversion to the column's type unchanged (``id < 2.5`` on a long column
+    must not become ``id < 2``)."""
+    pairs = zip(cond.value, original) if cond.op in ("in", "not in") else [(cond.value, original)]
+    for converted, value in pairs:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            try:
+                if float(converted) != float(value):
+                    return False
+            except (TypeError, ValueError):
+                return False
+    return True
+
+
+def pruning_conditions(
+    condition: Any,
+    snapshot: Snapshot,
+    *,
+    qualifiers: Collection[str] = (),
+    ambiguous: Collection[str] = (),
+) -> tuple[list[Condition], bool]:
+    """The kernel conditions implied by ``condition`` and whether they say everything it says.
+
+    ``qualifiers`` are names a column may be prefixed with (the target alias of a MERGE);
+    unqualified names in ``ambiguous`` (source columns of a MERGE) are not taken as table columns.
+    A Spark ``Column`` is opaque here: no conditions, not complete.
+
+    Example:
+        >>> pruning_conditions("k = 1 AND v > 2", snap)                            # doctest: +SKIP
+        ([Condition(column='k', op='=', value=1), Condition(column='v', op='>', value=2)], True)
+    """
+    if condition is None:
+        return [], True
+    if not isinstance(condition, str):
+        return [], False
+    from deltalog.txn.sql_expr import UnsupportedExpressionError, _Parser
+
+    try:
+        node = _Parser(condition).parse()
+    except UnsupportedExpressionError:
+        return [], False
+    schema = snapshot.schema
+    names = _Names(schema, qualifiers, ambiguous)
+    out: list[Condition] = []
+    complete = True
+    for conjunct in _conjuncts(node):
+        simple = _simple(conjunct, names)
+        if simple is None:
+            complete = False
+            continue
+        for column, op, value in simple:
+            try:
+                conds, _ = normalize_filter([(column, op, value)], schema, table=snapshot.table)
+            except InvalidArgumentError:
+                complete = False
+                continue
+            if all(_safe(c, schema) and _exact(c, value) for c in conds):
+                out.extend(conds)
+            else:
+                complete = False
+    return out, complete
+
+
+# ------------------------------------------------------------------------------------------ files
+
+
+def local_file(snapshot: Snapshot, log_path: str) -> str:
+    """The local path of a data file named in the log (relative and URL-encoded, or absolute).
+
+    Example:
+        >>> local_file(snap, "p=a%20b/x.parquet")                                  # doctest: +SKIP
+        '/data/t/p=a b/x.parquet'
+    """
+    from deltalog.arrow.read import _resolve
+
+    return _resolve(snapshot, log_path)
+
+
+def file_uris(snapshot: Snapshot, files: pa.Table) -> list[str]:
+    """``_metadata.file_path`` of each file of an ``add_files()`` table, in order.
+
+    Example:
+        >>> file_uris(snap, snap.add_files())[:1]                                  # doctest: +SKIP
+        ['file:/data/t/part-00000-....snappy.parquet']
+    """
+    return [spark_file_uri(local_file(snapshot, p)) for p in files.column("path").to_pylist()]
+
+
+def num_records(row: Mapping[str, Any]) -> int | None:
+    """``numRecords`` of an ``add`` row's stats (``None`` when unknown).
+
+    Example:
+        >>> num_records({"stats": '{"numRecords": 4}'})
+        4
+    """
+    try:
+        n = json.loads(row.get("stats") or "{}").get("numRecords")
+    except (ValueError, AttributeError):
+        return None
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def dv_cardinality(row: Mapping[str, Any]) -> int:
+    """How many rows of a file its current deletion vector deletes.
+
+    Example:
+        >>> dv_cardinality({"deletionVector": {"cardinality": 3}}), dv_cardinality({})
+        (3, 0)
+    """
+    dv = row.get("deletionVector") or {}
+    return int(dv.get("cardinality") or 0)
+
+
+def live_rows(snapshot: Snapshot, rows: Sequence[Mapping[str, Any]]) -> int:
+    """Rows the files hold (stats, else the parquet footer), minus their deletion vectors.
+
+    Example:
+        >>> live_rows(snap, snap.add_files().to_pylist())                          # doctest: +SKIP
+        1000
+    """
+    import pyarrow.parquet as pq
+
+    total = 0
+    for row in rows:
+        n = num_records(row)
+        if n is None:
+            n = pq.ParquetFile(local_file(snapshot, row["path"])).metadata.num_rows
+        total += n - dv_cardinality(row)
+    return total
+
+
+# ------------------------------------------------------------------------------------------ scan
+
+
+def _key_fields(*, with_row: bool) -> list[StructField]:
+    fields = [StructField(FILE, PrimitiveType("string"), False, {})]
+    if with_row:
+        fields.append(StructField(ROW, PrimitiveType("long"), False, {}))
+    return fields
+
+
+def _partition_table(files: pa.Table, uris: list[str], fields: list[StructField], mode: str) -> pa.Table:
+    from deltalog.protocol.partitions import partition_array
+
+    pv = files.column("partitionValues").combine_chunks()
+    columns: dict[str, Any] = {FILE: pa.array(uris, pa.string())}
+    for f in fields:
+        key = physical_name(f, mode)
+        raw = pc.map_lookup(pv, pa.scalar(key, pa.string()), "first")
+        if key != f.name and raw.null_count == len(raw):
+            raw = pc.map_lookup(pv, pa.scalar(f.name, pa.string()), "first")
+        columns[f.name] = partition_array(raw, f.type)
+    return pa.table(columns)
+
+
+def _deleted_rows(snapshot: Snapshot, rows: list[dict[str, Any]], uris: list[str]) -> pa.Table:
+    """``(file, row)`` of every row the files' current deletion vectors delete."""
+    from deltalog.arrow.deletion_vectors import read_deletion_vector
+    from deltalog.arrow.read import _read_dv_bytes
+
+    root = snapshot.store.full_path("")
+    files: list[pa.Array] = []
+    positions: list[pa.Array] = []
+    for uri, row in zip(uris, rows):
+        dv = row.get("deletionVector")
+        if not dv:
+            continue
+        descriptor = {k: v for k, v in dv.items() if v is not None}
+        try:
+            idx = read_deletion_vector(descriptor, root, read_bytes=_read_dv_bytes)
+        except (DeltaError, OSError) as exc:
+            raise DeltaError(
+                f"deletion vector of {row['path']} cannot be read: {exc}", table=snapshot.table,
+                version=snapshot.version,
+            ) from None
+        if idx.size:
+            files.append(pc.take(pa.array([uri], pa.string()), pa.array(np.zeros(idx.size, np.int32))))
+            positions.append(pa.array(idx.astype(np.int64)))
+    return pa.table({FILE: pa.chunked_array(files, pa.string()), ROW: pa.chunked_array(positions, pa.int64())})
+
+
+def _check_names(raw: DataFrame, uris: list[str], snapshot: Snapshot) -> None:
+    listed = {("file:/" + f[len("file:///") :]) if f.startswith("file:///") else f for f in raw.inputFiles()}
+    missing = [u for u in uris if u not in listed]
+    if missing:
+        raise DeltaError(
+            f"Spark names data file {missing[0]} differently; cannot attach partition values or deletion "
+            "vectors to its rows",
+            table=snapshot.table, version=snapshot.version,
+        )
+
+
+def _scan_error(exc: Exception, snapshot: Snapshot) -> Exception:
+    text = str(exc)
+    if "PATH_NOT_FOUND" in text or "does not exist" in text.lower():
+        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+        return DeltaError(
+            f"[DELTA_FILE_NOT_FOUND] a data file listed in the log does not exist: {first}",
+            table=snapshot.table, version=snapshot.version,
+        )
+    return exc
+
+
+def _is_nested(field: StructField) -> bool:
+    return isinstance(field.type, (StructType, ArrayType, MapType))
+
+
+def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted: bool = True) -> DataFrame:
+    """Every column of the table's rows in ``files`` (an ``add_files()`` table) plus :data:`FILE` and
+    :data:`ROW`; with ``drop_deleted`` the rows the files' deletion vectors delete are left out.
+
+    Example:
+        >>> target_scan(spark, snap, snap.add_files()).columns                     # doctest: +SKIP
+        ['id', 'k', '__deltalog_file', '__deltalog_row']
+    """
+    from pyspark.sql import functions as F
+
+    schema = snapshot.schema
+    mode = snapshot.column_mapping_mode
+    parts = set(snapshot.partition_columns)
+    fields = list(schema.fields)
+    keys = [F.col(FILE), F.col(ROW)]
+    if files.num_rows == 0:
+        return spark.createDataFrame([], spark_schema([*fields, *_key_fields(with_row=True)]))
+    data_fields = [f for f in fields if f.name not in parts]
+    physical = [physical_field(f, mode) for f in data_fields]
+    paths = [local_file(snapshot, p) for p in files.column("path").to_pylist()]
+    uris = [spark_file_uri(p) for p in paths]
+    try:
+        raw = spark.read.schema(spark_schema(physical)).parquet(*paths)
+    except Exception as exc:
+        raise _scan_error(exc, snapshot) from None
+    rows = files.to_pylist()
+    has_dv = drop_deleted and any(r.get("deletionVector") for r in rows)
+    if has_dv or parts:
+        _check_names(raw, uris, snapshot)
+    columns = []
+    for f, p in zip(data_fields, physical):
+        col = F.col(quoted(p.name))
+        if mode != "none" and _is_nested(f):
+            col = col.cast(spark_type(f.type))  # positional: renames nested physical fields
+        columns.append(col.alias(f.name))
+    df = raw.select(*columns, F.col("_metadata.file_path").alias(FILE), F.col("_metadata.row_index").alias(ROW))
+    if has_dv:
+        deleted = _deleted_rows(snapshot, rows, uris)
+        if deleted.num_rows:
+            ddf = spark.createDataFrame(deleted, spark_schema(_key_fields(with_row=True)))
+            df = df.join(F.broadcast(ddf), on=[FILE, ROW], how="left_anti")
+    part_fields = [f for f in fields if f.name in parts]
+    if part_fields:
+        ptable = _partition_table(files, uris, part_fields, mode)
+        pdf = spark.createDataFrame(ptable, spark_schema([*_key_fields(with_row=False), *part_fields]))
+        df = df.join(F.broadcast(pdf), on=FILE, how="inner")
+    return df.select(*[F.col(quoted(f.name)) for f in fields], *keys)
