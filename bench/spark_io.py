@@ -7,9 +7,11 @@ Workloads (the same generated DataFrame, ``spark.range`` + generated columns, 8 
 * write, unpartitioned: ``df.write.parquet`` vs ``deltalog.spark.write``;
 * write, partitioned by a 50-value column: ``df.write.partitionBy("k").parquet`` vs ours;
 * scan, sum + count: ``spark.read.parquet(dir)`` vs ``deltalog.spark.read`` of the same table,
-  unpartitioned and partitioned (partition values joined from the log).
+  unpartitioned and partitioned (partition values from the verified Hive directory layout).
 
-No assertions: the numbers are for reading. Each write goes to a fresh directory.
+Baseline and deltalog runs alternate (after one warm-up each), so load from other processes on the
+machine affects both sides alike; the ratio is of the two medians. No assertions: the numbers are for
+reading. Each write goes to a fresh directory.
 """
 
 from __future__ import annotations
@@ -68,14 +70,20 @@ def _frame(spark: Any, rows: int) -> Any:
     )
 
 
-def _median(fn: Callable[[int], object], repeat: int) -> float:
-    fn(-1)  # warm-up (JIT, Python workers)
-    times = []
+def _pair(base: Callable[[int], object], ours: Callable[[int], object], repeat: int) -> tuple[float, float]:
+    """Medians of ``repeat`` runs of each, interleaved (base, ours, ours, base, ...) after one warm-up each,
+    so that load from other processes and JIT warm-up hit both sides alike."""
+    base(-1)  # warm-up (JIT, Python workers)
+    ours(-1)
+    times: dict[int, list[float]] = {0: [], 1: []}
     for i in range(repeat):
-        start = time.perf_counter()
-        fn(i)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        order = (0, 1) if i % 2 == 0 else (1, 0)
+        for side in order:
+            fn = base if side == 0 else ours
+            start = time.perf_counter()
+            fn(i)
+            times[side].append(time.perf_counter() - start)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def main() -> int:
@@ -101,25 +109,30 @@ def main() -> int:
             return str(path)
 
         results: list[tuple[str, float, float]] = []
-        plain = _median(lambda i: df.write.mode("overwrite").parquet(target("pq", i)), repeat)
-        ours = _median(lambda i: write(df, target("delta", i)), repeat)
-        results.append(("write, unpartitioned", plain, ours))
-        plain_p = _median(lambda i: df.write.mode("overwrite").partitionBy("k").parquet(target("pqp", i)), repeat)
-        ours_p = _median(lambda i: write(df, target("deltap", i), partitionBy=["k"]), repeat)
-        results.append(("write, partitionBy k (50 values)", plain_p, ours_p))
+        results.append((
+            "write, unpartitioned",
+            *_pair(lambda i: df.write.mode("overwrite").parquet(target("pq", i)),
+                   lambda i: write(df, target("delta", i)), repeat),
+        ))
+        results.append((
+            "write, partitionBy k (50 values)",
+            *_pair(lambda i: df.write.mode("overwrite").partitionBy("k").parquet(target("pqp", i)),
+                   lambda i: write(df, target("deltap", i), partitionBy=["k"]), repeat),
+        ))
 
         def scan(frame: Any) -> None:
             frame.agg(F.sum("x"), F.count(F.lit(1))).collect()
 
+        scans = max(repeat, 5)  # scans are short: more runs for a steadier median
         results.append((
             "scan sum+count, unpartitioned",
-            _median(lambda i: scan(spark.read.parquet(str(work / "pq-0"))), repeat),
-            _median(lambda i: scan(read(spark, str(work / "delta-0"))), repeat),
+            *_pair(lambda i: scan(spark.read.parquet(str(work / "pq-0"))),
+                   lambda i: scan(read(spark, str(work / "delta-0"))), scans),
         ))
         results.append((
             "scan sum(x)+count by k, partitioned",
-            _median(lambda i: spark.read.parquet(str(work / "pqp-0")).groupBy("k").agg(F.sum("x")).collect(), repeat),
-            _median(lambda i: read(spark, str(work / "deltap-0")).groupBy("k").agg(F.sum("x")).collect(), repeat),
+            *_pair(lambda i: spark.read.parquet(str(work / "pqp-0")).groupBy("k").agg(F.sum("x")).collect(),
+                   lambda i: read(spark, str(work / "deltap-0")).groupBy("k").agg(F.sum("x")).collect(), scans),
         ))
     finally:
         spark.stop()

@@ -6,9 +6,12 @@ pyspark's process-wide mode, which must not leak into the classic session of the
 
 from __future__ import annotations
 
+import glob
 import json
 import sys
 import warnings
+
+import pyarrow.parquet as pq
 
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
 
@@ -42,6 +45,15 @@ def main(url: str, work: str, dv_table: str) -> None:
     except ConstraintViolationError as exc:
         facts["constraint"] = str(exc)
     facts["constraint_version"] = deltalog.Table(f"{work}/c").latest_version()
+    # Spark's own parquet writer (unpartitioned, no row checks), the builder and the protocol methods.
+    spark.range(7).write.format("delta").save(f"{work}/flat")
+    facts["flat"] = spark.read.format("delta").load(f"{work}/flat").count()
+    facts["flat_writer"] = str(pq.read_metadata(next(glob.iglob(f"{work}/flat/*.parquet"))).created_by)
+    built = (DeltaTable.create(spark).location(f"{work}/built").addColumn("id", "bigint", nullable=False)
+             .addColumn("day", "date").partitionedBy("day").execute())
+    built.upgradeTableProtocol(1, 3)
+    snap = deltalog.Table(f"{work}/built").snapshot()
+    facts["built"] = [snap.schema.field_names, list(snap.partition_columns), snap.protocol.minWriterVersion]
     spark.stop()
     print(json.dumps(facts))
 

@@ -93,3 +93,5 @@ def test_format_delta_over_spark_connect(connect_url: str, tmp_path: Path) -> No
     assert facts["history"] == ["second", None]
     assert facts["dv_count"] == facts["dv_expected"]
     assert "CHECK constraint small" in str(facts["constraint"]) and facts["constraint_version"] == 0
+    assert facts["flat"] == 7 and "parquet-mr" in str(facts["flat_writer"])
+    assert facts["built"] == [["id", "day"], ["day"], 3]

@@ -7,8 +7,13 @@ Everything else runs in Spark, and no row reaches the driver:
 * data columns come from ``spark.read.schema(<physical schema>).parquet(*live_files)``; under column
   mapping the physical names are read and renamed (nested structs cast) to the logical names; a column
   a file lacks reads as null;
-* partition values come from the log, never from directory names: a small DataFrame of
-  ``(file, typed partition columns)`` built from Arrow is broadcast-joined on ``_metadata.file_path``;
+* partition values are the log's. When the driver has verified that every file's Hive directories
+  spell exactly those values as Spark parses them (:mod:`deltalog.spark._hive`; the usual case), the
+  scan gets ``basePath`` and the typed partition columns in its schema, and Spark's own partition
+  discovery supplies them -- so filters on partition columns applied after ``load()`` prune files
+  (``PartitionFilters``). Otherwise (odd layouts, binary or NaN values, zoned timestamp texts, ...)
+  a small DataFrame of ``(file, typed partition columns)`` built from Arrow is broadcast-joined on
+  ``_metadata.file_path``;
 * deletion vectors (only when the snapshot has any) are decoded on the driver into a small
   ``(file, row_index)`` DataFrame, removed with a broadcast ``left_anti`` join on
   ``_metadata.file_path`` and ``_metadata.row_index``.
@@ -33,6 +38,7 @@ from deltalog.arrow.filters import Condition, normalize_filter, prune_files
 from deltalog.errors import DeltaError, InvalidArgumentError
 from deltalog.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType, physical_name
 from deltalog.spark._common import load_snapshot, physical_field, spark_file_uri, spark_schema, spark_type
+from deltalog.spark._hive import hive_layout_matches
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -146,6 +152,8 @@ def read_snapshot(spark: Any, snapshot: Snapshot, *, where: Any = None, columns:
         df = df.filter(_condition_column(cond))
     if spark_filter is not None:
         df = df.filter(spark_filter)
+    if needed == names:
+        return df  # each select costs a few driver round trips; skip the ones that change nothing
     return df.select(*[F.col(_quoted(n)) for n in names])
 
 
@@ -157,41 +165,58 @@ def _scan(
     from deltalog.arrow.read import _resolve
 
     schema = snapshot.schema
-    data_fields = [f for f in logical if f.name not in parts]
-    # Read at least one data column: row counts come from the data files.
-    read_fields = data_fields or [next(f for f in schema.fields if f.name not in parts)]
-    physical = [physical_field(f, mode) for f in read_fields]
+    part_all = [schema.field(c) for c in snapshot.partition_columns]
+    keys = [physical_name(f, mode) for f in part_all]
+    part_fields = [f for f in logical if f.name in parts]
+    # Spark gets every data column (its column pruning reads only the selected ones) ...
+    physical = [physical_field(f, mode) for f in schema.fields if f.name not in parts]
+    by_name = {f.name: p for f, p in zip((f for f in schema.fields if f.name not in parts), physical)}
     local_paths = [_resolve(snapshot, p) for p in files.column("path").to_pylist()]
-    uris = [spark_file_uri(p) for p in local_paths]
     has_dv = "deletionVector" in files.column_names and files.column("deletionVector").null_count < files.num_rows
+    # ... and, when the directories provably spell the log's values, the partition columns as well.
+    hive = bool(part_fields) and hive_layout_matches(files, part_all, keys)
+    read_fields = list(physical)
+    reader = spark.read
+    if hive:
+        read_fields += [StructField(k, f.type, True, {}) for f, k in zip(part_all, keys)]
+        reader = reader.option("basePath", snapshot.store.full_path("")).option("timeZone", "UTC")
     try:
-        raw = spark.read.schema(spark_schema(physical)).parquet(*local_paths)
+        raw = reader.schema(spark_schema(read_fields)).parquet(*local_paths)
     except Exception as exc:
         raise _scan_error(exc, snapshot) from None
-    if has_dv or parts & {f.name for f in logical}:
+    df = raw
+    join_parts = bool(part_fields) and not hive
+    if has_dv or join_parts:
+        # Only here: a _metadata column in the plan is never pruned and slows every scan down.
+        uris = [spark_file_uri(p) for p in local_paths]
         _check_join_keys(raw, uris, snapshot)
-    meta = [F.col("_metadata.file_path").alias(_FILE)]
-    if has_dv:
-        meta.append(F.col("_metadata.row_index").alias(_ROW))
-    df = raw.select(*[F.col(_quoted(p.name)) for p in physical], *meta)
-    if has_dv:
-        deleted = _deleted_rows(snapshot, files, uris)
-        if deleted.num_rows:
-            ddf = spark.createDataFrame(deleted, spark_schema(_key_fields(with_row=True)))
-            df = df.join(F.broadcast(ddf), on=[_FILE, _ROW], how="left_anti")
-    part_fields = [f for f in logical if f.name in parts]
-    if part_fields:
-        ptable = _partition_table(files, uris, part_fields, mode)
-        pdf = spark.createDataFrame(ptable, spark_schema([*_key_fields(with_row=False), *part_fields]))
-        df = df.join(F.broadcast(pdf), on=_FILE, how="inner")
-    by_name = {f.name: p for f, p in zip(read_fields, physical)}
-    out = []
+        meta = [F.col("_metadata.file_path").alias(_FILE)]
+        if has_dv:
+            meta.append(F.col("_metadata.row_index").alias(_ROW))
+        df = raw.select(*[F.col(_quoted(f.name)) for f in read_fields], *meta)
+        if has_dv:
+            deleted = _deleted_rows(snapshot, files, uris)
+            if deleted.num_rows:
+                ddf = spark.createDataFrame(deleted, spark_schema(_key_fields(with_row=True)))
+                df = df.join(F.broadcast(ddf), on=[_FILE, _ROW], how="left_anti")
+        if join_parts:
+            ptable = _partition_table(files, uris, part_fields, mode)
+            pdf = spark.createDataFrame(ptable, spark_schema([*_key_fields(with_row=False), *part_fields]))
+            df = df.join(F.broadcast(pdf), on=_FILE, how="inner")
+    sources = []  # (column of df, logical field)
     for f in logical:
         if f.name in parts:
-            out.append(F.col(_quoted(f.name)))
-            continue
-        col = F.col(_quoted(by_name[f.name].name))
-        if mode != "none" and _is_nested(f):
+            sources.append((keys[snapshot.partition_columns.index(f.name)] if hive else f.name, f))
+        else:
+            sources.append((by_name[f.name].name, f))
+    casts = mode != "none" and any(_is_nested(f) for f in logical if f.name not in parts)
+    current = [f.name for f in read_fields] if not (has_dv or join_parts) else None
+    if not casts and current == [f.name for f in logical] == [c for c, _ in sources]:
+        return df  # already the requested columns: a select would only cost driver round trips
+    out = []
+    for name, f in sources:
+        col = F.col(_quoted(name))
+        if f.name not in parts and mode != "none" and _is_nested(f):
             col = col.cast(spark_type(f.type))  # positional: renames nested physical fields
         out.append(col.alias(f.name))
     return df.select(*out)

@@ -44,6 +44,9 @@ RECOMMENDED_CONF = {
     # Spark's own writers (not deltalog's) would leave _SUCCESS files in table directories.
     "spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Spark's default INT96 cannot hold every timestamp; with micros, unpartitioned writes of tables with
+    # timestamp columns can use Spark's own parquet writer (applied by configure() only, not register()).
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
 _RUNTIME_CONF = (
     "spark.sql.sources.parallelPartitionDiscovery.threshold",

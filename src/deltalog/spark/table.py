@@ -2,8 +2,10 @@
 
 Covered so far: ``forPath``, ``isDeltaTable``, ``toDF``, ``alias``, ``history``, ``detail``,
 ``vacuum``, ``restoreToVersion``, ``restoreToTimestamp``, ``delete``, ``update``, ``merge``
-(:mod:`deltalog.spark.dml`). The result DataFrames use delta-spark's column names and types.
-Metadata is small: it is built on the driver from the log and handed to Spark from Arrow. Not yet:
+(:mod:`deltalog.spark.dml`), the ``create`` / ``createIfNotExists`` / ``replace`` / ``createOrReplace``
+builders, ``upgradeTableProtocol`` and ``addFeatureSupport`` (:mod:`deltalog.spark.builder`). The
+result DataFrames use delta-spark's column names and types. Metadata is small: it is built on the
+driver from the log and handed to Spark from Arrow. Not yet:
 ``forName`` (no catalog), ``optimize``.
 
 Example:
@@ -29,6 +31,7 @@ from deltalog.spark._common import load_snapshot, open_table
 from deltalog.spark.read import read_snapshot
 
 if TYPE_CHECKING:
+    from deltalog.spark.builder import DeltaTableBuilder
     from deltalog.spark.dml import MergeBuilder
 
 __all__ = ["DeltaTable"]
@@ -125,6 +128,18 @@ def _to_spark(spark: Any, table: pa.Table) -> DataFrame:
     return spark.createDataFrame(table, schema=from_arrow_schema(table.schema, prefer_timestamp_ntz=False))
 
 
+def _builder(spark: Any, mode: str) -> DeltaTableBuilder:
+    from deltalog.spark.builder import DeltaTableBuilder
+
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            raise InvalidArgumentError(f"DeltaTable.{mode}() needs a SparkSession: none is active")
+    return DeltaTableBuilder(spark, mode)
+
+
 class DeltaTable:
     """A Delta table at a path, with delta-spark's method names.
 
@@ -197,6 +212,48 @@ class DeltaTable:
             f"DeltaTable.forName({tableOrViewName!r}) needs a catalog, which deltalog's Spark engine does not "
             "provide yet; use DeltaTable.forPath(spark, path)"
         )
+
+    # ----------------------------------------------------------------------------- create / replace
+
+    @classmethod
+    def create(cls, sparkSession: Any = None) -> DeltaTableBuilder:
+        """A builder that creates a table and fails if it exists (SQL ``CREATE TABLE``); see
+        :class:`~deltalog.spark.builder.DeltaTableBuilder`.
+
+        Example:
+            >>> DeltaTable.create(spark).location("/t").addColumn("id", "long").execute()  # doctest: +SKIP
+            DeltaTable('/t')
+        """
+        return _builder(sparkSession, "create")
+
+    @classmethod
+    def createIfNotExists(cls, sparkSession: Any = None) -> DeltaTableBuilder:
+        """A builder that creates a table unless one exists (SQL ``CREATE TABLE IF NOT EXISTS``).
+
+        Example:
+            >>> DeltaTable.createIfNotExists(spark).location("/t").addColumns(df.schema).execute()
+            ... # doctest: +SKIP
+        """
+        return _builder(sparkSession, "createIfNotExists")
+
+    @classmethod
+    def replace(cls, sparkSession: Any = None) -> DeltaTableBuilder:
+        """A builder that replaces an existing table and fails if there is none (SQL ``REPLACE TABLE``).
+
+        Example:
+            >>> DeltaTable.replace(spark).location("/t").addColumn("id", "long").execute()  # doctest: +SKIP
+        """
+        return _builder(sparkSession, "replace")
+
+    @classmethod
+    def createOrReplace(cls, sparkSession: Any = None) -> DeltaTableBuilder:
+        """A builder that replaces the table, or creates it (SQL ``CREATE OR REPLACE TABLE``).
+
+        Example:
+            >>> DeltaTable.createOrReplace(spark).location("/t").addColumn("id", "long").execute()
+            ... # doctest: +SKIP
+        """
+        return _builder(sparkSession, "createOrReplace")
 
     # ---------------------------------------------------------------------------------------- data
 
@@ -345,6 +402,33 @@ class DeltaTable:
             >>> DeltaTable.forPath(spark, "/data/events").restoreToTimestamp("2024-05-01")  # doctest: +SKIP
         """
         return self._restore(timestamp=timestamp)
+
+    def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
+        """Raise the protocol to ``(readerVersion, writerVersion)`` in one ``UPGRADE PROTOCOL`` commit
+        (nothing is committed when the table already has it); versions cannot be lowered.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events").upgradeTableProtocol(1, 3)   # doctest: +SKIP
+        """
+        from deltalog.spark.builder import upgrade_table_protocol
+
+        for name, value in (("readerVersion", readerVersion), ("writerVersion", writerVersion)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"The {name} needs to be an integer but got '{type(value)}'.")
+        upgrade_table_protocol(self._table, readerVersion, writerVersion)
+
+    def addFeatureSupport(self, featureName: str) -> None:
+        """Add the table feature ``featureName`` to the protocol (``delta.feature.<name> = supported``);
+        features deltalog cannot write are refused.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events").addFeatureSupport("deletionVectors")  # doctest: +SKIP
+        """
+        from deltalog.spark.builder import add_feature_support
+
+        if not isinstance(featureName, str):
+            raise ValueError(f"featureName needs to be a string but got '{type(featureName)}'.")
+        add_feature_support(self._table, featureName)
 
     # ----------------------------------------------------------------------------------------- DML
 

@@ -3,13 +3,17 @@
 The plan is the kernel's (:mod:`deltalog.arrow.write`): schema enforcement and evolution
 (``mergeSchema``, ``overwriteSchema``), partitioning, ``replaceWhere``, idempotent ``txnAppId`` /
 ``txnVersion``, protocol checks -- all decided on the driver before any job runs, so a schema mismatch
-fails without writing anything. Then one Spark job:
+fails without writing anything. Then one Spark job, of one of two kinds:
 
-* ``df.mapInArrow`` runs :func:`_write_task` in every task: incoming Arrow batches are gathered into
-  large chunks, conformed to the table schema, checked against NOT NULL columns, invariants and CHECK
-  constraints (and the ``replaceWhere`` predicate), and written with pyarrow's ``ParquetWriter`` by the
-  kernel's :class:`~deltalog.arrow.write_files.DataFileWriter` (large row groups, statistics from the
-  footer, partition columns not stored in the files);
+* unpartitioned writes the kernel has no row checks for (no CHECK constraints, invariants or NOT NULL
+  fields, columns exactly the table's) go through Spark's own parquet writer into a staging directory;
+  the driver reads the footers for the statistics and moves the files into the table
+  (:mod:`deltalog.spark._native`) -- moving rows through Python costs more than the whole write;
+* otherwise ``df.mapInArrow`` runs :func:`_write_task` in every task: incoming Arrow batches are
+  gathered into large chunks, conformed to the table schema, checked against NOT NULL columns,
+  invariants and CHECK constraints (and the ``replaceWhere`` predicate), and written with pyarrow's
+  ``ParquetWriter`` by the kernel's :class:`~deltalog.arrow.write_files.DataFileWriter` (large row
+  groups, statistics from the footer, partition columns not stored in the files);
 * partitioned writes sort each Spark partition by the partition columns first
   (``sortWithinPartitions``), so each task writes one file per partition value (Hive-style
   directories) and closes it as soon as the next value starts;
@@ -18,8 +22,9 @@ fails without writing anything. Then one Spark job:
   ``isBlindAppend`` for plain appends).
 
 A failed job commits nothing: files written by its failed tasks are deleted by the tasks, files of
-tasks that had finished are left unreferenced (as with delta-spark; ``VACUUM`` removes them). Files of
-a job whose commit fails are deleted by the driver.
+tasks that had finished are left unreferenced (as with delta-spark; ``VACUUM`` removes them); a failed
+Spark-writer job leaves nothing (its staging directory is removed). Files of a job whose commit fails
+are deleted by the driver.
 
 Example:
     >>> from deltalog.spark import write
@@ -33,14 +38,17 @@ import contextlib
 import functools
 import itertools
 import json
+import os
 import re
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from deltalog.arrow.write import (
     _OP_MODES,
@@ -52,11 +60,13 @@ from deltalog.arrow.write import (
     _preflight,
     _write_batches,
 )
-from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile, _serialize
+from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile, _Open, _serialize
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
 from deltalog.protocol.actions import Metadata
+from deltalog.protocol.partitions import partition_path
 from deltalog.protocol.schema import StructType, parse_schema
-from deltalog.spark._common import open_table, option_map, parse_bool, parse_int
+from deltalog.spark._common import open_table, option_map, parse_bool, parse_int, session_of
+from deltalog.spark._native import native_write_ok, write_native
 from deltalog.storage import LocalLogStore
 from deltalog.txn.operations import Write
 from deltalog.txn.predicates import ReadPredicate
@@ -122,6 +132,7 @@ class _Options:
     data_change: bool
     properties: dict[str, str]
     target_file_size: int
+    explicit_target: bool = False
 
 
 def _parse_options(mode: Any, options: Mapping[str, Any], table: str) -> _Options:
@@ -180,6 +191,7 @@ def _parse_options(mode: Any, options: Mapping[str, Any], table: str) -> _Option
         data_change=parse_bool(opts.get("dataChange", True), "dataChange"),
         properties=properties,
         target_file_size=target,
+        explicit_target="targetFileSize" in opts,
     )
 
 
@@ -250,7 +262,25 @@ def _conjuncts(node: Any) -> list[tuple[str, str, Any]]:
 class _RunWriter(DataFileWriter):
     """The kernel's file writer for input sorted by the partition columns: rows are split into runs of
     equal partition values (no per-batch grouping), and a value's file is finished when the next
-    value starts, so each task holds one open file at a time."""
+    value starts, so each task holds one open file at a time.
+
+    Files dictionary-encode string and binary columns only (pyarrow's default encodes every column):
+    a dictionary of unique numbers makes files larger and Spark's scan of them ~25% slower, which is
+    why parquet-mr falls back to plain encoding for them."""
+
+    def _start(self, values: dict[str, str | None]) -> _Open:
+        name = f"part-{self._counter:05d}-{uuid.uuid4()}-c000.snappy.parquet"
+        self._counter += 1
+        directory = partition_path(self.partition_columns, values).rstrip("/") if values else ""
+        rel = f"{directory}/{name}" if directory else name
+        full = self.store.full_path(rel)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        sink = pa.OSFile(full, "wb")
+        self._started.append(rel)
+        writer = pq.ParquetWriter(
+            sink, self._arrow_schema, compression="snappy", use_dictionary=_dictionary_columns(self._arrow_schema)
+        )
+        return _Open(rel, dict(values), sink, writer, full)
 
     def write(self, table: pa.Table) -> None:
         if not self.partition_columns or table.num_rows == 0:
@@ -265,6 +295,23 @@ class _RunWriter(DataFileWriter):
             for other in [k for k in self._open if k != key]:
                 self._finish(other)
             self._append(key, values, table.slice(begin, end - begin))
+
+
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """Column paths (``a.b`` inside structs) of the string and binary leaves of ``schema``."""
+    out: list[str] = []
+
+    def visit(t: pa.DataType, path: str) -> None:
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                visit(t.field(i).type, f"{path}.{t.field(i).name}")
+        elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+                or pa.types.is_large_binary(t):
+            out.append(path)
+
+    for f in schema:
+        visit(f.type, f.name)
+    return out
 
 
 def _run_starts(table: pa.Table, columns: Sequence[str]) -> list[int]:
@@ -519,8 +566,14 @@ def write(
     _preflight(txn, plan, opts.mode, loc)
     store = table.store
     assert isinstance(store, LocalLogStore)
-    spec = _TaskSpec(store.root, loc, plan.schema, plan.metadata, plan.predicate, opts.target_file_size)
-    files = _run_job(df, spec)
+    if native_write_ok(session_of(df), df, plan, explicit_target=opts.explicit_target):
+        try:
+            files = write_native(df, store, plan.schema)
+        except Exception as exc:
+            raise _task_error(exc, loc) from None
+    else:
+        spec = _TaskSpec(store.root, loc, plan.schema, plan.metadata, plan.predicate, opts.target_file_size)
+        files = _run_job(df, spec)
     try:
         result = _commit_files(txn, plan, files, opts)
     except BaseException:

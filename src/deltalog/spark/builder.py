@@ -1,0 +1,408 @@
+"""delta-spark's ``DeltaTableBuilder`` and the protocol methods of ``DeltaTable``, committed by the kernel.
+
+``DeltaTable.create(spark)`` / ``createIfNotExists`` / ``replace`` / ``createOrReplace`` return a
+:class:`DeltaTableBuilder` with delta-spark's methods (``location``, ``addColumn``, ``addColumns``,
+``partitionedBy``, ``property``, ``comment``, ``execute``). ``execute()`` commits one version through a
+kernel transaction (``CREATE TABLE``, ``REPLACE TABLE`` or ``CREATE OR REPLACE TABLE``, no data):
+
+* table properties are validated and canonicalised by the kernel
+  (:func:`deltalog.commands.properties.validate_properties`); ``delta.feature.<name>=supported`` adds
+  the feature and ``delta.minReaderVersion`` / ``delta.minWriterVersion`` raise the protocol, neither
+  is stored in the configuration; properties that need a feature upgrade the protocol;
+* a replace removes every file, keeps the table id and never lowers the protocol;
+* ``tableName`` needs a catalog, which deltalog's Spark engine does not provide: use ``location``.
+
+Column types are DDL strings (``"INT"``, ``"decimal(10,2)"``, ``"array<string>"``), parsed by Spark, or
+``pyspark.sql.types`` objects; a column comment is stored in the field's ``comment`` metadata, as
+delta-spark stores it.
+
+Example:
+    >>> from deltalog.spark import DeltaTable
+    >>> dt = (DeltaTable.create(spark).location("/data/events")
+    ...       .addColumn("id", "BIGINT", nullable=False).addColumn("day", "DATE")
+    ...       .partitionedBy("day").property("delta.appendOnly", "true").execute())   # doctest: +SKIP
+    >>> dt.upgradeTableProtocol(1, 3)                                                   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from deltalog.arrow.write import TableExistsError, _check_partition_columns
+from deltalog.commands.properties import _raise_versions, validate_properties
+from deltalog.errors import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
+from deltalog.protocol.actions import Format, Metadata, Protocol
+from deltalog.protocol.schema import parse_schema
+from deltalog.spark._common import open_table
+from deltalog.txn.operations import CreateTable, UpgradeProtocol
+from deltalog.txn.transaction import start_transaction
+from deltalog.txn.writer_features import upgrade_protocol
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+    from deltalog.spark.table import DeltaTable
+    from deltalog.table import Table
+
+__all__ = ["DeltaTableBuilder", "add_feature_support", "upgrade_table_protocol"]
+
+_MODES = ("create", "createIfNotExists", "replace", "createOrReplace")
+_VERSION_KEYS = ("delta.minReaderVersion", "delta.minWriterVersion")
+
+
+@dataclass(frozen=True)
+class _ReplaceTable(CreateTable):
+    """``REPLACE TABLE`` (delta-spark's name for a replace that requires the table to exist)."""
+
+    NAME: ClassVar[str] = "REPLACE TABLE"
+
+    @property
+    def name(self) -> str:
+        """``REPLACE TABLE``."""
+        return self.NAME
+
+
+def _type_error(message: str, *objs: Any) -> TypeError:
+    found = "".join(f" Found {o!s} with type {type(o)!s}" for o in objs)
+    return TypeError(message + found)
+
+
+def _parse_type(spark: Any, text: str) -> Any:
+    """A DDL type string as a ``pyspark.sql.types.DataType``, parsed by Spark (classic or Connect)."""
+    parse = getattr(spark, "_parse_ddl", None)
+    if parse is not None:  # Spark Connect: the server parses
+        return parse(text)
+    from pyspark.sql.types import _parse_datatype_string
+
+    return _parse_datatype_string(text)
+
+
+def _check_type(dtype: Any, column: str) -> None:
+    from pyspark.sql.types import ArrayType, CharType, MapType, StructType, VarcharType
+
+    if isinstance(dtype, (CharType, VarcharType)):
+        raise InvalidArgumentError(
+            f"column {column!r}: CHAR/VARCHAR types are not supported (deltalog does not enforce their length); "
+            "use STRING"
+        )
+    if isinstance(dtype, StructType):
+        for f in dtype.fields:
+            _check_type(f.dataType, f"{column}.{f.name}")
+    elif isinstance(dtype, ArrayType):
+        _check_type(dtype.elementType, column)
+    elif isinstance(dtype, MapType):
+        _check_type(dtype.keyType, column)
+        _check_type(dtype.valueType, column)
+
+
+class DeltaTableBuilder:
+    """Builds a table definition and commits it with :meth:`execute` (see the module docstring). Made by
+    ``DeltaTable.create(spark)``, ``createIfNotExists``, ``replace`` and ``createOrReplace``.
+
+    Example:
+        >>> (DeltaTable.createIfNotExists(spark).location("/data/t")
+        ...  .addColumns(df.schema).execute())                                          # doctest: +SKIP
+        DeltaTable('/data/t')
+    """
+
+    def __init__(self, spark: Any, mode: str) -> None:
+        if mode not in _MODES:
+            raise InvalidArgumentError(f"unknown builder mode {mode!r}; valid: {list(_MODES)}")
+        self._spark = spark
+        self._mode = mode
+        self._location: str | None = None
+        self._comment: str | None = None
+        self._fields: list[dict[str, Any]] = []
+        self._partitions: list[str] = []
+        self._properties: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return f"DeltaTableBuilder({self._mode}, location={self._location!r})"
+
+    def tableName(self, identifier: str) -> DeltaTableBuilder:
+        """Not supported: a table name needs a catalog, which deltalog's Spark engine does not provide.
+
+        Example:
+            >>> DeltaTable.create(spark).tableName("events")                            # doctest: +SKIP
+            Traceback (most recent call last):
+            ...
+            deltalog.errors.InvalidArgumentError: ...
+        """
+        if not isinstance(identifier, str):
+            raise _type_error("Identifier must be str.", identifier)
+        raise InvalidArgumentError(
+            f"tableName({identifier!r}) needs a catalog, which deltalog's Spark engine does not provide yet; "
+            "give the table's path with location(path)"
+        )
+
+    def location(self, location: str) -> DeltaTableBuilder:
+        """The table's directory.
+
+        Example:
+            >>> DeltaTable.create(spark).location("/data/events")                       # doctest: +SKIP
+        """
+        if not isinstance(location, str):
+            raise _type_error("Location must be str.", location)
+        self._location = location
+        return self
+
+    def comment(self, comment: str) -> DeltaTableBuilder:
+        """The table's description (``metaData.description``).
+
+        Example:
+            >>> DeltaTable.create(spark).location("/t").comment("raw events")           # doctest: +SKIP
+        """
+        if not isinstance(comment, str):
+            raise _type_error("Table comment must be str.", comment)
+        self._comment = comment
+        return self
+
+    def addColumn(
+        self,
+        colName: str,
+        dataType: Any,
+        nullable: bool = True,
+        generatedAlwaysAs: str | None = None,
+        comment: str | None = None,
+    ) -> DeltaTableBuilder:
+        """Add a column: ``dataType`` is a DDL string or a ``pyspark.sql.types.DataType``. Generated
+        columns (``generatedAlwaysAs``) are refused: deltalog cannot write them.
+
+        Example:
+            >>> builder.addColumn("price", "decimal(10,2)", nullable=False, comment="EUR")  # doctest: +SKIP
+        """
+        from pyspark.sql.types import DataType
+
+        if not isinstance(colName, str):
+            raise _type_error("Column name must be str.", colName)
+        if not isinstance(dataType, (str, DataType)):
+            raise _type_error("Column data type must be str or DataType.", dataType)
+        if not isinstance(nullable, bool):
+            raise _type_error("Column nullable must be bool.", nullable)
+        if comment is not None and not isinstance(comment, str):
+            raise _type_error("Column comment must be str.", comment)
+        if generatedAlwaysAs is not None:
+            raise UnsupportedFeatureError(
+                f"column {colName!r}: generated columns are not supported (deltalog cannot write tables that use "
+                "them)",
+                feature="generatedColumns",
+            )
+        dtype = _parse_type(self._spark, dataType) if isinstance(dataType, str) else dataType
+        _check_type(dtype, colName)
+        metadata = {"comment": comment} if comment is not None else {}
+        self._fields.append(
+            {"name": colName, "type": dtype.jsonValue(), "nullable": nullable, "metadata": metadata}
+        )
+        return self
+
+    def addColumns(self, cols: Any) -> DeltaTableBuilder:
+        """Add every field of a ``pyspark.sql.types.StructType`` (or a list of ``StructField``), with its
+        nullability and metadata (a ``comment`` included).
+
+        Example:
+            >>> builder.addColumns(df.schema)                                             # doctest: +SKIP
+        """
+        from pyspark.sql.types import StructField, StructType
+
+        if isinstance(cols, list):
+            for c in cols:
+                if not isinstance(c, StructField):
+                    raise _type_error("Column in existing schema must be StructField.", c)
+            cols = StructType(cols)
+        if not isinstance(cols, StructType):
+            raise _type_error("Schema must be StructType or a list of StructField.", cols)
+        for f in cols.fields:
+            _check_type(f.dataType, f.name)
+            self._fields.append(f.jsonValue())
+        return self
+
+    def partitionedBy(self, *cols: Any) -> DeltaTableBuilder:
+        """Partition columns, as names or one list of names.
+
+        Example:
+            >>> builder.partitionedBy("day", "country")                                    # doctest: +SKIP
+        """
+        names = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else list(cols)
+        for c in names:
+            if not isinstance(c, str):
+                raise _type_error("Partitioning column must be str.", c)
+        self._partitions = names
+        return self
+
+    def property(self, key: str, value: str) -> DeltaTableBuilder:
+        """A table property (``delta.*`` keys are validated at :meth:`execute`).
+
+        Example:
+            >>> builder.property("delta.enableChangeDataFeed", "true")                   # doctest: +SKIP
+        """
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise _type_error("Key and value of property must be string.", key, value)
+        self._properties[key] = value
+        return self
+
+    def execute(self) -> DeltaTable:
+        """Create / replace the table in one commit and return it as a ``DeltaTable``.
+
+        Example:
+            >>> DeltaTable.create(spark).location("/t").addColumn("id", "long").execute()  # doctest: +SKIP
+            DeltaTable('/t')
+        """
+        from deltalog.spark.table import DeltaTable
+
+        if self._location is None:
+            raise InvalidArgumentError(
+                "the table needs a location: call location(path) (tableName needs a catalog, which deltalog's "
+                "Spark engine does not provide yet)"
+            )
+        table = open_table(self._location)
+        loc = table.location
+        try:
+            snapshot: Snapshot | None = table.snapshot()
+        except TableNotFoundError:
+            snapshot = None
+        if snapshot is not None and self._mode == "create":
+            raise TableExistsError(
+                f"[DELTA_TABLE_ALREADY_EXISTS] Table delta.`{loc}` already exists (version {snapshot.version}); "
+                "use createIfNotExists, replace or createOrReplace",
+                table=loc,
+            )
+        if snapshot is not None and self._mode == "createIfNotExists":
+            return DeltaTable(self._spark, loc)
+        if snapshot is None and self._mode == "replace":
+            raise TableNotFoundError(
+                f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table delta.`{loc}` cannot be replaced as it does not "
+                "exist; use createOrReplace to create it",
+                table=loc,
+            )
+        if snapshot is None:
+            _check_new_location(table)
+        self._commit(table, snapshot)
+        return DeltaTable(self._spark, loc)
+
+    def _commit(self, table: Table, snapshot: Snapshot | None) -> None:
+        loc = table.location
+        if not self._fields:
+            raise InvalidArgumentError(
+                "[DELTA_SCHEMA_NOT_PROVIDED] the table needs at least one column: use addColumn or addColumns",
+                table=loc,
+            )
+        seen: set[str] = set()
+        for f in self._fields:
+            if f["name"].lower() in seen:
+                raise InvalidArgumentError(f"column {f['name']!r} is given twice (names are case-insensitive)",
+                                           table=loc)
+            seen.add(f["name"].lower())
+        schema = parse_schema(json.dumps({"type": "struct", "fields": self._fields}), table=loc)
+        _check_partition_columns(schema, self._partitions, loc)
+        props = validate_properties(self._properties)
+        features = [k[len("delta.feature."):] for k in props if k.startswith("delta.feature.")]
+        versions = {k: int(props[k]) for k in _VERSION_KEYS if k in props}
+        conf = {k: v for k, v in props.items() if not k.startswith("delta.feature.") and k not in versions}
+        if conf.get("delta.columnMapping.mode", "none") != "none":
+            raise UnsupportedFeatureError(
+                "delta.columnMapping.mode 'name'/'id' is not supported when creating a table: deltalog does not "
+                "assign column ids and physical names",
+                feature="columnMapping",
+                table=loc,
+            )
+        now = time.time_ns() // 1_000_000
+        metadata = Metadata(
+            id=snapshot.metadata.id if snapshot is not None else str(uuid.uuid4()),
+            format=Format(),
+            schemaString=schema.to_json(),
+            partitionColumns=tuple(self._partitions),
+            configuration=conf,
+            description=self._comment,
+            createdTime=now,
+        )
+        kind = _ReplaceTable if self._mode == "replace" else CreateTable
+        op = kind(
+            partition_by=tuple(self._partitions),
+            properties=props,
+            description=self._comment,
+            replace=self._mode == "createOrReplace" and snapshot is not None,
+        )
+        txn = start_transaction(table, op, snapshot=snapshot)
+        if snapshot is not None and txn.snapshot is None:
+            raise TableNotFoundError("the table disappeared while it was being replaced", table=loc)
+        base = snapshot.protocol if snapshot is not None else None
+        try:
+            protocol = upgrade_protocol(base, metadata, extra_features=features)
+        except UnsupportedFeatureError as exc:
+            raise UnsupportedFeatureError(exc.message, feature=exc.feature, table=loc) from None
+        protocol = _raise_versions(
+            protocol, versions.get("delta.minReaderVersion"), versions.get("delta.minWriterVersion"), loc
+        )
+        if snapshot is not None:
+            txn.remove_files(txn.scan_files())
+        txn.update_metadata(metadata)
+        if protocol != base:
+            txn.update_protocol(protocol)
+        txn.commit()
+
+
+def _check_new_location(table: Table) -> None:
+    """delta-spark refuses to create a table in a directory that holds other files."""
+    root = table.store.full_path("")
+    try:
+        entries = [e for e in os.listdir(root) if e != "_delta_log"]
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        entries = [root]
+    if entries:
+        raise InvalidArgumentError(
+            f"[DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION] cannot create a table at {table.location}: the location "
+            f"is not empty and not a Delta table (it holds {sorted(entries)[:3]})",
+            table=table.location,
+        )
+
+
+# ------------------------------------------------------------------------------------------ protocol
+
+
+def upgrade_table_protocol(table: Table, reader_version: int, writer_version: int) -> Protocol | None:
+    """Raise the table's protocol to at least ``(reader_version, writer_version)`` in one ``UPGRADE
+    PROTOCOL`` commit; returns the new protocol, or None when the table already has it. Lowering a
+    version is refused (``[DELTA_INVALID_PROTOCOL_DOWNGRADE]``).
+
+    Example:
+        >>> upgrade_table_protocol(deltalog.Table("/data/t"), 1, 3)                     # doctest: +SKIP
+        Protocol(minReaderVersion=1, minWriterVersion=3, ...)
+    """
+    snapshot = table.snapshot()
+    old = snapshot.protocol
+    if reader_version < old.minReaderVersion or writer_version < old.minWriterVersion:
+        raise InvalidArgumentError(
+            f"[DELTA_INVALID_PROTOCOL_DOWNGRADE] Protocol version cannot be downgraded from "
+            f"({old.minReaderVersion},{old.minWriterVersion}) to ({reader_version},{writer_version})",
+            table=table.location,
+        )
+    for name, value, limit in (("readerVersion", reader_version, 3), ("writerVersion", writer_version, 7)):
+        if value > limit:
+            raise InvalidArgumentError(f"{name} {value} is not supported (at most {limit})", table=table.location)
+    new = _raise_versions(old, reader_version, writer_version, table.location)
+    if new == old:
+        return None
+    txn = start_transaction(table, UpgradeProtocol(new_protocol=new.to_dict()), snapshot=snapshot)
+    txn.update_protocol(new)
+    txn.commit()
+    return new
+
+
+def add_feature_support(table: Table, feature_name: str) -> Protocol:
+    """Add a table feature to the protocol (``SET TBLPROPERTIES delta.feature.<name> = supported``, as
+    delta-spark does); returns the table's protocol afterwards. Features deltalog cannot write are refused.
+
+    Example:
+        >>> add_feature_support(deltalog.Table("/data/t"), "deletionVectors").minWriterVersion  # doctest: +SKIP
+        7
+    """
+    from deltalog.commands.properties import set_properties
+
+    set_properties(table, {f"delta.feature.{feature_name}": "supported"})
+    return table.snapshot().protocol
