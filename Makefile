@@ -1,11 +1,11 @@
 # Two entry points for a fresh machine (Python >= 3.10, pip reaching PyPI):
-#   make demo   create .venv, install deltalog, run the demo pipeline
+#   make demo   create .venv, install deltalog + pyspark, run the Spark demo pipeline, then the kernel (Arrow) demo
 #   make test   create .venv, install deltalog + test tools + pyspark, run ruff, mypy, pytest (kernel, then Spark)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint typecheck unit conformance bench bench-spark docs clean
+.PHONY: demo test lint typecheck conformance bench docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: $(VENV)/.installed
+	$(PY) scripts/demo_spark.py
 	$(PY) scripts/demo.py
 
 lint: $(VENV)/.installed
@@ -28,9 +29,6 @@ test: lint typecheck
 
 conformance: $(VENV)/.installed
 	$(PY) -m pytest -q tests/conformance
-
-bench-spark: $(VENV)/.installed
-	$(PY) bench/spark_io.py
 
 docs: $(VENV)/.installed
 	$(PY) scripts/conformance_report.py > docs/conformance.md

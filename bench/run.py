@@ -11,9 +11,10 @@ directory, unless ``--report`` says where). A script that fails is reported and 
 the exit status is then 1.
 
 Scripts: ``log_load.py`` (workloads a-d and the scaling sweep), ``checkpoint_write.py`` (e),
-``commit_rate.py`` (f). The Spark workloads (``spark_io.py``) join by adding a line to :data:`SCRIPTS`
-once that script takes the shared options and saves :class:`harness.Result` files; mark it
-``quick=False`` so the CI smoke test never starts a JVM.
+``commit_rate.py`` (f), and in full runs only (so the CI smoke test never starts a JVM) the Spark
+workloads: ``spark_io.py`` (append and scan against plain Spark parquet) and, when present,
+``zorder.py`` (selective queries before/after Z-order) and ``dml_dv.py`` (DELETE with deletion vectors
+against copy-on-write).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ SCRIPTS: list[tuple[str, list[str], bool]] = [
     ("log_load.py", [], True),
     ("checkpoint_write.py", [], True),
     ("commit_rate.py", [], True),
+    ("spark_io.py", [], False),
+    ("zorder.py", [], False),
+    ("dml_dv.py", [], False),
 ]
 
 

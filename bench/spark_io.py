@@ -1,6 +1,10 @@
 """Spark engine I/O against plain Spark parquet on the same data (medians of 3, ratios printed).
 
-    python bench/spark_io.py [--rows 10000000] [--repeat 3] [--quick]
+    python bench/spark_io.py [--rows 10000000] [--repeat 3] [--quick] [--results-dir DIR]
+
+``bench/run.py`` runs it in full runs (never with ``--quick``, so the CI smoke test starts no JVM); it saves
+one :class:`harness.Result` per workload (``spark-write``, ``spark-write-partitioned``, ``spark-scan``,
+``spark-scan-partitioned``), anchored on the same job through plain Spark parquet.
 
 Workloads (the same generated DataFrame, ``spark.range`` + generated columns, 8 Spark partitions):
 
@@ -17,7 +21,6 @@ reading. Each write goes to a fresh directory.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import statistics
@@ -28,9 +31,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import harness  # puts src/ on sys.path when deltalog is not installed
+from harness import Result, save
+
 ROOT = Path(__file__).resolve().parent.parent
-if importlib.util.find_spec("deltalog") is None:  # running from a checkout without an install
-    sys.path.insert(0, str(ROOT / "src"))
+
+#: (workload key, title, target ratio): issue 7 asks for <= 1.05 on append and scan; a partitioned append
+#: is anchored on Spark's own ``partitionBy`` write, which deltalog must not be slower than.
+WORKLOADS = [
+    ("spark-write", "Spark append, unpartitioned", 1.05),
+    ("spark-write-partitioned", "Spark append, partitionBy k (50 values)", 1.0),
+    ("spark-scan", "Spark full scan + sum/count, unpartitioned", 1.05),
+    ("spark-scan-partitioned", "Spark full scan + sum by k, partitioned", 1.05),
+]
 
 
 def _session() -> Any:
@@ -70,8 +83,10 @@ def _frame(spark: Any, rows: int) -> Any:
     )
 
 
-def _pair(base: Callable[[int], object], ours: Callable[[int], object], repeat: int) -> tuple[float, float]:
-    """Medians of ``repeat`` runs of each, interleaved (base, ours, ours, base, ...) after one warm-up each,
+def _pair(
+    base: Callable[[int], object], ours: Callable[[int], object], repeat: int
+) -> tuple[list[float], list[float]]:
+    """``repeat`` timed runs of each, interleaved (base, ours, ours, base, ...) after one warm-up each,
     so that load from other processes and JIT warm-up hit both sides alike."""
     base(-1)  # warm-up (JIT, Python workers)
     ours(-1)
@@ -83,16 +98,17 @@ def _pair(base: Callable[[int], object], ours: Callable[[int], object], repeat: 
             start = time.perf_counter()
             fn(i)
             times[side].append(time.perf_counter() - start)
-    return statistics.median(times[0]), statistics.median(times[1])
+    return times[0], times[1]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="1M rows, one repeat")
-    args = parser.parse_args()
-    rows, repeat = (1_000_000, 1) if args.quick else (args.rows, args.repeat)
+    harness.common_args(parser)
+    parser.add_argument("--rows", type=int, default=None, help="rows generated (default 10M, quick: 1M)")
+    parser.add_argument("--repeat", type=int, default=None, help="timed runs per side (default 3, quick: 1)")
+    args = parser.parse_args(argv)
+    rows = args.rows or (1_000_000 if args.quick else 10_000_000)
+    repeat = args.repeat or (1 if args.quick else 3)
 
     from pyspark.sql import functions as F
 
@@ -108,7 +124,7 @@ def main() -> int:
             shutil.rmtree(path, ignore_errors=True)
             return str(path)
 
-        results: list[tuple[str, float, float]] = []
+        results: list[tuple[str, list[float], list[float]]] = []
         results.append((
             "write, unpartitioned",
             *_pair(lambda i: df.write.mode("overwrite").parquet(target("pq", i)),
@@ -140,8 +156,23 @@ def main() -> int:
 
     print(f"\nSpark engine I/O, {rows:,} rows, local[2], median of {repeat}")
     print(f"{'workload':<40} {'spark parquet s':>16} {'deltalog s':>11} {'ratio':>7}")
-    for name, base, mine in results:
-        print(f"{name:<40} {base:>16.2f} {mine:>11.2f} {mine / base:>7.2f}")
+    out_dir = harness.results_dir_for(args)
+    for (name, base, mine), (key, title, target) in zip(results, WORKLOADS):
+        b, m = statistics.median(base), statistics.median(mine)
+        print(f"{name:<40} {b:>16.2f} {m:>11.2f} {m / b:>7.2f}")
+        result = Result(
+            workload=key,
+            title=f"{title}, {rows:,} rows",
+            deltalog_median=m,
+            anchor_median=b,
+            target=target,
+            anchor="plain Spark parquet",
+            deltalog_runs=mine,
+            anchor_runs=base,
+            params={"rows": rows, "repeat": repeat, "master": "local[2]", "spark_partitions": 8},
+            quick=args.quick,
+        )
+        save(result, out_dir)
     return 0
 
 
