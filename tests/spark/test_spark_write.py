@@ -71,8 +71,10 @@ def test_unknown_mode_and_option_are_refused_with_the_valid_ones(spark: Any, tmp
         write(frame(spark, 0, 3), p, mode="upsert")
     with pytest.raises(InvalidArgumentError, match=r"unknown Delta write option\(s\) \['mergeSchemas'\].*mergeSchema"):
         frame(spark, 0, 3).write.format("delta").option("mergeSchemas", "true").save(p)
-    with pytest.raises(InvalidArgumentError, match="partitionOverwriteMode"):
-        write(frame(spark, 0, 3), p, mode="overwrite", partitionOverwriteMode="dynamic")
+    with pytest.raises(InvalidArgumentError, match="partitionOverwriteMode must be 'static' or 'dynamic'"):
+        write(frame(spark, 0, 3), p, mode="overwrite", partitionOverwriteMode="dynamical")
+    with pytest.raises(InvalidArgumentError, match="replaceWhere and partitionOverwriteMode=dynamic"):
+        write(frame(spark, 0, 3), p, mode="overwrite", partitionOverwriteMode="dynamic", replaceWhere="k = 1")
     assert version(p) == -1
     assert data_files(p) == []
 
@@ -208,3 +210,42 @@ def test_empty_dataframe_creates_an_empty_table(spark: Any, tmp_path: Path) -> N
     assert df.count() == 0
     assert df.columns == ["id", "k", "s"]
     assert [f.dataType.simpleString() for f in df.schema.fields] == ["bigint", "int", "string"]
+
+
+def test_dynamic_partition_overwrite_replaces_only_written_partitions(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    p = str(tmp_path / "t")
+    frame(spark, 0, 30).write.format("delta").partitionBy("k").save(p)  # k = 0, 1, 2, ten rows each
+    new = frame(spark, 100, 4).withColumn("k", F.when(F.col("id") % 2 == 0, 1).otherwise(3).cast("int"))
+    (new.write.format("delta").mode("overwrite").option("partitionOverwriteMode", "dynamic").save(p))
+    got = rows(read(spark, p))
+    old = rows(frame(spark, 0, 30))
+    expected = [r for r in old if r["k"] != 1] + rows(new)
+    assert sorted(got, key=lambda r: r["id"]) == sorted(expected, key=lambda r: r["id"])
+    h = history(tmp_path / "t")[0]
+    assert h["operationParameters"]["mode"] == "Overwrite" and not h["isBlindAppend"]
+    removed = [a["remove"] for a in _commit_actions(p, 1) if "remove" in a]
+    assert removed and {r["partitionValues"]["k"] for r in removed} == {"1"}
+    # An unpartitioned table: dynamic means the whole table, as Spark's.
+    q = str(tmp_path / "u")
+    write(frame(spark, 0, 5), q)
+    write(frame(spark, 50, 2), q, mode="overwrite", partitionOverwriteMode="dynamic")
+    assert sorted(r["id"] for r in rows(read(spark, q))) == [50, 51]
+
+
+def test_max_records_per_file_caps_every_file(spark: Any, tmp_path: Path) -> None:
+    p = str(tmp_path / "t")
+    frame(spark, 0, 250).write.format("delta").option("maxRecordsPerFile", 40).partitionBy("k").save(p)
+    counts = [json.loads(a["add"]["stats"])["numRecords"] for a in _commit_actions(p, 0) if "add" in a]
+    assert sum(counts) == 250 and max(counts) <= 40 and len(counts) >= 7
+    q = str(tmp_path / "u")
+    write(frame(spark, 0, 100), q, maxRecordsPerFile="30")
+    counts = [json.loads(a["add"]["stats"])["numRecords"] for a in _commit_actions(q, 0) if "add" in a]
+    assert sum(counts) == 100 and max(counts) <= 30
+    assert sorted(r["id"] for r in rows(read(spark, q))) == list(range(100))
+
+
+def _commit_actions(path: str, v: int) -> list[dict[str, Any]]:
+    text = (Path(path) / "_delta_log" / f"{v:020d}.json").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

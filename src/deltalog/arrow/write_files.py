@@ -97,6 +97,7 @@ class _Open:
     buffered: list[pa.Table] = field(default_factory=list)
     buffered_bytes: int = 0
     nan_columns: set[tuple[str, ...]] = field(default_factory=set)
+    rows: int = 0
 
 
 def _nan_paths(table: pa.Table) -> set[tuple[str, ...]]:
@@ -125,6 +126,8 @@ class DataFileWriter:
     """Writes conformed Arrow data of one table into parquet data files (see the module docstring).
 
     ``schema`` is the table's full logical schema and ``partition_columns`` its partition columns.
+    A file is finished once it reaches ``target_file_size`` bytes or, when given,
+    ``max_records_per_file`` rows (Spark's ``maxRecordsPerFile``; a file never holds more).
 
     Example:
         >>> w = DataFileWriter(store, schema, ["day"], target_file_size=1 << 20)   # doctest: +SKIP
@@ -138,8 +141,12 @@ class DataFileWriter:
         partition_columns: Sequence[str],
         *,
         target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
+        max_records_per_file: int | None = None,
         clock: Callable[[], int] = _now_ms,
     ) -> None:
+        if max_records_per_file is not None and max_records_per_file <= 0:
+            max_records_per_file = None  # Spark's convention: zero or negative means no limit
+        self.max_records_per_file = max_records_per_file
         self.store = store
         self.schema = schema
         self.partition_columns = list(partition_columns)
@@ -183,6 +190,22 @@ class DataFileWriter:
 
     def _append(self, key: tuple[str | None, ...], values: dict[str, str | None], rows: pa.Table) -> None:
         data = rows.select(self.data_schema.field_names).cast(self._arrow_schema)
+        limit = self.max_records_per_file
+        while limit is not None and data.num_rows:
+            state = self._open.get(key)
+            room = limit - (state.rows if state is not None else 0)
+            if data.num_rows <= room:
+                break
+            self._add(key, values, data.slice(0, room))
+            self._finish(key)
+            data = data.slice(room)
+        if data.num_rows or limit is None:
+            self._add(key, values, data)
+            state = self._open.get(key)
+            if limit is not None and state is not None and state.rows >= limit:
+                self._finish(key)
+
+    def _add(self, key: tuple[str | None, ...], values: dict[str, str | None], data: pa.Table) -> None:
         state = self._open.get(key)
         if state is None:
             if len(self._open) >= MAX_OPEN_FILES:
@@ -191,6 +214,7 @@ class DataFileWriter:
         state.nan_columns |= _nan_paths(data)
         state.buffered.append(data)
         state.buffered_bytes += data.nbytes
+        state.rows += data.num_rows
         if state.buffered_bytes >= self._row_group_bytes:
             self._flush(state)
             if state.sink.tell() >= self.target_file_size:

@@ -97,6 +97,7 @@ WRITE_OPTIONS = (
     "dataChange",
     "partitionOverwriteMode",
     "targetFileSize",
+    "maxRecordsPerFile",
     "path",
 )
 _CHUNK_ROWS = 1_000_000
@@ -133,6 +134,8 @@ class _Options:
     properties: dict[str, str]
     target_file_size: int
     explicit_target: bool = False
+    max_records: int | None = None
+    dynamic: bool = False
 
 
 def _parse_options(mode: Any, options: Mapping[str, Any], table: str) -> _Options:
@@ -170,13 +173,27 @@ def _parse_options(mode: Any, options: Mapping[str, Any], table: str) -> _Option
     if (app_id is None) != (app_version is None):
         raise InvalidArgumentError("txnAppId and txnVersion must be given together", table=table)
     txn = None if app_id is None else (str(app_id), parse_int(app_version, "txnVersion"))
-    pom = str(opts.get("partitionOverwriteMode", "static")).lower()
-    if pom != "static":
+    pom = str(opts.get("partitionOverwriteMode", "static")).strip().lower()
+    if pom not in ("static", "dynamic"):
         raise InvalidArgumentError(
-            f"partitionOverwriteMode {pom!r} is not supported yet; only 'static' (use replaceWhere to overwrite "
-            "selected partitions)",
+            f"[DELTA_INVALID_PARTITION_OVERWRITE_MODE] partitionOverwriteMode must be 'static' or 'dynamic', "
+            f"got {opts.get('partitionOverwriteMode')!r}",
             table=table,
         )
+    dynamic = pom == "dynamic" and kmode == "overwrite"
+    if dynamic and where is not None:
+        raise InvalidArgumentError(
+            "[DELTA_REPLACE_WHERE_WITH_DYNAMIC_PARTITION_OVERWRITE] replaceWhere and "
+            "partitionOverwriteMode=dynamic cannot be used together: choose one way to say what is replaced",
+            table=table,
+        )
+    if dynamic and overwrite_schema:
+        raise InvalidArgumentError(
+            "[DELTA_OVERWRITE_SCHEMA_WITH_DYNAMIC_PARTITION_OVERWRITE] overwriteSchema cannot be used with "
+            "partitionOverwriteMode=dynamic",
+            table=table,
+        )
+    max_records = parse_int(opts["maxRecordsPerFile"], "maxRecordsPerFile") if "maxRecordsPerFile" in opts else None
     properties = {k: str(v) for k, v in opts.items() if k.startswith("delta.")}
     target = parse_int(opts.get("targetFileSize", DEFAULT_TARGET_FILE_SIZE), "targetFileSize")
     if target <= 0:
@@ -192,6 +209,8 @@ def _parse_options(mode: Any, options: Mapping[str, Any], table: str) -> _Option
         properties=properties,
         target_file_size=target,
         explicit_target="targetFileSize" in opts,
+        max_records=max_records if max_records is not None and max_records > 0 else None,
+        dynamic=dynamic,
     )
 
 
@@ -365,13 +384,18 @@ class _TaskSpec:
     metadata: Metadata
     predicate: ReadPredicate | None
     target_file_size: int
+    max_records: int | None = None
 
 
 def _write_task(spec: _TaskSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Runs in a Spark task: write the task's rows as data files, yield one row per file."""
     store = LocalLogStore(spec.root)
     writer = _RunWriter(
-        store, spec.schema, spec.metadata.partitionColumns, target_file_size=spec.target_file_size
+        store,
+        spec.schema,
+        spec.metadata.partitionColumns,
+        target_file_size=spec.target_file_size,
+        max_records_per_file=spec.max_records,
     )
     plan = _Plan(None, spec.metadata, spec.schema, False, spec.predicate)
     try:
@@ -479,9 +503,39 @@ def _run_job(df: Any, spec: _TaskSpec) -> list[WrittenFile]:
     ]
 
 
+def _dynamic_overwrite(txn: Transaction, plan: _Plan, files: list[WrittenFile], opts: _Options) -> CommitResult:
+    """``partitionOverwriteMode=dynamic``: replace exactly the partitions the new files fall in. Each
+    written partition is recorded as a read predicate (a concurrent write into one of them conflicts,
+    one into any other partition does not); a partition with a null value is recorded as a read of the
+    whole table, since a predicate cannot name it."""
+    parts = list(plan.metadata.partitionColumns)
+    if plan.metadata_changed:
+        txn.update_metadata(plan.metadata)
+    written = {tuple(f.partition_values.get(c) for c in parts) for f in files}
+    if plan.snapshot is not None and written:
+        for key in sorted(written, key=lambda k: [(v is None, v or "") for v in k]):
+            if any(v is None for v in key):
+                txn.read_whole_table()
+            else:
+                txn.read_predicate([(c, "=", v) for c, v in zip(parts, key)])
+        live = plan.snapshot.add_files()
+        rows = live.column("partitionValues").to_pylist()
+        hit = [tuple(dict(r or ()).get(c) for c in parts) in written for r in rows]
+        doomed = live.filter(pa.array(hit, pa.bool_()))
+        txn.read_files(str(x) for x in doomed.column("path").to_pylist())
+        txn.remove_files(doomed, data_change=opts.data_change)
+    for f in files:
+        txn.add_file(f.to_add(data_change=opts.data_change))
+    if opts.txn is not None:
+        txn.set_app_transaction(*opts.txn)
+    return txn.commit()
+
+
 def _commit_files(
     txn: Transaction, plan: _Plan, files: list[WrittenFile], opts: _Options
 ) -> CommitResult:
+    if opts.dynamic and plan.metadata.partitionColumns:
+        return _dynamic_overwrite(txn, plan, files, opts)
     if opts.data_change:
         return _commit(txn, plan, files, opts.mode, opts.txn)
     # dataChange=false (rearranging files without changing rows): same actions, flagged accordingly.
@@ -512,7 +566,9 @@ def write(
     ``mergeSchema``, ``overwriteSchema``, ``replaceWhere`` (SQL conjunction or ``(column, op, value)``
     list on partition columns; rows outside it are refused), ``txnAppId`` + ``txnVersion``
     (idempotent writes), ``userMetadata``, ``dataChange``, ``targetFileSize`` (bytes),
-    ``partitionOverwriteMode`` (``static`` only) and ``delta.*`` table properties.
+    ``partitionOverwriteMode`` (``dynamic`` with mode ``overwrite`` replaces only the partitions ``df``
+    writes into; an unpartitioned table is overwritten whole), ``maxRecordsPerFile`` (rows per file at
+    most) and ``delta.*`` table properties.
 
     Example:
         >>> res = write(df, "/data/events", mode="append", partitionBy=["day"],
@@ -566,13 +622,16 @@ def write(
     _preflight(txn, plan, opts.mode, loc)
     store = table.store
     assert isinstance(store, LocalLogStore)
-    if native_write_ok(session_of(df), df, plan, explicit_target=opts.explicit_target):
+    explicit = opts.explicit_target or opts.max_records is not None
+    if native_write_ok(session_of(df), df, plan, explicit_target=explicit):
         try:
             files = write_native(df, store, plan.schema)
         except Exception as exc:
             raise _task_error(exc, loc) from None
     else:
-        spec = _TaskSpec(store.root, loc, plan.schema, plan.metadata, plan.predicate, opts.target_file_size)
+        spec = _TaskSpec(
+            store.root, loc, plan.schema, plan.metadata, plan.predicate, opts.target_file_size, opts.max_records
+        )
         files = _run_job(df, spec)
     try:
         result = _commit_files(txn, plan, files, opts)
