@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+from deltalog.arrow.changes import read_changes
 from deltalog.arrow.write import WriteResult, write_table
 from deltalog.errors import (
     ConcurrentAppendException,
@@ -28,12 +29,14 @@ from deltalog.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
+from deltalog.log.changes import ChangeDataNotRecordedError
 from deltalog.snapshot import Snapshot
 from deltalog.table import Table
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ChangeDataNotRecordedError",
     "ConcurrentAppendException",
     "ConcurrentDeleteDeleteException",
     "ConcurrentDeleteReadException",
@@ -54,5 +57,6 @@ __all__ = [
     "VersionNotFoundError",
     "WriteResult",
     "__version__",
+    "read_changes",
     "write_table",
 ]

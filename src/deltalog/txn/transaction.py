@@ -403,10 +403,13 @@ class Transaction:
             )
         self._check_partition_values(metadata)
         check_append_only(metadata, ((r.path, r.dataChange) for r in self._removes), table=self.table)
+        # Re-adding a removed path (a deletion-vector update) rewrites no rows: change data feed
+        # readers derive its deleted rows from the two deletion vectors, as delta-spark's DELETE relies on.
+        dv_updates = {r.path for r in self._removes if r.dataChange}
         check_change_data_feed(
             metadata,
             rewrites_rows=self.operation.rewrites_rows,
-            data_adds=sum(1 for a in self._adds if a.dataChange),
+            data_adds=sum(1 for a in self._adds if a.dataChange and a.path not in dv_updates),
             data_removes=sum(1 for r in self._removes if r.dataChange),
             cdc_files=sum(1 for o in self._others if isinstance(o, AddCDCFile)),
             table=self.table,
@@ -447,7 +450,8 @@ class Transaction:
             new_protocol = self._protocol[-1]
         final = new_protocol or base
         assert final is not None
-        check_writable(final, metadata, adds_data=bool(self._adds), table=self.table)
+        check_writable(final, metadata, adds_data=bool(self._adds) and self.operation.writes_data_files,
+                       table=self.table)
         return new_protocol
 
     def _check_partition_values(self, metadata: Metadata) -> None:

@@ -8,7 +8,7 @@
 * :func:`write_rows` -- writes rows as new data files with the Spark writer of
   :mod:`deltalog.spark.write` (conformed to the schema, constraints checked in the tasks);
 * :class:`Staged` -- files written for a commit that has not happened: deleted if anything fails;
-* preflight checks (append-only tables, change data feed, writable protocol) and the translation of
+* preflight checks (append-only tables, writable protocol) and the translation of
   Spark task failures into deltalog errors.
 
 Example:
@@ -42,7 +42,6 @@ from deltalog.spark.dml._scan import FILE, ROW, file_uris, local_file, num_recor
 from deltalog.storage import LocalLogStore
 from deltalog.txn.writer_features import (
     AppendOnlyError,
-    check_change_data_feed,
     check_writable,
     is_true,
     upgrade_protocol,
@@ -147,17 +146,16 @@ def refuse_append_only(snapshot: Snapshot, operation: str) -> None:
         )
 
 
-def check_can_write(snapshot: Snapshot, *, rewrites: bool) -> None:
-    """Refuse early (before any job) what the commit would refuse: a protocol deltalog cannot write, or
-    rewritten rows on a table with the change data feed on (change data files are not written yet).
+def check_can_write(snapshot: Snapshot) -> None:
+    """Refuse early (before any job) what the commit would refuse: a protocol deltalog cannot write.
+    (Rewrites on tables with the change data feed on are fine: DML writes change data files,
+    :mod:`deltalog.spark.dml._cdc`.)
 
     Example:
-        >>> check_can_write(snap, rewrites=True)                                 # doctest: +SKIP
+        >>> check_can_write(snap)                                 # doctest: +SKIP
     """
     md = snapshot.metadata
     check_writable(upgrade_protocol(snapshot.protocol, md), md, adds_data=True, table=snapshot.table)
-    if rewrites:
-        check_change_data_feed(md, rewrites_rows=True, data_adds=1, data_removes=1, cdc_files=0, table=snapshot.table)
 
 
 # ------------------------------------------------------------------------------------- errors
@@ -213,6 +211,8 @@ class Staged:
         self.store = store
         self.data: list[WrittenFile] = []
         self.dv_files: set[str] = set()
+        #: Change data files (``_change_data/``) of tables with the change data feed on.
+        self.cdc: list[WrittenFile] = []
 
     def cleanup(self) -> None:
         """Best effort: delete every staged file (they are not referenced by any commit).
@@ -220,7 +220,7 @@ class Staged:
         Example:
             >>> staged.cleanup()                                                  # doctest: +SKIP
         """
-        for f in self.data:
+        for f in [*self.data, *self.cdc]:
             with contextlib.suppress(Exception):
                 self.store.delete(f.rel_path)
         for path in self.dv_files:

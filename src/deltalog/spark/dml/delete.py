@@ -12,7 +12,9 @@
    (:func:`~deltalog.spark.dml._jobs.run_dv_job`); each touched file is re-added with its new deletion
    vector, or removed when no row is left. The data files are not rewritten.
 4. **Copy-on-write** otherwise: one job counts the matches per file; the touched files' surviving rows
-   are written as new files by the Spark writer and the touched files removed.
+   are written as new files by the Spark writer and the touched files removed. With the change data
+   feed on, the deleted rows are also written as change data files (:mod:`~deltalog.spark.dml._cdc`;
+   cases 2 and 3 need none).
 
 The commit's ``operationMetrics`` follow delta-spark: ``numDeletedRows``, ``numRemovedFiles``,
 ``numAddedFiles``, ``numCopiedRows``, ``numDeletionVectorsAdded``/``Removed``/``Updated``,
@@ -35,6 +37,7 @@ import pyarrow as pa
 from deltalog.arrow.filters import prune_files
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.spark._common import load_snapshot, open_table
+from deltalog.spark.dml._cdc import deleted_rows, records_changes, stage_change_files, write_change_files
 from deltalog.spark.dml._jobs import (
     DmlResult,
     Staged,
@@ -75,6 +78,7 @@ def _metrics(
     dvs_added: int = 0,
     dvs_removed: int = 0,
     dvs_updated: int = 0,
+    change_files: int = 0,
 ) -> dict[str, int]:
     total = timer.elapsed_ms()
     return {
@@ -82,7 +86,7 @@ def _metrics(
         "numRemovedFiles": removed_files,
         "numAddedFiles": added_files,
         "numCopiedRows": copied,
-        "numAddedChangeFiles": 0,
+        "numAddedChangeFiles": change_files,
         "numAddedBytes": added_bytes,
         "numRemovedBytes": removed_bytes,
         "numDeletionVectorsAdded": dvs_added,
@@ -152,7 +156,7 @@ def _remove_whole_files(txn: Transaction, snap: Any, files: pa.Table, timer: Tim
 def _delete_with_dvs(
     spark: Any, table: Any, snap: Any, txn: Transaction, candidates: pa.Table, cond: Any, timer: Timer
 ) -> DmlResult:
-    check_can_write(snap, rewrites=True)
+    check_can_write(snap)
     # Rows already deleted may match again: the executors union with the old bitmap and count only new rows.
     scan = target_scan(spark, snap, candidates, drop_deleted=False)
     staged = Staged(table.store)
@@ -189,18 +193,22 @@ def _copy_on_write(
     deleted = sum(counts.values())
     total = live_rows(snap, touched_rows)
     staged = Staged(table.store)
-    if total > deleted:  # some rows survive: rewrite them
-        check_can_write(snap, rewrites=True)
-        survivors = target_scan(spark, snap, touched, drop_deleted=True).filter(~cond)
-        try:
+    try:
+        if total > deleted:  # some rows survive: rewrite them
+            check_can_write(snap)
+            survivors = target_scan(spark, snap, touched, drop_deleted=True).filter(~cond)
             staged.data.extend(write_rows(survivors, table, snap.schema, snap.metadata))
-        except BaseException:
-            staged.cleanup()
-            raise
+        if records_changes(snap):  # the change data feed gets the deleted rows
+            gone = target_scan(spark, snap, touched, drop_deleted=True).filter(cond)
+            staged.cdc.extend(write_change_files(deleted_rows(gone, snap.schema), table, snap.schema, snap.metadata))
+    except BaseException:
+        staged.cleanup()
+        raise
     try:
         txn.remove_files(touched_rows)
         for f in staged.data:
             txn.add_file(f.to_add())
+        stage_change_files(txn, staged.cdc)
     except BaseException:
         staged.cleanup()
         raise
@@ -208,7 +216,7 @@ def _copy_on_write(
         timer, scan_ms, deleted=deleted, removed_files=len(touched_rows), added_files=len(staged.data),
         copied=sum(f.num_records for f in staged.data), added_bytes=sum(f.size for f in staged.data),
         removed_bytes=sum(int(r.get("size") or 0) for r in touched_rows),
-        dvs_removed=sum(1 for r in touched_rows if r.get("deletionVector")),
+        dvs_removed=sum(1 for r in touched_rows if r.get("deletionVector")), change_files=len(staged.cdc),
     )
     result = staged.commit(txn, metrics)
     return DmlResult(result.version, dict(result.operation_metrics))

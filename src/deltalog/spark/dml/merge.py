@@ -22,7 +22,9 @@ it should be deterministic):
    dropped) and the inserted rows, and the touched files are removed; or, with **deletion vectors**
    (``delta.enableDeletionVectors=true`` + feature), only the updated and inserted rows are written and
    a third job marks the updated / deleted target rows in the touched files' deletion vectors.
-   Without ``whenNotMatched`` clauses the second join reads the touched files only.
+   Without ``whenNotMatched`` clauses the second join reads the touched files only. With the change
+   data feed on, one more job writes the change data files (pre/post-images, deletes, inserts; see
+   :mod:`~deltalog.spark.dml._cdc`); an insert-only merge needs none.
 
 With ``withSchemaEvolution()`` the source columns missing from the target are added to the table schema
 by ``*All`` clauses (target columns missing from the source keep their value / are null). Metrics are
@@ -55,6 +57,7 @@ from deltalog.errors import DeltaError, InvalidArgumentError
 from deltalog.protocol.schema import StructField, StructType, parse_schema
 from deltalog.spark._common import load_snapshot, open_table, spark_type
 from deltalog.spark.dml._assign import assign, expression, resolve_column
+from deltalog.spark.dml._cdc import change_rows, records_changes, stage_change_files, write_change_files
 from deltalog.spark.dml._jobs import (
     DmlResult,
     DvOutcome,
@@ -78,6 +81,7 @@ from deltalog.spark.dml._scan import (
     quoted,
     target_scan,
 )
+from deltalog.spark.idempotent import session_txn
 from deltalog.txn.operations import Merge
 from deltalog.txn.transaction import Transaction
 
@@ -318,7 +322,7 @@ class _Merge:
         modifies = bool(self.matched or self.by_source)
         if modifies:
             refuse_append_only(self.snap, "MERGE")
-        check_can_write(self.snap, rewrites=modifies)
+        check_can_write(self.snap)
         target = self.snap.schema
         new = _new_fields(target, b._source) if b._evolve and any(c.star for c in self.clauses) else []
         self.schema = StructType((*target.fields, *new)) if new else target
@@ -442,6 +446,12 @@ class _Merge:
             not_matched_by_source_predicates=tuple(c.parameters() for c in self.by_source),
         )
         self.txn = Transaction(self.table.store, snap, op, table=self.table.location)
+        app = session_txn(b._spark)  # delta-spark's idempotent-DML session settings (deltalog.spark.idempotent)
+        if app is not None:
+            have = self.txn.txn_version(app[0])
+            if have is not None and have >= app[1]:
+                return DmlResult(None, {k: str(v) for k, v in self._metrics(0).items()})
+            self.txn.set_app_transaction(*app)
         if conditions:
             self.txn.read_predicate([(c.column, c.op, c.value) for c in conditions])
         else:
@@ -500,6 +510,7 @@ class _Merge:
             self.txn.remove_files(removed)
             for f in staged.data:
                 self.txn.add_file(f.to_add())
+            stage_change_files(self.txn, staged.cdc)
         except BaseException:
             staged.cleanup()
             raise
@@ -516,7 +527,8 @@ class _Merge:
             }
         metrics = self._metrics(
             scan_ms, numOutputRows=sum(f.num_records for f in staged.data), numTargetFilesAdded=len(staged.data),
-            numTargetBytesAdded=sum(f.size for f in staged.data), **files, **counts,
+            numTargetBytesAdded=sum(f.size for f in staged.data), numTargetChangeFilesAdded=len(staged.cdc),
+            **files, **counts,
         )
         result = staged.commit(self.txn, metrics)
         return DmlResult(result.version, dict(result.operation_metrics))
@@ -618,11 +630,33 @@ class _Merge:
         wanted = (keep | (~t_here & (action >= 0))) if self.not_matched else keep
         rows = frame.filter(wanted).select(*self._outputs(frame, T, S))
         staged.data.extend(write_rows(rows, self.table, self.schema, self.metadata))
+        if records_changes(self.snap):
+            self._write_change_data(frame, T, S, t_here, staged)
         if not use_dvs:
             return None
         acted = frame.filter(t_here & (action >= 0)).select(T[FILE].alias(FILE), T[ROW].alias(ROW))
         results = run_dv_job(acted, self.snap, touched)
         return apply_dv_results(self.txn, self.snap, touched, results, staged)
+
+    def _write_change_data(self, frame: DataFrame, T: DataFrame, S: DataFrame, t_here: Column, staged: Staged) -> None:
+        """Change data files: pre- and post-images of updated target rows, deleted target rows, inserted
+        source rows (:mod:`~deltalog.spark.dml._cdc`)."""
+        from pyspark.sql import functions as F
+
+        action = F.col(_ACTION)
+        codes = {kind: [self.codes[id(c)] for c in self.clauses if c.action == kind] or [_DROP]
+                 for kind in ("update", "delete")}
+        kind = (
+            F.when(t_here & action.isin(codes["update"]), F.lit("update"))
+            .when(t_here & action.isin(codes["delete"]), F.lit("delete"))
+            .when(~t_here & (action >= 0), F.lit("insert"))
+        )
+        old = [
+            T[quoted(f.name)] if f.name in self.target_names else F.lit(None).cast(spark_type(f.type))
+            for f in self.schema.fields
+        ]
+        changes = change_rows(frame, kind, old, self._outputs(frame, T, S), self.schema)
+        staged.cdc.extend(write_change_files(changes, self.table, self.schema, self.metadata))
 
     def _check_multiple_matches(self, stats: Sequence[Any]) -> None:
         if not self.matched:

@@ -14,6 +14,9 @@ transaction's read predicate and read files); one job counts the matching rows p
   updated rows are written, as new files, and the old rows are marked deleted in the touched files'
   deletion vectors by the executors; a file whose every row was updated is removed.
 
+With the change data feed on, each updated row is also written to change data files as an
+``update_preimage`` and an ``update_postimage`` row (:mod:`~deltalog.spark.dml._cdc`).
+
 Metrics follow delta-spark: ``numUpdatedRows``, ``numCopiedRows``, ``numAddedFiles``, ``numRemovedFiles``,
 ``numAddedChangeFiles``, ``numDeletionVectorsAdded``/``Removed``/``Updated``, ``numAddedBytes``,
 ``numRemovedBytes``, ``executionTimeMs``, ``scanTimeMs``, ``rewriteTimeMs``.
@@ -37,6 +40,7 @@ from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark._common import load_snapshot, open_table
 from deltalog.spark.dml._assign import assign, expression, resolve_column
+from deltalog.spark.dml._cdc import records_changes, stage_change_files, updated_rows, write_change_files
 from deltalog.spark.dml._jobs import (
     DmlResult,
     Staged,
@@ -111,7 +115,7 @@ def update(spark: Any, path: str, condition: Any = None, set: Mapping[str, Any] 
     snap = load_snapshot(table.location)
     new_exprs = _assignments(set, snap)
     refuse_append_only(snap, "UPDATE")
-    check_can_write(snap, rewrites=True)
+    check_can_write(snap)
     cond = condition_column(condition, "update")
     probe = target_scan(spark, snap, snap.add_files().slice(0, 0))
     names = list(new_exprs)
@@ -147,6 +151,11 @@ def update(spark: Any, path: str, condition: Any = None, set: Mapping[str, Any] 
             metrics = _with_dvs(spark, table, snap, txn, touched, cond, new_values, staged, updated)
         else:
             metrics = _copy_on_write(spark, table, snap, txn, touched, cond, new_values, staged, updated)
+        if records_changes(snap):  # the change data feed gets each updated row's pre- and post-image
+            matched = target_scan(spark, snap, touched, drop_deleted=True).filter(cond)
+            changes = updated_rows(matched, snap.schema, _columns(snap, new_values, None))
+            staged.cdc.extend(write_change_files(changes, table, snap.schema, snap.metadata))
+            metrics["numAddedChangeFiles"] = stage_change_files(txn, staged.cdc)
     except BaseException:
         staged.cleanup()
         raise
