@@ -30,6 +30,8 @@ from deltalog.errors import InvalidArgumentError
 
 __all__ = [
     "AddConstraint",
+    "Clone",
+    "Convert",
     "CreateTable",
     "Delete",
     "DropConstraint",
@@ -73,6 +75,7 @@ class Operation:
     BLIND_APPEND: ClassVar[bool] = False
     CHANGES_DATA: ClassVar[bool] = True
     REWRITES_ROWS: ClassVar[bool] = False
+    WRITES_DATA_FILES: ClassVar[bool] = True
 
     @property
     def name(self) -> str:
@@ -113,6 +116,17 @@ class Operation:
             (True, False)
         """
         return self.REWRITES_ROWS
+
+    @property
+    def writes_data_files(self) -> bool:
+        """Its ``add`` actions are files encoded with the table's schema (``False`` for CLONE and
+        CONVERT, which take existing files as they are: column mapping does not stop them).
+
+        Example:
+            >>> Write().writes_data_files, Clone(source="s").writes_data_files
+            (True, False)
+        """
+        return self.WRITES_DATA_FILES
 
     def parameters(self) -> dict[str, str | None]:
         """``commitInfo.operationParameters``: every value a string (JSON text for lists and maps).
@@ -210,6 +224,65 @@ class CreateTable(Operation):
 
     def metric_names(self) -> tuple[str, ...]:
         """Files and bytes added (a create-as-select writes data)."""
+        return ("numFiles", "numOutputRows", "numOutputBytes")
+
+
+@dataclass(frozen=True)
+class Clone(Operation):
+    """``CLONE`` of ``source`` at ``source_version`` (shallow: the files stay where they are).
+
+    Example:
+        >>> Clone(source="delta.`/src`", source_version=3, is_shallow=True).parameters()
+        {'source': 'delta.`/src`', 'sourceVersion': '3', 'isShallow': 'true'}
+    """
+
+    source: str = ""
+    source_version: int = 0
+    is_shallow: bool = False
+    NAME: ClassVar[str] = "CLONE"
+    WRITES_DATA_FILES: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """Source table, its version and whether the clone is shallow."""
+        return {
+            "source": self.source,
+            "sourceVersion": str(self.source_version),
+            "isShallow": "true" if self.is_shallow else "false",
+        }
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Metrics are supplied by the clone command."""
+        return ()
+
+
+@dataclass(frozen=True)
+class Convert(Operation):
+    """``CONVERT`` of a parquet directory into a Delta table in place.
+
+    Example:
+        >>> Convert(num_files=3, partition_by=("d",)).parameters()
+        {'numFiles': '3', 'partitionedBy': '["d"]', 'collectStats': 'true', 'sourceFormat': 'parquet'}
+    """
+
+    num_files: int = 0
+    partition_by: tuple[str, ...] = ()
+    collect_stats: bool = True
+    source_format: str = "parquet"
+    NAME: ClassVar[str] = "CONVERT"
+    BLIND_APPEND: ClassVar[bool] = True
+    WRITES_DATA_FILES: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """File count, partition columns, whether stats were collected, and the source format."""
+        return {
+            "numFiles": str(self.num_files),
+            "partitionedBy": _json(list(self.partition_by)),
+            "collectStats": "true" if self.collect_stats else "false",
+            "sourceFormat": self.source_format,
+        }
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Files, rows and bytes taken into the table."""
         return ("numFiles", "numOutputRows", "numOutputBytes")
 
 

@@ -1,0 +1,131 @@
+"""DELETE with deletion vectors against copy-on-write DELETE, on the Spark engine.
+
+    python bench/dml_dv.py [--rows 10000000] [--files 16] [--repeat 3] [--quick] [--results-dir DIR]
+
+Two copies of one table (``id``, ``k``, ``v``, ``s``; ``--rows`` rows in ``--files`` files), one with
+``delta.enableDeletionVectors=true``. The measured command is ``DeltaTable.delete("id % 100 = 7")``: 1% of
+the rows, spread over every file. With deletion vectors the executors write one bitmap per file and the
+data files stay; copy-on-write rewrites every file without the deleted rows. After each timed delete the
+table is restored to its first version (a log-only ``RESTORE``), so every run deletes the same rows from
+the same files; DV and copy-on-write runs alternate after one warm-up each.
+
+A full scan (``count``) of each table after its delete is timed too: the read side of merge-on-read
+(rows filtered through the deletion vectors) against plain files.
+
+Saves one :class:`harness.Result`, workload ``dml-dv``: deltalog = the DELETE with deletion vectors,
+anchor = the copy-on-write DELETE of the same rows. ``bench/run.py`` runs it in full runs only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import harness  # puts src/ on sys.path when deltalog is not installed
+from harness import Result, save
+from zorder import session
+
+CONDITION = "id % 100 = 7"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    harness.common_args(parser)
+    parser.add_argument("--rows", type=int, default=None, help="rows (default 10M, quick: 200k)")
+    parser.add_argument("--files", type=int, default=None, help="data files (default 16, quick: 4)")
+    parser.add_argument("--repeat", type=int, default=None, help="timed runs per side (default 3, quick: 1)")
+    args = parser.parse_args(argv)
+    rows = args.rows or (200_000 if args.quick else 10_000_000)
+    nfiles = args.files or (4 if args.quick else 16)
+    repeat = args.repeat or (1 if args.quick else 3)
+
+    from pyspark.sql import functions as F
+
+    import deltalog
+    from deltalog.spark import DeltaTable, read, write
+
+    spark = session("deltalog-dml-dv-bench")
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="dml-dv-", dir=args.data_dir))
+    try:
+        df = spark.range(0, rows, numPartitions=nfiles).select(
+            F.col("id"),
+            (F.col("id") % 97).cast("int").alias("k"),
+            (F.rand(3) * 1000).alias("v"),
+            F.concat(F.lit("s"), (F.col("id") % 1000).cast("string")).alias("s"),
+        )
+        paths = {"dv": str(work / "dv"), "cow": str(work / "cow")}
+        write(df, paths["dv"], **{"delta.enableDeletionVectors": "true"})
+        write(df, paths["cow"])
+        tables = {k: DeltaTable.forPath(spark, p) for k, p in paths.items()}
+        deleted: dict[str, int] = {}
+        scans: dict[str, list[float]] = {"dv": [], "cow": []}
+
+        def run(kind: str) -> int:
+            table = tables[kind]
+            table.restoreToVersion(0)
+            table.delete(CONDITION)
+            return int(deltalog.Table(paths[kind]).history(limit=1)[0]["operationMetrics"]["numDeletedRows"])
+
+        def timed_scan(kind: str) -> None:
+            t0 = time.perf_counter()
+            read(spark, paths[kind]).count()
+            scans[kind].append(time.perf_counter() - t0)
+
+        # warm-up (JIT, Python workers), then alternate; the restore is part of neither timing
+        for kind in ("dv", "cow"):
+            deleted[kind] = run(kind)
+        dv_times: list[float] = []
+        cow_times: list[float] = []
+        for i in range(repeat):
+            for kind in (("dv", "cow") if i % 2 == 0 else ("cow", "dv")):
+                tables[kind].restoreToVersion(0)
+                t0 = time.perf_counter()
+                tables[kind].delete(CONDITION)
+                (dv_times if kind == "dv" else cow_times).append(time.perf_counter() - t0)
+                timed_scan(kind)
+        if deleted["dv"] != deleted["cow"]:
+            raise SystemExit(f"deleted rows differ: {deleted}")
+        dv_files = deltalog.Table(paths["dv"]).snapshot().add_files()
+        with_dv = sum(1 for d in dv_files.column("deletionVector").to_pylist() if d)
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+    dv, cow = statistics.median(dv_times), statistics.median(cow_times)
+    scan_dv, scan_cow = statistics.median(scans["dv"]), statistics.median(scans["cow"])
+    print(f"\nDELETE WHERE {CONDITION} ({deleted['dv']:,} of {rows:,} rows, {nfiles} files), local[2], "
+          f"median of {repeat}")
+    print(f"  deletion vectors: {dv:7.2f} s   ({with_dv} files got a deletion vector)")
+    print(f"  copy-on-write:    {cow:7.2f} s   ratio {dv / cow:.2f}")
+    print(f"  full scan after:  {scan_dv:7.2f} s with deletion vectors, {scan_cow:.2f} s copy-on-write")
+    extra: dict[str, Any] = {
+        "deleted_rows": deleted["dv"],
+        "files_with_deletion_vector": with_dv,
+        "scan_after_dv_s": round(scan_dv, 3),
+        "scan_after_cow_s": round(scan_cow, 3),
+    }
+    result = Result(
+        workload="dml-dv",
+        title=f"Spark DELETE of 1% of rows with deletion vectors, {rows:,} rows in {nfiles} files",
+        deltalog_median=dv,
+        anchor_median=cow,
+        target=0.5,
+        anchor="copy-on-write DELETE (same rows, same files)",
+        deltalog_runs=dv_times,
+        anchor_runs=cow_times,
+        params={"rows": rows, "files": nfiles, "repeat": repeat, "condition": CONDITION, "master": "local[2]"},
+        extra=extra,
+        quick=args.quick,
+    )
+    save(result, harness.results_dir_for(args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,173 @@
+"""Selective queries before and after ``OPTIMIZE ... ZORDER BY (x, y)`` on the Spark engine.
+
+    python bench/zorder.py [--rows 4000000] [--files 32] [--repeat 5] [--quick] [--results-dir DIR]
+
+A table of ``--rows`` rows (``id``, and ``x``, ``y`` uniform random integers in [0, 1,000,000)) is written
+by Spark as ``--files`` files, then Z-ordered by ``(x, y)`` into about as many files
+(``max_file_size`` = table size / ``--files``). Four queries -- a point and a 1% range on ``x``, the
+same on ``y`` -- are measured twice over: the fraction of the files the kernel's min/max skipping keeps
+(:func:`deltalog.arrow.filters.prune_files`), and the time of the Spark query
+(``deltalog.spark.read(spark, path, where=[...]).count()``). "Before" is the table at the version
+before the ``OPTIMIZE`` (time travel: the old files are still there), so before and after runs
+alternate, after one warm-up each.
+
+Saves one :class:`harness.Result`, workload ``zorder``: deltalog = the four queries after Z-order
+(sum of medians), anchor = the same queries before it; ``extra`` holds the files-read fractions per
+query and the time the ``OPTIMIZE`` took. ``bench/run.py`` runs it in full runs only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import harness  # puts src/ on sys.path when deltalog is not installed
+from harness import Result, save
+
+ROOT = Path(__file__).resolve().parent.parent
+DOMAIN = 1_000_000
+
+
+def session(app: str) -> Any:
+    """A local[2] session like the other Spark benchmarks (lean JVM, UI off, deltalog registered)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    src = str(ROOT / "src")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)
+    from pyspark.sql import SparkSession
+
+    from deltalog.spark import configure, register
+
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "2g")
+        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+    )
+    spark = configure(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return register(spark)
+
+
+def queries() -> list[tuple[str, list[tuple[str, str, int]]]]:
+    """(name, kernel conditions) of the four measured queries."""
+    lo = 421_337
+    return [
+        ("point x", [("x", "=", lo)]),
+        ("point y", [("y", "=", lo)]),
+        ("1% range x", [("x", ">=", lo), ("x", "<", lo + DOMAIN // 100)]),
+        ("1% range y", [("y", ">=", lo), ("y", "<", lo + DOMAIN // 100)]),
+    ]
+
+
+def files_kept(path: str, version: int | None, conditions: list[tuple[str, str, int]]) -> tuple[int, int]:
+    """(files the kernel's skipping keeps, live files) at ``version`` (``None``: latest)."""
+    import deltalog
+    from deltalog.arrow.filters import normalize_filter, prune_files
+
+    snap = deltalog.Table(path).snapshot(version)
+    conds, _ = normalize_filter(conditions, snap.schema, table=path)
+    return int(prune_files(snap, conds).num_rows), int(snap.add_files().num_rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    harness.common_args(parser)
+    parser.add_argument("--rows", type=int, default=None, help="rows (default 4M, quick: 200k)")
+    parser.add_argument("--files", type=int, default=None, help="files before and after (default 32, quick: 8)")
+    parser.add_argument("--repeat", type=int, default=None, help="timed runs per side (default 5, quick: 1)")
+    args = parser.parse_args(argv)
+    rows = args.rows or (200_000 if args.quick else 4_000_000)
+    nfiles = args.files or (8 if args.quick else 32)
+    repeat = args.repeat or (1 if args.quick else 5)
+
+    from pyspark.sql import functions as F
+
+    import deltalog
+    from deltalog.spark import read, write
+    from deltalog.spark.optimize import optimize
+
+    spark = session("deltalog-zorder-bench")
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="zorder-", dir=args.data_dir))
+    path = str(work / "t")
+    try:
+        df = spark.range(0, rows, numPartitions=nfiles).select(
+            F.col("id"),
+            (F.rand(11) * DOMAIN).cast("long").alias("x"),
+            (F.rand(17) * DOMAIN).cast("long").alias("y"),
+        )
+        write(df, path)
+        before_version = deltalog.Table(path).latest_version()
+        size = sum(int(s) for s in deltalog.Table(path).snapshot().add_files().column("size").to_pylist())
+        t0 = time.perf_counter()
+        res = optimize(spark, path, zorder_by=["x", "y"], max_file_size=max(1, size // nfiles))
+        zorder_s = time.perf_counter() - t0
+
+        extra: dict[str, Any] = {"zorder_seconds": round(zorder_s, 2),
+                                 "files_removed": res.metrics["numFilesRemoved"],
+                                 "files_added": res.metrics["numFilesAdded"]}
+        before_runs: list[float] = []
+        after_runs: list[float] = []
+        lines = []
+        for name, conds in queries():
+            kb, nb = files_kept(path, before_version, conds)
+            ka, na = files_kept(path, None, conds)
+
+            def run(version: int | None, conds: list[tuple[str, str, int]] = conds) -> int:
+                frame = read(spark, path, versionAsOf=version, where=conds)
+                return int(frame.count())
+
+            b_times, b_count, a_times, a_count = harness.time_interleaved(
+                lambda: run(before_version), lambda: run(None), repeat=repeat
+            )
+            if a_count != b_count:
+                raise SystemExit(f"{name}: {b_count} rows before Z-order but {a_count} after")
+            bm, am = statistics.median(b_times), statistics.median(a_times)
+            before_runs.append(bm)
+            after_runs.append(am)
+            extra[f"{name}: files read before"] = round(kb / nb, 4)
+            extra[f"{name}: files read after"] = round(ka / na, 4)
+            lines.append(f"{name:<12} {kb:>4}/{nb:<4} {kb / nb:>6.1%} {ka:>4}/{na:<4} {ka / na:>6.1%}"
+                         f" {bm:>9.3f} {am:>9.3f} {am / bm:>6.2f}  ({a_count} rows)")
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(f"\nZ-order by (x, y): {rows:,} rows, {nfiles} files before; OPTIMIZE took {zorder_s:.1f} s "
+          f"({extra['files_removed']} files -> {extra['files_added']})")
+    print(f"{'query':<12} {'before':>11} {'':>6} {'after':>11} {'':>6} {'before s':>9} {'after s':>9} {'ratio':>6}")
+    for line in lines:
+        print(line)
+    result = Result(
+        workload="zorder",
+        title=f"4 selective Spark queries after Z-order (x, y), {rows:,} rows",
+        deltalog_median=sum(after_runs),
+        anchor_median=sum(before_runs),
+        target=1.0,
+        anchor="same queries before Z-order",
+        deltalog_runs=after_runs,
+        anchor_runs=before_runs,
+        params={"rows": rows, "files": nfiles, "repeat": repeat, "master": "local[2]"},
+        extra=extra,
+        quick=args.quick,
+    )
+    save(result, harness.results_dir_for(args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,667 @@
+"""``OPTIMIZE`` with Spark: compaction and Z-ordering, as delta-spark's ``DeltaTable.optimize()`` builder.
+
+``DeltaTable.forPath(spark, p).optimize().where("day = '2024-01-01'").executeCompaction()`` or
+``.executeZOrderBy("x", "y")``; both return delta-spark's one-row metrics DataFrame (``path``,
+``metrics``). The kernel plans (:mod:`deltalog.commands.optimize_plan`), Spark moves the rows:
+
+1. **Which files.** ``where`` filters (SQL on partition columns only; any other column is refused) are
+   evaluated by Spark over the files' typed partition values. The size limit is
+   ``spark.databricks.delta.optimize.maxFileSize`` when set, else the table's ``delta.targetFileSize``,
+   else 1 GiB; files below ``spark.databricks.delta.optimize.minFileSize`` (default: the limit) or with
+   deletion vectors are compacted. Z-ordering takes every file of the selected partitions.
+2. **The rows** of the chosen files are read with the deletion-vector-aware scan of
+   :func:`~deltalog.spark.dml._scan.target_scan` (deleted rows are purged) and tagged with their bin.
+   Compaction hashes rows by bin into tasks and writes one file per bin (rows in their old order).
+   Z-ordering first turns each column into a ``double`` key (numbers, dates, timestamps; the first six
+   bytes of strings), gets ``2**b - 1`` quantiles of each key per partition (``percentile_approx``, one
+   small aggregate collected), computes each row's Z-value in an Arrow task (range numbers interleaved
+   bit by bit), then range-partitions on ``(bin, Z)`` into ``size / maxFileSize`` tasks per partition and
+   sorts each task, so every file covers a compact box of the Z-curve: tight min/max on each column.
+3. **The commit** removes the rewritten files and adds the new ones, all with ``dataChange=false``, as
+   ``OPTIMIZE`` (``predicate``, ``zOrderBy``; delta-spark's ``operationMetrics``). It changes no data,
+   so it commits under snapshot isolation: concurrent appends do not conflict; a concurrent commit
+   removing a rewritten file raises ``ConcurrentDeleteReadException`` and the new files are deleted.
+
+Example:
+    >>> from deltalog.spark import DeltaTable
+    >>> dt = DeltaTable.forPath(spark, "/data/events")                                  # doctest: +SKIP
+    >>> dt.optimize().where("day = '2024-01-01'").executeCompaction().first().metrics.numFilesAdded
+    ... # doctest: +SKIP
+    1
+    >>> dt.optimize().executeZOrderBy("x", "y").select("metrics.numFilesRemoved").first()[0]  # doctest: +SKIP
+    48
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import json
+import re
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from deltalog.arrow.write import _Plan, _write_batches
+from deltalog.arrow.write_files import WrittenFile
+from deltalog.commands.optimize_plan import (
+    DEFAULT_MAX_FILE_SIZE,
+    Bin,
+    bits_per_column,
+    interleave_bits,
+    orderable,
+    plan_compaction,
+    plan_zorder,
+    range_ids,
+    range_probabilities,
+    size_percentiles,
+    size_summary,
+    stats_columns,
+)
+from deltalog.errors import InvalidArgumentError
+from deltalog.protocol.actions import Metadata
+from deltalog.protocol.schema import DecimalType, PrimitiveType, StructField, StructType
+from deltalog.spark._common import load_snapshot, open_table, spark_schema
+from deltalog.spark.dml._jobs import Staged, check_can_write
+from deltalog.spark.dml._scan import FILE, ROW, _partition_table, file_uris, quoted, target_scan
+from deltalog.spark.write import _FILE_DDL, _FILE_SCHEMA, _chunks, _RunWriter, _task_error
+from deltalog.storage import LocalLogStore
+from deltalog.txn.operations import Optimize
+from deltalog.txn.transaction import Transaction
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+
+__all__ = ["DeltaOptimizeBuilder", "OptimizeResult", "optimize"]
+
+DataFrame = Any  # pyspark.sql.DataFrame (classic or Connect)
+
+MAX_FILE_SIZE_CONF = "spark.databricks.delta.optimize.maxFileSize"
+MIN_FILE_SIZE_CONF = "spark.databricks.delta.optimize.minFileSize"
+ZORDER_STATS_CHECK_CONF = "spark.databricks.delta.optimize.zorder.checkStatsCollection.enabled"
+
+_BIN = "__deltalog_bin"
+_Z = "__deltalog_z"
+_KEY = "__deltalog_key"
+_QUANTILE_ACCURACY = 10_000
+_NUMERIC = ("byte", "short", "integer", "long", "float", "double")
+
+_I64, _F64, _STR = pa.int64(), pa.float64(), pa.string()
+_SIZES = pa.struct([("min", _I64), ("max", _I64), ("avg", _F64), ("totalFiles", _I64), ("totalSize", _I64)])
+_ZFILES = pa.struct([("num", _I64), ("size", _I64)])
+_ZSTATS = pa.struct([
+    ("strategyName", _STR), ("inputCubeFiles", _ZFILES), ("inputOtherFiles", _ZFILES), ("inputNumCubes", _I64),
+    ("mergedFiles", _ZFILES), ("numOutputCubes", _I64), ("mergedNumCubes", _I64),
+])
+_DVSTATS = pa.struct([("numDeletionVectorsRemoved", _I64), ("numDeletionVectorRowsRemoved", _I64)])
+_METRICS = pa.struct([
+    ("numFilesAdded", _I64), ("numFilesRemoved", _I64), ("filesAdded", _SIZES), ("filesRemoved", _SIZES),
+    ("partitionsOptimized", _I64), ("zOrderStats", _ZSTATS), ("numBins", _I64), ("numBatches", _I64),
+    ("totalConsideredFiles", _I64), ("totalFilesSkipped", _I64), ("preserveInsertionOrder", pa.bool_()),
+    ("numFilesSkippedToReduceWriteAmplification", _I64), ("numBytesSkippedToReduceWriteAmplification", _I64),
+    ("startTimeMs", _I64), ("endTimeMs", _I64), ("totalScheduledTasks", _I64), ("deletionVectorStats", _DVSTATS),
+    ("numTableColumns", _I64), ("numTableColumnsWithStats", _I64),
+])  # fmt: skip
+_RESULT = pa.schema([("path", _STR), ("metrics", _METRICS)])
+
+
+@dataclass(frozen=True)
+class OptimizeResult:
+    """What :func:`optimize` did: the committed ``version`` (``None`` when there was nothing to do),
+    delta-spark's ``metrics`` struct as a dict, and the commit's ``operationMetrics``.
+
+    Example:
+        >>> OptimizeResult("/t", None, {"numFilesAdded": 0}).metrics["numFilesAdded"]
+        0
+    """
+
+    path: str
+    version: int | None
+    metrics: Mapping[str, Any]
+    operation_metrics: Mapping[str, str] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------- options
+
+
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+
+
+def _bytes(value: Any, name: str, table: str) -> int:
+    """A positive byte count from an int or a text such as ``134217728`` or ``128m``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    else:
+        m = _SIZE_RE.match(str(value))
+        if m is None:
+            raise InvalidArgumentError(f"{name} must be a number of bytes (e.g. 134217728 or 128m), got {value!r}",
+                                       table=table)
+        number = int(m.group(1)) << (10 * " kmgt".index(m.group(2).lower() or " "))
+    if number <= 0:
+        raise InvalidArgumentError(f"{name} must be positive, got {value!r}", table=table)
+    return number
+
+
+def _conf(spark: Any, key: str) -> str | None:
+    try:
+        value = spark.conf.get(key, None)
+    except Exception:
+        return None
+    return None if value is None else str(value)
+
+
+def _file_sizes(
+    spark: Any, snap: Snapshot, max_file_size: int | str | None, min_file_size: int | str | None
+) -> tuple[int, int]:
+    loc = snap.table
+    if max_file_size is not None:
+        limit = _bytes(max_file_size, "max_file_size", loc)
+    elif (conf := _conf(spark, MAX_FILE_SIZE_CONF)) is not None:
+        limit = _bytes(conf, MAX_FILE_SIZE_CONF, loc)
+    elif "delta.targetFileSize" in snap.metadata.configuration:
+        limit = _bytes(snap.metadata.configuration["delta.targetFileSize"], "delta.targetFileSize", loc)
+    else:
+        limit = DEFAULT_MAX_FILE_SIZE
+    if min_file_size is not None:
+        return limit, _bytes(min_file_size, "min_file_size", loc)
+    conf = _conf(spark, MIN_FILE_SIZE_CONF)
+    return limit, (_bytes(conf, MIN_FILE_SIZE_CONF, loc) if conf is not None else limit)
+
+
+# ------------------------------------------------------------------------------ partition filter
+
+
+def _referenced_columns(sql: str) -> list[str] | None:
+    """First names of the column references of a SQL condition (``None`` when it cannot be parsed)."""
+    from deltalog.txn.sql_expr import UnsupportedExpressionError, _Node, _Parser
+
+    try:
+        root = _Parser(sql).parse()
+    except UnsupportedExpressionError:
+        return None
+    found: list[str] = []
+
+    def visit(item: Any) -> None:
+        if isinstance(item, _Node):
+            if item.kind == "col":
+                found.append(str(item.args[0]))
+                return
+            for arg in item.args:
+                visit(arg)
+        elif isinstance(item, (tuple, list)):
+            for arg in item:
+                visit(arg)
+
+    visit(root)
+    return found
+
+
+def _non_partition_error(column: str, snap: Snapshot) -> InvalidArgumentError:
+    parts = list(snap.partition_columns)
+    return InvalidArgumentError(
+        f"[DELTA_NON_PARTITION_COLUMN_REFERENCE] the OPTIMIZE filter references non-partition column "
+        f"{column!r}; only the partition columns may be referenced: {parts}",
+        table=snap.table, version=snap.version,
+    )
+
+
+def _check_filter(sql: str, snap: Snapshot) -> None:
+    if not isinstance(sql, str) or not sql.strip():
+        raise InvalidArgumentError(f"an OPTIMIZE partition filter must be a non-empty SQL string, got {sql!r}",
+                                   table=snap.table)
+    parts = {p.lower() for p in snap.partition_columns}
+    for name in _referenced_columns(sql) or []:
+        if name.lower() not in parts:
+            if snap.schema.get(name) is not None or name.lower() in {n.lower() for n in snap.schema.field_names}:
+                raise _non_partition_error(name, snap)
+            raise InvalidArgumentError(
+                f"[UNRESOLVED_COLUMN] the OPTIMIZE filter {sql!r} references unknown column {name!r}; the "
+                f"partition columns are {list(snap.partition_columns)}",
+                table=snap.table, version=snap.version,
+            )
+
+
+_UNRESOLVED = re.compile(r"name `([^`]+)` cannot be resolved")
+
+
+def _select_files(spark: Any, snap: Snapshot, filters: Sequence[str]) -> pa.Table:
+    """The live files whose partition values satisfy every filter (evaluated by Spark)."""
+    from pyspark.sql import functions as F
+
+    files = snap.add_files()
+    for sql in filters:
+        _check_filter(sql, snap)
+    if not filters or files.num_rows == 0:
+        return files
+    fields = [snap.schema.field(p) for p in snap.partition_columns]
+    ids = [str(i) for i in range(files.num_rows)]
+    ptable = _partition_table(files, ids, fields, snap.column_mapping_mode)
+    key = StructField(FILE, PrimitiveType("string"), False, {})
+    df = spark.createDataFrame(ptable, spark_schema([key, *fields]))
+    for sql in filters:
+        try:
+            df = df.filter(F.expr(sql))
+            _ = df.schema
+        except Exception as exc:
+            unresolved = _UNRESOLVED.search(str(exc))
+            if unresolved and snap.schema.get(unresolved.group(1)) is not None:
+                raise _non_partition_error(unresolved.group(1), snap) from None
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InvalidArgumentError(f"the OPTIMIZE partition filter {sql!r} is invalid: {first}",
+                                       table=snap.table) from None
+    keep = sorted(int(r[0]) for r in df.select(FILE).collect())
+    return files.take(pa.array(keep, pa.int64()))
+
+
+# ------------------------------------------------------------------------------------- Z-order
+
+
+def _zorder_columns(spark: Any, snap: Snapshot, columns: Sequence[str]) -> list[StructField]:
+    """The Z-order columns resolved to data columns (errors name the column and the rule)."""
+    where: dict[str, Any] = {"table": snap.table, "version": snap.version}
+    if not columns:
+        raise InvalidArgumentError("executeZOrderBy needs at least one column", **where)
+    by_lower = {f.name.lower(): f for f in snap.schema.fields}
+    parts = {p.lower() for p in snap.partition_columns}
+    out: list[StructField] = []
+    for name in columns:
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(f"Z-order columns must be column names, got {name!r}", **where)
+        if name.lower() in parts:
+            raise InvalidArgumentError(
+                f"[DELTA_ZORDERING_ON_PARTITION_COLUMN] {name} is a partition column; Z-ordering can only be "
+                "performed on data columns", **where)
+        f = by_lower.get(name.lower())
+        if f is None:
+            raise InvalidArgumentError(
+                f"[DELTA_ZORDERING_COLUMN_DOES_NOT_EXIST] Z-order column {name} does not exist in the data schema "
+                f"(top-level columns: {[c for c in snap.schema.field_names if c.lower() not in parts]})", **where)
+        if not orderable(f.type):
+            raise InvalidArgumentError(f"cannot Z-order by column {f.name}: its type cannot be ordered", **where)
+        if any(o.name == f.name for o in out):
+            raise InvalidArgumentError(f"Z-order column {f.name} is listed twice", **where)
+        out.append(f)
+    check = (_conf(spark, ZORDER_STATS_CHECK_CONF) or "true").strip().lower() != "false"
+    with_stats = stats_columns(snap.schema, snap.partition_columns, snap.metadata.configuration)
+    missing = [f.name for f in out if f.name.lower() not in with_stats]
+    if check and missing:
+        raise InvalidArgumentError(
+            f"[DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS] Z-ordering on {missing} will be ineffective: statistics "
+            "are not collected for these columns (see delta.dataSkippingNumIndexedCols and "
+            f"delta.dataSkippingStatsColumns); set {ZORDER_STATS_CHECK_CONF}=false to Z-order anyway", **where)
+    bits_per_column(len(out))  # validates the count
+    return out
+
+
+def _key(f: StructField) -> Any:
+    """An order-preserving ``double`` of a column (nulls stay null)."""
+    from pyspark.sql import functions as F
+
+    col = F.col(quoted(f.name))
+    t = f.type
+    if isinstance(t, DecimalType) or (isinstance(t, PrimitiveType) and t.name in _NUMERIC):
+        return col.cast("double")
+    name = t.name if isinstance(t, PrimitiveType) else ""
+    if name == "boolean":
+        return col.cast("int").cast("double")
+    if name == "date":
+        return F.unix_date(col).cast("double")
+    if name == "timestamp":
+        return F.unix_micros(col).cast("double")
+    if name == "timestamp_ntz":
+        return F.unix_micros(col.cast("timestamp")).cast("double")
+    # string / binary: the first six bytes, big-endian, zero-padded (exact in a double's 53 bits)
+    prefix = F.rpad(F.hex(F.substring(col.cast("binary"), 1, 6)), 12, "0")
+    return F.conv(prefix, 16, 10).cast("double")
+
+
+@dataclass(frozen=True)
+class _ZSpec:
+    keys: tuple[str, ...]
+    bounds: Mapping[int, tuple[np.ndarray, ...]]
+    bits: int
+
+
+def _zorder_task(spec: _ZSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Runs in a Spark task: replaces the key columns by the rows' Z-value."""
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        names = batch.schema.names
+        bins = batch.column(names.index(_BIN)).to_numpy(zero_copy_only=False)
+        keys = [
+            pc.fill_null(batch.column(names.index(k)), pa.scalar(-np.inf, pa.float64())).to_numpy(zero_copy_only=False)
+            for k in spec.keys
+        ]
+        ids = [np.zeros(batch.num_rows, dtype=np.int64) for _ in spec.keys]
+        for b in np.unique(bins):
+            rows = bins == b
+            bounds = spec.bounds.get(int(b))
+            for i, values in enumerate(keys):
+                ids[i][rows] = range_ids(values[rows], bounds[i] if bounds else None)
+        z = interleave_bits(ids, bits=spec.bits)
+        keep = [i for i, n in enumerate(names) if n not in spec.keys]
+        yield pa.RecordBatch.from_arrays(
+            [batch.column(i) for i in keep] + [pa.array(z, pa.int64())], names=[names[i] for i in keep] + [_Z]
+        )
+
+
+def _zorder_frame(
+    tagged: DataFrame, columns: list[StructField], bins: list[Bin], table: str
+) -> tuple[DataFrame, DataFrame]:
+    """The rows with their Z-value, range-partitioned and sorted; and the cached frame to unpersist."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+    from pyspark.sql.types import StructField as SparkField
+    from pyspark.sql.types import StructType as SparkStruct
+
+    bits = bits_per_column(len(columns))
+    probs = range_probabilities(bits)
+    keys = tuple(f"{_KEY}{i}" for i in range(len(columns)))
+    keyed = tagged.select("*", *[_key(f).alias(k) for f, k in zip(columns, keys)])
+    quantiles = keyed.groupBy(_BIN).agg(*[F.percentile_approx(k, probs, _QUANTILE_ACCURACY).alias(k) for k in keys])
+    try:
+        collected = quantiles.collect()
+    except Exception as exc:
+        raise _task_error(exc, table) from None
+    bounds = {
+        int(r[_BIN]): tuple(np.array([v for v in (r[k] or []) if v is not None], dtype=np.float64) for k in keys)
+        for r in collected
+    }
+    kept = [f for f in keyed.schema.fields if f.name not in keys]
+    out_schema = SparkStruct([*kept, SparkField(_Z, LongType(), False)])
+    with_z = keyed.mapInArrow(functools.partial(_zorder_task, _ZSpec(keys, bounds, bits)), out_schema)
+    # Range partitioning reads its input twice (sampling, then the shuffle): cached, the scan and the
+    # Python task run once (measured: 2M rows rewritten in 9 s instead of 21 s).
+    with_z = with_z.persist(StorageLevel.MEMORY_AND_DISK)
+    tasks = sum(b.num_output_files for b in bins)
+    return with_z.repartitionByRange(tasks, F.col(_BIN), F.col(_Z)).sortWithinPartitions(_BIN, _Z), with_z
+
+
+# ------------------------------------------------------------------------------------- rewrite
+
+
+@dataclass(frozen=True)
+class _RewriteSpec:
+    root: str
+    table: str
+    schema: StructType
+    metadata: Metadata
+    target_file_size: int
+
+
+def _file_rows(files: list[WrittenFile]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(
+        [
+            {
+                "path": f.path, "rel_path": f.rel_path, "partition_values": json.dumps(f.partition_values),
+                "size": f.size, "num_records": f.num_records, "stats": f.stats,
+                "modification_time": f.modification_time,
+            }
+            for f in files
+        ],
+        schema=_FILE_SCHEMA,
+    )
+
+
+def _rewrite_task(spec: _RewriteSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Runs in a Spark task over rows sorted by bin: a new file (set) per bin; one row per file."""
+    store = LocalLogStore(spec.root)
+    plan = _Plan(None, spec.metadata, spec.schema, False, None)
+    names = spec.schema.field_names
+    done: list[WrittenFile] = []
+    writer: _RunWriter | None = None
+    current: int | None = None
+    try:
+        for chunk in _chunks(batches):
+            bins = chunk.column(chunk.schema.names.index(_BIN)).to_numpy(zero_copy_only=False)
+            data = pa.Table.from_batches([chunk]).select(names)
+            bounds = [0, *(np.flatnonzero(bins[1:] != bins[:-1]) + 1).tolist(), len(bins)]
+            for begin, end in itertools.pairwise(bounds):
+                if writer is None or int(bins[begin]) != current:
+                    if writer is not None:
+                        closing, writer = writer, None
+                        done.extend(closing.close())
+                    writer = _RunWriter(store, spec.schema, spec.metadata.partitionColumns,
+                                        target_file_size=spec.target_file_size)
+                    current = int(bins[begin])
+                _write_batches(writer, iter(data.slice(begin, end - begin).to_batches()), plan, spec.table)
+        if writer is not None:
+            closing, writer = writer, None
+            done.extend(closing.close())
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        for f in done:
+            with contextlib.suppress(Exception):
+                store.delete(f.rel_path)
+        raise
+    if done:
+        yield _file_rows(done)
+
+
+def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructField], max_file_size: int
+             ) -> tuple[list[WrittenFile], int]:
+    """Write the bins' live rows as new files (nothing committed); returns them and the task count."""
+    from pyspark.sql import functions as F
+
+    all_files = snap.add_files()
+    index = {p: i for i, p in enumerate(all_files.column("path").to_pylist())}
+    members = [(b_id, f["path"]) for b_id, b in enumerate(bins) for f in b.files]
+    chosen = all_files.take(pa.array([index[p] for _, p in members], pa.int64()))
+    binmap = pa.table({FILE: pa.array(file_uris(snap, chosen), _STR), _BIN: pa.array([b for b, _ in members], _I64)})
+    scan = target_scan(spark, snap, chosen, drop_deleted=True)
+    tagged = scan.join(F.broadcast(spark.createDataFrame(binmap)), on=FILE, how="inner")
+    data = [F.col(quoted(n)) for n in snap.schema.field_names]
+    cached = None
+    if zorder:
+        ordered, cached = _zorder_frame(tagged.select(*data, F.col(_BIN)), zorder, bins, snap.table)
+        tasks = sum(b.num_output_files for b in bins)
+    else:
+        tasks = len(bins)
+        ordered = tagged.repartition(tasks, F.col(_BIN)).sortWithinPartitions(_BIN, FILE, ROW)
+    store = snap.store
+    assert isinstance(store, LocalLogStore)
+    # Files roll over only at twice the limit: a bin (or a Z-range) becomes one file.
+    spec = _RewriteSpec(store.root, snap.table, snap.schema, snap.metadata, 2 * max_file_size)
+    job = ordered.select(*data, F.col(_BIN)).mapInArrow(functools.partial(_rewrite_task, spec), _FILE_DDL)
+    try:
+        rows = job.collect()
+    except Exception as exc:
+        raise _task_error(exc, snap.table) from None
+    finally:
+        if cached is not None:
+            cached.unpersist()
+    files = [
+        WrittenFile(path=r["path"], rel_path=r["rel_path"], partition_values=json.loads(r["partition_values"]),
+                    size=int(r["size"]), num_records=int(r["num_records"]), stats=r["stats"],
+                    modification_time=int(r["modification_time"]))
+        for r in rows
+    ]
+    return files, tasks
+
+
+# ------------------------------------------------------------------------------------- command
+
+
+def _indexed_columns(snap: Snapshot) -> int:
+    n = len(snap.schema.fields)
+    try:
+        limit = int(snap.metadata.configuration.get("delta.dataSkippingNumIndexedCols", "32"))
+    except ValueError:
+        limit = 32
+    return n if limit < 0 else min(limit, n)
+
+
+def _metrics(snap: Snapshot, *, considered: int, bins: list[Bin], added: list[WrittenFile], zorder: bool,
+             tasks: int, started: int) -> dict[str, Any]:
+    removed = [f for b in bins for f in b.files]
+    removed_sizes = [int(f.get("size") or 0) for f in removed]
+    dvs = [f["deletionVector"] for f in removed if f.get("deletionVector")]
+    partitions = len({b.partition for b in bins})
+    zstats = None
+    if zorder:
+        merged = {"num": len(removed), "size": sum(removed_sizes)}
+        zstats = {"strategyName": "all", "inputCubeFiles": {"num": 0, "size": 0}, "inputOtherFiles": merged,
+                  "inputNumCubes": 0, "mergedFiles": merged, "numOutputCubes": partitions, "mergedNumCubes": None}
+    return {
+        "numFilesAdded": len(added),
+        "numFilesRemoved": len(removed),
+        "filesAdded": size_summary([f.size for f in added]),
+        "filesRemoved": size_summary(removed_sizes),
+        "partitionsOptimized": partitions,
+        "zOrderStats": zstats,
+        "numBins": len(bins),
+        "numBatches": len(bins),
+        "totalConsideredFiles": considered,
+        "totalFilesSkipped": considered - len(removed),
+        "preserveInsertionOrder": False,
+        "numFilesSkippedToReduceWriteAmplification": 0,
+        "numBytesSkippedToReduceWriteAmplification": 0,
+        "startTimeMs": started,
+        "endTimeMs": int(time.time() * 1000),
+        "totalScheduledTasks": tasks,
+        "deletionVectorStats": {"numDeletionVectorsRemoved": len(dvs),
+                                "numDeletionVectorRowsRemoved": sum(int(d.get("cardinality") or 0) for d in dvs)}
+        if dvs else None,
+        "numTableColumns": len(snap.schema.fields),
+        "numTableColumnsWithStats": _indexed_columns(snap),
+    }
+
+
+def _commit_metrics(bins: list[Bin], added: list[WrittenFile]) -> dict[str, Any]:
+    dvs = [f["deletionVector"] for b in bins for f in b.files if f.get("deletionVector")]
+    return {
+        **size_percentiles([f.size for f in added]),
+        "numDeletionVectorsRemoved": len(dvs),
+        "numDeletionVectorRowsRemoved": sum(int(d.get("cardinality") or 0) for d in dvs),
+        "numDeletionVectorBytesRemoved": sum(int(d.get("sizeInBytes") or 0) for d in dvs),
+    }
+
+
+def optimize(
+    spark: Any,
+    path: str,
+    *,
+    where: Sequence[str] = (),
+    zorder_by: Sequence[str] = (),
+    max_file_size: int | str | None = None,
+    min_file_size: int | str | None = None,
+) -> OptimizeResult:
+    """Compact the table at ``path`` (or, with ``zorder_by``, Z-order it) in one ``OPTIMIZE`` commit; see
+    the module docstring. ``where``: SQL filters on partition columns (AND). ``max_file_size`` /
+    ``min_file_size`` (bytes, or text like ``"128m"``) override the session and table settings.
+
+    Example:
+        >>> optimize(spark, "/data/t", max_file_size="64m").metrics["numFilesRemoved"]       # doctest: +SKIP
+        31
+        >>> optimize(spark, "/data/t", zorder_by=["x", "y"], where=["day = '2024-01-01'"]).version  # doctest: +SKIP
+        9
+    """
+    started = int(time.time() * 1000)
+    if isinstance(where, str) or isinstance(zorder_by, str):
+        raise InvalidArgumentError("where and zorder_by take lists of strings", table=str(path))
+    table = open_table(path)
+    snap = load_snapshot(table.location)
+    zorder = _zorder_columns(spark, snap, list(zorder_by)) if zorder_by else []
+    limit, small = _file_sizes(spark, snap, max_file_size, min_file_size)
+    selected = _select_files(spark, snap, list(where))
+    rows = selected.to_pylist()
+    bins = plan_zorder(rows, max_file_size=limit) if zorder else plan_compaction(
+        rows, max_file_size=limit, min_file_size=small)
+    if not bins:
+        metrics = _metrics(snap, considered=len(rows), bins=[], added=[], zorder=bool(zorder), tasks=0,
+                           started=started)
+        return OptimizeResult(table.location, None, metrics)
+    check_can_write(snap)
+    staged = Staged(table.store)
+    try:
+        added, tasks = _rewrite(spark, snap, bins, zorder, limit)
+        staged.data.extend(added)
+        txn = Transaction(table.store, snap, Optimize(predicate=list(where) or None,
+                                                      z_order_by=tuple(f.name for f in zorder)), table=table.location)
+        rewritten = [f for b in bins for f in b.files]
+        txn.read_files(str(f["path"]) for f in rewritten)
+        txn.remove_files(rewritten, data_change=False)
+        for f in added:
+            txn.add_file(f.to_add(data_change=False))
+    except BaseException:
+        staged.cleanup()
+        raise
+    result = staged.commit(txn, _commit_metrics(bins, added))
+    metrics = _metrics(snap, considered=len(rows), bins=bins, added=added, zorder=bool(zorder), tasks=tasks,
+                       started=started)
+    return OptimizeResult(table.location, result.version, metrics, dict(result.operation_metrics))
+
+
+def metrics_frame(spark: Any, result: OptimizeResult) -> DataFrame:
+    """delta-spark's result of ``OPTIMIZE``: one row, ``path`` and the ``metrics`` struct.
+
+    Example:
+        >>> metrics_frame(spark, optimize(spark, "/data/t")).first().metrics.numFilesAdded   # doctest: +SKIP
+        2
+    """
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    table = pa.Table.from_pylist([{"path": result.path, "metrics": dict(result.metrics)}], schema=_RESULT)
+    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema, prefer_timestamp_ntz=False))
+
+
+class DeltaOptimizeBuilder:
+    """delta-spark's ``DeltaOptimizeBuilder``: ``where`` (partition filters), then ``executeCompaction``
+    or ``executeZOrderBy``. Made by ``DeltaTable.optimize()``.
+
+    Example:
+        >>> DeltaTable.forPath(spark, "/data/t").optimize().where("p = 'a'").executeCompaction()  # doctest: +SKIP
+        DataFrame[path: string, metrics: struct<numFilesAdded:bigint,...>]
+    """
+
+    def __init__(self, spark: Any, path: str) -> None:
+        self._spark = spark
+        self._path = path
+        self._filters: list[str] = []
+
+    def where(self, partitionFilter: str) -> DeltaOptimizeBuilder:
+        """Restrict to the partitions where ``partitionFilter`` (SQL on partition columns) holds; several
+        calls combine with AND.
+
+        Example:
+            >>> builder.where("day >= '2024-01-01'")                                  # doctest: +SKIP
+        """
+        if not isinstance(partitionFilter, str):
+            raise InvalidArgumentError(
+                f"partitionFilter must be a SQL string, got {type(partitionFilter).__name__}", table=self._path)
+        self._filters.append(partitionFilter)
+        return self
+
+    def executeCompaction(self) -> DataFrame:
+        """Bin-pack small files (and files with deletion vectors) toward the target size; returns the
+        metrics DataFrame.
+
+        Example:
+            >>> builder.executeCompaction().select("metrics.numFilesRemoved").first()[0]   # doctest: +SKIP
+            12
+        """
+        return metrics_frame(self._spark, optimize(self._spark, self._path, where=self._filters))
+
+    def executeZOrderBy(self, *cols: str | Sequence[str]) -> DataFrame:
+        """Rewrite the selected partitions ordered along the Z-curve of ``cols`` (names, or one list).
+
+        Example:
+            >>> builder.executeZOrderBy("x", "y").first().metrics.zOrderStats.strategyName   # doctest: +SKIP
+            'all'
+        """
+        names: Sequence[Any] = cols[0] if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else cols
+        if not names:
+            raise InvalidArgumentError("executeZOrderBy needs at least one column", table=self._path)
+        if not all(isinstance(c, str) for c in names):
+            raise InvalidArgumentError(f"executeZOrderBy takes column names, got {list(names)!r}", table=self._path)
+        result = optimize(self._spark, self._path, where=self._filters, zorder_by=[str(c) for c in names])
+        return metrics_frame(self._spark, result)

@@ -1,0 +1,285 @@
+"""OPTIMIZE on the Spark engine: compaction and Z-order (``DeltaTable.optimize()``). Every result is compared
+with the table read before the command; file skipping is measured with the kernel's own pruning."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import multiprocessing as mp
+import random
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import spark_deltars_worker
+from sparkutil import arrow_rows, data_files, rows, version
+
+import deltalog
+from deltalog.arrow.filters import normalize_filter, prune_files
+from deltalog.errors import InvalidArgumentError
+from deltalog.spark import DeltaTable
+from deltalog.txn.conflicts import ConcurrentDeleteReadException
+from deltalog.txn.operations import Delete
+from deltalog.txn.transaction import Transaction, start_transaction
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def rs() -> Iterator[cf.ProcessPoolExecutor]:
+    pytest.importorskip("deltalake")
+    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+        yield pool
+
+
+def chunk(start: int, n: int, seed: int) -> pa.Table:
+    rng = random.Random(seed)
+    ids = list(range(start, start + n))
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "p": pa.array([f"p{i % 2}" for i in ids], pa.string()),
+        "x": pa.array([rng.randrange(1000) for _ in ids], pa.int64()),
+        "y": pa.array([None if i % 11 == 0 else rng.random() * 1000 for i in ids], pa.float64()),
+        "s": pa.array([f"s{rng.randrange(50):03d}" for _ in ids], pa.string()),
+    })
+
+
+def make(tmp_path: Path, *, appends: int = 6, rows_each: int = 40, partitioned: bool = True,
+         props: dict[str, str] | None = None, name: str = "t") -> str:
+    """A table of ``appends`` small kernel appends (one file per partition each)."""
+    path = str(tmp_path / name)
+    for i in range(appends):
+        deltalog.write_table(
+            path, chunk(i * rows_each, rows_each, seed=i), mode="append",
+            partition_by=["p"] if partitioned else None, properties=(props or None) if i == 0 else None,
+        )
+    return path
+
+
+def snapshot(path: str) -> Any:
+    return deltalog.Table(path).snapshot()
+
+
+def table_rows(path: str) -> list[dict[str, Any]]:
+    return arrow_rows(snapshot(path).to_arrow())
+
+
+def live(path: str) -> list[dict[str, Any]]:
+    return list(snapshot(path).add_files().to_pylist())
+
+
+def commit_actions(path: str, v: int) -> list[dict[str, Any]]:
+    with open(Path(path) / "_delta_log" / f"{v:020d}.json") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def same_rows(spark: Any, path: str, before_version: int) -> None:
+    """The latest version holds exactly the rows of ``before_version`` (both directions of exceptAll)."""
+    now = spark.read.format("delta").load(path)
+    then = spark.read.format("delta").option("versionAsOf", before_version).load(path)
+    assert now.count() == then.count()
+    assert now.exceptAll(then).count() == 0 and then.exceptAll(now).count() == 0
+
+
+def files_read(path: str, column: str, op: str, value: Any) -> int:
+    snap = snapshot(path)
+    conds, _ = normalize_filter([(column, op, value)], snap.schema, table=path)
+    return int(prune_files(snap, conds).num_rows)
+
+
+# ------------------------------------------------------------------------------------------- compaction
+
+
+def test_compaction_bin_packs_small_files_without_changing_rows(spark: Any, tmp_path: Path) -> None:
+    path = make(tmp_path)
+    before = version(path)
+    expected = table_rows(path)
+    assert len(live(path)) == 12
+
+    out = DeltaTable.forPath(spark, path).optimize().executeCompaction()
+    assert out.columns == ["path", "metrics"]
+    m = out.first().metrics
+    assert (m.numFilesRemoved, m.numFilesAdded, m.partitionsOptimized, m.totalConsideredFiles) == (12, 2, 2, 12)
+    assert m.filesRemoved.totalFiles == 12 and m.filesAdded.totalFiles == 2 and m.zOrderStats is None
+    assert version(path) == before + 1
+    assert table_rows(path) == expected
+    same_rows(spark, path, before)
+    assert len(live(path)) == 2 and all(json.loads(f["stats"])["numRecords"] == 120 for f in live(path))
+
+    actions = commit_actions(path, before + 1)
+    files = [a.get("add") or a.get("remove") for a in actions if "add" in a or "remove" in a]
+    assert len(files) == 14 and all(f["dataChange"] is False for f in files)
+    info = DeltaTable.forPath(spark, path).history(1).first()
+    assert info.operation == "OPTIMIZE"
+    assert info.operationParameters == {"predicate": "[]", "zOrderBy": "[]"}
+    assert info.operationMetrics["numRemovedFiles"] == "12" and info.operationMetrics["numAddedFiles"] == "2"
+    assert info.isBlindAppend is False
+
+    # Each partition now has one file: nothing to do, nothing committed.
+    again = DeltaTable.forPath(spark, path).optimize().executeCompaction().first().metrics
+    assert (again.numFilesAdded, again.numFilesRemoved, again.totalFilesSkipped) == (0, 0, 2)
+    assert version(path) == before + 1
+
+
+def test_where_limits_compaction_to_partitions_and_refuses_data_columns(spark: Any, tmp_path: Path) -> None:
+    path = make(tmp_path)
+    p1 = sorted(f["path"] for f in live(path) if dict(f["partitionValues"])["p"] == "p1")
+    dt = DeltaTable.forPath(spark, path)
+    for bad, name in (("x > 3", "x"), ("p = 'p0' AND id < 5", "id")):
+        with pytest.raises(InvalidArgumentError, match=f"non-partition column '{name}'.*partition columns"):
+            dt.optimize().where(bad).executeCompaction()
+    with pytest.raises(InvalidArgumentError, match="unknown column 'nope'"):
+        dt.optimize().where("nope = 1").executeCompaction()
+    assert version(path) == 5
+
+    m = dt.optimize().where("p = 'p0'").executeCompaction().first().metrics
+    assert (m.numFilesRemoved, m.numFilesAdded, m.totalConsideredFiles) == (6, 1, 6)
+    assert sorted(f["path"] for f in live(path) if dict(f["partitionValues"])["p"] == "p1") == p1
+    assert dt.history(1).first().operationParameters["predicate"] == '["p = \'p0\'"]'
+    same_rows(spark, path, 5)
+
+
+def test_max_file_size_splits_bins_and_large_files_stay(spark: Any, tmp_path: Path) -> None:
+    path = make(tmp_path, partitioned=False, appends=8)
+    sizes = sorted(f["size"] for f in live(path))
+    limit = sizes[0] + sizes[1] + sizes[2] + 10  # room for three files per bin
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(limit))
+    try:
+        m = DeltaTable.forPath(spark, path).optimize().executeCompaction().first().metrics
+    finally:
+        spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+    assert m.numBins >= 2 and m.numFilesAdded == m.numBins
+    assert m.numFilesRemoved + m.totalFilesSkipped == 8
+    assert len(live(path)) == 8 - m.numFilesRemoved + m.numFilesAdded
+    same_rows(spark, path, 7)
+
+
+def test_compaction_purges_rows_deleted_by_deletion_vectors(spark: Any, tmp_path: Path) -> None:
+    path = make(tmp_path, partitioned=False, appends=3, props={"delta.enableDeletionVectors": "true"})
+    dt = DeltaTable.forPath(spark, path)
+    dt.delete("id % 4 = 0")
+    assert all(f["deletionVector"] for f in live(path))
+    expected = table_rows(path)
+    deleted = sum(f["deletionVector"]["cardinality"] for f in live(path))
+
+    m = dt.optimize().executeCompaction().first().metrics
+    assert m.deletionVectorStats.numDeletionVectorsRemoved == 3
+    assert m.deletionVectorStats.numDeletionVectorRowsRemoved == deleted == 30
+    files = live(path)
+    assert len(files) == 1 and not files[0]["deletionVector"]
+    assert json.loads(files[0]["stats"])["numRecords"] == 90 and json.loads(files[0]["stats"])["tightBounds"]
+    assert table_rows(path) == expected
+
+    dt.delete("id = 1")  # a lone file with a deletion vector is rewritten too
+    m = dt.optimize().executeCompaction().first().metrics
+    assert (m.numFilesRemoved, m.numFilesAdded) == (1, 1)
+    assert not live(path)[0]["deletionVector"] and len(table_rows(path)) == 89
+    assert dt.history(1).first().operationMetrics["numDeletionVectorsRemoved"] == "1"
+
+
+# ------------------------------------------------------------------------------------------- concurrency
+
+
+def racing(monkeypatch: pytest.MonkeyPatch, action: Callable[[str], None]) -> None:
+    """Run ``action(table)`` once, right before the next transaction commits (after its snapshot)."""
+    original = Transaction.commit
+
+    def commit(self: Transaction, **kwargs: Any) -> Any:
+        monkeypatch.setattr(Transaction, "commit", original)
+        action(self.table)
+        return original(self, **kwargs)
+
+    monkeypatch.setattr(Transaction, "commit", commit)
+
+
+def test_concurrent_append_does_not_conflict(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = make(tmp_path, appends=3, props={"delta.isolationLevel": "Serializable"})
+    expected = table_rows(path) + chunk(1000, 10, seed=9).to_pylist()
+
+    def append(table: str) -> None:
+        deltalog.write_table(table, chunk(1000, 10, seed=9), mode="append")
+
+    racing(monkeypatch, append)
+    m = DeltaTable.forPath(spark, path).optimize().executeCompaction().first().metrics
+    assert m.numFilesRemoved == 6
+    assert version(path) == 4  # 3 = the append, 4 = OPTIMIZE
+    assert commit_actions(path, 4)[0]["commitInfo"]["operation"] == "OPTIMIZE"
+    assert table_rows(path) == arrow_rows(pa.Table.from_pylist(expected))
+    assert len(live(path)) == 4  # one compacted file + the append's file per partition
+
+
+def test_concurrent_delete_of_a_compacted_file_conflicts(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = make(tmp_path, appends=3)
+    on_disk = data_files(path)
+    victim = live(path)[0]
+
+    def delete_file(table: str) -> None:
+        txn = start_transaction(deltalog.Table(table), Delete(predicate="id < 0"))
+        txn.read_whole_table()
+        txn.remove_files([victim])
+        txn.commit()
+
+    racing(monkeypatch, delete_file)
+    with pytest.raises(ConcurrentDeleteReadException, match=re.escape(victim["path"])):
+        DeltaTable.forPath(spark, path).optimize().executeCompaction()
+    assert version(path) == 3  # the concurrent delete only
+    assert data_files(path) == on_disk  # the files OPTIMIZE wrote were deleted
+
+
+# ------------------------------------------------------------------------------------------- Z-order
+
+
+def test_zorder_tightens_file_bounds_on_both_columns(spark: Any, tmp_path: Path, rs: cf.ProcessPoolExecutor) -> None:
+    path = make(tmp_path, partitioned=False, appends=8, rows_each=250)
+    before = version(path)
+    probes = [("x", "=", 300), ("y", ">=", 900.0), ("y", "<", 100.0)]
+    read_before = [files_read(path, *p) for p in probes]
+    assert read_before == [8, 8, 8]  # random rows: every file spans both columns
+    total = sum(f["size"] for f in live(path))
+
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(total // 16))  # ~16 files
+    try:
+        m = DeltaTable.forPath(spark, path).optimize().executeZOrderBy(["x", "y"]).first().metrics
+    finally:
+        spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+    n = len(live(path))
+    assert m.numFilesRemoved == 8 and m.numFilesAdded == n and n >= 8
+    assert m.zOrderStats.strategyName == "all" and m.zOrderStats.mergedFiles.num == 8
+    read_after = [files_read(path, *p) for p in probes]
+    fractions = [after / n for after in read_after]  # measured: 5, 5 and 8 of 16 files
+    assert max(fractions) <= 0.6 and sum(fractions) / len(fractions) < 0.45, (read_after, n)
+    same_rows(spark, path, before)
+    info = DeltaTable.forPath(spark, path).history(1).first()
+    assert info.operationParameters["zOrderBy"] == '["x","y"]'
+    # delta-rs reads the rewritten table identically
+    ours = snapshot(path).to_arrow()
+    theirs: pa.Table = rs.submit(spark_deltars_worker.read_table, path).result(timeout=120)
+    assert arrow_rows(theirs.select(ours.column_names).cast(ours.schema)) == arrow_rows(ours)
+
+
+def test_zorder_per_partition_and_column_errors(spark: Any, tmp_path: Path) -> None:
+    path = make(tmp_path, appends=4, props={"delta.dataSkippingNumIndexedCols": "3"})
+    dt = DeltaTable.forPath(spark, path)
+    cases = [
+        (("p",), "DELTA_ZORDERING_ON_PARTITION_COLUMN.*p is a partition column"),
+        (("nope",), "DELTA_ZORDERING_COLUMN_DOES_NOT_EXIST.*nope"),
+        (("x", "s"), r"DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS.*\['s'\]"),
+        ((), "at least one column"),
+    ]
+    for cols, message in cases:
+        with pytest.raises(InvalidArgumentError, match=message):
+            dt.optimize().executeZOrderBy(*cols)
+    assert version(path) == 3
+
+    p0 = sorted(f["path"] for f in live(path) if dict(f["partitionValues"])["p"] == "p0")
+    m = dt.optimize().where("p = 'p1'").executeZOrderBy("X", "y").first().metrics  # names resolve like Spark
+    assert (m.numFilesRemoved, m.partitionsOptimized, m.zOrderStats.numOutputCubes) == (4, 1, 1)
+    assert sorted(f["path"] for f in live(path) if dict(f["partitionValues"])["p"] == "p0") == p0
+    same_rows(spark, path, 3)
+    assert rows(spark.read.format("delta").load(path).filter("p = 'p1'")) == sorted(
+        [r for r in table_rows(path) if r["p"] == "p1"], key=lambda r: r["id"])
