@@ -36,6 +36,11 @@ def main(url: str, work: str, dv_table: str) -> None:
     facts["files_k1"] = sum(1 for v in deltalog.Table(p).snapshot().add_files().column("partitionValues").to_pylist()
                             if dict(v)["k"] == "1")
     facts["history"] = [r["userMetadata"] for r in DeltaTable.forPath(spark, p).history().collect()]
+    # A filter on the loaded frame re-plans the scan with the log's stats (Connect Column and SQL string).
+    loaded = spark.read.format("delta").load(p)
+    facts["skip_files"] = [len(loaded.inputFiles()), len(loaded.filter(F.col("id") >= 18).inputFiles()),
+                           len(spark.read.format("delta").load(p).where("id >= 18 AND k = 0").inputFiles())]
+    facts["skip_rows"] = sorted(r["id"] for r in spark.read.format("delta").load(p).filter(F.col("id") >= 18).collect())
     facts["dv_count"] = read(spark, dv_table).count()
     facts["dv_expected"] = deltalog.Table(dv_table).snapshot().to_arrow().num_rows
     write(spark.range(2), f"{work}/c", **{"delta.constraints.small": "id < 2"})

@@ -91,6 +91,8 @@ def test_format_delta_over_spark_connect(connect_url: str, tmp_path: Path) -> No
     assert (facts["count"], facts["count_v0"]) == (40, 20)
     assert facts["pruned_files"] == facts["files_k1"]
     assert facts["history"] == ["second", None]
+    total, by_stats, by_both = facts["skip_files"]
+    assert total > by_stats > by_both >= 1 and facts["skip_rows"] == [18, 18, 19, 19]
     assert facts["dv_count"] == facts["dv_expected"]
     assert "CHECK constraint small" in str(facts["constraint"]) and facts["constraint_version"] == 0
     assert facts["flat"] == 7 and "parquet-mr" in str(facts["flat_writer"])

@@ -20,9 +20,20 @@ from __future__ import annotations
 
 from deltalog.spark import exceptions
 from deltalog.spark.builder import DeltaTableBuilder
+from deltalog.spark.idempotent import idempotent_batch
 from deltalog.spark.read import read
 from deltalog.spark.session import configure, register, unregister
 from deltalog.spark.table import DeltaTable
 from deltalog.spark.write import write
 
-__all__ = ["DeltaTable", "DeltaTableBuilder", "configure", "exceptions", "read", "register", "unregister", "write"]
+__all__ = [
+    "DeltaTable",
+    "DeltaTableBuilder",
+    "configure",
+    "exceptions",
+    "idempotent_batch",
+    "read",
+    "register",
+    "unregister",
+    "write",
+]

@@ -12,8 +12,11 @@ not chosen: it cannot prune columns, rejects ``errorifexists``/``ignore`` and ``
 commit runs in a separate worker process (see ``NOTES.md``).
 
 Limits of the routing: it covers ``spark.read.format("delta")...load(path)`` and
-``df.write.format("delta")...save(path)`` (and the ``format=`` arguments of ``load``/``save``);
-catalog tables (``saveAsTable``, ``spark.table``), SQL (``delta.`/path```) and streaming are not routed.
+``df.write.format("delta")...save(path)`` (and the ``format=`` arguments of ``load``/``save``), and for
+Structured Streaming ``spark.readStream.format("delta")...load(path)`` (a Python streaming data source,
+:mod:`deltalog.spark.streaming.source`) and ``df.writeStream.format("delta")...start(path)``
+(``foreachBatch`` with idempotent commits, :mod:`deltalog.spark.streaming.sink`); catalog tables
+(``saveAsTable``, ``spark.table``, ``toTable``) and SQL (``delta.`/path```) are not routed.
 Executors must be able to import deltalog (same interpreter via ``PYSPARK_PYTHON``, or shipped with
 ``spark.submit.pyFiles``).
 
@@ -83,6 +86,12 @@ def register(spark: Any) -> Any:
         1000
     """
     _install()
+    try:  # the streaming source; load() registers it too, so a session without Python data sources still works
+        from deltalog.spark.streaming import register_source
+
+        register_source(spark)
+    except Exception:
+        pass
     for key in _RUNTIME_CONF:
         try:
             current = spark.conf.get(key, None)
@@ -140,6 +149,19 @@ def _classes() -> tuple[list[type], list[type]]:
     return [*readers, ConnectReader], [*writers, ConnectWriter]
 
 
+def _stream_classes() -> tuple[list[type], list[type]]:
+    from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
+
+    readers: list[type] = [DataStreamReader]
+    writers: list[type] = [DataStreamWriter]
+    try:
+        from pyspark.sql.connect.streaming.readwriter import DataStreamReader as ConnectStreamReader
+        from pyspark.sql.connect.streaming.readwriter import DataStreamWriter as ConnectStreamWriter
+    except Exception:
+        return readers, writers
+    return [*readers, ConnectStreamReader], [*writers, ConnectStreamWriter]
+
+
 def _state(obj: Any) -> dict[str, Any]:
     state: dict[str, Any] | None = obj.__dict__.get(_STATE)
     if state is None:
@@ -180,6 +202,21 @@ def _install() -> None:
             _patch(cls, "save", _routed_save)
             _patch(cls, "saveAsTable", _refused_for_delta("saveAsTable"))
             _patch(cls, "insertInto", _refused_for_delta("insertInto"))
+        stream_readers, stream_writers = _stream_classes()
+        for cls in stream_readers:
+            _patch(cls, "format", _recording_format)
+            _patch(cls, "option", _recording_option)
+            _patch(cls, "options", _recording_options)
+            _patch(cls, "schema", _recording_schema)
+            _patch(cls, "load", _routed_stream_load)
+        for cls in stream_writers:
+            _patch(cls, "format", _recording_format)
+            _patch(cls, "option", _recording_option)
+            _patch(cls, "options", _recording_options)
+            _patch(cls, "outputMode", _recording_output_mode)
+            _patch(cls, "partitionBy", _recording_partition_by)
+            _patch(cls, "start", _routed_start)
+            _patch(cls, "toTable", _refused_for_delta("toTable"))
 
 
 def _recording_format(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -223,6 +260,14 @@ def _recording_mode(original: Callable[..., Any]) -> Callable[..., Any]:
     return mode
 
 
+def _recording_output_mode(original: Callable[..., Any]) -> Callable[..., Any]:
+    def outputMode(self: Any, outputMode: str) -> Any:
+        _state(self)["mode"] = outputMode
+        return original(self, outputMode)
+
+    return outputMode
+
+
 def _recording_partition_by(original: Callable[..., Any]) -> Callable[..., Any]:
     def partitionBy(self: Any, *cols: Any) -> Any:
         flat = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else list(cols)
@@ -248,6 +293,10 @@ def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
             raise InvalidArgumentError(
                 "[DELTA_UNSUPPORTED_SCHEMA_DURING_READ] Delta does not support specifying the schema at read time"
             )
+        from deltalog.spark.cdf import is_change_feed_read, load_changes
+
+        if is_change_feed_read({**state["options"], **options}):  # readChangeFeed: deltalog.spark.cdf
+            return load_changes(_session_of_reader(self), path, {**state["options"], **options})
         opts = option_map({**state["options"], **options}, READ_OPTIONS, what="Delta read")
         opts = {k: v for k, v in opts.items() if not k.startswith("delta.")}
         target = path if path is not None else opts.get("path")
@@ -261,6 +310,52 @@ def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
         )
 
     return load
+
+
+def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
+    def load(self: Any, path: Any = None, format: Any = None, schema: Any = None, **options: Any) -> Any:
+        state = _state(self)
+        if not _is_delta(format if format is not None else state["format"]):
+            return original(self, path, format, schema, **options)
+        from deltalog.spark.streaming import register_source
+        from deltalog.spark.streaming.source import SOURCE_NAME, StreamReadOptions
+
+        if schema is not None or state["schema"]:
+            raise InvalidArgumentError(
+                "[DELTA_UNSUPPORTED_SCHEMA_DURING_READ] Delta does not support specifying the schema at read time"
+            )
+        opts = StreamReadOptions.parse({**state["options"], **options}, path)  # fail here, not in a worker
+        register_source(_session_of_reader(self))
+        return original(self, opts.path, SOURCE_NAME, None, **options)
+
+    return load
+
+
+def _routed_start(original: Callable[..., Any]) -> Callable[..., Any]:
+    def start(
+        self: Any, path: Any = None, format: Any = None, outputMode: Any = None, partitionBy: Any = None,
+        queryName: Any = None, **options: Any,
+    ) -> Any:
+        state = _state(self)
+        if not _is_delta(format if format is not None else state["format"]):
+            return original(self, path, format, outputMode, partitionBy, queryName, **options)
+        from deltalog.spark.streaming.sink import sink_batch_function
+
+        opts = {**state["options"], **options}
+        target = path if path is not None else opts.get("path")
+        if not isinstance(target, str):
+            raise InvalidArgumentError(f"a Delta streaming sink needs a table path: start(path), got {target!r}")
+        sink = sink_batch_function(
+            target,
+            checkpoint=next((v for k, v in opts.items() if k.lower() == "checkpointlocation"), None),
+            output_mode=outputMode if outputMode is not None else state["mode"],
+            partition_by=partitionBy if partitionBy is not None else state["partitionBy"],
+            options={k: v for k, v in opts.items() if k.lower() not in ("path", "checkpointlocation")},
+        )
+        self.foreachBatch(sink)
+        return original(self, None, None, outputMode, None, queryName, **options)
+
+    return start
 
 
 def _writer_dataframe(writer: Any) -> Any:

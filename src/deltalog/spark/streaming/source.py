@@ -1,0 +1,344 @@
+"""``spark.readStream.format("delta")``: a Delta table as a Structured Streaming source.
+
+Mechanism: PySpark's **Python streaming data source** (``pyspark.sql.datasource``), registered under
+:data:`SOURCE_NAME` by :func:`register_source`; the routing of :mod:`deltalog.spark.session` sends
+``readStream.format("delta").load(path)`` there (the JVM has no ``delta`` provider). Planning is the
+kernel's (:class:`deltalog.log.tail.LogTail`): offsets are log positions in delta-spark's offset JSON,
+admission control takes whole files up to ``maxFilesPerTrigger`` (default 1000) and/or
+``maxBytesPerTrigger``, ``Trigger.AvailableNow`` stops at the version current when the query started,
+OPTIMIZE-style ``dataChange=false`` commits are skipped, commits removing data fail the stream unless
+``ignoreDeletes`` / ``ignoreChanges`` / ``skipChangeCommits`` say otherwise, and a schema change the
+stream cannot read fails it with the version named. Where the stream starts follows delta-spark: the
+latest snapshot and then its changes by default; with ``startingVersion`` (or ``"latest"``) /
+``startingTimestamp`` the *changes* from that commit on (not that version's snapshot). A query
+restarted from its checkpoint location resumes from its last offset (these options are then ignored).
+With ``readChangeFeed=true`` the stream carries the change data feed instead (the kernel's
+:mod:`deltalog.log.changes` plan): the table's columns plus ``_change_type``, ``_commit_version`` and
+``_commit_timestamp``; the starting snapshot arrives as inserts, later commits as their inserts,
+deletes and update pre/post-images, and deletes do not fail the stream.
+
+Reading: each Spark task reads a group of files with the kernel's Arrow reader
+(:func:`deltalog.arrow.read.read_file_rows`: partition values from the log, deletion vectors, column
+mapping, missing columns as nulls) and yields Arrow batches in the stream's schema -- the table's
+schema when the stream was loaded. A file deleted under the stream (VACUUM) fails the task naming the
+file and the version that added it, or is skipped with ``failOnDataLoss=false``.
+
+Where things run: the source object plans in a long-lived Python worker on the driver (one per
+query), ``read`` runs in executor Python workers -- all need to import deltalog (``PYSPARK_PYTHON``).
+
+Example:
+    >>> q = (spark.readStream.format("delta").option("maxFilesPerTrigger", 10).load("/data/events")
+    ...      .writeStream.format("delta").option("checkpointLocation", "/chk/copy")
+    ...      .trigger(availableNow=True).start("/data/events_copy"))                    # doctest: +SKIP
+    >>> q.awaitTermination()                                                            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    SupportsTriggerAvailableNow,
+)
+
+from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError
+from deltalog.log.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
+from deltalog.log.tail import AdmissionLimit, IndexedFile, LogTail, StreamPosition, TailOptions, file_reader_snapshot
+from deltalog.protocol.actions import Metadata, Protocol
+from deltalog.protocol.schema import PrimitiveType, StructField
+from deltalog.snapshot import Snapshot
+from deltalog.spark._common import open_table, option_map, parse_bool, parse_int, spark_schema
+
+__all__ = ["SOURCE_NAME", "STREAM_READ_OPTIONS", "DeltaStreamDataSource", "DeltaStreamReader", "StreamReadOptions"]
+
+log = logging.getLogger(__name__)
+
+#: The name the source is registered under with ``spark.dataSource.register``.
+SOURCE_NAME = "deltalog_delta_stream"
+#: Options ``readStream.format("delta")`` accepts (case-insensitive).
+STREAM_READ_OPTIONS = (
+    "maxFilesPerTrigger",
+    "maxBytesPerTrigger",
+    "startingVersion",
+    "startingTimestamp",
+    "ignoreDeletes",
+    "ignoreChanges",
+    "skipChangeCommits",
+    "failOnDataLoss",
+    "readChangeFeed",
+    "path",
+)
+DEFAULT_MAX_FILES = 1000
+_PARTITION_BYTES = 128 * 1024 * 1024
+_PARTITION_FILES = 256
+_BATCH_ROWS = 65536
+
+
+@dataclass(frozen=True)
+class StreamReadOptions:
+    """The parsed options of a Delta stream read."""
+
+    path: str
+    max_files: int | None
+    max_bytes: int | None
+    starting_version: str | None
+    starting_timestamp: str | None
+    tail: TailOptions
+    change_feed: bool = False
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any], path: Any = None) -> StreamReadOptions:
+        """Validate ``readStream`` options (values may be strings); ``path`` overrides the ``path`` option.
+
+        Example:
+            >>> StreamReadOptions.parse({"maxFilesPerTrigger": "5"}, "/t").max_files
+            5
+        """
+        opts = option_map(options, STREAM_READ_OPTIONS, what="Delta stream read")
+        opts = {k: v for k, v in opts.items() if not k.startswith("delta.")}
+        target = path if path is not None else opts.get("path")
+        if not isinstance(target, str) or not target:
+            raise InvalidArgumentError(f"a Delta stream read needs exactly one table path, got {target!r}")
+        change_feed = parse_bool(opts.get("readChangeFeed", False), "readChangeFeed")
+        max_files = max_bytes = None
+        if "maxFilesPerTrigger" in opts:
+            max_files = parse_int(opts["maxFilesPerTrigger"], "maxFilesPerTrigger")
+        if "maxBytesPerTrigger" in opts:
+            max_bytes = _parse_bytes(opts["maxBytesPerTrigger"])
+        if max_files is None and max_bytes is None:
+            max_files = DEFAULT_MAX_FILES
+        AdmissionLimit(max_files, max_bytes)  # validates
+        tail = TailOptions(
+            ignore_deletes=parse_bool(opts.get("ignoreDeletes", False), "ignoreDeletes"),
+            ignore_changes=parse_bool(opts.get("ignoreChanges", False), "ignoreChanges"),
+            skip_change_commits=parse_bool(opts.get("skipChangeCommits", False), "skipChangeCommits"),
+            fail_on_data_loss=parse_bool(opts.get("failOnDataLoss", True), "failOnDataLoss"),
+        )
+        sv, st = opts.get("startingVersion"), opts.get("startingTimestamp")
+        return cls(target, max_files, max_bytes, None if sv is None else str(sv), None if st is None else str(st), tail,
+                   change_feed)
+
+
+_UNITS = {"b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
+
+
+def _parse_bytes(value: Any) -> int:
+    """``maxBytesPerTrigger``: a number of bytes or a size such as ``10m`` / ``1g``."""
+    text = str(value).strip().lower()
+    digits = text.rstrip("bkmg")
+    unit = text[len(digits):] or "b"
+    if not digits.isdigit() or unit not in _UNITS:
+        raise InvalidArgumentError(f"option maxBytesPerTrigger must be a size such as 1048576 or 10m, got {value!r}")
+    return int(digits) * _UNITS[unit]
+
+
+class DeltaStreamDataSource(DataSource):
+    """The Python data source behind ``readStream.format("delta")`` (streaming reads only).
+
+    Example:
+        >>> spark.dataSource.register(DeltaStreamDataSource)                         # doctest: +SKIP
+        >>> spark.readStream.format(SOURCE_NAME).load("/data/events")                 # doctest: +SKIP
+        DataFrame[id: bigint, day: date]
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> Any:
+        opts = StreamReadOptions.parse(dict(self.options))
+        snapshot = open_table(opts.path).snapshot()
+        return spark_schema(stream_fields(snapshot, change_feed=opts.change_feed))
+
+    def streamReader(self, schema: Any) -> DeltaStreamReader:
+        return DeltaStreamReader(StreamReadOptions.parse(dict(self.options)), schema.json())
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What a task needs to read files: table location, protocol and metadata the stream reads with."""
+
+    location: str
+    version: int
+    protocol: Protocol
+    metadata: Metadata
+    schema_json: str
+    fail_on_data_loss: bool
+    change_feed: bool = False
+
+
+class _FilesPartition(InputPartition):
+    def __init__(self, context: _Context, files: Sequence[IndexedFile]) -> None:
+        super().__init__(len(files))
+        self.context = context
+        self.files = list(files)
+
+
+class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Plans micro-batches over a Delta table's log (see the module docstring).
+
+    The planner is built on first use and never pickled: Spark ships this object to the workers that
+    run :meth:`read`, which needs only the partition.
+    """
+
+    def __init__(self, options: StreamReadOptions, schema_json: str) -> None:
+        self.opts = options
+        self.schema_json = schema_json
+        self._tail: LogTail | None = None
+        self._end_version: int | None = None
+        self._read_version = -1
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_tail"] = None
+        return state
+
+    @property
+    def tail(self) -> LogTail:
+        if self._tail is None:
+            table = open_table(self.opts.path)
+            latest = table.snapshot()
+            declared = json.loads(self.schema_json)
+            fields = stream_fields(latest, change_feed=self.opts.change_feed)
+            if json.loads(spark_schema(fields).json()) != declared:
+                raise SchemaError(
+                    "[DELTA_SCHEMA_CHANGED] the table's schema changed between loading the stream and starting it; "
+                    "load it again",
+                    table=table.location, version=latest.version,
+                )
+            self._tail = LogTail(table, metadata=latest.metadata, options=self.opts.tail,
+                                 change_feed=self.opts.change_feed)
+            self._read_version = latest.version
+        return self._tail
+
+    def _position(self, offset: Any) -> StreamPosition:
+        tail = self.tail
+        return StreamPosition.from_offset(offset, table_id=tail.table_id, table=tail.where)
+
+    def initialOffset(self) -> dict[str, Any]:
+        tail = self.tail
+        start = tail.start_position(
+            starting_version=self.opts.starting_version, starting_timestamp=self.opts.starting_timestamp
+        )
+        return start.to_offset(tail.table_id)
+
+    def getDefaultReadLimit(self) -> Any:
+        if self.opts.max_files is not None:
+            return ReadMaxFiles(self.opts.max_files)
+        assert self.opts.max_bytes is not None  # parse() sets one of the two
+        return ReadMaxBytes(self.opts.max_bytes)
+
+    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
+        position = self._position(start)
+        admission: AdmissionLimit | None
+        if isinstance(limit, ReadAllAvailable):
+            admission = None
+        elif isinstance(limit, ReadMaxFiles):
+            admission = AdmissionLimit(limit.max_files, self.opts.max_bytes)
+        elif isinstance(limit, ReadMaxBytes):
+            admission = AdmissionLimit(self.opts.max_files, limit.max_bytes)
+        else:
+            admission = AdmissionLimit(self.opts.max_files, self.opts.max_bytes)
+        end = self.tail.latest_position(position, admission, end_version=self._end_version)
+        return end.to_offset(self.tail.table_id)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._end_version = self.tail.table.latest_version()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        tail = self.tail
+        files = tail.files_between(self._position(start), self._position(end))
+        if not files:
+            return []
+        context = _Context(tail.where, self._read_version, tail.protocol, tail.metadata, self.schema_json,
+                           self.opts.tail.fail_on_data_loss, self.opts.change_feed)
+        out: list[_FilesPartition] = []
+        group: list[IndexedFile] = []
+        size = 0
+        for f in files:
+            if group and (size + f.size > _PARTITION_BYTES or len(group) >= _PARTITION_FILES):
+                out.append(_FilesPartition(context, group))
+                group, size = [], 0
+            group.append(f)
+            size += f.size
+        out.append(_FilesPartition(context, group))
+        return out
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, _FilesPartition)
+        return read_files(partition.context, partition.files)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        self.tail.forget_before(self._position(end))
+
+
+def stream_fields(snapshot: Snapshot, *, change_feed: bool) -> list[StructField]:
+    """The columns of a stream of ``snapshot``'s table: its schema, plus the change data feed's
+    ``_change_type``, ``_commit_version`` and ``_commit_timestamp`` with ``change_feed``.
+
+    Example:
+        >>> [f.name for f in stream_fields(snap, change_feed=True)][-1]               # doctest: +SKIP
+        '_commit_timestamp'
+    """
+    fields = list(snapshot.schema.fields)
+    if change_feed:
+        from deltalog.arrow.changes import change_schema
+
+        change_schema(snapshot)  # refuses tables whose columns use the reserved names
+        fields += [
+            StructField(CHANGE_TYPE, PrimitiveType("string"), True, {}),
+            StructField(COMMIT_VERSION, PrimitiveType("long"), True, {}),
+            StructField(COMMIT_TIMESTAMP, PrimitiveType("timestamp"), True, {}),
+        ]
+    return fields
+
+
+def _read_changes(snap: Snapshot, f: IndexedFile) -> pa.Table:
+    from deltalog.arrow.changes import _ChangeFileView, _read_change_file, change_schema
+    from deltalog.log.changes import ChangeFile
+
+    a = f.add
+    change = ChangeFile(a["kind"], a["path"], dict(a.get("partitionValues") or []), a.get("size"), a["changeType"],
+                        a.get("deletionVector"), a.get("selectionVector"))
+    view = _ChangeFileView(snap)
+    return _read_change_file(view, change, f.version, int(a["commitTimestamp"]), snap.schema.field_names,
+                             change_schema(snap))
+
+
+def read_files(context: _Context, files: Sequence[IndexedFile]) -> Iterator[pa.RecordBatch]:
+    """Rows of ``files`` as Arrow batches in the stream's schema (runs in a Spark task)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType as SparkStruct
+
+    from deltalog.arrow.read import _resolve, read_file_rows
+
+    table = open_table(context.location)
+    snap = file_reader_snapshot(table.store, context.protocol, context.metadata, version=context.version,
+                                table=table.location)
+    target = to_arrow_schema(SparkStruct.fromJson(json.loads(context.schema_json)), timezone="UTC")
+    for f in files:
+        local = _resolve(snap, f.add["path"])
+        if not os.path.exists(local):
+            if context.fail_on_data_loss:
+                raise DeltaError(
+                    f"[DELTA_FILE_NOT_FOUND] data file {f.add['path']} added in version {f.version} no longer exists "
+                    "(deleted by VACUUM while the stream was behind?); data would be lost -- set failOnDataLoss=false "
+                    "to skip missing files",
+                    table=table.location, version=f.version,
+                )
+            log.warning("skipping missing data file %s of %s (failOnDataLoss=false)", f.add["path"], table.location)
+            continue
+        rows = _read_changes(snap, f) if context.change_feed else read_file_rows(snap, f.add)
+        if rows.num_rows == 0:
+            continue
+        yield from rows.cast(target).to_batches(max_chunksize=_BATCH_ROWS)
