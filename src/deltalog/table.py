@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,9 @@ from deltalog.snapshot import Snapshot
 from deltalog.storage import LogStore, store_for
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from deltalog.commands.clone import CloneResult
     from deltalog.commands.delete import DeleteResult
     from deltalog.commands.restore import RestoreResult
     from deltalog.commands.vacuum import VacuumResult
@@ -182,6 +185,30 @@ class Table:
         stamps = commit_timestamps(self.store, commits, table=self.location, ict_enabled_from=ict_from)
         return version_at_timestamp(commits, stamps, target, table=self.location)
 
+    def changes(
+        self,
+        *,
+        starting_version: int | None = None,
+        ending_version: int | None = None,
+        starting_timestamp: TimestampLike | None = None,
+        ending_timestamp: TimestampLike | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> pa.Table:
+        """The change data feed of versions ``starting_version..ending_version`` (or timestamps) as one
+        ``pyarrow.Table`` with ``_change_type``, ``_commit_version``, ``_commit_timestamp`` (see
+        :func:`deltalog.arrow.changes.read_changes`).
+
+        Example:
+            >>> Table("/data/events").changes(starting_version=3).num_rows  # doctest: +SKIP
+            12
+        """
+        from deltalog.arrow.changes import read_changes
+
+        return read_changes(
+            self, starting_version=starting_version, ending_version=ending_version,
+            starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp, columns=columns,
+        )
+
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Commit provenance, newest first: version, timestamp, operation, parameters, metrics...
 
@@ -294,6 +321,29 @@ class Table:
         from deltalog.commands.restore import restore
 
         return restore(self, version=version, timestamp=timestamp, clock=clock)
+
+    def clone(
+        self,
+        target: str | os.PathLike[str] | Table,
+        *,
+        shallow: bool = False,
+        version: int | None = None,
+        timestamp: TimestampLike | None = None,
+        replace: bool = False,
+        properties: Mapping[str, str] | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> CloneResult:
+        """Clone this table (latest, or at ``version`` / ``timestamp``) into ``target``: shallow (a log
+        pointing at these files) or deep (files copied); see :mod:`deltalog.commands.clone`.
+
+        Example:
+            >>> Table("/data/events").clone("/data/events_dev", shallow=True).source_version  # doctest: +SKIP
+            12
+        """
+        from deltalog.commands.clone import clone_table
+
+        return clone_table(self, target, shallow=shallow, version=version, timestamp=timestamp, replace=replace,
+                           properties=properties, clock=clock)
 
     def set_properties(self, properties: Mapping[str, str], *, clock: Callable[[], int] | None = None) -> CommitResult:
         """Set table properties (``delta.*`` keys validated) in one ``SET TBLPROPERTIES`` commit.

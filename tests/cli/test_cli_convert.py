@@ -51,7 +51,7 @@ def test_convert_partitioned_directory(cli: CLI, tmp_path: Path) -> None:
     assert str(rows[0]["day"]) == "2024-01-01"
     files = {f["path"]: f for f in cli("files", str(root), "--json").json()}
     assert files["day=2024-01-01/hour=02/part-1.parquet"]["partition_values"] == {"day": "2024-01-01", "hour": "2"}
-    assert deltalog.Table(root).history()[0]["operation"] == "CREATE TABLE"
+    assert deltalog.Table(root).history()[0]["operation"] == "CONVERT"
     assert cli("check", str(root)).code == EXIT_OK
 
 
