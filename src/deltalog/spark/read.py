@@ -16,7 +16,17 @@ Everything else runs in Spark, and no row reaches the driver:
   ``_metadata.file_path``;
 * deletion vectors (only when the snapshot has any) are decoded on the driver into a small
   ``(file, row_index)`` DataFrame, removed with a broadcast ``left_anti`` join on
-  ``_metadata.file_path`` and ``_metadata.row_index``.
+  ``_metadata.file_path`` and ``_metadata.row_index``;
+* a SQL string or ``Column`` as ``where`` skips files too: its simple conjuncts (``column op literal``,
+  ``IN``, ``BETWEEN``, joined by ``AND``) prune partitions and skip files by min/max statistics, and
+  Spark applies the whole condition;
+* filters applied *after* loading skip files as well: the full-table frame returned here (so
+  ``spark.read.format("delta").load(p)`` and ``DeltaTable.toDF()``) re-plans its scan on its first
+  ``filter`` / ``where`` -- the same snapshot read again with that condition as ``where``
+  (:mod:`deltalog.spark._skipping`). Limit: only a filter applied directly to the loaded frame; after
+  any other transformation (``select``, ``withColumn``, a second ``filter``, ...) Spark filters the
+  rows without skipping files (the result is the same). Conditions naming a particular frame's columns
+  (``df.id``) fall back to the plain filter.
 
 Example:
     >>> from deltalog.spark import read
@@ -39,6 +49,7 @@ from deltalog.errors import DeltaError, InvalidArgumentError
 from deltalog.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType, physical_name
 from deltalog.spark._common import load_snapshot, physical_field, spark_file_uri, spark_schema, spark_type
 from deltalog.spark._hive import hive_layout_matches
+from deltalog.spark._skipping import attach, skipping_conditions
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -66,7 +77,9 @@ def read(
 
     ``where`` is a list of ``(column, op, value)`` conditions (AND; ops ``= != < <= > >= in not in``)
     used for partition pruning and min/max file skipping and then as the row filter, or a Spark
-    ``Column`` / SQL string, applied as a row filter only. ``columns`` selects logical columns.
+    ``Column`` / SQL string, whose simple conjuncts prune and skip files before Spark applies it as
+    the row filter. ``columns`` selects logical columns. Without ``where`` and ``columns``, the first
+    ``filter`` / ``where`` on the result re-plans the scan with skipping (see the module docstring).
 
     Example:
         >>> read(spark, "/data/events", columns=["id"], where=[("day", ">=", "2024-01-01")]).count()
@@ -142,7 +155,8 @@ def read_snapshot(spark: Any, snapshot: Snapshot, *, where: Any = None, columns:
     needed = list(dict.fromkeys([*names, *(c.column for c in conditions)]))
     if spark_filter is not None:
         needed = list(dict.fromkeys([*needed, *schema.field_names]))
-    files = prune_files(snapshot, conditions)
+    skipping = [] if spark_filter is None else skipping_conditions(spark_filter, snapshot) or []
+    files = prune_files(snapshot, [*conditions, *skipping])
     logical = [schema.field(n) for n in needed]
     if files.num_rows == 0:
         df = spark.createDataFrame([], spark_schema(logical))
@@ -152,6 +166,8 @@ def read_snapshot(spark: Any, snapshot: Snapshot, *, where: Any = None, columns:
         df = df.filter(_condition_column(cond))
     if spark_filter is not None:
         df = df.filter(spark_filter)
+    elif not conditions and columns is None:
+        df = attach(df, snapshot)  # its first filter/where re-plans the scan with file skipping
     if needed == names:
         return df  # each select costs a few driver round trips; skip the ones that change nothing
     return df.select(*[F.col(_quoted(n)) for n in names])

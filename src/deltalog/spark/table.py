@@ -5,8 +5,10 @@ Covered so far: ``forPath``, ``isDeltaTable``, ``toDF``, ``alias``, ``history``,
 (:mod:`deltalog.spark.dml`), the ``create`` / ``createIfNotExists`` / ``replace`` / ``createOrReplace``
 builders, ``upgradeTableProtocol`` and ``addFeatureSupport`` (:mod:`deltalog.spark.builder`). The
 result DataFrames use delta-spark's column names and types. Metadata is small: it is built on the
-driver from the log and handed to Spark from Arrow. Not yet:
-``forName`` (no catalog), ``optimize``.
+driver from the log and handed to Spark from Arrow. ``optimize`` returns the compaction / Z-order
+builder of :mod:`deltalog.spark.optimize`. ``convertToDelta`` (:mod:`deltalog.spark.convert`) and
+``clone`` / ``cloneAtVersion`` / ``cloneAtTimestamp`` (:mod:`deltalog.commands.clone`) return the new
+table. Not yet: ``forName`` (no catalog).
 
 Example:
     >>> from deltalog.spark import DeltaTable
@@ -33,6 +35,7 @@ from deltalog.spark.read import read_snapshot
 if TYPE_CHECKING:
     from deltalog.spark.builder import DeltaTableBuilder
     from deltalog.spark.dml import MergeBuilder
+    from deltalog.spark.optimize import DeltaOptimizeBuilder
 
 __all__ = ["DeltaTable"]
 
@@ -197,6 +200,26 @@ class DeltaTable:
         except (TableNotFoundError, InvalidArgumentError):
             return False
         return True
+
+    @classmethod
+    def convertToDelta(
+        cls, sparkSession: Any, identifier: str, partitionSchema: Any = None, collectStats: bool = True
+    ) -> DeltaTable:
+        """Turn the parquet directory of ``identifier`` (``"parquet.`/path`"``) into a Delta table in place,
+        with one ``CONVERT`` commit (stats from the parquet footers unless ``collectStats=False``);
+        ``partitionSchema`` (a DDL string such as ``"day date"`` or a ``StructType``) names the
+        partition directories' columns and types. A path that already holds a Delta table is returned
+        as it is. Non-parquet files or directories that do not match the partition schema are refused
+        and nothing is committed.
+
+        Example:
+            >>> DeltaTable.convertToDelta(spark, "parquet.`/data/raw`", "day date").toDF().count()
+            ... # doctest: +SKIP
+            1000
+        """
+        from deltalog.spark.convert import convert
+
+        return cls(sparkSession, convert(identifier, partitionSchema, collectStats))
 
     @classmethod
     def forName(cls, sparkSession: Any, tableOrViewName: str) -> DeltaTable:
@@ -468,6 +491,86 @@ class DeltaTable:
         from deltalog.spark.dml import merge
 
         return merge(self._spark, self.path, source, condition, target_alias=self._alias)
+
+    def optimize(self) -> DeltaOptimizeBuilder:
+        """A builder that compacts small files (``executeCompaction``) or Z-orders the table
+        (``executeZOrderBy``), optionally in the partitions ``where`` selects; see
+        :mod:`deltalog.spark.optimize`.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/t").optimize().executeZOrderBy("x", "y")  # doctest: +SKIP
+            DataFrame[path: string, metrics: struct<numFilesAdded:bigint,...>]
+        """
+        from deltalog.spark.optimize import DeltaOptimizeBuilder
+
+        return DeltaOptimizeBuilder(self._spark, self.path)
+
+    # -------------------------------------------------------------------------------------- clone
+
+    def clone(
+        self, target: str, isShallow: bool = False, replace: bool = False, properties: Mapping[str, str] | None = None
+    ) -> DeltaTable:
+        """Clone the table's latest version to the path ``target``: shallow (a log pointing at this
+        table's files) or deep (the files copied); ``replace`` allows an existing table there;
+        ``properties`` override table properties. See :mod:`deltalog.commands.clone`.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/t").clone("/data/t_dev", isShallow=True)  # doctest: +SKIP
+            DeltaTable('/data/t_dev')
+        """
+        return self._clone(target, isShallow, replace, properties)
+
+    def cloneAtVersion(
+        self,
+        version: int,
+        target: str,
+        isShallow: bool = False,
+        replace: bool = False,
+        properties: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        """Like :meth:`clone`, of the table as of ``version``.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/t").cloneAtVersion(3, "/backup/t")  # doctest: +SKIP
+            DeltaTable('/backup/t')
+        """
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise ValueError(f"version needs to be an int but got '{type(version)}'.")
+        return self._clone(target, isShallow, replace, properties, version=version)
+
+    def cloneAtTimestamp(
+        self,
+        timestamp: str,
+        target: str,
+        isShallow: bool = False,
+        replace: bool = False,
+        properties: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        """Like :meth:`clone`, of the table as of ``timestamp`` (``yyyy-MM-dd[ HH:mm:ss]``).
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/t").cloneAtTimestamp("2024-05-01", "/backup/t")  # doctest: +SKIP
+            DeltaTable('/backup/t')
+        """
+        if not isinstance(timestamp, str):
+            raise ValueError(f"timestamp needs to be a string but got '{type(timestamp)}'.")
+        return self._clone(target, isShallow, replace, properties, timestamp=timestamp)
+
+    def _clone(self, target: Any, shallow: Any, replace: Any, properties: Any, **at: Any) -> DeltaTable:
+        from deltalog.commands.clone import clone_table
+
+        if not isinstance(target, str):
+            raise ValueError(f"target needs to be a string but got '{type(target)}'.")
+        for name, value in (("isShallow", shallow), ("replace", replace)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} needs to be a bool but got '{type(value)}'.")
+        if properties is not None and (
+            not isinstance(properties, Mapping)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items())
+        ):
+            raise ValueError("properties needs to be a dict of strings to strings.")
+        clone_table(self._table, open_table(target), shallow=shallow, replace=replace, properties=properties, **at)
+        return DeltaTable(self._spark, target)
 
     def _restore(self, **target: Any) -> DataFrame:
         from deltalog.commands.restore import restore

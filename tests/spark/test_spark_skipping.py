@@ -1,0 +1,146 @@
+"""Filters applied to a loaded Delta DataFrame skip files by the log's statistics (the first filter on
+``spark.read.format("delta").load(p)`` re-plans the scan), with the same rows as Spark's plain filter."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sparkutil import rows
+
+import deltalog
+from deltalog.spark import DeltaTable, read, write
+
+pytestmark = pytest.mark.spark
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "conformance"
+
+
+@pytest.fixture(scope="module")
+def table(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Eight files with disjoint ``id`` ranges (0-9, 10-19, ...), partitioned by ``k`` (two values)."""
+    from pyspark.sql import functions as F
+
+    p = str(tmp_path_factory.mktemp("skip") / "t")
+    for i in range(8):
+        df = (spark.range(i * 10, i * 10 + 10, numPartitions=1)
+              .withColumn("k", F.lit(i % 2).cast("int"))
+              .withColumn("s", F.concat(F.lit("s"), F.lpad(F.col("id").cast("string"), 2, "0")))
+              .withColumn("d", F.date_add(F.lit(dt.date(2024, 1, 1)), F.col("id").cast("int")))
+              .withColumn("x", F.col("id") * 0.5))
+        write(df, p, mode="append", partitionBy=["k"])
+    return p
+
+
+def _plain(spark: Any, path: str) -> Any:
+    """The same table without skipping (``select`` first: only the loaded frame itself re-plans)."""
+    return spark.read.format("delta").load(path).select("*")
+
+
+CONDITIONS = [
+    "id >= 75",
+    "id BETWEEN 12 AND 18 AND k = 1",
+    "s IN ('s03', 's41') OR id = 77",           # OR: no skipping, same rows
+    "s = 's42'",
+    "d < DATE '2024-01-05'",
+    "x < 4.5 AND upper(s) = 'S03'",
+    "id = 1000",
+]
+
+
+@pytest.mark.parametrize("cond", CONDITIONS)
+def test_filter_after_load_gives_the_plain_filter_rows(spark: Any, table: str, cond: str) -> None:
+    loaded = spark.read.format("delta").load(table)
+    assert rows(loaded.filter(cond)) == rows(_plain(spark, table).filter(cond))
+
+
+def test_filter_after_load_reads_only_the_files_that_can_match(spark: Any, table: str) -> None:
+    from pyspark.sql import functions as F
+
+    every = len(spark.read.format("delta").load(table).inputFiles())
+    assert every == 8
+    load = lambda: spark.read.format("delta").load(table)  # noqa: E731
+    assert len(load().filter("id >= 75").inputFiles()) == 1
+    assert len(load().where(F.col("id") >= 75).inputFiles()) == 1
+    assert len(load().filter((F.col("id") > 15) & (F.col("id") < 25)).inputFiles()) == 2
+    assert len(load().filter(F.col("id").between(12, 18)).inputFiles()) == 1
+    assert len(load().filter(F.col("s").isin("s03", "s55")).inputFiles()) == 2
+    assert len(load().filter(F.col("d") < dt.date(2024, 1, 5)).inputFiles()) == 1
+    assert len(load().filter(F.expr("id < 10 AND k = 0")).inputFiles()) == 1
+    assert len(load().filter(F.col("id") == 1000).inputFiles()) == 0
+    # Nothing the statistics can use: every file, the same rows as Spark's filter.
+    assert len(load().filter((F.col("id") < 3) | (F.col("id") > 76)).inputFiles()) == every
+    # Only the first filter directly on the loaded frame re-plans.
+    assert len(load().select("*").filter("id >= 75").inputFiles()) == every
+    # DeltaTable.toDF() and read() without where give the same kind of frame.
+    assert len(DeltaTable.forPath(spark, table).toDF().filter("id >= 75").inputFiles()) == 1
+    assert len(read(spark, table).filter("id < 10").inputFiles()) == 1
+    # A SQL string or Column as read(where=...) skips files too.
+    assert len(read(spark, table, where="id >= 75").inputFiles()) == 1
+    assert len(read(spark, table, where=F.col("id") < 10, columns=["s"]).inputFiles()) == 1
+
+
+def test_conditions_bound_to_the_frame_fall_back_to_the_plain_filter(spark: Any, table: str) -> None:
+    df = spark.read.format("delta").load(table)
+    got = df.filter(df.id >= 75)
+    assert len(got.inputFiles()) == 8
+    assert rows(got) == rows(_plain(spark, table).filter("id >= 75"))
+    df2 = spark.read.format("delta").load(table)
+    assert rows(df2[df2["id"] > 77]) == rows(_plain(spark, table).filter("id > 77"))
+
+
+def test_time_travel_frames_skip_within_their_own_snapshot(spark: Any, table: str, tmp_path: Path) -> None:
+    v2 = spark.read.format("delta").option("versionAsOf", 2).load(table)
+    assert v2.filter("id >= 75").count() == 0
+    assert len(v2.filter("id >= 15").inputFiles()) == 2
+    assert sorted(r.id for r in v2.filter("id >= 25").collect()) == [25, 26, 27, 28, 29]
+
+
+def test_deletion_vectors_still_apply(spark: Any, tmp_path: Path) -> None:
+    p = str(tmp_path / "dv")
+    write(spark.range(0, 10, numPartitions=1), p, **{"delta.enableDeletionVectors": "true"})
+    write(spark.range(10, 20, numPartitions=1), p, mode="append")
+    DeltaTable.forPath(spark, p).delete("id IN (3, 4, 15)")
+    assert deltalog.Table(p).snapshot().add_files().column("deletionVector").null_count == 0
+    df = spark.read.format("delta").load(p).filter("id < 10")
+    assert len(df.inputFiles()) == 1
+    assert sorted(r.id for r in df.collect()) == [0, 1, 2, 5, 6, 7, 8, 9]
+
+
+def test_column_mapping_and_deletion_vectors_of_a_corpus_table(spark: Any) -> None:
+    path = CORPUS / "kernel-rs-golden" / "dv-with-columnmapping" / "delta"
+    if not path.is_dir():
+        pytest.skip("conformance corpus is not available")
+    every = len(spark.read.format("delta").load(str(path)).inputFiles())
+    for cond in ("col2 = 'foo3'", "col1 >= 45", "part = 3 AND col1 < 40"):
+        got = spark.read.format("delta").load(str(path)).filter(cond)
+        assert rows(got, "col1") == rows(_plain(spark, str(path)).filter(cond), "col1")
+        assert 0 < len(got.inputFiles()) < every, cond
+
+
+def test_condition_sql_of_columns(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    from deltalog.spark._skipping import condition_sql
+
+    cond = ((F.col("id") >= 3) & (F.col("s") == "it's") & ~F.col("k").isin(1, 2)
+            & (F.col("d") == dt.date(2024, 2, 1)) & F.expr("a < 1") & F.col("x").isNull())
+    assert condition_sql(cond) == ["(`id` >= 3)", "(`s` = 'it''s')", "(`k` NOT IN (1, 2))",
+                                   "(`d` = DATE '2024-02-01')", "(a < 1)"]
+    assert condition_sql("id > 3") == ["id > 3"]
+    assert condition_sql(spark.range(1).id > 3) is None
+    assert condition_sql(42) is None
+
+
+def test_condition_sql_of_connect_columns() -> None:
+    pytest.importorskip("grpc")
+    from pyspark.sql.connect import functions as CF
+
+    from deltalog.spark._skipping import condition_sql
+
+    cond = (CF.col("id") > 2.5) & CF.col("d").between(dt.date(2024, 1, 1), dt.date(2024, 1, 31)) & (
+        CF.col("t.k") != 1) & CF.expr("k = 2")
+    assert condition_sql(cond) == ["(id > 2.5)", "(d >= DATE '2024-01-01')", "(d <= DATE '2024-01-31')",
+                                   "(k = 2)"]
