@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.errors import CorruptLogError, InvalidArgumentError, TableNotFoundError
+from deltalog.log.paths import LogFile
 from deltalog.log.replay import advance, replay
 from deltalog.log.segment import LogSegment, build_segment, list_log
 from deltalog.log.timestamps import TimestampLike, commit_timestamps, to_millis, version_at_timestamp
@@ -87,19 +88,18 @@ class Table:
         if version is not None:
             return self._load(version)
         cached = self._latest
-        latest = self.update(cached) if cached is not None and self._still_there(cached) else self._load(None)
+        listing = None if cached is None else list_log(self.store, cached.version)  # one listing for both
+        if cached is not None and listing is not None and _still_there(cached, listing):
+            latest = self._advance(cached, [f for f in listing if f.version > cached.version], None)
+        else:
+            latest = self._load(None)
         self._latest = latest
         return latest
 
-    def _still_there(self, snapshot: Snapshot) -> bool:
-        """The cached snapshot's own commit (or checkpoint) is still in the log: the table was not
-        deleted and re-created under us, so reading only newer commits is sound."""
-        for f in list_log(self.store, snapshot.version):
-            if f.version != snapshot.version:
-                return False
-            if f.kind in ("commit", "checkpoint"):
-                return True
-        return False
+    def _remember(self, snapshot: Snapshot) -> None:
+        """Cache ``snapshot`` as the latest known state (a writer's own commit), if it is newer."""
+        if snapshot.table == self.location and (self._latest is None or snapshot.version > self._latest.version):
+            self._latest = snapshot
 
     def _load(self, version: int | None) -> Snapshot:
         excluded: set[tuple[str, ...]] = set()
@@ -139,15 +139,18 @@ class Table:
             >>> s = t.snapshot(); t.update(s).version >= s.version      # doctest: +SKIP
             True
         """
-        new = [f for f in list_log(self.store, snapshot.version + 1)
-               if f.kind == "commit" and (version is None or f.version <= version)]
+        return self._advance(snapshot, list_log(self.store, snapshot.version + 1), version)
+
+    def _advance(self, snapshot: Snapshot, listing: list[LogFile], version: int | None) -> Snapshot:
+        """``snapshot`` moved forward by the commits in ``listing`` (the log files after it), up to
+        ``version`` (the newest by default)."""
+        new = [f for f in listing if f.kind == "commit" and (version is None or f.version <= version)]
         if not new:
             return snapshot
         if [f.version for f in new] != list(range(snapshot.version + 1, new[-1].version + 1)):
             return self._load(version)  # a gap (cleanup raced us): rebuild from the log
         old = snapshot.segment
-        crc = next((f for f in list_log(self.store, new[-1].version) if f.kind == "crc"
-                    and f.version == new[-1].version), None)
+        crc = next((f for f in listing if f.kind == "crc" and f.version == new[-1].version), None)
         segment = replace(
             old, version=new[-1].version, commits=(*old.commits, *new),
             replay_files=(*old.replay_files, *new), crc=crc, all_commits=(*old.all_commits, *new),
@@ -379,3 +382,15 @@ def _ict_enablement(snapshot: Snapshot) -> int | None:
     if props.get("delta.enableInCommitTimestamps", "false").lower() != "true":
         return None
     return int(props.get("delta.inCommitTimestampEnablementVersion", "0"))
+
+
+def _still_there(snapshot: Snapshot, listing: list[LogFile]) -> bool:
+    """The cached snapshot's own commit (or checkpoint) is still in ``listing`` (the log from its
+    version on): the table was not deleted and re-created under us, so reading only newer commits is
+    sound."""
+    for f in listing:
+        if f.version != snapshot.version:
+            return False
+        if f.kind in ("commit", "checkpoint"):
+            return True
+    return False

@@ -20,6 +20,7 @@ from deltalog.errors import (
 )
 from deltalog.log.files import ADD_SCHEMA, REMOVE_SCHEMA
 from deltalog.log.segment import build_segment
+from deltalog.protocol.actions import Add
 from deltalog.storage import InMemoryLogStore, LocalLogStore
 
 
@@ -335,3 +336,32 @@ def test_table_object_follows_new_commits_and_recreated_tables(tmp_path: Path) -
     write_commit(store, 1, add("c.parquet"))
     snap = t.snapshot()  # the cached version 3 no longer exists: a full load, not a stale answer
     assert snap.version == 1 and paths(snap) == ["c.parquet"]
+
+
+class _CountingStore(InMemoryLogStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+
+    def read(self, path: str) -> bytes:
+        self.reads.append(path)
+        return super().read(path)
+
+
+def test_a_committing_table_keeps_its_own_commit_and_reads_nothing_again() -> None:
+    from deltalog.txn.operations import Write
+
+    store = _CountingStore()
+    new_table(store)
+    t = table(store)
+    t.snapshot()
+    txn = t.transaction(Write(mode="Append"))
+    txn.add_actions([Add(path="x.parquet", partitionValues={}, size=1, modificationTime=1, dataChange=True)])
+    assert txn.commit().version == 1
+    store.reads.clear()
+    snap = t.snapshot()
+    assert snap.version == 1 and paths(snap) == ["x.parquet"]
+    assert store.reads == []  # the writer's snapshot was kept: no commit file is read again
+    write_commit(store, 2, add("y.parquet"))  # another writer
+    assert paths(t.snapshot()) == ["x.parquet", "y.parquet"]
+    assert store.reads == ["_delta_log/00000000000000000002.json"]

@@ -140,8 +140,12 @@ class Transaction:
         engine_info: str | None = None,
         user_metadata: str | None = None,
         post_commit: bool = True,
+        owner: Table | None = None,
     ) -> None:
         self.store = store
+        #: The :class:`~deltalog.table.Table` that started this transaction: it learns the committed
+        #: snapshot, so its next ``snapshot()`` reads nothing it already knows.
+        self._owner = owner
         #: Run the post-commit hooks (``.crc``, checkpoint every ``delta.checkpointInterval``, log
         #: cleanup) after a successful commit; they never fail the commit.
         self.post_commit = post_commit
@@ -592,13 +596,15 @@ class Transaction:
                 from deltalog.log.post_commit import run_post_commit
                 from deltalog.table import Table
 
-                table = Table(self.table, store=self.store)
+                table = self._owner if self._owner is not None else Table(self.table, store=self.store)
                 after = None
                 if self.snapshot is not None:
                     try:  # only our commit and the winners are read, not the whole log again
                         after = table.update(self.snapshot, version=version)
                     except DeltaError:
                         after = None  # post-commit loads the version itself
+                if after is not None and after.version == version:
+                    table._remember(after)
                 run_post_commit(table, version, snapshot=after, clock=self._clock)
             return CommitResult(
                 version=version,
@@ -659,4 +665,5 @@ def start_transaction(
         rng=rng,
         user_metadata=user_metadata,
         post_commit=post_commit,
+        owner=table,
     )
