@@ -95,6 +95,26 @@ def test_deletion_vector_tables_match_the_kernel(spark: Any, rel: str) -> None:
     same_rows(read(spark, path), snap.to_arrow())
 
 
+@pytest.mark.parametrize("partitioned", [False, True], ids=["plain", "partitioned"])
+def test_only_files_with_a_deletion_vector_are_joined(spark: Any, tmp_path: Path, partitioned: bool) -> None:
+    from pyspark.sql import functions as F
+
+    from deltalog.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    df = spark.range(0, 400, numPartitions=4).select("id", (F.col("id") % 4).alias("k"))
+    write(df, path, partitionBy=["k"] if partitioned else None, **{"delta.enableDeletionVectors": "true"})
+    DeltaTable.forPath(spark, path).delete("id IN (1, 5, 9)")  # rows of one file (or one partition) only
+    snap = deltalog.Table(path).snapshot()
+    dvs = snap.add_files().column("deletionVector")
+    assert 0 < dvs.null_count < snap.num_files()  # some files carry a deletion vector, some do not
+    got = read(spark, path)
+    plan = got._jdf.queryExecution().executedPlan().toString()
+    assert "Union" in plan and "LeftAnti" in plan
+    same_rows(got, snap.to_arrow())
+    assert got.count() == 397 and got.filter("id IN (1, 5, 9)").count() == 0
+
+
 @pytest.mark.parametrize(
     "rel",
     [

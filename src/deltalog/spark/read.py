@@ -14,9 +14,10 @@ Everything else runs in Spark, and no row reaches the driver:
   (``PartitionFilters``). Otherwise (odd layouts, binary or NaN values, zoned timestamp texts, ...)
   a small DataFrame of ``(file, typed partition columns)`` built from Arrow is broadcast-joined on
   ``_metadata.file_path``;
-* deletion vectors (only when the snapshot has any) are decoded on the driver into a small
-  ``(file, row_index)`` DataFrame, removed with a broadcast ``left_anti`` join on
-  ``_metadata.file_path`` and ``_metadata.row_index``;
+* deletion vectors are decoded on the driver into a small ``(file, row_index)`` DataFrame, removed
+  with a broadcast ``left_anti`` join on ``_metadata.file_path`` and ``_metadata.row_index``; the
+  files that have one are scanned apart from the others (the two scans are unioned), so only their
+  rows pay for the per-row file path (materialising it is most of the cost);
 * a SQL string or ``Column`` as ``where`` skips files too: its simple conjuncts (``column op literal``,
   ``IN``, ``BETWEEN``, joined by ``AND``) prune partitions and skip files by min/max statistics, and
   Spark applies the whole condition;
@@ -174,6 +175,21 @@ def read_snapshot(spark: Any, snapshot: Snapshot, *, where: Any = None, columns:
 
 
 def _scan(
+    spark: Any, snapshot: Snapshot, files: pa.Table, logical: list[StructField], mode: str, parts: set[str]
+) -> Any:
+    """Spark's parquet scan of ``files``; files with a deletion vector are scanned apart from the others,
+    so only their rows pay for ``_metadata.file_path`` / ``row_index`` (materialising the path string per
+    row is most of a deletion-vector scan's cost) and the anti join."""
+    if "deletionVector" in files.column_names:
+        with_dv = pc.is_valid(files.column("deletionVector"))
+        n = pc.sum(with_dv).as_py() or 0
+        if 0 < n < files.num_rows:
+            clean = _scan_files(spark, snapshot, files.filter(pc.invert(with_dv)), logical, mode, parts)
+            return clean.unionByName(_scan_files(spark, snapshot, files.filter(with_dv), logical, mode, parts))
+    return _scan_files(spark, snapshot, files, logical, mode, parts)
+
+
+def _scan_files(
     spark: Any, snapshot: Snapshot, files: pa.Table, logical: list[StructField], mode: str, parts: set[str]
 ) -> Any:
     from pyspark.sql import functions as F
