@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import itertools
 import random
 from typing import Any
@@ -136,3 +137,15 @@ def test_size_metrics() -> None:
     assert size_percentiles([5, 1, 4, 2, 3]) == {
         "minFileSize": 1, "p25FileSize": 2, "p50FileSize": 3, "p75FileSize": 4, "maxFileSize": 5,
     }
+
+
+def test_sample_fractions_keep_about_the_asked_rows_per_bin() -> None:
+    from deltalog.commands.optimize_plan import Bin, sample_fractions
+
+    def f(n: int | None, path: str = "x") -> dict[str, object]:
+        return {"path": path, "size": 1, "stats": None if n is None else json.dumps({"numRecords": n})}
+
+    bins = [Bin((), (f(600_000), f(400_000))), Bin((), (f(50_000),)), Bin((), (f(0),))]
+    assert sample_fractions(bins, 100_000) == {0: 0.1, 1: 1.0, 2: 1.0}
+    assert sample_fractions(bins, 2_000_000) is None  # nothing to gain
+    assert sample_fractions([Bin((), (f(10**7), f(None)))], 1000) is None  # a file without a row count

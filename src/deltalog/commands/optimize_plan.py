@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,7 @@ __all__ = [
     "plan_zorder",
     "range_ids",
     "range_probabilities",
+    "sample_fractions",
     "size_percentiles",
     "size_summary",
     "stats_columns",
@@ -203,6 +205,34 @@ def range_probabilities(bits: int) -> list[float]:
     """
     ranges = 1 << bits
     return [k / ranges for k in range(1, ranges)]
+
+
+def sample_fractions(bins: Sequence[Bin], rows_per_bin: int) -> dict[int, float] | None:
+    """Per bin (by index), the fraction of its rows to sample so that about ``rows_per_bin`` remain,
+    from the files' ``numRecords`` statistics; ``None`` (use every row) when a file has no row count
+    or no bin is larger than that.
+
+    Example:
+        >>> big = Bin((), ({"path": "a", "size": 1, "stats": '{"numRecords": 1000}'},))
+        >>> small = Bin((), ({"path": "b", "size": 1, "stats": '{"numRecords": 10}'},))
+        >>> sample_fractions([big, small], 100)
+        {0: 0.1, 1: 1.0}
+    """
+    counts = []
+    for b in bins:
+        rows = 0
+        for f in b.files:
+            try:
+                n = json.loads(str(f.get("stats") or "{}")).get("numRecords")
+            except ValueError:
+                n = None
+            if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+                return None
+            rows += n
+        counts.append(rows)
+    if not counts or max(counts) <= rows_per_bin:
+        return None
+    return {i: min(1.0, rows_per_bin / n) if n else 1.0 for i, n in enumerate(counts)}
 
 
 def range_ids(keys: np.ndarray, bounds: np.ndarray | Sequence[float] | None) -> np.ndarray:
