@@ -322,3 +322,14 @@ __all__ = [
     "time_calls",
     "time_interleaved",
 ]
+
+
+def spark_session(app: str, **conf: str) -> Any:
+    """The Spark benchmarks' session: :func:`deltalog.spark.local_session` (local[2], lean JVM, UI off,
+    ``delta`` routed) with a 2 GiB driver; pandas-version warnings from PySpark silenced."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    from deltalog.spark import local_session
+
+    return local_session(app, conf={"spark.driver.memory": "2g", **conf})

@@ -30,35 +30,26 @@ def reason(r: Result) -> str:
     x = r.extra
     if r.workload in ("a", "c", "e"):
         text = (
-            "Loading the checkpoint dominates: `_read_parquet` decodes every column of the checkpoint, "
-            "including `remove` and the other action columns, which are null in almost every row but still "
-            "allocate (about 170 MiB for 1M rows); then `reconcile_files` dictionary-encodes the keys of *all* "
-            "sources (checkpoint included) and `take`s a full copy of the live files because a few were "
-            "removed by later commits. A checkpoint is already reconciled, so only the commits' keys need "
-            "deduplicating and the checkpoint rows they shadow can be dropped by slicing (prototype: 1M "
-            "files, 708 → 56 ms and no 358 MiB copy)."
+            "Reading the checkpoint (`_read_parquet`: pyarrow decoding the add columns) is most of a load; "
+            "the profile below shows where the rest goes."
         )
         if r.workload == "e" and x:
             text = (
-                f"Writing alone is {x.get('write_only_ratio', 0):.2f}× delta-rs, but opening the table "
-                f"({_ms(x.get('deltalog_load_s', 0))} against {_ms(x.get('anchor_load_s', 0))}) dominates the "
-                "end-to-end time. " + text
+                f"Writing alone is {x.get('write_only_ratio', 0):.2f}× delta-rs; opening the table took "
+                f"{_ms(x.get('deltalog_load_s', 0))} against {_ms(x.get('anchor_load_s', 0))}. " + text
             )
         return text
     if r.workload in ("b", "d"):
         return (
-            "The ratio moves between about 0.65× and 0.85× from run to run on this shared 2-core machine. Of "
-            "deltalog's ~530 ms (measured once, by parts): Arrow's JSON reader ~230 ms for the 45 MB of add "
-            "lines (mostly the escaped `stats` strings), `_file_column` ~90 ms (`is_valid` + `filter` + "
-            "`normalize_files` copy the add rows), `reconcile_files` ~80 ms (dictionary-encode of every key + "
-            "`take` of all rows because some were removed), the per-line classification loop ~50 ms and the "
-            "thread pool that reads the 1,000 small files ~50 ms of lock waits (sequential reads take 20 ms)."
+            "Parsing the commit files' JSON (Arrow's JSON reader over the add lines, mostly the escaped "
+            "`stats` strings) is most of the time; the ratio moves by about ±0.1 between runs on this "
+            "shared 2-core machine."
         )
     if r.workload == "f":
         return (
-            "Per commit: the snapshot for the transaction, the commit file's two fsyncs (file and directory), "
-            "the post-commit `.crc` (written with fsync too) and a checkpoint every 10 commits; delta-rs keeps "
-            "its handle's state, does not fsync and checkpoints every 100 commits."
+            "Per commit: the commit file's two fsyncs (file and directory), the post-commit `.crc` (written "
+            "with fsync too) and a checkpoint every 10 commits; delta-rs does not fsync and checkpoints every "
+            "100 commits."
         )
     return "See the profile below."
 
@@ -228,9 +219,7 @@ def _details(results: dict[str, Result]) -> list[str]:
                 f"deltalog {_ms(x['deltalog_first_load_s'])}, delta-rs {_ms(x['anchor_first_load_s'])}, "
                 f"{x['first_load_ratio']:.2f}× (peak RSS after it {x['deltalog_first_load_peak_rss_bytes'] / GIB:.2f} "
                 f"vs {x['anchor_first_load_peak_rss_bytes'] / GIB:.2f} GiB). Not one of the targets (they are "
-                "medians of warm runs). Measured separately, a first load spends 1.5–3.5 s in system time (the kernel "
-                "providing fresh memory for the transient copies of the file table) against 0.2–0.8 s in later "
-                "loads, and varies a lot on this shared machine; fewer transient copies shrink it.",
+                "medians of warm runs); it varies a lot on this shared machine.",
             ]
     e = results.get("e")
     if e is not None and e.extra:
@@ -245,6 +234,29 @@ def _details(results: dict[str, Result]) -> list[str]:
     if f is not None and f.extra:
         variants = "; ".join(f"{k.removesuffix(' commits/s')} {v:,.1f}" for k, v in f.extra.items())
         out += ["", f"**(f) variants** (commits/s): {variants}."]
+    z = results.get("zorder")
+    if z is not None and z.extra:
+        x = z.extra
+        names = [k.removesuffix(": files read before") for k in x if k.endswith(": files read before")]
+        fractions = "; ".join(
+            f"{n} {x[f'{n}: files read before']:.0%} → {x[f'{n}: files read after']:.0%}" for n in names
+        )
+        out += ["", f"**(zorder) files read** before → after Z-order: {fractions}. OPTIMIZE ZORDER BY took "
+                    f"{x.get('zorder_seconds', 0):.1f} s ({x.get('files_removed', 0)} files → "
+                    f"{x.get('files_added', 0)})."]
+    d = results.get("dml-dv")
+    if d is not None and d.extra:
+        x = d.extra
+        out += ["", f"**(dml-dv) reading after the DELETE** (a full scan, `count()`): "
+                    f"{x.get('scan_after_dv_s', 0):.2f} s with deletion vectors on "
+                    f"{x.get('files_with_deletion_vector', 0)} files against {x.get('scan_after_cow_s', 0):.2f} s "
+                    "after copy-on-write: merge-on-read moves cost from the DELETE to the readers (files without "
+                    "a deletion vector are scanned without it)."]
+    st = results.get("streaming")
+    if st is not None and st.extra:
+        items = sorted(st.extra.items(), key=lambda kv: int(kv[0].rpartition("=")[2] or 0))
+        admission = "; ".join(f"{k}: {v}" for k, v in items)
+        out += ["", f"**(streaming) admission control**, 100 pending files, `Trigger.AvailableNow`: {admission}."]
     return out
 
 

@@ -13,8 +13,8 @@ the exit status is then 1.
 Scripts: ``log_load.py`` (workloads a-d and the scaling sweep), ``checkpoint_write.py`` (e),
 ``commit_rate.py`` (f), and in full runs only (so the CI smoke test never starts a JVM) the Spark
 workloads: ``spark_io.py`` (append and scan against plain Spark parquet) and, when present,
-``zorder.py`` (selective queries before/after Z-order) and ``dml_dv.py`` (DELETE with deletion vectors
-against copy-on-write).
+``zorder.py`` (selective queries before/after Z-order), ``dml_dv.py`` (DELETE with deletion vectors
+against copy-on-write) and ``streaming_latency.py`` (a Delta-to-Delta stream against Spark's file stream).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ SCRIPTS: list[tuple[str, list[str], bool]] = [
     ("spark_io.py", [], False),
     ("zorder.py", [], False),
     ("dml_dv.py", [], False),
+    ("streaming_latency.py", [], False),
 ]
 
 

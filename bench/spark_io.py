@@ -21,10 +21,8 @@ reading. Each write goes to a fresh directory.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -47,29 +45,7 @@ WORKLOADS = [
 
 
 def _session() -> Any:
-    import warnings
-
-    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
-    src = str(ROOT / "src")
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)
-    from pyspark.sql import SparkSession
-
-    from deltalog.spark import configure, register
-
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("deltalog-spark-io-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "2g")
-        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
-    )
-    spark = configure(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return register(spark)
+    return harness.spark_session("deltalog-spark-io-bench")
 
 
 def _frame(spark: Any, rows: int) -> Any:

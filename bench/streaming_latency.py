@@ -1,6 +1,6 @@
 """Structured Streaming through deltalog: end-to-end latency per micro-batch, and admission control.
 
-    python bench/streaming_latency.py [--commits 7] [--trigger-ms 100] [--quick]
+    python bench/streaming_latency.py [--commits 7] [--trigger-ms 100] [--quick] [--results-dir DIR]
 
 1. **Latency of a 10-file commit.** A running ``readStream.format("delta")`` A → ``writeStream.format("delta")``
    B query (``processingTime`` trigger of ``--trigger-ms``); a commit of 10 files (100 rows each) is made to
@@ -21,48 +21,27 @@ import argparse
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import harness  # puts src/ on sys.path when deltalog is not installed
 import pyarrow as pa
 import pyarrow.parquet as pq
+from harness import Result, save
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
-
-import deltalog  # noqa: E402
+import deltalog
 
 ROWS_PER_FILE = 100
 FILES_PER_COMMIT = 10
+#: deltalog's source and sink: at most 1.5x the latency of Spark's own file source and sink.
+TARGET = 1.5
 
 
 def _session() -> Any:
-    import warnings
-
-    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    src = str(ROOT / "src")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)
-    from pyspark.sql import SparkSession
-
-    from deltalog.spark import configure, register
-
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("deltalog-streaming-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
-    )
-    spark = configure(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return register(spark)
+    return harness.spark_session("deltalog-streaming-bench")
 
 
 def _batch(start: int) -> pa.Table:
@@ -171,13 +150,14 @@ def admission(spark: Any, work: Path, settings: list[int]) -> list[dict[str, Any
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--commits", type=int, default=7)
+    harness.common_args(parser)
+    parser.add_argument("--commits", type=int, default=None, help="timed commits (default 7, quick: 3)")
     parser.add_argument("--trigger-ms", type=int, default=100)
-    parser.add_argument("--quick", action="store_true", help="3 commits")
     args = parser.parse_args(argv)
-    commits = 3 if args.quick else args.commits
+    commits = args.commits or (3 if args.quick else 7)
     spark = _session()
-    work = Path(tempfile.mkdtemp(prefix="deltalog-stream-bench-"))
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="stream-", dir=args.data_dir))
     try:
         delta = delta_latency(spark, work, commits, args.trigger_ms)
         files = file_stream_latency(spark, work, commits, args.trigger_ms)
@@ -187,13 +167,30 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
     d, f = statistics.median(delta), statistics.median(files)
     print(f"10-file commit -> rows committed downstream (trigger {args.trigger_ms} ms, median of {commits}):")
-    for label, median, runs in (("deltalog Delta A -> Delta B", d, delta), ("Spark parquet dir -> parquet", f, files)):
-        print(f"  {label:<31} {median * 1000:7.0f} ms   (runs: {', '.join(f'{x * 1000:.0f}' for x in runs)})")
+    for label, med, runs in (("deltalog Delta A -> Delta B", d, delta), ("Spark parquet dir -> parquet", f, files)):
+        print(f"  {label:<31} {med * 1000:7.0f} ms   (runs: {', '.join(f'{x * 1000:.0f}' for x in runs)})")
     print(f"  ratio deltalog / Spark file stream: {d / f:.2f}")
     print("100 pending files, Trigger.AvailableNow:")
     for r in rows:
         print(f"  maxFilesPerTrigger={r['maxFilesPerTrigger']:<5} batches={r['batches']:<3} "
               f"files/batch={r['files_per_batch']}  {r['seconds']:.1f} s")
+    extra: dict[str, Any] = {
+        f"maxFilesPerTrigger={r['maxFilesPerTrigger']}": f"{r['batches']} batches of {r['files_per_batch']} files, "
+        f"{r['seconds']:.1f} s" for r in rows
+    }
+    save(Result(
+        workload="streaming",
+        title=f"Structured Streaming: a 10-file commit to A committed in B (trigger {args.trigger_ms} ms)",
+        deltalog_median=d,
+        anchor_median=f,
+        target=TARGET,
+        anchor="Spark file stream (parquet dir -> parquet)",
+        deltalog_runs=delta,
+        anchor_runs=files,
+        params={"commits": commits, "trigger_ms": args.trigger_ms, "files_per_commit": FILES_PER_COMMIT},
+        extra=extra,
+        quick=args.quick,
+    ), harness.results_dir_for(args))
     return 0
 
 

@@ -19,10 +19,8 @@ query and the time the ``OPTIMIZE`` took. ``bench/run.py`` runs it in full runs 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,29 +35,7 @@ DOMAIN = 1_000_000
 
 def session(app: str) -> Any:
     """A local[2] session like the other Spark benchmarks (lean JVM, UI off, deltalog registered)."""
-    import warnings
-
-    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
-    src = str(ROOT / "src")
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)
-    from pyspark.sql import SparkSession
-
-    from deltalog.spark import configure, register
-
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName(app)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "2g")
-        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
-    )
-    spark = configure(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return register(spark)
+    return harness.spark_session(app)
 
 
 def queries() -> list[tuple[str, list[tuple[str, str, int]]]]:

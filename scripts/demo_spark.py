@@ -29,24 +29,9 @@ if importlib.util.find_spec("deltalog") is None:  # running from a checkout with
 def session() -> Any:
     """A small local session: two cores, no UI, a lean JVM, deltalog's recommended settings."""
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # Python workers must import pyarrow and deltalog
-    from pyspark.sql import SparkSession
+    from deltalog.spark import local_session
 
-    from deltalog.spark import configure
-
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("deltalog-spark-demo")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
-    )
-    spark = configure(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return local_session("deltalog-spark-demo", conf={"spark.sql.session.timeZone": "UTC"})
 
 
 def events(spark: Any, first_day: str, days: int, per_day: int, *, offset: int = 0) -> Any:

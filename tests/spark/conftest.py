@@ -47,21 +47,8 @@ def spark() -> Iterator[Any]:
     # Python workers must import this deltalog (the JVM passes the environment on to them).
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join([src, *[p for p in paths if os.path.abspath(p) != src]])
-    from pyspark.sql import SparkSession
+    from deltalog.spark import local_session
 
-    from deltalog.spark import configure, register
-
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("deltalog-spark-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
-    )
-    session = configure(builder).getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
+    session = local_session("deltalog-spark-tests", conf={"spark.sql.session.timeZone": "UTC"})
     yield session
     session.stop()

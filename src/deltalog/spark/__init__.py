@@ -22,7 +22,7 @@ from deltalog.spark import exceptions
 from deltalog.spark.builder import DeltaTableBuilder
 from deltalog.spark.idempotent import idempotent_batch
 from deltalog.spark.read import read
-from deltalog.spark.session import configure, register, unregister
+from deltalog.spark.session import configure, local_session, register, unregister
 from deltalog.spark.table import DeltaTable
 from deltalog.spark.write import write
 
@@ -32,6 +32,7 @@ __all__ = [
     "configure",
     "exceptions",
     "idempotent_batch",
+    "local_session",
     "read",
     "register",
     "unregister",
