@@ -18,7 +18,6 @@ anchor = the copy-on-write DELETE of the same rows. ``bench/run.py`` runs it in 
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import statistics
 import tempfile
@@ -28,28 +27,19 @@ from typing import Any
 
 import harness  # puts src/ on sys.path when deltalog is not installed
 from harness import Result, save
-from zorder import session
 
 CONDITION = "id % 100 = 7"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    harness.common_args(parser)
-    parser.add_argument("--rows", type=int, default=None, help="rows (default 10M, quick: 200k)")
-    parser.add_argument("--files", type=int, default=None, help="data files (default 16, quick: 4)")
-    parser.add_argument("--repeat", type=int, default=None, help="timed runs per side (default 3, quick: 1)")
-    args = parser.parse_args(argv)
-    rows = args.rows or (200_000 if args.quick else 10_000_000)
-    nfiles = args.files or (4 if args.quick else 16)
-    repeat = args.repeat or (1 if args.quick else 3)
-
+    args, rows, nfiles, repeat = harness.sized_args(
+        __doc__, argv, rows=(10_000_000, 200_000), files=(16, 4), repeat=(3, 1))
     from pyspark.sql import functions as F
 
     import deltalog
     from deltalog.spark import DeltaTable, read, write
 
-    spark = session("deltalog-dml-dv-bench")
+    spark = harness.spark_session("deltalog-dml-dv-bench")
     args.data_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="dml-dv-", dir=args.data_dir))
     try:

@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -333,3 +334,26 @@ def spark_session(app: str, **conf: str) -> Any:
     from deltalog.spark import local_session
 
     return local_session(app, conf={"spark.driver.memory": "2g", **conf})
+
+
+def sized_args(
+    doc: str | None, argv: list[str] | None, *, rows: tuple[int, int], files: tuple[int, int],
+    repeat: tuple[int, int], files_help: str = "data files",
+) -> tuple[argparse.Namespace, int, int, int]:
+    """Parse the shared options plus ``--rows`` / ``--files`` / ``--repeat`` of a Spark workload; each
+    default is a ``(full, quick)`` pair. Returns ``(args, rows, files, repeat)``.
+
+    Example:
+        >>> _, r, f, n = sized_args(None, ["--quick"], rows=(10, 2), files=(4, 1), repeat=(3, 1))
+        >>> r, f, n
+        (2, 1, 1)
+    """
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    common_args(parser)
+    parser.add_argument("--rows", type=int, default=None, help=f"rows (default {rows[0]:,}, quick: {rows[1]:,})")
+    parser.add_argument("--files", type=int, default=None, help=f"{files_help} (default {files[0]}, quick: {files[1]})")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help=f"timed runs per side (default {repeat[0]}, quick: {repeat[1]})")
+    args = parser.parse_args(argv)
+    pick = 1 if args.quick else 0
+    return args, args.rows or rows[pick], args.files or files[pick], args.repeat or repeat[pick]

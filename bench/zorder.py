@@ -18,7 +18,6 @@ query and the time the ``OPTIMIZE`` took. ``bench/run.py`` runs it in full runs 
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import statistics
 import tempfile
@@ -31,11 +30,6 @@ from harness import Result, save
 
 ROOT = Path(__file__).resolve().parent.parent
 DOMAIN = 1_000_000
-
-
-def session(app: str) -> Any:
-    """A local[2] session like the other Spark benchmarks (lean JVM, UI off, deltalog registered)."""
-    return harness.spark_session(app)
 
 
 def queries() -> list[tuple[str, list[tuple[str, str, int]]]]:
@@ -60,23 +54,15 @@ def files_kept(path: str, version: int | None, conditions: list[tuple[str, str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    harness.common_args(parser)
-    parser.add_argument("--rows", type=int, default=None, help="rows (default 4M, quick: 200k)")
-    parser.add_argument("--files", type=int, default=None, help="files before and after (default 32, quick: 8)")
-    parser.add_argument("--repeat", type=int, default=None, help="timed runs per side (default 5, quick: 1)")
-    args = parser.parse_args(argv)
-    rows = args.rows or (200_000 if args.quick else 4_000_000)
-    nfiles = args.files or (8 if args.quick else 32)
-    repeat = args.repeat or (1 if args.quick else 5)
-
+    args, rows, nfiles, repeat = harness.sized_args(
+        __doc__, argv, rows=(4_000_000, 200_000), files=(32, 8), repeat=(5, 1), files_help="files before and after")
     from pyspark.sql import functions as F
 
     import deltalog
     from deltalog.spark import read, write
     from deltalog.spark.optimize import optimize
 
-    spark = session("deltalog-zorder-bench")
+    spark = harness.spark_session("deltalog-zorder-bench")
     args.data_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="zorder-", dir=args.data_dir))
     path = str(work / "t")

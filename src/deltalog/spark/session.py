@@ -237,40 +237,27 @@ def _patch(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[.
 
 
 def _install() -> None:
+    recording = [("format", _recording_format), ("option", _recording_option), ("options", _recording_options)]
+    patches: list[tuple[list[type], list[tuple[str, Callable[[Callable[..., Any]], Callable[..., Any]]]]]] = []
     with _LOCK:
         if _ORIGINALS:
             return
         readers, writers = _classes()
-        for cls in readers:
-            _patch(cls, "format", _recording_format)
-            _patch(cls, "option", _recording_option)
-            _patch(cls, "options", _recording_options)
-            _patch(cls, "schema", _recording_schema)
-            _patch(cls, "load", _routed_load)
-        for cls in writers:
-            _patch(cls, "format", _recording_format)
-            _patch(cls, "option", _recording_option)
-            _patch(cls, "options", _recording_options)
-            _patch(cls, "mode", _recording_mode)
-            _patch(cls, "partitionBy", _recording_partition_by)
-            _patch(cls, "save", _routed_save)
-            _patch(cls, "saveAsTable", _refused_for_delta("saveAsTable"))
-            _patch(cls, "insertInto", _refused_for_delta("insertInto"))
         stream_readers, stream_writers = _stream_classes()
-        for cls in stream_readers:
-            _patch(cls, "format", _recording_format)
-            _patch(cls, "option", _recording_option)
-            _patch(cls, "options", _recording_options)
-            _patch(cls, "schema", _recording_schema)
-            _patch(cls, "load", _routed_stream_load)
-        for cls in stream_writers:
-            _patch(cls, "format", _recording_format)
-            _patch(cls, "option", _recording_option)
-            _patch(cls, "options", _recording_options)
-            _patch(cls, "outputMode", _recording_output_mode)
-            _patch(cls, "partitionBy", _recording_partition_by)
-            _patch(cls, "start", _routed_start)
-            _patch(cls, "toTable", _refused_for_delta("toTable"))
+        patches = [
+            (readers, [*recording, ("schema", _recording_schema), ("load", _routed_load)]),
+            (writers, [*recording, ("mode", _recording_mode), ("partitionBy", _recording_partition_by),
+                       ("save", _routed_save), ("saveAsTable", _refused_for_delta("saveAsTable")),
+                       ("insertInto", _refused_for_delta("insertInto"))]),
+            (stream_readers, [*recording, ("schema", _recording_schema), ("load", _routed_stream_load)]),
+            (stream_writers, [*recording, ("outputMode", _recording_output_mode),
+                              ("partitionBy", _recording_partition_by), ("start", _routed_start),
+                              ("toTable", _refused_for_delta("toTable"))]),
+        ]
+        for classes, methods in patches:
+            for cls in classes:
+                for name, make in methods:
+                    _patch(cls, name, make)
 
 
 def _recording_format(original: Callable[..., Any]) -> Callable[..., Any]:
