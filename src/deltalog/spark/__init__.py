@@ -22,14 +22,18 @@ from deltalog.spark import exceptions
 from deltalog.spark.builder import DeltaTableBuilder
 from deltalog.spark.idempotent import idempotent_batch
 from deltalog.spark.read import read
-from deltalog.spark.session import configure, local_session, register, unregister
+from deltalog.spark.session import configure, configure_spark_with_delta_pip, local_session, register, unregister
 from deltalog.spark.table import DeltaTable
+from deltalog.spark.tables import DeltaMergeBuilder, DeltaOptimizeBuilder
 from deltalog.spark.write import write
 
 __all__ = [
+    "DeltaMergeBuilder",
+    "DeltaOptimizeBuilder",
     "DeltaTable",
     "DeltaTableBuilder",
     "configure",
+    "configure_spark_with_delta_pip",
     "exceptions",
     "idempotent_batch",
     "local_session",

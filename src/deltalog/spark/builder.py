@@ -298,7 +298,10 @@ class DeltaTableBuilder:
             seen.add(f["name"].lower())
         schema = parse_schema(json.dumps({"type": "struct", "fields": self._fields}), table=loc)
         _check_partition_columns(schema, self._partitions, loc)
-        props = validate_properties(self._properties)
+        from deltalog.spark._conf import default_properties
+
+        # spark.databricks.delta.properties.defaults.* apply to tables created, as in delta-spark
+        props = validate_properties({**default_properties(self._spark), **self._properties})
         features = [k[len("delta.feature."):] for k in props if k.startswith("delta.feature.")]
         versions = {k: int(props[k]) for k in _VERSION_KEYS if k in props}
         conf = {k: v for k, v in props.items() if not k.startswith("delta.feature.") and k not in versions}

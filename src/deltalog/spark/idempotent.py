@@ -8,9 +8,9 @@ has that version (or a newer one) for the app id does nothing. With
 ``spark.databricks.delta.write.txnVersion.autoReset.enabled=true`` the version is cleared after each
 MERGE. :func:`idempotent_batch` sets and restores both settings around a block.
 
-Only MERGE reads these settings (``DataFrame`` writes take the ``txnAppId`` / ``txnVersion`` writer
-options; the Delta streaming sink sets them itself). Two MERGEs into the *same* table in one block share
-the version: the second is skipped -- use one app id per target.
+MERGE, UPDATE, DELETE and ``DataFrame`` writes read these settings (a write's ``txnAppId`` /
+``txnVersion`` options win; the Delta streaming sink sets its own). Two commands on the *same* table in
+one block share the version: the second is skipped -- use one app id per target.
 
 Example:
     >>> def upsert(batch, batch_id):
@@ -30,7 +30,9 @@ from typing import Any
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark._common import parse_bool, parse_int
 
-__all__ = ["AUTO_RESET_CONF", "TXN_APP_ID_CONF", "TXN_VERSION_CONF", "idempotent_batch", "session_txn"]
+__all__ = [
+    "AUTO_RESET_CONF", "TXN_APP_ID_CONF", "TXN_VERSION_CONF", "claim_session_txn", "idempotent_batch", "session_txn",
+]
 
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
@@ -91,3 +93,20 @@ def idempotent_batch(spark: Any, *, app_id: str, batch_id: int) -> Iterator[None
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+def claim_session_txn(spark: Any, txn: Any) -> bool:
+    """Attach the session's ``(app id, version)`` (if set) to ``txn``; ``False`` when the table already
+    has that version for the app id, so the command must do nothing.
+
+    Example:
+        >>> if not claim_session_txn(spark, txn): return "skipped"                   # doctest: +SKIP
+    """
+    app = session_txn(spark)
+    if app is None:
+        return True
+    have = txn.txn_version(app[0])
+    if have is not None and have >= app[1]:
+        return False
+    txn.set_app_transaction(*app)
+    return True

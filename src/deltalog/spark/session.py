@@ -40,8 +40,16 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError
 
-__all__ = ["LEAN_JVM_OPTIONS", "RECOMMENDED_CONF", "configure", "is_registered", "local_session", "register",
-           "unregister"]
+__all__ = [
+    "LEAN_JVM_OPTIONS",
+    "RECOMMENDED_CONF",
+    "configure",
+    "configure_spark_with_delta_pip",
+    "is_registered",
+    "local_session",
+    "register",
+    "unregister",
+]
 
 #: Session settings deltalog's Spark paths are measured with (see ``NOTES.md``).
 RECOMMENDED_CONF = {
@@ -71,15 +79,65 @@ def configure(builder: Any, *, raw_local_fs: bool = False) -> Any:
     ``raw_local_fs=True`` also makes Spark's local file system skip ``.crc`` side files (deltalog's
     own writes never create them; only needed when Spark itself writes next to the table).
 
+    A builder ported from delta-spark may name Delta's JVM pieces, which are not installed (and not
+    needed): ``io.delta.sql.DeltaSparkSessionExtension`` in ``spark.sql.extensions``, the
+    ``DeltaCatalog`` as ``spark.sql.catalog.spark_catalog`` and ``io.delta:delta-*`` in
+    ``spark.jars.packages`` are taken out (other extensions and packages stay), so the session starts.
+
     Example:
         >>> spark = configure(SparkSession.builder.master("local[2]")).getOrCreate()  # doctest: +SKIP
     """
+    _drop_delta_jvm_settings(builder)
     for key, value in RECOMMENDED_CONF.items():
         builder = builder.config(key, value)
     if raw_local_fs:
         builder = builder.config("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
     _install()
     return builder
+
+
+def configure_spark_with_delta_pip(builder: Any, extra_packages: list[str] | None = None) -> Any:
+    """delta-spark's ``configure_spark_with_delta_pip`` for ported session code: :func:`configure`
+    (no Delta jar is needed), plus ``extra_packages`` in ``spark.jars.packages``.
+
+    Example:
+        >>> builder = SparkSession.builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        >>> spark = configure_spark_with_delta_pip(builder).getOrCreate()             # doctest: +SKIP
+    """
+    builder = configure(builder)
+    if extra_packages:
+        current = [p for p in str(getattr(builder, "_options", {}).get("spark.jars.packages", "")).split(",") if p]
+        builder = builder.config("spark.jars.packages", ",".join([*current, *extra_packages]))
+    return builder
+
+
+#: Settings of a delta-spark session that name JVM classes deltalog does not need (and are absent).
+_DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+_DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
+def _drop_delta_jvm_settings(builder: Any) -> None:
+    options = getattr(builder, "_options", None)
+    if not isinstance(options, dict):
+        return
+    lock = getattr(builder, "_lock", None)
+    with lock if lock is not None else threading.Lock():
+        ext = [e.strip() for e in str(options.get("spark.sql.extensions", "")).split(",") if e.strip()]
+        if _DELTA_EXTENSION in ext:
+            kept = [e for e in ext if e != _DELTA_EXTENSION]
+            if kept:
+                options["spark.sql.extensions"] = ",".join(kept)
+            else:
+                del options["spark.sql.extensions"]
+        if str(options.get("spark.sql.catalog.spark_catalog", "")).strip() == _DELTA_CATALOG:
+            del options["spark.sql.catalog.spark_catalog"]
+        packages = [p.strip() for p in str(options.get("spark.jars.packages", "")).split(",") if p.strip()]
+        if any(p.startswith("io.delta:") for p in packages):
+            kept = [p for p in packages if not p.startswith("io.delta:")]
+            if kept:
+                options["spark.jars.packages"] = ",".join(kept)
+            else:
+                del options["spark.jars.packages"]
 
 
 def local_session(

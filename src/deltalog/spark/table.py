@@ -223,17 +223,19 @@ class DeltaTable:
 
     @classmethod
     def forName(cls, sparkSession: Any, tableOrViewName: str) -> DeltaTable:
-        """Not supported yet: deltalog's Spark engine has no catalog; use :meth:`forPath`.
+        """The table named ``delta.`/path/to/table``` (as in delta-spark, the same as :meth:`forPath`);
+        catalog names are not supported yet: deltalog's Spark engine has no catalog.
 
         Example:
-            >>> DeltaTable.forName(spark, "events")                            # doctest: +SKIP
-            Traceback (most recent call last):
-            ...
-            deltalog.errors.InvalidArgumentError: ...
+            >>> DeltaTable.forName(spark, "delta.`/data/events`")              # doctest: +SKIP
+            DeltaTable('/data/events')
         """
+        name = tableOrViewName.strip() if isinstance(tableOrViewName, str) else ""
+        if name.lower().startswith("delta.`") and name.endswith("`") and len(name) > len("delta.``"):
+            return cls.forPath(sparkSession, name[len("delta.`"):-1].replace("``", "`"))
         raise InvalidArgumentError(
             f"DeltaTable.forName({tableOrViewName!r}) needs a catalog, which deltalog's Spark engine does not "
-            "provide yet; use DeltaTable.forPath(spark, path)"
+            "provide yet; use DeltaTable.forPath(spark, path) or the name delta.`path`"
         )
 
     # ----------------------------------------------------------------------------- create / replace
@@ -392,12 +394,14 @@ class DeltaTable:
             3
         """
         from deltalog.commands.vacuum import vacuum
+        from deltalog.spark._conf import retention_check
 
         result = vacuum(
             self._table,
             retention_hours=retentionHours,
             dry_run=dryRun,
-            enforce_retention_duration=enforceRetentionDuration,
+            # delta-spark's spark.databricks.delta.retentionDurationCheck.enabled=false lifts the check too
+            enforce_retention_duration=enforceRetentionDuration and retention_check(self._spark),
         )
         root = self._table.store.full_path("")
         paths = [os.path.join(root, p) for p in result.files_deleted]

@@ -43,7 +43,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -66,7 +66,9 @@ from deltalog.protocol.actions import Metadata
 from deltalog.protocol.partitions import partition_path
 from deltalog.protocol.schema import StructType, parse_schema
 from deltalog.spark._common import open_table, option_map, parse_bool, parse_int, session_of
+from deltalog.spark._conf import default_properties, with_defaults, write_defaults
 from deltalog.spark._native import native_write_ok, write_native
+from deltalog.spark.idempotent import session_txn
 from deltalog.storage import LocalLogStore
 from deltalog.txn.operations import Write
 from deltalog.txn.predicates import ReadPredicate
@@ -568,7 +570,10 @@ def write(
     (idempotent writes), ``userMetadata``, ``dataChange``, ``targetFileSize`` (bytes),
     ``partitionOverwriteMode`` (``dynamic`` with mode ``overwrite`` replaces only the partitions ``df``
     writes into; an unpartitioned table is overwritten whole), ``maxRecordsPerFile`` (rows per file at
-    most) and ``delta.*`` table properties.
+    most) and ``delta.*`` table properties. delta-spark's session settings apply where the options
+    are not given (:mod:`deltalog.spark._conf`): ``spark.sql.sources.partitionOverwriteMode``,
+    ``spark.databricks.delta.schema.autoMerge.enabled``, ``...commitInfo.userMetadata``,
+    ``...properties.defaults.*`` (new tables) and ``...write.txnAppId`` / ``txnVersion``.
 
     Example:
         >>> res = write(df, "/data/events", mode="append", partitionBy=["day"],
@@ -578,7 +583,8 @@ def write(
     """
     table = open_table(path)
     loc = table.location
-    opts = _parse_options(mode, options, loc)
+    spark = session_of(df)
+    opts = _parse_options(mode, with_defaults(options, write_defaults(spark)), loc)  # delta-spark's session settings
     parts = [partitionBy] if isinstance(partitionBy, str) else (list(partitionBy) if partitionBy else None)
     try:
         snapshot: Snapshot | None = table.snapshot()
@@ -592,6 +598,10 @@ def write(
         )
     if snapshot is not None and opts.mode == "ignore":
         return WriteResult(version=snapshot.version, skipped=True, skip_reason="table exists")
+    properties = opts.properties
+    if snapshot is None:  # spark.databricks.delta.properties.defaults.* apply to the tables a write creates
+        properties = {**default_properties(spark), **properties}
+    txn_id = opts.txn if opts.txn is not None else session_txn(spark)
     plan = _plan(
         table,
         snapshot,
@@ -600,7 +610,7 @@ def write(
         partition_by=parts,
         schema_mode=opts.schema_mode,
         predicate=opts.predicate,
-        properties=opts.properties or None,
+        properties=properties or None,
         name=None,
         description=None,
         clock=_now_ms,
@@ -611,19 +621,20 @@ def write(
         predicate=[opts.predicate_sql] if opts.predicate_sql is not None else None,
     )
     txn = Transaction(table.store, snapshot, op, table=loc, user_metadata=opts.user_metadata)
-    if opts.txn is not None:
-        have = txn.txn_version(opts.txn[0])
-        if have is not None and have >= opts.txn[1]:
+    if txn_id is not None:
+        have = txn.txn_version(txn_id[0])
+        if have is not None and have >= txn_id[1]:
             return WriteResult(
                 version=snapshot.version if snapshot is not None else -1,
                 skipped=True,
-                skip_reason=f"txn {opts.txn[0]!r} already at version {have}",
+                skip_reason=f"txn {txn_id[0]!r} already at version {have}",
             )
+        opts = replace(opts, txn=txn_id)
     _preflight(txn, plan, opts.mode, loc)
     store = table.store
     assert isinstance(store, LocalLogStore)
     explicit = opts.explicit_target or opts.max_records is not None
-    if native_write_ok(session_of(df), df, plan, explicit_target=explicit):
+    if native_write_ok(spark, df, plan, explicit_target=explicit):
         try:
             files = write_native(df, store, plan.schema)
         except Exception as exc:

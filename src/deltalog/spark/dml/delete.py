@@ -59,6 +59,7 @@ from deltalog.spark.dml._scan import (
     pruning_conditions,
     target_scan,
 )
+from deltalog.spark.idempotent import claim_session_txn
 from deltalog.txn.operations import Delete
 from deltalog.txn.transaction import Transaction
 
@@ -122,6 +123,8 @@ def delete(spark: Any, path: str, condition: Any = None) -> DmlResult:
     conditions, complete = pruning_conditions(condition, snap)
     text = describe(condition)
     txn = Transaction(table.store, snap, Delete(predicate=[text] if text else None), table=table.location)
+    if not claim_session_txn(spark, txn):  # delta-spark's txnAppId/txnVersion session settings: done already
+        return _nothing(timer)
     if conditions:
         txn.read_predicate([(c.column, c.op, c.value) for c in conditions])
     else:

@@ -56,6 +56,7 @@ from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.errors import DeltaError, InvalidArgumentError
 from deltalog.protocol.schema import StructField, StructType, parse_schema
 from deltalog.spark._common import load_snapshot, open_table, spark_type
+from deltalog.spark._conf import auto_merge
 from deltalog.spark.dml._assign import assign, expression, resolve_column
 from deltalog.spark.dml._cdc import change_rows, records_changes, stage_change_files, write_change_files
 from deltalog.spark.dml._jobs import (
@@ -81,7 +82,7 @@ from deltalog.spark.dml._scan import (
     quoted,
     target_scan,
 )
-from deltalog.spark.idempotent import session_txn
+from deltalog.spark.idempotent import claim_session_txn
 from deltalog.txn.operations import Merge
 from deltalog.txn.transaction import Transaction
 
@@ -305,6 +306,8 @@ class _Merge:
         from pyspark.sql import functions as F
 
         self.b = b
+        #: withSchemaEvolution(), or delta-spark's spark.databricks.delta.schema.autoMerge.enabled
+        self.evolve = b._evolve or auto_merge(b._spark)
         self.timer = Timer()
         self.table = open_table(b._path)
         self.snap = load_snapshot(self.table.location)
@@ -324,7 +327,7 @@ class _Merge:
             refuse_append_only(self.snap, "MERGE")
         check_can_write(self.snap)
         target = self.snap.schema
-        new = _new_fields(target, b._source) if b._evolve and any(c.star for c in self.clauses) else []
+        new = _new_fields(target, b._source) if self.evolve and any(c.star for c in self.clauses) else []
         self.schema = StructType((*target.fields, *new)) if new else target
         self.metadata = replace(self.snap.metadata, schemaString=self.schema.to_json()) if new else self.snap.metadata
         self.target_names = set(target.field_names)
@@ -354,7 +357,7 @@ class _Merge:
             src = self._source_col(f.name)
             if src is not None:
                 out[f.name] = S[quoted(src)]
-            elif not self.b._evolve:
+            elif not self.evolve:
                 raise InvalidArgumentError(
                     f"[DELTA_MERGE_UNRESOLVED_EXPRESSION] MERGE {c.label()}: target column {f.name!r} has no "
                     f"source column of that name (source columns: {list(self.source_names.values())}); "
@@ -446,12 +449,8 @@ class _Merge:
             not_matched_by_source_predicates=tuple(c.parameters() for c in self.by_source),
         )
         self.txn = Transaction(self.table.store, snap, op, table=self.table.location)
-        app = session_txn(b._spark)  # delta-spark's idempotent-DML session settings (deltalog.spark.idempotent)
-        if app is not None:
-            have = self.txn.txn_version(app[0])
-            if have is not None and have >= app[1]:
-                return DmlResult(None, {k: str(v) for k, v in self._metrics(0).items()})
-            self.txn.set_app_transaction(*app)
+        if not claim_session_txn(b._spark, self.txn):  # delta-spark's txnAppId/txnVersion session settings
+            return DmlResult(None, {k: str(v) for k, v in self._metrics(0).items()})
         if conditions:
             self.txn.read_predicate([(c.column, c.op, c.value) for c in conditions])
         else:

@@ -63,6 +63,7 @@ from deltalog.spark.dml._scan import (
     quoted,
     target_scan,
 )
+from deltalog.spark.idempotent import claim_session_txn
 from deltalog.txn.operations import Update
 from deltalog.txn.transaction import Transaction
 
@@ -127,6 +128,8 @@ def update(spark: Any, path: str, condition: Any = None, set: Mapping[str, Any] 
     conditions, _ = pruning_conditions(condition, snap)
     text = describe(condition)
     txn = Transaction(table.store, snap, Update(predicate=[text] if text else None), table=table.location)
+    if not claim_session_txn(spark, txn):  # delta-spark's txnAppId/txnVersion session settings: done already
+        return DmlResult(None, {k: str(v) for k, v in _metrics(timer, timer.elapsed_ms()).items()})
     if conditions:
         txn.read_predicate([(c.column, c.op, c.value) for c in conditions])
     else:

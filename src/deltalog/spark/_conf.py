@@ -1,0 +1,124 @@
+"""delta-spark's session settings that deltalog honours, so ported jobs keep their behaviour.
+
+A writer option or an explicit argument always wins over the session setting, as in delta-spark:
+
+* ``spark.sql.sources.partitionOverwriteMode=dynamic`` -- an ``overwrite`` with ``partitionBy``
+  replaces only the partitions written (the ``partitionOverwriteMode`` writer option);
+* ``spark.databricks.delta.schema.autoMerge.enabled=true`` -- writes merge new columns into the schema
+  (``mergeSchema``) and MERGE evolves the schema (``withSchemaEvolution()``);
+* ``spark.databricks.delta.commitInfo.userMetadata`` -- ``userMetadata`` of every commit;
+* ``spark.databricks.delta.properties.defaults.<key>`` -- ``delta.<key>`` for tables created;
+* ``spark.databricks.delta.retentionDurationCheck.enabled=false`` -- VACUUM accepts a retention below
+  ``delta.deletedFileRetentionDuration``;
+* ``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` -- idempotent writes and DML
+  (:mod:`deltalog.spark.idempotent`).
+
+Example:
+    >>> spark.conf.set(AUTO_MERGE_CONF, "true")                                     # doctest: +SKIP
+    >>> write_defaults(spark)                                                       # doctest: +SKIP
+    {'mergeSchema': 'true'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from deltalog.spark._common import parse_bool
+
+__all__ = [
+    "AUTO_MERGE_CONF",
+    "PARTITION_OVERWRITE_MODE_CONF",
+    "PROPERTY_DEFAULTS_PREFIX",
+    "RETENTION_CHECK_CONF",
+    "USER_METADATA_CONF",
+    "auto_merge",
+    "default_properties",
+    "retention_check",
+    "with_defaults",
+    "write_defaults",
+]
+
+PARTITION_OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
+AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+PROPERTY_DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
+RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+
+
+def _get(spark: Any, key: str) -> str | None:
+    try:
+        value = spark.conf.get(key, None)
+    except Exception:  # a session without that key (some Connect servers refuse unknown keys)
+        return None
+    return None if value is None or str(value).strip() == "" else str(value)
+
+
+def auto_merge(spark: Any) -> bool:
+    """``spark.databricks.delta.schema.autoMerge.enabled`` (default false).
+
+    Example:
+        >>> auto_merge(spark)                                                       # doctest: +SKIP
+        False
+    """
+    return parse_bool(_get(spark, AUTO_MERGE_CONF) or "false", AUTO_MERGE_CONF)
+
+
+def retention_check(spark: Any) -> bool:
+    """``spark.databricks.delta.retentionDurationCheck.enabled`` (default true).
+
+    Example:
+        >>> retention_check(spark)                                                  # doctest: +SKIP
+        True
+    """
+    return parse_bool(_get(spark, RETENTION_CHECK_CONF) or "true", RETENTION_CHECK_CONF)
+
+
+def default_properties(spark: Any) -> dict[str, str]:
+    """``delta.<key>`` for every ``spark.databricks.delta.properties.defaults.<key>`` setting.
+
+    Example:
+        >>> spark.conf.set(PROPERTY_DEFAULTS_PREFIX + "enableChangeDataFeed", "true")  # doctest: +SKIP
+        >>> default_properties(spark)                                               # doctest: +SKIP
+        {'delta.enableChangeDataFeed': 'true'}
+    """
+    try:
+        settings = dict(spark.conf.getAll)
+    except Exception:
+        return {}
+    return {
+        "delta." + key[len(PROPERTY_DEFAULTS_PREFIX):]: str(value)
+        for key, value in settings.items()
+        if key.startswith(PROPERTY_DEFAULTS_PREFIX) and len(key) > len(PROPERTY_DEFAULTS_PREFIX)
+    }
+
+
+def write_defaults(spark: Any) -> dict[str, str]:
+    """The writer options the session settings imply (``partitionOverwriteMode``, ``mergeSchema``,
+    ``userMetadata``).
+
+    Example:
+        >>> write_defaults(spark)                                                   # doctest: +SKIP
+        {}
+    """
+    out: dict[str, str] = {}
+    mode = _get(spark, PARTITION_OVERWRITE_MODE_CONF)
+    if mode is not None:
+        out["partitionOverwriteMode"] = mode
+    if auto_merge(spark):
+        out["mergeSchema"] = "true"
+    metadata = _get(spark, USER_METADATA_CONF)
+    if metadata is not None:
+        out["userMetadata"] = metadata
+    return out
+
+
+def with_defaults(options: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` plus each default whose name (case-insensitively) the options do not give.
+
+    Example:
+        >>> with_defaults({"MergeSchema": "false"}, {"mergeSchema": "true", "userMetadata": "x"})
+        {'MergeSchema': 'false', 'userMetadata': 'x'}
+    """
+    given = {str(k).lower() for k, v in options.items() if v is not None}
+    return {**options, **{k: v for k, v in defaults.items() if k.lower() not in given}}

@@ -1,0 +1,160 @@
+"""delta-spark's session settings and names, honoured so that ported jobs keep their behaviour:
+``spark.sql.sources.partitionOverwriteMode``, ``...schema.autoMerge.enabled``, ``...commitInfo.userMetadata``,
+``...properties.defaults.*``, ``...retentionDurationCheck.enabled``, ``...write.txnAppId``/``txnVersion``
+(writes, DELETE, UPDATE), a delta-spark session builder, ``forName("delta.`path`")`` and ``delta.tables``."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sparkutil import rows, version
+
+import deltalog
+from deltalog.errors import InvalidArgumentError, SchemaError
+from deltalog.spark import DeltaTable
+
+pytestmark = pytest.mark.spark
+
+
+@contextmanager
+def conf(spark: Any, **settings: str) -> Iterator[None]:
+    """Session settings (dots spelled ``__``) for the block, restored afterwards."""
+    keys = {k.replace("__", "."): v for k, v in settings.items()}
+    before = {k: spark.conf.get(k, None) for k in keys}
+    for k, v in keys.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def frame(spark: Any, start: int, n: int, parts: int = 3) -> Any:
+    from pyspark.sql import functions as F
+
+    return spark.range(start, start + n, numPartitions=2).withColumn("k", (F.col("id") % parts).cast("int"))
+
+
+def test_session_partition_overwrite_mode_dynamic(spark: Any, tmp_path: Path) -> None:
+    p = str(tmp_path / "t")
+    frame(spark, 0, 30).write.format("delta").partitionBy("k").save(p)
+    with conf(spark, spark__sql__sources__partitionOverwriteMode="dynamic"):
+        frame(spark, 100, 3, parts=1).write.format("delta").mode("overwrite").save(p)  # rows of k = 0 only
+        got = rows(spark.read.format("delta").load(p))
+        assert sorted({r["k"] for r in got}) == [0, 1, 2]  # k = 1 and 2 kept
+        assert sorted(r["id"] for r in got if r["k"] == 0) == [100, 101, 102]
+        # the writer option wins over the session setting
+        frame(spark, 200, 3, parts=1).write.format("delta").mode("overwrite").option(
+            "partitionOverwriteMode", "static").save(p)
+    assert sorted(r["id"] for r in rows(spark.read.format("delta").load(p))) == [200, 201, 202]
+
+
+def test_session_auto_merge_for_writes_and_merge(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    p = str(tmp_path / "t")
+    frame(spark, 0, 5).write.format("delta").save(p)
+    wider = frame(spark, 5, 2).withColumn("extra", F.lit("x"))
+    with pytest.raises(SchemaError):
+        wider.write.format("delta").mode("append").save(p)
+    assert version(p) == 0
+    with conf(spark, spark__databricks__delta__schema__autoMerge__enabled="true"):
+        wider.write.format("delta").mode("append").save(p)
+        assert deltalog.Table(p).snapshot().schema.field_names == ["id", "k", "extra"]
+        src = frame(spark, 100, 2).withColumn("more", F.lit(7))
+        (DeltaTable.forPath(spark, p).alias("t").merge(src.alias("s"), "t.id = s.id")
+         .whenNotMatchedInsertAll().execute())
+    snap = deltalog.Table(p).snapshot()
+    assert snap.schema.field_names == ["id", "k", "extra", "more"]
+    assert snap.to_arrow().num_rows == 9
+
+
+def test_session_user_metadata_and_property_defaults(spark: Any, tmp_path: Path) -> None:
+    p, q = str(tmp_path / "t"), str(tmp_path / "b")
+    with conf(spark, spark__databricks__delta__commitInfo__userMetadata="nightly run 7",
+              spark__databricks__delta__properties__defaults__enableChangeDataFeed="true"):
+        frame(spark, 0, 3).write.format("delta").save(p)
+        frame(spark, 3, 3).write.format("delta").mode("append").option("userMetadata", "explicit").save(p)
+        DeltaTable.create(spark).location(q).addColumn("id", "long").execute()
+    table = deltalog.Table(p)
+    assert [e.get("userMetadata") for e in table.history()] == ["explicit", "nightly run 7"]
+    assert table.snapshot().properties["delta.enableChangeDataFeed"] == "true"
+    assert deltalog.Table(q).snapshot().properties["delta.enableChangeDataFeed"] == "true"
+    frame(spark, 6, 3).write.format("delta").mode("append").save(p)  # settings gone: nothing added
+    assert "userMetadata" not in table.history(limit=1)[0]
+
+
+def test_session_retention_check_lets_vacuum_go_below_the_retention(spark: Any, tmp_path: Path) -> None:
+    p = str(tmp_path / "t")
+    frame(spark, 0, 5).write.format("delta").save(p)
+    frame(spark, 5, 5).write.format("delta").mode("overwrite").save(p)
+    old = deltalog.Table(p).snapshot(0).add_files().column("path").to_pylist()
+    past = time.time() - 3600
+    for f in old:
+        os.utime(os.path.join(p, f), (past, past))
+    dt = DeltaTable.forPath(spark, p)
+    with pytest.raises(InvalidArgumentError, match="retention"):
+        dt.vacuum(0)
+    with conf(spark, spark__databricks__delta__retentionDurationCheck__enabled="false"):
+        deleted = {os.path.basename(r["path"]) for r in dt.vacuum(0).collect()}
+    assert deleted == {os.path.basename(f) for f in old}
+    assert spark.read.format("delta").load(p).count() == 5
+
+
+def test_session_txn_makes_writes_delete_and_update_idempotent(spark: Any, tmp_path: Path) -> None:
+    p = str(tmp_path / "t")
+    frame(spark, 0, 10).write.format("delta").save(p)
+    dt = DeltaTable.forPath(spark, p)
+    with conf(spark, spark__databricks__delta__write__txnAppId="job", spark__databricks__delta__write__txnVersion="1"):
+        dt.delete("id < 2")
+        dt.delete("id < 4")  # same batch again: skipped
+    assert dt.toDF().count() == 8 and version(p) == 1
+    with conf(spark, spark__databricks__delta__write__txnAppId="job", spark__databricks__delta__write__txnVersion="2"):
+        dt.update("id = 5", {"k": "42"})
+        dt.update("id = 6", {"k": "42"})  # skipped
+        frame(spark, 100, 1).write.format("delta").mode("append").save(p)  # batch 2 is done: skipped
+    assert [r["id"] for r in rows(dt.toDF()) if r["k"] == 42] == [5]
+    assert version(p) == 2 and deltalog.Table(p).snapshot().txn_version("job") == 2
+    with conf(spark, spark__databricks__delta__write__txnAppId="job", spark__databricks__delta__write__txnVersion="3"):
+        frame(spark, 100, 1).write.format("delta").mode("append").save(p)
+    assert version(p) == 3 and dt.toDF().count() == 9
+
+
+def test_a_delta_spark_session_builder_starts_without_delta_jars(spark: Any) -> None:
+    from pyspark.sql import SparkSession
+
+    from deltalog.spark import configure_spark_with_delta_pip
+
+    builder = (SparkSession.builder
+               .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension,com.example.Other")
+               .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+               .config("spark.jars.packages", "io.delta:delta-spark_2.13:4.0.0,org.example:x:1"))
+    options = configure_spark_with_delta_pip(builder)._options
+    assert options["spark.sql.extensions"] == "com.example.Other"
+    assert "spark.sql.catalog.spark_catalog" not in options
+    assert options["spark.jars.packages"] == "org.example:x:1"
+
+
+def test_for_name_with_a_delta_path_and_the_delta_tables_names(spark: Any, tmp_path: Path) -> None:
+    from deltalog.spark.tables import DeltaMergeBuilder, DeltaOptimizeBuilder, DeltaTableBuilder
+    from deltalog.spark.tables import DeltaTable as PortedDeltaTable
+
+    p = str(tmp_path / "t")
+    frame(spark, 0, 4).write.format("delta").save(p)
+    dt = PortedDeltaTable.forName(spark, f"delta.`{p}`")
+    assert dt.toDF().count() == 4
+    assert isinstance(dt.alias("t").merge(frame(spark, 0, 1).alias("s"), "t.id = s.id"), DeltaMergeBuilder)
+    assert isinstance(dt.optimize(), DeltaOptimizeBuilder)
+    assert isinstance(PortedDeltaTable.create(spark), DeltaTableBuilder)
+    with pytest.raises(InvalidArgumentError, match="needs a catalog"):
+        PortedDeltaTable.forName(spark, "events")
