@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
+from deltalog.spark._errors import spark_errors
 
 __all__ = [
     "LEAN_JVM_OPTIONS",
@@ -408,7 +409,7 @@ def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
             timestampAsOf=opts.get("timestampAsOf"),
         )
 
-    return load
+    return spark_errors(load)
 
 
 def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -427,7 +428,7 @@ def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
         register_source(_session_of_reader(self))
         return original(self, opts.path, SOURCE_NAME, None, **options)
 
-    return load
+    return spark_errors(load)
 
 
 def _routed_start(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -454,7 +455,7 @@ def _routed_start(original: Callable[..., Any]) -> Callable[..., Any]:
         self.foreachBatch(sink)
         return original(self, None, None, outputMode, None, queryName, **options)
 
-    return start
+    return spark_errors(start)
 
 
 def _writer_dataframe(writer: Any) -> Any:
@@ -485,7 +486,7 @@ def _routed_save(original: Callable[..., Any]) -> Callable[..., Any]:
         write(_writer_dataframe(self), target, mode=chosen, partitionBy=parts, **opts)
         return None
 
-    return save
+    return spark_errors(save)
 
 
 def _refused_for_delta(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -158,3 +158,29 @@ def test_for_name_with_a_delta_path_and_the_delta_tables_names(spark: Any, tmp_p
     assert isinstance(PortedDeltaTable.create(spark), DeltaTableBuilder)
     with pytest.raises(InvalidArgumentError, match="needs a catalog"):
         PortedDeltaTable.forName(spark, "events")
+
+
+def test_errors_are_pyspark_exceptions_for_ported_except_clauses(spark: Any, tmp_path: Path) -> None:
+    from pyspark.errors import AnalysisException, IllegalArgumentException
+
+    from deltalog.errors import TableNotFoundError, VersionNotFoundError
+
+    p = str(tmp_path / "t")
+    with pytest.raises(AnalysisException, match="DELTA_MISSING_DELTA_TABLE|not a Delta table|no Delta table") as err:
+        DeltaTable.forPath(spark, str(tmp_path / "nothing"))
+    assert isinstance(err.value, TableNotFoundError) and err.value.table is not None
+    frame(spark, 0, 3).write.format("delta").save(p)
+    with pytest.raises(AnalysisException) as err2:
+        spark.read.format("delta").option("versionAsOf", 5).load(p)
+    assert isinstance(err2.value, VersionNotFoundError)
+    with pytest.raises(AnalysisException):
+        frame(spark, 0, 3).selectExpr("id", "'x' AS k").write.format("delta").mode("append").save(p)
+    from deltalog.spark import write
+
+    with pytest.raises(IllegalArgumentException, match="unknown save mode"):
+        write(frame(spark, 0, 3), p, mode="upsert")
+    with pytest.raises(IllegalArgumentException, match="unknown Delta write option"):
+        frame(spark, 0, 3).write.format("delta").option("mergeSchemas", "true").mode("append").save(p)
+    with pytest.raises(AnalysisException):
+        DeltaTable.forPath(spark, p).delete("no_such_column = 1")
+    assert version(p) == 0
