@@ -137,6 +137,10 @@ def _check_snapshot(
         got_rf = sorted(snap.protocol.readerFeatures or [])
         _check(out, prefix + "reader_features", got_rf == sorted(facts["reader_features"]),
                lambda: f"{name}: reader features {got_rf} != {facts['reader_features']}")
+    if "writer_features" in facts:
+        got_wf = sorted(snap.protocol.writerFeatures or [])
+        _check(out, prefix + "writer_features", got_wf == sorted(facts["writer_features"]),
+               lambda: f"{name}: writer features {got_wf} != {facts['writer_features']}")
     if "partition_columns" in facts:
         _check(out, prefix + "partition_columns",
                list(snap.partition_columns) == facts["partition_columns"],

@@ -12,8 +12,11 @@ EXPECTED = load_expected()
 
 
 def test_corpus_present() -> None:
-    # CI always has ../shared beside the clone; locally a missing corpus is a set-up error, not a pass.
-    assert EXPECTED or not os.environ.get("CI"), f"conformance corpus missing at {CORPUS}"
+    # CI (make test sets DELTALOG_STRICT) always has ../shared beside the clone: a missing corpus fails.
+    strict = os.environ.get("CI") or os.environ.get("DELTALOG_STRICT", "").strip().lower() in ("1", "true", "yes")
+    if not EXPECTED:
+        assert not strict, f"conformance corpus missing at {CORPUS}"
+        pytest.skip(f"conformance corpus missing at {CORPUS}: no table can be checked")
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -86,10 +86,10 @@ def test_deltars_appends_after_our_checkpoint(tmp_path: Path) -> None:
 
 
 def test_deltars_reads_typed_stats_checkpoint(tmp_path: Path) -> None:
-    pytest.importorskip("deltalog.protocol.schema")
-    pytest.importorskip("deltalog.protocol.partitions")
-    pytest.importorskip("deltalog.protocol.stats")
-    _write_table(tmp_path, {"delta.checkpoint.writeStatsAsStruct": "true"})
+    # stats only as stats_parsed (no JSON stats): delta-rs's file statistics can only come from the struct
+    _write_table(
+        tmp_path, {"delta.checkpoint.writeStatsAsStruct": "true", "delta.checkpoint.writeStatsAsJson": "false"}
+    )
     expected_rows = _rows(deltalake.DeltaTable(str(tmp_path)))
     snap = deltalog.Table(tmp_path).snapshot()
     result = write_checkpoint(snap)
@@ -101,6 +101,11 @@ def test_deltars_reads_typed_stats_checkpoint(tmp_path: Path) -> None:
     assert _rows(dt) == expected_rows
     filtered = dt.to_pyarrow_table(filters=[("id", ">=", 30)]).num_rows
     assert filtered == sum(1 for r in expected_rows if r["id"] >= 30)  # type: ignore[operator]
+    assert add_type.get_field_index("stats") < 0
+    theirs = pa.table(dt.get_add_actions(flatten=True)).to_pydict()
+    ours = {r["path"]: r for r in snap.add_files().to_pylist()}
+    mins = {p: json.loads(ours[p]["stats"])["minValues"]["id"] for p in theirs["path"]}
+    assert dict(zip(theirs["path"], theirs["min.id"])) == mins
 
 
 def test_we_read_deltars_checkpoints(tmp_path: Path) -> None:

@@ -166,7 +166,7 @@ def test_errors_are_pyspark_exceptions_for_ported_except_clauses(spark: Any, tmp
     from deltalog.errors import TableNotFoundError, VersionNotFoundError
 
     p = str(tmp_path / "t")
-    with pytest.raises(AnalysisException, match="DELTA_MISSING_DELTA_TABLE|not a Delta table|no Delta table") as err:
+    with pytest.raises(AnalysisException, match=r"DELTA_MISSING_DELTA_TABLE|not a Delta table|no Delta table") as err:
         DeltaTable.forPath(spark, str(tmp_path / "nothing"))
     assert isinstance(err.value, TableNotFoundError) and err.value.table is not None
     frame(spark, 0, 3).write.format("delta").save(p)

@@ -373,9 +373,6 @@ def test_parse_interval_units_and_errors() -> None:
 
 
 def test_stats_parsed_and_partition_values_parsed() -> None:
-    pytest.importorskip("deltalog.protocol.schema")
-    pytest.importorskip("deltalog.protocol.partitions")
-    pytest.importorskip("deltalog.protocol.stats")
     schema = {
         "type": "struct",
         "fields": [
