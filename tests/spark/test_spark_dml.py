@@ -461,3 +461,49 @@ def test_merge_schema_evolution_adds_source_columns(spark: Any, tmp_path: Path) 
     assert deltalog.Table(path).snapshot().schema.field_names == ["id", "k", "v", "s", "extra"]
     want = [dict(r, extra=None) for r in data(0, 120).to_pylist() if r["id"] != 1] + src_rows
     check(spark, path, want)
+
+
+@pytest.mark.parametrize("dvs", [False, True], ids=["cow", "dv"])
+def test_merge_with_column_condition_and_column_assignments(spark: Any, tmp_path: Path, dvs: bool) -> None:
+    from pyspark.sql import functions as F
+
+    path = make(tmp_path, partitioned=False, dvs=dvs)
+    before = table_rows(path)
+    src_rows = [{"id": 3, "v": 10.0}, {"id": 4, "v": 20.0}, {"id": 500, "v": 30.0}]
+    src = frame_of(spark, src_rows).alias("s")
+    (merge(spark, path, src, F.col("t.id") == F.col("s.id"), target_alias="t")
+     .whenMatchedUpdate(condition=F.col("s.v") > 15, set={"v": F.col("s.v") * 2, "s": F.lit("upd")})
+     .whenMatchedDelete()
+     .whenNotMatchedInsert(values={"id": F.col("s.id"), "k": F.lit(9), "v": F.col("s.v"), "s": F.concat(
+         F.lit("new"), F.col("s.id").cast("string"))})
+     .execute())
+    want = []
+    for r in before:
+        if r["id"] == 3:
+            continue  # v 10 <= 15: the unconditional delete
+        want.append({**r, "v": 40.0, "s": "upd"} if r["id"] == 4 else r)
+    want.append({"id": 500, "k": 9, "v": 30.0, "s": "new500"})
+    check(spark, path, want)
+
+
+def test_merge_bad_input_leaves_the_table_unchanged(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = make(tmp_path, partitioned=False, dvs=False)
+    v0, before, files_before = version(path), table_rows(path), sorted(os.listdir(path))
+    src = frame_of(spark, [{"id": 1, "v": 1.0}, {"id": 999, "v": 2.0}]).alias("s")
+    other = frame_of(spark, [{"id": 1, "v": 1.0}]).alias("src")
+    with pytest.raises(Exception, match="nope"):  # an unknown column in the ON condition
+        merge(spark, path, other, "t.id = src.nope", target_alias="t").whenMatchedDelete().execute()
+    with pytest.raises(Exception, match="(?i)cast|invalid|abc"):  # a value that is no double
+        merge(spark, path, src, "t.id = s.id", target_alias="t").whenMatchedUpdate(set={"v": "'abc'"}).execute()
+
+    def failing(self: Transaction, **kwargs: Any) -> Any:
+        raise DeltaError("simulated commit failure")
+
+    monkeypatch.setattr(Transaction, "commit", failing)
+    with pytest.raises(DeltaError, match="simulated"):  # a failure after the files were written
+        (merge(spark, path, src, "t.id = s.id", target_alias="t")
+         .whenMatchedUpdate(set={"v": "s.v"}).whenNotMatchedInsert(values={"id": "s.id", "v": "s.v"}).execute())
+    monkeypatch.undo()
+    assert version(path) == v0 and table_rows(path) == before and sorted(os.listdir(path)) == files_before

@@ -81,14 +81,16 @@ def test_a_to_b_survives_optimize_and_a_restart_mid_stream(spark: Any, tmp_path:
     a, b, chk = str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "chk")
     for i in range(4):
         append(a, range(i * 10, i * 10 + 5))
-    q = copy_stream(spark, a, b, chk, maxFilesPerTrigger=1, trigger={"processingTime": "100 milliseconds"})
+    # one file per batch, a batch a second: stopped after the first commit, well before the fourth
+    q = copy_stream(spark, a, b, chk, maxFilesPerTrigger=1, trigger={"processingTime": "1 second"})
     try:
         deadline = time.monotonic() + 60
         while version(b) < 0 and time.monotonic() < deadline:  # at least one batch committed to B
             time.sleep(0.05)
         assert version(b) >= 0, q.exception()
     finally:
-        q.stop()  # kill it: probably in the middle of the four one-file batches
+        q.stop()  # kill it in the middle of the four one-file batches
+    assert 0 < len(ids(spark, b)) < 20  # really stopped mid-stream
     first_id = q.id
     append(a, range(100, 105))
     compact(a)  # skipped by the stream: its rows were read already
