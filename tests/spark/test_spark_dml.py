@@ -495,7 +495,7 @@ def test_merge_bad_input_leaves_the_table_unchanged(
     other = frame_of(spark, [{"id": 1, "v": 1.0}]).alias("src")
     with pytest.raises(Exception, match="nope"):  # an unknown column in the ON condition
         merge(spark, path, other, "t.id = src.nope", target_alias="t").whenMatchedDelete().execute()
-    with pytest.raises(Exception, match="(?i)cast|invalid|abc"):  # a value that is no double
+    with pytest.raises(Exception, match=r"(?i)cast|invalid|abc"):  # a value that is no double
         merge(spark, path, src, "t.id = s.id", target_alias="t").whenMatchedUpdate(set={"v": "'abc'"}).execute()
 
     def failing(self: Transaction, **kwargs: Any) -> Any:
