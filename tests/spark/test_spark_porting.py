@@ -184,3 +184,33 @@ def test_errors_are_pyspark_exceptions_for_ported_except_clauses(spark: Any, tmp
     with pytest.raises(AnalysisException):
         DeltaTable.forPath(spark, p).delete("no_such_column = 1")
     assert version(p) == 0
+
+
+def test_generate_symlink_manifest_and_column_builder(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql.types import LongType
+
+    from deltalog.errors import UnsupportedFeatureError
+
+    p = str(tmp_path / "t")
+    frame(spark, 0, 30).write.format("delta").partitionBy("k").save(p)
+    dt = DeltaTable.forPath(spark, p)
+    dt.generate("symlink_format_manifest")
+    files = deltalog.Table(p).snapshot().add_files().select(["path", "partitionValues"]).to_pylist()
+    for k in ("0", "1", "2"):
+        listed = (tmp_path / "t" / "_symlink_format_manifest" / f"k={k}" / "manifest").read_text().splitlines()
+        want = {"file:" + os.path.join(p, f["path"]) for f in files if dict(f["partitionValues"])["k"] == k}
+        assert set(listed) == want and all(os.path.exists(x[len("file:"):]) for x in listed)
+    frame(spark, 100, 3, parts=1).write.format("delta").mode("overwrite").save(p)  # only k=0 is left
+    dt.generate("symlink_format_manifest")
+    assert sorted(d.name for d in (tmp_path / "t" / "_symlink_format_manifest").iterdir()) == ["k=0"]
+    with pytest.raises(InvalidArgumentError, match="symlink_format_manifest"):
+        dt.generate("manifest")
+    col = DeltaTable.columnBuilder(spark, "id").dataType("bigint").nullable(False).comment("key").build()
+    assert col.name == "id" and col.dataType == LongType() and not col.nullable and col.metadata == {"comment": "key"}
+    q = str(tmp_path / "built")
+    DeltaTable.create(spark).location(q).addColumns([col]).execute()
+    field = deltalog.Table(q).snapshot().schema.fields[0]
+    assert (field.name, field.nullable, field.metadata.get("comment")) == ("id", False, "key")
+    with pytest.raises(UnsupportedFeatureError, match="generated columns"):
+        DeltaTable.columnBuilder(spark, "y").generatedAlwaysAs("id + 1")
+    assert dt.detail().first()["location"] == "file:" + os.path.abspath(p)

@@ -62,7 +62,7 @@ def test_history_and_detail(spark: Any, table: str) -> None:
     assert dt.history(1).count() == 1
     d = dt.detail().collect()[0].asDict()
     snap = deltalog.Table(table).snapshot()
-    assert d["format"] == "delta" and d["id"] == snap.metadata.id and d["location"] == table
+    assert d["format"] == "delta" and d["id"] == snap.metadata.id and d["location"] == "file:" + os.path.abspath(table)
     assert d["partitionColumns"] == ["k"] and d["numFiles"] == snap.num_files()
     assert d["sizeInBytes"] == sum(snap.add_files().column("size").to_pylist())
     assert (d["minReaderVersion"], d["minWriterVersion"]) == (1, 2)

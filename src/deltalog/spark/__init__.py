@@ -25,17 +25,18 @@ from deltalog.spark.idempotent import idempotent_batch
 from deltalog.spark.read import read as _read
 from deltalog.spark.session import configure, configure_spark_with_delta_pip, local_session, register, unregister
 from deltalog.spark.table import DeltaTable
-from deltalog.spark.tables import DeltaMergeBuilder, DeltaOptimizeBuilder
+from deltalog.spark.tables import DeltaColumnBuilder, DeltaMergeBuilder, DeltaOptimizeBuilder
 from deltalog.spark.write import write as _write
 
 # The Spark API raises deltalog's errors as PySpark exceptions too (AnalysisException, ...), so that
 # ported ``except`` clauses keep working: see deltalog.spark._errors.
-for _cls in (DeltaTable, DeltaTableBuilder, DeltaMergeBuilder, DeltaOptimizeBuilder):
+for _cls in (DeltaTable, DeltaTableBuilder, DeltaColumnBuilder, DeltaMergeBuilder, DeltaOptimizeBuilder):
     spark_errors_class(_cls)
 read = spark_errors(_read)
 write = spark_errors(_write)
 
 __all__ = [
+    "DeltaColumnBuilder",
     "DeltaMergeBuilder",
     "DeltaOptimizeBuilder",
     "DeltaTable",

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from deltalog.spark.table import DeltaTable
     from deltalog.table import Table
 
-__all__ = ["DeltaTableBuilder", "add_feature_support", "upgrade_table_protocol"]
+__all__ = ["DeltaColumnBuilder", "DeltaTableBuilder", "add_feature_support", "upgrade_table_protocol"]
 
 _MODES = ("create", "createIfNotExists", "replace", "createOrReplace")
 _VERSION_KEYS = ("delta.minReaderVersion", "delta.minWriterVersion")
@@ -97,6 +97,93 @@ def _check_type(dtype: Any, column: str) -> None:
     elif isinstance(dtype, MapType):
         _check_type(dtype.keyType, column)
         _check_type(dtype.valueType, column)
+
+
+class DeltaColumnBuilder:
+    """delta-spark's column builder (``DeltaTable.columnBuilder(spark, "price")``): ``dataType``,
+    ``nullable``, ``comment`` and ``build()`` give a ``StructField`` for
+    :meth:`DeltaTableBuilder.addColumns`. Generated columns (``generatedAlwaysAs``) are refused, as in
+    :meth:`DeltaTableBuilder.addColumn`: deltalog cannot write them.
+
+    Example:
+        >>> col = DeltaTable.columnBuilder(spark, "price").dataType("decimal(10,2)").nullable(False).build()
+        ... # doctest: +SKIP
+        >>> DeltaTable.create(spark).location("/t").addColumns([col]).execute()         # doctest: +SKIP
+    """
+
+    def __init__(self, spark: Any, colName: str) -> None:
+        if not isinstance(colName, str):
+            raise _type_error("Column name must be str.", colName)
+        self._spark = spark
+        self._name = colName
+        self._type: Any = None
+        self._nullable = True
+        self._comment: str | None = None
+
+    def dataType(self, dataType: Any) -> DeltaColumnBuilder:
+        """The column's type: a DDL string or a ``pyspark.sql.types.DataType``.
+
+        Example:
+            >>> DeltaTable.columnBuilder(spark, "id").dataType("bigint")                    # doctest: +SKIP
+        """
+        from pyspark.sql.types import DataType
+
+        if not isinstance(dataType, (str, DataType)):
+            raise _type_error("Column data type must be str or DataType.", dataType)
+        self._type = _parse_type(self._spark, dataType) if isinstance(dataType, str) else dataType
+        _check_type(self._type, self._name)
+        return self
+
+    def nullable(self, nullable: bool) -> DeltaColumnBuilder:
+        """Whether the column may hold nulls (default true).
+
+        Example:
+            >>> DeltaTable.columnBuilder(spark, "id").dataType("long").nullable(False)     # doctest: +SKIP
+        """
+        if not isinstance(nullable, bool):
+            raise _type_error("Column nullable must be bool.", nullable)
+        self._nullable = nullable
+        return self
+
+    def comment(self, comment: str) -> DeltaColumnBuilder:
+        """The column's comment.
+
+        Example:
+            >>> DeltaTable.columnBuilder(spark, "id").dataType("long").comment("key")      # doctest: +SKIP
+        """
+        if not isinstance(comment, str):
+            raise _type_error("Column comment must be str.", comment)
+        self._comment = comment
+        return self
+
+    def generatedAlwaysAs(self, expression: str) -> DeltaColumnBuilder:
+        """Refused: generated columns are not supported (deltalog cannot write tables that use them).
+
+        Example:
+            >>> DeltaTable.columnBuilder(spark, "y").generatedAlwaysAs("year(ts)")         # doctest: +SKIP
+            Traceback (most recent call last):
+            ...
+            deltalog.errors.UnsupportedFeatureError: ...
+        """
+        raise UnsupportedFeatureError(
+            f"column {self._name!r}: generated columns are not supported (deltalog cannot write tables that use "
+            "them)",
+            feature="generatedColumns",
+        )
+
+    def build(self) -> Any:
+        """The ``pyspark.sql.types.StructField``.
+
+        Example:
+            >>> DeltaTable.columnBuilder(spark, "id").dataType("long").build().name        # doctest: +SKIP
+            'id'
+        """
+        from pyspark.sql.types import StructField
+
+        if self._type is None:
+            raise InvalidArgumentError(f"column {self._name!r}: dataType is required before build()")
+        metadata = {"comment": self._comment} if self._comment is not None else {}
+        return StructField(self._name, self._type, self._nullable, metadata)
 
 
 class DeltaTableBuilder:

@@ -33,7 +33,7 @@ from deltalog.spark._common import load_snapshot, open_table
 from deltalog.spark.read import read_snapshot
 
 if TYPE_CHECKING:
-    from deltalog.spark.builder import DeltaTableBuilder
+    from deltalog.spark.builder import DeltaColumnBuilder, DeltaTableBuilder
     from deltalog.spark.dml import MergeBuilder
     from deltalog.spark.optimize import DeltaOptimizeBuilder
 
@@ -241,6 +241,17 @@ class DeltaTable:
     # ----------------------------------------------------------------------------- create / replace
 
     @classmethod
+    def columnBuilder(cls, sparkSession: Any, colName: str) -> DeltaColumnBuilder:
+        """A builder of one column (a ``StructField``) for :meth:`create` and friends, as delta-spark's.
+
+        Example:
+            >>> f = DeltaTable.columnBuilder(spark, "id").dataType("long").nullable(False).build()  # doctest: +SKIP
+        """
+        from deltalog.spark.builder import DeltaColumnBuilder
+
+        return DeltaColumnBuilder(sparkSession, colName)
+
+    @classmethod
     def create(cls, sparkSession: Any = None) -> DeltaTableBuilder:
         """A builder that creates a table and fails if it exists (SQL ``CREATE TABLE``); see
         :class:`~deltalog.spark.builder.DeltaTableBuilder`.
@@ -340,6 +351,24 @@ class DeltaTable:
                               for i in range(struct.num_fields)}
         return _to_spark(self._spark, pa.Table.from_pylist(rows, schema=_HISTORY_SCHEMA))
 
+    def generate(self, mode: str) -> None:
+        """Generate manifest files: ``mode`` ``"symlink_format_manifest"`` (the only mode, as in
+        delta-spark) writes ``_symlink_format_manifest/`` for Presto / Athena / Hive; see
+        :mod:`deltalog.commands.manifest`.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events").generate("symlink_format_manifest")  # doctest: +SKIP
+        """
+        from deltalog.commands.manifest import generate_symlink_manifest
+
+        if not isinstance(mode, str) or mode.strip().lower() != "symlink_format_manifest":
+            raise InvalidArgumentError(
+                f"[DELTA_MODE_NOT_SUPPORTED] generate mode {mode!r} is not supported; the supported mode is "
+                "'symlink_format_manifest'",
+                table=self._table.location,
+            )
+        generate_symlink_manifest(self._table)
+
     def detail(self) -> DataFrame:
         """One row describing the table: format, id, location, createdAt, lastModified,
         partitionColumns, numFiles, sizeInBytes, properties, protocol versions and tableFeatures.
@@ -366,7 +395,7 @@ class DeltaTable:
             "id": md.id,
             "name": md.name,
             "description": md.description,
-            "location": self._table.location,
+            "location": _location_uri(self._table.location),
             "createdAt": _millis(md.createdTime),
             "lastModified": _millis(last[0].get("timestamp")) if last else None,
             "partitionColumns": list(md.partitionColumns),
@@ -589,3 +618,8 @@ class DeltaTable:
             "restored_files_size": result.restored_files_size,
         }
         return _to_spark(self._spark, pa.Table.from_pylist([row], schema=_RESTORE_SCHEMA))
+
+
+def _location_uri(location: str) -> str:
+    """delta-spark's ``detail().location``: the table's qualified path (``file:/...`` for local tables)."""
+    return location if "://" in location or location.startswith("file:") else "file:" + os.path.abspath(location)
