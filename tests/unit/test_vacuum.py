@@ -229,12 +229,18 @@ def test_deletion_vector_files_under_a_prefixed_name_are_kept(tmp_path: Path) ->
 # ------------------------------------------------------------------------------------- never touched
 
 
-def test_log_hidden_and_change_data_files_are_never_touched(tmp_path: Path) -> None:
+def test_log_and_hidden_files_are_never_touched_but_old_change_data_is(tmp_path: Path) -> None:
     make_table(tmp_path)
+    for rel in ("_change_data/cdc-00000.snappy.parquet", "_change_data/p=1/cdc-00001.snappy.parquet"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(b"x")
+        set_mtime(tmp_path / rel, T0)
+    young = tmp_path / "_change_data" / "cdc-00002.snappy.parquet"
+    young.write_bytes(b"x")
+    set_mtime(young, T1 + 365 * DAY)  # not older than the (zero) retention: kept
     never = [
         "_delta_log/garbage.parquet",
         "_delta_log/_sidecars/orphan.parquet",
-        "_change_data/cdc-00000.snappy.parquet",
         ".hidden/part-0.parquet",
         "_tmp/part-0.parquet",
         ".part-0.parquet.crc",
@@ -256,6 +262,9 @@ def test_log_hidden_and_change_data_files_are_never_touched(tmp_path: Path) -> N
     for rel in never:
         assert (tmp_path / rel).exists(), rel
         assert rel not in res.files_deleted
+    assert sorted(p for p in res.files_deleted if p.startswith("_change_data")) == [
+        "_change_data/cdc-00000.snappy.parquet", "_change_data/p=1/cdc-00001.snappy.parquet"]
+    assert young.exists()
     assert (tmp_path / "p=1").is_dir()  # not empty: its hidden files stay
 
 

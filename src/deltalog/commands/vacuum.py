@@ -3,10 +3,11 @@
 A file is deleted only when all of these hold:
 
 * it lies under the table root and no segment of its path starts with ``_`` or ``.`` -- so
-  ``_delta_log``, ``_change_data`` and any other hidden directory or file is never touched (Spark also
-  vacuums ``_change_data``; deltalog leaves change data files alone). The one exception, as in the
-  reference implementation, is a partition directory of a partition column whose name starts with
-  ``_`` (``_p=1``);
+  ``_delta_log`` and any other hidden directory or file is never touched. The exceptions, as in the
+  reference implementation, are a partition directory of a partition column whose name starts with
+  ``_`` (``_p=1``) and ``_change_data``: change data files are never live, so (as in delta-spark) they
+  are deleted once older than the retention -- reading the change feed of versions older than the
+  retention then fails naming the missing file, as it does in Delta;
 * the latest snapshot does not reference it: neither as a live data file nor as the deletion-vector
   file of one;
 * it is not a tombstone (``remove``) whose ``deletionTimestamp`` is at or after the cutoff
@@ -58,6 +59,9 @@ if TYPE_CHECKING:
 __all__ = ["VacuumResult", "protected_paths", "store_relative_path", "vacuum"]
 
 log = logging.getLogger(__name__)
+
+#: The directory of change data files (``cdc`` actions); vacuumed, unlike other hidden directories.
+CHANGE_DATA_DIR = "_change_data"
 
 _HOUR_MS = 3_600_000
 _DV_NAME = re.compile(r"deletion_vector_[0-9a-fA-F-]{36}\.bin$")
@@ -198,6 +202,8 @@ def _is_hidden_name(name: str, *, is_dir: bool, partition_prefixes: tuple[str, .
     partition column whose name starts that way."""
     if name[:1] not in ("_", "."):
         return False
+    if is_dir and name == CHANGE_DATA_DIR:
+        return False  # change data files are vacuumed once older than the retention, as in Delta
     return not (is_dir and partition_prefixes and name.startswith(partition_prefixes))
 
 
