@@ -1,4 +1,4 @@
-# Two entry points for a fresh machine (Python >= 3.10, pip reaching PyPI):
+# Two entry points for a fresh machine (Python >= 3.11, pip reaching PyPI):
 #   make demo   create .venv, install deltalog + pyspark, run the Spark demo pipeline, then the kernel (Arrow) demo
 #   make test   create .venv, install deltalog + test tools + pyspark, run ruff, mypy, pytest (kernel, then Spark)
 PYTHON ?= python3

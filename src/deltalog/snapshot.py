@@ -90,11 +90,13 @@ class Snapshot:
                 table=self.table, version=self.version,
             )
         try:
-            return parse_schema(self.metadata.schemaString)
+            schema = parse_schema(self.metadata.schemaString)
         except SchemaError as exc:
             raise SchemaError(
                 f"metaData.schemaString is invalid: {exc.message}", table=self.table, version=self.version
             ) from None
+        _check_partition_columns(schema, self.metadata.partitionColumns, table=self.table, version=self.version)
+        return schema
 
     @property
     def partition_columns(self) -> tuple[str, ...]:
@@ -180,3 +182,31 @@ class Snapshot:
         from deltalog.arrow.read import read_snapshot
 
         return read_snapshot(self, columns=columns, filter=filter)
+
+
+def _check_partition_columns(
+    schema: StructType, partition_columns: Sequence[str], *, table: str, version: int
+) -> None:
+    """``metaData.partitionColumns`` must name distinct top-level columns of primitive type."""
+    from deltalog.errors import InvalidTableError
+    from deltalog.protocol.schema import DecimalType, PrimitiveType, type_string
+
+    names = set(schema.field_names)
+    for column in partition_columns:
+        if column not in names:
+            raise InvalidTableError(
+                f"metaData.partitionColumns names column {column!r}, which is not in the table schema "
+                f"(columns: {schema.field_names})",
+                table=table, version=version,
+            )
+        dtype = schema.field(column).type
+        if not isinstance(dtype, (PrimitiveType, DecimalType)) or type_string(dtype) == "variant":
+            raise InvalidTableError(
+                f"partition column {column!r} has type {type_string(dtype)}, which cannot be a partition column",
+                table=table, version=version,
+            )
+    if len(set(partition_columns)) != len(partition_columns):
+        raise InvalidTableError(
+            f"metaData.partitionColumns lists a column more than once: {list(partition_columns)}",
+            table=table, version=version,
+        )

@@ -372,6 +372,33 @@ class Table:
 
         return unset_properties(self, keys, if_exists=if_exists, clock=clock)
 
+    def add_constraint(
+        self, name: str, expression: str, *, clock: Callable[[], int] | None = None
+    ) -> CommitResult:
+        """Add a CHECK constraint in one ``ADD CONSTRAINT`` commit after checking every existing row
+        (see :mod:`deltalog.commands.constraints`).
+
+        Example:
+            >>> Table("/data/events").add_constraint("valid_id", "id > 0").operation  # doctest: +SKIP
+            'ADD CONSTRAINT'
+        """
+        from deltalog.commands.constraints import add_constraint
+
+        return add_constraint(self, name, expression, clock=clock)
+
+    def drop_constraint(
+        self, name: str, *, if_exists: bool = False, clock: Callable[[], int] | None = None
+    ) -> CommitResult:
+        """Remove a CHECK constraint in one ``DROP CONSTRAINT`` commit.
+
+        Example:
+            >>> Table("/data/events").drop_constraint("valid_id", if_exists=True).operation  # doctest: +SKIP
+            'DROP CONSTRAINT'
+        """
+        from deltalog.commands.constraints import drop_constraint
+
+        return drop_constraint(self, name, if_exists=if_exists, clock=clock)
+
 
 def _is_checkpoint_file(file: str, segment: LogSegment) -> bool:
     return any(file == p.path for p in segment.checkpoint) or "/_sidecars/" in file

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
-from conftest import Run
 
 import deltalog
+from conftest import Run
 from deltalog.cli import EXIT_DELTA_ERROR, EXIT_OK, EXIT_PROBLEMS
 from deltalog.commands.check import check_table, repair_table
 

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import HOUR, T0, Run
 
 import deltalog
+from conftest import HOUR, T0, Run
 from deltalog.cli import EXIT_DELTA_ERROR, EXIT_OK, EXIT_USAGE
 
 CLI = Callable[..., Run]

@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import Run
 
 import deltalog
+from conftest import Run
 from deltalog.cli import EXIT_DELTA_ERROR, EXIT_OK
 from deltalog.commands.convert import PartitionLayoutError, convert_to_delta, infer_partition_type, partition_layout
 

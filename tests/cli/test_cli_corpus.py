@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Run
 
 import deltalog
+from conftest import Run
 from deltalog.cli import EXIT_DELTA_ERROR, EXIT_OK, EXIT_PROBLEMS
 
 CLI = Callable[..., Run]

@@ -214,8 +214,8 @@ def normalize(value: Any) -> Any:
         return format(value, "f")
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
-        delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+            value = value.replace(tzinfo=dt.UTC)
+        delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
     if isinstance(value, dt.date):
         return value.isoformat()

@@ -31,7 +31,7 @@ import pytest
 
 import deltalog
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 # Two non-null values per type (written in turns with null), chosen to survive delta-rs's partition
 # value formatting (see test_deltars_write_read.py for the values it mangles).

@@ -23,7 +23,7 @@ def _data(offset: int) -> pa.Table:
     def nulled(values: list[object]) -> list[object]:
         return [None, *values[1:]]
 
-    utc = dt.timezone.utc
+    utc = dt.UTC
     return pa.table(
         {
             "id": pa.array(ids, pa.int64()),

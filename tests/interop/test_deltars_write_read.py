@@ -19,7 +19,7 @@ import pytest
 import deltalog
 from deltalog.arrow.write import write_table
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 # Values delta-rs handles: it writes a double's partition directory with every digit (1e300 gives a file
 # name too long for the OS) and mangles negative decimal partition values ('-3.10' becomes '-3.-10').

@@ -55,7 +55,9 @@ def test_delete_matches_the_same_filter_done_by_hand(tmp_path: Path, dvs: bool) 
         dv_rows = [r for r in snap.add_files().to_pylist() if r["deletionVector"]]
         assert len(dv_rows) == 2 and result.num_deletion_vectors_added == 2
         assert all(json.loads(r["stats"])["tightBounds"] is False for r in dv_rows)
-        assert list((Path(table.location)).glob("deletion_vector_*.bin"))
+        # a contiguous range of rows is a small bitmap: stored inline in the log, no DV file
+        assert {r["deletionVector"]["storageType"] for r in dv_rows} == {"i"}
+        assert not list((Path(table.location)).glob("deletion_vector_*.bin"))
     else:
         assert result.num_copied_rows == 50 + 40 and result.num_added_files == 2
 
@@ -103,3 +105,14 @@ def test_bad_input(tmp_path: Path) -> None:
     with pytest.raises(deltalog.DeltaError, match="append-only"):
         delete(table, [("id", "=", 1)])
     assert table.snapshot().version == version
+
+
+def test_scattered_deletes_go_to_a_deletion_vector_file(tmp_path: Path) -> None:
+    table = _make(tmp_path, dvs=True)
+    scattered = list(range(0, 100, 2))  # 50 rows of one file, no runs: too big to inline
+    table.delete([("id", "in", scattered)])
+    dv_rows = [r for r in table.snapshot().add_files().to_pylist() if r["deletionVector"]]
+    assert [r["deletionVector"]["storageType"] for r in dv_rows] == ["u"]
+    assert len(list(Path(table.location).glob("deletion_vector_*.bin"))) == 1
+    ids = set(table.snapshot().to_arrow().column("id").to_pylist())
+    assert not ids & set(scattered) and len(ids) == 300 - 50

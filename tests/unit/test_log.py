@@ -260,7 +260,7 @@ def test_time_travel_by_version_and_timestamp(tmp_path: Path) -> None:
     new_table(store)
     write_commit(store, 1, add("a.parquet"))
     write_commit(store, 2, add("b.parquet"))
-    base = dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc).timestamp()
+    base = dt.datetime(2024, 5, 1, tzinfo=dt.UTC).timestamp()
     for v in range(3):
         os.utime(tmp_path / "_delta_log" / f"{v:020d}.json", (base + 60 * v, base + 60 * v))
     t = deltalog.Table(tmp_path)

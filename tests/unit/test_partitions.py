@@ -39,7 +39,7 @@ CONFORMANCE = Path(__file__).parents[3] / "shared" / "conformance"
 needs_corpus = pytest.mark.skipif(not CONFORMANCE.is_dir(), reason=f"conformance corpus not at {CONFORMANCE}")
 
 P = PrimitiveType
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 ALL_TYPES: list[DataType] = [
     P(n)

@@ -92,7 +92,7 @@ def test_restore_by_timestamp(tmp_path: Path) -> None:
     for v in range(3):
         ms = base + v * 60_000
         os.utime(tmp_path / "_delta_log" / f"{v:020d}.json", ns=(ms * 1_000_000, ms * 1_000_000))
-    when = dt.datetime.fromtimestamp((base + 30_000) / 1000, tz=dt.timezone.utc)
+    when = dt.datetime.fromtimestamp((base + 30_000) / 1000, tz=dt.UTC)
     res = restore(table, timestamp=when)
     assert res.restored_version == 0
     assert ids(table.snapshot().to_arrow()) == [1, 2]

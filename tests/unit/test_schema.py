@@ -40,7 +40,7 @@ CONFORMANCE = Path(__file__).parents[3] / "shared" / "conformance"
 needs_corpus = pytest.mark.skipif(not CONFORMANCE.is_dir(), reason=f"conformance corpus not at {CONFORMANCE}")
 
 P = PrimitiveType
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 PRIMITIVES_TO_ARROW = [
     ("string", pa.string()),

@@ -29,7 +29,7 @@ CONFORMANCE = Path(__file__).parents[3] / "shared" / "conformance"
 needs_corpus = pytest.mark.skipif(not CONFORMANCE.is_dir(), reason=f"conformance corpus not at {CONFORMANCE}")
 
 P = PrimitiveType
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 SPARK_STATS = (
     '{"numRecords":3,"minValues":{"id":0,"s":{"x":"a"},"d":"2000-01-01","t":"2000-01-01T00:00:00.000-08:00"},'

@@ -649,3 +649,23 @@ def test_protocol_upgrade_of_existing_table_keeps_legacy_features() -> None:
     } == set(p.writerFeatures or ())
     same = Protocol(1, 3)
     assert upgrade_protocol(same, _md(**{"delta.appendOnly": "true"})) is same
+
+
+def test_metadata_changes_are_not_downgraded_to_snapshot_isolation() -> None:
+    from dataclasses import replace
+
+    t = new_table()
+    # like delta-spark: a commit with a metaData action keeps the table's isolation level, and under
+    # WriteSerializable a metadata change that read the table conflicts with concurrent blind appends
+    loser = start_transaction(t, SetTableProperties(properties={"k": "v"}))
+    loser.read_whole_table()
+    loser.update_metadata(replace(t.snapshot().metadata, configuration={"k": "v"}))
+    commit_adds(t, add("x.parquet"))
+    with pytest.raises(ConcurrentAppendException, match="the whole table"):
+        loser.commit()
+    # a metadata change that read nothing still commits on top of appends
+    mine = start_transaction(t, SetTableProperties(properties={"k": "v"}))
+    mine.update_metadata(replace(t.snapshot().metadata, configuration={"k": "v"}))
+    commit_adds(t, add("y.parquet"))
+    assert mine.commit().version == 3
+    assert commit_info(t, 3)["isolationLevel"] == "WriteSerializable"

@@ -22,7 +22,7 @@ from deltalog.storage import InMemoryLogStore
 from deltalog.txn.constraints import ConstraintViolationError, UnsupportedExpressionError
 from deltalog.txn.writer_features import AppendOnlyError
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 PRIMITIVES: dict[str, tuple[pa.DataType, list[Any]]] = {
     "boolean": (pa.bool_(), [True, False, None]),
@@ -175,6 +175,23 @@ def test_unknown_mode(tmp_path: Path) -> None:
         r"'ignore'",
     ):
         write_table(tmp_path, pa.table({"id": [1]}), mode="upsert")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"mode": "upsert"}, "unknown write mode"),
+        ({"mode": "append", "schema_mode": "mergee"}, "unknown schema_mode"),
+        ({"mode": "append", "schema_mode": "overwrite"}, "needs mode"),
+        ({"mode": "append", "predicate": [("id", "=", 1)]}, "needs mode"),
+        ({"mode": "append", "txn": ("app", "x")}, "txn must be"),
+        ({"mode": "append", "properties": {"delta.feature.fooBar": "supported"}}, "unknown to deltalog"),
+    ],
+)
+def test_argument_and_feature_refusals_name_the_table(tmp_path: Path, kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(deltalog.DeltaError, match=match) as err:
+        write_table(tmp_path, pa.table({"id": [1]}), **kwargs)
+    assert err.value.table == str(tmp_path) and f"[table {tmp_path}" in str(err.value)
 
 
 def test_error_and_ignore_modes(tmp_path: Path) -> None:

@@ -6,7 +6,9 @@ layout (bucket count, then per bucket the high 32 bits and a standard 32-bit roa
 
 On disk a DV file starts with a format-version byte (1) and then holds any number of DVs, each framed as
 a big-endian int32 size, the serialized bytes, and a big-endian CRC-32 of those bytes; a descriptor's
-``offset`` points at the size field.
+``offset`` points at the size field. Inline (``'i'``) DVs put the serialized bytes themselves (no version
+byte, size or checksum) Z85-encoded in the log; :func:`store_deletion_vectors` inlines those of at most
+:data:`INLINE_DV_MAX_BYTES` and writes the others into one file.
 
 Example:
     >>> dv = inline_descriptor([0, 9])
@@ -42,6 +44,7 @@ from deltalog.protocol.deletion_vectors import (
 
 __all__ = [
     "DV_FILE_FORMAT_VERSION",
+    "INLINE_DV_MAX_BYTES",
     "MAGIC_PORTABLE",
     "MAX_ROW_INDEX",
     "ReadBytes",
@@ -51,6 +54,7 @@ __all__ = [
     "read_deletion_vector",
     "read_local_bytes",
     "serialize_bitmap",
+    "store_deletion_vectors",
     "write_deletion_vector_file",
     "write_deletion_vectors",
 ]
@@ -62,6 +66,21 @@ DV_FILE_FORMAT_VERSION = 1
 """Value of the first byte of every DV file."""
 MAX_ROW_INDEX = ((2**31 - 2) << 32) | 0xFFFFFFFF
 """Largest row index Delta's JVM implementation can represent (high word must stay a valid Java int)."""
+
+INLINE_DV_MAX_BYTES = 128
+"""Largest serialized bitmap (magic included, in bytes) that DML writers store inline in the log.
+
+A DV in a file costs one more object per command (written, listed by VACUUM, copied by deep CLONE) and
+one more read per file with a DV on every scan; an inline DV costs log space instead: its Z85 text
+(5 characters per 4 bytes, so at most 160 here) rides in the ``add`` action of the file and in every later
+``remove`` / checkpoint entry of it, where a file DV takes a 20-character UUID and an offset. At 128 bytes
+the inline text is about the ``stats`` string of a file with a handful of columns, so the log grows by a
+small bounded amount per touched file, while the DVs of point deletes and updates -- up to 48 scattered
+rows of one 64K-row range (32 + 2 bytes per row), a couple of dozen row ranges, or any number of
+contiguous rows -- need no file. The threshold is a constant, not a table property: readers accept both
+forms whatever the writer chose, so it never affects what a table means. (delta-spark itself always
+writes files; the protocol allows both.)
+"""
 
 ReadBytes = Callable[[str, int, int], bytes]
 """``read_bytes(path, offset, length)``: return up to ``length`` bytes of ``path`` starting at ``offset``."""
@@ -309,6 +328,13 @@ def inline_descriptor(row_indices: npt.ArrayLike | Iterable[int]) -> DeletionVec
         ('i', 36, 2)
     """
     data, cardinality = _serialize_counted(row_indices)
+    return _inline(data, cardinality)
+
+
+def _inline(data: bytes, cardinality: int) -> DeletionVectorDescriptor:
+    """The ``'i'`` descriptor of serialized bitmap bytes: the protocol's Z85 of exactly those bytes (zero
+    padded to a multiple of 4 as delta-spark's ``Base85Codec`` does; readers cut the padding off at
+    ``sizeInBytes``), no ``offset``, ``sizeInBytes`` = the unpadded length."""
     return DeletionVectorDescriptor(STORAGE_INLINE, z85_encode(data), len(data), cardinality)
 
 
@@ -350,11 +376,17 @@ def write_deletion_vector_file(
 
 
 def write_deletion_vectors(
-    table_root: str, row_index_sets: Sequence[npt.ArrayLike | Iterable[int]], *, prefix: str = ""
+    table_root: str,
+    row_index_sets: Sequence[npt.ArrayLike | Iterable[int]],
+    *,
+    prefix: str = "",
+    inline_max_bytes: int = 0,
 ) -> list[DeletionVectorDescriptor]:
-    """Write several DVs into one new ``deletion_vector_<uuid>.bin`` file; return their ``'u'`` descriptors.
+    """Serialize several DVs and store them with :func:`store_deletion_vectors`: by default (nothing
+    inlined) all in one new ``deletion_vector_<uuid>.bin`` file, as ``'u'`` descriptors.
 
-    ``prefix`` (letters and digits) puts the file in that subdirectory of the table root.
+    ``prefix`` (letters and digits) puts the file in that subdirectory of the table root; pass
+    ``inline_max_bytes=INLINE_DV_MAX_BYTES`` to keep small DVs inline in the log instead.
 
     Example:
         >>> import tempfile
@@ -362,19 +394,53 @@ def write_deletion_vectors(
         >>> [d] = write_deletion_vectors(root, [[1, 2]])
         >>> read_deletion_vector(d, root).tolist(), d.offset, d.cardinality
         ([1, 2], 1, 2)
+        >>> [d.storageType for d in write_deletion_vectors(root, [[1], range(0, 200, 2)],
+        ...                                                inline_max_bytes=INLINE_DV_MAX_BYTES)]
+        ['i', 'u']
+    """
+    serialized = [_serialize_counted(rows) for rows in row_index_sets]
+    return store_deletion_vectors(table_root, serialized, prefix=prefix, inline_max_bytes=inline_max_bytes)
+
+
+def store_deletion_vectors(
+    table_root: str,
+    bitmaps: Sequence[tuple[bytes, int]],
+    *,
+    inline_max_bytes: int = INLINE_DV_MAX_BYTES,
+    prefix: str = "",
+) -> list[DeletionVectorDescriptor]:
+    """Descriptors for serialized DVs, given as ``(serialize_bitmap(rows), number of rows)`` pairs, in order.
+
+    A bitmap of at most ``inline_max_bytes`` bytes becomes an inline ``'i'`` descriptor; the others are
+    written together into one new ``deletion_vector_<uuid>.bin`` (under ``prefix``, letters and digits)
+    and get ``'u'`` descriptors. No file is written when every DV is inline; ``inline_max_bytes=0``
+    inlines nothing (the smallest bitmap takes 12 bytes).
+
+    Example:
+        >>> import tempfile, os
+        >>> root = tempfile.mkdtemp()
+        >>> small, big = serialize_bitmap([3]), serialize_bitmap(range(0, 100, 2))
+        >>> len(small), len(big)
+        (34, 132)
+        >>> [d.storageType for d in store_deletion_vectors(root, [(small, 1), (big, 50)])]
+        ['i', 'u']
+        >>> [d.storageType for d in store_deletion_vectors(root, [(small, 1)])], len(os.listdir(root))
+        (['i'], 1)
     """
     if not _PREFIX_RE.fullmatch(prefix):
         raise DeletionVectorError(f"deletion vector prefix must be letters and digits, got {prefix!r}")
-    dv_uuid = uuid.uuid4()
-    encoded = prefix + z85_encode(dv_uuid.bytes)
-    probe = DeletionVectorDescriptor(STORAGE_RELATIVE, encoded, 0, 0, 1)
-    path = probe.absolute_path(table_root)
-    assert path is not None
-    serialized = [_serialize_counted(rows) for rows in row_index_sets]
-    if prefix:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-    placed = write_deletion_vector_file(path, [data for data, _ in serialized])
-    return [
-        DeletionVectorDescriptor(STORAGE_RELATIVE, encoded, size, count, offset)
-        for (_, count), (offset, size) in zip(serialized, placed, strict=True)
+    out: list[DeletionVectorDescriptor | None] = [
+        _inline(bytes(data), count) if len(data) <= inline_max_bytes else None for data, count in bitmaps
     ]
+    stored = [i for i, d in enumerate(out) if d is None]
+    if stored:
+        encoded = prefix + z85_encode(uuid.uuid4().bytes)
+        probe = DeletionVectorDescriptor(STORAGE_RELATIVE, encoded, 0, 0, 1)
+        path = probe.absolute_path(table_root)
+        assert path is not None
+        if prefix:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        placed = write_deletion_vector_file(path, [bitmaps[i][0] for i in stored])
+        for i, (offset, size) in zip(stored, placed, strict=True):
+            out[i] = DeletionVectorDescriptor(STORAGE_RELATIVE, encoded, size, bitmaps[i][1], offset)
+    return [d for d in out if d is not None]

@@ -129,7 +129,7 @@ def prune_files(snapshot: Snapshot, conditions: Sequence[Condition]) -> pa.Table
     keep = np.ones(files.num_rows, dtype=bool)
     part_conds = [c for c in conditions if c.column in part_cols]
     if part_conds:
-        from deltalog.protocol.partitions import partition_array
+        from deltalog.protocol.partitions import log_partition_array
 
         pv = files.column("partitionValues").combine_chunks()
         typed: dict[str, pa.Array] = {}
@@ -139,7 +139,10 @@ def prune_files(snapshot: Snapshot, conditions: Sequence[Condition]) -> pa.Table
             raw = pc.map_lookup(pv, pa.scalar(key, pa.string()), "first")
             if key != c.column and raw.null_count == len(raw):
                 raw = pc.map_lookup(pv, pa.scalar(c.column, pa.string()), "first")
-            typed[c.column] = partition_array(raw, field.type)
+            typed[c.column] = log_partition_array(
+                raw, field.type, column=c.column, table=snapshot.table, version=snapshot.version,
+                paths=files.column("path"),
+            )
         ptable = pa.table(typed)
         expr = row_mask(ptable, part_conds)
         sel = pc.fill_null(_evaluate(ptable, expr), False).to_numpy(zero_copy_only=False)

@@ -110,16 +110,19 @@ def _read_file(
         if field.name in partition_cols:
             sfield = schema.field(field.name)
             raw = pvals.get(physical_name(sfield, mode), pvals.get(field.name))
-            columns.append(_partition_column(raw, sfield.type, num_rows, snapshot))
+            columns.append(_partition_column(raw, sfield.type, num_rows, snapshot, field.name, add["path"]))
         else:
             columns.append(logical.column(field.name))
     return pa.Table.from_arrays(columns, schema=out_schema)
 
 
-def _partition_column(raw: str | None, dtype: Any, n: int, snapshot: Snapshot) -> pa.Array:
-    from deltalog.protocol.partitions import partition_array
+def _partition_column(raw: str | None, dtype: Any, n: int, snapshot: Snapshot, column: str, path: str) -> pa.Array:
+    from deltalog.protocol.partitions import log_partition_array
 
-    typed = partition_array(pa.array([raw], pa.string()), dtype)
+    typed = log_partition_array(
+        pa.array([raw], pa.string()), dtype, column=column, table=snapshot.table, version=snapshot.version,
+        paths=[path],
+    )
     value = typed[0]
     return pa.array([value.as_py()] * n, to_arrow_type(dtype)) if n else pa.array([], to_arrow_type(dtype))
 

@@ -12,6 +12,13 @@ conditions on partition columns, like Spark's ``replaceWhere`` -- only the match
 the predicate are refused); ``"error"`` (the table must not exist); ``"ignore"`` (do nothing if it
 exists).
 
+``properties`` follow the rules of ``SET TBLPROPERTIES`` (:func:`deltalog.commands.properties.plan_properties`):
+``delta.*`` keys are validated and stored under their canonical spelling, unknown ``delta.*`` keys are
+refused, ``delta.feature.*`` / ``delta.minReaderVersion`` / ``delta.minWriterVersion`` upgrade the
+protocol, other keys are free-form. CHECK constraints (``delta.constraints.<name>``) may be given when
+the write creates the table (its rows are checked like any others); an existing table gets new ones
+with :meth:`deltalog.Table.add_constraint`, which checks the rows already there.
+
 Example:
     >>> import pyarrow as pa
     >>> res = write_table("/tmp/doc-table", pa.table({"id": [1, 2]}), mode="overwrite")  # doctest: +SKIP
@@ -35,15 +42,16 @@ import pyarrow.compute as pc
 
 from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile
 from deltalog.arrow.write_schema import resolve_schema
+from deltalog.commands.properties import PropertyChange, plan_properties
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
-from deltalog.protocol.actions import Format, Metadata
+from deltalog.protocol.actions import Format, Metadata, Protocol
 from deltalog.protocol.schema import ArrayType, MapType, StructType, to_logical
 from deltalog.storage import LogStore
 from deltalog.table import Table
-from deltalog.txn.constraints import check_table_constraints
+from deltalog.txn.constraints import check_expressions, check_table_constraints
 from deltalog.txn.operations import Write
 from deltalog.txn.predicates import ReadPredicate, columns_of
-from deltalog.txn.transaction import CommitResult, Transaction
+from deltalog.txn.transaction import CommitResult, RetryPolicy, Transaction
 from deltalog.txn.writer_features import check_append_only, check_writable, upgrade_protocol
 
 __all__ = ["MODES", "TableExistsError", "WriteResult", "write_table"]
@@ -146,7 +154,7 @@ def _check_partition_columns(schema: StructType, partition_by: Sequence[str], ta
 def _new_metadata(
     schema: StructType,
     partition_by: Sequence[str],
-    properties: Mapping[str, str] | None,
+    configuration: Mapping[str, str],
     name: str | None,
     description: str | None,
     created: int,
@@ -156,7 +164,7 @@ def _new_metadata(
         format=Format(),
         schemaString=schema.to_json(),
         partitionColumns=tuple(partition_by),
-        configuration={str(k): str(v) for k, v in (properties or {}).items()},
+        configuration=dict(configuration),
         name=name,
         description=description,
         createdTime=created,
@@ -196,6 +204,49 @@ class _Plan:
     schema: StructType
     metadata_changed: bool
     predicate: ReadPredicate | None
+    #: A protocol to stage (explicit ``delta.feature.*`` / protocol versions among the properties);
+    #: ``None``: the transaction's automatic upgrade for the metadata suffices.
+    protocol: Protocol | None = None
+
+
+_CONSTRAINTS = "delta.constraints."
+
+
+def _property_change(properties: Mapping[str, str] | None, snapshot: Any, loc: str) -> PropertyChange | None:
+    """The ``properties`` validated and applied as ``SET TBLPROPERTIES`` does; a CHECK constraint is
+    accepted only when the table is created (or when the table already has it, unchanged)."""
+    if properties is None:
+        return None
+    old = dict(snapshot.metadata.configuration) if snapshot is not None else None
+    change = plan_properties(properties, configuration=old, table=loc, allow_constraints=True)
+    if old is not None:
+        have = {k.lower(): v for k, v in old.items() if k.lower().startswith(_CONSTRAINTS)}
+        for key, sql in change.properties.items():
+            if not key.startswith(_CONSTRAINTS) or have.get(key) == sql:
+                continue
+            name = key[len(_CONSTRAINTS) :]
+            why = (
+                f"the table's CHECK constraint {name} is ({have[key]}); change it with "
+                f"Table.drop_constraint({name!r}) and then Table.add_constraint({name!r}, {sql!r})"
+                if key in have
+                else f"add it with Table.add_constraint({name!r}, {sql!r}) (ADD CONSTRAINT)"
+            )
+            raise InvalidArgumentError(
+                f"table property {key} cannot be set by a write to an existing table: the rows already in it "
+                f"would not be checked against the constraint; {why}, which checks every existing row",
+                table=loc,
+            )
+    return change
+
+
+def _check_new_constraints(change: PropertyChange | None, schema: StructType, loc: str) -> None:
+    """Refuse CHECK constraints that cannot be evaluated on the table's columns, even without rows."""
+    if change is None:
+        return
+    new = {f"CHECK constraint {k[len(_CONSTRAINTS) :]}": v for k, v in change.properties.items()
+           if k.startswith(_CONSTRAINTS)}
+    if new:
+        check_expressions(schema.to_arrow_schema().empty_table(), new, table_name=loc)
 
 
 def _plan(
@@ -213,12 +264,16 @@ def _plan(
     clock: Callable[[], int],
 ) -> _Plan:
     loc = table.location
+    change = _property_change(properties, snapshot, loc)
     if snapshot is None:
         schema, _ = resolve_schema(StructType(), arrow_schema, "overwrite", table=loc)
         parts = list(partition_by or [])
         _check_partition_columns(schema, parts, loc)
-        md = _new_metadata(schema, parts, properties, name, description, clock())
-        return _Plan(None, md, schema, True, _read_predicate(predicate, md, loc))
+        _check_new_constraints(change, schema, loc)
+        conf = change.configuration if change is not None else {}
+        md = _new_metadata(schema, parts, conf, name, description, clock())
+        protocol = change.protocol(None, md, table=loc) if change is not None and change.changes_protocol else None
+        return _Plan(None, md, schema, True, _read_predicate(predicate, md, loc), protocol)
     old = snapshot.metadata
     table_schema: StructType = snapshot.schema
     schema, changed = resolve_schema(table_schema, arrow_schema, schema_mode, table=loc)
@@ -233,9 +288,8 @@ def _plan(
         parts = list(partition_by)
         changed = True
     _check_partition_columns(schema, parts, loc)
-    conf = dict(old.configuration)
-    if properties:
-        conf.update({str(k): str(v) for k, v in properties.items()})
+    _check_new_constraints(change, schema, loc)
+    conf = change.configuration if change is not None else dict(old.configuration)
     meta_changed = (
         changed
         or conf != dict(old.configuration)
@@ -254,7 +308,11 @@ def _plan(
             description=description if description is not None else old.description,
             createdTime=old.createdTime,
         )
-    return _Plan(snapshot, md, schema, meta_changed, _read_predicate(predicate, md, loc))
+    protocol = None
+    if change is not None and change.changes_protocol:
+        protocol = change.protocol(snapshot.protocol, md, table=loc)
+        protocol = protocol if protocol != snapshot.protocol else None
+    return _Plan(snapshot, md, schema, meta_changed, _read_predicate(predicate, md, loc), protocol)
 
 
 def _read_predicate(predicate: Sequence[Sequence[Any]] | None, md: Metadata, loc: str) -> ReadPredicate | None:
@@ -317,29 +375,47 @@ def write_table(
     user_metadata: str | None = None,
     store: LogStore | None = None,
     clock: Callable[[], int] = _now_ms,
+    retry: RetryPolicy | None = None,
 ) -> WriteResult:
     """Write ``data`` (pyarrow Table/RecordBatchReader/batches, pandas DataFrame) to the Delta table
-    at ``location``; see the module docstring for modes.
+    at ``location``; see the module docstring for modes and ``properties``.
 
     ``txn=(app_id, version)`` makes the write idempotent: when the table already holds that version
     (or a newer one) for ``app_id`` nothing is written and the result says ``skipped``.
 
+    ``retry`` bounds the commit loop (:class:`~deltalog.txn.commit.RetryPolicy`; default 20 attempts
+    with exponential backoff): each time another writer took the version first and no logical conflict
+    was found, the commit is retried at the next version. ``RetryPolicy(max_attempts=1)`` fails at
+    once with :class:`~deltalog.txn.commit.CommitFailedError` (or the conflict exception) instead;
+    the data files written are deleted either way.
+
     Example:
         >>> import pyarrow as pa
-        >>> write_table("/data/t", pa.table({"d": ["a"], "x": [1]}), mode="append",
-        ...             partition_by=["d"])                                  # doctest: +SKIP
-        WriteResult(version=0, ...)
+        >>> from deltalog.storage import InMemoryLogStore
+        >>> store = InMemoryLogStore("memory://write-doc")
+        >>> res = write_table("memory://write-doc", pa.table({"d": ["a"], "x": [1]}), mode="append",
+        ...                   partition_by=["d"], properties={"delta.appendOnly": "TRUE", "owner": "etl"},
+        ...                   retry=RetryPolicy(max_attempts=3), store=store)
+        >>> res.version, dict(Table("memory://write-doc", store=store).snapshot().properties)
+        (0, {'delta.appendOnly': 'true', 'owner': 'etl'})
     """
+    where = os.fspath(location)
     if mode not in MODES:
-        raise InvalidArgumentError(f"unknown write mode {mode!r}; valid modes are {list(MODES)}")
+        raise InvalidArgumentError(f"unknown write mode {mode!r}; valid modes are {list(MODES)}", table=where)
     if schema_mode not in _SCHEMA_MODES:
-        raise InvalidArgumentError(f"unknown schema_mode {schema_mode!r}; valid: {list(_SCHEMA_MODES)}")
+        raise InvalidArgumentError(
+            f"unknown schema_mode {schema_mode!r}; valid: {list(_SCHEMA_MODES)}", table=where
+        )
     if schema_mode == "overwrite" and mode != "overwrite":
-        raise InvalidArgumentError('schema_mode="overwrite" needs mode="overwrite"')
+        raise InvalidArgumentError('schema_mode="overwrite" needs mode="overwrite"', table=where)
     if predicate is not None and mode != "overwrite":
-        raise InvalidArgumentError('predicate= selects the files an overwrite replaces; it needs mode="overwrite"')
+        raise InvalidArgumentError(
+            'predicate= selects the files an overwrite replaces; it needs mode="overwrite"', table=where
+        )
     if txn is not None and (len(txn) != 2 or not isinstance(txn[0], str) or not isinstance(txn[1], int)):
-        raise InvalidArgumentError(f"txn must be (app_id, version), got {txn!r}")
+        raise InvalidArgumentError(f"txn must be (app_id, version), got {txn!r}", table=where)
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise InvalidArgumentError(f"retry must be a RetryPolicy, got {type(retry).__name__}", table=where)
     table = Table(location, store=store)
     try:
         snapshot = table.snapshot()
@@ -371,7 +447,9 @@ def write_table(
         partition_by=tuple(plan.metadata.partitionColumns),
         predicate=_predicate_sql(predicate) if predicate is not None else None,
     )
-    transaction = Transaction(table.store, snapshot, op, table=table.location, clock=clock, user_metadata=user_metadata)
+    transaction = Transaction(
+        table.store, snapshot, op, table=table.location, clock=clock, user_metadata=user_metadata, retry=retry
+    )
     if txn is not None:
         have = transaction.txn_version(txn[0])
         if have is not None and have >= txn[1]:
@@ -404,9 +482,13 @@ def write_table(
 
 
 def _preflight(txn: Transaction, plan: _Plan, mode: str, loc: str) -> None:
-    """Refuse early (before any data file is written) what the commit would refuse."""
+    """Stage the plan's protocol, and refuse early (before any data file is written) what the commit
+    would refuse."""
     base = plan.snapshot.protocol if plan.snapshot is not None else None
-    check_writable(upgrade_protocol(base, plan.metadata), plan.metadata, adds_data=True, table=loc)
+    if plan.protocol is not None:
+        txn.update_protocol(plan.protocol)
+        base = plan.protocol
+    check_writable(upgrade_protocol(base, plan.metadata, table=loc), plan.metadata, adds_data=True, table=loc)
     if mode == "overwrite" and plan.snapshot is not None and plan.snapshot.num_files():
         first = plan.snapshot.add_files().column("path")[0].as_py()
         check_append_only(plan.metadata, [(first, True)], table=loc)
@@ -429,9 +511,9 @@ def _write_batches(writer: DataFileWriter, batches: Iterator[pa.RecordBatch], pl
             outside = len(mask) - (pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
             if outside:
                 raise InvalidArgumentError(
-                    f"{outside} row(s) of the data do not match the overwrite predicate "
-                    f"{plan.predicate.describe()}; an overwrite with a predicate may only write rows it "
-                    "replaces -- filter the data or widen the predicate",
+                    f"[DELTA_REPLACE_WHERE_MISMATCH] {outside} row(s) of the data do not match the overwrite "
+                    f"predicate {plan.predicate.describe()}; an overwrite with a predicate may only write rows "
+                    "it replaces -- filter the data or widen the predicate",
                     table=loc,
                 )
         writer.write(logical)

@@ -40,7 +40,7 @@ __all__ = ["STRING_PREFIX", "stats_json", "stats_value"]
 #: Length to which string min/max statistics are cut.
 STRING_PREFIX = 32
 _TIE_BREAKER = "\U0010ffff"
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MINMAX_PRIMITIVES = frozenset(
     {"byte", "short", "integer", "long", "float", "double", "date", "timestamp", "timestamp_ntz", "string"}
 )
@@ -48,7 +48,7 @@ _MINMAX_PRIMITIVES = frozenset(
 
 def _micros(value: dt.datetime) -> int:
     if value.tzinfo is None:
-        value = value.replace(tzinfo=dt.timezone.utc)
+        value = value.replace(tzinfo=dt.UTC)
     delta = value - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 

@@ -69,7 +69,7 @@ def format_ms(ms: int | None, *, compact: bool = False) -> str:
     """
     if ms is None:
         return "-"
-    t = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+    t = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
     if compact:
         return t.strftime("%Y-%m-%d %H:%M:%S")
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"

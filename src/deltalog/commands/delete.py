@@ -203,9 +203,12 @@ def _matches(data: pa.Table, conditions: list[Condition], expression: pc.Express
 
 def _readd_with_dvs(snap: Snapshot, txn: Transaction, files: list[tuple[dict[str, Any], np.ndarray]]) -> int:
     """Re-add each file with a deletion vector holding all its deleted rows (old and new)."""
-    from deltalog.arrow.deletion_vectors import write_deletion_vectors
+    from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES, write_deletion_vectors
 
-    descriptors = write_deletion_vectors(snap.store.full_path(""), [rows for _, rows in files])
+    # small DVs inline in the log, as the Spark DML commands store them; the others in one new file
+    descriptors = write_deletion_vectors(
+        snap.store.full_path(""), [rows for _, rows in files], inline_max_bytes=INLINE_DV_MAX_BYTES
+    )
     for (row, _), dv in zip(files, descriptors, strict=True):
         txn.add_file(
             Add(

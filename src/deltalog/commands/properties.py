@@ -14,9 +14,11 @@ checked the way the reference implementation checks them:
   is stored in the configuration. Enabling a property that needs a feature (``delta.appendOnly``,
   ``delta.enableChangeDataFeed``, ``delta.enableDeletionVectors``, ...) upgrades the protocol too;
 * CHECK constraints (``delta.constraints.*``) and properties deltalog maintains itself (in-commit
-  timestamp enablement, column mapping ids) cannot be set or unset here.
+  timestamp enablement, column mapping ids) cannot be set or unset here (constraints are added with
+  :meth:`deltalog.Table.add_constraint`, which checks the existing rows).
 
-Any other key is free-form.
+Any other key is free-form. :func:`plan_properties` applies the same rules for
+:func:`deltalog.write_table`'s ``properties``.
 
 Example:
     >>> import deltalog
@@ -29,7 +31,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
@@ -43,7 +45,14 @@ from deltalog.txn.writer_features import is_true, upgrade_protocol
 if TYPE_CHECKING:
     from deltalog.table import Table
 
-__all__ = ["KNOWN_PROPERTIES", "set_properties", "unset_properties", "validate_properties"]
+__all__ = [
+    "KNOWN_PROPERTIES",
+    "PropertyChange",
+    "plan_properties",
+    "set_properties",
+    "unset_properties",
+    "validate_properties",
+]
 
 _BOOLEAN = "boolean"
 _INTERVAL = "interval"
@@ -99,6 +108,7 @@ _MANAGED_CANONICAL = {k.lower(): k for k in _MANAGED}
 _ICT = "delta.enableInCommitTimestamps"
 _ICT_INFO = ("delta.inCommitTimestampEnablementVersion", "delta.inCommitTimestampEnablementTimestamp")
 _VERSION_LIMITS = {"delta.minReaderVersion": 3, "delta.minWriterVersion": 7}
+_CONSTRAINTS = "delta.constraints."
 
 
 def _bad(key: str, value: str, why: str) -> InvalidArgumentError:
@@ -115,9 +125,10 @@ def _canonical_key(key: Any) -> str:
         return _CANONICAL[lower]
     if lower in _MANAGED_CANONICAL:
         return _MANAGED_CANONICAL[lower]
-    for prefix in ("delta.feature.", "delta.constraints."):
-        if lower.startswith(prefix):
-            return prefix + key[len(prefix) :]
+    if lower.startswith("delta.feature."):
+        return "delta.feature." + key[len("delta.feature.") :]
+    if lower.startswith(_CONSTRAINTS):  # constraint names are case-insensitive, stored in lower case
+        return _CONSTRAINTS + key[len(_CONSTRAINTS) :].lower()
     raise InvalidArgumentError(
         f"unknown table property {key!r}: keys starting with 'delta.' are reserved for Delta table "
         "configuration and this one is not a known property (check the spelling); use a key without "
@@ -184,18 +195,35 @@ def _validate_value(key: str, value: str) -> str:
     return value
 
 
-def validate_properties(properties: Mapping[str, Any]) -> dict[str, str]:
+def validate_properties(
+    properties: Mapping[str, Any], *, allow_constraints: bool = False, table: str | None = None
+) -> dict[str, str]:
     """Canonical keys and validated values for :func:`set_properties` (no table state is consulted).
+
+    ``delta.constraints.<name>`` keys are refused unless ``allow_constraints`` (a table being
+    created, whose rows the writer checks); their names are stored in lower case, as Delta does.
+    Errors name ``table`` when given.
 
     Example:
         >>> validate_properties({"delta.APPENDONLY": "TRUE", "owner": "etl"})
         {'delta.appendOnly': 'true', 'owner': 'etl'}
+        >>> validate_properties({"delta.constraints.Pos": "x > 0"}, allow_constraints=True)
+        {'delta.constraints.pos': 'x > 0'}
         >>> validate_properties({"delta.checkpointInterval": "0"})
         Traceback (most recent call last):
         ...
         deltalog.errors.InvalidArgumentError: table property delta.checkpointInterval='0' is invalid: \
 must be at least 1
     """
+    try:
+        return _validate(properties, allow_constraints)
+    except InvalidArgumentError as exc:
+        if table is None or exc.table is not None:
+            raise
+        raise InvalidArgumentError(exc.message, table=table) from None
+
+
+def _validate(properties: Mapping[str, Any], allow_constraints: bool) -> dict[str, str]:
     if not isinstance(properties, Mapping):
         raise InvalidArgumentError(f"properties must be a mapping of key to value, got {type(properties).__name__}")
     out: dict[str, str] = {}
@@ -204,11 +232,16 @@ must be at least 1
         value = _as_text(key, raw_value)
         if key in _MANAGED:
             raise InvalidArgumentError(f"table property {key} cannot be set: {_MANAGED[key]}")
-        if key.startswith("delta.constraints."):
-            raise InvalidArgumentError(
-                f"table property {key} cannot be set directly: CHECK constraints are added with the "
-                "ADD CONSTRAINT operation, which also checks the existing rows"
-            )
+        if key.startswith(_CONSTRAINTS):
+            if not allow_constraints:
+                raise InvalidArgumentError(
+                    f"table property {key} cannot be set directly: CHECK constraints are added with the "
+                    "ADD CONSTRAINT operation (Table.add_constraint), which also checks the existing rows"
+                )
+            if not key[len(_CONSTRAINTS) :].strip():
+                raise _bad(key, value, "names no constraint (use delta.constraints.<name>)")
+            if not value.strip():
+                raise _bad(key, value, "a CHECK constraint needs a non-empty SQL expression")
         if key.startswith("delta.feature."):
             if not key[len("delta.feature.") :]:
                 raise _bad(key, value, "names no feature")
@@ -221,13 +254,17 @@ must be at least 1
     return out
 
 
-def _check_against_table(props: Mapping[str, str], metadata: Metadata, table: str) -> None:
-    mode = metadata.configuration.get("delta.columnMapping.mode", "none").lower()
+def _check_against_table(props: Mapping[str, str], configuration: Mapping[str, str] | None, table: str) -> None:
+    """``configuration`` is the table's (``None``: the table is being created)."""
+    mode = (configuration or {}).get("delta.columnMapping.mode", "none").lower()
     new_mode = props.get("delta.columnMapping.mode")
     if new_mode is not None and new_mode != mode:
+        doing = f"changing delta.columnMapping.mode from {mode!r} to" if configuration is not None else (
+            "creating a table with delta.columnMapping.mode"
+        )
         raise UnsupportedFeatureError(
-            f"changing delta.columnMapping.mode from {mode!r} to {new_mode!r} is not supported: it needs "
-            "the schema's column ids and physical names to be assigned, which deltalog does not do",
+            f"{doing} {new_mode!r} is not supported: it needs the schema's column ids and physical names "
+            "to be assigned, which deltalog does not do",
             feature="columnMapping",
             table=table,
         )
@@ -272,6 +309,101 @@ def _raise_versions(protocol: Protocol, reader: int | None, writer: int | None, 
     )
 
 
+@dataclass(frozen=True)
+class PropertyChange:
+    """Validated properties applied to a table configuration (see :func:`plan_properties`).
+
+    ``properties`` are the canonical key/values asked for, ``configuration`` the table's configuration
+    with them applied, ``features`` the table features and ``versions`` the protocol versions
+    (``delta.feature.*``, ``delta.minReaderVersion`` / ``delta.minWriterVersion``) they ask for --
+    which live in the protocol, not in the configuration.
+
+    Example:
+        >>> change = plan_properties({"delta.feature.domainMetadata": "supported", "k": "v"},
+        ...                          configuration={}, table="t")
+        >>> change.configuration, change.features
+        ({'k': 'v'}, ('domainMetadata',))
+    """
+
+    properties: dict[str, str]
+    configuration: dict[str, str]
+    features: tuple[str, ...] = ()
+    versions: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def changes_protocol(self) -> bool:
+        """True when explicit features or protocol versions were asked for.
+
+        Example:
+            >>> plan_properties({"delta.minWriterVersion": "4"}, configuration={}, table="t").changes_protocol
+            True
+        """
+        return bool(self.features or self.versions)
+
+    def protocol(self, current: Protocol | None, metadata: Metadata, *, table: str) -> Protocol:
+        """The protocol for ``metadata`` (whose configuration is :attr:`configuration`): ``current``
+        (``None`` for a new table) upgraded for the features the metadata uses and those asked for,
+        with the versions asked for; lowering a version is refused.
+
+        Example:
+            >>> from deltalog.protocol.actions import Format
+            >>> change = plan_properties({"delta.appendOnly": "true"}, configuration={}, table="t")
+            >>> md = Metadata(id="t", format=Format(), schemaString=None, configuration=change.configuration)
+            >>> change.protocol(None, md, table="t")
+            Protocol(minReaderVersion=1, minWriterVersion=2, readerFeatures=None, writerFeatures=None, extra={})
+        """
+        try:
+            protocol = upgrade_protocol(current, metadata, extra_features=self.features)
+        except UnsupportedFeatureError as exc:
+            raise UnsupportedFeatureError(exc.message, feature=exc.feature, table=table) from None
+        return _raise_versions(
+            protocol, self.versions.get("delta.minReaderVersion"), self.versions.get("delta.minWriterVersion"), table
+        )
+
+
+def plan_properties(
+    properties: Mapping[str, Any],
+    *,
+    configuration: Mapping[str, str] | None,
+    table: str,
+    allow_constraints: bool = False,
+) -> PropertyChange:
+    """Validate ``properties`` (:func:`validate_properties`) and apply them to ``configuration`` (the
+    table's; ``None`` for a table being created), with the rules of :func:`set_properties`: known keys
+    canonical (replacing case variants), features and protocol versions split off, disabling in-commit
+    timestamps drops their enablement record, column mapping mode and v2 checkpoints refused. Errors
+    name ``table``.
+
+    Example:
+        >>> plan_properties({"delta.APPENDONLY": "TRUE"}, configuration={"delta.appendonly": "false"},
+        ...                 table="t").configuration
+        {'delta.appendOnly': 'true'}
+        >>> plan_properties({"delta.randomUnknown": "1"}, configuration=None, table="/data/t")
+        Traceback (most recent call last):
+        ...
+        deltalog.errors.InvalidArgumentError: unknown table property 'delta.randomUnknown': keys starting \
+with 'delta.' are reserved for Delta table configuration and this one is not a known property (check the \
+spelling); use a key without the 'delta.' prefix for your own settings [table /data/t]
+    """
+    props = validate_properties(properties, allow_constraints=allow_constraints, table=table)
+    _check_against_table(props, configuration, table)
+    conf = dict(configuration or {})
+    features: list[str] = []
+    versions: dict[str, int] = {}
+    for key, value in props.items():
+        if key.startswith("delta.feature."):
+            features.append(key[len("delta.feature.") :])
+        elif key in _VERSION_LIMITS:
+            versions[key] = int(value)
+        else:
+            _drop_case_variants(conf, key)
+            conf[key] = value
+    if _ICT in props and not is_true(conf, _ICT):
+        for k in _ICT_INFO:  # disabling in-commit timestamps: the enablement record no longer applies
+            conf.pop(k, None)
+    return PropertyChange(props, conf, tuple(features), versions)
+
+
 def _drop_case_variants(conf: dict[str, str], key: str) -> None:
     if key.lower().startswith("delta."):
         for existing in [k for k in conf if k.lower() == key.lower()]:
@@ -298,34 +430,14 @@ def set_properties(
         ...                {"delta.appendOnly": "true"}).operation   # doctest: +SKIP
         'SET TBLPROPERTIES'
     """
-    props = validate_properties(properties)
+    props = validate_properties(properties, table=table.location)
     if not props:
         raise InvalidArgumentError("set_properties needs at least one property", table=table.location)
     snapshot = table.snapshot()
     loc = table.location
-    _check_against_table(props, snapshot.metadata, loc)
-    conf = dict(snapshot.metadata.configuration)
-    features: list[str] = []
-    versions: dict[str, int] = {}
-    for key, value in props.items():
-        if key.startswith("delta.feature."):
-            features.append(key[len("delta.feature.") :])
-        elif key in _VERSION_LIMITS:
-            versions[key] = int(value)
-        else:
-            _drop_case_variants(conf, key)
-            conf[key] = value
-    if not is_true(conf, _ICT):
-        for k in _ICT_INFO:  # disabling in-commit timestamps: the enablement record no longer applies
-            conf.pop(k, None)
-    metadata = replace(snapshot.metadata, configuration=conf)
-    try:
-        protocol = upgrade_protocol(snapshot.protocol, metadata, extra_features=features)
-    except UnsupportedFeatureError as exc:
-        raise UnsupportedFeatureError(exc.message, feature=exc.feature, table=loc) from None
-    protocol = _raise_versions(
-        protocol, versions.get("delta.minReaderVersion"), versions.get("delta.minWriterVersion"), loc
-    )
+    change = plan_properties(props, configuration=snapshot.metadata.configuration, table=loc)
+    metadata = replace(snapshot.metadata, configuration=change.configuration)
+    protocol = change.protocol(snapshot.protocol, metadata, table=loc)
 
     from deltalog.txn.transaction import start_transaction
 

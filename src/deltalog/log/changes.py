@@ -275,7 +275,7 @@ def resolve_range(
 def _fmt(ms: int) -> str:
     import datetime as dt
 
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="milliseconds")
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
 
 
 # ------------------------------------------------------------------------------------------ commits

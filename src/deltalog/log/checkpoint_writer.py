@@ -429,7 +429,9 @@ def _leaf(value: Any, t: pa.DataType) -> Any:
         return None
 
 
-def partition_values_parsed(snapshot: Snapshot, partition_values: Arr | Chunked) -> Arr:
+def partition_values_parsed(
+    snapshot: Snapshot, partition_values: Arr | Chunked, paths: Arr | Chunked | None = None
+) -> Arr:
     """Typed partition values (struct keyed by physical partition column names) of a
     ``map<string,string>`` column of partition values.
 
@@ -437,7 +439,7 @@ def partition_values_parsed(snapshot: Snapshot, partition_values: Arr | Chunked)
         >>> partition_values_parsed(snap, snap.add_files()["partitionValues"]).type  # doctest: +SKIP
         StructType(struct<day: date32[day]>)
     """
-    from deltalog.protocol.partitions import partition_array
+    from deltalog.protocol.partitions import log_partition_array
     from deltalog.protocol.schema import physical_name, to_arrow_type
 
     pv = partition_values.combine_chunks() if isinstance(partition_values, pa.ChunkedArray) else partition_values
@@ -450,7 +452,9 @@ def partition_values_parsed(snapshot: Snapshot, partition_values: Arr | Chunked)
         raw = pc.map_lookup(pv, pa.scalar(key, pa.string()), "first")
         if key != name:
             raw = pc.coalesce(raw, pc.map_lookup(pv, pa.scalar(name, pa.string()), "first"))
-        typed = partition_array(raw, fld.type)
+        typed = log_partition_array(
+            raw, fld.type, column=name, table=snapshot.table, version=snapshot.version, paths=paths
+        )
         if isinstance(typed, pa.ChunkedArray):
             typed = typed.combine_chunks()
         arrays.append(typed.cast(to_arrow_type(fld.type)))
@@ -474,7 +478,9 @@ def _build_adds(snapshot: Snapshot) -> Chunked:
     if _flag(props, "delta.checkpoint.writeStatsAsStruct", False) and files.num_rows:
         try:
             if snapshot.partition_columns:
-                pv = partition_values_parsed(snapshot, files.column("partitionValues"))
+                pv = partition_values_parsed(
+                    snapshot, files.column("partitionValues"), files.column("path")
+                )
                 extra.append((_f("partitionValues_parsed", pv.type), pv))
             target = stats_parsed_type(snapshot)
             extra.append((_f("stats_parsed", target), parse_stats(files.column("stats"), target)))

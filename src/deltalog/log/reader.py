@@ -292,9 +292,20 @@ def _from_dicts(
 
 
 def read_checkpoint(
-    store: LogStore, parts: tuple[LogFile, ...], *, table: str, need_removes: bool = True
+    store: LogStore,
+    parts: tuple[LogFile, ...],
+    *,
+    table: str,
+    need_removes: bool = True,
+    need_files: bool = True,
 ) -> FileActions:
-    """Read every part of one checkpoint (classic, multi-part or V2 with sidecars, JSON or parquet)."""
+    """Read every part of one checkpoint (classic, multi-part or V2 with sidecars, JSON or parquet).
+
+    File actions are validated column by column: a required field (``path``, ``size``,
+    ``modificationTime``, ``dataChange``, ``partitionValues`` of an add; ``path``, ``dataChange`` of a
+    remove) that is null raises :class:`CorruptLogError` naming the checkpoint (or sidecar) file.
+    Without ``need_files`` only the other actions (protocol, metadata, txn, ...) are read.
+    """
     version = parts[0].version
     adds: list[pa.Table] = []
     removes: list[pa.Table] = []
@@ -306,12 +317,14 @@ def read_checkpoint(
             removes.append(fa.removes)
             others.extend(fa.others)
             continue
-        t = _read_parquet(store, part.path, table=table, version=version, need_removes=need_removes)
+        t = _read_parquet(
+            store, part.path, table=table, version=version, need_removes=need_removes, need_files=need_files
+        )
         a, r, o = _split_checkpoint_table(t, table=table, version=version, file=part.path)
         adds.append(a)
         removes.append(r)
         others.extend(o)
-    for sidecar in [o for o in others if isinstance(o, Sidecar)]:
+    for sidecar in [o for o in others if isinstance(o, Sidecar)] if need_files else ():
         path = _sidecar_path(sidecar.path)
         t = _read_parquet(store, path, table=table, version=version, need_removes=need_removes)
         a, r, _ = _split_checkpoint_table(t, table=table, version=version, file=path)
@@ -335,14 +348,15 @@ def _sidecar_path(p: str) -> str:
 
 
 def _read_parquet(
-    store: LogStore, path: str, *, table: str, version: int, need_removes: bool
+    store: LogStore, path: str, *, table: str, version: int, need_removes: bool, need_files: bool = True
 ) -> pa.Table:
     full = store.full_path(path)
     try:
         source: Any = full if "://" not in full else io.BytesIO(store.read(path))
         pf = pq.ParquetFile(source)
         names = set(pf.schema_arrow.names)
-        wanted = ["add", *(["remove"] if need_removes else []), *_NON_FILE_COLUMNS]
+        files = ["add", *(["remove"] if need_removes else [])] if need_files else []
+        wanted = [*files, *_NON_FILE_COLUMNS]
         return pf.read(columns=[c for c in wanted if c in names], use_threads=True)
     except FileNotFoundError:
         raise CorruptLogError(
@@ -359,12 +373,20 @@ def _split_checkpoint_table(
 ) -> tuple[pa.Table, pa.Table, list[Action]]:
     adds = _empty(ADD_SCHEMA)
     removes = _empty(REMOVE_SCHEMA)
-    if "add" in t.column_names:
-        col = drop_null_rows(t.column("add"))
-        adds = normalize_files(col, ADD_SCHEMA)
-        adds = _stats_from_parsed(col, adds)
-    if "remove" in t.column_names:
-        removes = normalize_files(drop_null_rows(t.column("remove")), REMOVE_SCHEMA)
+    where = _Where(table, version, file)
+    try:
+        if "add" in t.column_names:
+            col = drop_null_rows(t.column("add"))
+            adds = normalize_files(col, ADD_SCHEMA)
+            adds = _stats_from_parsed(col, adds)
+        if "remove" in t.column_names:
+            removes = normalize_files(drop_null_rows(t.column("remove")), REMOVE_SCHEMA)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError) as exc:
+        raise CorruptLogError(
+            f"checkpoint file action has a field of the wrong type: {exc}", table=table, version=version, file=file
+        ) from None
+    _check_required(adds, t, "add", _ADD_REQUIRED, where)
+    _check_required(removes, t, "remove", _REMOVE_REQUIRED, where)
     others: list[Action] = []
     for name in _NON_FILE_COLUMNS:
         if name not in t.column_names:
@@ -378,6 +400,39 @@ def _split_checkpoint_table(
             if action is not None and not isinstance(action, AddCDCFile):
                 others.append(action)
     return adds, removes, others
+
+
+_ADD_REQUIRED = ("path", "size", "modificationTime", "dataChange", "partitionValues")
+_REMOVE_REQUIRED = ("path", "dataChange")
+
+
+@dataclass(frozen=True)
+class _Where:
+    table: str
+    version: int
+    file: str
+
+
+def _check_required(files: pa.Table, raw: pa.Table, action: str, required: tuple[str, ...], where: _Where) -> None:
+    """Raise when a required field of a checkpoint's file actions is null (null counts only; the row
+    is looked up on the error path)."""
+    for name in required:
+        if not files.column(name).null_count:
+            continue
+        col = raw.column(action)
+        kind = col.type
+        present = any(kind.field(i).name == name for i in range(kind.num_fields))
+        row = None
+        if present:
+            flat = col.combine_chunks()
+            bad = pc.and_(flat.is_valid(), pc.is_null(flat.field(name)))
+            row = int(np.argmax(bad.to_numpy(zero_copy_only=False)))
+        detail = f"at row {row} of the file " if row is not None else "(the column is absent) "
+        raise CorruptLogError(
+            f"checkpoint {action} action {detail}has no value for required field '{name}' "
+            f"(column {action}.{name})",
+            table=where.table, version=where.version, file=where.file,
+        )
 
 
 _MAP_KEYS = frozenset({"configuration", "options", "tags", "partitionValues"})

@@ -19,13 +19,22 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from deltalog.errors import InvalidTableError, TableNotFoundError, VersionNotFoundError
-from deltalog.log.paths import LAST_CHECKPOINT, LOG_DIR, LogFile, parse_log_name, version_prefix
+from deltalog.log.paths import (
+    LAST_CHECKPOINT,
+    LOG_DIR,
+    LogFile,
+    commit_path,
+    multipart_checkpoint_name,
+    parse_log_name,
+    version_prefix,
+)
 from deltalog.storage import LogStore
 
 log = logging.getLogger(__name__)
@@ -140,6 +149,33 @@ def complete_checkpoints(files: Sequence[LogFile]) -> dict[int, tuple[LogFile, .
     return best
 
 
+def incomplete_checkpoints(files: Sequence[LogFile]) -> dict[int, list[str]]:
+    """Multi-part checkpoints with missing parts at versions that have no complete checkpoint: the
+    names of the missing part files by version (readers ignore such checkpoints; errors name them).
+
+    Example:
+        >>> from deltalog.log.paths import parse_log_name
+        >>> part = parse_log_name("00000000000000000002.checkpoint.0000000001.0000000002.parquet")
+        >>> incomplete_checkpoints([part] if part else [])
+        {2: ['00000000000000000002.checkpoint.0000000002.0000000002.parquet']}
+    """
+    groups: dict[tuple[int, int], set[int]] = defaultdict(set)
+    for f in files:
+        if f.kind == "checkpoint" and f.uuid is None and (f.num_parts or 1) > 1:
+            groups[(f.version, f.num_parts or 1)].add(f.part or 1)
+    if not groups:
+        return {}
+    complete = complete_checkpoints(files)
+    out: dict[int, list[str]] = {}
+    for (version, num_parts), present in sorted(groups.items()):
+        if version in complete:
+            continue
+        missing = [multipart_checkpoint_name(version, i, num_parts) for i in range(1, num_parts + 1)
+                   if i not in present]
+        out.setdefault(version, []).extend(missing)
+    return out
+
+
 def build_segment(
     store: LogStore,
     *,
@@ -170,11 +206,7 @@ def build_segment(
         checkpoints = _usable(complete_checkpoints(files), exclude_checkpoints)
     commits = [f for f in files if f.kind == "commit"]
     if not commits and not checkpoints:
-        if not any(True for _ in store.list_from(f"{LOG_DIR}/")):
-            raise TableNotFoundError("no Delta table: there is no _delta_log directory", table=table)
-        raise TableNotFoundError(
-            "no Delta table: _delta_log holds no commit or checkpoint files", table=table
-        )
+        _raise_no_table(store, table, files)
     latest = max([c.version for c in commits] + list(checkpoints))
     if version is None:
         version = latest
@@ -188,7 +220,10 @@ def build_segment(
     cp_version = max(eligible) if eligible else None
     first_needed = 0 if cp_version is None else cp_version + 1
     needed = [c for c in commits if first_needed <= c.version <= version]
-    _check_contiguous(table, needed, first_needed, version, cp_version, commits)
+    _check_contiguous(table, needed, first_needed, version, cp_version, commits, checkpoints, files)
+    for c in needed:
+        if c.size == 0:  # valid per the protocol (no actions), but usually a failed or truncated write
+            log.warning("commit %s of %s is empty (0 bytes): read as a commit with no actions", c.path, table)
     compacted = [f for f in files if f.kind == "compacted"]
     crc = next((f for f in files if f.kind == "crc" and f.version == version), None)
     return LogSegment(
@@ -209,6 +244,30 @@ def _usable(
     return {v: parts for v, parts in found.items() if tuple(p.name for p in parts) not in exclude}
 
 
+def _raise_no_table(store: LogStore, table: str, files: list[LogFile]) -> NoReturn:
+    """Neither a commit nor a complete checkpoint: say what the ``_delta_log`` directory holds."""
+    incomplete = incomplete_checkpoints(files)
+    if incomplete:
+        raise TableNotFoundError(
+            f"no Delta table: {LOG_DIR} has no commit files and no complete checkpoint"
+            f"{_incomplete_note(incomplete)}",
+            table=table, file=f"{LOG_DIR}/{incomplete[max(incomplete)][0]}",
+        )
+    held = [i.path.rsplit("/", 1)[-1] for i in store.list_from(f"{LOG_DIR}/")]
+    if held:
+        raise TableNotFoundError(
+            f"no Delta table: {LOG_DIR} has no commit or checkpoint files (it holds "
+            f"{', '.join(held[:3])}{', ...' if len(held) > 3 else ''})",
+            table=table, file=f"{LOG_DIR}/{held[0]}",
+        )
+    full = store.full_path(LOG_DIR)
+    if "://" not in full and os.path.isdir(full):
+        raise TableNotFoundError(
+            f"no Delta table: {LOG_DIR} has no commit files (it holds no files)", table=table, file=LOG_DIR
+        )
+    raise TableNotFoundError(f"no Delta table: there is no {LOG_DIR} directory", table=table)
+
+
 def _check_contiguous(
     table: str,
     needed: list[LogFile],
@@ -216,30 +275,71 @@ def _check_contiguous(
     version: int,
     cp_version: int | None,
     all_commits: list[LogFile],
+    checkpoints: dict[int, tuple[LogFile, ...]],
+    files: list[LogFile],
 ) -> None:
+    """Raise unless ``needed`` are exactly the commits ``first..version``.
+
+    A version whose older files were cleaned up (only a prefix of the log is gone) raises
+    :class:`VersionNotFoundError` naming the earliest version that can still be reconstructed; a log
+    that cannot reconstruct the version otherwise (a gap, no usable checkpoint) is an
+    :class:`InvalidTableError`. Incomplete multi-part checkpoints that could have served are named.
+    """
     have = [c.version for c in needed]
     if have == list(range(first, version + 1)):
         return
-    if cp_version is None and (not have or have[0] != 0):
-        earliest = all_commits[0].version if all_commits else None
-        if earliest is not None and earliest > version:
+    missing = sorted(set(range(first, version + 1)) - set(have))
+    lower = -1 if cp_version is None else cp_version
+    broken = {v: names for v, names in incomplete_checkpoints(files).items() if lower < v <= version}
+    note = _incomplete_note(broken)
+    part_file = f"{LOG_DIR}/{broken[max(broken)][0]}" if broken else None
+    first_found = all_commits[0].version if all_commits else None
+    found = "none" if first_found is None else str(first_found)
+    if cp_version is None and (not have or missing[-1] < have[0]):  # only a prefix of the log is gone
+        earliest = _earliest_reconstructable(all_commits, checkpoints)
+        if earliest is not None and version < earliest:
             raise VersionNotFoundError(
-                f"cannot reconstruct version {version}: the log starts at version {earliest} "
-                "and no checkpoint at or before it remains (older entries were cleaned up)",
-                table=table,
+                f"cannot reconstruct version {version}: the log files it needs were cleaned up (first commit "
+                f"found: {found}, no checkpoint at or before version {version}); the earliest version that "
+                f"can be reconstructed is {earliest}{note}",
+                table=table, version=version, file=part_file or commit_path(missing[0]),
             )
         raise InvalidTableError(
-            f"cannot reconstruct version {version}: no checkpoint and the log does not start at "
-            f"version 0 (first commit found: {have[0] if have else 'none'})",
-            table=table,
+            f"cannot reconstruct version {version}: no complete checkpoint at or before it and the log does "
+            f"not start at version 0 (first commit found: {found}){note}",
+            table=table, version=version, file=part_file or commit_path(missing[0]),
         )
-    missing = sorted(set(range(first, version + 1)) - set(have))
     raise InvalidTableError(
         f"log versions are not contiguous: commit file(s) for version(s) {missing[:10]} are missing "
-        f"between {first} and {version} (found {have[:5]}{'...' if len(have) > 5 else ''})",
+        f"between {first} and {version} (found {have[:5]}{'...' if len(have) > 5 else ''}){note}",
         table=table,
+        version=version,
         file=f"{LOG_DIR}/{version_prefix(missing[0])}.json",
     )
+
+
+def _earliest_reconstructable(commits: list[LogFile], checkpoints: dict[int, tuple[LogFile, ...]]) -> int | None:
+    """The oldest version a complete checkpoint or a log starting at version 0 can rebuild."""
+    starts = list(checkpoints)
+    if commits and commits[0].version == 0:
+        starts.append(0)
+    return min(starts) if starts else None
+
+
+def _incomplete_note(broken: dict[int, list[str]]) -> str:
+    """``; the multi-part checkpoint at version 3 is incomplete ...: part 2 of 3 is missing (...)``."""
+    out = []
+    for v, names in sorted(broken.items(), reverse=True)[:3]:
+        parsed = [p for p in map(parse_log_name, names) if p is not None]
+        parts = ", ".join(str(p.part) for p in parsed[:5]) + (", ..." if len(parsed) > 5 else "")
+        of = parsed[0].num_parts if parsed else "?"
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        out.append(
+            f"; the multi-part checkpoint at version {v} is incomplete and was ignored: "
+            f"part{'s' if len(names) > 1 else ''} {parts} of {of} {'are' if len(names) > 1 else 'is'} missing "
+            f"({shown})"
+        )
+    return "".join(out)
 
 
 def _with_compactions(

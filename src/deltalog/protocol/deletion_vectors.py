@@ -59,6 +59,11 @@ _POW85 = np.array([85**4, 85**3, 85**2, 85, 1], dtype=np.uint64)
 def z85_encode(data: bytes) -> str:
     """Encode ``data`` as Z85, first padding it with zero bytes to a multiple of 4 (as Delta does).
 
+    This is delta-spark's ``Base85Codec.encodeBytes``: an inline DV's ``sizeInBytes`` keeps the unpadded
+    length and readers drop the padding after decoding (:func:`z85_decode` and the slice in
+    :func:`deltalog.arrow.deletion_vectors.read_deletion_vector`). The Rust ``z85`` crate's ``'#'`` tail,
+    which :func:`z85_decode` accepts, is never written: delta-spark cannot read it.
+
     Example:
         >>> z85_encode(bytes([0x86, 0x4F, 0xD2, 0x6F, 0xB5, 0x59, 0xF7, 0x5B]))
         'HelloWorld'

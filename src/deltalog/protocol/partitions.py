@@ -25,12 +25,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import CorruptLogError, InvalidArgumentError
 from deltalog.protocol.schema import DataType, DecimalType, PrimitiveType, to_arrow_type, type_string
 
 __all__ = [
     "HIVE_DEFAULT_PARTITION",
     "escape_path_name",
+    "log_partition_array",
     "parse_partition_value",
     "partition_array",
     "partition_path",
@@ -87,7 +88,7 @@ def _parse_timestamp_text(text: str, *, utc: bool) -> dt.datetime:
             offset = -offset
     if not utc:
         return value
-    return (value - offset).replace(tzinfo=dt.timezone.utc)
+    return (value - offset).replace(tzinfo=dt.UTC)
 
 
 def _parse_date_text(text: str) -> dt.date:
@@ -244,6 +245,49 @@ def partition_array(raw: pa.Array[Any] | pa.ChunkedArray[Any], dtype: DataType) 
     return values.take(encoded.indices)
 
 
+def log_partition_array(
+    raw: pa.Array[Any] | pa.ChunkedArray[Any],
+    dtype: DataType,
+    *,
+    column: str,
+    table: str,
+    version: int | None = None,
+    paths: Sequence[str] | pa.Array[Any] | pa.ChunkedArray[Any] | None = None,
+) -> pa.Array[Any]:
+    """:func:`partition_array` for values read from the log: a value that is malformed for the column's
+    type is a :class:`CorruptLogError` naming the table, version, column and (``paths``: the data file
+    of each value) the file whose ``add`` carries it.
+
+    Example:
+        >>> from deltalog.protocol.schema import PrimitiveType
+        >>> log_partition_array(pa.array(["1", "x"]), PrimitiveType("integer"), column="k", table="t",
+        ...                     version=3, paths=["a.parquet", "b.parquet"])
+        Traceback (most recent call last):
+        ...
+        deltalog.errors.CorruptLogError: partition column 'k': invalid partition value 'x' for type integer \
+(not an integer) [table t, version 3, file b.parquet]
+    """
+    try:
+        return partition_array(raw, dtype)
+    except InvalidArgumentError as exc:
+        message, file = exc.message, None
+        strings = _string_array(raw)
+        encoded: Any = strings.dictionary_encode()
+        for code, value in enumerate(encoded.dictionary.to_pylist()):
+            try:
+                parse_partition_value(value, dtype)
+            except InvalidArgumentError as bad:
+                message = bad.message
+                if paths is not None:
+                    rows = pc.equal(encoded.indices, pa.scalar(code, encoded.indices.type))
+                    found: Any = paths[pc.index(rows, True).as_py()]
+                    file = found.as_py() if isinstance(found, pa.Scalar) else found
+                break
+        raise CorruptLogError(
+            f"partition column {column!r}: {message}", table=table, version=version, file=file
+        ) from None
+
+
 # ----------------------------------------------------------------------------------------- serialize
 
 
@@ -311,7 +355,7 @@ def serialize_partition_value(value: Any, dtype: DataType) -> str | None:
             if ts.tzinfo is not None:
                 if name == "timestamp_ntz":
                     raise ValueError("timestamp_ntz values must be naive")
-                ts = ts.astimezone(dt.timezone.utc).replace(tzinfo=None)
+                ts = ts.astimezone(dt.UTC).replace(tzinfo=None)
             return ts.strftime("%Y-%m-%d %H:%M:%S.%f")
         if name == "binary":
             if not isinstance(value, (bytes, bytearray, memoryview)):

@@ -75,7 +75,7 @@ def _dump(value: Any) -> str:
 def _iso_timestamp(value: dt.datetime) -> str:
     if value.tzinfo is None:
         return value.strftime("%Y-%m-%dT%H:%M:%S.%f")
-    return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,9 +17,11 @@ Rules (those of the reference implementation unless marked otherwise):
 
    * ``Serializable``: every data-changing add;
    * ``WriteSerializable`` (default, table property ``delta.isolationLevel``): adds of winners that
-     are **not** blind appends -- a concurrent plain ``INSERT`` never fails a DELETE/UPDATE/MERGE;
-   * ``SnapshotIsolation`` (used automatically when this transaction changes no data, e.g. OPTIMIZE):
-     no added file conflicts.
+     are **not** blind appends -- a concurrent plain ``INSERT`` never fails a DELETE/UPDATE/MERGE --
+     unless this transaction changes the metadata (e.g. ADD CONSTRAINT, which checked every row it
+     read): then blind appends count too;
+   * ``SnapshotIsolation`` (used automatically when this transaction changes no data and writes no
+     ``metaData`` / ``protocol`` action, e.g. OPTIMIZE): no added file conflicts.
 
    A transaction that is itself a blind append read nothing, so it never conflicts here, and a
    winner's ``dataChange=false`` adds (compaction) never do.
@@ -238,7 +240,8 @@ class CurrentTransaction:
     """What the losing transaction read and wrote, as the checks need it.
 
     ``isolation_level`` is the configured level; :attr:`effective_isolation` lowers it to
-    ``SnapshotIsolation`` when the transaction changes no data.
+    ``SnapshotIsolation`` when the transaction changes no data and no metadata (``metadata_changed``:
+    it writes a ``metaData`` or ``protocol`` action).
 
     Example:
         >>> CurrentTransaction(table="t", read_version=3, changes_data=False).effective_isolation
@@ -257,16 +260,20 @@ class CurrentTransaction:
     domains: frozenset[str] = frozenset()
     is_blind_append: bool = False
     changes_data: bool = True
+    metadata_changed: bool = False
 
     @property
     def effective_isolation(self) -> str:
-        """``SnapshotIsolation`` for transactions without data changes, else the configured level.
+        """``SnapshotIsolation`` for transactions without data or metadata changes, else the
+        configured level (delta-spark does not reorder a commit that changes the metadata).
 
         Example:
             >>> CurrentTransaction("t", 0, isolation_level="Serializable").effective_isolation
             'Serializable'
+            >>> CurrentTransaction("t", 0, changes_data=False, metadata_changed=True).effective_isolation
+            'WriteSerializable'
         """
-        return self.isolation_level if self.changes_data else SNAPSHOT_ISOLATION
+        return self.isolation_level if self.changes_data or self.metadata_changed else SNAPSHOT_ISOLATION
 
 
 Check = Callable[[CurrentTransaction, WinningCommit], None]
@@ -324,7 +331,7 @@ def _conflicting_adds(me: CurrentTransaction, winner: WinningCommit) -> list[Map
     level = me.effective_isolation
     if level == SNAPSHOT_ISOLATION or me.is_blind_append:
         return []
-    if level == WRITE_SERIALIZABLE and winner.is_blind_append:
+    if level == WRITE_SERIALIZABLE and winner.is_blind_append and not me.metadata_changed:
         return []
     return [a for a in winner.added if a.get("dataChange") is not False]
 

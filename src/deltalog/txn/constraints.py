@@ -46,6 +46,7 @@ __all__ = [
     "check_not_null",
     "check_table_constraints",
     "compile_expression",
+    "describe_row",
     "table_constraints",
 ]
 
@@ -114,7 +115,15 @@ def _fields_with_metadata(node: Any, prefix: tuple[str, ...]) -> list[tuple[tupl
     return out
 
 
-def _describe_row(table: pa.Table, index: int, columns: list[tuple[str, ...]]) -> str:
+def describe_row(table: pa.Table, index: int, columns: list[tuple[str, ...]]) -> str:
+    """Row ``index`` of ``table`` as ``col = value`` pairs of ``columns`` (paths; the first five
+    columns when empty), for error messages.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> describe_row(pa.table({"x": [1, 2], "s": ["a", "b"]}), 1, [("x",)])
+        'x = 2'
+    """
     names = {n.lower(): n for n in table.column_names}
     parts = []
     for path in columns or [(n,) for n in table.column_names[:5]]:
@@ -158,7 +167,7 @@ def check_expressions(data: pa.Table, constraints: Mapping[str, str], *, table_n
             first = pc.index(ok, False).as_py()
             raise ConstraintViolationError(
                 f"{label} ({sql}) is violated by {bad} of {data.num_rows} rows, e.g. the row with "
-                f"{_describe_row(data, first, expr.columns())}; nothing was written",
+                f"{describe_row(data, first, expr.columns())}; nothing was written",
                 table=table_name,
             )
 

@@ -500,20 +500,26 @@ class AddConstraint(Operation):
 
 @dataclass(frozen=True)
 class DropConstraint(Operation):
-    """``DROP CONSTRAINT``.
+    """``DROP CONSTRAINT``: ``expr`` is the dropped constraint's expression (``None`` when it did not
+    exist, e.g. with ``IF EXISTS``), recorded as delta-spark does.
 
     Example:
+        >>> DropConstraint(constraint="pos", expr="x > 0").parameters()
+        {'name': 'pos', 'expr': 'x > 0', 'existed': 'true'}
         >>> DropConstraint(constraint="pos").parameters()
-        {'name': 'pos'}
+        {'name': 'pos', 'existed': 'false'}
     """
 
     constraint: str = ""
+    expr: str | None = None
     NAME: ClassVar[str] = "DROP CONSTRAINT"
     CHANGES_DATA: ClassVar[bool] = False
 
     def parameters(self) -> dict[str, str | None]:
-        """The constraint name."""
-        return {"name": self.constraint}
+        """The constraint name, its expression and whether it existed."""
+        if self.expr is None:
+            return {"name": self.constraint, "existed": "false"}
+        return {"name": self.constraint, "expr": self.expr, "existed": "true"}
 
     def metric_names(self) -> tuple[str, ...]:
         """No metrics."""

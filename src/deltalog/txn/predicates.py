@@ -37,7 +37,7 @@ from deltalog.errors import InvalidArgumentError
 __all__ = ["Column", "ReadPredicate", "columns_of", "file_may_match", "typed_value"]
 
 _OPS = ("=", "!=", "<", "<=", ">", ">=", "in", "not in")
-_UTC = dt.timezone.utc
+_UTC = dt.UTC
 
 
 @dataclass(frozen=True)

@@ -273,7 +273,7 @@ def _typed_literal(kind: str, text: str) -> dt.date | dt.datetime:
         if kind == "DATE":
             return dt.date.fromisoformat(text.strip())
         value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-        return value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
+        return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
     except ValueError:
         raise UnsupportedExpressionError(f"{kind} literal {text!r} is not a valid {kind.lower()}") from None
 
@@ -301,7 +301,7 @@ def _literal(value: Any, like: Value | None) -> Value:
             if pa.types.is_timestamp(target):
                 parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
                 if target.tz is not None and parsed.tzinfo is None:
-                    parsed = parsed.replace(tzinfo=dt.timezone.utc)
+                    parsed = parsed.replace(tzinfo=dt.UTC)
                 return pa.scalar(parsed, pa.timestamp("us", tz=target.tz))
             if pa.types.is_date(target):
                 return pa.scalar(dt.date.fromisoformat(value.strip()), pa.date32())

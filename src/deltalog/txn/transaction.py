@@ -448,7 +448,7 @@ class Transaction:
             check_no_downgrade(self.snapshot.protocol, self._protocol[-1], table=self.table)
         domains = ["domainMetadata"] if any(isinstance(o, DomainMetadata) for o in self._others) else []
         base = self.protocol
-        needed = upgrade_protocol(base, metadata, extra_features=domains)
+        needed = upgrade_protocol(base, metadata, extra_features=domains, table=self.table)
         new_protocol: Protocol | None = needed if (base is None or needed != base) else None
         if self._protocol and new_protocol is None:
             new_protocol = self._protocol[-1]
@@ -485,6 +485,7 @@ class Transaction:
             domains=frozenset(o.domain for o in self._others if isinstance(o, DomainMetadata)),
             is_blind_append=self._is_blind_append(),
             changes_data=changes_data,
+            metadata_changed=bool(self._metadata or self._protocol),
         )
 
     def _is_blind_append(self) -> bool:

@@ -239,14 +239,22 @@ def _supported_by(protocol: Protocol) -> set[str]:
     return set(writer_features(protocol)) | set(reader_features(protocol))
 
 
-def upgrade_protocol(current: Protocol | None, metadata: Metadata, *, extra_features: Iterable[str] = ()) -> Protocol:
+def upgrade_protocol(
+    current: Protocol | None,
+    metadata: Metadata,
+    *,
+    extra_features: Iterable[str] = (),
+    table: str | None = None,
+    version: int | None = None,
+) -> Protocol:
     """The smallest protocol at or above ``current`` that supports every feature ``metadata`` uses.
 
     ``current`` ``None`` means a new table, which starts at (1, 2). Legacy versions are kept when they
     can express the features (``appendOnly`` → writer 2, ``checkConstraints`` → 3, ``changeDataFeed``
     → 4, ``columnMapping`` → reader 2 / writer 5); anything else moves to writer 7 (and reader 3 when a
     reader feature other than column mapping is needed), listing every feature the old legacy
-    versions implied. ``current`` itself is returned when nothing is missing.
+    versions implied. ``current`` itself is returned when nothing is missing. A feature deltalog does
+    not know raises :class:`UnsupportedFeatureError` naming it and ``table`` (and ``version``).
 
     Example:
         >>> from deltalog.protocol.actions import Format, Metadata
@@ -273,6 +281,8 @@ writerFeatures=('deletionVectors',), extra={})
         raise UnsupportedFeatureError(
             f"table feature(s) {sorted(unknown)} are unknown to deltalog; cannot add them to the protocol",
             feature=sorted(unknown)[0],
+            table=table,
+            version=version,
         )
     infos = [FEATURES[f] for f in missing]
     if base.minWriterVersion < 7 and all(i.legacy_writer is not None for i in infos):
