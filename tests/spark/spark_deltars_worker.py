@@ -15,3 +15,11 @@ def read_table(path: str) -> pa.Table:
 def version(path: str) -> int:
     """The latest version delta-rs sees."""
     return int(deltalake.DeltaTable(path).version())
+
+
+def read_with_query_engine(path: str) -> pa.Table:
+    """The table as delta-rs' query engine reads it: unlike ``to_pyarrow_table`` it applies deletion
+    vectors (inline and in files)."""
+    table = deltalake.DeltaTable(path)
+    result = deltalake.QueryBuilder().register("t", table).execute("select * from t")
+    return pa.Table.from_batches([pa.record_batch(batch) for batch in result])

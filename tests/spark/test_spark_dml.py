@@ -17,6 +17,7 @@ from sparkutil import arrow_rows, rows, version
 import deltalog
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError
 from deltalog.spark.dml import delete, merge, update
+from deltalog.spark.dml._jobs import Staged
 from deltalog.spark.dml._scan import pruning_conditions
 from deltalog.txn.conflicts import ConcurrentAppendException
 from deltalog.txn.transaction import Transaction
@@ -112,15 +113,34 @@ def test_delete_matches_the_same_filter_on_a_dataframe(
     assert deltalog.Table(path).snapshot(version=2).to_arrow().num_rows == before.num_rows == 120
 
 
-def test_second_delete_unions_with_the_existing_deletion_vector(spark: Any, tmp_path: Path) -> None:
+def store_dvs_in(storage: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DVs of these small files are inline (the default); ``"file"`` makes the next commands write files."""
+    if storage == "file":
+        monkeypatch.setattr("deltalog.spark.dml._jobs.INLINE_DV_MAX_BYTES", 0)
+
+
+def dv_bins(path: str) -> list[str]:
+    return sorted(n for n in os.listdir(path) if n.startswith("deletion_vector_") and n.endswith(".bin"))
+
+
+@pytest.mark.parametrize("storage", ["inline", "file"])
+def test_second_delete_unions_with_the_existing_deletion_vector(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage: str
+) -> None:
+    store_dvs_in(storage, monkeypatch)
+    kind = "i" if storage == "inline" else "u"
     path = make(tmp_path, partitioned=False, dvs=True)
     first = delete(spark, path, "id < 5")
     assert first.metric("numDeletionVectorsAdded") == 1 and first.metric("numDeletedRows") == 5
+    [dv] = dv_files(path)
+    assert dv["deletionVector"]["storageType"] == kind and len(dv_bins(path)) == (kind == "u")
+    check(spark, path, [r for r in data(0, 120).to_pylist() if r["id"] >= 5])
     second = delete(spark, path, "id < 8 OR id = 30")  # rows 0-4 are already gone
     assert second.metric("numDeletedRows") == 4
     assert second.metric("numDeletionVectorsUpdated") == 1 and second.metric("numDeletionVectorsAdded") == 0
     [dv] = dv_files(path)
     assert dv["deletionVector"]["cardinality"] == 9
+    assert dv["deletionVector"]["storageType"] == kind and len(dv_bins(path)) == 2 * (kind == "u")
     assert delete(spark, path, "id < 3").version is None  # only rows deleted already: nothing to commit
     check(spark, path, [r for r in data(0, 120).to_pylist() if not (r["id"] < 8 or r["id"] == 30)])
     # deleting every remaining row of a file removes it (its deletion vector goes with it)
@@ -263,22 +283,31 @@ def test_update_with_deletion_vectors_writes_only_the_updated_rows(spark: Any, t
 # ------------------------------------------------------------------------------------------- guards
 
 
-@pytest.mark.parametrize("dvs", [False, True], ids=["cow", "dv"])
+@pytest.mark.parametrize("storage", ["cow", "inline", "file"])
 def test_a_failed_commit_deletes_the_files_the_command_wrote(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dvs: bool
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage: str
 ) -> None:
-    path = make(tmp_path, partitioned=False, dvs=dvs)
+    store_dvs_in(storage, monkeypatch)
+    path = make(tmp_path, partitioned=False, dvs=storage != "cow")
     files_before, v0 = sorted(os.listdir(path)), version(path)
+    staged_dv_files: list[str] = []
+    cleanup = Staged.cleanup
 
     def failing(self: Transaction, **kwargs: Any) -> Any:
         raise DeltaError("simulated commit failure")
 
+    def recording_cleanup(self: Staged) -> None:
+        staged_dv_files.extend(self.dv_files)
+        cleanup(self)
+
     monkeypatch.setattr(Transaction, "commit", failing)
+    monkeypatch.setattr(Staged, "cleanup", recording_cleanup)
     with pytest.raises(DeltaError, match="simulated"):
-        update(spark, path, "id % 2 = 0", {"v": "-1"})  # COW: rewritten files; DVs: new rows + DV files
+        update(spark, path, "id % 2 = 0", {"v": "-1"})  # COW: rewritten files; DVs: new rows + DVs
     with pytest.raises(DeltaError, match="simulated"):
         delete(spark, path, "id = 3")
     assert sorted(os.listdir(path)) == files_before and version(path) == v0
+    assert bool(staged_dv_files) == (storage == "file")  # inline DVs leave no file to clean up
 
 
 def test_append_only_tables_refuse_dml_but_take_insert_only_merges(spark: Any, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from deltalog.spark import write
 
 pytestmark = pytest.mark.spark
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 @pytest.fixture(scope="module")

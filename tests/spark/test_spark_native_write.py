@@ -22,7 +22,7 @@ from deltalog.spark import read, write
 
 pytestmark = pytest.mark.spark
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def source_table() -> pa.Table:

@@ -22,7 +22,7 @@ from deltalog.spark._hive import hive_layout_matches, spark_unescape
 
 pytestmark = pytest.mark.spark
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def uses_hive(path: str) -> bool:

@@ -22,7 +22,7 @@ from deltalog.txn.constraints import ConstraintViolationError
 
 pytestmark = pytest.mark.spark
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def frame(spark: Any, start: int, n: int, *, parts: int = 3) -> Any:
@@ -132,14 +132,21 @@ def test_replace_where_replaces_only_matching_partitions(spark: Any, tmp_path: P
     assert {r["id"] for r in got if r["k"] == 1} == {i for i in range(1000, 1030) if i % 3 == 1}
     assert history(tmp_path / "t")[0]["operationParameters"]["predicate"] == '["k = 1"]'
     # Rows outside the predicate are refused inside the tasks; nothing is committed.
-    with pytest.raises(InvalidArgumentError, match="do not match the overwrite predicate"):
+    with pytest.raises(InvalidArgumentError, match=r"DELTA_REPLACE_WHERE_MISMATCH.*do not match the overwrite"):
         write(frame(spark, 0, 30), p, mode="overwrite", replaceWhere="k IN (0, 2)")
     assert version(p) == 1
-    with pytest.raises(InvalidArgumentError, match="not a partition column"):
+    # Data columns and OR are accepted too (tests/spark/test_spark_replace_where.py); the rows written
+    # must satisfy the condition all the same.
+    with pytest.raises(InvalidArgumentError, match="DELTA_REPLACE_WHERE_MISMATCH"):
         write(frame(spark, 0, 3), p, mode="overwrite", replaceWhere="id > 3")
-    with pytest.raises(InvalidArgumentError, match="not supported"):
-        write(frame(spark, 0, 3), p, mode="overwrite", replaceWhere="k = 1 OR k = 2")
+    with pytest.raises(InvalidArgumentError, match="DELTA_REPLACE_WHERE_MISMATCH"):
+        write(frame(spark, 0, 6), p, mode="overwrite", replaceWhere="k = 1 OR k = 2")
     assert version(p) == 1
+    write(frame(spark, 2000, 6).filter(F.col("k") != 1), p, mode="overwrite", replaceWhere="k = 0 OR k = 2")
+    got = rows(read(spark, p))
+    assert {r["id"] for r in got if r["k"] != 1} == {i for i in range(2000, 2006) if i % 3 != 1}
+    assert {r["id"] for r in got if r["k"] == 1} == {i for i in range(1000, 1030) if i % 3 == 1}
+    assert version(p) == 2
 
 
 def test_schema_mismatch_merge_schema_and_overwrite_schema(spark: Any, tmp_path: Path) -> None:

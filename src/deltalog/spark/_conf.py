@@ -11,7 +11,11 @@ A writer option or an explicit argument always wins over the session setting, as
 * ``spark.databricks.delta.retentionDurationCheck.enabled=false`` -- VACUUM accepts a retention below
   ``delta.deletedFileRetentionDuration``;
 * ``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` -- idempotent writes and DML
-  (:mod:`deltalog.spark.idempotent`).
+  (:mod:`deltalog.spark.idempotent`);
+* ``spark.databricks.delta.replaceWhere.dataColumns.enabled=false`` -- ``replaceWhere`` takes AND-ed
+  comparisons on partition columns only (:mod:`deltalog.spark.replace_where`);
+* ``spark.databricks.delta.replaceWhere.constraintCheck.enabled=false`` -- the rows an overwrite with
+  ``replaceWhere`` writes are not checked against its condition.
 
 Example:
     >>> spark.conf.set(AUTO_MERGE_CONF, "true")                                     # doctest: +SKIP
@@ -30,10 +34,14 @@ __all__ = [
     "AUTO_MERGE_CONF",
     "PARTITION_OVERWRITE_MODE_CONF",
     "PROPERTY_DEFAULTS_PREFIX",
+    "REPLACE_WHERE_CHECK_CONF",
+    "REPLACE_WHERE_DATA_COLUMNS_CONF",
     "RETENTION_CHECK_CONF",
     "USER_METADATA_CONF",
     "auto_merge",
     "default_properties",
+    "replace_where_check",
+    "replace_where_data_columns",
     "retention_check",
     "with_defaults",
     "write_defaults",
@@ -44,6 +52,8 @@ AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 PROPERTY_DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+REPLACE_WHERE_DATA_COLUMNS_CONF = "spark.databricks.delta.replaceWhere.dataColumns.enabled"
+REPLACE_WHERE_CHECK_CONF = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
 
 
 def _get(spark: Any, key: str) -> str | None:
@@ -72,6 +82,26 @@ def retention_check(spark: Any) -> bool:
         True
     """
     return parse_bool(_get(spark, RETENTION_CHECK_CONF) or "true", RETENTION_CHECK_CONF)
+
+
+def replace_where_data_columns(spark: Any) -> bool:
+    """``spark.databricks.delta.replaceWhere.dataColumns.enabled`` (default true).
+
+    Example:
+        >>> replace_where_data_columns(spark)                                       # doctest: +SKIP
+        True
+    """
+    return parse_bool(_get(spark, REPLACE_WHERE_DATA_COLUMNS_CONF) or "true", REPLACE_WHERE_DATA_COLUMNS_CONF)
+
+
+def replace_where_check(spark: Any) -> bool:
+    """``spark.databricks.delta.replaceWhere.constraintCheck.enabled`` (default true).
+
+    Example:
+        >>> replace_where_check(spark)                                              # doctest: +SKIP
+        True
+    """
+    return parse_bool(_get(spark, REPLACE_WHERE_CHECK_CONF) or "true", REPLACE_WHERE_CHECK_CONF)
 
 
 def default_properties(spark: Any) -> dict[str, str]:

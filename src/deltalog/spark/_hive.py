@@ -145,7 +145,7 @@ def _spark_value(raw: str, dtype: DataType) -> Any:
             stamp = dt.datetime(y, mo, d, h, mi, sec, int((m.group(7) or "").ljust(6, "0")))
         except ValueError:
             return _MISMATCH
-        return stamp.replace(tzinfo=dt.timezone.utc) if name == "timestamp" else stamp
+        return stamp.replace(tzinfo=dt.UTC) if name == "timestamp" else stamp
     return _MISMATCH
 
 

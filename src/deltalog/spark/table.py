@@ -121,7 +121,7 @@ def _millis(value: Any) -> dt.datetime | None:
     ms = _int_or_none(value)
     if ms is None:
         return None
-    return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=ms)
+    return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=ms)
 
 
 def _to_spark(spark: Any, table: pa.Table) -> DataFrame:

@@ -3,7 +3,9 @@
 The plan is the kernel's (:mod:`deltalog.arrow.write`): schema enforcement and evolution
 (``mergeSchema``, ``overwriteSchema``), partitioning, ``replaceWhere``, idempotent ``txnAppId`` /
 ``txnVersion``, protocol checks -- all decided on the driver before any job runs, so a schema mismatch
-fails without writing anything. Then one Spark job, of one of two kinds:
+fails without writing anything. (A ``replaceWhere`` condition other than AND-ed comparisons on partition
+columns -- data columns, ``OR``, functions -- is run by :mod:`deltalog.spark.replace_where`, which also
+rewrites the files it partly matches.) Then one Spark job, of one of two kinds:
 
 * unpartitioned writes the kernel has no row checks for (no CHECK constraints, invariants or NOT NULL
   fields, columns exactly the table's) go through Spark's own parquet writer into a staging directory;
@@ -66,9 +68,17 @@ from deltalog.protocol.actions import Metadata
 from deltalog.protocol.partitions import partition_path
 from deltalog.protocol.schema import StructType, parse_schema
 from deltalog.spark._common import open_table, option_map, parse_bool, parse_int, session_of
-from deltalog.spark._conf import default_properties, with_defaults, write_defaults
+from deltalog.spark._conf import (
+    REPLACE_WHERE_DATA_COLUMNS_CONF,
+    default_properties,
+    replace_where_check,
+    replace_where_data_columns,
+    with_defaults,
+    write_defaults,
+)
 from deltalog.spark._native import native_write_ok, write_native
 from deltalog.spark.idempotent import session_txn
+from deltalog.spark.replace_where import ReplaceWhere, overwrite_where, parse_replace_where
 from deltalog.storage import LocalLogStore
 from deltalog.txn.operations import Write
 from deltalog.txn.predicates import ReadPredicate
@@ -128,8 +138,7 @@ def _now_ms() -> int:
 class _Options:
     mode: str
     schema_mode: str | None
-    predicate: list[tuple[str, str, Any]] | None
-    predicate_sql: str | None
+    where: ReplaceWhere | None
     txn: tuple[str, int] | None
     user_metadata: str | None
     data_change: bool
@@ -151,8 +160,7 @@ def _parse_options(mode: Any, options: Mapping[str, Any], table: str) -> _Option
     overwrite_schema = parse_bool(opts.get("overwriteSchema", False), "overwriteSchema")
     merge_schema = parse_bool(opts.get("mergeSchema", False), "mergeSchema")
     where = opts.get("replaceWhere")
-    predicate: list[tuple[str, str, Any]] | None = None
-    predicate_sql: str | None = None
+    replace_where: ReplaceWhere | None = None
     if where is not None:
         if kmode != "overwrite":
             raise InvalidArgumentError(
@@ -165,7 +173,7 @@ def _parse_options(mode: Any, options: Mapping[str, Any], table: str) -> _Option
                 "replaced",
                 table=table,
             )
-        predicate, predicate_sql = _parse_replace_where(where, table)
+        replace_where = parse_replace_where(where, table)
     schema_mode = None
     if overwrite_schema and kmode == "overwrite":
         schema_mode = "overwrite"
@@ -203,8 +211,7 @@ def _parse_options(mode: Any, options: Mapping[str, Any], table: str) -> _Option
     return _Options(
         mode=kmode,
         schema_mode=schema_mode,
-        predicate=predicate,
-        predicate_sql=predicate_sql,
+        where=replace_where,
         txn=txn,
         user_metadata=None if opts.get("userMetadata") is None else str(opts["userMetadata"]),
         data_change=parse_bool(opts.get("dataChange", True), "dataChange"),
@@ -214,67 +221,6 @@ def _parse_options(mode: Any, options: Mapping[str, Any], table: str) -> _Option
         max_records=max_records if max_records is not None and max_records > 0 else None,
         dynamic=dynamic,
     )
-
-
-def _parse_replace_where(where: Any, table: str) -> tuple[list[tuple[str, str, Any]], str]:
-    """``replaceWhere`` as kernel conditions: a SQL conjunction (``d = '2024-01-01' AND h IN (1, 2)``,
-    ``BETWEEN``) or a list of ``(column, op, value)`` tuples."""
-    if isinstance(where, (list, tuple)):
-        conds = [tuple(c) for c in where]
-        if not all(len(c) == 3 for c in conds):
-            raise InvalidArgumentError(f"replaceWhere conditions must be (column, op, value), got {where!r}")
-        rendered = " AND ".join(f"{c[0]} {c[1]} {c[2]!r}" for c in conds)
-        return [(str(c[0]), str(c[1]), c[2]) for c in conds], rendered
-    from deltalog.txn.sql_expr import UnsupportedExpressionError, _Parser
-
-    sql = str(where)
-    try:
-        node = _Parser(sql).parse()
-        conds = _conjuncts(node)
-    except UnsupportedExpressionError as exc:
-        raise InvalidArgumentError(
-            f"replaceWhere {sql!r} is not supported: {exc.message}; use conditions 'column op literal' (=, !=, "
-            "<, <=, >, >=, IN, NOT IN, BETWEEN) on partition columns joined by AND",
-            table=table,
-        ) from None
-    return conds, sql
-
-
-def _conjuncts(node: Any) -> list[tuple[str, str, Any]]:
-    from deltalog.txn.sql_expr import UnsupportedExpressionError
-
-    def column(n: Any) -> str | None:
-        return str(n.args[0]) if n.kind == "col" and len(n.args) == 1 else None
-
-    def literal(n: Any) -> tuple[bool, Any]:
-        if n.kind == "lit":
-            return True, n.args[0]
-        if n.kind == "unary" and n.args[0] == "-" and n.args[1].kind == "lit":
-            return True, -n.args[1].args[0]
-        return False, None
-
-    kind, args = node.kind, node.args
-    if kind == "binary" and args[0] == "AND":
-        return _conjuncts(args[1]) + _conjuncts(args[2])
-    flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
-    if kind == "binary" and args[0] in flipped:
-        left, right = column(args[1]), column(args[2])
-        ok_r, val_r = literal(args[2])
-        ok_l, val_l = literal(args[1])
-        if left is not None and ok_r:
-            return [(left, args[0], val_r)]
-        if right is not None and ok_l:
-            return [(right, flipped[args[0]], val_l)]
-    if kind == "in" and column(args[0]) is not None:
-        values = [literal(i) for i in args[1]]
-        if all(ok for ok, _ in values):
-            return [(str(column(args[0])), "not in" if args[2] else "in", [v for _, v in values])]
-    if kind == "between" and column(args[0]) is not None and not args[3]:
-        (ok_lo, lo), (ok_hi, hi) = literal(args[1]), literal(args[2])
-        if ok_lo and ok_hi:
-            name = str(column(args[0]))
-            return [(name, ">=", lo), (name, "<=", hi)]
-    raise UnsupportedExpressionError("only AND-ed comparisons of a column with literals are supported")
 
 
 # ----------------------------------------------------------------------------------------- executor
@@ -553,6 +499,49 @@ def _commit_files(
     return txn.commit()
 
 
+def _write_data(
+    df: Any, spark: Any, store: LocalLogStore, plan: _Plan, opts: _Options, loc: str, *, check: bool = True
+) -> list[WrittenFile]:
+    """Write ``df`` as new data files of the table (nothing is committed): Spark's parquet writer when it
+    can, else the ``mapInArrow`` job, whose tasks refuse rows outside the plan's predicate if ``check``."""
+    explicit = opts.explicit_target or opts.max_records is not None
+    if native_write_ok(spark, df, plan, explicit_target=explicit):
+        try:
+            return write_native(df, store, plan.schema)
+        except Exception as exc:
+            raise _task_error(exc, loc) from None
+    predicate = plan.predicate if check else None
+    spec = _TaskSpec(store.root, loc, plan.schema, plan.metadata, predicate, opts.target_file_size, opts.max_records)
+    return _run_job(df, spec)
+
+
+def _result(result: CommitResult, files: list[WrittenFile]) -> WriteResult:
+    return WriteResult(
+        version=result.version,
+        num_files=len(files),
+        num_rows=sum(f.num_records for f in files),
+        num_bytes=sum(f.size for f in files),
+        num_removed_files=int(result.operation_metrics.get("numRemovedFiles", "0")),
+        files=tuple(f.path for f in files),
+        commit=result,
+        operation_metrics=dict(result.operation_metrics),
+    )
+
+
+def _fast_path(where: ReplaceWhere | None, parts: Sequence[str], spark: Any, loc: str) -> bool:
+    """Whether ``replaceWhere`` takes the kernel's partition overwrite; refuses any other condition when
+    delta-spark's ``replaceWhere.dataColumns.enabled`` is off."""
+    if where is None or where.on_partitions(parts):
+        return where is not None
+    if not replace_where_data_columns(spark):
+        raise InvalidArgumentError(
+            f"replaceWhere {where.text!r} must be AND-ed comparisons of partition columns ({list(parts)}) with "
+            f"literals while {REPLACE_WHERE_DATA_COLUMNS_CONF} is false",
+            table=loc,
+        )
+    return False
+
+
 def write(
     df: Any,
     path: str,
@@ -565,21 +554,28 @@ def write(
 
     ``mode``: ``errorifexists`` (default; also ``error``/``default``), ``append``, ``overwrite`` or
     ``ignore``. Options (case-insensitive, values may be strings as with ``.option()``):
-    ``mergeSchema``, ``overwriteSchema``, ``replaceWhere`` (SQL conjunction or ``(column, op, value)``
-    list on partition columns; rows outside it are refused), ``txnAppId`` + ``txnVersion``
-    (idempotent writes), ``userMetadata``, ``dataChange``, ``targetFileSize`` (bytes),
+    ``mergeSchema``, ``overwriteSchema``, ``replaceWhere`` (with mode ``overwrite``: replace only the
+    rows where a condition holds -- a SQL condition on any columns, a Spark ``Column`` or a
+    ``(column, op, value)`` list; every row of ``df`` must satisfy it, else
+    ``[DELTA_REPLACE_WHERE_MISMATCH]``; see :mod:`deltalog.spark.replace_where`), ``txnAppId`` +
+    ``txnVersion`` (idempotent writes), ``userMetadata``, ``dataChange``, ``targetFileSize`` (bytes),
     ``partitionOverwriteMode`` (``dynamic`` with mode ``overwrite`` replaces only the partitions ``df``
     writes into; an unpartitioned table is overwritten whole), ``maxRecordsPerFile`` (rows per file at
     most) and ``delta.*`` table properties. delta-spark's session settings apply where the options
     are not given (:mod:`deltalog.spark._conf`): ``spark.sql.sources.partitionOverwriteMode``,
     ``spark.databricks.delta.schema.autoMerge.enabled``, ``...commitInfo.userMetadata``,
-    ``...properties.defaults.*`` (new tables) and ``...write.txnAppId`` / ``txnVersion``.
+    ``...properties.defaults.*`` (new tables), ``...write.txnAppId`` / ``txnVersion`` and
+    ``...replaceWhere.dataColumns.enabled`` / ``...replaceWhere.constraintCheck.enabled``.
 
     Example:
         >>> res = write(df, "/data/events", mode="append", partitionBy=["day"],
         ...             txnAppId="nightly", txnVersion=42)               # doctest: +SKIP
         >>> res.version, res.num_files                                   # doctest: +SKIP
         (7, 12)
+        >>> write(fixed, "/data/events", mode="overwrite",
+        ...       replaceWhere="day = '2024-05-01' AND status = 'late'").operation_metrics["numDeletedRows"]
+        ... # doctest: +SKIP
+        '12'
     """
     table = open_table(path)
     loc = table.location
@@ -602,6 +598,8 @@ def write(
     if snapshot is None:  # spark.databricks.delta.properties.defaults.* apply to the tables a write creates
         properties = {**default_properties(spark), **properties}
     txn_id = opts.txn if opts.txn is not None else session_txn(spark)
+    where = opts.where
+    fast = _fast_path(where, list(snapshot.partition_columns) if snapshot is not None else (parts or []), spark, loc)
     plan = _plan(
         table,
         snapshot,
@@ -609,7 +607,7 @@ def write(
         mode=opts.mode,
         partition_by=parts,
         schema_mode=opts.schema_mode,
-        predicate=opts.predicate,
+        predicate=list(where.simple) if fast and where is not None and where.simple is not None else None,
         properties=properties or None,
         name=None,
         description=None,
@@ -618,7 +616,7 @@ def write(
     op = Write(
         mode=_OP_MODES[opts.mode],
         partition_by=tuple(plan.metadata.partitionColumns),
-        predicate=[opts.predicate_sql] if opts.predicate_sql is not None else None,
+        predicate=[where.text] if where is not None else None,
     )
     txn = Transaction(table.store, snapshot, op, table=loc, user_metadata=opts.user_metadata)
     if txn_id is not None:
@@ -633,17 +631,14 @@ def write(
     _preflight(txn, plan, opts.mode, loc)
     store = table.store
     assert isinstance(store, LocalLogStore)
-    explicit = opts.explicit_target or opts.max_records is not None
-    if native_write_ok(spark, df, plan, explicit_target=explicit):
-        try:
-            files = write_native(df, store, plan.schema)
-        except Exception as exc:
-            raise _task_error(exc, loc) from None
-    else:
-        spec = _TaskSpec(
-            store.root, loc, plan.schema, plan.metadata, plan.predicate, opts.target_file_size, opts.max_records
+    check = where is None or replace_where_check(spark)  # delta-spark's replaceWhere.constraintCheck.enabled
+    if where is not None and not fast:
+        result, files = overwrite_where(
+            spark, df, table, txn, plan, where, lambda frame: _write_data(frame, spark, store, plan, opts, loc),
+            data_change=opts.data_change, app_txn=opts.txn, check=check,
         )
-        files = _run_job(df, spec)
+        return _result(result, files)
+    files = _write_data(df, spark, store, plan, opts, loc, check=check)
     try:
         result = _commit_files(txn, plan, files, opts)
     except BaseException:
@@ -651,13 +646,4 @@ def write(
             with contextlib.suppress(Exception):  # cleanup must not hide the commit error
                 store.delete(f.rel_path)
         raise
-    return WriteResult(
-        version=result.version,
-        num_files=len(files),
-        num_rows=sum(f.num_records for f in files),
-        num_bytes=sum(f.size for f in files),
-        num_removed_files=int(result.operation_metrics.get("numRemovedFiles", "0")),
-        files=tuple(f.path for f in files),
-        commit=result,
-        operation_metrics=dict(result.operation_metrics),
-    )
+    return _result(result, files)

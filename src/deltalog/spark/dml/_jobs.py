@@ -2,9 +2,11 @@
 
 * :func:`run_dv_job` -- marks rows deleted in deletion vectors. The ``(file, row_index)`` pairs to
   delete are shuffled by file and sorted, so each file's rows arrive in one task, contiguously; the task
-  (:func:`_dv_task`) reads the file's current deletion vector, builds the union bitmap, and writes all
-  the bitmaps of its files into one ``deletion_vector_<uuid>.bin`` next to the table. The driver only
-  collects one small row per touched file (the new descriptor, the counts);
+  (:func:`_dv_task`) reads the file's current deletion vector (inline or in a file), builds the union
+  bitmap, keeps it inline in the log when it serializes to at most
+  :data:`~deltalog.arrow.deletion_vectors.INLINE_DV_MAX_BYTES` bytes and writes the larger bitmaps of its
+  files into one ``deletion_vector_<uuid>.bin`` next to the table (no file when all are small). The
+  driver only collects one small row per touched file (the new descriptor, the counts);
 * :func:`write_rows` -- writes rows as new data files with the Spark writer of
   :mod:`deltalog.spark.write` (conformed to the schema, constraints checked in the tasks);
 * :class:`Staged` -- files written for a commit that has not happened: deleted if anything fails;
@@ -26,7 +28,6 @@ import json
 import os
 import re
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES
 from deltalog.errors import DeltaError, SchemaError
 from deltalog.protocol.actions import Add, Metadata
 from deltalog.protocol.schema import StructType
@@ -302,6 +304,8 @@ class _DvSpec:
     root: str
     #: uri -> (local path, current deletion vector or None, numRecords or None)
     files: Mapping[str, tuple[str, Mapping[str, Any] | None, int | None]]
+    #: bitmaps of at most this many bytes are stored inline (read on the driver, so tests can lower it)
+    inline_max_bytes: int = INLINE_DV_MAX_BYTES
 
 
 @dataclass(frozen=True)
@@ -322,8 +326,8 @@ class DvResult:
 
 
 def _finish_file(
-    spec: _DvSpec, uri: str, parts: list[np.ndarray], bitmaps: list[bytes], pending: list[tuple[str, int, int]],
-    done: list[dict[str, Any]],
+    spec: _DvSpec, uri: str, parts: list[np.ndarray], bitmaps: list[tuple[bytes, int]],
+    pending: list[tuple[str, int]], done: list[dict[str, Any]],
 ) -> None:
     import pyarrow.parquet as pq
 
@@ -342,18 +346,18 @@ def _finish_file(
     if union.size >= total:
         done.append({"file": uri, "dv": None, "new_rows": added, "cardinality": int(union.size), "all_deleted": True})
         return
-    bitmaps.append(serialize_bitmap(union))
-    pending.append((uri, added, int(union.size)))
+    bitmaps.append((serialize_bitmap(union), int(union.size)))
+    pending.append((uri, added))
 
 
 def _dv_task(spec: _DvSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Runs in a Spark task over ``(file, row)`` sorted by file: one new bitmap per file (old deletion
-    vector included), all written into one new deletion vector file; yields one row per file."""
-    from deltalog.arrow.deletion_vectors import write_deletion_vector_file
-    from deltalog.protocol.deletion_vectors import STORAGE_RELATIVE, DeletionVectorDescriptor, z85_encode
+    vector included), small ones inline, the others written into one new deletion vector file; yields
+    one row per file."""
+    from deltalog.arrow.deletion_vectors import store_deletion_vectors
 
-    bitmaps: list[bytes] = []
-    pending: list[tuple[str, int, int]] = []
+    bitmaps: list[tuple[bytes, int]] = []
+    pending: list[tuple[str, int]] = []
     done: list[dict[str, Any]] = []
     current: str | None = None
     parts: list[np.ndarray] = []
@@ -375,14 +379,10 @@ def _dv_task(spec: _DvSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Re
     if current is not None:
         _finish_file(spec, current, parts, bitmaps, pending, done)
     if bitmaps:
-        encoded_id = z85_encode(uuid.uuid4().bytes)
-        path = DeletionVectorDescriptor(STORAGE_RELATIVE, encoded_id, 0, 0, 1).absolute_path(spec.root)
-        assert path is not None
-        placed = write_deletion_vector_file(path, bitmaps)
-        for (uri, added, cardinality), (offset, size) in zip(pending, placed, strict=True):
-            dv = DeletionVectorDescriptor(STORAGE_RELATIVE, encoded_id, size, cardinality, offset)
+        descriptors = store_deletion_vectors(spec.root, bitmaps, inline_max_bytes=spec.inline_max_bytes)
+        for (uri, added), dv in zip(pending, descriptors, strict=True):
             done.append({
-                "file": uri, "dv": json.dumps(dv.to_dict()), "new_rows": added, "cardinality": cardinality,
+                "file": uri, "dv": json.dumps(dv.to_dict()), "new_rows": added, "cardinality": dv.cardinality,
                 "all_deleted": False,
             })
     if done:
@@ -390,8 +390,9 @@ def _dv_task(spec: _DvSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Re
 
 
 def run_dv_job(matches: DataFrame, snapshot: Snapshot, candidates: pa.Table) -> list[DvResult]:
-    """Mark the ``(FILE, ROW)`` rows of ``matches`` deleted: new deletion vector files are written by the
-    tasks; returns one :class:`DvResult` per touched file (nothing is committed).
+    """Mark the ``(FILE, ROW)`` rows of ``matches`` deleted: the tasks build the new deletion vectors
+    (inline when at most :data:`~deltalog.arrow.deletion_vectors.INLINE_DV_MAX_BYTES` bytes, else in new
+    deletion vector files); returns one :class:`DvResult` per touched file (nothing is committed).
 
     Example:
         >>> run_dv_job(scan.filter("id < 10").select(FILE, ROW), snap, files)[0].new_rows  # doctest: +SKIP
@@ -413,6 +414,7 @@ def run_dv_job(matches: DataFrame, snapshot: Snapshot, candidates: pa.Table) -> 
             )
             for uri, r in zip(uris, rows)
         },
+        INLINE_DV_MAX_BYTES,
     )
     job = (
         matches.select(F.col(FILE), F.col(ROW))

@@ -9,7 +9,8 @@
 * :func:`target_scan` reads the candidate files with Spark's parquet scan and keeps, for every row, the
   file (``_metadata.file_path``) and its position in the file (``_metadata.row_index``), so rows can be
   marked in deletion vectors and touched files found; partition values come from the log (broadcast join)
-  and rows already deleted by a deletion vector can be dropped (broadcast ``left_anti`` join).
+  and rows already deleted by a deletion vector can be dropped (broadcast ``left_anti`` join);
+  :func:`partition_frame` is that table of partition values alone (one row per file).
 
 Example:
     >>> pruning_conditions("day = '2024-01-01' AND id > 10 AND lower(name) = 'x'", snap)  # doctest: +SKIP
@@ -43,6 +44,7 @@ __all__ = [
     "file_uris",
     "live_rows",
     "local_file",
+    "partition_frame",
     "pruning_conditions",
     "quoted",
     "target_scan",
@@ -454,9 +456,20 @@ def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted
         if deleted.num_rows:
             ddf = spark.createDataFrame(deleted, spark_schema(_key_fields(with_row=True)))
             df = df.join(F.broadcast(ddf), on=[FILE, ROW], how="left_anti")
-    part_fields = [f for f in fields if f.name in parts]
-    if part_fields:
-        ptable = _partition_table(files, uris, part_fields, mode)
-        pdf = spark.createDataFrame(ptable, spark_schema([*_key_fields(with_row=False), *part_fields]))
-        df = df.join(F.broadcast(pdf), on=FILE, how="inner")
+    if parts:
+        df = df.join(F.broadcast(partition_frame(spark, snapshot, files)), on=FILE, how="inner")
     return df.select(*[F.col(quoted(f.name)) for f in fields], *keys)
+
+
+def partition_frame(spark: Any, snapshot: Snapshot, files: pa.Table) -> DataFrame:
+    """One row per file of ``files`` (an ``add_files()`` table): :data:`FILE` and the file's partition
+    values, typed, from the log alone (no data file is opened).
+
+    Example:
+        >>> partition_frame(spark, snap, snap.add_files()).columns                 # doctest: +SKIP
+        ['__deltalog_file', 'day']
+    """
+    parts = set(snapshot.partition_columns)
+    part_fields = [f for f in snapshot.schema.fields if f.name in parts]
+    table = _partition_table(files, file_uris(snapshot, files), part_fields, snapshot.column_mapping_mode)
+    return spark.createDataFrame(table, spark_schema([*_key_fields(with_row=False), *part_fields]))

@@ -11,10 +11,10 @@
    file, union them with the file's current deletion vector and write the new bitmaps
    (:func:`~deltalog.spark.dml._jobs.run_dv_job`); each touched file is re-added with its new deletion
    vector, or removed when no row is left. The data files are not rewritten.
-4. **Copy-on-write** otherwise: one job counts the matches per file; the touched files' surviving rows
-   are written as new files by the Spark writer and the touched files removed. With the change data
-   feed on, the deleted rows are also written as change data files (:mod:`~deltalog.spark.dml._cdc`;
-   cases 2 and 3 need none).
+4. **Copy-on-write** otherwise (:mod:`~deltalog.spark.dml._rewrite`): one job counts the matches per
+   file; the surviving rows of the files only partly matched are written as new files by the Spark
+   writer and the touched files removed. With the change data feed on, the deleted rows are also
+   written as change data files (:mod:`~deltalog.spark.dml._cdc`; cases 2 and 3 need none).
 
 The commit's ``operationMetrics`` follow delta-spark: ``numDeletedRows``, ``numRemovedFiles``,
 ``numAddedFiles``, ``numCopiedRows``, ``numDeletionVectorsAdded``/``Removed``/``Updated``,
@@ -44,17 +44,15 @@ from deltalog.spark.dml._jobs import (
     Timer,
     apply_dv_results,
     check_can_write,
-    count_matches,
     refuse_append_only,
     run_dv_job,
-    write_rows,
 )
+from deltalog.spark.dml._rewrite import touched_files, write_survivors
 from deltalog.spark.dml._scan import (
     FILE,
     ROW,
     condition_column,
     describe,
-    file_uris,
     live_rows,
     pruning_conditions,
     target_scan,
@@ -185,24 +183,16 @@ def _delete_with_dvs(
 def _copy_on_write(
     spark: Any, table: Any, snap: Any, txn: Transaction, candidates: pa.Table, cond: Any, timer: Timer
 ) -> DmlResult:
-    scan = target_scan(spark, snap, candidates, drop_deleted=True)
-    counts = count_matches(scan, cond, table.location)
+    touched = touched_files(spark, table, snap, candidates, cond)
     scan_ms = timer.elapsed_ms()
-    if not counts:
+    if touched.files.num_rows == 0:
         return _nothing(timer)
-    uris = file_uris(snap, candidates)
-    touched = candidates.filter(pa.array([u in counts for u in uris]))
-    touched_rows = touched.to_pylist()
-    deleted = sum(counts.values())
-    total = live_rows(snap, touched_rows)
+    touched_rows = touched.files.to_pylist()
     staged = Staged(table.store)
     try:
-        if total > deleted:  # some rows survive: rewrite them
-            check_can_write(snap)
-            survivors = target_scan(spark, snap, touched, drop_deleted=True).filter(~cond)
-            staged.data.extend(write_rows(survivors, table, snap.schema, snap.metadata))
+        write_survivors(spark, table, snap, touched.partial, cond, staged)  # files with rows that stay
         if records_changes(snap):  # the change data feed gets the deleted rows
-            gone = target_scan(spark, snap, touched, drop_deleted=True).filter(cond)
+            gone = target_scan(spark, snap, touched.files, drop_deleted=True).filter(cond)
             staged.cdc.extend(write_change_files(deleted_rows(gone, snap.schema), table, snap.schema, snap.metadata))
     except BaseException:
         staged.cleanup()
@@ -216,7 +206,7 @@ def _copy_on_write(
         staged.cleanup()
         raise
     metrics = _metrics(
-        timer, scan_ms, deleted=deleted, removed_files=len(touched_rows), added_files=len(staged.data),
+        timer, scan_ms, deleted=touched.matched, removed_files=len(touched_rows), added_files=len(staged.data),
         copied=sum(f.num_records for f in staged.data), added_bytes=sum(f.size for f in staged.data),
         removed_bytes=sum(int(r.get("size") or 0) for r in touched_rows),
         dvs_removed=sum(1 for r in touched_rows if r.get("deletionVector")), change_files=len(staged.cdc),

@@ -1,0 +1,92 @@
+"""Copy-on-write: removing the rows a condition matches from the files that hold them.
+
+Shared by ``DELETE`` without deletion vectors (:mod:`deltalog.spark.dml.delete`) and by overwrites with
+a ``replaceWhere`` condition (:mod:`deltalog.spark.replace_where`):
+
+* :func:`touched_files` -- one job counts the matching rows per candidate file; a file with no match is
+  left alone, a file whose every live row matches goes whole, the others are *partially* matched;
+* :func:`write_survivors` -- the rows of the partially matched files that the condition does not
+  match (false or null) are written as new data files by the Spark writer, staged for the commit.
+
+The caller removes every touched file and adds the staged files in its own transaction.
+
+Example:
+    >>> touched = touched_files(spark, table, snap, candidates, cond)              # doctest: +SKIP
+    >>> write_survivors(spark, table, snap, touched.partial, cond, staged)         # doctest: +SKIP
+    >>> touched.matched, touched.files.num_rows, touched.partial.num_rows          # doctest: +SKIP
+    (42, 3, 1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from deltalog.spark.dml._jobs import Staged, check_can_write, count_matches, write_rows
+from deltalog.spark.dml._scan import file_uris, live_rows, target_scan
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+    from deltalog.table import Table
+
+__all__ = ["Touched", "touched_files", "write_survivors"]
+
+Column = Any  # pyspark.sql.Column
+
+
+@dataclass(frozen=True)
+class Touched:
+    """The candidate files holding rows a condition matches (``files``), those of them also holding rows
+    it does not match (``partial``, an ``add_files()`` table too), and how many live rows match.
+
+    Example:
+        >>> empty = pa.table({"path": pa.array([], pa.string())})
+        >>> Touched(empty, empty, 0).matched
+        0
+    """
+
+    files: pa.Table
+    partial: pa.Table
+    matched: int
+
+
+def touched_files(spark: Any, table: Table, snapshot: Snapshot, candidates: pa.Table, condition: Column) -> Touched:
+    """Count, in one Spark job, the live rows of each file of ``candidates`` where ``condition`` (never
+    null: see :func:`~deltalog.spark.dml._scan.condition_column`) holds.
+
+    Example:
+        >>> touched_files(spark, table, snap, snap.add_files(), F.lit(True)).partial.num_rows  # doctest: +SKIP
+        0
+    """
+    if candidates.num_rows == 0:
+        return Touched(candidates, candidates, 0)
+    scan = target_scan(spark, snapshot, candidates, drop_deleted=True)
+    counts = count_matches(scan, condition, table.location)
+    uris = file_uris(snapshot, candidates)
+    files = candidates.filter(pa.array([u in counts for u in uris], pa.bool_()))
+    rows = candidates.to_pylist()
+    partial = [
+        u in counts and live_rows(snapshot, [r]) > counts[u] for u, r in zip(uris, rows)
+    ]
+    return Touched(files, candidates.filter(pa.array(partial, pa.bool_())), sum(counts.values()))
+
+
+def write_survivors(
+    spark: Any, table: Table, snapshot: Snapshot, partial: pa.Table, condition: Column, staged: Staged
+) -> int:
+    """Write the rows of ``partial`` (files) that ``condition`` does not match as new data files, added
+    to ``staged.data``; returns how many rows were copied (nothing is committed).
+
+    Example:
+        >>> write_survivors(spark, table, snap, touched.partial, cond, staged)          # doctest: +SKIP
+        17
+    """
+    if partial.num_rows == 0:
+        return 0
+    check_can_write(snapshot)
+    survivors = target_scan(spark, snapshot, partial, drop_deleted=True).filter(~condition)
+    files = write_rows(survivors, table, snapshot.schema, snapshot.metadata)
+    staged.data.extend(files)
+    return sum(f.num_records for f in files)
