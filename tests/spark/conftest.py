@@ -3,7 +3,9 @@ pyspark or Java. Test modules do not import pyspark at module level, so they col
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import importlib.util
+import multiprocessing as mp
 import os
 import shutil
 import sys
@@ -52,3 +54,12 @@ def spark() -> Iterator[Any]:
     session = local_session("deltalog-spark-tests", conf={"spark.sql.session.timeZone": "UTC"})
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def rs() -> Iterator[cf.ProcessPoolExecutor]:
+    """One delta-rs worker process for the Spark tests that check what delta-rs reads (``spawn``: its
+    runtime does not survive a fork)."""
+    pytest.importorskip("deltalake")
+    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+        yield pool

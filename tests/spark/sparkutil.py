@@ -35,3 +35,14 @@ def data_files(path: Path | str) -> list[str]:
     for root, _, names in os.walk(str(path)):
         out.extend(os.path.join(root, n) for n in names if n.endswith(".parquet") and "_delta_log" not in root)
     return sorted(out)
+
+
+def data(start: int, n: int) -> pa.Table:
+    """Rows ``start .. start + n - 1``: ``id``, ``k = id % 3``, ``v = id / 2`` (null every 7th), ``s``."""
+    ids = list(range(start, start + n))
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "k": pa.array([i % 3 for i in ids], pa.int64()),
+        "v": pa.array([None if i % 7 == 0 else i * 0.5 for i in ids], pa.float64()),
+        "s": pa.array([f"s{i % 5}" for i in ids], pa.string()),
+    })

@@ -7,9 +7,7 @@ table data the DML left."""
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing as mp
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import spark_deltars_worker
+from sparkutil import data
 
 import deltalog
 from deltalog.arrow.changes import changes_by_type
@@ -32,21 +31,6 @@ COLS = ("id", "k", "v", "s")
 Row = dict[str, Any]
 
 
-@pytest.fixture(scope="module")
-def rs() -> Iterator[cf.ProcessPoolExecutor]:
-    pytest.importorskip("deltalake")
-    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
-        yield pool
-
-
-def data(start: int, n: int) -> pa.Table:
-    ids = list(range(start, start + n))
-    return pa.table({
-        "id": pa.array(ids, pa.int64()),
-        "k": pa.array([i % 3 for i in ids], pa.int64()),
-        "v": pa.array([None if i % 7 == 0 else i * 0.5 for i in ids], pa.float64()),
-        "s": pa.array([f"s{i % 5}" for i in ids], pa.string()),
-    })
 
 
 def make(tmp_path: Path, *, partitioned: bool = False, dvs: bool = False) -> str:

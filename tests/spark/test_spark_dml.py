@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from sparkutil import arrow_rows, rows, version
+from sparkutil import arrow_rows, data, rows, version
 
 import deltalog
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError
@@ -29,14 +29,6 @@ LAYOUTS = [(False, False), (True, False), (False, True), (True, True)]
 LAYOUT_IDS = ["plain", "partitioned", "dv", "partitioned-dv"]
 
 
-def data(start: int, n: int) -> pa.Table:
-    ids = list(range(start, start + n))
-    return pa.table({
-        "id": pa.array(ids, pa.int64()),
-        "k": pa.array([i % 3 for i in ids], pa.int64()),
-        "v": pa.array([None if i % 7 == 0 else i * 0.5 for i in ids], pa.float64()),
-        "s": pa.array([f"s{i % 5}" for i in ids], pa.string()),
-    })
 
 
 def make(tmp_path: Path, *, partitioned: bool, dvs: bool, name: str = "t", props: dict[str, str] | None = None) -> str:

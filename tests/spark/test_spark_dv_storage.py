@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import json
-import multiprocessing as mp
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +28,6 @@ pytestmark = pytest.mark.spark
 
 Row = dict[str, Any]
 N = 1000  # rows per data file: enough for a scattered delete to outgrow the inline limit
-
-
-@pytest.fixture(scope="module")
-def rs() -> Iterator[cf.ProcessPoolExecutor]:
-    pytest.importorskip("deltalake")
-    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
-        yield pool
 
 
 def data(start: int, n: int) -> pa.Table:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import datetime as dt
 import decimal
-import multiprocessing as mp
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +20,6 @@ from deltalog.spark import write
 pytestmark = pytest.mark.spark
 
 UTC = dt.UTC
-
-
-@pytest.fixture(scope="module")
-def rs() -> Iterator[cf.ProcessPoolExecutor]:
-    pytest.importorskip("deltalake")
-    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
-        yield pool
 
 
 def source_table() -> pa.Table:

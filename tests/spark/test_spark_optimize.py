@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import json
-import multiprocessing as mp
 import random
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +25,6 @@ from deltalog.txn.operations import Delete
 from deltalog.txn.transaction import Transaction, start_transaction
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def rs() -> Iterator[cf.ProcessPoolExecutor]:
-    pytest.importorskip("deltalake")
-    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
-        yield pool
 
 
 def chunk(start: int, n: int, seed: int) -> pa.Table:

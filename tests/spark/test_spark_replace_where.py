@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import json
-import multiprocessing as mp
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +29,6 @@ pytestmark = pytest.mark.spark
 Row = dict[str, Any]
 DATA_COLUMNS = "spark.databricks.delta.replaceWhere.dataColumns.enabled"
 CONSTRAINT_CHECK = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
-
-
-@pytest.fixture(scope="module")
-def rs() -> Iterator[cf.ProcessPoolExecutor]:
-    pytest.importorskip("deltalake")
-    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
-        yield pool
 
 
 def data(ids: range | list[int]) -> pa.Table:

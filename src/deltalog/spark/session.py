@@ -381,6 +381,13 @@ def _session_of_reader(reader: Any) -> Any:
     return reader.__dict__.get("_spark") or reader.__dict__.get("_client")
 
 
+def _refuse_read_schema(schema: Any, state: dict[str, Any]) -> None:
+    if schema is not None or state["schema"]:
+        raise InvalidArgumentError(
+            "[DELTA_UNSUPPORTED_SCHEMA_DURING_READ] Delta does not support specifying the schema at read time"
+        )
+
+
 def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
     def load(self: Any, path: Any = None, format: Any = None, schema: Any = None, **options: Any) -> Any:
         state = _state(self)
@@ -389,10 +396,7 @@ def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
         from deltalog.spark._common import option_map
         from deltalog.spark.read import READ_OPTIONS, read
 
-        if schema is not None or state["schema"]:
-            raise InvalidArgumentError(
-                "[DELTA_UNSUPPORTED_SCHEMA_DURING_READ] Delta does not support specifying the schema at read time"
-            )
+        _refuse_read_schema(schema, state)
         from deltalog.spark.cdf import is_change_feed_read, load_changes
 
         if is_change_feed_read({**state["options"], **options}):  # readChangeFeed: deltalog.spark.cdf
@@ -420,10 +424,7 @@ def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
         from deltalog.spark.streaming import register_source
         from deltalog.spark.streaming.source import SOURCE_NAME, StreamReadOptions
 
-        if schema is not None or state["schema"]:
-            raise InvalidArgumentError(
-                "[DELTA_UNSUPPORTED_SCHEMA_DURING_READ] Delta does not support specifying the schema at read time"
-            )
+        _refuse_read_schema(schema, state)
         opts = StreamReadOptions.parse({**state["options"], **options}, path)  # fail here, not in a worker
         register_source(_session_of_reader(self))
         return original(self, opts.path, SOURCE_NAME, None, **options)
