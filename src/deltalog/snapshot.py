@@ -172,7 +172,9 @@ class Snapshot:
 
         ``filter`` is a list of ``(column, op, value)`` conditions joined by AND (ops ``= == != < <= >
         >= in not in``), used to prune partitions and skip files by min/max statistics and then applied
-        to the rows; a ``pyarrow.compute.Expression`` is applied to rows only.
+        to the rows; a ``pyarrow.compute.Expression`` is applied to rows only. Variant columns read as
+        ``struct<value: binary, metadata: binary>`` (decode with :mod:`deltalog.protocol.variant`) and
+        cannot be filtered on.
 
         Example:
             >>> snap.to_arrow(columns=["id"], filter=[("day", "=", "2024-01-01")])  # doctest: +SKIP

@@ -56,7 +56,7 @@ PRIMITIVES_TO_ARROW = [
     ("timestamp", pa.timestamp("us", tz="UTC")),
     ("timestamp_ntz", pa.timestamp("us")),
     ("void", pa.null()),
-    ("variant", pa.struct([("value", pa.binary()), ("metadata", pa.binary())])),
+    ("variant", pa.struct([pa.field("value", pa.binary(), False), pa.field("metadata", pa.binary(), False)])),
 ]
 
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import InvalidArgumentError
-from deltalog.protocol.schema import StructType, physical_name
+from deltalog.protocol.schema import StructType, contains_variant, physical_name, type_string
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -70,6 +70,13 @@ def normalize_filter(
             )
         if op not in OPS:
             raise InvalidArgumentError(f"filter op {op!r} is not one of {sorted(OPS)}", table=table)
+        if contains_variant(schema.field(column).type):
+            raise InvalidArgumentError(
+                f"filter on column {column!r} of type {type_string(schema.field(column).type)}: variant values "
+                "cannot be compared (nor files skipped by them); read the column and decode it with "
+                "deltalog.protocol.variant.to_python instead",
+                table=table,
+            )
         atype = arrow_schema.field(column).type
         if op in ("in", "not in"):
             if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, set, frozenset)):
@@ -174,6 +181,8 @@ def _may_match(stats_json: str, conds: Sequence[Condition], schema: StructType, 
     nulls, n = stats.get("nullCount") or {}, stats.get("numRecords")
     for c in conds:
         field = schema.field(c.column)
+        if contains_variant(field.type):
+            continue  # variant min/max statistics (shredded tables only) are never used to skip files
         key = physical_name(field, mode)
         if n is not None and isinstance(nulls.get(key), int) and nulls[key] == n and n > 0:
             return False  # every row is null in this column: no comparison can be true

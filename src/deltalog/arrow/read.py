@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltalog.arrow.filters import Condition, normalize_filter, prune_files, row_mask
-from deltalog.errors import DeltaError, InvalidArgumentError
+from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from deltalog.protocol.schema import StructType, physical_name, to_arrow_type, to_logical
 
 if TYPE_CHECKING:
@@ -103,7 +103,17 @@ def _read_file(
         data = _apply_dv(snapshot, add, data, num_rows)
         num_rows = data.num_rows
     data_schema = StructType(tuple(data_fields))
-    logical = to_logical(data, data_schema, mode) if data_fields else pa.table({})
+    try:
+        logical = to_logical(data, data_schema, mode) if data_fields else pa.table({})
+    except UnsupportedFeatureError as exc:
+        raise UnsupportedFeatureError(
+            f"data file {add['path']}: {exc.message}", feature=exc.feature, table=snapshot.table,
+            version=snapshot.version,
+        ) from None
+    except SchemaError as exc:
+        raise SchemaError(
+            f"data file {add['path']}: {exc.message}", table=snapshot.table, version=snapshot.version
+        ) from None
     columns: list[pa.Array | pa.ChunkedArray] = []
     pvals = dict(add.get("partitionValues") or [])
     for field in out_schema:

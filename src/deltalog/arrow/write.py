@@ -52,7 +52,12 @@ from deltalog.txn.constraints import check_expressions, check_table_constraints
 from deltalog.txn.operations import Write
 from deltalog.txn.predicates import ReadPredicate, columns_of
 from deltalog.txn.transaction import CommitResult, RetryPolicy, Transaction
-from deltalog.txn.writer_features import check_append_only, check_writable, upgrade_protocol
+from deltalog.txn.writer_features import (
+    check_append_only,
+    check_never_writable,
+    check_writable,
+    upgrade_protocol,
+)
 
 __all__ = ["MODES", "TableExistsError", "WriteResult", "write_table"]
 
@@ -428,6 +433,8 @@ def write_table(
         )
     if snapshot is not None and mode == "ignore":
         return WriteResult(version=snapshot.version, skipped=True, skip_reason="table exists")
+    if snapshot is not None:  # e.g. variantType: refused before the schemas are compared
+        check_never_writable(snapshot.protocol, table=table.location, version=snapshot.version)
     arrow_schema, batches = _batches(data)
     plan = _plan(
         table,

@@ -1,13 +1,20 @@
 """Table features and the protocol gate: which tables this build of deltalog may read (and write).
 
+Variants are read unshredded only: ``variantType`` / ``variantType-preview`` are supported, but a table
+that also needs ``variantShredding`` (or its preview) is refused, naming that feature, since its data
+files may hold ``typed_value`` columns the kernel cannot reassemble.
+
 Example:
     >>> check_readable(Protocol(minReaderVersion=1, minWriterVersion=2), table="t")
     >>> check_readable(Protocol(3, 7, ("variantType",), ("variantType",)), table="t")
+    >>> shredded = ("variantShredding-preview", "variantType")
+    >>> check_readable(Protocol(3, 7, shredded, shredded), table="t")
     Traceback (most recent call last):
     ...
-    deltalog.errors.UnsupportedFeatureError: table needs reader feature 'variantType', which deltalog \
-does not support yet (supported: columnMapping, deletionVectors, timestampNtz, typeWidening, \
-typeWidening-preview, v2Checkpoint, vacuumProtocolCheck) [table t]
+    deltalog.errors.UnsupportedFeatureError: table needs reader feature 'variantShredding-preview' \
+(shredded variants: typed_value columns deltalog cannot reassemble yet), which deltalog does not \
+support yet (supported: columnMapping, deletionVectors, timestampNtz, typeWidening, typeWidening-preview, \
+v2Checkpoint, vacuumProtocolCheck, variantType, variantType-preview) [table t]
 """
 
 from __future__ import annotations
@@ -25,8 +32,16 @@ SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
         "typeWidening-preview",
         "v2Checkpoint",
         "vacuumProtocolCheck",
+        "variantType",
+        "variantType-preview",
     }
 )
+
+#: Why some unsupported reader features are refused (added to the error message).
+_UNSUPPORTED_WHY: dict[str, str] = {
+    "variantShredding": "shredded variants: typed_value columns deltalog cannot reassemble yet",
+    "variantShredding-preview": "shredded variants: typed_value columns deltalog cannot reassemble yet",
+}
 
 #: Features implied by legacy (pre-table-features) reader versions.
 LEGACY_READER_FEATURES: dict[int, frozenset[str]] = {
@@ -102,8 +117,9 @@ versions 1 to 3 [table t]
         )
     for feature in sorted(reader_features(protocol)):
         if feature not in SUPPORTED_READER_FEATURES:
+            why = f" ({_UNSUPPORTED_WHY[feature]})" if feature in _UNSUPPORTED_WHY else ""
             raise UnsupportedFeatureError(
-                f"table needs reader feature '{feature}', which deltalog does not support yet "
+                f"table needs reader feature '{feature}'{why}, which deltalog does not support yet "
                 f"(supported: {', '.join(sorted(SUPPORTED_READER_FEATURES))})",
                 feature=feature, table=table, version=version,
             )

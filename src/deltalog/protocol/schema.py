@@ -6,7 +6,8 @@ file into the table's *logical* shape (:func:`to_logical`): matched by name, phy
 renamed, widened, and with columns missing from the file filled with nulls.
 
 Variant is modelled as ``PrimitiveType("variant")`` (there is no separate class; :data:`VARIANT` is
-that value); in Arrow it is the unshredded ``struct<value: binary, metadata: binary>``.
+that value); in Arrow it is the unshredded ``struct<value: binary not null, metadata: binary not null>``,
+the field order Spark writes to Parquet. :mod:`deltalog.protocol.variant` decodes the two binaries.
 
 Example:
     >>> s = parse_schema('{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,'
@@ -28,13 +29,13 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.errors import InvalidArgumentError, SchemaError
+from deltalog.errors import InvalidArgumentError, SchemaError, UnsupportedFeatureError
 
 # fmt: off
 __all__ = [
     "COLUMN_MAPPING_ID_KEY", "COLUMN_MAPPING_NESTED_IDS_KEY", "COLUMN_MAPPING_PHYSICAL_NAME_KEY",
     "PRIMITIVE_TYPE_NAMES", "VARIANT", "ArrayType", "DataType", "DecimalType", "MapType", "PrimitiveType",
-    "StructField", "StructType", "field_id", "from_arrow_type", "parse_data_type", "parse_schema",
+    "StructField", "StructType", "contains_variant", "field_id", "from_arrow_type", "parse_data_type", "parse_schema",
     "physical_arrow_schema", "physical_name", "to_arrow_type", "to_logical", "type_string",
 ]
 # fmt: on
@@ -240,7 +241,7 @@ DataType: TypeAlias = PrimitiveType | DecimalType | ArrayType | MapType | Struct
 
 VARIANT = PrimitiveType("variant")
 _BINARY = PrimitiveType("binary")
-_VARIANT_STRUCT = StructType((StructField("value", _BINARY), StructField("metadata", _BINARY)))
+_VARIANT_STRUCT = StructType((StructField("value", _BINARY, False), StructField("metadata", _BINARY, False)))
 
 
 # ---------------------------------------------------------------------------------------------- JSON
@@ -368,6 +369,26 @@ def type_string(dt: DataType) -> str:
     if isinstance(dt, MapType):
         return f"map<{type_string(dt.key_type)},{type_string(dt.value_type)}>"
     return "struct<" + ",".join(f"{f.name}:{type_string(f.type)}" for f in dt.fields) + ">"
+
+
+def contains_variant(dt: DataType) -> bool:
+    """True when ``dt`` is ``variant`` or has a variant anywhere inside (struct fields, elements, map values).
+
+    Example:
+        >>> contains_variant(ArrayType(StructType((StructField("v", VARIANT),)), True))
+        True
+        >>> contains_variant(MapType(PrimitiveType("string"), PrimitiveType("long"), True))
+        False
+    """
+    if isinstance(dt, PrimitiveType):
+        return dt == VARIANT
+    if isinstance(dt, ArrayType):
+        return contains_variant(dt.element_type)
+    if isinstance(dt, MapType):
+        return contains_variant(dt.key_type) or contains_variant(dt.value_type)
+    if isinstance(dt, StructType):
+        return any(contains_variant(f.type) for f in dt.fields)
+    return False
 
 
 # --------------------------------------------------------------------------------------------- Arrow
@@ -631,9 +652,11 @@ def _conform(arr: pa.Array[Any], dt: DataType, mode: str, path: str) -> pa.Array
     if isinstance(arr, pa.DictionaryArray):
         arr = arr.dictionary_decode()
     target = to_arrow_type(dt)
-    if isinstance(dt, StructType) or dt == VARIANT:
-        struct = dt if isinstance(dt, StructType) else _VARIANT_STRUCT
-        return _conform_struct(arr, struct, target, "none" if dt == VARIANT else mode, path)
+    if dt == VARIANT:
+        _check_unshredded(arr, path)
+        return _conform_struct(arr, _VARIANT_STRUCT, target, "none", path)
+    if isinstance(dt, StructType):
+        return _conform_struct(arr, dt, target, mode, path)
     if isinstance(dt, (ArrayType, MapType)):
         return _conform_nested(arr, dt, target, mode, path)
     if pa.types.is_null(arr.type) or arr.null_count == len(arr):
@@ -645,6 +668,28 @@ def _conform(arr: pa.Array[Any], dt: DataType, mode: str, path: str) -> pa.Array
         return pc.cast(arr, options=options)  # type: ignore[call-overload,no-any-return,unused-ignore]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise SchemaError(f"column {path!r}: cannot read file type {arr.type} as {type_string(dt)}: {e}") from None
+
+
+def _check_unshredded(arr: pa.Array[Any], path: str) -> None:
+    """A variant must be stored unshredded: a struct of binary ``value`` and ``metadata`` (any order)."""
+    at = arr.type
+    if pa.types.is_null(at):
+        return
+    names = [at.field(i).name for i in range(at.num_fields)] if pa.types.is_struct(at) else []
+    if "typed_value" in names:
+        raise UnsupportedFeatureError(
+            f"column {path!r} is a shredded variant (a typed_value column in the data file), which deltalog "
+            "cannot reassemble yet",
+            feature="variantShredding",
+        )
+    binary = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_binary_view)
+    if sorted(names) != ["metadata", "value"] or not all(
+        any(p(at.field(n).type) for p in binary) for n in names
+    ):
+        raise SchemaError(
+            f"column {path!r}: file type {at} is not an unshredded variant "
+            "(struct of binary value and metadata)"
+        )
 
 
 def _mismatch(arr: pa.Array[Any], dt: DataType, path: str) -> SchemaError:

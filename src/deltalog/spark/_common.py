@@ -185,12 +185,15 @@ def physical_field(field: StructField, mode: str) -> StructField:
 
 
 def spark_type(dt: DataType | StructType) -> Any:
-    """The ``pyspark.sql.types`` type of a Delta type (both share the same JSON form).
+    """The ``pyspark.sql.types`` type of a Delta type (both share the same JSON form; ``variant``, also
+    nested, is ``VariantType``, which Spark's parquet reader reads from the unshredded struct of binaries).
 
     Example:
-        >>> from deltalog.protocol.schema import PrimitiveType
+        >>> from deltalog.protocol.schema import VARIANT, PrimitiveType
         >>> spark_type(PrimitiveType("long"))                       # doctest: +SKIP
         LongType()
+        >>> spark_type(VARIANT)                                     # doctest: +SKIP
+        VariantType()
     """
     return spark_schema([StructField("x", dt, True, {})]).fields[0].dataType
 

@@ -63,10 +63,10 @@ from deltalog.arrow.write import (
     _write_batches,
 )
 from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile, _Open, _serialize
-from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
+from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError, UnsupportedFeatureError
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.partitions import partition_path
-from deltalog.protocol.schema import StructType, parse_schema
+from deltalog.protocol.schema import StructType, contains_variant, parse_schema
 from deltalog.spark._common import open_table, option_map, parse_bool, parse_int, session_of
 from deltalog.spark._conf import (
     REPLACE_WHERE_DATA_COLUMNS_CONF,
@@ -83,6 +83,7 @@ from deltalog.storage import LocalLogStore
 from deltalog.txn.operations import Write
 from deltalog.txn.predicates import ReadPredicate
 from deltalog.txn.transaction import CommitResult, Transaction
+from deltalog.txn.writer_features import check_never_writable
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -389,11 +390,18 @@ def _as_nullable(node: Any) -> Any:
 def _arrow_schema(df: Any, table: str) -> pa.Schema:
     try:
         delta_schema = parse_schema(json.dumps(_as_nullable(df.schema.jsonValue())))
-        return delta_schema.to_arrow_schema()
     except DeltaError as exc:
         raise SchemaError(
             f"the DataFrame's schema cannot be stored in a Delta table: {exc.message}", table=table
         ) from None
+    variants = [f.name for f in delta_schema.fields if contains_variant(f.type)]
+    if variants:
+        raise UnsupportedFeatureError(
+            f"the DataFrame has variant column(s) {variants}; deltalog reads variant tables but does not "
+            "write variant data yet",
+            feature="variantType", table=table,
+        )
+    return delta_schema.to_arrow_schema()
 
 
 _ERROR_LINE = re.compile(r"^(deltalog(?:\.\w+)*)\.(\w+): (.*)$", re.MULTILINE)
@@ -594,6 +602,8 @@ def write(
         )
     if snapshot is not None and opts.mode == "ignore":
         return WriteResult(version=snapshot.version, skipped=True, skip_reason="table exists")
+    if snapshot is not None:
+        check_never_writable(snapshot.protocol, table=loc, version=snapshot.version)  # e.g. variantType
     properties = opts.properties
     if snapshot is None:  # spark.databricks.delta.properties.defaults.* apply to the tables a write creates
         properties = {**default_properties(spark), **properties}

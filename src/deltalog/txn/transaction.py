@@ -69,6 +69,7 @@ from deltalog.txn.predicates import Column, ReadPredicate, columns_of, file_may_
 from deltalog.txn.writer_features import (
     check_append_only,
     check_change_data_feed,
+    check_never_writable,
     check_no_downgrade,
     check_writable,
     is_true,
@@ -152,6 +153,8 @@ class Transaction:
         self.snapshot = snapshot
         self.operation = operation
         self.table = table if table is not None else (snapshot.table if snapshot is not None else store.root)
+        if snapshot is not None:  # refused now, not after the data files are written
+            check_never_writable(snapshot.protocol, table=self.table, version=snapshot.version)
         self.retry = retry or RetryPolicy()
         self._sleep, self._clock = sleep, clock
         self._rng = rng or random.Random()

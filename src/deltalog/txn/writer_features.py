@@ -14,7 +14,8 @@ implied by a legacy writer version). Features fall in three groups here:
   ``allowColumnDefaults`` and ``columnMapping`` (data files are written with display names only, so
   mode ``name``/``id`` refuses commits that add data);
 * everything else (``v2Checkpoint``, ``typeWidening``, ``rowTracking``, ``clustering``,
-  ``icebergCompatV1/V2``, ``variantType``, ``catalogManaged``, ...) -- refused.
+  ``icebergCompatV1/V2``, ``variantType`` (variant tables are read-only), ``catalogManaged``, ...) --
+  refused.
 
 Example:
     >>> from deltalog.protocol.actions import Format, Metadata, Protocol
@@ -45,6 +46,7 @@ __all__ = [
     "active_features",
     "check_append_only",
     "check_change_data_feed",
+    "check_never_writable",
     "check_no_downgrade",
     "check_writable",
     "is_true",
@@ -235,8 +237,14 @@ def required_features(metadata: Metadata, *, extra: Iterable[str] = ()) -> set[s
     return active_features(metadata) | set(extra)
 
 
+#: Preview names that satisfy a feature the metadata uses (a variant column on a ``variantType-preview``
+#: table needs no ``variantType``).
+_PREVIEWS = {"variantType-preview": "variantType"}
+
+
 def _supported_by(protocol: Protocol) -> set[str]:
-    return set(writer_features(protocol)) | set(reader_features(protocol))
+    have = set(writer_features(protocol)) | set(reader_features(protocol))
+    return have | {_PREVIEWS[f] for f in have if f in _PREVIEWS}
 
 
 def upgrade_protocol(
@@ -372,6 +380,24 @@ deltalog cannot write (it writes classic checkpoints only); it can still be read
         )
 
 
+def check_never_writable(protocol: Protocol, *, table: str | None = None, version: int | None = None) -> None:
+    """Refuse up front -- before any data file is written -- a table with a writer feature deltalog never
+    writes, whatever the commit (``variantType``, ``v2Checkpoint``, ...): features cannot be dropped, so
+    :func:`check_writable` would refuse the commit anyway. Other tables pass (their commit is checked).
+
+    Example:
+        >>> check_never_writable(Protocol(1, 2), table="t")
+        >>> check_never_writable(Protocol(3, 7, ("variantType",), ("variantType",)), table="t")
+        Traceback (most recent call last):
+        ...
+        deltalog.errors.UnsupportedFeatureError: table needs writer feature 'variantType', which deltalog \
+cannot write (it reads variant columns but does not write them); it can still be read [table t]
+    """
+    blocked = writer_features(protocol) - SUPPORTED_WRITER_FEATURES - INACTIVE_ONLY_WRITER_FEATURES
+    if blocked or not 1 <= protocol.minWriterVersion <= 7:
+        check_writable(protocol, None, adds_data=True, table=table, version=version)
+
+
 _REFUSAL_REASONS = {
     "v2Checkpoint": "it writes classic checkpoints only",
     "typeWidening": "it does not record type changes",
@@ -381,6 +407,8 @@ _REFUSAL_REASONS = {
     "icebergCompatV1": "it does not keep Iceberg metadata compatible",
     "icebergCompatV2": "it does not keep Iceberg metadata compatible",
     "catalogManaged": "it commits to the file system, not through a catalog",
+    "variantType": "it reads variant columns but does not write them",
+    "variantType-preview": "it reads variant columns but does not write them",
 }
 
 

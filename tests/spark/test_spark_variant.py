@@ -1,0 +1,186 @@
+"""Variant tables through the Spark engine: ``format("delta")`` reads variant columns (top level and
+nested) as Spark's ``VariantType`` exactly as Spark's parquet reader reads the same files; writes of
+variant data are refused; and the kernel's decoder agrees with the values Spark encodes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+import deltalog
+from deltalog.errors import UnsupportedFeatureError
+from deltalog.protocol.schema import VARIANT, ArrayType, StructField, StructType
+from deltalog.protocol.variant import to_python, to_python_list
+from deltalog.spark import DeltaTable, write
+from deltalog.spark._common import spark_type
+
+pytestmark = pytest.mark.spark
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "conformance"
+if not CORPUS.is_dir():
+    CORPUS = Path("/work/shared/conformance")
+
+TABLE = "kernel-rs-data/unshredded-variant"
+#: The corpus table's schema in Spark's DDL, written out independently of deltalog's type mapping.
+DDL = (
+    "id BIGINT, v VARIANT, array_of_variants ARRAY<VARIANT>, struct_of_variants STRUCT<v: VARIANT>, "
+    "map_of_variants MAP<STRING, VARIANT>, array_of_struct_of_variants ARRAY<STRUCT<v: VARIANT>>, "
+    "struct_of_array_of_variants STRUCT<v: ARRAY<VARIANT>>"
+)
+VARIANT_COLUMNS = [
+    "v", "array_of_variants", "struct_of_variants", "map_of_variants", "array_of_struct_of_variants",
+    "struct_of_array_of_variants",
+]
+
+
+def corpus(rel: str) -> Path:
+    path = CORPUS / rel
+    if not path.is_dir():
+        pytest.skip(f"conformance corpus table {rel} is not available")
+    return path
+
+
+def as_json(df: Any) -> list[tuple[Any, ...]]:
+    """``(id, to_json(column), ...)`` for every variant column, sorted."""
+    cols = ["id", *[f"to_json(`{c}`) AS `{c}`" for c in VARIANT_COLUMNS]]
+    return sorted(tuple(r) for r in df.selectExpr(*cols).collect())
+
+
+def test_delta_variant_types_map_to_spark_variant_type() -> None:
+    from pyspark.sql.types import ArrayType as SparkArray
+    from pyspark.sql.types import StructType as SparkStruct
+    from pyspark.sql.types import VariantType
+
+    assert spark_type(VARIANT) == VariantType()
+    nested = spark_type(StructType((StructField("a", ArrayType(VARIANT, True)),)))
+    assert isinstance(nested, SparkStruct) and nested["a"].dataType == SparkArray(VariantType(), True)
+
+
+def test_read_matches_spark_reading_the_parquet_files(spark: Any) -> None:
+    from pyspark.sql.types import VariantType
+
+    path = corpus(TABLE)
+    df = spark.read.format("delta").load(str(path))
+    assert df.schema["v"].dataType == VariantType()
+    assert df.schema["map_of_variants"].dataType.valueType == VariantType()
+    assert df.count() == 102
+    snap = deltalog.Table(path).snapshot()
+    files = [str(path / p) for p in snap.add_files().column("path").to_pylist()]
+    direct = spark.read.schema(DDL).parquet(*files)
+    got = as_json(df)
+    assert got == as_json(direct)
+    assert sorted(r[0] for r in got) == sorted([*range(100), 0, 1])
+    assert got[-1][1:] == (
+        '{"key":99}', '[{"key":99},null,{"key":99},null,{"key":99}]', '{"v":{"key":99}}',
+        '{"99":{"key":99},"nullKey":null}', '[{"v":{"key":99}},{},null,{"v":{"key":99}},null,{"v":{"key":99}}]',
+        '{"v":[null,{"key":99}]}',
+    )
+    # The kernel's Arrow reader and decoder see the same values Spark prints.
+    kernel = snap.to_arrow(columns=["id", "v"])
+    decoded = sorted(zip(kernel.column("id").to_pylist(), to_python_list(kernel.column("v"))))
+    assert decoded == sorted((r[0], json.loads(r[1])) for r in got)
+
+
+def test_time_travel_filters_and_variant_functions(spark: Any) -> None:
+    path = str(corpus(TABLE))
+    assert spark.read.format("delta").option("versionAsOf", 0).load(path).count() == 100
+    df = spark.read.format("delta").load(path)
+    late = df.filter("id >= 98")
+    assert late.count() == 2 and len(late.inputFiles()) == 1  # min/max skipping on id still applies
+    assert df.filter("variant_get(v, '$.key', 'int') = 5").count() == 1
+    assert df.selectExpr("sum(variant_get(struct_of_variants.v, '$.key', 'int'))").first()[0] == 4950 + 1
+
+
+def test_shredded_variant_tables_are_refused(spark: Any) -> None:
+    path = str(corpus("delta-kernel-defaults/spark-shredded-variant-preview-delta"))
+    with pytest.raises(UnsupportedFeatureError, match="shredded variants") as info:
+        spark.read.format("delta").load(path)
+    assert info.value.feature == "variantShredding-preview"
+
+
+@pytest.fixture
+def variant_copy(tmp_path: Path) -> Path:
+    dest = tmp_path / "variant"
+    shutil.copytree(corpus(TABLE), dest)
+    for p in [dest, *dest.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return dest
+
+
+def test_writes_of_variant_data_are_refused(spark: Any, tmp_path: Path, variant_copy: Path) -> None:
+    new = tmp_path / "new"
+    frame = spark.range(3).selectExpr("id", "parse_json(cast(id AS string)) AS v")
+    with pytest.raises(UnsupportedFeatureError, match=r"variant column\(s\) \['v'\]") as info:
+        frame.write.format("delta").save(str(new))
+    assert info.value.feature == "variantType" and not new.exists()
+    loaded = spark.read.format("delta").load(str(variant_copy))
+    for call in (
+        lambda: loaded.limit(2).write.format("delta").mode("append").save(str(variant_copy)),
+        lambda: write(spark.range(2), str(variant_copy), mode="append"),
+        lambda: DeltaTable.forPath(spark, str(variant_copy)).delete("id = 1"),
+    ):
+        with pytest.raises(UnsupportedFeatureError, match="does not write them") as info:
+            call()
+        assert info.value.feature == "variantType-preview" and str(variant_copy) in str(info.value)
+    assert deltalog.Table(variant_copy).latest_version() == 2
+    assert len(list(variant_copy.glob("*.parquet"))) == 4
+
+
+#: (Spark SQL expression, the Python value the kernel's decoder must give for Spark's encoding).
+ENCODED = {
+    "int8": ("parse_json('7')", 7),
+    "int16": ("parse_json('-300')", -300),
+    "int32": ("parse_json('70000')", 70000),
+    "int64": ("parse_json('1099511627776')", 1099511627776),
+    "decimal4": ("parse_json('1.50')", Decimal("1.50")),
+    "decimal8": ("parse_json('12345678901.25')", Decimal("12345678901.25")),
+    "decimal16": ("parse_json('12345678901234567890123')", Decimal("12345678901234567890123")),
+    "double": ("parse_json('1e300')", 1e300),
+    "boolean": ("parse_json('true')", True),
+    "json_null": ("parse_json('null')", None),
+    "short_string": ("parse_json('\"hé\"')", "hé"),
+    "long_string": ("parse_json('\"' || repeat('x', 100) || '\"')", "x" * 100),
+    "object": ("""parse_json('{"b": [1, 2, {"c": null}], "a": "x"}')""", {"a": "x", "b": [1, 2, {"c": None}]}),
+    "large_array": (
+        "parse_json('[' || array_join(transform(sequence(1, 300), x -> cast(x AS string)), ',') || ']')",
+        list(range(1, 301)),
+    ),
+    "large_object": (
+        "parse_json('{' || array_join(transform(sequence(1, 300), x -> '\"k' || x || '\": ' || x), ',') || '}')",
+        {f"k{i}": i for i in range(1, 301)},
+    ),
+    "date": ("cast(date'2024-02-29' AS variant)", dt.date(2024, 2, 29)),
+    "timestamp": (
+        "cast(timestamp'2024-02-29 12:34:56.123456' AS variant)",
+        dt.datetime(2024, 2, 29, 12, 34, 56, 123456, tzinfo=dt.UTC),
+    ),
+    "timestamp_ntz": (
+        "cast(timestamp_ntz'2024-02-29 12:34:56.123456' AS variant)", dt.datetime(2024, 2, 29, 12, 34, 56, 123456)
+    ),
+    "binary": ("cast(X'00FF' AS variant)", b"\x00\xff"),
+    "float": ("cast(cast(1.5 AS float) AS variant)", 1.5),
+    "decimal_cast": ("cast(cast(-3.141 AS decimal(10,3)) AS variant)", Decimal("-3.141")),
+}
+
+
+def test_the_decoder_reads_what_spark_encodes(spark: Any, tmp_path: Path) -> None:
+    out = tmp_path / "encoded"
+    select = ", ".join(f"{expr} AS {name}" for name, (expr, _) in ENCODED.items())
+    key = "spark.sql.variant.writeShredding.enabled"
+    spark.conf.set(key, "false")  # Spark 4.1+ shreds variants in plain parquet writes by default
+    try:
+        spark.sql(f"SELECT {select}").coalesce(1).write.parquet(str(out))
+    finally:
+        spark.conf.unset(key)
+    row = pq.read_table(sorted(out.glob("*.parquet"))).to_pylist()[0]
+    for name, (_, want) in ENCODED.items():
+        got = to_python(row[name]["metadata"], row[name]["value"])
+        assert got == want and type(got) is type(want), (name, got)
+    assert list(to_python(row["large_object"]["metadata"], row["large_object"]["value"]))[:3] == ["k1", "k10", "k100"]
