@@ -18,7 +18,7 @@ demo: $(VENV)/.installed
 	$(PY) scripts/demo.py
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check src tests bench scripts
+	$(PY) -m ruff check --no-cache src tests bench scripts
 
 typecheck: $(VENV)/.installed
 	$(PY) -m mypy

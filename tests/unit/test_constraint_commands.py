@@ -9,9 +9,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from deltalog.commands.constraints import add_constraint, drop_constraint
 
 import deltalog
+from deltalog.commands.constraints import add_constraint, drop_constraint
 from deltalog.errors import ConcurrentAppendException, InvalidArgumentError, TableNotFoundError
 from deltalog.protocol.actions import Protocol
 from deltalog.storage import LocalLogStore
