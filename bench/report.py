@@ -126,6 +126,8 @@ def render(results_dir: Path, out: Path) -> str:
     have_plot = plot(scale, results.get("c"), plot_path)
     env = next((r.environment for r in results.values() if r.environment), {})
     loads = [r.environment.get("load_average_1min") for r in results.values() if r.environment]
+    dates = sorted(str(r.environment["date"]) for r in results.values() if r.environment.get("date"))
+    when = dates[0] if not dates or dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
     busy = max((x for x in loads if isinstance(x, (int, float))), default=None)
     lines = [
         "# Performance",
@@ -137,7 +139,7 @@ def render(results_dir: Path, out: Path) -> str:
         "Spark jobs (local[2]) on generated rows and are anchored on the same job through plain Spark parquet.",
         "",
         f"Machine: {env.get('cpus', '?')} cores, Python {env.get('python', '?')}, pyarrow "
-        f"{env.get('pyarrow', '?')}, deltalake {env.get('deltalake', '?')}; measured {env.get('date', '?')}"
+        f"{env.get('pyarrow', '?')}, deltalake {env.get('deltalake', '?')}; measured {when or '?'}"
         + (f" (1-minute load average up to {busy:.1f} while results were saved: other work shared the machine, "
            "so expect ±15% between runs; both sides of a ratio are measured alternately to share the noise)."
            if busy is not None and busy > 0.5 else "."),

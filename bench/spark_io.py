@@ -81,10 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     harness.common_args(parser)
     parser.add_argument("--rows", type=int, default=None, help="rows generated (default 10M, quick: 1M)")
-    parser.add_argument("--repeat", type=int, default=None, help="timed runs per side (default 3, quick: 1)")
+    parser.add_argument("--repeat", type=int, default=None, help="timed runs per side (default 5, scans 9; quick: 1)")
     args = parser.parse_args(argv)
     rows = args.rows or (1_000_000 if args.quick else 10_000_000)
-    repeat = args.repeat or (1 if args.quick else 3)
+    repeat = args.repeat or (1 if args.quick else 5)
 
     from pyspark.sql import functions as F
 
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         def scan(frame: Any) -> None:
             frame.agg(F.sum("x"), F.count(F.lit(1))).collect()
 
-        scans = max(repeat, 5)  # scans are short: more runs for a steadier median
+        scans = repeat if args.quick else max(repeat, 9)  # scans are short (about 1 s): more runs
         results.append((
             "scan sum+count, unpartitioned",
             *_pair(lambda i: scan(spark.read.parquet(str(work / "pq-0"))),

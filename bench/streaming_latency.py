@@ -175,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  maxFilesPerTrigger={r['maxFilesPerTrigger']:<5} batches={r['batches']:<3} "
               f"files/batch={r['files_per_batch']}  {r['seconds']:.1f} s")
     extra: dict[str, Any] = {
-        f"maxFilesPerTrigger={r['maxFilesPerTrigger']}": f"{r['batches']} batches of {r['files_per_batch']} files, "
+        f"maxFilesPerTrigger={r['maxFilesPerTrigger']}": f"{r['batches']} batch{'es' if r['batches'] != 1 else ''} "
+        f"of {r['files_per_batch']} files, "
         f"{r['seconds']:.1f} s" for r in rows
     }
     save(Result(
