@@ -41,6 +41,14 @@ def main(url: str, work: str, dv_table: str) -> None:
     facts["skip_files"] = [len(loaded.inputFiles()), len(loaded.filter(F.col("id") >= 18).inputFiles()),
                            len(spark.read.format("delta").load(p).where("id >= 18 AND k = 0").inputFiles())]
     facts["skip_rows"] = sorted(r["id"] for r in spark.read.format("delta").load(p).filter(F.col("id") >= 18).collect())
+    # ... also after select / withColumn / another filter; a changed column's statistics are not used.
+    chained = loaded.select("id", "k").withColumn("y", F.col("id") * 2).filter("k = 0").filter(F.col("id") >= 18)
+    shadowed = loaded.withColumn("id", F.col("id") - 100).filter(F.col("id") >= 18)
+    facts["chain_files"] = [len(chained.inputFiles()), len(shadowed.inputFiles())]
+    facts["chain_rows"] = sorted((r["id"], r["y"]) for r in chained.collect())
+    facts["shadow_rows"] = shadowed.count()
+    bound = loaded.select(loaded.id, "k").filter("id >= 18")
+    facts["bound"] = [len(bound.inputFiles()), sorted(r["id"] for r in bound.collect())]
     facts["dv_count"] = read(spark, dv_table).count()
     facts["dv_expected"] = deltalog.Table(dv_table).snapshot().to_arrow().num_rows
     write(spark.range(2), f"{work}/c", **{"delta.constraints.small": "id < 2"})

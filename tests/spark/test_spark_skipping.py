@@ -1,5 +1,6 @@
-"""Filters applied to a loaded Delta DataFrame skip files by the log's statistics (the first filter on
-``spark.read.format("delta").load(p)`` re-plans the scan), with the same rows as Spark's plain filter."""
+"""Filters applied to a loaded Delta DataFrame skip files by the log's statistics (a filter on
+``spark.read.format("delta").load(p)``, directly or after select / withColumn / drop / renames / other
+filters, re-plans the scan), with the same rows as Spark's plain filter."""
 
 from __future__ import annotations
 
@@ -35,8 +36,8 @@ def table(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _plain(spark: Any, path: str) -> Any:
-    """The same table without skipping (``select`` first: only the loaded frame itself re-plans)."""
-    return spark.read.format("delta").load(path).select("*")
+    """The same table without skipping (``alias`` is not tracked: its filters are Spark's plain ones)."""
+    return spark.read.format("delta").load(path).alias("plain")
 
 
 CONDITIONS = [
@@ -72,8 +73,8 @@ def test_filter_after_load_reads_only_the_files_that_can_match(spark: Any, table
     assert len(load().filter(F.col("id") == 1000).inputFiles()) == 0
     # Nothing the statistics can use: every file, the same rows as Spark's filter.
     assert len(load().filter((F.col("id") < 3) | (F.col("id") > 76)).inputFiles()) == every
-    # Only the first filter directly on the loaded frame re-plans.
-    assert len(load().select("*").filter("id >= 75").inputFiles()) == every
+    # Untracked transformations end skipping (same rows, every file).
+    assert len(load().alias("a").filter("id >= 75").inputFiles()) == every
     # DeltaTable.toDF() and read() without where give the same kind of frame.
     assert len(DeltaTable.forPath(spark, table).toDF().filter("id >= 75").inputFiles()) == 1
     assert len(read(spark, table).filter("id < 10").inputFiles()) == 1
@@ -144,3 +145,73 @@ def test_condition_sql_of_connect_columns() -> None:
         CF.col("t.k") != 1) & CF.expr("k = 2")
     assert condition_sql(cond) == ["(id > 2.5)", "(d >= DATE '2024-01-01')", "(d <= DATE '2024-01-31')",
                                    "(k = 2)"]
+
+
+def _chains(F: Any) -> dict[str, Any]:
+    """Transformations before a filter, by name."""
+    return {
+        "select *": lambda df: df.select("*"),
+        "select cols": lambda df: df.select("id", F.col("s"), "k"),
+        "select list": lambda df: df.select(["id", "x"]),
+        "withColumn other": lambda df: df.withColumn("y", F.col("id") * 2),
+        "withColumn replaces id": lambda df: df.withColumn("id", F.col("id") + 100),
+        "withColumns": lambda df: df.withColumns({"id": F.col("id") - 50, "z": F.lit(1)}),
+        "rename x to id": lambda df: df.withColumnRenamed("id", "i").withColumnRenamed("x", "id"),
+        "renamed map": lambda df: df.withColumnsRenamed({"id": "ident", "x": "id"}),
+        "alias shadows id": lambda df: df.select((F.col("x") * 4).alias("id"), "k", "s"),
+        "drop": lambda df: df.drop("x", F.col("d")),
+        "filter then select": lambda df: df.filter("k = 1").select("id", "s"),
+        "where twice": lambda df: df.where(F.col("id") >= 15).where("id < 60"),
+    }
+
+
+CHAIN_CONDITIONS = ["id >= 75", "id BETWEEN 12 AND 18", "id < 5 OR id > 70", "k = 0 AND id < 30"]
+
+
+@pytest.mark.parametrize("cond", CHAIN_CONDITIONS)
+def test_filters_after_other_transformations_give_the_plain_rows(spark: Any, table: str, cond: str) -> None:
+    from pyspark.sql import functions as F
+
+    for name, chain in _chains(F).items():
+        got = chain(spark.read.format("delta").load(table))
+        want = chain(_plain(spark, table))
+        assert "id" in got.columns, name
+        assert sorted(map(str, got.filter(cond).collect())) == sorted(map(str, want.filter(cond).collect())), name
+
+
+def test_filters_after_other_transformations_skip_files(spark: Any, table: str) -> None:
+    from pyspark.sql import functions as F
+
+    load = lambda: spark.read.format("delta").load(table)  # noqa: E731
+    files = lambda df: len(df.inputFiles())  # noqa: E731
+    assert files(load().select("id", "s").filter("id >= 75")) == 1
+    assert files(load().select(F.col("id"), F.col("k")).filter(F.col("id") < 10)) == 1
+    assert files(load().withColumn("y", F.col("id") * 2).filter("id >= 75")) == 1
+    assert files(load().drop("x").filter("s = 's42'")) == 1
+    assert files(load().filter("id >= 15").filter("id < 25")) == 2
+    assert files(load().where("k = 1").select("id").where("id < 20")) == 1
+    assert files(load().withColumnRenamed("s", "t").filter("id >= 75 AND t = 's76'")) == 1
+    assert files(read(spark, table, columns=["id", "k"]).filter("id >= 75")) == 1
+    assert files(read(spark, table, where="k = 0").select("id").filter("id < 10")) == 1
+    # A changed or renamed column is not the table's column: its statistics do not apply.
+    assert files(load().withColumn("id", F.col("id") + 100).filter("id >= 75")) == 8
+    assert files(load().withColumnRenamed("id", "i").withColumnRenamed("x", "id").filter("id >= 30")) == 8
+    assert files(load().select((F.col("x") * 4).alias("id"), "k").filter("id >= 75")) == 8
+    # ... but conditions on the other, unchanged columns still do.
+    assert files(load().withColumn("id", F.col("id") + 100).filter("id >= 75 AND s = 's03'")) == 1
+    # Columns bound to a frame (df.id) cannot move to the re-planned scan: Spark's plain filter.
+    df = load()
+    assert files(df.select(df.id, "s").filter("id >= 75")) == 8
+    assert files(df.filter(df.id >= 70).filter("id < 75")) == 8
+
+
+def test_a_filter_that_cannot_replay_falls_back_to_the_plain_filter(spark: Any, table: str) -> None:
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    loaded = spark.read.format("delta").load(table)
+    with pytest.raises(AnalysisException, match="nope"):
+        loaded.select("id").filter("nope > 1").collect()
+    # A duplicated name stays ambiguous, as in Spark.
+    with pytest.raises(AnalysisException, match=r"(?i)ambiguous"):
+        loaded.select("id", F.col("x").alias("id")).filter("id > 3").collect()

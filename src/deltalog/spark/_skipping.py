@@ -3,23 +3,27 @@
 Spark cannot skip a Delta table's files by the log's min/max statistics on its own: deltalog hands it a
 parquet scan over an explicit list of files. So the frame :func:`deltalog.spark.read.read_snapshot`
 returns (``spark.read.format("delta").load(p)``, ``read(spark, p)``, ``DeltaTable.toDF()``) is given a
-small dynamic subclass of its own DataFrame class (classic or Connect; same name) whose ``filter`` /
-``where`` re-plan the scan: the condition's simple conjuncts become kernel conditions, the snapshot's
-files are pruned by partition values and statistics, and the condition is applied in full by Spark on
-the scan of the remaining files. The result is the same rows as the plain filter; only fewer files are
-read. The frame returned by ``filter`` is an ordinary DataFrame.
+small dynamic subclass of its own DataFrame class (classic or Connect; same name) that remembers how it
+was made: the scan, then the ``select`` / ``withColumn(s)`` / ``withColumn(s)Renamed`` / ``drop`` /
+``filter`` steps applied since (the frames those return are tracked too). On ``filter`` / ``where``,
+the condition's simple conjuncts become kernel conditions; those on columns that are still the table's
+own column of that name (not replaced by ``withColumn``, renamed, computed by an alias, or duplicated)
+prune the snapshot's files by partition values and statistics, the scan is rebuilt over the remaining
+files, the steps replayed, and the condition applied in full by Spark. The result is the same rows as
+the plain filter; only fewer files are read.
 
-A condition falls back to Spark's plain filter (the same result, no skipping) when nothing in it can be
-used for skipping, or when it refers to columns of one particular DataFrame (``df.id``, ``df["id"]``),
-which cannot be moved to the re-planned scan. Conditions are read as SQL text: a SQL string as given; a
-``Column`` built from ``col``/``lit``/comparison operators/``isin``/``between``/``expr`` (classic or
-Connect) is turned into the SQL text of its top-level conjuncts, anything else in it being skipped. The
-conjuncts kept are those :func:`deltalog.spark.dml._scan.pruning_conditions` proves mean the same in
-Spark and in the kernel.
+Anything else falls back to Spark's plain methods (the same result, no skipping): other transformations
+(``join``, ``groupBy``, ``alias``, ``selectExpr``, ...) return ordinary DataFrames, and a condition or
+step argument that refers to columns of one particular DataFrame (``df.id``, ``df["id"]``, a subquery)
+cannot be moved to a rebuilt scan, so it ends the tracking. Conditions are read as SQL text: a SQL string
+as given; a ``Column`` built from ``col``/``lit``/comparison operators/``isin``/``between``/``expr``
+(classic or Connect) is turned into the SQL text of its top-level conjuncts, anything else in it being
+skipped. The conjuncts kept are those :func:`deltalog.spark.dml._scan.pruning_conditions` proves mean
+the same in Spark and in the kernel.
 
 Example:
     >>> df = spark.read.format("delta").load("/data/events")                  # doctest: +SKIP
-    >>> df.filter(F.col("id") >= 9000).inputFiles()                          # doctest: +SKIP
+    >>> df.select("id", "s").filter(F.col("id") >= 9000).inputFiles()        # doctest: +SKIP
     ['file:///data/events/part-00009-....snappy.parquet']
 """
 
@@ -28,6 +32,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -210,56 +216,237 @@ def skipping_conditions(condition: Any, snapshot: Snapshot) -> list[Condition] |
 # ------------------------------------------------------------------------------------- the frame
 
 
+@dataclass(frozen=True)
+class _State:
+    """How to rebuild a tracked frame: the scan :func:`~deltalog.spark.read.read_snapshot` made (its
+    ``where`` / ``columns``, plus extra pruning conditions), then ``steps`` replayed with the plain
+    DataFrame methods. ``unchanged`` holds the (lower-case) output columns that are still the table's
+    column of that name, row for row: only conditions on those may prune files."""
+
+    snapshot: Snapshot
+    where: Any
+    columns: tuple[str, ...] | None
+    prune: tuple[Condition, ...]
+    steps: tuple[tuple[str, tuple[Any, ...], dict[str, Any]], ...]
+    unchanged: frozenset[str]
+
+
+_TRACKED = ("filter", "where", "select", "withColumn", "withColumns", "withColumnRenamed", "withColumnsRenamed", "drop")
+_LOCAL = threading.local()
+
+
+def _portable(value: Any) -> bool:
+    """Whether ``value`` (an argument of a tracked method) means the same on a re-planned frame: plain
+    Python values and SQL strings do; a ``Column`` does unless it refers to a particular DataFrame
+    (``df.id``, ``df["*"]``, a subquery); anything unexpected does not."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_portable(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _portable(v) for k, v in value.items())
+    if type(value).__name__ != "Column":
+        return False
+    try:
+        if hasattr(value, "_jc"):
+            return _classic_portable(value._jc.node())
+        return _connect_portable(value._expr)
+    except Exception:  # an unexpected tree shape: not replayed
+        return False
+
+
+def _classic_portable(node: Any) -> bool:
+    kind = str(node.getClass().getSimpleName())
+    if kind == "ExpressionColumnNode" or "Subquery" in kind:
+        return False
+    if kind in ("UnresolvedAttribute", "UnresolvedStar", "UnresolvedRegex") and node.planId().isDefined():
+        return False
+    seq = node.children()
+    return all(_classic_portable(seq.apply(i)) for i in range(seq.size()))
+
+
+def _connect_portable(node: Any) -> bool:
+    if getattr(node, "_plan_id", None) is not None or "Subquery" in type(node).__name__:
+        return False
+    return all(_connect_portable(c) for c in (getattr(node, "children", None) or []))
+
+
+def _plain_name(value: Any) -> str | None:
+    """The column name a ``select`` argument passes through unchanged (``"id"``, ``col("id")``), ``"*"``
+    for a star, ``None`` for anything computed or nested."""
+    if isinstance(value, str):
+        if value == "*":
+            return value
+        if value.startswith("`") and value.endswith("`") and len(value) > 1 and "`" not in value[1:-1]:
+            return value[1:-1]
+        return None if "." in value or "`" in value else value
+    if type(value).__name__ != "Column":
+        return None
+    if not hasattr(value, "_jc"):
+        expr = value._expr
+        kind = type(expr).__name__
+        if kind == "UnresolvedStar" and getattr(expr, "_unparsed_target", None) is None:
+            return "*"
+        return _plain_name(str(expr._unparsed_identifier)) if kind == "ColumnReference" else None
+    node = value._jc.node()
+    kind = str(node.getClass().getSimpleName())
+    if kind == "UnresolvedStar" and node.unparsedTarget().isEmpty():
+        return "*"
+    if kind != "UnresolvedAttribute":
+        return None
+    parts = node.nameParts()
+    return str(parts.apply(0)) if parts.size() == 1 else None
+
+
+def _next_unchanged(state: _State, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> frozenset[str] | None:
+    """``unchanged`` after ``name(*args, **kwargs)``; ``None`` when the result cannot be tracked."""
+    if kwargs or not _portable(args):
+        return None
+    if name in ("filter", "where"):
+        return state.unchanged
+    if name == "select":
+        cols = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+        names = [_plain_name(c) for c in cols]
+        if "*" in names:
+            return state.unchanged
+        return state.unchanged & {n.lower() for n in names if n is not None}
+    if name == "withColumn":
+        return state.unchanged - {str(args[0]).lower()}
+    if name == "withColumns":
+        keys = {str(k).lower() for m in args if isinstance(m, dict) for k in m}
+        return state.unchanged - keys
+    if name == "withColumnRenamed":
+        return state.unchanged - {str(a).lower() for a in args}
+    if name == "withColumnsRenamed":
+        pairs = args[0] if args and isinstance(args[0], dict) else {}
+        return state.unchanged - {str(x).lower() for kv in pairs.items() for x in kv}
+    if name == "drop":
+        dropped = [_plain_name(c) for c in args]
+        if any(d is None or d == "*" for d in dropped):
+            return None
+        return state.unchanged - {str(d).lower() for d in dropped}
+    return None
+
+
+def _usable(conditions: list[Condition], state: _State, columns: list[str]) -> list[Condition]:
+    """The conditions that may prune files of a frame with ``columns``: each on a column that is the
+    table's own, unchanged and not duplicated, and not already applied."""
+    counts: dict[str, int] = {}
+    for c in columns:
+        counts[c.lower()] = counts.get(c.lower(), 0) + 1
+    out = []
+    for cond in conditions:
+        key = cond.column.lower()
+        if key not in state.unchanged:
+            key = key.split(".", 1)[0]
+        if key in state.unchanged and counts.get(key) == 1 and cond not in state.prune and cond not in out:
+            out.append(cond)
+    return out
+
+
+def _replay(spark: Any, state: _State, base: type) -> Any:
+    """The tracked frame rebuilt: the scan with ``state.prune``, then its steps."""
+    from deltalog.spark.read import read_snapshot
+
+    df = read_snapshot(spark, state.snapshot, where=state.where, columns=state.columns, prune=state.prune)
+    for name, args, kwargs in state.steps:
+        df = getattr(base, name)(df, *args, **kwargs)
+    return df
+
+
+def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
+    conditions = skipping_conditions(condition, state.snapshot)
+    if conditions is None:
+        return None  # bound to a particular frame: the plain filter, no longer tracked
+    step: tuple[str, tuple[Any, ...], dict[str, Any]] = ("filter", (condition,), {})
+    usable = _usable(conditions, state, list(self.columns)) if conditions else []
+    if not usable:
+        out = getattr(base, "filter")(self, condition)  # noqa: B009
+        return _attach_state(out, replace(state, steps=(*state.steps, step)))
+    new = replace(state, prune=(*state.prune, *usable))
+    try:
+        rebuilt = getattr(base, "filter")(_replay(self.sparkSession, new, base), condition)  # noqa: B009
+    except Exception:  # the replay does not apply (an argument we misread): Spark's plain filter decides
+        return None
+    return _attach_state(rebuilt, replace(new, steps=(*new.steps, step)))
+
+
+def _tracked(name: str, plain: Any) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        state = self.__dict__.get(_STATE)
+        base = type(self).__mro__[1]
+        if state is None or getattr(_LOCAL, "busy", False):
+            return plain(self, *args, **kwargs)
+        _LOCAL.busy = True
+        try:
+            if name in ("filter", "where") and len(args) == 1 and not kwargs:
+                out = _filter(self, base, state, args[0])
+                if out is not None:
+                    return out
+            result = plain(self, *args, **kwargs)
+        finally:
+            _LOCAL.busy = False
+        unchanged = _next_unchanged(state, name, args, kwargs)
+        if unchanged is None:
+            return result
+        step_name = "filter" if name == "where" else name
+        steps = (*state.steps, (step_name, args, kwargs))
+        return _attach_state(result, replace(state, steps=steps, unchanged=unchanged))
+
+    method.__name__ = name
+    method.__doc__ = (plain.__doc__ or "") + "\n(deltalog: filters re-plan the Delta scan with file skipping.)"
+    return method
+
+
 def _subclass(base: type) -> type:
     with _LOCK:
         sub = _SUBCLASSES.get(base)
         if sub is not None:
             return sub
-
-        plain_filter = getattr(base, "filter")  # noqa: B009 - ``base`` is typed as a bare type
-
-        def filter(self: Any, condition: Any) -> Any:
-            replanned = _replan(self, condition)
-            return replanned if replanned is not None else plain_filter(self, condition)
-
-        def where(self: Any, condition: Any) -> Any:
-            return self.filter(condition)
-
-        filter.__doc__ = (plain_filter.__doc__ or "") + "\n(deltalog: re-plans the scan with file skipping.)"
-        where.__doc__ = filter.__doc__
-        sub = type(base.__name__, (base,), {"filter": filter, "where": where, "__module__": base.__module__})
+        methods = {name: _tracked(name, getattr(base, name)) for name in _TRACKED if hasattr(base, name)}
+        sub = type(base.__name__, (base,), {**methods, "__module__": base.__module__})
         sub.__qualname__ = base.__qualname__
         _SUBCLASSES[base] = sub
         return sub
 
 
-def _replan(df: Any, condition: Any) -> Any:
-    snapshot = df.__dict__.get(_STATE)
-    if snapshot is None:
-        return None
-    conditions = skipping_conditions(condition, snapshot)
-    if not conditions:
-        return None
-    from deltalog.spark.read import read_snapshot
-
-    return read_snapshot(df.sparkSession, snapshot, where=condition)
-
-
-def attach(df: Any, snapshot: Snapshot) -> Any:
-    """Make ``df`` (a full scan of ``snapshot``) re-plan its first ``filter``/``where`` with file
-    skipping; returns ``df``. Frames whose class cannot be swapped are returned unchanged.
-
-    Example:
-        >>> attach(read_snapshot(spark, snap), snap).filter("id > 3")             # doctest: +SKIP
-        DataFrame[id: bigint]
-    """
+def _attach_state(df: Any, state: _State) -> Any:
     base = type(df)
     if base.__name__ != "DataFrame":
         return df
     try:
-        df.__dict__[_STATE] = snapshot
+        df.__dict__[_STATE] = state
         if base not in _SUBCLASSES.values():
             df.__class__ = _subclass(base)
     except (AttributeError, TypeError):
         df.__dict__.pop(_STATE, None)
     return df
+
+
+def attach(
+    df: Any,
+    snapshot: Snapshot,
+    *,
+    where: Any = None,
+    columns: Sequence[str] | None = None,
+    prune: Sequence[Condition] = (),
+) -> Any:
+    """Make ``df`` -- ``read_snapshot(spark, snapshot, where=where, columns=columns)`` -- re-plan its scan
+    with file skipping on ``filter`` / ``where``, directly or after ``select`` / ``withColumn(s)`` /
+    ``withColumn(s)Renamed`` / ``drop`` / other filters; returns ``df``. Frames whose class cannot be
+    swapped are returned unchanged.
+
+    Example:
+        >>> attach(read_snapshot(spark, snap), snap).select("id").filter("id > 3")  # doctest: +SKIP
+        DataFrame[id: bigint]
+    """
+    names = list(columns) if columns is not None else snapshot.schema.field_names
+    state = _State(
+        snapshot=snapshot,
+        where=where,
+        columns=tuple(columns) if columns is not None else None,
+        prune=tuple(prune),
+        steps=(),
+        unchanged=frozenset(n.lower() for n in names),
+    )
+    return _attach_state(df, state)

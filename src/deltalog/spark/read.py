@@ -21,13 +21,14 @@ Everything else runs in Spark, and no row reaches the driver:
 * a SQL string or ``Column`` as ``where`` skips files too: its simple conjuncts (``column op literal``,
   ``IN``, ``BETWEEN``, joined by ``AND``) prune partitions and skip files by min/max statistics, and
   Spark applies the whole condition;
-* filters applied *after* loading skip files as well: the full-table frame returned here (so
-  ``spark.read.format("delta").load(p)`` and ``DeltaTable.toDF()``) re-plans its scan on its first
-  ``filter`` / ``where`` -- the same snapshot read again with that condition as ``where``
-  (:mod:`deltalog.spark._skipping`). Limit: only a filter applied directly to the loaded frame; after
-  any other transformation (``select``, ``withColumn``, a second ``filter``, ...) Spark filters the
-  rows without skipping files (the result is the same). Conditions naming a particular frame's columns
-  (``df.id``) fall back to the plain filter.
+* filters applied *after* loading skip files as well: the frame returned here (so
+  ``spark.read.format("delta").load(p)`` and ``DeltaTable.toDF()``) and the frames derived from it by
+  ``select`` / ``withColumn(s)`` / ``withColumn(s)Renamed`` / ``drop`` / ``filter`` re-plan the scan
+  on a ``filter`` / ``where`` -- the same snapshot read again with more files skipped, the steps
+  replayed (:mod:`deltalog.spark._skipping`). Only conditions on columns that are still the table's own
+  skip files. Limit: after any other transformation (``join``, ``groupBy``, ``alias``, ...) Spark
+  filters the rows without skipping files (the result is the same); conditions or steps naming a
+  particular frame's columns (``df.id``) end the re-planning.
 
 Example:
     >>> from deltalog.spark import read
@@ -79,8 +80,8 @@ def read(
     ``where`` is a list of ``(column, op, value)`` conditions (AND; ops ``= != < <= > >= in not in``)
     used for partition pruning and min/max file skipping and then as the row filter, or a Spark
     ``Column`` / SQL string, whose simple conjuncts prune and skip files before Spark applies it as
-    the row filter. ``columns`` selects logical columns. Without ``where`` and ``columns``, the first
-    ``filter`` / ``where`` on the result re-plans the scan with skipping (see the module docstring).
+    the row filter. ``columns`` selects logical columns. Later ``filter`` / ``where`` calls on the result (also after
+    ``select``, ``withColumn``, ...) re-plan the scan with skipping (see the module docstring).
 
     Example:
         >>> read(spark, "/data/events", columns=["id"], where=[("day", ">=", "2024-01-01")]).count()
@@ -128,8 +129,16 @@ def _is_nested(field: StructField) -> bool:
     return isinstance(field.type, (StructType, ArrayType, MapType))
 
 
-def read_snapshot(spark: Any, snapshot: Snapshot, *, where: Any = None, columns: Sequence[str] | None = None) -> Any:
-    """A snapshot's rows as a DataFrame (see :func:`read`; the snapshot is already loaded).
+def read_snapshot(
+    spark: Any,
+    snapshot: Snapshot,
+    *,
+    where: Any = None,
+    columns: Sequence[str] | None = None,
+    prune: Sequence[Condition] = (),
+) -> Any:
+    """A snapshot's rows as a DataFrame (see :func:`read`; the snapshot is already loaded). ``prune``:
+    more conditions that skip files (only skip: Spark does not apply them as a filter).
 
     Example:
         >>> import deltalog
@@ -157,7 +166,7 @@ def read_snapshot(spark: Any, snapshot: Snapshot, *, where: Any = None, columns:
     if spark_filter is not None:
         needed = list(dict.fromkeys([*needed, *schema.field_names]))
     skipping = [] if spark_filter is None else skipping_conditions(spark_filter, snapshot) or []
-    files = prune_files(snapshot, [*conditions, *skipping])
+    files = prune_files(snapshot, [*conditions, *skipping, *prune])
     logical = [schema.field(n) for n in needed]
     if files.num_rows == 0:
         df = spark.createDataFrame([], spark_schema(logical))
@@ -167,11 +176,10 @@ def read_snapshot(spark: Any, snapshot: Snapshot, *, where: Any = None, columns:
         df = df.filter(_condition_column(cond))
     if spark_filter is not None:
         df = df.filter(spark_filter)
-    elif not conditions and columns is None:
-        df = attach(df, snapshot)  # its first filter/where re-plans the scan with file skipping
-    if needed == names:
-        return df  # each select costs a few driver round trips; skip the ones that change nothing
-    return df.select(*[F.col(_quoted(n)) for n in names])
+    if needed != names:  # each select costs a few driver round trips; skip the ones that change nothing
+        df = df.select(*[F.col(_quoted(n)) for n in names])
+    # Later filters (directly or after select / withColumn / ...) re-plan this scan with file skipping.
+    return attach(df, snapshot, where=where, columns=columns, prune=prune)
 
 
 def _scan(
