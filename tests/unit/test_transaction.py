@@ -669,3 +669,26 @@ def test_metadata_changes_are_not_downgraded_to_snapshot_isolation() -> None:
     commit_adds(t, add("y.parquet"))
     assert mine.commit().version == 3
     assert commit_info(t, 3)["isolationLevel"] == "WriteSerializable"
+
+
+@pytest.mark.parametrize(("exact", "conflict"), [(True, False), (False, True)])
+def test_read_candidates_records_the_predicate_or_the_whole_table(exact: bool, conflict: bool) -> None:
+    from deltalog.arrow.filters import Condition
+
+    t = new_table()
+    commit_adds(t, add("a1.parquet", "a"), add("b1.parquet", "b"))
+    loser = start_transaction(t, Update(predicate="part = 'a'"))
+    files = loser.read_candidates([Condition("part", "=", "a")], exact=exact)
+    assert files.column("path").to_pylist() == ["a1.parquet"]
+    loser.remove_files(files)
+    w = start_transaction(t, Update(predicate="part = 'b'"))  # not a blind append: rewrites partition b
+    w.remove_files(w.scan_files([("part", "=", "b")]))
+    w.add_file(add("b2.parquet", "b"))
+    w.commit()
+    if conflict:  # exact=False: the whole table was read, so b2.parquet conflicts
+        with pytest.raises(ConcurrentAppendException):
+            loser.commit()
+    else:
+        assert loser.commit().version == 3
+    with pytest.raises(InvalidArgumentError, match="no table"):
+        start_transaction(Table(t.store.root + "-missing", store=InMemoryLogStore()), Update()).read_candidates([])

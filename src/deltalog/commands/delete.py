@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.arrow.filters import Condition, normalize_filter, prune_files, row_mask
+from deltalog.arrow.filters import Condition, normalize_filter, row_mask
 from deltalog.arrow.read import kept_rows, read_file_rows
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.actions import Add
@@ -101,12 +101,7 @@ def delete(
     if clock is not None:
         options["clock"] = clock
     txn = table.transaction(Delete(predicate=_describe(predicate)), **options)
-    if conditions and expression is None:
-        txn.read_predicate([(c.column, c.op, c.value) for c in conditions])
-    else:
-        txn.read_whole_table()
-    candidates = prune_files(snap, conditions)
-    txn.read_files(candidates.column("path").to_pylist())
+    candidates = txn.read_candidates(conditions, exact=expression is None)
     partitions = set(snap.partition_columns)
     if expression is None and all(c.column in partitions for c in conditions):
         return _drop_whole_files(txn, candidates)

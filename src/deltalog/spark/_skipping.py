@@ -355,20 +355,18 @@ def _replay(spark: Any, state: _State, base: type) -> Any:
 
 
 def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
+    """The filter on a scan re-planned with file skipping, or ``None`` when it cannot skip (nothing
+    usable in the condition, or it cannot move to a rebuilt frame): the caller applies the plain one."""
     conditions = skipping_conditions(condition, state.snapshot)
-    if conditions is None:
-        return None  # bound to a particular frame: the plain filter, no longer tracked
-    step: tuple[str, tuple[Any, ...], dict[str, Any]] = ("filter", (condition,), {})
-    usable = _usable(conditions, state, list(self.columns)) if conditions else []
+    usable = _usable(conditions, state, list(self.columns)) if conditions and _portable(condition) else []
     if not usable:
-        out = getattr(base, "filter")(self, condition)  # noqa: B009
-        return _attach_state(out, replace(state, steps=(*state.steps, step)))
+        return None
     new = replace(state, prune=(*state.prune, *usable))
     try:
         rebuilt = getattr(base, "filter")(_replay(self.sparkSession, new, base), condition)  # noqa: B009
     except Exception:  # the replay does not apply (an argument we misread): Spark's plain filter decides
         return None
-    return _attach_state(rebuilt, replace(new, steps=(*new.steps, step)))
+    return _attach_state(rebuilt, replace(new, steps=(*new.steps, ("filter", (condition,), {}))))
 
 
 def _tracked(name: str, plain: Any) -> Any:

@@ -55,7 +55,6 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltalog.arrow.filters import prune_files
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType
 from deltalog.spark._common import spark_type
@@ -340,12 +339,7 @@ def _replaced(
 ) -> Touched:
     """The files holding rows the condition matches (recorded as read, with the read predicate)."""
     conditions, _ = pruning_conditions(where.condition, snapshot)
-    if conditions:
-        txn.read_predicate([(c.column, c.op, c.value) for c in conditions])
-    else:
-        txn.read_whole_table()
-    candidates = prune_files(snapshot, conditions)
-    txn.read_files(candidates.column("path").to_pylist())
+    candidates = txn.read_candidates(conditions)
     if _partitions_only(where, snapshot):
         whole = _matching_partitions(spark, snapshot, candidates, cond)
         return Touched(whole, whole.slice(0, 0), live_rows(snapshot, whole.to_pylist()))

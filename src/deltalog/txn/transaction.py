@@ -77,6 +77,7 @@ from deltalog.txn.writer_features import (
 )
 
 if TYPE_CHECKING:
+    from deltalog.arrow.filters import Condition
     from deltalog.snapshot import Snapshot
     from deltalog.table import Table
 
@@ -256,6 +257,29 @@ class Transaction:
             >>> txn.read_files(["part-0.parquet"])                        # doctest: +SKIP
         """
         self._read_files.update(paths)
+
+    def read_candidates(self, conditions: Sequence[Condition], *, exact: bool = True) -> pa.Table:
+        """The live files of the read snapshot that kernel ``conditions`` (already typed, from
+        :func:`~deltalog.arrow.filters.normalize_filter` or a SQL condition) may match, by partition values
+        and min/max stats, recorded as read. The conditions are recorded as the read predicate when they
+        say everything the read depends on; with none, or ``exact=False`` (the read also filters rows by
+        something no predicate can name), the whole table is.
+
+        Example:
+            >>> txn.read_candidates([Condition("day", "=", "2024-01-01")]).num_rows   # doctest: +SKIP
+            3
+        """
+        from deltalog.arrow.filters import prune_files
+
+        if self.snapshot is None:
+            raise InvalidArgumentError("there is no table to read candidate files from", table=self.table)
+        if exact:
+            self.read_predicate([(c.column, c.op, c.value) for c in conditions])
+        else:
+            self.read_whole_table()
+        candidates = prune_files(self.snapshot, conditions)
+        self.read_files(candidates.column("path").to_pylist())
+        return candidates
 
     def scan_files(self, conditions: Iterable[Sequence[Any]] | None = None) -> pa.Table:
         """The live files that may hold rows matching ``conditions``, recording the predicate and the

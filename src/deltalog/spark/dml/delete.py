@@ -34,7 +34,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from deltalog.arrow.filters import prune_files
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.spark._common import load_snapshot, open_table
 from deltalog.spark.dml._cdc import deleted_rows, records_changes, stage_change_files, write_change_files
@@ -123,12 +122,7 @@ def delete(spark: Any, path: str, condition: Any = None) -> DmlResult:
     txn = Transaction(table.store, snap, Delete(predicate=[text] if text else None), table=table.location)
     if not claim_session_txn(spark, txn):  # delta-spark's txnAppId/txnVersion session settings: done already
         return _nothing(timer)
-    if conditions:
-        txn.read_predicate([(c.column, c.op, c.value) for c in conditions])
-    else:
-        txn.read_whole_table()
-    candidates = prune_files(snap, conditions)
-    txn.read_files(candidates.column("path").to_pylist())
+    candidates = txn.read_candidates(conditions)
     parts = set(snap.partition_columns)
     if complete and all(c.column in parts for c in conditions):
         return _remove_whole_files(txn, snap, candidates, timer)

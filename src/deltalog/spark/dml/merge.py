@@ -51,7 +51,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from deltalog.arrow.filters import Condition, prune_files
+from deltalog.arrow.filters import Condition
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.errors import DeltaError, InvalidArgumentError
 from deltalog.protocol.schema import StructField, StructType, parse_schema
@@ -451,12 +451,7 @@ class _Merge:
         self.txn = Transaction(self.table.store, snap, op, table=self.table.location)
         if not claim_session_txn(b._spark, self.txn):  # delta-spark's txnAppId/txnVersion session settings
             return DmlResult(None, {k: str(v) for k, v in self._metrics(0).items()})
-        if conditions:
-            self.txn.read_predicate([(c.column, c.op, c.value) for c in conditions])
-        else:
-            self.txn.read_whole_table()
-        candidates = prune_files(snap, conditions)
-        self.txn.read_files(candidates.column("path").to_pylist())
+        candidates = self.txn.read_candidates(conditions)
         T = self._target(candidates)
         S = b._source.withColumn(_S_PRESENT, F.lit(True))
         self._check_sides(T, S)

@@ -35,7 +35,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from deltalog.arrow.filters import prune_files
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark._common import load_snapshot, open_table
@@ -130,12 +129,7 @@ def update(spark: Any, path: str, condition: Any = None, set: Mapping[str, Any] 
     txn = Transaction(table.store, snap, Update(predicate=[text] if text else None), table=table.location)
     if not claim_session_txn(spark, txn):  # delta-spark's txnAppId/txnVersion session settings: done already
         return DmlResult(None, {k: str(v) for k, v in _metrics(timer, timer.elapsed_ms()).items()})
-    if conditions:
-        txn.read_predicate([(c.column, c.op, c.value) for c in conditions])
-    else:
-        txn.read_whole_table()
-    candidates = prune_files(snap, conditions)
-    txn.read_files(candidates.column("path").to_pylist())
+    candidates = txn.read_candidates(conditions)
     if candidates.num_rows == 0:
         return DmlResult(None, {k: str(v) for k, v in _metrics(timer, timer.elapsed_ms()).items()})
     if condition is None:
