@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint typecheck conformance bench docs clean
+.PHONY: demo test test-faults lint typecheck conformance bench docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ typecheck: $(VENV)/.installed
 test: lint typecheck
 	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "not spark" -p no:cacheprovider
 	DELTALOG_STRICT=1 $(PY) -m pytest -q -m spark -p no:cacheprovider tests/spark
+
+# Every fault at every storage step of every operation (make test runs a sample that visits each step once).
+test-faults: $(VENV)/.installed
+	DELTALOG_STRICT=1 DELTALOG_FAULTS=all $(PY) -m pytest -q -p no:cacheprovider tests/faults tests/spark/test_spark_faults.py
 
 conformance: $(VENV)/.installed
 	$(PY) -m pytest -q tests/conformance

@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class DeltaError(Exception):
     """Base class of every deltalog error; ``str(err)`` names table, version, file and line when known."""
@@ -100,13 +102,244 @@ class InvalidArgumentError(DeltaError, ValueError):
     """A caller passed an option the operation cannot accept (unknown mode, bad filter, ...)."""
 
 
-# The conflict exceptions live beside the checks that raise them; they are part of this hierarchy.
-from deltalog.txn.conflicts import (  # noqa: E402, I001
-    ConcurrentAppendException as ConcurrentAppendException,
-    ConcurrentDeleteDeleteException as ConcurrentDeleteDeleteException,
-    ConcurrentDeleteReadException as ConcurrentDeleteReadException,
-    ConcurrentModificationException as ConcurrentModificationException,
-    ConcurrentTransactionException as ConcurrentTransactionException,
-    MetadataChangedException as MetadataChangedException,
-    ProtocolChangedException as ProtocolChangedException,
-)
+# --------------------------------------------------------------------------------- conflicts
+
+
+class ConcurrentModificationException(DeltaError):
+    """A concurrent commit won the race and logically conflicts with this transaction.
+
+    ``version`` is the winning commit's version, ``operation`` its ``commitInfo.operation``.
+
+    Example:
+        >>> err = ConcurrentAppendException("files were added", table="t", version=5, operation="WRITE")
+        >>> isinstance(err, DeltaError), err.version, err.operation
+        (True, 5, 'WRITE')
+    """
+
+    def __init__(self, message: str, *, operation: str | None = None, **where: Any) -> None:
+        self.operation = operation
+        super().__init__(message, **where)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_conflict, (type(self), self.message, self.operation, self.table, self.version))
+
+
+def _rebuild_conflict(
+    cls: type[ConcurrentModificationException],
+    message: str,
+    operation: str | None,
+    table: str | None,
+    version: int | None,
+) -> ConcurrentModificationException:
+    return cls(message, operation=operation, table=table, version=version)
+
+
+class ProtocolChangedException(ConcurrentModificationException):
+    """The winner changed the protocol (or created the table).
+
+    Example:
+        >>> issubclass(ProtocolChangedException, ConcurrentModificationException)
+        True
+    """
+
+
+class MetadataChangedException(ConcurrentModificationException):
+    """The winner changed the table metadata (or a metadata domain this transaction writes).
+
+    Example:
+        >>> issubclass(MetadataChangedException, ConcurrentModificationException)
+        True
+    """
+
+
+class ConcurrentTransactionException(ConcurrentModificationException):
+    """The winner committed a ``txn`` for an application id this transaction depends on.
+
+    Example:
+        >>> issubclass(ConcurrentTransactionException, ConcurrentModificationException)
+        True
+    """
+
+
+class ConcurrentAppendException(ConcurrentModificationException):
+    """The winner added files in the part of the table this transaction read.
+
+    Example:
+        >>> issubclass(ConcurrentAppendException, ConcurrentModificationException)
+        True
+    """
+
+
+class ConcurrentDeleteReadException(ConcurrentModificationException):
+    """The winner removed a file this transaction read.
+
+    Example:
+        >>> issubclass(ConcurrentDeleteReadException, ConcurrentModificationException)
+        True
+    """
+
+
+class ConcurrentDeleteDeleteException(ConcurrentModificationException):
+    """The winner removed a file this transaction removes too.
+
+    Example:
+        >>> issubclass(ConcurrentDeleteDeleteException, ConcurrentModificationException)
+        True
+    """
+
+
+# ----------------------------------------------------------------------------------------- storage
+
+
+class StorageError(DeltaError, OSError):
+    """Storage failed or refused an operation: a full disk, a missing permission, an I/O error, an object
+    store that kept failing. It is also an :class:`OSError` (``errno`` set when the OS gave one), so
+    ``except OSError`` written before these classes existed keeps catching it.
+
+    The message names the cause in words, the file (relative to the table root), the operation that
+    was running and whether that operation committed a version before the failure: ``committed_version``
+    is that version, or ``None`` when nothing was committed (``table_version`` is then the version the
+    table stays at, when known). The store's original exception is chained as ``__cause__``.
+
+    Example:
+        >>> err = StorageFullError("the disk is full while writing part-0.parquet", table="/data/t",
+        ...                        file="part-0.parquet", errno=28)
+        >>> err = err.in_context(operation="WRITE", table_version=3)
+        >>> isinstance(err, OSError), err.errno
+        (True, 28)
+        >>> print(err)
+        WRITE failed: the disk is full while writing part-0.parquet; nothing was committed, the table \
+is still at version 3 [table /data/t, file part-0.parquet]
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        errno: int | None = None,
+        operation: str | None = None,
+        committed_version: int | None = None,
+        table_version: int | None = None,
+        **where: Any,
+    ) -> None:
+        self.operation = operation
+        self.committed_version = committed_version
+        self.table_version = table_version
+        super().__init__(message, **where)
+        self.errno = errno
+
+    def in_context(
+        self,
+        *,
+        operation: str | None = None,
+        committed_version: int | None = None,
+        table_version: int | None = None,
+    ) -> StorageError:
+        """A copy of this error (same class) whose message also says which operation failed and whether
+        it committed a version; an error that already has a context is returned unchanged.
+
+        Example:
+            >>> e = StorageIOError("an I/O error while reading x", file="x").in_context(operation="DELETE")
+            >>> e.message
+            'DELETE failed: an I/O error while reading x; nothing was committed'
+        """
+        if self.operation is not None:
+            return self
+        message = f"{operation} failed: {self.message}" if operation else self.message
+        if committed_version is not None:
+            message += (
+                f"; version {committed_version} was committed before the failure (the table holds this "
+                "operation's changes)"
+            )
+        elif table_version is not None and table_version >= 0:
+            message += f"; nothing was committed, the table is still at version {table_version}"
+        else:
+            message += "; nothing was committed"
+        err = type(self)(
+            message,
+            errno=self.errno,
+            operation=operation or "",
+            committed_version=committed_version,
+            table_version=table_version,
+            table=self.table,
+            version=self.version,
+            file=self.file,
+            line=self.line,
+        )
+        err.__cause__ = self.__cause__
+        return err
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (
+            _rebuild_storage,
+            (type(self), self.message, self.errno, self.operation, self.committed_version, self.table_version,
+             self.table, self.version, self.file),
+        )
+
+
+def _rebuild_storage(
+    cls: type[StorageError], message: str, errno: int | None, operation: str | None, committed: int | None,
+    table_version: int | None, table: str | None, version: int | None, file: str | None,
+) -> StorageError:
+    return cls(message, errno=errno, operation=operation, committed_version=committed, table_version=table_version,
+               table=table, version=version, file=file)
+
+
+class StorageFullError(StorageError):
+    """No room left: the disk or quota is full (``ENOSPC``, ``EDQUOT``) or a file-size limit was hit
+    (``EFBIG``).
+
+    Example:
+        >>> issubclass(StorageFullError, OSError)
+        True
+    """
+
+
+class StoragePermissionError(StorageError, PermissionError):
+    """Storage refused access: no permission (``EACCES``, ``EPERM``, HTTP 401/403), or a read-only file
+    system (``EROFS``). Also a :class:`PermissionError`.
+
+    Example:
+        >>> issubclass(StoragePermissionError, PermissionError)
+        True
+    """
+
+
+class StorageIOError(StorageError):
+    """The storage failed to read or write (``EIO``, or another OS error with no better class).
+
+    Example:
+        >>> issubclass(StorageIOError, StorageError)
+        True
+    """
+
+
+class StorageUnavailableError(StorageError):
+    """The storage service kept failing (throttling, server errors, timeouts, refused connections)
+    after the retries ran out.
+
+    Example:
+        >>> issubclass(StorageUnavailableError, StorageError)
+        True
+    """
+
+
+class StorageNotFoundError(StorageError):
+    """The bucket, container or account of a table location does not exist (or is not visible with these
+    credentials). A missing *file* is a plain :class:`FileNotFoundError` instead.
+
+    Example:
+        >>> issubclass(StorageNotFoundError, StorageError)
+        True
+    """
+
+
+class CommitOutcomeUnknownError(StorageError):
+    """Writing the commit file failed in a way that leaves its outcome unknown, and reading it back did not
+    settle it: the version may or may not have been committed. The data files were kept (they may be
+    referenced); ``deltalog check`` and the history show what happened.
+
+    Example:
+        >>> issubclass(CommitOutcomeUnknownError, StorageError)
+        True
+    """

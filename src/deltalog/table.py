@@ -246,8 +246,12 @@ class Table:
             12
         """
         from deltalog.log.checkpoint_writer import write_checkpoint
+        from deltalog.txn.scope import OperationScope
 
-        return write_checkpoint(self.snapshot(), parts=parts, clock=clock)
+        snap = self.snapshot()
+        with OperationScope("CHECKPOINT", table_version=snap.version, table=self.location):
+            result = write_checkpoint(snap, parts=parts, clock=clock)
+        return result
 
     def cleanup_metadata(
         self,

@@ -61,7 +61,7 @@ def test_deletes_only_before_the_newest_expired_checkpoint() -> None:
     age(store, range(0, 8), 40)
     age(store, range(8, 13), 1)
     planned = cleanup_expired_logs(table(store), clock=clock, dry_run=True)
-    assert names(planned) == [n for v in range(5) for n in (f"{v:020d}.json", f"{v:020d}.crc")]
+    assert names(planned) == [n for v in range(5) for n in (f"{v:020d}.crc", f"{v:020d}.json")]
     assert store.exists("_delta_log/00000000000000000000.json")  # dry run deleted nothing
     deleted = cleanup_expired_logs(table(store), clock=clock)
     assert deleted == planned
@@ -71,6 +71,42 @@ def test_deletes_only_before_the_newest_expired_checkpoint() -> None:
     with pytest.raises(VersionNotFoundError):
         t.snapshot(4)
     assert cleanup_expired_logs(t, clock=clock) == []
+
+
+class FailingDeletes(InMemoryLogStore):
+    """Deletes fail (a full or read-only disk) for the paths in ``fail``."""
+
+    def __init__(self, fail: set[str]) -> None:
+        super().__init__("memory://t", clock=clock)
+        self.fail = fail
+
+    def delete(self, path: str) -> None:
+        if path.rsplit("/", 1)[-1] in self.fail:
+            raise deltalog.errors.StorageFullError("the disk is full", file=path)
+        super().delete(path)
+
+
+def test_a_failed_delete_stops_the_cleanup_and_leaves_no_gap() -> None:
+    store = FailingDeletes({f"{1:020d}.json"})
+    grow(store, 12, checkpoints=(5, 10))
+    age(store, range(0, 13), 100)
+    deleted = names(cleanup_expired_logs(table(store), clock=clock))
+    assert deleted == [f"{0:020d}.crc", f"{0:020d}.json", f"{1:020d}.crc"]  # oldest first, then stopped
+    remaining = sorted(int(f.name[:20]) for f in store.list_dir("_delta_log") if f.name.endswith(".json"))
+    assert remaining == list(range(1, 13))  # contiguous: nothing newer than the failure was deleted
+    store.fail.clear()
+    assert names(cleanup_expired_logs(table(store), clock=clock))[0] == f"{1:020d}.json"  # a later run resumes
+    assert table(store).snapshot().num_files() == 12
+
+
+def test_within_a_version_the_checkpoint_goes_last() -> None:
+    store = FailingDeletes({f"{5:020d}.checkpoint.parquet"})
+    grow(store, 12, checkpoints=(5, 10))
+    age(store, range(0, 13), 100)
+    cleanup_expired_logs(table(store), clock=clock)
+    left = sorted(f.name for f in store.list_dir("_delta_log") if f.name[:20].isdigit())
+    assert left[0] == f"{5:020d}.checkpoint.parquet"  # the oldest remaining version starts at a checkpoint
+    assert table(store).snapshot(5).num_files() == 5
 
 
 def test_keeps_the_latest_checkpoint_and_everything_after() -> None:

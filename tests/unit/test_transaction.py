@@ -159,14 +159,10 @@ def test_retries_are_bounded_with_exponential_backoff() -> None:
         other = start_transaction(t, Write(mode="Append"))
         other.add_file(add(f"other-{version}.parquet"))
         assert other.commit().version == version
-
-    class Hooked(Transaction):
-        def _render(self, *args: Any, **kwargs: Any) -> Any:
-            store.before_commit = always_lose
-            return super()._render(*args, **kwargs)
+        store.before_commit = always_lose  # re-armed for our next attempt
 
     snap = t.snapshot()
-    txn = Hooked(
+    txn = Transaction(
         store,
         snap,
         Write(mode="Append"),
@@ -176,8 +172,11 @@ def test_retries_are_bounded_with_exponential_backoff() -> None:
         rng=random.Random(7),
     )
     txn.add_file(add("mine.parquet"))
+    store.before_commit = always_lose
     with pytest.raises(CommitFailedError, match="after 4 attempts"):
         txn.commit()
+    store.before_commit = None
+    assert txn.discardable  # every attempt provably lost: the caller may delete its files
     assert len(sleeps) == 3
     for i, delay in enumerate(sleeps):
         cap = 0.1 * 2**i

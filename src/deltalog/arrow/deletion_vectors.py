@@ -41,6 +41,7 @@ from deltalog.protocol.deletion_vectors import (
     z85_decode,
     z85_encode,
 )
+from deltalog.storage import LogStore, store_for
 
 __all__ = [
     "DV_FILE_FORMAT_VERSION",
@@ -50,6 +51,7 @@ __all__ = [
     "ReadBytes",
     "deletion_mask",
     "deserialize_bitmap",
+    "dv_file_bytes",
     "inline_descriptor",
     "read_deletion_vector",
     "read_local_bytes",
@@ -351,23 +353,10 @@ def write_deletion_vector_file(
         >>> write_deletion_vector_file(p, [serialize_bitmap([0, 9]), serialize_bitmap([3])])
         [(1, 36), (45, 34)]
     """
-    chunks = [DV_FILE_FORMAT_VERSION.to_bytes(1, "big")]
-    position = 1
-    placed: list[tuple[int, int]] = []
-    for i, data in enumerate(bitmaps):
-        data = bytes(data)
-        if len(data) < 4 or int.from_bytes(data[:4], "little") != MAGIC_PORTABLE:
-            raise DeletionVectorError(
-                f"bitmap #{i} does not start with the portable DV magic", file=str(path)
-            )
-        if len(data) > 2**31 - 1:
-            raise DeletionVectorError(f"bitmap #{i} is too large ({len(data)} bytes)", file=str(path))
-        chunks += [len(data).to_bytes(4, "big"), data, zlib.crc32(data).to_bytes(4, "big")]
-        placed.append((position, len(data)))
-        position += len(data) + _FRAME_OVERHEAD
+    payload, placed = dv_file_bytes(bitmaps, file=str(path))
     try:
         with open(local_path(os.fspath(path)), "xb") as fh:
-            fh.write(b"".join(chunks))
+            fh.write(payload)
     except OSError as exc:
         raise DeletionVectorError(
             f"cannot write deletion vector file ({exc.strerror or exc})", file=str(path)
@@ -375,8 +364,31 @@ def write_deletion_vector_file(
     return placed
 
 
+def dv_file_bytes(bitmaps: Sequence[bytes], *, file: str = "") -> tuple[bytes, list[tuple[int, int]]]:
+    """The content of a DV file holding serialized ``bitmaps``, and each one's ``(offset, sizeInBytes)``.
+
+    Example:
+        >>> data, placed = dv_file_bytes([serialize_bitmap([0, 9])])
+        >>> data[0], placed
+        (1, [(1, 36)])
+    """
+    chunks = [DV_FILE_FORMAT_VERSION.to_bytes(1, "big")]
+    position = 1
+    placed: list[tuple[int, int]] = []
+    for i, data in enumerate(bitmaps):
+        data = bytes(data)
+        if len(data) < 4 or int.from_bytes(data[:4], "little") != MAGIC_PORTABLE:
+            raise DeletionVectorError(f"bitmap #{i} does not start with the portable DV magic", file=file or None)
+        if len(data) > 2**31 - 1:
+            raise DeletionVectorError(f"bitmap #{i} is too large ({len(data)} bytes)", file=file or None)
+        chunks += [len(data).to_bytes(4, "big"), data, zlib.crc32(data).to_bytes(4, "big")]
+        placed.append((position, len(data)))
+        position += len(data) + _FRAME_OVERHEAD
+    return b"".join(chunks), placed
+
+
 def write_deletion_vectors(
-    table_root: str,
+    table_root: str | LogStore,
     row_index_sets: Sequence[npt.ArrayLike | Iterable[int]],
     *,
     prefix: str = "",
@@ -403,7 +415,7 @@ def write_deletion_vectors(
 
 
 def store_deletion_vectors(
-    table_root: str,
+    table_root: str | LogStore,
     bitmaps: Sequence[tuple[bytes, int]],
     *,
     inline_max_bytes: int = INLINE_DV_MAX_BYTES,
@@ -436,11 +448,14 @@ def store_deletion_vectors(
     if stored:
         encoded = prefix + z85_encode(uuid.uuid4().bytes)
         probe = DeletionVectorDescriptor(STORAGE_RELATIVE, encoded, 0, 0, 1)
-        path = probe.absolute_path(table_root)
-        assert path is not None
-        if prefix:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-        placed = write_deletion_vector_file(path, [bitmaps[i][0] for i in stored])
+        rel = probe.relative_path()
+        assert rel is not None
+        store = table_root if isinstance(table_root, LogStore) else store_for(table_root)
+        payload, placed = dv_file_bytes([bitmaps[i][0] for i in stored], file=rel)
+        try:
+            store.write(rel, payload, overwrite=False)  # a new uuid: put-if-absent never loses here
+        except FileExistsError as exc:
+            raise DeletionVectorError("a deletion vector file with this name exists already", file=rel) from exc
         for i, (offset, size) in zip(stored, placed, strict=True):
             out[i] = DeletionVectorDescriptor(STORAGE_RELATIVE, encoded, size, bitmaps[i][1], offset)
     return [d for d in out if d is not None]

@@ -469,13 +469,11 @@ def write_table(
     writer = DataFileWriter(
         table.store, plan.schema, plan.metadata.partitionColumns, target_file_size=target_file_size, clock=clock
     )
-    try:
+    # The files are deleted on failure only while no commit can reference them (see Transaction.discardable).
+    with transaction.discard_unless_committed(writer.abort):
         rows = _write_batches(writer, batches, plan, table.location)
         files = writer.close()
         result = _commit(transaction, plan, files, mode, txn)
-    except BaseException:
-        writer.abort()
-        raise
     return WriteResult(
         version=result.version,
         num_files=len(files),

@@ -4,8 +4,8 @@
 them by partition values (partition columns are *not* stored in the files), buffers rows into row
 groups and rolls to a new file once ``target_file_size`` bytes are written. Each finished file
 becomes a :class:`WrittenFile` with its ``add`` action fields; statistics come from the footer
-(:func:`deltalog.arrow.write_stats.stats_json`). Local tables are written straight to their final
-path; other stores get the file's bytes through ``LogStore.write`` (put-if-absent).
+(:func:`deltalog.arrow.write_stats.stats_json`). Files are streamed to their final path through
+``LogStore.open_output`` (a local file fsynced on close; a buffered put elsewhere).
 
 Example:
     >>> import pyarrow as pa
@@ -21,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -38,6 +37,7 @@ from deltalog.protocol.actions import Add
 from deltalog.protocol.partitions import partition_path, serialize_partition_value
 from deltalog.protocol.schema import StructField, StructType
 from deltalog.storage import LogStore
+from deltalog.storage.log_store import OutputFile
 
 __all__ = ["DEFAULT_TARGET_FILE_SIZE", "MAX_OPEN_FILES", "DataFileWriter", "WrittenFile"]
 
@@ -91,9 +91,8 @@ class WrittenFile:
 class _Open:
     rel_path: str
     partition_values: dict[str, str | None]
-    sink: Any
+    sink: OutputFile
     writer: pq.ParquetWriter
-    local_path: str | None
     buffered: list[pa.Table] = field(default_factory=list)
     buffered_bytes: int = 0
     nan_columns: set[tuple[str, ...]] = field(default_factory=set)
@@ -225,18 +224,18 @@ class DataFileWriter:
         self._counter += 1
         directory = partition_path(self.partition_columns, values).rstrip("/") if values else ""
         rel = f"{directory}/{name}" if directory else name
-        full = self.store.full_path(rel)
-        local: str | None = None
-        sink: Any
-        if "://" not in full:
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            local = full
-            sink = pa.OSFile(full, "wb")
-        else:
-            sink = pa.BufferOutputStream()
+        sink = self.store.open_output(rel)
         self._started.append(rel)
-        writer = pq.ParquetWriter(sink, self._arrow_schema, compression="snappy")
-        return _Open(rel, dict(values), sink, writer, local)
+        try:
+            writer = pq.ParquetWriter(sink, self._arrow_schema, **self._parquet_options())
+        except BaseException:
+            sink.abort()
+            raise
+        return _Open(rel, dict(values), sink, writer)
+
+    def _parquet_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``pyarrow.parquet.ParquetWriter`` for new files (subclasses tune them)."""
+        return {"compression": "snappy"}
 
     @staticmethod
     def _flush(state: _Open) -> None:
@@ -250,11 +249,7 @@ class DataFileWriter:
         self._flush(state)
         state.writer.close()
         footer = state.writer.writer.metadata
-        if state.local_path is not None:
-            state.sink.close()
-        else:
-            payload = state.sink.getvalue().to_pybytes()
-            self.store.write(state.rel_path, payload, overwrite=False)
+        state.sink.close()
         info = self.store.stat(state.rel_path)
         self.files.append(
             WrittenFile(
@@ -286,12 +281,8 @@ class DataFileWriter:
             >>> w.abort()                                                            # doctest: +SKIP
         """
         for state in self._open.values():
-            try:
-                state.writer.close()
-                if state.local_path is not None:
-                    state.sink.close()
-            except Exception:  # cleanup must not mask the original error
-                pass
+            with contextlib.suppress(Exception):  # cleanup must not mask the original error
+                state.sink.abort()
         self._open.clear()
         for rel in self._started:
             with contextlib.suppress(Exception):

@@ -88,8 +88,9 @@ def _command(name: str, short: str, help_text: str) -> Callable[[F], F]:
             except (DeltaError, OSError) as exc:
                 out.error(exc)
                 return EXIT_DELTA_ERROR
-            except KeyboardInterrupt:
-                out.error(KeyboardInterrupt("interrupted"))
+            except KeyboardInterrupt as exc:  # its notes say what was committed before it arrived
+                notes = " ".join(getattr(exc, "__notes__", []))
+                out.error(KeyboardInterrupt(f"interrupted. {notes}".strip() if notes else "interrupted"))
                 return 130
             except Exception as exc:  # a bug: still one line, the traceback with --debug
                 out.error(exc, prefix=f"internal error ({type(exc).__name__}; rerun with --debug): ")
@@ -234,13 +235,15 @@ def vacuum(out: Output, path: str, retention_hours: float | None, dry_run: bool,
 @_PATH
 def checkpoint(out: Output, path: str) -> int:
     from deltalog.log.checkpoint_writer import write_checkpoint
+    from deltalog.txn.scope import OperationScope
 
     with out.progress() as progress:
         progress("loading snapshot", 0, 1)
         snap = _table(path).snapshot()
         progress("loading snapshot", 1, 1)
         progress("writing checkpoint", 0, 1)
-        result = write_checkpoint(snap)
+        with OperationScope("CHECKPOINT", table_version=snap.version, table=snap.table):
+            result = write_checkpoint(snap)
         progress("writing checkpoint", 1, 1)
     doc = {k: v for k, v in vars(result).items()}
     out.emit(doc, lambda: render.checkpoint(out, doc))

@@ -33,9 +33,9 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import posixpath
-import shutil
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -45,7 +45,7 @@ from dataclasses import replace as _replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
-from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError
+from deltalog.errors import DeltaError, InvalidArgumentError, StorageError, TableNotFoundError
 from deltalog.log.timestamps import TimestampLike
 from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor, local_path, z85_encode
 from deltalog.txn.operations import Clone
@@ -129,10 +129,6 @@ def _local(log_path: str, snapshot: Snapshot) -> str:
     return _resolve(snapshot, log_path)
 
 
-def _is_local(store: LogStore) -> bool:
-    return "://" not in store.full_path("")
-
-
 def _nested(a: str, b: str) -> bool:
     a = (a if "://" in a else os.path.abspath(a)).rstrip("/") + "/"
     b = (b if "://" in b else os.path.abspath(b)).rstrip("/") + "/"
@@ -194,16 +190,18 @@ class _Copier:
 
     def _copy_one(self, job: tuple[str, str]) -> None:
         src, rel = job
-        if _is_local(self.target) and "://" not in src:
-            dst = self.target.full_path(rel)
-            os.makedirs(os.path.dirname(dst), exist_ok=True)
-            if os.path.exists(dst):
-                raise FileExistsError(dst)
-            shutil.copyfile(src, dst)
-        else:
-            with open(src, "rb") if "://" not in src else _open_uri(src) as fh:
-                self.target.write(rel, fh.read(), overwrite=False)
+        if self.target.exists(rel):
+            raise FileExistsError(errno.EEXIST, "the clone target already has this file", rel)
+        out = self.target.open_output(rel)
         self.copied.append(rel)
+        try:
+            with open(src, "rb") if "://" not in src else _open_uri(src) as fh:
+                while chunk := fh.read(_COPY_CHUNK):
+                    out.write(chunk)
+            out.close()
+        except BaseException:
+            out.abort()
+            raise
 
     def run(self) -> None:
         """Copy every planned file (several at a time); on failure delete the copies and raise."""
@@ -211,6 +209,9 @@ class _Copier:
             with ThreadPoolExecutor(max_workers=max(1, self.max_workers)) as pool:
                 for _ in pool.map(self._copy_one, self.jobs):
                     pass
+        except StorageError:
+            self.undo()
+            raise  # named already; the transaction adds that nothing was committed
         except (OSError, DeltaError) as exc:
             self.undo()
             raise DeltaError(f"deep clone could not copy a file, nothing was committed: {exc}",
@@ -222,6 +223,9 @@ class _Copier:
             with contextlib.suppress(OSError, DeltaError):
                 self.target.delete(rel)
         self.copied = []
+
+
+_COPY_CHUNK = 8 * 1024 * 1024
 
 
 def _open_uri(uri: str) -> Any:
@@ -363,14 +367,10 @@ def clone_table(
         num_copied_files=0 if shallow else len(rows),
         copied_files_size=0 if shallow else size,
     )
-    if copier is not None:
-        copier.run()
-    try:
-        committed = txn.commit(metrics=result.metrics())
-    except BaseException:
+    with txn.discard_unless_committed(copier.undo if copier is not None else lambda: None):
         if copier is not None:
-            copier.undo()
-        raise
+            copier.run()
+        committed = txn.commit(metrics=result.metrics())
     return _with_commit(result, committed)
 
 

@@ -168,15 +168,22 @@ def _delete_rows(
             copied += int(remaining.sum())
     if not removed:
         return DeleteResult(version=None, used_deletion_vectors=dvs)
-    txn.remove_files(removed)
-    added = _readd_with_dvs(snap, txn, dv_files) if dv_files else 0
-    if survivors:
-        added += _rewrite(table, snap, txn, survivors)
-    metrics = {
-        "numDeletedRows": deleted, "numRemovedFiles": len(removed), "numAddedFiles": added,
-        "numCopiedRows": copied, "numDeletionVectorsAdded": len(dv_files),
-    }
-    result = txn.commit(metrics=metrics)
+    written: list[str] = []  # store paths of new data and DV files: deleted if nothing commits
+
+    def discard() -> None:
+        for rel in written:
+            table.store.delete(rel)
+
+    with txn.discard_unless_committed(discard):
+        txn.remove_files(removed)
+        added = _readd_with_dvs(snap, txn, dv_files, written) if dv_files else 0
+        if survivors:
+            added += _rewrite(table, snap, txn, survivors, written)
+        metrics = {
+            "numDeletedRows": deleted, "numRemovedFiles": len(removed), "numAddedFiles": added,
+            "numCopiedRows": copied, "numDeletionVectorsAdded": len(dv_files),
+        }
+        result = txn.commit(metrics=metrics)
     return DeleteResult(
         version=result.version, num_deleted_rows=deleted, num_removed_files=len(removed),
         num_added_files=added, num_deletion_vectors_added=len(dv_files), num_copied_rows=copied,
@@ -196,14 +203,17 @@ def _matches(data: pa.Table, conditions: list[Condition], expression: pc.Express
     return np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def _readd_with_dvs(snap: Snapshot, txn: Transaction, files: list[tuple[dict[str, Any], np.ndarray]]) -> int:
+def _readd_with_dvs(
+    snap: Snapshot, txn: Transaction, files: list[tuple[dict[str, Any], np.ndarray]], written: list[str]
+) -> int:
     """Re-add each file with a deletion vector holding all its deleted rows (old and new)."""
     from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES, write_deletion_vectors
 
     # small DVs inline in the log, as the Spark DML commands store them; the others in one new file
     descriptors = write_deletion_vectors(
-        snap.store.full_path(""), [rows for _, rows in files], inline_max_bytes=INLINE_DV_MAX_BYTES
+        snap.store, [rows for _, rows in files], inline_max_bytes=INLINE_DV_MAX_BYTES
     )
+    written.extend({rel for d in descriptors if (rel := d.relative_path()) is not None})
     for (row, _), dv in zip(files, descriptors, strict=True):
         txn.add_file(
             Add(
@@ -234,17 +244,20 @@ def _wide_bounds(stats: str | None) -> str | None:
     return json.dumps(parsed, separators=(",", ":"))
 
 
-def _rewrite(table: Table, snap: Snapshot, txn: Transaction, survivors: list[pa.Table]) -> int:
+def _rewrite(
+    table: Table, snap: Snapshot, txn: Transaction, survivors: list[pa.Table], written: list[str]
+) -> int:
     from deltalog.arrow.write_files import DataFileWriter
 
     writer = DataFileWriter(table.store, snap.schema, snap.partition_columns)
     try:
         for part in survivors:
             writer.write(part)
-        written = writer.close()
+        files = writer.close()
     except BaseException:
         writer.abort()
         raise
-    for f in written:
+    written.extend(f.rel_path for f in files)
+    for f in files:
         txn.add_file(f.to_add())
-    return len(written)
+    return len(files)

@@ -316,34 +316,39 @@ def vacuum(
             version=snapshot.version,
         )
 
+    from deltalog.txn.scope import OperationScope
     from deltalog.txn.transaction import start_transaction
 
     options: dict[str, Any] = {"snapshot": snapshot}
     if clock is not None:
         options["clock"] = clock
-    start = start_transaction(
-        table,
-        VacuumStart(
-            retention_check_enabled=enforce_retention_duration,
-            specified_retention_millis=specified_ms,
-            default_retention_millis=configured_ms,
-        ),
-        **options,
-    ).commit(metrics={"numFilesToDelete": len(paths), "sizeOfDataToDelete": size})
-    dir_times = _local_dir_times(store, prefixes)
-    deleted = 0
-    try:
-        for p in paths:
-            store.delete(p)
-            deleted += 1
-        removed_dirs = _remove_empty_dirs(store, dir_times, cutoff)
-    except BaseException:
+    scope = OperationScope("VACUUM", table_version=snapshot.version, table=loc)
+    with scope:
+        start = start_transaction(
+            table,
+            VacuumStart(
+                retention_check_enabled=enforce_retention_duration,
+                specified_retention_millis=specified_ms,
+                default_retention_millis=configured_ms,
+            ),
+            **options,
+        ).commit(metrics={"numFilesToDelete": len(paths), "sizeOfDataToDelete": size})
+        scope.committed(start.version)
+        dir_times = _local_dir_times(store, prefixes)
+        deleted = 0
         try:
-            _end(table, options, "FAILED", deleted, num_dirs)
-        except Exception as exc:  # keep the original error; the FAILED record is best effort
-            log.warning("vacuum of %s: could not commit VACUUM END (FAILED): %s", table.location, exc)
-        raise
-    end = _end(table, options, "COMPLETED", deleted, num_dirs)
+            for p in paths:
+                store.delete(p)
+                deleted += 1
+            removed_dirs = _remove_empty_dirs(store, dir_times, cutoff)
+        except BaseException as failure:
+            if isinstance(failure, Exception):  # an interrupt stops at once: no FAILED record
+                try:
+                    scope.committed(_end(table, options, "FAILED", deleted, num_dirs))
+                except Exception as exc:  # keep the original error; the FAILED record is best effort
+                    log.warning("vacuum of %s: could not commit VACUUM END (FAILED): %s", table.location, exc)
+            raise
+        end = _end(table, options, "COMPLETED", deleted, num_dirs)
     return VacuumResult(
         files_deleted=paths,
         num_files_to_delete=len(paths),

@@ -45,7 +45,9 @@ DEFAULT_LOG_RETENTION = "interval 30 days"
 DEFAULT_DELETED_FILE_RETENTION = "interval 1 week"
 STAGED_COMMITS_DIR = "_staged_commits"
 _DAY_MS = 24 * 3600 * 1000
-_RANK = {"checkpoint": 0, "commit": 1, "crc": 2, "compacted": 3}
+# Within a version: the checksum and the commit go before the checkpoint, so that a cleanup stopped at any
+# point leaves a log whose oldest remaining version still starts at a checkpoint whenever one exists.
+_RANK = {"crc": 0, "commit": 1, "compacted": 2, "checkpoint": 3}
 
 _UNIT_MS: dict[str, float] = {
     "microsecond": 1e-3,
@@ -164,6 +166,10 @@ def cleanup_expired_logs(
 ) -> list[str]:
     """Delete expired log files; returns the deleted (with ``dry_run``: deletable) store paths, oldest first.
 
+    Files are deleted oldest version first (within a version: checksum, commit, then checkpoint), and the
+    first failed delete stops the cleanup, so an interrupted or failed cleanup always leaves a contiguous
+    log: never a hole below a version that remains.
+
     ``retention`` overrides ``delta.logRetentionDuration``: an interval string or milliseconds.
     ``truncate_to_day`` rounds the cutoff down to midnight UTC as the protocol describes.
 
@@ -212,9 +218,11 @@ def cleanup_expired_logs(
     for p in paths:
         try:
             store.delete(p)
-        except OSError as exc:  # keep going: a later run retries, and nothing needed is touched
-            log.warning("log cleanup of %s could not delete %s: %s", table, p, exc)
-            continue
+        except OSError as exc:
+            # Stop at the first failure: deleting a newer file after an older one stayed would leave a
+            # gap in the log. Whatever remains is a contiguous suffix; a later cleanup resumes.
+            log.warning("log cleanup of %s stopped: could not delete %s: %s", table, p, exc)
+            break
         deleted.append(p)
     if deleted:
         log.info("log cleanup of %s deleted %d files before version %d", table, len(deleted), keep_from)

@@ -136,9 +136,10 @@ def checksum_for(snapshot: Snapshot) -> VersionChecksum:
     )
 
 
-def write_crc(snapshot: Snapshot, *, store: LogStore | None = None) -> str | None:
+def write_crc(snapshot: Snapshot, *, store: LogStore | None = None, quiet: bool = True) -> str | None:
     """Write ``<version>.crc`` for ``snapshot`` if absent; returns its path, or ``None`` when it already
-    existed or could not be written. Never raises: failures are logged (a commit must not fail here).
+    existed or could not be written. With ``quiet`` (the default) it never raises: failures are logged
+    (a commit must not fail here); ``quiet=False`` raises them for a caller that reports them.
 
     Example:
         >>> write_crc(deltalog.Table("/data/t").snapshot())          # doctest: +SKIP
@@ -152,6 +153,8 @@ def write_crc(snapshot: Snapshot, *, store: LogStore | None = None) -> str | Non
     except FileExistsError:
         return None
     except Exception as exc:
+        if not quiet:
+            raise
         log.warning("could not write %s of %s: %s", path, snapshot.table, exc, exc_info=True)
         return None
     return path

@@ -1,7 +1,10 @@
 """Work done after a successful commit: version checksum, periodic checkpoint, expired-log cleanup.
 
 None of it may fail the commit it follows: the commit is already durable, so every step is wrapped and
-its errors are logged (``logging`` at WARNING, with the traceback) and reported, never raised.
+its errors are logged (``logging`` at WARNING, with the traceback) and reported, never raised. An
+interrupt (``KeyboardInterrupt``, ``SystemExit``) stops the remaining steps and is kept in
+:attr:`PostCommitReport.interrupt` for the caller to re-raise once it has recorded the commit: every
+step is optional, so stopping between or inside them leaves a valid table.
 
 Example:
     >>> report = run_post_commit(deltalog.Table("/data/t"), 20)      # doctest: +SKIP
@@ -37,6 +40,17 @@ class PostCommitReport:
     checkpoint: CheckpointResult | None = None
     cleaned: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: The step an interrupt stopped, and the interrupt itself (re-raised by the committer).
+    interrupted_step: str | None = None
+    interrupt: BaseException | None = None
+
+    @property
+    def failed_steps(self) -> list[str]:
+        """The names of the steps that failed or were interrupted (``"checkpoint"``, ...)."""
+        steps = [e.split(":", 1)[0] for e in self.errors]
+        if self.interrupted_step is not None:
+            steps.append(self.interrupted_step)
+        return steps
 
 
 def checkpoint_interval(snapshot: Snapshot) -> int:
@@ -80,7 +94,8 @@ def run_post_commit(
     clock: Clock | None = None,
     write_checksum: bool = True,
 ) -> PostCommitReport:
-    """Run the post-commit hooks for ``version`` of ``table``; never raises.
+    """Run the post-commit hooks for ``version`` of ``table``; never raises (an interrupt is returned in
+    :attr:`PostCommitReport.interrupt`).
 
     Pass the committed ``snapshot`` when the caller has it, to avoid replaying the log again. Steps:
     ``.crc`` file; checkpoint when ``version % delta.checkpointInterval == 0``; log cleanup after a
@@ -91,35 +106,43 @@ def run_post_commit(
         []
     """
     report = PostCommitReport(version=version)
-    snap = snapshot
-    if snap is None or snap.version != version:
+    step = "load snapshot"
+    try:
+        snap = snapshot
+        if snap is None or snap.version != version:
+            try:
+                snap = table.snapshot(version)
+            except Exception as exc:
+                _failed(report, step, table, version, exc)
+                return report
+        if write_checksum:
+            step = "write checksum"
+            try:
+                report.crc = write_crc(snap, quiet=False)
+            except Exception as exc:
+                _failed(report, step, table, version, exc)
+        checkpointed = False
+        step = "checkpoint"
         try:
-            snap = table.snapshot(version)
+            if should_checkpoint(snap):
+                from deltalog.log.checkpoint_writer import write_checkpoint
+
+                report.checkpoint = write_checkpoint(snap, clock=clock)
+                checkpointed = True
         except Exception as exc:
-            _failed(report, "load snapshot", table, version, exc)
-            return report
-    if write_checksum:
+            _failed(report, step, table, version, exc)
+        step = "log cleanup"
         try:
-            report.crc = write_crc(snap)
-        except Exception as exc:  # write_crc already swallows; belt and braces
-            _failed(report, "write checksum", table, version, exc)
-    checkpointed = False
-    try:
-        if should_checkpoint(snap):
-            from deltalog.log.checkpoint_writer import write_checkpoint
+            enabled = snap.properties.get("delta.enableExpiredLogCleanup", "true").strip().lower() != "false"
+            if checkpointed and enabled:
+                from deltalog.log.cleanup import cleanup_expired_logs
 
-            report.checkpoint = write_checkpoint(snap, clock=clock)
-            checkpointed = True
-    except Exception as exc:
-        _failed(report, "checkpoint", table, version, exc)
-    try:
-        enabled = snap.properties.get("delta.enableExpiredLogCleanup", "true").strip().lower() != "false"
-        if checkpointed and enabled:
-            from deltalog.log.cleanup import cleanup_expired_logs
-
-            report.cleaned = cleanup_expired_logs(snap, clock=clock)
-    except Exception as exc:
-        _failed(report, "log cleanup", table, version, exc)
+                report.cleaned = cleanup_expired_logs(snap, clock=clock)
+        except Exception as exc:
+            _failed(report, step, table, version, exc)
+    except BaseException as exc:  # an interrupt: keep it for the committer, which re-raises it
+        report.interrupted_step = step
+        report.interrupt = exc
     return report
 
 

@@ -7,7 +7,9 @@ for bad arguments. The kernel cannot import pyspark, so the public functions and
 :class:`~deltalog.errors.DeltaError` as an instance of a class deriving from *both* its own class and
 the PySpark exception: ``except TableNotFoundError`` and ``except AnalysisException`` both catch it,
 and the message is unchanged. Write conflicts keep their own classes (delta-spark's
-``delta.exceptions`` names, :mod:`deltalog.spark.exceptions`).
+``delta.exceptions`` names, :mod:`deltalog.spark.exceptions`), and so do storage failures
+(:class:`~deltalog.errors.StorageError`, an ``OSError``: delta-spark surfaces them as Java
+``IOException`` s, not as analysis errors).
 
 Example:
     >>> from pyspark.errors import AnalysisException
@@ -26,7 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from deltalog.errors import DeltaError, InvalidArgumentError
+from deltalog.errors import DeltaError, InvalidArgumentError, StorageError
 from deltalog.txn.conflicts import ConcurrentModificationException
 
 __all__ = ["as_spark_error", "spark_errors", "spark_errors_class"]
@@ -81,7 +83,7 @@ def as_spark_error(exc: DeltaError) -> DeltaError:
     """
     from pyspark.errors import PySparkException
 
-    if isinstance(exc, (ConcurrentModificationException, PySparkException)):
+    if isinstance(exc, (ConcurrentModificationException, StorageError, PySparkException)):
         return exc
     cls = _spark_class(type(exc))
     new: Any = Exception.__new__(cls)

@@ -40,17 +40,14 @@ import contextlib
 import functools
 import itertools
 import json
-import os
 import re
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from deltalog.arrow.write import (
     _OP_MODES,
@@ -62,10 +59,9 @@ from deltalog.arrow.write import (
     _preflight,
     _write_batches,
 )
-from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile, _Open, _serialize
+from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile, _serialize
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError, UnsupportedFeatureError
 from deltalog.protocol.actions import Metadata
-from deltalog.protocol.partitions import partition_path
 from deltalog.protocol.schema import StructType, contains_variant, parse_schema
 from deltalog.spark._common import open_table, option_map, parse_bool, parse_int, session_of
 from deltalog.spark._conf import (
@@ -236,19 +232,8 @@ class _RunWriter(DataFileWriter):
     a dictionary of unique numbers makes files larger and Spark's scan of them ~25% slower, which is
     why parquet-mr falls back to plain encoding for them."""
 
-    def _start(self, values: dict[str, str | None]) -> _Open:
-        name = f"part-{self._counter:05d}-{uuid.uuid4()}-c000.snappy.parquet"
-        self._counter += 1
-        directory = partition_path(self.partition_columns, values).rstrip("/") if values else ""
-        rel = f"{directory}/{name}" if directory else name
-        full = self.store.full_path(rel)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        sink = pa.OSFile(full, "wb")
-        self._started.append(rel)
-        writer = pq.ParquetWriter(
-            sink, self._arrow_schema, compression="snappy", use_dictionary=_dictionary_columns(self._arrow_schema)
-        )
-        return _Open(rel, dict(values), sink, writer, full)
+    def _parquet_options(self) -> dict[str, Any]:
+        return {"compression": "snappy", "use_dictionary": _dictionary_columns(self._arrow_schema)}
 
     def write(self, table: pa.Table) -> None:
         if not self.partition_columns or table.num_rows == 0:
@@ -649,11 +634,12 @@ def write(
         )
         return _result(result, files)
     files = _write_data(df, spark, store, plan, opts, loc, check=check)
-    try:
-        result = _commit_files(txn, plan, files, opts)
-    except BaseException:
+
+    def discard() -> None:
         for f in files:
             with contextlib.suppress(Exception):  # cleanup must not hide the commit error
                 store.delete(f.rel_path)
-        raise
+
+    with txn.discard_unless_committed(discard):
+        result = _commit_files(txn, plan, files, opts)
     return _result(result, files)

@@ -23,13 +23,17 @@ import os
 import stat as stat_mod
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from deltalog.errors import InvalidArgumentError
-from deltalog.storage.log_store import FileInfo, is_temp_name, name_key, split_path
+import pyarrow as pa
 
-__all__ = ["LocalLogStore"]
+from deltalog.errors import InvalidArgumentError
+from deltalog.storage.failures import storage_error
+from deltalog.storage.log_store import FileInfo, OutputFile, is_temp_name, name_key, split_path
+
+__all__ = ["OS_OPS", "FileOps", "LocalLogStore"]
 
 # errno values with which link(2) reports that the file system cannot make hard links at all.
 _NO_LINK_ERRNOS = frozenset(
@@ -37,6 +41,102 @@ _NO_LINK_ERRNOS = frozenset(
 )
 # Windows: ERROR_INVALID_FUNCTION (FAT volumes), ERROR_NOT_SUPPORTED.
 _NO_LINK_WINERRORS = frozenset({1, 50})
+
+
+class FileOps:
+    """Every file-system call by which the local store *changes* the disk, one method per step.
+
+    The store never mutates files any other way, so this class is the seam where tests inject faults
+    (a crash, an interrupt or a full disk before or after any step): they hand a subclass to
+    :class:`LocalLogStore` or replace :data:`OS_OPS`. Each method may raise :class:`OSError`.
+
+    Example:
+        >>> import tempfile, os
+        >>> d = tempfile.mkdtemp()
+        >>> OS_OPS.write_new(os.path.join(d, "a"), b"1"); sorted(os.listdir(d))
+        ['a']
+    """
+
+    def makedirs(self, path: str) -> None:
+        """Create ``path`` and its parents (existing ones are fine)."""
+        os.makedirs(path, exist_ok=True)
+
+    def write_new(self, path: str, data: bytes) -> None:
+        """Create ``path`` exclusively (``FileExistsError`` if present), write ``data`` and fsync it."""
+        with open(path, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def link(self, src: str, dst: str) -> None:
+        """Hard-link ``src`` to ``dst``; ``FileExistsError`` if ``dst`` exists (the atomic publish)."""
+        os.link(src, dst)
+
+    def replace(self, src: str, dst: str) -> None:
+        """Rename ``src`` over ``dst`` atomically."""
+        os.replace(src, dst)
+
+    def unlink(self, path: str) -> None:
+        """Remove the file ``path``."""
+        os.unlink(path)
+
+    def fsync_dir(self, path: str) -> None:
+        """Make the entries of directory ``path`` durable."""
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def open_output(self, path: str) -> Any:
+        """A new binary file at ``path`` for streaming writes (``write``, ``tell``, ``close``)."""
+        return pa.OSFile(path, "wb")
+
+    def fsync_file(self, path: str) -> None:
+        """Flush the content of the closed file ``path`` to disk."""
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+#: The :class:`FileOps` every :class:`LocalLogStore` uses unless it is given its own.
+OS_OPS = FileOps()
+
+
+class _LocalOutput:
+    """A data file being written in place; ``close`` makes it durable (fsync) before anyone commits it."""
+
+    def __init__(self, store: LocalLogStore, rel: str, full: str) -> None:
+        self._store, self._rel, self._full = store, rel, full
+        self._file = store._ops.open_output(full)
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        with self._store._named(self._rel, "writing"):
+            return int(self._file.write(data))
+
+    def tell(self) -> int:
+        return int(self._file.tell())
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        with self._store._named(self._rel, "writing"):
+            self._file.close()
+            self.closed = True
+            self._store._ops.fsync_file(self._full)
+
+    def abort(self) -> None:
+        self.closed = True
+        with contextlib.suppress(Exception):
+            self._file.close()
+        with contextlib.suppress(Exception):
+            self._store._ops.unlink(self._full)
 
 
 class LocalLogStore:
@@ -59,9 +159,25 @@ class LocalLogStore:
         (b'xyz', 3)
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, ops: FileOps | None = None) -> None:
         self._root = _local_root(os.fspath(root))
         self._hard_links = hasattr(os, "link")
+        self._own_ops = ops
+
+    @property
+    def _ops(self) -> FileOps:
+        return self._own_ops if self._own_ops is not None else OS_OPS
+
+    @contextlib.contextmanager
+    def _named(self, path: str, doing: str) -> Iterator[None]:
+        """Re-raise OS failures other than the contract's as named storage errors about ``path``."""
+        try:
+            yield
+        except OSError as exc:
+            named = storage_error(exc, table=self._root, path=path, doing=doing)
+            if named is exc:
+                raise
+            raise named from exc
 
     @property
     def root(self) -> str:
@@ -148,6 +264,8 @@ class LocalLogStore:
                 entries = os.scandir(local_dir)
             except (FileNotFoundError, NotADirectoryError):
                 continue
+            except OSError as exc:
+                raise storage_error(exc, table=self._root, path=rel_dir or ".", doing="listing") from exc
             with entries:
                 for entry in entries:
                     rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
@@ -177,7 +295,8 @@ class LocalLogStore:
             ...
             FileNotFoundError: ...
         """
-        with open(self._abs(path), "rb") as f:
+        local = self._abs(path)
+        with self._named(path, "reading"), open(local, "rb") as f:
             return f.read()
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
@@ -192,7 +311,8 @@ class LocalLogStore:
             b'bc'
         """
         _check_range(offset, length)
-        with open(self._abs(path), "rb") as f:
+        local = self._abs(path)
+        with self._named(path, "reading"), open(local, "rb") as f:
             f.seek(offset)
             return f.read(length)
 
@@ -219,7 +339,8 @@ class LocalLogStore:
             2
         """
         local = self._abs(path)
-        st = os.stat(local)
+        with self._named(path, "reading"):
+            st = os.stat(local)
         if stat_mod.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), local)
         return FileInfo("/".join(split_path(path)), st.st_size, st.st_mtime_ns // 1_000_000)
@@ -240,24 +361,25 @@ class LocalLogStore:
         """
         final = self._abs(path)
         parent, name = os.path.split(final)
-        _make_dirs(parent, final)
-        if overwrite:
-            tmp = _write_temp(parent, name, data)
-            try:
-                os.replace(tmp, final)
-            except BaseException:
-                _unlink_quietly(tmp)
-                raise
-            _fsync_dir(parent)
-        elif not self._hard_links or not self._put_linked(parent, name, final, data):
-            _put_exclusive(final, data)
-            _fsync_dir(parent)
+        with self._named(path, "writing"):
+            self._make_dirs(parent, final)
+            if overwrite:
+                tmp = self._write_temp(parent, name, data)
+                try:
+                    self._ops.replace(tmp, final)
+                except BaseException:
+                    self._unlink_quietly(tmp)
+                    raise
+                self._fsync_dir(parent)
+            elif not self._hard_links or not self._put_linked(parent, name, final, data):
+                self._put_exclusive(final, data)
+                self._fsync_dir(parent)
 
     def _put_linked(self, parent: str, name: str, final: str, data: bytes) -> bool:
         """Publish via hard link; False (and remember it) if the file system cannot make hard links."""
-        tmp = _write_temp(parent, name, data)
+        tmp = self._write_temp(parent, name, data)
         try:
-            os.link(tmp, final)
+            self._ops.link(tmp, final)
         except FileExistsError:
             raise _exists_error(final) from None
         except OSError as exc:
@@ -266,9 +388,27 @@ class LocalLogStore:
             self._hard_links = False
             return False
         finally:
-            _unlink_quietly(tmp)
-        _fsync_dir(parent)
+            self._unlink_quietly(tmp)
+        self._fsync_dir(parent)
         return True
+
+    def open_output(self, path: str) -> OutputFile:
+        """A new file at ``path`` written in place; see :meth:`LogStore.open_output`.
+
+        Example:
+            >>> import tempfile
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     store = LocalLogStore(tmp)
+            ...     out = store.open_output("p=1/part-0.parquet")
+            ...     out.write(b"PAR1"); out.close()
+            ...     store.read("p=1/part-0.parquet")
+            4
+            b'PAR1'
+        """
+        final = self._abs(path)
+        with self._named(path, "writing"):
+            self._make_dirs(os.path.dirname(final), final)
+            return _LocalOutput(self, path, final)
 
     def delete(self, path: str) -> None:
         """Remove the file; a missing file is fine. See :meth:`LogStore.delete`.
@@ -278,8 +418,45 @@ class LocalLogStore:
             >>> with tempfile.TemporaryDirectory() as tmp:
             ...     LocalLogStore(tmp).delete("never-existed")
         """
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self._abs(path))
+        local = self._abs(path)
+        with self._named(path, "deleting"), contextlib.suppress(FileNotFoundError):
+            self._ops.unlink(local)
+
+    # ------------------------------------------------------------------------------- write helpers
+
+    def _make_dirs(self, parent: str, final: str) -> None:
+        try:
+            self._ops.makedirs(parent)
+        except FileExistsError:  # ``parent`` exists as a file: do not let it look like "already written"
+            raise NotADirectoryError(errno.ENOTDIR, "a parent of the path is a file", final) from None
+
+    def _write_temp(self, parent: str, name: str, data: bytes) -> str:
+        tmp = os.path.join(parent, _temp_name(name))
+        try:
+            self._ops.write_new(tmp, data)
+        except BaseException:
+            self._unlink_quietly(tmp)
+            raise
+        return tmp
+
+    def _put_exclusive(self, final: str, data: bytes) -> None:
+        """Weaker fallback put-if-absent: exclusive create, then write and fsync in place."""
+        try:
+            self._ops.write_new(final, data)
+        except FileExistsError:
+            raise _exists_error(final) from None
+        except BaseException:
+            self._unlink_quietly(final)  # we created it: do not leave a partial file claiming the path
+            raise
+
+    def _unlink_quietly(self, path: str) -> None:
+        with contextlib.suppress(OSError):
+            self._ops.unlink(path)
+
+    def _fsync_dir(self, directory: str) -> None:
+        """Best effort: make the new directory entry durable (not possible on every platform)."""
+        with contextlib.suppress(OSError):
+            self._ops.fsync_dir(directory)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -307,68 +484,13 @@ def _check_range(offset: int, length: int) -> None:
         raise InvalidArgumentError(f"read_range needs offset >= 0 and length >= 0, got {offset}, {length}")
 
 
-def _make_dirs(parent: str, final: str) -> None:
-    try:
-        os.makedirs(parent, exist_ok=True)
-    except FileExistsError:  # ``parent`` exists as a file: do not let it look like "already written"
-        raise NotADirectoryError(errno.ENOTDIR, "a parent of the path is a file", final) from None
-
-
 def _temp_name(name: str) -> str:
     # keep well under NAME_MAX (255 bytes) whatever the length of ``name``
     short = name.encode("utf-8", "surrogateescape")[:120].decode("utf-8", "ignore")
     return f".{short}.{uuid.uuid4().hex}.tmp"
 
 
-def _write_temp(parent: str, name: str, data: bytes) -> str:
-    tmp = os.path.join(parent, _temp_name(name))
-    try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
-    return tmp
-
-
-def _put_exclusive(final: str, data: bytes) -> None:
-    """Weaker fallback put-if-absent: exclusive create, then write and fsync in place."""
-    try:
-        f = open(final, "xb")  # noqa: SIM115 -- closed below; the create must be separate from the write
-    except FileExistsError:
-        raise _exists_error(final) from None
-    try:
-        with f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        _unlink_quietly(final)  # we created it: do not leave a partial file claiming the path
-        raise
-
-
 def _exists_error(final: str) -> OSError:
     if os.path.isdir(final):
         return IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), final)
     return FileExistsError(errno.EEXIST, "file already exists", final)
-
-
-def _unlink_quietly(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-
-
-def _fsync_dir(directory: str) -> None:
-    """Best effort: make the new directory entry durable (not possible on every platform)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

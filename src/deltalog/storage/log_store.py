@@ -23,8 +23,10 @@ from typing import Protocol, runtime_checkable
 from deltalog.errors import InvalidArgumentError
 
 __all__ = [
+    "BufferedOutput",
     "FileInfo",
     "LogStore",
+    "OutputFile",
     "StoreFactory",
     "is_temp_name",
     "name_key",
@@ -59,6 +61,46 @@ class FileInfo:
             'c.parquet'
         """
         return self.path.rpartition("/")[2]
+
+
+@runtime_checkable
+class OutputFile(Protocol):
+    """A file being written by :meth:`LogStore.open_output`: a binary sink for pyarrow's writers.
+
+    ``write`` appends bytes and returns their count, ``tell`` is the number of bytes written so far.
+    ``close`` finishes the file: once it returns, the file is complete and durable at its path (a
+    local file is fsynced, an object-store upload completed). ``abort`` gives up: nothing of the file
+    stays behind (a partial local file is removed, an unfinished upload cancelled). Calling either
+    again is a no-op. Failures raise :class:`~deltalog.errors.StorageError` subclasses.
+
+    Example:
+        >>> out = store_for("memory://output-file-doc").open_output("part-0.parquet")
+        >>> out.write(b"PAR1"), out.tell()
+        (4, 4)
+        >>> out.close()
+    """
+
+    closed: bool
+
+    def write(self, data: bytes) -> int:
+        """Append ``data``; returns ``len(data)``."""
+        ...
+
+    def tell(self) -> int:
+        """Bytes written so far."""
+        ...
+
+    def flush(self) -> None:
+        """No-op hook pyarrow calls; durability comes with :meth:`close`."""
+        ...
+
+    def close(self) -> None:
+        """Finish the file (complete, durable, visible at its path)."""
+        ...
+
+    def abort(self) -> None:
+        """Discard the file; nothing of it remains."""
+        ...
 
 
 @runtime_checkable
@@ -184,6 +226,23 @@ class LogStore(Protocol):
         """
         ...
 
+    def open_output(self, path: str) -> OutputFile:
+        """Start writing a new file at ``path`` (data files, deletion vectors: large, written in pieces).
+
+        Parent directories are created as needed. The path must be new (data files have unique names);
+        the file is complete at ``path`` once :meth:`OutputFile.close` returns. Unlike :meth:`write`
+        it is not atomic: a reader may see a partial file before ``close`` on some stores, so only
+        names nobody references yet may be written this way.
+
+        Example:
+            >>> store = store_for("memory://open-output-doc")
+            >>> out = store.open_output("p=1/part-0.parquet")
+            >>> _ = out.write(b"abc"); out.close()
+            >>> store.read("p=1/part-0.parquet")
+            b'abc'
+        """
+        ...
+
     def delete(self, path: str) -> None:
         """Remove the file; deleting a missing file is not an error. Directories are not removed.
 
@@ -231,6 +290,58 @@ class LogStore(Protocol):
 
 
 # --------------------------------------------------------------------------------------------- helpers
+
+
+class BufferedOutput:
+    """An :class:`OutputFile` that collects the bytes and publishes them with one put-if-absent on
+    ``close``: for stores that take whole objects (memory, or small files on any store).
+
+    Example:
+        >>> store = store_for("memory://buffered-output-doc")
+        >>> out = BufferedOutput(store, "a.bin")
+        >>> out.write(b"12"), out.write(b"3"), out.tell()
+        (2, 1, 3)
+        >>> out.close(); store.read("a.bin")
+        b'123'
+    """
+
+    def __init__(self, store: LogStore, path: str) -> None:
+        split_path(path)
+        self._store, self._path = store, path
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self.closed = False
+
+    def write(self, data: bytes) -> int:
+        """Append ``data`` (kept in memory until :meth:`close`)."""
+        if self.closed:
+            raise InvalidArgumentError(f"output {self._path} is already closed")
+        chunk = bytes(data)
+        self._chunks.append(chunk)
+        self._size += len(chunk)
+        return len(chunk)
+
+    def tell(self) -> int:
+        """Bytes written so far."""
+        return self._size
+
+    def flush(self) -> None:
+        """Nothing to do before :meth:`close`."""
+
+    def close(self) -> None:
+        """Publish the bytes at the path (put-if-absent)."""
+        if self.closed:
+            return
+        self.closed = True
+        payload = b"".join(self._chunks)
+        self._chunks.clear()
+        self._store.write(self._path, payload, overwrite=False)
+
+    def abort(self) -> None:
+        """Drop the bytes; nothing was published."""
+        self.closed = True
+        self._chunks.clear()
+
 
 
 def split_path(path: str, *, allow_root: bool = False) -> list[str]:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from deltalog.errors import InvalidArgumentError
-from deltalog.storage.log_store import FileInfo, is_temp_name, name_key, split_path
+from deltalog.storage.log_store import BufferedOutput, FileInfo, OutputFile, is_temp_name, name_key, split_path
 
 __all__ = ["InMemoryLogStore", "memory_store"]
 
@@ -230,6 +230,17 @@ class InMemoryLogStore:
             if not overwrite and name in files:
                 raise FileExistsError(errno.EEXIST, "file already exists", self.full_path(rel))
             files[name] = (payload, int(self._clock()))
+
+    def open_output(self, path: str) -> OutputFile:
+        """A buffered file published at ``path`` on close. See :meth:`LogStore.open_output`.
+
+        Example:
+            >>> store = InMemoryLogStore()
+            >>> out = store.open_output("d/x"); _ = out.write(b"1"); out.close()
+            >>> store.read("d/x")
+            b'1'
+        """
+        return BufferedOutput(self, path)
 
     def delete(self, path: str) -> None:
         """Remove the file; a missing file is fine. See :meth:`LogStore.delete`.

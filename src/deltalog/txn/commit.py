@@ -22,12 +22,17 @@ from deltalog.storage import LogStore
 from deltalog.txn.operations import Operation
 
 __all__ = [
+    "ABSENT",
+    "LANDED",
+    "TAKEN",
+    "UNKNOWN",
     "CommitFailedError",
     "CommitResult",
     "RetryPolicy",
     "dv_key",
     "operation_metrics",
     "previous_commit_timing",
+    "publish_commit",
     "remove_action",
 ]
 
@@ -98,6 +103,9 @@ class CommitResult:
     in_commit_timestamp: int | None = None
     txn_id: str | None = None
     duration_ms: int = 0
+    #: Post-commit steps (``"write checksum"``, ``"checkpoint"``, ``"log cleanup"``) that failed after
+    #: the commit landed, each with its error; the commit itself stands (see ``deltalog check``).
+    post_commit_errors: tuple[str, ...] = ()
 
     @property
     def retries(self) -> int:
@@ -226,3 +234,52 @@ def previous_commit_timing(store: LogStore, version: int) -> tuple[int | None, i
     except ValueError:
         pass
     return ict, mtime
+
+
+# ------------------------------------------------------------------------------------------ publishing
+
+#: The commit file holds exactly what this transaction wrote: the version is ours.
+LANDED = "landed"
+#: Another writer's commit holds the version: check conflicts and try the next one.
+TAKEN = "taken"
+#: No file holds the version: nothing was committed.
+ABSENT = "absent"
+#: The put failed and reading the file back failed too: nobody can tell yet.
+UNKNOWN = "unknown"
+
+
+def publish_commit(
+    store: LogStore, version: int, payload: bytes
+) -> tuple[str, BaseException | None]:
+    """Put-if-absent ``payload`` as commit ``version`` and say what happened: ``(outcome, error)``.
+
+    A put that returns is :data:`LANDED`; ``FileExistsError`` is :data:`TAKEN`. Any other exception
+    from the put (an I/O error, a timeout or reset connection on an object store, an interrupt that
+    arrived after the file was published) leaves the outcome open, so the file is read back and
+    compared byte for byte with ``payload`` (which holds this transaction's unique ``txnId``): ours is
+    :data:`LANDED`, another writer's :data:`TAKEN`, no file :data:`ABSENT`, and a read that fails too
+    :data:`UNKNOWN`. The put's exception is returned beside the outcome for the caller to report or
+    re-raise. An interrupt *during* the read-back propagates: the outcome is then unknown to the caller.
+
+    Example:
+        >>> from deltalog.storage import InMemoryLogStore
+        >>> store = InMemoryLogStore()
+        >>> publish_commit(store, 0, b'{"commitInfo":{"txnId":"a"}}\\n')
+        ('landed', None)
+        >>> publish_commit(store, 0, b'{"commitInfo":{"txnId":"b"}}\\n')[0]
+        'taken'
+    """
+    path = commit_path(version)
+    try:
+        store.write(path, payload, overwrite=False)
+    except FileExistsError:
+        return TAKEN, None
+    except BaseException as exc:
+        try:
+            found = store.read(path)
+        except FileNotFoundError:
+            return ABSENT, exc
+        except Exception:
+            return UNKNOWN, exc
+        return (LANDED if found == payload else TAKEN), exc
+    return LANDED, None

@@ -46,7 +46,7 @@ Example:
     >>> check_conflicts(me, winner)
     Traceback (most recent call last):
     ...
-    deltalog.txn.conflicts.ConcurrentDeleteReadException: this transaction read the whole table \
+    deltalog.errors.ConcurrentDeleteReadException: this transaction read the whole table \
 (version 4), but the concurrent commit at version 5 (OPTIMIZE) removed file a.parquet; retry the \
 operation: it will read the table as it is now [table t, version 5]
 """
@@ -57,7 +57,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from deltalog.errors import DeltaError
+from deltalog.errors import (
+    ConcurrentAppendException,
+    ConcurrentDeleteDeleteException,
+    ConcurrentDeleteReadException,
+    ConcurrentModificationException,
+    ConcurrentTransactionException,
+    MetadataChangedException,
+    ProtocolChangedException,
+)
 from deltalog.protocol.actions import CommitInfo, DomainMetadata, Metadata, Protocol, Txn
 from deltalog.txn.predicates import Column, ReadPredicate, file_may_match
 
@@ -91,89 +99,6 @@ WRITE_SERIALIZABLE = "WriteSerializable"
 SNAPSHOT_ISOLATION = "SnapshotIsolation"
 #: Isolation levels a table (``delta.isolationLevel``) or a transaction may ask for.
 ISOLATION_LEVELS = (SERIALIZABLE, WRITE_SERIALIZABLE)
-
-
-class ConcurrentModificationException(DeltaError):
-    """A concurrent commit won the race and logically conflicts with this transaction.
-
-    ``version`` is the winning commit's version, ``operation`` its ``commitInfo.operation``.
-
-    Example:
-        >>> err = ConcurrentAppendException("files were added", table="t", version=5, operation="WRITE")
-        >>> isinstance(err, DeltaError), err.version, err.operation
-        (True, 5, 'WRITE')
-    """
-
-    def __init__(self, message: str, *, operation: str | None = None, **where: Any) -> None:
-        self.operation = operation
-        super().__init__(message, **where)
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild, (type(self), self.message, self.operation, self.table, self.version))
-
-
-def _rebuild(
-    cls: type[ConcurrentModificationException],
-    message: str,
-    operation: str | None,
-    table: str | None,
-    version: int | None,
-) -> ConcurrentModificationException:
-    return cls(message, operation=operation, table=table, version=version)
-
-
-class ProtocolChangedException(ConcurrentModificationException):
-    """The winner changed the protocol (or created the table).
-
-    Example:
-        >>> issubclass(ProtocolChangedException, ConcurrentModificationException)
-        True
-    """
-
-
-class MetadataChangedException(ConcurrentModificationException):
-    """The winner changed the table metadata (or a metadata domain this transaction writes).
-
-    Example:
-        >>> issubclass(MetadataChangedException, ConcurrentModificationException)
-        True
-    """
-
-
-class ConcurrentTransactionException(ConcurrentModificationException):
-    """The winner committed a ``txn`` for an application id this transaction depends on.
-
-    Example:
-        >>> issubclass(ConcurrentTransactionException, ConcurrentModificationException)
-        True
-    """
-
-
-class ConcurrentAppendException(ConcurrentModificationException):
-    """The winner added files in the part of the table this transaction read.
-
-    Example:
-        >>> issubclass(ConcurrentAppendException, ConcurrentModificationException)
-        True
-    """
-
-
-class ConcurrentDeleteReadException(ConcurrentModificationException):
-    """The winner removed a file this transaction read.
-
-    Example:
-        >>> issubclass(ConcurrentDeleteReadException, ConcurrentModificationException)
-        True
-    """
-
-
-class ConcurrentDeleteDeleteException(ConcurrentModificationException):
-    """The winner removed a file this transaction removes too.
-
-    Example:
-        >>> issubclass(ConcurrentDeleteDeleteException, ConcurrentModificationException)
-        True
-    """
 
 
 @dataclass(frozen=True)

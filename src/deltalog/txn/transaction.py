@@ -22,19 +22,20 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError
-from deltalog.log.paths import LogFile, commit_name, commit_path
-from deltalog.log.reader import read_commit
-from deltalog.log.segment import list_log
+from deltalog.errors import (
+    InvalidArgumentError,
+    StorageError,
+    TableNotFoundError,
+)
 from deltalog.protocol.actions import (
     Action,
     Add,
@@ -45,7 +46,6 @@ from deltalog.protocol.actions import (
     Protocol,
     Remove,
     Txn,
-    action_to_json,
 )
 from deltalog.storage import LogStore
 from deltalog.txn.commit import (
@@ -54,14 +54,13 @@ from deltalog.txn.commit import (
     RetryPolicy,
     dv_key,
     operation_metrics,
-    previous_commit_timing,
     remove_action,
 )
+from deltalog.txn.committer import after_commit, publish, read_winners, render_commit
 from deltalog.txn.conflicts import (
     ISOLATION_LEVELS,
     WRITE_SERIALIZABLE,
     CurrentTransaction,
-    WinningCommit,
     check_conflicts,
 )
 from deltalog.txn.operations import Operation
@@ -72,7 +71,6 @@ from deltalog.txn.writer_features import (
     check_never_writable,
     check_no_downgrade,
     check_writable,
-    is_true,
     upgrade_protocol,
 )
 
@@ -103,9 +101,6 @@ def default_engine_info() -> str:
     return f"deltalog/{__version__}"
 
 
-_ICT = "delta.enableInCommitTimestamps"
-_ICT_VERSION = "delta.inCommitTimestampEnablementVersion"
-_ICT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
 
 
 def _now_ms() -> int:
@@ -178,6 +173,10 @@ class Transaction:
         self._metadata: list[Metadata] = []
         self._protocol: list[Protocol] = []
         self._committed = False
+        #: Whether a commit file of this transaction may exist: "pending" (no put attempted, or every
+        #: attempt lost to another writer), "landed", or "unknown" (a put failed and could not be read back).
+        self._outcome = "pending"
+        self._committed_version: int | None = None
 
     # ------------------------------------------------------------------------------------- reading
 
@@ -185,6 +184,56 @@ class Transaction:
     def committed(self) -> bool:
         """True once :meth:`commit` wrote (or skipped, for an idempotent ``txn``) this transaction."""
         return self._committed
+
+    @property
+    def discardable(self) -> bool:
+        """True while no commit file of this transaction can exist: before :meth:`commit` published
+        anything, or after every attempt provably lost. Only then may the files written for it be
+        deleted; once a commit landed (or its outcome is unknown) they belong to the table.
+
+        Example:
+            >>> txn.discardable                                           # doctest: +SKIP
+            True
+        """
+        return self._outcome == "pending" and not self._committed
+
+    @contextlib.contextmanager
+    def discard_unless_committed(self, cleanup: Callable[[], None]) -> Iterator[None]:
+        """Run the block; if it fails, call ``cleanup`` (delete the files written for this transaction)
+        only when :attr:`discardable`, and re-raise. Storage errors are re-raised naming the operation and
+        whether a version was committed.
+
+        Example:
+            >>> with txn.discard_unless_committed(writer.abort):          # doctest: +SKIP
+            ...     files = writer.close()
+            ...     txn.add_actions(f.to_add() for f in files)
+            ...     txn.commit()
+        """
+        try:
+            yield
+        except StorageError as exc:
+            if self.discardable:
+                with contextlib.suppress(Exception):
+                    cleanup()
+            raise self.storage_error(exc) from exc.__cause__
+        except BaseException:
+            if self.discardable:
+                with contextlib.suppress(Exception):
+                    cleanup()
+            raise
+
+    def storage_error(self, exc: StorageError) -> StorageError:
+        """``exc`` with this transaction's operation and commit outcome in its message.
+
+        Example:
+            >>> txn.storage_error(err).message                            # doctest: +SKIP
+            'WRITE failed: the disk is full ...; nothing was committed, the table is still at version 3'
+        """
+        return exc.in_context(
+            operation=self.operation.name,
+            committed_version=self._committed_version,
+            table_version=self.read_version,
+        )
 
     @property
     def read_version(self) -> int:
@@ -527,67 +576,17 @@ class Transaction:
 
     # ------------------------------------------------------------------------------------ committing
 
-    def _render(
-        self,
-        version: int,
-        protocol: Protocol | None,
-        metadata: Metadata,
-        metrics: dict[str, str],
-        txn_id: str,
-    ) -> tuple[bytes, CommitInfo]:
-        now = self._clock()
-        ict: int | None = None
-        new_metadata = self._metadata[-1] if self._metadata else None
-        if is_true(metadata.configuration, _ICT):
-            prev_ict, prev_mtime = previous_commit_timing(self.store, version - 1)
-            floor = prev_ict if prev_ict is not None else prev_mtime
-            ict = now if floor is None else max(now, floor + 1)
-            was_enabled = self.snapshot is not None and is_true(self.snapshot.properties, _ICT)
-            if not was_enabled and version > 0 and new_metadata is not None:
-                conf = dict(new_metadata.configuration)
-                conf[_ICT_VERSION] = str(version)
-                conf[_ICT_TIMESTAMP] = str(ict)
-                new_metadata = replace(new_metadata, configuration=conf)
-        info = CommitInfo(
-            timestamp=now,
-            inCommitTimestamp=ict,
-            operation=self.operation.name,
-            operationParameters=self.operation.parameters(),
-            readVersion=self.read_version if self.read_version >= 0 else None,
-            isolationLevel=self._current().effective_isolation,
-            isBlindAppend=self._is_blind_append(),
-            operationMetrics=metrics,
-            engineInfo=self.engine_info,
-            txnId=txn_id,
-            userMetadata=self.user_metadata,
-        )
-        actions: list[Action] = [info]
-        if protocol is not None:
-            actions.append(protocol)
-        if new_metadata is not None:
-            actions.append(new_metadata)
-        actions.extend(self._others)
-        actions.extend(self._removes)
-        actions.extend(self._adds)
-        text = "\n".join(action_to_json(a) for a in actions) + "\n"
-        return text.encode("utf-8"), info
-
-    def _winners(self, start: int) -> list[WinningCommit]:
-        listed = [f for f in list_log(self.store, start) if f.kind == "commit"]
-        last = max([f.version for f in listed], default=start)
-        by_version = {f.version: f for f in listed}
-        out = []
-        for v in range(start, last + 1):
-            lf = by_version.get(v) or LogFile(commit_name(v), "commit", v)
-            out.append(WinningCommit.from_actions(read_commit(self.store, lf, table=self.table)))
-        return out
-
     def commit(self, *, metrics: Mapping[str, Any] | None = None, user_metadata: str | None = None) -> CommitResult:
         """Validate, then commit at the next version by put-if-absent, retrying after conflict checks.
 
         ``metrics`` are added to (and override) the computed ``operationMetrics``. Raises a
-        :class:`~deltalog.txn.conflicts.ConcurrentModificationException` subclass on a logical
-        conflict and :class:`CommitFailedError` once ``retry.max_attempts`` attempts lost the race.
+        :class:`~deltalog.errors.ConcurrentModificationException` subclass on a logical conflict,
+        :class:`CommitFailedError` once ``retry.max_attempts`` attempts lost the race, a
+        :class:`~deltalog.errors.StorageError` naming the operation when storage fails before the commit
+        landed, and :class:`~deltalog.errors.CommitOutcomeUnknownError` when a failed put cannot be read
+        back. Once the commit landed nothing turns it into a failure: post-commit steps that fail are
+        listed in :attr:`CommitResult.post_commit_errors`, and an interrupt that arrives after the
+        commit landed is re-raised with a note naming the committed version.
 
         Example:
             >>> txn.commit(metrics={"numOutputRows": 10}).version         # doctest: +SKIP
@@ -608,32 +607,20 @@ class Transaction:
         version = self.read_version + 1
         winners: list[int] = []
         for attempt in range(1, self.retry.max_attempts + 1):
-            payload, info = self._render(version, protocol, metadata, op_metrics, txn_id)
             try:
-                self.store.write(commit_path(version), payload, overwrite=False)
-            except FileExistsError:
-                for winner in self._winners(version):
-                    check_conflicts(current, winner)
-                    winners.append(winner.version)
-                version = winners[-1] + 1
-                if attempt < self.retry.max_attempts:
-                    self._sleep(self.retry.delay(attempt, self._rng))
-                continue
-            self._committed = True
-            if self.post_commit:
-                from deltalog.log.post_commit import run_post_commit
-                from deltalog.table import Table
-
-                table = self._owner if self._owner is not None else Table(self.table, store=self.store)
-                after = None
-                if self.snapshot is not None:
-                    try:  # only our commit and the winners are read, not the whole log again
-                        after = table.update(self.snapshot, version=version)
-                    except DeltaError:
-                        after = None  # post-commit loads the version itself
-                if after is not None and after.version == version:
-                    table._remember(after)
-                run_post_commit(table, version, snapshot=after, clock=self._clock)
+                payload, info = render_commit(self, version, protocol, metadata, op_metrics, txn_id)
+                landed = publish(self, version, payload)
+                if not landed:
+                    for winner in read_winners(self, version):
+                        check_conflicts(current, winner)
+                        winners.append(winner.version)
+                    version = winners[-1] + 1
+                    if attempt < self.retry.max_attempts:
+                        self._sleep(self.retry.delay(attempt, self._rng))
+                    continue
+            except StorageError as exc:
+                raise self.storage_error(exc) from exc.__cause__ or exc
+            errors = after_commit(self, version)
             return CommitResult(
                 version=version,
                 operation=self.operation.name,
@@ -644,6 +631,7 @@ class Transaction:
                 in_commit_timestamp=info.inCommitTimestamp,
                 txn_id=txn_id,
                 duration_ms=int((time.monotonic() - started) * 1000),
+                post_commit_errors=errors,
             )
         raise CommitFailedError(
             f"gave up committing {self.operation.name} after {self.retry.max_attempts} attempts: each "
@@ -652,6 +640,10 @@ class Transaction:
             table=self.table,
         )
 
+    def _landed(self, version: int) -> None:
+        self._outcome = "landed"
+        self._committed = True
+        self._committed_version = version
 
 def start_transaction(
     table: Table,

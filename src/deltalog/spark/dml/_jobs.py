@@ -236,13 +236,10 @@ class Staged:
             >>> staged.commit(txn, {"numDeletedRows": 3}).version                 # doctest: +SKIP
             4
         """
-        try:
-            return txn.commit(metrics=metrics)
-        except BaseException:
-            # Never delete files a commit references: an interruption after the log write would do that.
-            if not txn.committed:
-                self.cleanup()
-            raise
+        # Never delete files a commit may reference: only while the transaction is provably uncommitted.
+        with txn.discard_unless_committed(self.cleanup):
+            result = txn.commit(metrics=metrics)
+        return result
 
 
 # ------------------------------------------------------------------------------------- writing

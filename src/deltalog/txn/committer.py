@@ -1,0 +1,185 @@
+"""The commit step of a :class:`~deltalog.txn.transaction.Transaction`: rendering the commit file,
+publishing it by put-if-absent with its outcome settled even when the put fails, reading the winners
+of a lost race, and the post-commit work once a version landed.
+
+The rule these functions keep: the data files written for a transaction belong to the table from the
+moment its commit file may exist. :func:`publish` marks the transaction's outcome *unknown* before the
+put, *landed* once the file is provably ours, and *pending* again only when another writer's file or no
+file holds the version; writers delete their files only while the outcome is pending
+(:attr:`Transaction.discardable`).
+
+Example:
+    >>> from deltalog.storage import InMemoryLogStore
+    >>> from deltalog.txn.operations import CreateTable
+    >>> from deltalog.txn.transaction import Transaction
+    >>> txn = Transaction(InMemoryLogStore(), None, CreateTable(), table="memory://committer-doc")
+    >>> publish(txn, 0, b'{"commitInfo":{}}\\n'), txn.discardable
+    (True, False)
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from deltalog.errors import CommitOutcomeUnknownError, DeltaError, StorageError, StorageIOError
+from deltalog.log.paths import LogFile, commit_name, commit_path
+from deltalog.log.reader import read_commit
+from deltalog.log.segment import list_log
+from deltalog.protocol.actions import Action, CommitInfo, Metadata, Protocol, action_to_json
+from deltalog.txn.commit import ABSENT, LANDED, TAKEN, previous_commit_timing, publish_commit
+from deltalog.txn.conflicts import WinningCommit
+from deltalog.txn.writer_features import is_true
+
+if TYPE_CHECKING:
+    from deltalog.txn.transaction import Transaction
+
+__all__ = ["after_commit", "note_committed", "publish", "read_winners", "render_commit"]
+
+log = logging.getLogger(__name__)
+
+_ICT = "delta.enableInCommitTimestamps"
+_ICT_VERSION = "delta.inCommitTimestampEnablementVersion"
+_ICT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
+
+
+def render_commit(
+    txn: Transaction,
+    version: int,
+    protocol: Protocol | None,
+    metadata: Metadata,
+    metrics: dict[str, str],
+    txn_id: str,
+) -> tuple[bytes, CommitInfo]:
+    """The bytes of commit ``version`` (``commitInfo`` first, then protocol, metadata, other actions,
+    removes, adds) and its ``commitInfo``; in-commit timestamps follow the previous commit's."""
+    now = txn._clock()
+    ict: int | None = None
+    new_metadata = txn._metadata[-1] if txn._metadata else None
+    if is_true(metadata.configuration, _ICT):
+        prev_ict, prev_mtime = previous_commit_timing(txn.store, version - 1)
+        floor = prev_ict if prev_ict is not None else prev_mtime
+        ict = now if floor is None else max(now, floor + 1)
+        was_enabled = txn.snapshot is not None and is_true(txn.snapshot.properties, _ICT)
+        if not was_enabled and version > 0 and new_metadata is not None:
+            conf = dict(new_metadata.configuration)
+            conf[_ICT_VERSION] = str(version)
+            conf[_ICT_TIMESTAMP] = str(ict)
+            new_metadata = replace(new_metadata, configuration=conf)
+    info = CommitInfo(
+        timestamp=now,
+        inCommitTimestamp=ict,
+        operation=txn.operation.name,
+        operationParameters=txn.operation.parameters(),
+        readVersion=txn.read_version if txn.read_version >= 0 else None,
+        isolationLevel=txn._current().effective_isolation,
+        isBlindAppend=txn._is_blind_append(),
+        operationMetrics=metrics,
+        engineInfo=txn.engine_info,
+        txnId=txn_id,
+        userMetadata=txn.user_metadata,
+    )
+    actions: list[Action] = [info]
+    if protocol is not None:
+        actions.append(protocol)
+    if new_metadata is not None:
+        actions.append(new_metadata)
+    actions.extend(txn._others)
+    actions.extend(txn._removes)
+    actions.extend(txn._adds)
+    text = "\n".join(action_to_json(a) for a in actions) + "\n"
+    return text.encode("utf-8"), info
+
+
+def read_winners(txn: Transaction, start: int) -> list[WinningCommit]:
+    """The commits from ``start`` to the latest, summarised for the conflict checks."""
+    listed = [f for f in list_log(txn.store, start) if f.kind == "commit"]
+    last = max([f.version for f in listed], default=start)
+    by_version = {f.version: f for f in listed}
+    out = []
+    for v in range(start, last + 1):
+        lf = by_version.get(v) or LogFile(commit_name(v), "commit", v)
+        out.append(WinningCommit.from_actions(read_commit(txn.store, lf, table=txn.table)))
+    return out
+
+
+def publish(txn: Transaction, version: int, payload: bytes) -> bool:
+    """Put ``payload`` as commit ``version``; True when it is ours, False when another writer has it.
+
+    While the put runs its outcome is unknown; it is settled by :func:`publish_commit` (which reads
+    the file back when the put raised). A landed commit whose put raised an interrupt re-raises
+    the interrupt with a note naming the version; other failures raise named errors.
+    """
+    txn._outcome = "unknown"
+    outcome, error = publish_commit(txn.store, version, payload)
+    if outcome == LANDED:
+        txn._landed(version)
+        if error is not None and not isinstance(error, Exception):
+            note_committed(error, txn, version, "before the commit call returned")
+            raise error
+        if error is not None:
+            log.warning("table %s: the put of version %d raised %r but the commit file is ours; it landed",
+                        txn.table, version, error)
+        return True
+    if outcome in (TAKEN, ABSENT):
+        txn._outcome = "pending"
+        if error is not None and not isinstance(error, Exception):
+            raise error  # an interrupt before (or while losing) the race: nothing of ours was committed
+        if outcome == TAKEN:
+            return False
+        assert error is not None  # ABSENT only comes from a put that raised
+        if isinstance(error, StorageError) or not isinstance(error, OSError):
+            raise error
+        raise StorageIOError(
+            f"writing the commit file failed ({type(error).__name__}: {error}) and it was not created",
+            table=txn.table, file=commit_path(version),
+        ) from error
+    # UNKNOWN: the file may or may not be ours; keep every data file
+    raise CommitOutcomeUnknownError(
+        f"writing commit file {commit_path(version)} failed ({type(error).__name__}: {error}) and reading it "
+        f"back failed too, so it is unknown whether version {version} was committed by this "
+        f"{txn.operation.name}; its data files were kept. Check with `deltalog check {txn.table}` and "
+        "`deltalog history`: if the version is not this operation's, run it again",
+        table=txn.table, version=version, file=commit_path(version),
+    ) from error
+
+
+def after_commit(txn: Transaction, version: int) -> tuple[str, ...]:
+    """Post-commit work after ``version`` landed; returns the failed steps, re-raises an interrupt
+    (with a note that the version was committed) once the commit is recorded."""
+    if not txn.post_commit:
+        return ()
+    from deltalog.log.post_commit import PostCommitReport, run_post_commit
+    from deltalog.table import Table
+
+    try:
+        table = txn._owner if txn._owner is not None else Table(txn.table, store=txn.store)
+        after = None
+        if txn.snapshot is not None:
+            try:  # only our commit and the winners are read, not the whole log again
+                after = table.update(txn.snapshot, version=version)
+            except DeltaError:
+                after = None  # post-commit loads the version itself
+        if after is not None and after.version == version:
+            table._remember(after)
+        report = run_post_commit(table, version, snapshot=after, clock=txn._clock)
+    except Exception as exc:  # run_post_commit never raises; loading the snapshot may
+        report = PostCommitReport(version=version, errors=[f"load snapshot: {type(exc).__name__}: {exc}"])
+    except BaseException as exc:
+        note_committed(exc, txn, version, "while loading the committed snapshot")
+        raise
+    if report.interrupt is not None:
+        note_committed(report.interrupt, txn, version, f"during the post-commit step {report.interrupted_step!r}")
+        raise report.interrupt
+    return tuple(report.errors)
+
+
+def note_committed(exc: BaseException, txn: Transaction, version: int, when: str) -> None:
+    """Say on an interrupt that arrived after the commit landed that the version *was* committed."""
+    exc.add_note(
+        f"deltalog: {txn.operation.name} was committed as version {version} of {txn.table} before this "
+        f"interrupt ({when}); the table holds its changes. Post-commit steps that did not run (checksum, "
+        "checkpoint, log cleanup) are optional and run again with later commits."
+    )
+    exc.deltalog_committed_version = version  # type: ignore[attr-defined]

@@ -1,0 +1,406 @@
+"""A fault-injection sweep at the seam where deltalog changes storage.
+
+Every file-system mutation of the local store goes through a :class:`deltalog.storage.local.FileOps`
+(``makedirs``, ``write_new``, ``link``, ``replace``, ``unlink``, ``fsync_dir``, ``open_output`` and
+the writes / close of a streamed data file, ``fsync_file``). :class:`FaultOps` numbers those steps as
+an operation runs and, at a chosen step, *before* or *after* it happens, injects one fault:
+
+* ``kill``      -- the process dies on the spot (``os._exit``: no handler, no ``finally``);
+* ``torn``      -- for a ``write_new``: half the bytes reach the file, then the process dies;
+* ``interrupt`` -- ``KeyboardInterrupt`` (Ctrl-C), which every ``except BaseException`` sees;
+* ``enospc``    -- ``OSError(ENOSPC)``: the disk is full;
+* ``eio``       -- ``OSError(EIO)``: the disk failed.
+
+Each case runs in a forked child (so a kill is a real process death), then the parent checks the
+table: at the old or a new version, with exactly that version's rows (as an unfaulted reference run
+produced them), read the same way by delta-rs, ``deltalog check`` without errors, the next append works,
+and the error the operation raised (if any) was a named deltalog error -- never a raw ``OSError`` --
+that says whether it committed.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import errno
+import json
+import multiprocessing as mp
+import os
+import shutil
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+import deltalog
+from deltalog.commands.check import check_table
+from deltalog.errors import TableNotFoundError
+from deltalog.storage import local
+
+KILL_EXIT = 86
+MODES = ("kill", "torn", "interrupt", "enospc", "eio")
+
+
+class FaultOps(local.FileOps):
+    """Counts mutation steps; injects ``mode`` at step ``target`` = ``(index, "before" | "after")``."""
+
+    def __init__(self, target: tuple[int, str] | None = None, mode: str | None = None) -> None:
+        self.points: list[str] = []
+        self.target, self.mode = target, mode
+
+    # -- the seam ---------------------------------------------------------------------------------
+
+    def step(self, name: str, do: Callable[[], Any], *, data: bytes | None = None, path: str | None = None) -> Any:
+        k = len(self.points)
+        self.points.append(name)
+        if self.target == (k, "before"):
+            self._inject(data=data, path=path)
+        result = do()
+        if self.target == (k, "after"):
+            self._inject()
+        return result
+
+    def _inject(self, *, data: bytes | None = None, path: str | None = None) -> None:
+        if self.mode == "kill":
+            os._exit(KILL_EXIT)
+        if self.mode == "torn":
+            if data is not None and path is not None:
+                with contextlib.suppress(OSError), open(path, "xb") as f:
+                    f.write(data[: len(data) // 2])
+            os._exit(KILL_EXIT)
+        if self.mode == "interrupt":
+            raise KeyboardInterrupt
+        if self.mode == "enospc":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        if self.mode == "eio":
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        raise AssertionError(f"unknown fault mode {self.mode!r}")
+
+    # -- FileOps ----------------------------------------------------------------------------------
+
+    def makedirs(self, path: str) -> None:
+        if os.path.isdir(path):  # nothing to create: not a mutation
+            return
+        self.step("makedirs", lambda: super(FaultOps, self).makedirs(path))
+
+    def write_new(self, path: str, data: bytes) -> None:
+        self.step("write_new", lambda: super(FaultOps, self).write_new(path, data), data=data, path=path)
+
+    def link(self, src: str, dst: str) -> None:
+        self.step("link", lambda: super(FaultOps, self).link(src, dst))
+
+    def replace(self, src: str, dst: str) -> None:
+        self.step("replace", lambda: super(FaultOps, self).replace(src, dst))
+
+    def unlink(self, path: str) -> None:
+        self.step("unlink", lambda: super(FaultOps, self).unlink(path))
+
+    def fsync_dir(self, path: str) -> None:
+        self.step("fsync_dir", lambda: super(FaultOps, self).fsync_dir(path))
+
+    def fsync_file(self, path: str) -> None:
+        self.step("fsync_file", lambda: super(FaultOps, self).fsync_file(path))
+
+    def open_output(self, path: str) -> Any:
+        inner = self.step("open_output", lambda: super(FaultOps, self).open_output(path))
+        return _Output(self, inner)
+
+
+class _Output:
+    """A streamed data file: its first write and its close are steps (pyarrow writes in many pieces)."""
+
+    def __init__(self, ops: FaultOps, inner: Any) -> None:
+        self._ops, self._inner, self._wrote = ops, inner, False
+
+    def write(self, data: Any) -> int:
+        if self._wrote:
+            return int(self._inner.write(data))
+        self._wrote = True
+        return int(self._ops.step("output.write", lambda: self._inner.write(data)))
+
+    def tell(self) -> int:
+        return int(self._inner.tell())
+
+    def close(self) -> None:
+        self._ops.step("output.close", self._inner.close)
+
+
+# ------------------------------------------------------------------------------------------ the child
+
+
+def run_child(action: Callable[[], Any], ops: FaultOps) -> dict[str, Any]:
+    """Run ``action`` in a forked child with ``ops`` as the local store's file operations."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(r)
+        out: dict[str, Any]
+        try:
+            local.OS_OPS = ops
+            try:
+                action()
+                out = {"outcome": "ok"}
+            except BaseException as exc:
+                out = {
+                    "outcome": "raised",
+                    "type": type(exc).__name__,
+                    "mro": [c.__name__ for c in type(exc).__mro__],
+                    "message": str(exc),
+                    "notes": list(getattr(exc, "__notes__", [])),
+                    "committed_version": getattr(exc, "deltalog_committed_version", None),
+                    "traceback": traceback.format_exc(limit=6),
+                }
+            out["points"] = ops.points
+            payload = json.dumps(out).encode()
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(w, view):]
+        finally:
+            os._exit(0)
+    os.close(w)
+    chunks = []
+    with os.fdopen(r, "rb") as pipe:
+        chunks.append(pipe.read())
+    _, status = os.waitpid(pid, 0)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == KILL_EXIT:
+        return {"outcome": "killed"}
+    data = b"".join(chunks)
+    if not data:
+        return {"outcome": "crashed", "status": status}
+    result: dict[str, Any] = json.loads(data)
+    return result
+
+
+def run_inline(action: Callable[[], Any], ops: FaultOps) -> dict[str, Any]:
+    """Run ``action`` in this process with ``ops`` (for engines that cannot fork, such as a Spark driver:
+    only faults that raise -- ``interrupt``, ``enospc``, ``eio`` -- make sense here)."""
+    saved = local.OS_OPS
+    local.OS_OPS = ops
+    out: dict[str, Any]
+    try:
+        action()
+        out = {"outcome": "ok"}
+    except BaseException as exc:
+        out = {
+            "outcome": "raised",
+            "type": type(exc).__name__,
+            "mro": [c.__name__ for c in type(exc).__mro__],
+            "message": str(exc),
+            "notes": list(getattr(exc, "__notes__", [])),
+            "committed_version": getattr(exc, "deltalog_committed_version", None),
+            "traceback": traceback.format_exc(limit=6),
+        }
+    finally:
+        local.OS_OPS = saved
+    out["points"] = ops.points
+    return out
+
+
+RAISING_MODES = ("interrupt", "enospc", "eio")
+
+
+# ----------------------------------------------------------------------------------------- scenarios
+
+Rows = list[tuple[Any, ...]]
+
+
+def rows_of(t: pa.Table) -> Rows:
+    cols = sorted(t.column_names)
+    return sorted(tuple(r[c] for c in cols) for r in t.to_pylist())
+
+
+@dataclass
+class Scenario:
+    """``setup(root)`` builds the starting state under ``root`` (unfaulted); ``action(root)`` is the
+    operation swept; ``table`` is the table (below ``root``) whose state is checked."""
+
+    name: str
+    setup: Callable[[str], None]
+    action: Callable[[str], Any]
+    table: str = "t"
+    #: delta-rs cannot read the rows of tables with deletion vectors: compare versions only.
+    deltars_rows: bool = True
+
+
+@dataclass
+class Failure:
+    case: str
+    problem: str
+
+
+@dataclass
+class SweepReport:
+    scenario: str
+    points: list[str] = field(default_factory=list)
+    cases: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    failures: list[Failure] = field(default_factory=list)
+
+
+def table_state(path: str) -> tuple[int, Rows] | None:
+    """(version, rows) of the latest snapshot, or None when there is no table."""
+    try:
+        snap = deltalog.Table(path).snapshot()
+    except TableNotFoundError:
+        return None
+    return snap.version, rows_of(snap.to_arrow())
+
+
+def versions_rows(path: str, start: int) -> dict[int, Rows]:
+    """Rows of every version from ``start`` (``-1`` meaning "no table") to the latest."""
+    out: dict[int, Rows] = {}
+    table = deltalog.Table(path)
+    try:
+        latest = table.latest_version()
+    except TableNotFoundError:
+        return out
+    for v in range(max(start, 0), latest + 1):
+        out[v] = rows_of(table.snapshot(v).to_arrow())
+    return out
+
+
+def deltars_read(path: str, with_rows: bool) -> tuple[int, Rows | None]:
+    """Runs in the delta-rs worker (spawned): version and rows as delta-rs reads them."""
+    import deltalake
+
+    dt = deltalake.DeltaTable(path)
+    rows = rows_of(dt.to_pyarrow_table()) if with_rows else None
+    return int(dt.version()), rows
+
+
+@contextlib.contextmanager
+def deltars_worker() -> Iterator[cf.ProcessPoolExecutor]:
+    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+        yield pool
+
+
+NEXT_ROW = pa.table({"id": pa.array([10_000], pa.int64()), "part": ["z"], "x": [0.5]})
+
+
+def cases_for(points: list[str], every: bool, modes_allowed: tuple[str, ...] = MODES) -> list[tuple[int, str, str]]:
+    """(step, phase, mode) cases: all of them, or a deterministic sample that still visits every step."""
+    out: list[tuple[int, str, str]] = []
+    n = len(points)
+    for k, name in enumerate(points):
+        for phase in ("before", "after"):
+            modes = [m for m in modes_allowed if m != "torn" or (name == "write_new" and phase == "before")]
+            if phase == "after":
+                modes = [m for m in modes if m != "kill" or k == n - 1]  # kill after k == kill before k+1
+            if not every:
+                modes = [modes[(k * 2 + (phase == "after")) % len(modes)]] if modes else []
+            out += [(k, phase, m) for m in modes]
+    return out
+
+
+def sweep(
+    scenario: Scenario,
+    workdir: str,
+    rs: cf.ProcessPoolExecutor,
+    *,
+    every: bool,
+    runner: Callable[[Callable[[], Any], FaultOps], dict[str, Any]] = run_child,
+    modes: tuple[str, ...] = MODES,
+) -> SweepReport:
+    """Sweep every (sampled) fault case of ``scenario``; returns what was found. ``runner`` runs one case
+    (:func:`run_child` forks, :func:`run_inline` does not and is limited to the raising ``modes``)."""
+    report = SweepReport(scenario.name)
+    template = os.path.join(workdir, "template")
+    os.makedirs(template)
+    scenario.setup(template)
+    table_rel = scenario.table
+    before = table_state(os.path.join(template, table_rel))
+    old_version = before[0] if before is not None else -1
+
+    reference = os.path.join(workdir, "reference")
+    shutil.copytree(template, reference, symlinks=True)
+    counted = FaultOps()
+    ref = runner(lambda: scenario.action(reference), counted)
+    if ref["outcome"] != "ok":
+        raise AssertionError(f"{scenario.name}: the unfaulted run failed: {ref}")
+    report.points = ref["points"]
+    expected = versions_rows(os.path.join(reference, table_rel), old_version)
+    if before is not None:
+        expected[old_version] = before[1]
+    new_version = max(expected) if expected else -1
+    if new_version <= old_version and scenario.name not in ("checkpoint", "cleanup"):
+        raise AssertionError(f"{scenario.name}: the reference run committed nothing")
+
+    for k, phase, mode in cases_for(report.points, every, modes):
+        case = f"{mode} {phase} step {k} ({report.points[k]})"
+        root = os.path.join(workdir, f"case-{k}-{phase}-{mode}")
+        shutil.copytree(template, root, symlinks=True)
+        result = runner(lambda r=root: scenario.action(r), FaultOps((k, phase), mode))  # type: ignore[misc]
+        report.cases += 1
+        report.outcomes[result["outcome"]] = report.outcomes.get(result["outcome"], 0) + 1
+        for problem in verify(scenario, root, result, mode, old_version, expected, rs):
+            report.failures.append(Failure(case, problem))
+        shutil.rmtree(root, ignore_errors=True)
+    return report
+
+
+def verify(
+    scenario: Scenario,
+    root: str,
+    result: dict[str, Any],
+    mode: str,
+    old_version: int,
+    expected: dict[int, Rows],
+    rs: cf.ProcessPoolExecutor,
+) -> list[str]:
+    problems: list[str] = []
+    path = os.path.join(root, scenario.table)
+    if result["outcome"] == "crashed":
+        return [f"the child crashed: {result}"]
+    if result["outcome"] == "raised":
+        mro = result["mro"]
+        if mode in ("enospc", "eio") and "StorageError" not in mro:
+            problems.append(f"raised {result['type']} instead of a named StorageError: {result['message']}\n"
+                            f"{result['traceback']}")
+        if mode in ("enospc", "eio") and "StorageError" in mro and "committed" not in result["message"]:
+            problems.append(f"the error does not say whether anything was committed: {result['message']}")
+        if mode == "interrupt" and result["type"] != "KeyboardInterrupt":
+            problems.append(f"an interrupt became {result['type']}: {result['message']}")
+    try:
+        state = table_state(path)
+    except Exception as exc:
+        return [*problems, f"deltalog cannot read the table: {type(exc).__name__}: {exc}"]
+    version = state[0] if state is not None else -1
+    if version != old_version and version not in expected:
+        return [*problems, f"the table is at version {version}, neither the old ({old_version}) nor a new one"]
+    if state is not None and state[1] != expected.get(version):
+        problems.append(f"version {version} holds other rows than the reference run's")
+    if result["outcome"] == "raised" and version > old_version and mode == "interrupt" \
+            and result["committed_version"] is None:
+        problems.append(f"interrupted after committing version {version} without saying so")
+    if result["outcome"] == "raised" and version == old_version and result["committed_version"] is not None:
+        problems.append(f"says version {result['committed_version']} was committed, but the table is at {version}")
+    if state is None:
+        return problems
+    try:
+        rs_version, rs_rows = rs.submit(deltars_read, path, scenario.deltars_rows).result(timeout=120)
+    except Exception as exc:
+        problems.append(f"delta-rs cannot read the table: {type(exc).__name__}: {exc}")
+    else:
+        if rs_version != version:
+            problems.append(f"delta-rs sees version {rs_version}, deltalog {version}")
+        elif rs_rows is not None and rs_rows != state[1]:
+            problems.append("delta-rs reads other rows than deltalog")
+    check = check_table(deltalog.Table(path))
+    errors = [p for p in check.problems if p.severity == "error"]
+    if errors:
+        problems.append("deltalog check: " + "; ".join(f"{p.code}: {p.message}" for p in errors))
+    try:
+        deltalog.write_table(path, NEXT_ROW.select(deltalog.Table(path).snapshot().schema.field_names),
+                             mode="append")
+        after = table_state(path)
+        assert after is not None
+        if after[1] != sorted([*state[1], *rows_of(NEXT_ROW.select(sorted(NEXT_ROW.column_names)))]):
+            problems.append("the next append did not add exactly its row")
+    except Exception as exc:
+        problems.append(f"the next append failed: {type(exc).__name__}: {exc}")
+    return problems
