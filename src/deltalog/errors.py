@@ -247,10 +247,7 @@ is still at version 3 [table /data/t, file part-0.parquet]
             return self
         message = f"{operation} failed: {self.message}" if operation else self.message
         if committed_version is not None:
-            message += (
-                f"; version {committed_version} was committed before the failure (the table holds this "
-                "operation's changes)"
-            )
+            message += f"; version {committed_version} was committed by this operation before the failure"
         elif table_version is not None and table_version >= 0:
             message += f"; nothing was committed, the table is still at version {table_version}"
         else:

@@ -210,3 +210,24 @@ def test_many_files_print_as_tab_separated_lines(cli: CLI, tmp_path: Path) -> No
     assert rows[0] == "path\tsize\trecords" and len(rows) == 2501
     assert rows[1].split("\t") == ["f0.parquet", "0 B", "7"]
     assert "2,500 files" in r.err
+
+
+def test_a_storage_failure_is_one_named_line_and_the_traceback_with_debug(
+    cli: CLI, table: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from deltalog.storage import local
+
+    class FullDisk(local.FileOps):
+        def write_new(self, path: str, data: bytes) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(local, "OS_OPS", FullDisk())
+    run = cli("checkpoint", str(table))
+    assert run.code == 1
+    lines = [line for line in run.err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "CHECKPOINT failed: the disk is full" in lines[0]
+    assert "nothing was committed, the table is still at version 2" in lines[0]
+    debug = cli("checkpoint", str(table), "--debug")
+    assert "Traceback" in debug.err and "OSError: [Errno 28]" in debug.err

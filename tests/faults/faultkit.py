@@ -242,6 +242,18 @@ class SweepReport:
     failures: list[Failure] = field(default_factory=list)
 
 
+def record(report: SweepReport, every: bool, runner: str = "fork") -> None:
+    """Append ``report``'s counts as a JSON line to ``$DELTALOG_FAULTS_REPORT`` when it is set."""
+    out = os.environ.get("DELTALOG_FAULTS_REPORT")
+    if not out:
+        return
+    with open(out, "a") as f:
+        f.write(json.dumps({
+            "scenario": report.scenario, "steps": len(report.points), "cases": report.cases,
+            "outcomes": report.outcomes, "failures": len(report.failures), "every": every, "runner": runner,
+        }) + "\n")
+
+
 def table_state(path: str) -> tuple[int, Rows] | None:
     """(version, rows) of the latest snapshot, or None when there is no table."""
     try:

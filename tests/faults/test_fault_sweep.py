@@ -7,7 +7,6 @@ after it. ``DELTALOG_FAULTS_REPORT=<file>`` appends each scenario's counts as a 
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -139,13 +138,7 @@ def rs() -> Iterator[object]:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_fault_sweep(scenario: faultkit.Scenario, tmp_path: Path, rs: object) -> None:
     report = faultkit.sweep(scenario, str(tmp_path), rs, every=EVERY)  # type: ignore[arg-type]
-    out = os.environ.get("DELTALOG_FAULTS_REPORT")
-    if out:
-        with open(out, "a") as f:
-            f.write(json.dumps({
-                "scenario": scenario.name, "steps": len(report.points), "cases": report.cases,
-                "outcomes": report.outcomes, "failures": len(report.failures), "every": EVERY,
-            }) + "\n")
+    faultkit.record(report, EVERY)
     assert report.cases >= len(report.points)
     shown = "\n".join(f"- {f.case}: {f.problem}" for f in report.failures[:12])
     assert not report.failures, f"{len(report.failures)} of {report.cases} cases failed:\n{shown}"

@@ -80,6 +80,7 @@ def test_spark_operations_survive_every_fault(spark: Any, rs: Any, tmp_path: Pat
         work = tmp_path / scenario.name.replace(" ", "-")
         report = faultkit.sweep(scenario, str(work), rs, every=EVERY, runner=faultkit.run_inline,
                                 modes=faultkit.RAISING_MODES)
+        faultkit.record(report, EVERY, runner="inline")
         assert report.cases >= len(report.points) > 0
         failures += [f"{scenario.name}: {f.case}: {f.problem}" for f in report.failures]
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:12])

@@ -15,8 +15,8 @@ Example:
     ...         raise StorageFullError("the disk is full while deleting a.parquet", file="a.parquet")
     ... except StorageFullError as err:
     ...     print(err.message)
-    VACUUM failed: the disk is full while deleting a.parquet; version 8 was committed before the failure \
-(the table holds this operation's changes)
+    VACUUM failed: the disk is full while deleting a.parquet; version 8 was committed by this operation \
+before the failure
 """
 
 from __future__ import annotations
