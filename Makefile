@@ -13,6 +13,11 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $@
 
+# azurite (Azure's blob emulator, from npm) for the object-store tests; moto comes with the test extras.
+AZURITE := .tools/node_modules/.bin/azurite-blob
+$(AZURITE):
+	npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@3
+
 demo: $(VENV)/.installed
 	$(PY) scripts/demo_spark.py
 	$(PY) scripts/demo.py
@@ -24,12 +29,12 @@ typecheck: $(VENV)/.installed
 	$(PY) -m mypy
 
 # DELTALOG_STRICT=1: a skipped test fails (no Java, no corpus, no deltalake must not pass as green).
-test: lint typecheck
+test: lint typecheck $(AZURITE)
 	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "not spark" -p no:cacheprovider
 	DELTALOG_STRICT=1 $(PY) -m pytest -q -m spark -p no:cacheprovider tests/spark
 
 # Every fault at every storage step of every operation (make test runs a sample that visits each step once).
-test-faults: $(VENV)/.installed
+test-faults: $(VENV)/.installed $(AZURITE)
 	DELTALOG_STRICT=1 DELTALOG_FAULTS=all $(PY) -m pytest -q -p no:cacheprovider tests/faults tests/spark/test_spark_faults.py
 
 conformance: $(VENV)/.installed
@@ -42,4 +47,4 @@ bench: $(VENV)/.installed
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .mypy_cache .ruff_cache
+	rm -rf $(VENV) .tools build src/*.egg-info .mypy_cache .ruff_cache

@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 STRICT = os.environ.get("DELTALOG_STRICT", "").strip().lower() in ("1", "true", "yes")
+sys.path.insert(0, os.path.dirname(__file__))  # ``import emulators`` from any test directory
 
 
 def _strict(report: Any, what: str) -> None:
@@ -60,3 +62,47 @@ def _compact_copy(path: str) -> int:
 def compact_copy() -> Callable[[str], int]:
     """Rearranges a local table's files in a ``dataChange=false`` commit, as OPTIMIZE does."""
     return _compact_copy
+
+
+# ------------------------------------------------------------------------------- object-store emulators
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[Any]:
+    """moto's S3 (and DynamoDB) server on 127.0.0.1 for the whole session."""
+    pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install 'deltalog[test]')")
+    import emulators
+
+    emulator = emulators.start_moto()
+    yield emulator
+    emulator.stop()
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[Any]:
+    """azurite's blob service on 127.0.0.1 for the whole session."""
+    import emulators
+
+    if emulators.azurite_binary() is None:
+        pytest.skip("azurite-blob is not installed (make test installs it with npm under .tools/)")
+    emulator = emulators.start_azurite()
+    yield emulator
+    emulator.stop()
+
+
+@pytest.fixture
+def s3_table(moto_server: Any) -> tuple[str, dict[str, str]]:
+    """A fresh bucket on the S3 emulator: (table URI, storage options)."""
+    import emulators
+
+    bucket = emulators.new_bucket(moto_server)
+    return f"s3://{bucket}/tables/t", dict(moto_server.options)
+
+
+@pytest.fixture
+def azure_table(azurite: Any) -> tuple[str, dict[str, str]]:
+    """A fresh container on azurite: (table URI, storage options)."""
+    import emulators
+
+    container = emulators.new_container(azurite)
+    return f"az://{container}/tables/t", dict(azurite.options)

@@ -40,9 +40,16 @@ if TYPE_CHECKING:
 
 
 class Table:
-    """A Delta table at ``location`` (a local path, ``file:`` URI or ``memory://name``).
+    """A Delta table at ``location``: a local path, a ``file:`` URI, ``memory://name``, or an object-store
+    URI (``s3://``, ``s3a://``, ``az://``, ``abfss://``, ``gs://``, ...) configured by ``storage_options``
+    (the keys delta-rs and obstore use, e.g. ``AWS_ENDPOINT_URL``, ``AWS_REGION``,
+    ``AZURE_STORAGE_ACCOUNT_NAME``) and the environment.
 
     Opening is cheap: nothing is read until a snapshot or the history is asked for.
+
+    Example:
+        >>> Table("s3://bucket/events", storage_options={"AWS_REGION": "eu-west-1"})  # doctest: +SKIP
+        Table('s3://bucket/events')
     """
 
     def __init__(
@@ -50,10 +57,12 @@ class Table:
         location: str | os.PathLike[str],
         *,
         store: LogStore | None = None,
+        storage_options: Mapping[str, Any] | None = None,
         verify_checksums: bool = True,
     ) -> None:
         self.location = os.fspath(location)
-        self.store = store if store is not None else store_for(self.location)
+        self.storage_options = dict(storage_options or {})
+        self.store = store if store is not None else store_for(self.location, options=self.storage_options)
         #: Check the loaded state against the version's ``.crc`` file when there is one.
         self.verify_checksums = verify_checksums
         self._latest: Snapshot | None = None  # newest snapshot seen; later loads only read what's new

@@ -1,5 +1,6 @@
 """One contract suite for every LogStore implementation (fsspec-style): each test runs against a fresh
-local store (in tmp_path) and a fresh in-memory store, so the two cannot drift apart."""
+local store (in tmp_path), a fresh in-memory store, and fresh S3 (moto) and Azure (azurite) stores on the
+emulators the suite starts, so they cannot drift apart."""
 
 from __future__ import annotations
 
@@ -36,11 +37,14 @@ def paths(infos: Iterator[FileInfo]) -> list[str]:
     return [f.path for f in infos]
 
 
-@pytest.fixture(params=["local", "memory"])
+@pytest.fixture(params=["local", "memory", "s3", "azure"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> LogStore:
     if request.param == "local":
         return LocalLogStore(tmp_path / "table")
-    return InMemoryLogStore(f"memory://contract-{uuid.uuid4().hex}")
+    if request.param == "memory":
+        return InMemoryLogStore(f"memory://contract-{uuid.uuid4().hex}")
+    location, options = request.getfixturevalue(f"{request.param}_table")
+    return store_for(location, options=options)
 
 
 # ------------------------------------------------------------------------------------------- listing
@@ -544,16 +548,34 @@ def test_store_for_local_paths_and_file_uris(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "location", ["s3://bucket/table", "abfss://c@acct.dfs.core.windows.net/t", "gs://b/t"]
+    ("location", "provider"),
+    [("s3://bucket/table", "s3"), ("s3a://bucket/table", "s3"), ("abfss://c@acct.dfs.core.windows.net/t", "azure"),
+     ("az://c/t", "azure"), ("gs://b/t", "gcs"), ("gcs://b/t", "gcs")],
 )
-def test_store_for_object_stores_not_supported_yet(location: str) -> None:
+def test_store_for_object_store_schemes(location: str, provider: str) -> None:
+    from deltalog.storage.object_store import ObjectLogStore
+
+    options = {"AZURE_STORAGE_ACCOUNT_NAME": "acct"} if provider == "azure" else {}
+    store = store_for(location, options=options)  # builds the client; no request is made
+    assert isinstance(store, ObjectLogStore) and store.provider == provider and store.root == location
+    assert store.full_path("a b/c.parquet") == f"{location}/a b/c.parquet"
+    assert store_for(location, options=options) is store  # one client per location and options
+
+
+@pytest.mark.parametrize("location", ["ftp://host/table", "hdfs://nn/t", "wasbs://c@a.blob.core.windows.net/t"])
+def test_store_for_unknown_schemes_name_what_is_supported(location: str) -> None:
     scheme = location.split(":", 1)[0]
     with pytest.raises(InvalidArgumentError) as info:
         store_for(location)
     message = str(info.value)
-    assert repr(scheme) in message
-    assert "not supported yet" in message
+    assert repr(scheme) in message and "s3://" in message and "abfss://" in message and "gs://" in message
     assert isinstance(info.value, ValueError)
+
+
+def test_unknown_storage_options_are_refused_by_name_without_values() -> None:
+    with pytest.raises(InvalidArgumentError) as info:
+        store_for("s3://bucket/unknown-option", options={"AWS_NO_SUCH_SETTING": "s3cr3t-value"})
+    assert "aws_no_such_setting" in str(info.value).lower() and "s3cr3t-value" not in str(info.value)
 
 
 def test_store_for_passes_explicit_store_through() -> None:

@@ -23,6 +23,8 @@ import pyarrow.parquet as pq
 from deltalog.arrow.filters import Condition, normalize_filter, prune_files, row_mask
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from deltalog.protocol.schema import StructType, physical_name, to_arrow_type, to_logical
+from deltalog.storage.log_store import scheme_of, store_of_uri
+from deltalog.storage.object_store import OBJECT_SCHEMES
 
 if TYPE_CHECKING:
     from deltalog.snapshot import FilterLike, Snapshot
@@ -81,7 +83,7 @@ def _read_file(
     data_fields = [f for f in schema.fields if f.name not in partition_cols and f.name in needed]
     path = _resolve(snapshot, add["path"])
     try:
-        pf = pq.ParquetFile(_open(snapshot, add["path"], path))
+        pf = pq.ParquetFile(_open(snapshot, add["path"], path, add.get("size")))
         # Project physical columns when they can be matched by name; id mode needs the whole file.
         wanted = None
         if mode != "id":
@@ -164,8 +166,12 @@ def kept_rows(snapshot: Snapshot, add: dict[str, Any], num_rows: int) -> Any:
         store, prefix = snapshot.store, root.rstrip("/") + "/"
 
         def reader(path: str, offset: int, length: int) -> bytes:
-            rel = path[len(prefix):] if path.startswith(prefix) else path
-            return store.read_range(rel, offset, length)
+            if path.startswith(prefix):
+                return store.read_range(path[len(prefix):], offset, length)
+            if scheme_of(path) in OBJECT_SCHEMES:  # a DV file of another table (shallow clone)
+                other, key = store_of_uri(path, options=getattr(store, "options", None))
+                return other.read_range(key, offset, length)
+            return store.read_range(path, offset, length)
 
     return deletion_mask(descriptor, root, num_rows, read_bytes=reader)
 
@@ -189,13 +195,17 @@ def _read_dv_bytes(path: str, offset: int, length: int) -> bytes:
         return read_local_bytes(os.path.join(directory, matches[0]), offset, length)
 
 
-def _open(snapshot: Snapshot, log_path: str, resolved: str) -> Any:
-    """What pyarrow opens: the local path, or the bytes read through the store for other stores."""
+def _open(snapshot: Snapshot, log_path: str, resolved: str, size: int | None = None) -> Any:
+    """What pyarrow opens: the local path, or a file whose reads are ranged requests through the store."""
     if "://" not in resolved:
         return resolved
-    if "://" in log_path or log_path.startswith("/"):
-        return resolved  # an absolute URI in the log: pyarrow's own filesystems may know it
-    return pa.BufferReader(snapshot.store.read(unquote(log_path)))
+    root = snapshot.store.full_path("").rstrip("/") + "/"
+    if resolved.startswith(root):  # relative in the log, or an absolute URI below this table's root
+        return snapshot.store.open_input(resolved[len(root):], size=size)
+    if scheme_of(resolved) in OBJECT_SCHEMES:  # e.g. a shallow clone's source: same options as this table
+        store, key = store_of_uri(resolved, options=getattr(snapshot.store, "options", None))
+        return store.open_input(key, size=size)
+    return resolved  # another URI: pyarrow's own filesystems may know it
 
 
 def _resolve(snapshot: Snapshot, path: str) -> str:

@@ -379,11 +379,15 @@ def write_table(
     target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
     user_metadata: str | None = None,
     store: LogStore | None = None,
+    storage_options: Mapping[str, Any] | None = None,
     clock: Callable[[], int] = _now_ms,
     retry: RetryPolicy | None = None,
 ) -> WriteResult:
     """Write ``data`` (pyarrow Table/RecordBatchReader/batches, pandas DataFrame) to the Delta table
     at ``location``; see the module docstring for modes and ``properties``.
+
+    ``location`` may be an object-store URI (``s3://``, ``az://``, ``abfss://``, ``gs://``, ...);
+    ``storage_options`` configure it as in :class:`~deltalog.table.Table`.
 
     ``txn=(app_id, version)`` makes the write idempotent: when the table already holds that version
     (or a newer one) for ``app_id`` nothing is written and the result says ``skipped``.
@@ -421,7 +425,7 @@ def write_table(
         raise InvalidArgumentError(f"txn must be (app_id, version), got {txn!r}", table=where)
     if retry is not None and not isinstance(retry, RetryPolicy):
         raise InvalidArgumentError(f"retry must be a RetryPolicy, got {type(retry).__name__}", table=where)
-    table = Table(location, store=store)
+    table = Table(location, store=store, storage_options=storage_options)
     try:
         snapshot = table.snapshot()
     except TableNotFoundError:

@@ -195,13 +195,22 @@ class _Copier:
         out = self.target.open_output(rel)
         self.copied.append(rel)
         try:
-            with open(src, "rb") if "://" not in src else _open_uri(src) as fh:
+            with self._open_source(src) as fh:
                 while chunk := fh.read(_COPY_CHUNK):
-                    out.write(chunk)
+                    out.write(bytes(chunk))
             out.close()
         except BaseException:
             out.abort()
             raise
+
+    def _open_source(self, src: str) -> Any:
+        """A readable binary file for a source file: through the source table's store when it lies below
+        that table's root (object stores included), else the local file or a pyarrow-known URI."""
+        root = self.source.store.full_path("").rstrip("/") + "/"
+        if src.startswith(root):
+            opened = self.source.store.open_input(src[len(root):])
+            return open(opened, "rb") if isinstance(opened, str) else contextlib.closing(opened)
+        return open(src, "rb") if "://" not in src else _open_uri(src)
 
     def run(self) -> None:
         """Copy every planned file (several at a time); on failure delete the copies and raise."""

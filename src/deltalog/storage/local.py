@@ -316,6 +316,15 @@ class LocalLogStore:
             f.seek(offset)
             return f.read(length)
 
+    def open_input(self, path: str, *, size: int | None = None) -> Any:
+        """The absolute local path (pyarrow reads local files natively). See :meth:`LogStore.open_input`.
+
+        Example:
+            >>> LocalLogStore("/data/t").open_input("p=1/a.parquet")
+            '/data/t/p=1/a.parquet'
+        """
+        return self._abs(path)
+
     def exists(self, path: str) -> bool:
         """True if a regular file is at ``path``. See :meth:`LogStore.exists`.
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from deltalog.errors import InvalidArgumentError
 
@@ -34,6 +34,7 @@ __all__ = [
     "scheme_of",
     "split_path",
     "store_for",
+    "store_of_uri",
 ]
 
 
@@ -196,6 +197,19 @@ class LogStore(Protocol):
             >>> store.write("x", b"abcdef", overwrite=False)
             >>> store.read_range("x", 2, 3), store.read_range("x", 4, 100)
             (b'cde', b'ef')
+        """
+        ...
+
+    def open_input(self, path: str, *, size: int | None = None) -> Any:
+        """What pyarrow opens to read ``path`` piece by piece (parquet footers, column chunks): a local path,
+        or a seekable binary file whose reads are ranged requests. ``size`` (when the log knows it) saves
+        a request for it. Raises :class:`FileNotFoundError` for a missing file, at the latest on first read.
+
+        Example:
+            >>> store = store_for("memory://open-input-doc")
+            >>> store.write("x.bin", b"abcdef", overwrite=False)
+            >>> f = store.open_input("x.bin"); _ = f.seek(2); f.read(3)
+            b'cde'
         """
         ...
 
@@ -403,11 +417,12 @@ def name_key(name: str) -> bytes:
 
 # -------------------------------------------------------------------------------------------- registry
 
-StoreFactory = Callable[[str], LogStore]
-"""Builds a store from a full location string (``"memory://t"``, ``"file:///data/t"``)."""
+StoreFactory = Callable[..., LogStore]
+"""Builds a store from a full location string (``"memory://t"``, ``"file:///data/t"``), and the storage
+options when it was registered with ``takes_options=True``."""
 
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
-_SCHEMES: dict[str, StoreFactory] = {}
+_SCHEMES: dict[str, tuple[StoreFactory, bool]] = {}
 _SCHEMES_LOCK = threading.Lock()
 
 
@@ -426,11 +441,12 @@ def scheme_of(location: str) -> str | None:
     return m[1].lower()
 
 
-def register_scheme(scheme: str, factory: StoreFactory) -> None:
+def register_scheme(scheme: str, factory: StoreFactory, *, takes_options: bool = False) -> None:
     """Make :func:`store_for` build stores for ``scheme://...`` locations with ``factory``.
 
-    The factory receives the full location string. Registering a scheme again replaces the factory.
-    This is how object-store backends (``s3``, ``abfss``, ``gs``) plug in.
+    The factory receives the full location string, and with ``takes_options`` also the storage options
+    (a mapping, possibly empty). Registering a scheme again replaces the factory. The object stores
+    (``s3``, ``az``, ``abfss``, ``gs``, ...) plug in this way.
 
     Example:
         >>> register_scheme("scratch", lambda loc: store_for("memory://" + loc.split("://", 1)[1]))
@@ -442,19 +458,24 @@ def register_scheme(scheme: str, factory: StoreFactory) -> None:
     if not callable(factory):
         raise InvalidArgumentError(f"store factory for scheme {scheme!r} must be callable")
     with _SCHEMES_LOCK:
-        _SCHEMES[scheme.lower()] = factory
+        _SCHEMES[scheme.lower()] = (factory, takes_options)
 
 
-def store_for(location: str, *, store: LogStore | None = None) -> LogStore:
+def store_for(
+    location: str, *, store: LogStore | None = None, options: Mapping[str, Any] | None = None
+) -> LogStore:
     """The store for a table ``location``, or ``store`` itself when the caller supplies one.
 
     * ``memory://name`` -- a process-global in-memory store shared by everyone using the same name;
     * plain paths and ``file:`` URIs (``file:/x``, ``file:///x``, percent-encoded) -- a
       :class:`~deltalog.storage.local.LocalLogStore`;
+    * ``s3://`` / ``s3a://``, ``az://`` / ``abfs[s]://`` / ``azure://`` / ``adl://``, ``gs://`` / ``gcs://``
+      -- an :class:`~deltalog.storage.object_store.ObjectLogStore` configured by ``options`` (storage
+      options as delta-rs spells them) and the environment;
     * any scheme added with :func:`register_scheme`.
 
-    Anything else (``s3://``, ``abfss://``, ``gs://``, ...) raises
-    :class:`~deltalog.errors.InvalidArgumentError`: object stores are not supported yet.
+    Local and in-memory stores ignore ``options``. Any other scheme raises
+    :class:`~deltalog.errors.InvalidArgumentError` naming the schemes that are supported.
 
     Example:
         >>> a = store_for("memory://store-for-doc")
@@ -462,9 +483,9 @@ def store_for(location: str, *, store: LogStore | None = None) -> LogStore:
         >>> store_for("memory://store-for-doc").read("x")
         b'1'
         >>> try:
-        ...     store_for("s3://bucket/table")
+        ...     store_for("ftp://host/table")
         ... except InvalidArgumentError as err:
-        ...     print("not supported yet" in str(err))
+        ...     print("unsupported storage scheme 'ftp'" in str(err))
         True
     """
     if store is not None:
@@ -477,14 +498,33 @@ def store_for(location: str, *, store: LogStore | None = None) -> LogStore:
         raise InvalidArgumentError(f"table location must be a non-empty string, got {location!r}")
     scheme = scheme_of(location)
     with _SCHEMES_LOCK:
-        factory = _SCHEMES.get("file" if scheme is None else scheme)
-    if factory is None:
+        entry = _SCHEMES.get("file" if scheme is None else scheme)
+        known = sorted(_SCHEMES)
+    if entry is None:
         raise InvalidArgumentError(
-            f"unsupported storage scheme {scheme!r} in {location!r}: object stores (s3://, abfss://, gs://, "
-            "...) are not supported yet; use a local path, a file: URI or memory://<name>",
+            f"unsupported storage scheme {scheme!r} in {location!r}: deltalog reads and writes local paths, "
+            f"file: URIs and {', '.join(s + '://' for s in known if s != 'file')}",
             table=location,
         )
-    return factory(location)
+    factory, takes_options = entry
+    return factory(location, dict(options or {})) if takes_options else factory(location)
+
+
+def store_of_uri(uri: str, *, options: Mapping[str, Any] | None = None) -> tuple[LogStore, str]:
+    """The store of the bucket or container an absolute object-store ``uri`` names, and the key within it:
+    for files a table's log points at outside its own root (shallow clones), read with the table's options.
+
+    Example:
+        >>> store, key = store_of_uri("s3://bucket/src/part-0.parquet", options={"AWS_REGION": "eu-west-1"})
+        >>> store.root, key
+        ('s3://bucket', 'src/part-0.parquet')
+    """
+    scheme = scheme_of(uri)
+    if scheme is None or scheme in ("file", "memory") or "://" not in uri:
+        raise InvalidArgumentError(f"{uri!r} is not an object-store URI")
+    head, _, rest = uri.partition("://")
+    netloc, _, key = rest.partition("/")
+    return store_for(f"{head}://{netloc}", options=options), key
 
 
 def _local_factory(location: str) -> LogStore:
@@ -499,5 +539,26 @@ def _memory_factory(location: str) -> LogStore:
     return memory_store(location)
 
 
+_OBJECT_STORES: dict[tuple[str, tuple[tuple[str, str], ...]], LogStore] = {}
+
+
+def _object_factory(location: str, options: Mapping[str, Any]) -> LogStore:
+    """One store (one HTTP client) per location and options, shared by every Table in the process."""
+    from deltalog.storage.object_store import ObjectLogStore
+
+    key = (location.rstrip("/"), tuple(sorted((str(k), str(v)) for k, v in options.items())))
+    with _SCHEMES_LOCK:
+        found = _OBJECT_STORES.get(key)
+    if found is not None:
+        return found
+    made = ObjectLogStore(location, options)
+    with _SCHEMES_LOCK:
+        if len(_OBJECT_STORES) > 256:
+            _OBJECT_STORES.clear()
+        return _OBJECT_STORES.setdefault(key, made)
+
+
 register_scheme("file", _local_factory)
 register_scheme("memory", _memory_factory)
+for _scheme in ("s3", "s3a", "az", "abfs", "abfss", "azure", "adl", "gs", "gcs"):
+    register_scheme(_scheme, _object_factory, takes_options=True)

@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.storage.log_store import BufferedOutput, FileInfo, OutputFile, is_temp_name, name_key, split_path
@@ -230,6 +231,18 @@ class InMemoryLogStore:
             if not overwrite and name in files:
                 raise FileExistsError(errno.EEXIST, "file already exists", self.full_path(rel))
             files[name] = (payload, int(self._clock()))
+
+    def open_input(self, path: str, *, size: int | None = None) -> Any:
+        """The file's bytes as a seekable buffer. See :meth:`LogStore.open_input`.
+
+        Example:
+            >>> store = InMemoryLogStore(); store.write("x", b"abc", overwrite=False)
+            >>> store.open_input("x").read()
+            b'abc'
+        """
+        import io
+
+        return io.BytesIO(self.read(path))
 
     def open_output(self, path: str) -> OutputFile:
         """A buffered file published at ``path`` on close. See :meth:`LogStore.open_output`.
