@@ -102,9 +102,12 @@ def start_azurite() -> Emulator:
                             stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
     wait_for_port(port, proc, "azurite")
     endpoint = f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}"
+    # What delta-rs and obstore users write for azurite: the emulator switch, and its address in the
+    # environment (object_store reads AZURITE_BLOB_STORAGE_URL; child processes inherit it).
+    os.environ["AZURITE_BLOB_STORAGE_URL"] = f"http://127.0.0.1:{port}"
     options = {
         "AZURE_STORAGE_ACCOUNT_NAME": AZURITE_ACCOUNT, "AZURE_STORAGE_ACCOUNT_KEY": AZURITE_KEY,
-        "AZURE_STORAGE_ENDPOINT": endpoint, "AZURE_STORAGE_ALLOW_HTTP": "true",
+        "AZURE_STORAGE_USE_EMULATOR": "true",
     }
     return Emulator("azurite", endpoint, proc, workdir, log, options)
 

@@ -60,11 +60,15 @@ def _version() -> str:
 @click.option("--json", "json_mode", is_flag=True, help="Print one JSON document on stdout (for scripts).")
 @click.option("--debug", is_flag=True, help="Show the traceback of errors.")
 @click.option("--no-progress", is_flag=True, help="Never show progress bars.")
+@click.option("-o", "--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="Storage option for s3://, az://, abfss://, gs:// tables (repeatable), e.g. AWS_REGION=eu-west-1; "
+                   "the environment (AWS_*, AZURE_STORAGE_*, GOOGLE_*) supplies the rest.")
 @click.version_option(_version(), "-V", "--version", prog_name="deltalog")
 @click.pass_context
-def cli(ctx: click.Context, json_mode: bool, debug: bool, no_progress: bool) -> None:
+def cli(ctx: click.Context, json_mode: bool, debug: bool, no_progress: bool, options: tuple[str, ...]) -> None:
     """Inspect, check and maintain Delta Lake tables without a JVM."""
-    ctx.obj = {"json": json_mode, "debug": debug, "no_progress": no_progress}
+    ctx.obj = {"json": json_mode, "debug": debug, "no_progress": no_progress,
+               "options": _pairs(options, "KEY")}
 
 
 def _command(name: str, short: str, help_text: str) -> Callable[[F], F]:
@@ -73,9 +77,11 @@ def _command(name: str, short: str, help_text: str) -> Callable[[F], F]:
 
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
-        def wrapper(*args: Any, json_flag: bool, debug_flag: bool, **kwargs: Any) -> int:
+        def wrapper(*args: Any, json_flag: bool, debug_flag: bool, option_pairs: tuple[str, ...],
+                    **kwargs: Any) -> int:
             ctx = click.get_current_context()
-            obj = ctx.obj or {}
+            obj = ctx.obj = dict(ctx.obj or {})
+            obj["options"] = {**obj.get("options", {}), **_pairs(option_pairs, "KEY")}
             out = Output(
                 json_mode=json_flag or bool(obj.get("json")),
                 debug=debug_flag or bool(obj.get("debug")),
@@ -97,14 +103,28 @@ def _command(name: str, short: str, help_text: str) -> Callable[[F], F]:
                 return EXIT_DELTA_ERROR
 
         wrapper = click.option("--debug", "debug_flag", is_flag=True, help="Show the traceback of errors.")(wrapper)
+        wrapper = click.option("-o", "--option", "option_pairs", multiple=True, metavar="KEY=VALUE",
+                               help="Storage option for object-store tables (repeatable).")(wrapper)
         wrapper = click.option("--json", "json_flag", is_flag=True, help="Print one JSON document on stdout.")(wrapper)
         return cast(F, cli.command(name, help=help_text, short_help=short, epilog=_EPILOG)(wrapper))
 
     return decorate
 
 
+def _options() -> dict[str, str]:
+    """The storage options given with ``--option`` (before or after the command)."""
+    ctx = click.get_current_context(silent=True)
+    found = ctx.find_root().obj if ctx is not None else None
+    current = ctx.obj if ctx is not None else None
+    merged: dict[str, str] = {}
+    for obj in (found, current):
+        if isinstance(obj, dict):
+            merged.update(obj.get("options") or {})
+    return merged
+
+
 def _table(path: str, **kwargs: Any) -> Table:
-    return Table(path, **kwargs)
+    return Table(path, storage_options=_options(), **kwargs)
 
 
 def _timestamp(value: str | None) -> int | str | None:
@@ -218,7 +238,7 @@ def vacuum(out: Output, path: str, retention_hours: float | None, dry_run: bool,
     from deltalog.storage import LogStore, store_for
 
     with out.progress() as progress:
-        store = ObservedStore(store_for(path), progress.advance)
+        store = ObservedStore(store_for(path, options=_options()), progress.advance)
         table = _table(path, store=cast(LogStore, store))
         result = table.vacuum(
             retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=not no_retention_check
@@ -314,12 +334,14 @@ def convert(
     description: str | None,
 ) -> int:
     from deltalog.commands.convert import convert_to_delta
+    from deltalog.storage import store_for
 
     types = _pairs(partition_types, "COLUMN")
     props = _pairs(properties, "KEY")
     with out.progress() as progress:
         result = convert_to_delta(
-            path, partition_types=types, properties=props, name=name, description=description, progress=progress
+            path, partition_types=types, properties=props, name=name, description=description, progress=progress,
+            store=store_for(path, options=_options()),
         )
     doc = result.to_dict()
     out.emit(doc, lambda: render.convert(out, doc))

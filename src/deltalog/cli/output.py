@@ -247,5 +247,15 @@ class ObservedStore:
         self.inner.delete(path)
         self._advance("deleting files", 1)
 
+    def delete_many(self, paths: list[str]) -> None:
+        """Bulk delete through the inner store (one by one if it has no bulk delete), counting files."""
+        bulk = getattr(self.inner, "delete_many", None)
+        if bulk is None:
+            for p in paths:
+                self.delete(p)
+            return
+        bulk(paths)
+        self._advance("deleting files", len(paths))
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -337,9 +337,16 @@ def vacuum(
         dir_times = _local_dir_times(store, prefixes)
         deleted = 0
         try:
-            for p in paths:
-                store.delete(p)
-                deleted += 1
+            bulk = getattr(store, "delete_many", None)  # object stores: bulk delete requests
+            for i in range(0, len(paths), 1000):
+                chunk = paths[i:i + 1000]
+                if bulk is not None and len(chunk) > 1:
+                    bulk(chunk)
+                    deleted += len(chunk)
+                    continue
+                for p in chunk:
+                    store.delete(p)
+                    deleted += 1
             removed_dirs = _remove_empty_dirs(store, dir_times, cutoff)
         except BaseException as failure:
             if isinstance(failure, Exception):  # an interrupt stops at once: no FAILED record

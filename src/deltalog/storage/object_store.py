@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from typing import Any
@@ -42,7 +43,7 @@ from deltalog.errors import (
     StorageUnavailableError,
 )
 from deltalog.storage.log_store import FileInfo, OutputFile, is_temp_name, name_key, split_path
-from deltalog.storage.options import StorageOptions, redacted, split_options
+from deltalog.storage.options import StorageOptions, redacted, scrub, split_options
 
 __all__ = ["AZURE_SCHEMES", "GCS_SCHEMES", "OBJECT_SCHEMES", "S3_SCHEMES", "ObjectLogStore", "provider_of"]
 
@@ -139,7 +140,7 @@ class ObjectLogStore:
                 f"unknown storage option {what} for {self.scheme}:// (given: {sorted(self.options)}); use the "
                 "keys delta-rs and obstore document, e.g. AWS_ENDPOINT_URL, AWS_REGION, AZURE_STORAGE_ACCOUNT_NAME, "
                 "GOOGLE_SERVICE_ACCOUNT", table=self._root)
-        first = text.splitlines()[0] if text else name
+        first = scrub(text.splitlines()[0] if text else name, self.options)
         return InvalidArgumentError(
             f"cannot configure the {self.provider} store for {self._root}: {first[:300]} (options given: "
             f"{redacted(self.options)})", table=self._root)
@@ -201,6 +202,7 @@ class ObjectLogStore:
                 f"the {self.provider} store kept failing ({detail}) while {doing} {path or 'the table'}, after the "
                 "retries ran out; try again later or raise max_retries / retry_timeout", **where)
         detail = f"{status} {code or ''}".strip() if status else (str(exc).splitlines() or [type(exc).__name__])[0]
+        detail = scrub(detail, self.options)
         return StorageIOError(f"the {self.provider} store failed while {doing} {path or 'the table'}: {detail[:200]}",
                               **where)
 
@@ -269,9 +271,16 @@ class ObjectLogStore:
         key_dir = f"{rel_dir}/" if rel_dir else ""
         out: list[FileInfo] = []
         if recursive:
-            for meta in self._objects(key_dir, None):
-                if not is_temp_name(str(meta["path"]).rpartition("/")[2]):
-                    out.append(self._info(meta))
+            # one LIST per top-level "subdirectory", several at a time (a partitioned table lists in parallel)
+            with self._calling(rel_dir, "listing"):
+                top = obstore.list_with_delimiter(self._store, prefix=key_dir or None)
+            metas: list[Any] = list(top["objects"])
+            prefixes = [str(p).rstrip("/") + "/" for p in top["common_prefixes"]]
+            if prefixes:
+                with ThreadPoolExecutor(max_workers=min(16, len(prefixes))) as pool:
+                    for found in pool.map(lambda p: list(self._objects(p, None)), prefixes):
+                        metas.extend(found)
+            out = [self._info(m) for m in metas if not is_temp_name(str(m["path"]).rpartition("/")[2])]
         else:
             with self._calling(rel_dir, "listing"):
                 result = obstore.list_with_delimiter(self._store, prefix=key_dir or None)
@@ -412,6 +421,24 @@ class ObjectLogStore:
         """
         key = "/".join(split_path(path))
         return _ObjectOutput(self, key)
+
+    def delete_many(self, paths: list[str]) -> None:
+        """Delete many objects with bulk requests (up to 1,000 keys each on S3); missing ones are fine.
+
+        Example:
+            >>> store.delete_many(["a.parquet", "b.parquet"])                           # doctest: +SKIP
+        """
+        import obstore
+
+        keys = ["/".join(split_path(p)) for p in paths]
+        for i in range(0, len(keys), 1000):
+            chunk = keys[i:i + 1000]
+            try:
+                with self._calling(chunk[0] if chunk else "", "deleting"):
+                    obstore.delete(self._store, chunk)
+            except FileNotFoundError:
+                for key in chunk:
+                    self.delete(key)
 
     def delete(self, path: str) -> None:
         """Delete the object; a missing one is fine. See :meth:`LogStore.delete`.

@@ -37,7 +37,7 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError
 
-__all__ = ["StorageOptions", "is_secret_key", "redacted", "split_options"]
+__all__ = ["StorageOptions", "is_secret_key", "redacted", "scrub", "split_options"]
 
 StorageOptions = Mapping[str, Any]
 """What users pass as ``storage_options=``: string keys (any case), string / bool / number values."""
@@ -84,6 +84,20 @@ def redacted(options: Mapping[str, Any] | None) -> dict[str, Any]:
         {'azure_storage_account_key': '***', 'azure_storage_account_name': 'acct'}
     """
     return {k: ("***" if is_secret_key(str(k)) else v) for k, v in (options or {}).items()}
+
+
+def scrub(text: str, options: Mapping[str, Any] | None) -> str:
+    """``text`` with every secret option value (and anything after ``?`` in a URL: SAS tokens, signatures)
+    replaced by ``***``; for messages that quote a client library's error.
+
+    Example:
+        >>> scrub("bad key abc123 at https://a.blob/x?sig=zz&se=1", {"AZURE_STORAGE_ACCOUNT_KEY": "abc123"})
+        'bad key *** at https://a.blob/x?***'
+    """
+    for key, value in (options or {}).items():
+        if is_secret_key(str(key)) and value is not None and len(str(value)) >= 4:
+            text = text.replace(str(value), "***")
+    return re.sub(r"(https?://[^\s?]+)\?\S*", r"\1?***", text)
 
 
 @dataclass

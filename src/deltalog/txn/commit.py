@@ -253,7 +253,8 @@ def publish_commit(
 ) -> tuple[str, BaseException | None]:
     """Put-if-absent ``payload`` as commit ``version`` and say what happened: ``(outcome, error)``.
 
-    A put that returns is :data:`LANDED`; ``FileExistsError`` is :data:`TAKEN`. Any other exception
+    A put that returns is :data:`LANDED`; ``FileExistsError`` is :data:`TAKEN` unless the file holds
+    exactly ``payload`` (a client retry of our own create after a lost response). Any other exception
     from the put (an I/O error, a timeout or reset connection on an object store, an interrupt that
     arrived after the file was published) leaves the outcome open, so the file is read back and
     compared byte for byte with ``payload`` (which holds this transaction's unique ``txnId``): ours is
@@ -272,8 +273,14 @@ def publish_commit(
     path = commit_path(version)
     try:
         store.write(path, payload, overwrite=False)
-    except FileExistsError:
-        return TAKEN, None
+    except FileExistsError as exc:
+        # Usually another writer's commit. But an object store's client may have retried our own create
+        # after its first response was lost, and the retry found our file: read it to tell them apart.
+        try:
+            found = store.read(path)
+        except Exception:
+            return UNKNOWN, exc  # cannot tell whose it is: keep everything, say so
+        return (LANDED if found == payload else TAKEN), (None if found != payload else exc)
     except BaseException as exc:
         try:
             found = store.read(path)
