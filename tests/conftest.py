@@ -106,3 +106,13 @@ def azure_table(azurite: Any) -> tuple[str, dict[str, str]]:
 
     container = emulators.new_container(azurite)
     return f"az://{container}/tables/t", dict(azurite.options)
+
+
+@pytest.fixture(scope="session")
+def ignoring_proxy(moto_server: Any) -> Iterator[Any]:
+    """An S3 endpoint (moto behind a proxy) that ignores ``If-None-Match``."""
+    import emulators
+
+    proxy = emulators.IgnoringProxy(moto_server.endpoint)
+    yield proxy
+    proxy.stop()

@@ -133,3 +133,57 @@ def new_container(emulator: Emulator) -> str:
             f"BlobEndpoint={emulator.endpoint};")
     BlobServiceClient.from_connection_string(conn).create_container(name)
     return name
+
+
+class IgnoringProxy:
+    """An HTTP proxy in front of moto that drops ``If-None-Match`` from every request: an S3-compatible
+    store that ignores conditional writes, as some do. Runs in a thread of the test process."""
+
+    def __init__(self, target: str) -> None:
+        import http.client
+        import http.server
+        import threading
+        from urllib.parse import urlsplit
+
+        upstream = urlsplit(target)
+        host, port = upstream.hostname or "127.0.0.1", upstream.port or 80
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("if-none-match", "host", "connection")}
+                conn = http.client.HTTPConnection(host, port, timeout=60)
+                try:
+                    conn.request(self.command, self.path, body=body, headers=headers)
+                    resp = conn.getresponse()
+                    data = resp.read()
+                finally:
+                    conn.close()
+                self.send_response(resp.status)
+                head = self.command == "HEAD"  # a HEAD answer keeps the object's Content-Length
+                for k, v in resp.getheaders():
+                    if k.lower() not in ("transfer-encoding", "connection") and (head or k.lower() != "content-length"):
+                        self.send_header(k, v)
+                if not head:
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

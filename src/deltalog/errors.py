@@ -340,3 +340,14 @@ class CommitOutcomeUnknownError(StorageError):
         >>> issubclass(CommitOutcomeUnknownError, StorageError)
         True
     """
+
+
+class ConditionalPutUnsupportedError(StorageError):
+    """The object store does not honour conditional creates (``If-None-Match``), so a commit could
+    silently replace another writer's: deltalog refuses to commit there unless commits are coordinated
+    through a DynamoDB lock table (``AWS_S3_LOCKING_PROVIDER=dynamodb``).
+
+    Example:
+        >>> issubclass(ConditionalPutUnsupportedError, StorageError)
+        True
+    """

@@ -28,13 +28,15 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import uuid
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from deltalog.errors import (
+    ConditionalPutUnsupportedError,
     InvalidArgumentError,
     StorageError,
     StorageIOError,
@@ -55,6 +57,14 @@ OBJECT_SCHEMES = S3_SCHEMES + AZURE_SCHEMES + GCS_SCHEMES
 # Names the Delta log gives its own files: never directories, never below a file.
 _LOG_NAME = re.compile(r"(^|/)_delta_log/(\d{20}\..*|_last_checkpoint|_sidecars/[^/]+|_staged_commits/[^/]+)$")
 _PART_SIZE = 10 * 1024 * 1024
+_COMMIT = re.compile(r"^(?:.*/)?_delta_log/(\d{20}\.json)$")
+_CONDITIONAL_MODES = {
+    "auto": "auto", "probe": "probe", "enabled": "enabled", "true": "enabled", "etag": "enabled",
+    "disabled": "disabled", "false": "disabled", "none": "disabled",
+}
+#: Probe results per (endpoint, bucket): does the store refuse a second create of the same key?
+_PROBED: dict[tuple[str, str], bool] = {}
+_PROBED_LOCK = threading.Lock()
 
 
 def provider_of(scheme: str) -> str:
@@ -129,6 +139,24 @@ class ObjectLogStore:
             raise self._config_error(exc) from None
         self._dirs_known: set[str] = set()
         self._lock = threading.Lock()
+        mode = (split.deltalog.get("conditional_put") or split.deltalog.get("deltalog_conditional_put") or "auto")
+        if mode.strip().lower() not in _CONDITIONAL_MODES:
+            raise InvalidArgumentError(
+                f"storage option conditional_put={mode!r} is not one of {sorted(_CONDITIONAL_MODES)}", table=self._root)
+        self.conditional_put = _CONDITIONAL_MODES[mode.strip().lower()]
+        self._endpoint = split.config.get("aws_endpoint_url") or split.config.get("aws_endpoint") \
+            or split.config.get("endpoint") or split.config.get("endpoint_url") or ""
+        self.lock_table: Any = None
+        if (split.deltalog.get("aws_s3_locking_provider") or "").strip().lower() == "dynamodb":
+            if self.provider != "s3":
+                raise InvalidArgumentError("a DynamoDB lock table coordinates S3 tables only", table=self._root)
+            from deltalog.storage.dynamodb import DynamoDBLockTable
+
+            self.lock_table = DynamoDBLockTable(self._root, self.options)
+        elif split.deltalog.get("aws_s3_locking_provider"):
+            raise InvalidArgumentError(
+                f"AWS_S3_LOCKING_PROVIDER={split.deltalog['aws_s3_locking_provider']!r}: only 'dynamodb' is known",
+                table=self._root)
 
     def _config_error(self, exc: BaseException) -> InvalidArgumentError:
         name = type(exc).__name__
@@ -247,6 +275,8 @@ class ObjectLogStore:
         rel_dir = "/".join(split_path(directory, allow_root=True))
         key_dir = f"{rel_dir}/" if rel_dir else ""
         start_key = name_key(start)
+        if self.lock_table is not None and rel_dir == "_delta_log":
+            self.lock_table.repair(self)  # finish a commit whose writer died after claiming it
         # ``offset`` lists keys strictly after it: start one character short so ``start`` itself is included
         offset = key_dir + start[:-1] if start else None
         out = []
@@ -410,8 +440,67 @@ class ObjectLogStore:
 
         key = "/".join(split_path(path))
         self._check_directories(key)
+        commit = _COMMIT.match(key) if not overwrite else None
+        if commit is not None:
+            if self.lock_table is not None:
+                self.lock_table.commit(self, commit[1], bytes(data))
+                return
+            self._require_conditional_put()
         with self._calling(key, "writing"):
             obstore.put(self._store, key, bytes(data), mode="overwrite" if overwrite else "create")
+
+    def put_unconditional(self, path: str, data: bytes) -> None:
+        """A plain put (replaces any object at ``path``); for the lock-table protocol's copies.
+
+        Example:
+            >>> store.put_unconditional("_delta_log/.tmp/x", b"{}")                    # doctest: +SKIP
+        """
+        import obstore
+
+        key = "/".join(split_path(path))
+        with self._calling(key, "writing"):
+            obstore.put(self._store, key, bytes(data), mode="overwrite")
+
+    def _require_conditional_put(self) -> None:
+        """Refuse to commit on a store known (or found by the probe) to ignore conditional creates."""
+        mode = self.conditional_put
+        if mode == "enabled" or (mode == "auto" and not (self.provider == "s3" and self._endpoint)):
+            return  # AWS S3, Azure and GCS honour conditional creates
+        supported = False if mode == "disabled" else self._probe()
+        if not supported:
+            how = ("the storage option conditional_put=disabled says so" if mode == "disabled"
+                   else "a probe found that a second create of the same key succeeds")
+            raise ConditionalPutUnsupportedError(
+                f"the store at {self._root} does not honour conditional creates (If-None-Match) -- {how}; a commit "
+                "there could silently replace another writer's. Coordinate commits through a DynamoDB lock table "
+                "(AWS_S3_LOCKING_PROVIDER=dynamodb, DELTA_DYNAMO_TABLE_NAME=<table>), or use a store with "
+                "conditional writes", table=self._root)
+
+    def _probe(self) -> bool:
+        """Once per endpoint and bucket: create a scratch key twice and see whether the second is refused."""
+        import obstore
+        import obstore.exceptions as oe
+
+        bucket = urlsplit(self._root).netloc
+        cache_key = (self._endpoint, bucket)
+        with _PROBED_LOCK:
+            if cache_key in _PROBED:
+                return _PROBED[cache_key]
+        key = f"_delta_log/.deltalog-conditional-put-probe-{uuid.uuid4().hex}.tmp"
+        try:
+            with self._calling(key, "writing"):
+                obstore.put(self._store, key, b"1", mode="create")
+            try:
+                obstore.put(self._store, key, b"2", mode="create")
+                supported = False
+            except (oe.AlreadyExistsError, oe.PreconditionError):
+                supported = True
+        finally:
+            with contextlib.suppress(Exception):
+                obstore.delete(self._store, key)
+        with _PROBED_LOCK:
+            _PROBED[cache_key] = supported
+        return supported
 
     def open_output(self, path: str) -> OutputFile:
         """A new object written in parts (multipart upload above 10 MiB); see :meth:`LogStore.open_output`.
