@@ -50,6 +50,15 @@ class FaultOps(local.FileOps):
     def __init__(self, target: tuple[int, str] | None = None, mode: str | None = None) -> None:
         self.points: list[str] = []
         self.target, self.mode = target, mode
+        self._saved: Any = None
+
+    def __enter__(self) -> FaultOps:
+        self._saved = local.OS_OPS
+        local.OS_OPS = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        local.OS_OPS = self._saved
 
     # -- the seam ---------------------------------------------------------------------------------
 
@@ -77,6 +86,8 @@ class FaultOps(local.FileOps):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         if self.mode == "eio":
             raise OSError(errno.EIO, os.strerror(errno.EIO))
+        if self.mode == "lost":
+            raise TimeoutError("operation timed out: the response never came")
         raise AssertionError(f"unknown fault mode {self.mode!r}")
 
     # -- FileOps ----------------------------------------------------------------------------------
@@ -141,9 +152,9 @@ def run_child(action: Callable[[], Any], ops: FaultOps) -> dict[str, Any]:
         os.close(r)
         out: dict[str, Any]
         try:
-            local.OS_OPS = ops
             try:
-                action()
+                with ops:
+                    action()
                 out = {"outcome": "ok"}
             except BaseException as exc:
                 out = {
@@ -176,14 +187,14 @@ def run_child(action: Callable[[], Any], ops: FaultOps) -> dict[str, Any]:
     return result
 
 
-def run_inline(action: Callable[[], Any], ops: FaultOps) -> dict[str, Any]:
-    """Run ``action`` in this process with ``ops`` (for engines that cannot fork, such as a Spark driver:
-    only faults that raise -- ``interrupt``, ``enospc``, ``eio`` -- make sense here)."""
-    saved = local.OS_OPS
-    local.OS_OPS = ops
+def run_inline(action: Callable[[], Any], ops: Any) -> dict[str, Any]:
+    """Run ``action`` in this process with ``ops`` installed (for engines that cannot fork, such as a Spark
+    driver or obstore's runtime: only faults that raise -- ``interrupt``, ``enospc``, ``eio``, ``lost`` --
+    make sense here)."""
     out: dict[str, Any]
     try:
-        action()
+        with ops:
+            action()
         out = {"outcome": "ok"}
     except BaseException as exc:
         out = {
@@ -195,8 +206,6 @@ def run_inline(action: Callable[[], Any], ops: FaultOps) -> dict[str, Any]:
             "committed_version": getattr(exc, "deltalog_committed_version", None),
             "traceback": traceback.format_exc(limit=6),
         }
-    finally:
-        local.OS_OPS = saved
     out["points"] = ops.points
     return out
 
@@ -225,6 +234,8 @@ class Scenario:
     table: str = "t"
     #: delta-rs cannot read the rows of tables with deletion vectors: compare versions only.
     deltars_rows: bool = True
+    #: storage options of the table (object stores)
+    options: dict[str, str] | None = None
 
 
 @dataclass
@@ -254,19 +265,19 @@ def record(report: SweepReport, every: bool, runner: str = "fork") -> None:
         }) + "\n")
 
 
-def table_state(path: str) -> tuple[int, Rows] | None:
+def table_state(path: str, options: dict[str, str] | None = None) -> tuple[int, Rows] | None:
     """(version, rows) of the latest snapshot, or None when there is no table."""
     try:
-        snap = deltalog.Table(path).snapshot()
+        snap = deltalog.Table(path, storage_options=options).snapshot()
     except TableNotFoundError:
         return None
     return snap.version, rows_of(snap.to_arrow())
 
 
-def versions_rows(path: str, start: int) -> dict[int, Rows]:
+def versions_rows(path: str, start: int, options: dict[str, str] | None = None) -> dict[int, Rows]:
     """Rows of every version from ``start`` (``-1`` meaning "no table") to the latest."""
     out: dict[int, Rows] = {}
-    table = deltalog.Table(path)
+    table = deltalog.Table(path, storage_options=options)
     try:
         latest = table.latest_version()
     except TableNotFoundError:
@@ -276,11 +287,11 @@ def versions_rows(path: str, start: int) -> dict[int, Rows]:
     return out
 
 
-def deltars_read(path: str, with_rows: bool) -> tuple[int, Rows | None]:
+def deltars_read(path: str, with_rows: bool, options: dict[str, str] | None = None) -> tuple[int, Rows | None]:
     """Runs in the delta-rs worker (spawned): version and rows as delta-rs reads them."""
     import deltalake
 
-    dt = deltalake.DeltaTable(path)
+    dt = deltalake.DeltaTable(path, storage_options=options)
     rows = rows_of(dt.to_pyarrow_table()) if with_rows else None
     return int(dt.version()), rows
 
@@ -315,27 +326,41 @@ def sweep(
     rs: cf.ProcessPoolExecutor,
     *,
     every: bool,
-    runner: Callable[[Callable[[], Any], FaultOps], dict[str, Any]] = run_child,
+    runner: Callable[[Callable[[], Any], Any], dict[str, Any]] = run_child,
     modes: tuple[str, ...] = MODES,
+    injector: Callable[..., Any] = FaultOps,
+    fresh: Callable[[str], str] | None = None,
 ) -> SweepReport:
     """Sweep every (sampled) fault case of ``scenario``; returns what was found. ``runner`` runs one case
-    (:func:`run_child` forks, :func:`run_inline` does not and is limited to the raising ``modes``)."""
+    (:func:`run_child` forks, :func:`run_inline` does not and is limited to the raising ``modes``);
+    ``injector(target, mode)`` makes the fault injector (local files by default). ``fresh(name)`` returns
+    a new root on which ``scenario.setup`` is run for each case (object stores); by default the local
+    template directory is copied."""
     report = SweepReport(scenario.name)
-    template = os.path.join(workdir, "template")
-    os.makedirs(template)
-    scenario.setup(template)
-    table_rel = scenario.table
-    before = table_state(os.path.join(template, table_rel))
-    old_version = before[0] if before is not None else -1
+    opts = scenario.options
 
-    reference = os.path.join(workdir, "reference")
-    shutil.copytree(template, reference, symlinks=True)
-    counted = FaultOps()
+    def new_root(name: str) -> str:
+        if fresh is not None:
+            root = fresh(name)
+            scenario.setup(root)
+            return root
+        root = os.path.join(workdir, name)
+        shutil.copytree(template, root, symlinks=True)
+        return root
+
+    template = os.path.join(workdir, "template")
+    if fresh is None:
+        os.makedirs(template)
+        scenario.setup(template)
+    reference = new_root("reference")
+    before = table_state(os.path.join(reference, scenario.table), opts)
+    old_version = before[0] if before is not None else -1
+    counted = injector()
     ref = runner(lambda: scenario.action(reference), counted)
     if ref["outcome"] != "ok":
         raise AssertionError(f"{scenario.name}: the unfaulted run failed: {ref}")
     report.points = ref["points"]
-    expected = versions_rows(os.path.join(reference, table_rel), old_version)
+    expected = versions_rows(os.path.join(reference, scenario.table), old_version, opts)
     if before is not None:
         expected[old_version] = before[1]
     new_version = max(expected) if expected else -1
@@ -344,14 +369,14 @@ def sweep(
 
     for k, phase, mode in cases_for(report.points, every, modes):
         case = f"{mode} {phase} step {k} ({report.points[k]})"
-        root = os.path.join(workdir, f"case-{k}-{phase}-{mode}")
-        shutil.copytree(template, root, symlinks=True)
-        result = runner(lambda r=root: scenario.action(r), FaultOps((k, phase), mode))  # type: ignore[misc]
+        root = new_root(f"case-{k}-{phase}-{mode}")
+        result = runner(lambda r=root: scenario.action(r), injector((k, phase), mode))  # type: ignore[misc]
         report.cases += 1
         report.outcomes[result["outcome"]] = report.outcomes.get(result["outcome"], 0) + 1
         for problem in verify(scenario, root, result, mode, old_version, expected, rs):
             report.failures.append(Failure(case, problem))
-        shutil.rmtree(root, ignore_errors=True)
+        if fresh is None:
+            shutil.rmtree(root, ignore_errors=True)
     return report
 
 
@@ -368,17 +393,18 @@ def verify(
     path = os.path.join(root, scenario.table)
     if result["outcome"] == "crashed":
         return [f"the child crashed: {result}"]
+    opts = scenario.options
     if result["outcome"] == "raised":
         mro = result["mro"]
-        if mode in ("enospc", "eio") and "StorageError" not in mro:
+        if mode in ("enospc", "eio", "lost") and "StorageError" not in mro:
             problems.append(f"raised {result['type']} instead of a named StorageError: {result['message']}\n"
                             f"{result['traceback']}")
-        if mode in ("enospc", "eio") and "StorageError" in mro and "committed" not in result["message"]:
+        if mode in ("enospc", "eio", "lost") and "StorageError" in mro and "committed" not in result["message"]:
             problems.append(f"the error does not say whether anything was committed: {result['message']}")
         if mode == "interrupt" and result["type"] != "KeyboardInterrupt":
             problems.append(f"an interrupt became {result['type']}: {result['message']}")
     try:
-        state = table_state(path)
+        state = table_state(path, opts)
     except Exception as exc:
         return [*problems, f"deltalog cannot read the table: {type(exc).__name__}: {exc}"]
     version = state[0] if state is not None else -1
@@ -394,7 +420,7 @@ def verify(
     if state is None:
         return problems
     try:
-        rs_version, rs_rows = rs.submit(deltars_read, path, scenario.deltars_rows).result(timeout=120)
+        rs_version, rs_rows = rs.submit(deltars_read, path, scenario.deltars_rows, opts).result(timeout=120)
     except Exception as exc:
         problems.append(f"delta-rs cannot read the table: {type(exc).__name__}: {exc}")
     else:
@@ -402,17 +428,83 @@ def verify(
             problems.append(f"delta-rs sees version {rs_version}, deltalog {version}")
         elif rs_rows is not None and rs_rows != state[1]:
             problems.append("delta-rs reads other rows than deltalog")
-    check = check_table(deltalog.Table(path))
+    check = check_table(deltalog.Table(path, storage_options=opts))
     errors = [p for p in check.problems if p.severity == "error"]
     if errors:
         problems.append("deltalog check: " + "; ".join(f"{p.code}: {p.message}" for p in errors))
     try:
-        deltalog.write_table(path, NEXT_ROW.select(deltalog.Table(path).snapshot().schema.field_names),
-                             mode="append")
-        after = table_state(path)
+        columns = deltalog.Table(path, storage_options=opts).snapshot().schema.field_names
+        deltalog.write_table(path, NEXT_ROW.select(columns), mode="append", storage_options=opts)
+        after = table_state(path, opts)
         assert after is not None
         if after[1] != sorted([*state[1], *rows_of(NEXT_ROW.select(sorted(NEXT_ROW.column_names)))]):
             problems.append("the next append did not add exactly its row")
     except Exception as exc:
         problems.append(f"the next append failed: {type(exc).__name__}: {exc}")
     return problems
+
+
+# ------------------------------------------------------------------------------------ object stores
+
+
+OBJECT_MODES = ("interrupt", "eio", "lost")
+
+
+class ObstoreFaults:
+    """Numbers the mutating obstore calls of an operation (``put``, ``delete``, the completion of an
+    upload) and injects at ``target``: ``interrupt``, ``eio`` (the service fails) or ``lost`` (the request
+    times out: *after* a step, the object store did the work but the answer never came -- the
+    object-store form of an interrupt after the commit landed)."""
+
+    def __init__(self, target: tuple[int, str] | None = None, mode: str | None = None) -> None:
+        self.points: list[str] = []
+        self.target, self.mode = target, mode
+        self._saved: dict[str, Any] = {}
+
+    def step(self, name: str, do: Callable[[], Any]) -> Any:
+        k = len(self.points)
+        self.points.append(name)
+        if self.target == (k, "before"):
+            self._inject()
+        result = do()
+        if self.target == (k, "after"):
+            self._inject()
+        return result
+
+    def _inject(self) -> None:
+        import obstore.exceptions as oe
+
+        if self.mode == "interrupt":
+            raise KeyboardInterrupt
+        if self.mode == "eio":
+            raise oe.GenericError("Generic S3 error: Server returned non-2xx status code: 500 Internal Server Error")
+        if self.mode == "lost":
+            raise oe.GenericError("Generic S3 error: error sending request: operation timed out")
+        raise AssertionError(f"unknown fault mode {self.mode!r}")
+
+    def __enter__(self) -> ObstoreFaults:
+        import obstore
+
+        self._saved = {name: getattr(obstore, name) for name in ("put", "delete", "open_writer")}
+        put, delete, open_writer = self._saved["put"], self._saved["delete"], self._saved["open_writer"]
+        obstore.put = lambda *a, **k: self.step("put", lambda: put(*a, **k))  # type: ignore[assignment]
+        obstore.delete = lambda *a, **k: self.step("delete", lambda: delete(*a, **k))  # type: ignore[assignment]
+        obstore.open_writer = lambda *a, **k: _Upload(self, open_writer(*a, **k))  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import obstore
+
+        for name, fn in self._saved.items():
+            setattr(obstore, name, fn)
+
+
+class _Upload:
+    def __init__(self, faults: ObstoreFaults, inner: Any) -> None:
+        self._faults, self._inner = faults, inner
+
+    def write(self, data: Any) -> int:
+        return int(self._inner.write(data))
+
+    def close(self) -> None:
+        self._faults.step("upload", self._inner.close)
