@@ -161,19 +161,33 @@ def kept_rows(snapshot: Snapshot, add: dict[str, Any], num_rows: int) -> Any:
     where = {"table": snapshot.table, "version": snapshot.version, "file": add["path"]}
     descriptor = DeletionVectorDescriptor.from_dict(dv, where=where)
     root = snapshot.store.full_path("")
-    reader = _read_dv_bytes
-    if "://" in root:
-        store, prefix = snapshot.store, root.rstrip("/") + "/"
-
-        def reader(path: str, offset: int, length: int) -> bytes:
-            if path.startswith(prefix):
-                return store.read_range(path[len(prefix):], offset, length)
-            if scheme_of(path) in OBJECT_SCHEMES:  # a DV file of another table (shallow clone)
-                other, key = store_of_uri(path, options=getattr(store, "options", None))
-                return other.read_range(key, offset, length)
-            return store.read_range(path, offset, length)
-
+    reader = dv_reader(snapshot.store)
     return deletion_mask(descriptor, root, num_rows, read_bytes=reader)
+
+
+def dv_reader(store: Any) -> Any:
+    """How deletion-vector bytes are read for a table on ``store``: local files directly (with the tolerant
+    name match of :func:`_read_dv_bytes`), other stores by ranged reads through the store (a DV file of
+    another table, as a shallow clone has, through that bucket's store with the same options).
+
+    Example:
+        >>> dv_reader(snap.store)("/data/t/deletion_vector_x.bin", 1, 34)            # doctest: +SKIP
+        b'...'
+    """
+    root = store.full_path("")
+    if "://" not in root:
+        return _read_dv_bytes
+    prefix = root.rstrip("/") + "/"
+
+    def reader(path: str, offset: int, length: int) -> bytes:
+        if path.startswith(prefix):
+            return bytes(store.read_range(path[len(prefix):], offset, length))
+        if scheme_of(path) in OBJECT_SCHEMES:  # a DV file of another table (shallow clone)
+            other, key = store_of_uri(path, options=getattr(store, "options", None))
+            return other.read_range(key, offset, length)
+        return bytes(store.read_range(path, offset, length))
+
+    return reader
 
 
 def _read_dv_bytes(path: str, offset: int, length: int) -> bytes:
@@ -222,4 +236,4 @@ def _resolve(snapshot: Snapshot, path: str) -> str:
     return snapshot.store.full_path(unquote(path))
 
 
-__all__ = ["Condition", "kept_rows", "read_file_rows", "read_snapshot"]
+__all__ = ["Condition", "dv_reader", "kept_rows", "read_file_rows", "read_snapshot"]

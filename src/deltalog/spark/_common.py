@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from deltalog.errors import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
 from deltalog.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, physical_name
 from deltalog.storage import LocalLogStore
+from deltalog.storage.log_store import StoreRef
+from deltalog.storage.object_store import ObjectLogStore
 from deltalog.table import Table
 
 if TYPE_CHECKING:
@@ -50,34 +52,54 @@ def spark_file_uri(path: str) -> str:
     return "file:" + "".join(out)
 
 
-def open_table(path: Any) -> Table:
-    """A kernel :class:`~deltalog.Table` for a local path or ``file:`` URI (the Spark engine reads and
-    writes local tables only: executors must reach the files by the same path).
+def open_table(
+    path: Any, *, options: Mapping[str, Any] | None = None, storage_options: Mapping[str, Any] | None = None
+) -> Table:
+    """A kernel :class:`~deltalog.Table` for a local path, ``file:`` URI or object-store URI (``s3://``,
+    ``s3a://``, ``abfss://``, ``az://``, ``gs://``), whose storage options come from the active session's
+    Hadoop settings and the per-call Hadoop keys in ``options`` (:mod:`deltalog.spark._storage`), or are
+    given as ``storage_options`` (already translated: in Python workers, which have no session).
 
     Example:
         >>> open_table("/data/events").location                    # doctest: +SKIP
         '/data/events'
     """
+    from deltalog.spark._storage import storage_options_for
+
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
         raise InvalidArgumentError(f"a Delta table path must be a non-empty string, got {path!r}")
-    table = Table(os.fspath(path))
-    if not isinstance(table.store, LocalLogStore):
+    location = os.fspath(path)
+    storage = dict(storage_options) if storage_options is not None else storage_options_for(location, options)
+    table = Table(location, storage_options=storage)
+    if not isinstance(table.store, (LocalLogStore, ObjectLogStore)):
         raise InvalidArgumentError(
-            f"the Spark engine of deltalog reads and writes tables on a local or shared file system only; "
-            f"{os.fspath(path)!r} is not such a path",
-            table=os.fspath(path),
+            f"the Spark engine of deltalog reads and writes tables on a local or shared file system or an object "
+            f"store (s3://, abfss://, gs://, ...); {location!r} is neither, so executors could not reach its files",
+            table=location,
         )
     return table
 
 
-def load_snapshot(path: Any, *, version: Any = None, timestamp: Any = None) -> Snapshot:
+def store_ref(table_or_snapshot: Any) -> StoreRef:
+    """What a Spark task needs to open the table's store itself: location and storage options.
+
+    Example:
+        >>> store_ref(open_table("/data/events")).location           # doctest: +SKIP
+        '/data/events'
+    """
+    return StoreRef.of(table_or_snapshot.store)
+
+
+def load_snapshot(
+    path: Any, *, version: Any = None, timestamp: Any = None, options: Mapping[str, Any] | None = None
+) -> Snapshot:
     """The snapshot at ``version`` / ``timestamp`` (latest by default), with delta-spark-style errors.
 
     Example:
         >>> load_snapshot("/data/events", version="3").version      # doctest: +SKIP
         3
     """
-    table = open_table(path)
+    table = open_table(path, options=options)
     where = table.location
     if version is not None and timestamp is not None:
         raise InvalidArgumentError(
@@ -132,7 +154,9 @@ def parse_bool(value: Any, name: str) -> bool:
 
 def option_map(options: Mapping[str, Any], known: Sequence[str], *, what: str) -> dict[str, Any]:
     """Options keyed by their canonical (``known``) spelling, matched case-insensitively; ``None`` values
-    are dropped; ``delta.*`` table properties are kept as given; anything else raises with the valid names.
+    are dropped; ``delta.*`` table properties and Hadoop file-system settings (``fs.*``,
+    ``spark.hadoop.fs.*``: object-store credentials, as delta-spark accepts them) are kept as given;
+    anything else raises with the valid names.
 
     Example:
         >>> option_map({"MERGESCHEMA": "true"}, ["mergeSchema"], what="write")
@@ -147,14 +171,14 @@ def option_map(options: Mapping[str, Any], known: Sequence[str], *, what: str) -
         name = canonical.get(str(key).lower())
         if name is not None:
             out[name] = value
-        elif str(key).startswith("delta."):
+        elif str(key).startswith(("delta.", "fs.", "spark.hadoop.fs.")):
             out[str(key)] = value
         else:
             unknown.append(key)
     if unknown:
         raise InvalidArgumentError(
-            f"unknown {what} option(s) {sorted(unknown)}; valid options are {sorted(known)} "
-            "and delta.* table properties"
+            f"unknown {what} option(s) {sorted(unknown)}; valid options are {sorted(known)}, "
+            "delta.* table properties and fs.* Hadoop storage settings"
         )
     return out
 

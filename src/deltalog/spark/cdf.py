@@ -51,10 +51,10 @@ from deltalog.spark._common import (
     parse_bool,
     parse_int,
     physical_field,
-    spark_file_uri,
     spark_type,
 )
 from deltalog.spark._common import spark_schema as to_spark_schema
+from deltalog.spark._files import FILE, ROW, file_key, parquet_scan
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -185,8 +185,6 @@ def changes_dataframe(spark: Any, snapshot: Snapshot, plan: list[CommitChanges])
     """
     from pyspark.sql import functions as F
 
-    from deltalog.arrow.read import _resolve
-
     entries = [(c, f) for c in plan for f in c.files]
     if not entries:
         return spark.createDataFrame([], to_spark_schema(_output_fields(snapshot)))
@@ -194,14 +192,14 @@ def changes_dataframe(spark: Any, snapshot: Snapshot, plan: list[CommitChanges])
     parts = set(snapshot.partition_columns)
     data_fields = [f for f in schema.fields if f.name not in parts]
     physical = [physical_field(f, mode) for f in data_fields]
-    uris = [spark_file_uri(_resolve(snapshot, f.path)) for _, f in entries]
-    local = {u: _resolve(snapshot, f.path) for u, (_, f) in zip(uris, entries)}
+    uris = [file_key(snapshot, f.path) for _, f in entries]
+    log_path = {u: f.path for u, (_, f) in zip(uris, entries)}
     any_dv = any(f.deletion_vector or f.selection_vector for _, f in entries)
     scans = []
     for cdc in (False, True):
         files = sorted({u for u, (_, f) in zip(uris, entries) if (f.kind == "cdc") == cdc})
         if files:
-            scans.append(_scan(spark, snapshot, [local[u] for u in files], files, physical, cdc=cdc, rows=any_dv))
+            scans.append(_scan(spark, snapshot, [log_path[u] for u in files], physical, cdc=cdc, rows=any_dv))
     rows = scans[0] if len(scans) == 1 else scans[0].unionByName(scans[1])
     info = _entries(snapshot, entries, uris)
     rows = rows.join(F.broadcast(spark.createDataFrame(info, to_spark_schema(_entry_fields(snapshot)))), on=_FILE)
@@ -239,24 +237,17 @@ def _part_column(i: int) -> str:
 
 
 def _scan(
-    spark: Any, snapshot: Snapshot, paths: list[str], uris: list[str], physical: list[StructField], *, cdc: bool,
-    rows: bool,
+    spark: Any, snapshot: Snapshot, log_paths: list[str], physical: list[StructField], *, cdc: bool, rows: bool
 ) -> DataFrame:
     from pyspark.sql import functions as F
 
-    from deltalog.spark.read import _check_join_keys, _scan_error
-
     fields = [*physical, StructField(CHANGE_TYPE, PrimitiveType("string"), True, {})] if cdc else list(physical)
-    try:
-        raw = spark.read.schema(to_spark_schema(fields)).parquet(*paths)
-    except Exception as exc:
-        raise _scan_error(exc, snapshot) from None
-    _check_join_keys(raw, uris, snapshot)
+    raw = parquet_scan(spark, snapshot, log_paths, fields, keys=True)
     cols = [F.col(_quoted(f.name)) for f in physical]
     cols.append(F.col(CHANGE_TYPE) if cdc else F.lit(None).cast("string").alias(CHANGE_TYPE))
-    cols.append(F.col("_metadata.file_path").alias(_FILE))
+    cols.append(F.col(FILE).alias(_FILE))
     if rows:
-        cols.append(F.col("_metadata.row_index").alias(_ROW))
+        cols.append(F.col(ROW).alias(_ROW))
     return raw.select(*cols)
 
 
@@ -301,7 +292,7 @@ def _entries(snapshot: Snapshot, entries: list[tuple[CommitChanges, ChangeFile]]
 
 def _dv_rows(snapshot: Snapshot, entries: list[tuple[CommitChanges, ChangeFile]], which: str) -> pa.Table:
     from deltalog.arrow.deletion_vectors import read_deletion_vector
-    from deltalog.arrow.read import _read_dv_bytes
+    from deltalog.arrow.read import dv_reader
 
     root = snapshot.store.full_path("")
     ids: list[np.ndarray] = []
@@ -311,7 +302,7 @@ def _dv_rows(snapshot: Snapshot, entries: list[tuple[CommitChanges, ChangeFile]]
         if not dv:
             continue
         try:
-            idx = read_deletion_vector(dict(dv), root, read_bytes=_read_dv_bytes)
+            idx = read_deletion_vector(dict(dv), root, read_bytes=dv_reader(snapshot.store))
         except (DeltaError, OSError) as exc:
             raise DeltaError(
                 f"deletion vector of {f.path} cannot be read: {exc}", table=snapshot.table, version=snapshot.version

@@ -75,7 +75,7 @@ from deltalog.spark.dml._jobs import Staged, check_can_write
 from deltalog.spark.dml._scan import FILE, ROW, _partition_table, file_uris, quoted, target_scan
 from deltalog.spark.read import _scan
 from deltalog.spark.write import _FILE_DDL, _FILE_SCHEMA, _chunks, _RunWriter, _task_error
-from deltalog.storage import LocalLogStore
+from deltalog.storage.log_store import StoreRef
 from deltalog.txn.operations import Optimize
 from deltalog.txn.transaction import Transaction
 
@@ -458,7 +458,7 @@ def _zorder_frame(
 
 @dataclass(frozen=True)
 class _RewriteSpec:
-    root: str
+    store: StoreRef
     table: str
     schema: StructType
     metadata: Metadata
@@ -481,7 +481,7 @@ def _file_rows(files: list[WrittenFile]) -> pa.RecordBatch:
 
 def _rewrite_task(spec: _RewriteSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Runs in a Spark task over rows sorted by bin: a new file (set) per bin; one row per file."""
-    store = LocalLogStore(spec.root)
+    store = spec.store.open()
     plan = _Plan(None, spec.metadata, spec.schema, False, None)
     names = spec.schema.field_names
     done: list[WrittenFile] = []
@@ -541,10 +541,8 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
     else:
         tasks = len(bins)
         ordered = tagged.repartition(tasks, F.col(_BIN)).sortWithinPartitions(_BIN, FILE, ROW)
-    store = snap.store
-    assert isinstance(store, LocalLogStore)
     # Files roll over only at twice the limit: a bin (or a Z-range) becomes one file.
-    spec = _RewriteSpec(store.root, snap.table, snap.schema, snap.metadata, 2 * max_file_size)
+    spec = _RewriteSpec(StoreRef.of(snap.store), snap.table, snap.schema, snap.metadata, 2 * max_file_size)
     job = ordered.select(*data, F.col(_BIN)).mapInArrow(functools.partial(_rewrite_task, spec), _FILE_DDL)
     try:
         rows = job.collect()

@@ -49,7 +49,12 @@ import pyarrow.compute as pc
 from deltalog.arrow.filters import Condition, normalize_filter, prune_files
 from deltalog.errors import DeltaError, InvalidArgumentError
 from deltalog.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType, physical_name
-from deltalog.spark._common import load_snapshot, physical_field, spark_file_uri, spark_schema, spark_type
+from deltalog.spark._common import load_snapshot, physical_field, spark_schema, spark_type
+from deltalog.spark._files import FILE as _FILE
+from deltalog.spark._files import ROW as _ROW
+from deltalog.spark._files import check_keys as _check_join_keys
+from deltalog.spark._files import file_keys, parquet_scan, uses_native_io
+from deltalog.spark._files import scan_error as _scan_error
 from deltalog.spark._hive import hive_layout_matches
 from deltalog.spark._skipping import attach, skipping_conditions
 
@@ -61,8 +66,6 @@ __all__ = ["READ_OPTIONS", "read", "read_snapshot"]
 #: Options ``spark.read.format("delta")`` accepts (case-insensitive), besides ``path``.
 READ_OPTIONS = ("versionAsOf", "timestampAsOf", "path")
 
-_FILE = "__deltalog_file"
-_ROW = "__deltalog_row"
 DataFrame = Any  # pyspark.sql.DataFrame (classic or Connect)
 
 
@@ -74,8 +77,13 @@ def read(
     timestampAsOf: Any = None,
     where: Any = None,
     columns: Sequence[str] | None = None,
+    storage_options: Any = None,
 ) -> DataFrame:
     """The Delta table at ``path`` (latest, or at ``versionAsOf`` / ``timestampAsOf``) as a DataFrame.
+
+    ``path`` may be an object-store URI; its credentials come from the session's Hadoop settings
+    (``spark.hadoop.fs.s3a.*``, ...), ``storage_options`` (Hadoop ``fs.*`` keys for this read) and the
+    environment (see :mod:`deltalog.spark._storage`).
 
     ``where`` is a list of ``(column, op, value)`` conditions (AND; ops ``= != < <= > >= in not in``)
     used for partition pruning and min/max file skipping and then as the row filter, or a Spark
@@ -88,7 +96,7 @@ def read(
         ... # doctest: +SKIP
         42
     """
-    snapshot = load_snapshot(path, version=versionAsOf, timestamp=timestampAsOf)
+    snapshot = load_snapshot(path, version=versionAsOf, timestamp=timestampAsOf, options=storage_options)
     return read_snapshot(spark, snapshot, where=where, columns=columns)
 
 
@@ -211,29 +219,36 @@ def _scan_files(
     # Spark gets every data column (its column pruning reads only the selected ones) ...
     physical = [physical_field(f, mode) for f in schema.fields if f.name not in parts]
     by_name = {f.name: p for f, p in zip((f for f in schema.fields if f.name not in parts), physical)}
-    local_paths = [_resolve(snapshot, p) for p in files.column("path").to_pylist()]
+    log_paths = files.column("path").to_pylist()
     has_dv = "deletionVector" in files.column_names and files.column("deletionVector").null_count < files.num_rows
+    native = uses_native_io(spark, snapshot)
     # ... and, when the directories provably spell the log's values, the partition columns as well.
-    hive = bool(part_fields) and hive_layout_matches(files, part_all, keys)
-    read_fields = list(physical)
-    reader = spark.read
-    if hive:
-        read_fields += [StructField(k, f.type, True, {}) for f, k in zip(part_all, keys)]
-        reader = reader.option("basePath", snapshot.store.full_path("")).option("timeZone", "UTC")
-    try:
-        raw = reader.schema(spark_schema(read_fields)).parquet(*local_paths)
-    except Exception as exc:
-        raise _scan_error(exc, snapshot) from None
-    df = raw
+    hive = native and bool(part_fields) and hive_layout_matches(files, part_all, keys)
     join_parts = bool(part_fields) and not hive
+    read_fields = list(physical)
+    if native:
+        local_paths = [_resolve(snapshot, p) for p in log_paths]
+        reader = spark.read
+        if hive:
+            read_fields += [StructField(k, f.type, True, {}) for f, k in zip(part_all, keys)]
+            reader = reader.option("basePath", snapshot.store.full_path("")).option("timeZone", "UTC")
+        try:
+            raw = reader.schema(spark_schema(read_fields)).parquet(*local_paths)
+        except Exception as exc:
+            raise _scan_error(exc, snapshot) from None
+    else:  # object store without a Hadoop connector: Arrow tasks read the files (keys come with the rows)
+        raw = parquet_scan(spark, snapshot, log_paths, physical, keys=has_dv or join_parts,
+                           sizes=files.column("size").to_pylist())
+    df = raw
     if has_dv or join_parts:
-        # Only here: a _metadata column in the plan is never pruned and slows every scan down.
-        uris = [spark_file_uri(p) for p in local_paths]
-        _check_join_keys(raw, uris, snapshot)
-        meta = [F.col("_metadata.file_path").alias(_FILE)]
-        if has_dv:
-            meta.append(F.col("_metadata.row_index").alias(_ROW))
-        df = raw.select(*[F.col(_quoted(f.name)) for f in read_fields], *meta)
+        uris = file_keys(snapshot, files)
+        if native:
+            # Only here: a _metadata column in the plan is never pruned and slows every scan down.
+            _check_join_keys(raw, uris, snapshot)
+            meta = [F.col("_metadata.file_path").alias(_FILE)]
+            if has_dv:
+                meta.append(F.col("_metadata.row_index").alias(_ROW))
+            df = raw.select(*[F.col(_quoted(f.name)) for f in read_fields], *meta)
         if has_dv:
             deleted = _deleted_rows(snapshot, files, uris)
             if deleted.num_rows:
@@ -285,7 +300,7 @@ def _partition_table(files: pa.Table, uris: list[str], fields: list[StructField]
 
 def _deleted_rows(snapshot: Snapshot, files: pa.Table, uris: list[str]) -> pa.Table:
     from deltalog.arrow.deletion_vectors import read_deletion_vector
-    from deltalog.arrow.read import _read_dv_bytes
+    from deltalog.arrow.read import dv_reader
 
     root = snapshot.store.full_path("")
     keys: list[pa.Array] = []
@@ -297,7 +312,7 @@ def _deleted_rows(snapshot: Snapshot, files: pa.Table, uris: list[str]) -> pa.Ta
             continue
         descriptor = {k: v for k, v in dv.items() if v is not None}
         try:
-            idx = read_deletion_vector(descriptor, root, read_bytes=_read_dv_bytes)
+            idx = read_deletion_vector(descriptor, root, read_bytes=dv_reader(snapshot.store))
         except DeltaError as exc:
             raise DeltaError(
                 f"deletion vector of {path} cannot be read: {exc.message}",
@@ -316,26 +331,3 @@ def _deleted_rows(snapshot: Snapshot, files: pa.Table, uris: list[str]) -> pa.Ta
     })
 
 
-def _check_join_keys(raw: Any, uris: list[str], snapshot: Snapshot) -> None:
-    """Partition values and deletion vectors are joined on ``_metadata.file_path``: make sure Spark names
-    the files exactly as computed here (its ``inputFiles()`` use ``file:///`` where the column has
-    ``file:/``), so a mismatch fails loudly instead of dropping rows."""
-    listed = {("file:/" + f[len("file:///"):]) if f.startswith("file:///") else f for f in raw.inputFiles()}
-    missing = [u for u in uris if u not in listed]
-    if missing:
-        raise DeltaError(
-            f"Spark names data file {missing[0]} differently ({sorted(listed - set(uris))[:1]}); cannot attach "
-            "partition values / deletion vectors to its rows",
-            table=snapshot.table, version=snapshot.version,
-        )
-
-
-def _scan_error(exc: Exception, snapshot: Snapshot) -> Exception:
-    text = str(exc)
-    if "PATH_NOT_FOUND" in text or "does not exist" in text.lower():
-        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        return DeltaError(
-            f"[DELTA_FILE_NOT_FOUND] a data file listed in the log does not exist: {first}",
-            table=snapshot.table, version=snapshot.version,
-        )
-    return exc

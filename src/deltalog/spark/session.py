@@ -32,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 import threading
@@ -402,7 +403,8 @@ def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
         if is_change_feed_read({**state["options"], **options}):  # readChangeFeed: deltalog.spark.cdf
             return load_changes(_session_of_reader(self), path, {**state["options"], **options})
         opts = option_map({**state["options"], **options}, READ_OPTIONS, what="Delta read")
-        opts = {k: v for k, v in opts.items() if not k.startswith("delta.")}
+        hadoop = {k: v for k, v in opts.items() if not k.startswith("delta.") and k not in READ_OPTIONS}
+        opts = {k: v for k, v in opts.items() if k in READ_OPTIONS}
         target = path if path is not None else opts.get("path")
         if not isinstance(target, str):
             raise InvalidArgumentError(f"a Delta read needs exactly one table path, got {target!r}")
@@ -411,6 +413,7 @@ def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
             target,
             versionAsOf=opts.get("versionAsOf"),
             timestampAsOf=opts.get("timestampAsOf"),
+            storage_options=hadoop or None,
         )
 
     return spark_errors(load)
@@ -421,12 +424,16 @@ def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
         state = _state(self)
         if not _is_delta(format if format is not None else state["format"]):
             return original(self, path, format, schema, **options)
+        from deltalog.spark._storage import storage_options_for
         from deltalog.spark.streaming import register_source
-        from deltalog.spark.streaming.source import SOURCE_NAME, StreamReadOptions
+        from deltalog.spark.streaming.source import SOURCE_NAME, STORAGE_OPTION, StreamReadOptions
 
         _refuse_read_schema(schema, state)
         opts = StreamReadOptions.parse({**state["options"], **options}, path)  # fail here, not in a worker
         register_source(_session_of_reader(self))
+        storage = storage_options_for(opts.path, {**state["options"], **options}, spark=_session_of_reader(self))
+        if storage:  # the source's Python workers have no session: the options travel with the source
+            options = {**options, STORAGE_OPTION: json.dumps(storage)}
         return original(self, opts.path, SOURCE_NAME, None, **options)
 
     return spark_errors(load)

@@ -174,14 +174,20 @@ class DeltaTable:
     @classmethod
     def forPath(cls, sparkSession: Any, path: str, hadoopConf: Mapping[str, str] | None = None) -> DeltaTable:
         """The Delta table at ``path``; raises :class:`~deltalog.errors.TableNotFoundError` (with
-        delta-spark's ``[DELTA_MISSING_DELTA_TABLE]`` wording) when there is none.
+        delta-spark's ``[DELTA_MISSING_DELTA_TABLE]`` wording) when there is none. ``hadoopConf``
+        (``fs.s3a.access.key``, ``fs.azure.account.key.<account>...``) configures the table's object
+        store; local paths accept and ignore it, as Hadoop's local file system does.
 
         Example:
             >>> DeltaTable.forPath(spark, "/data/events")                      # doctest: +SKIP
             DeltaTable('/data/events')
         """
+        if hadoopConf is not None and not isinstance(hadoopConf, Mapping):
+            raise InvalidArgumentError(f"hadoopConf must be a dict of str to str, got {type(hadoopConf).__name__}")
         if hadoopConf:
-            raise InvalidArgumentError("hadoopConf is not supported: deltalog reads local paths directly")
+            from deltalog.spark._storage import remember_hadoop_conf
+
+            remember_hadoop_conf(os.fspath(path), hadoopConf)
         load_snapshot(path)  # fails early, like delta-spark, when the path holds no Delta table
         return cls(sparkSession, path)
 

@@ -75,7 +75,8 @@ from deltalog.spark._conf import (
 from deltalog.spark._native import native_write_ok, write_native
 from deltalog.spark.idempotent import session_txn
 from deltalog.spark.replace_where import ReplaceWhere, overwrite_where, parse_replace_where
-from deltalog.storage import LocalLogStore
+from deltalog.storage import LocalLogStore, LogStore
+from deltalog.storage.log_store import StoreRef
 from deltalog.txn.operations import Write
 from deltalog.txn.predicates import ReadPredicate
 from deltalog.txn.transaction import CommitResult, Transaction
@@ -312,7 +313,7 @@ def _combine(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
 
 @dataclass(frozen=True)
 class _TaskSpec:
-    root: str
+    store: StoreRef
     table: str
     schema: StructType
     metadata: Metadata
@@ -323,7 +324,7 @@ class _TaskSpec:
 
 def _write_task(spec: _TaskSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Runs in a Spark task: write the task's rows as data files, yield one row per file."""
-    store = LocalLogStore(spec.root)
+    store = spec.store.open()
     writer = _RunWriter(
         store,
         spec.schema,
@@ -493,18 +494,20 @@ def _commit_files(
 
 
 def _write_data(
-    df: Any, spark: Any, store: LocalLogStore, plan: _Plan, opts: _Options, loc: str, *, check: bool = True
+    df: Any, spark: Any, store: LogStore, plan: _Plan, opts: _Options, loc: str, *, check: bool = True
 ) -> list[WrittenFile]:
     """Write ``df`` as new data files of the table (nothing is committed): Spark's parquet writer when it
-    can, else the ``mapInArrow`` job, whose tasks refuse rows outside the plan's predicate if ``check``."""
+    can (local tables), else the ``mapInArrow`` job -- whose tasks write through the table's store (object
+    stores included) and refuse rows outside the plan's predicate if ``check``."""
     explicit = opts.explicit_target or opts.max_records is not None
-    if native_write_ok(spark, df, plan, explicit_target=explicit):
+    if isinstance(store, LocalLogStore) and native_write_ok(spark, df, plan, explicit_target=explicit):
         try:
             return write_native(df, store, plan.schema)
         except Exception as exc:
             raise _task_error(exc, loc) from None
     predicate = plan.predicate if check else None
-    spec = _TaskSpec(store.root, loc, plan.schema, plan.metadata, predicate, opts.target_file_size, opts.max_records)
+    spec = _TaskSpec(StoreRef.of(store), loc, plan.schema, plan.metadata, predicate, opts.target_file_size,
+                     opts.max_records)
     return _run_job(df, spec)
 
 
@@ -570,7 +573,7 @@ def write(
         ... # doctest: +SKIP
         '12'
     """
-    table = open_table(path)
+    table = open_table(path, options=options)
     loc = table.location
     spark = session_of(df)
     opts = _parse_options(mode, with_defaults(options, write_defaults(spark)), loc)  # delta-spark's session settings
@@ -625,7 +628,6 @@ def write(
         opts = replace(opts, txn=txn_id)
     _preflight(txn, plan, opts.mode, loc)
     store = table.store
-    assert isinstance(store, LocalLogStore)
     check = where is None or replace_where_check(spark)  # delta-spark's replaceWhere.constraintCheck.enabled
     if where is not None and not fast:
         result, files = overwrite_where(

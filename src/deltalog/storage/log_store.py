@@ -28,6 +28,7 @@ __all__ = [
     "LogStore",
     "OutputFile",
     "StoreFactory",
+    "StoreRef",
     "is_temp_name",
     "name_key",
     "register_scheme",
@@ -508,6 +509,34 @@ def store_for(
         )
     factory, takes_options = entry
     return factory(location, dict(options or {})) if takes_options else factory(location)
+
+
+@dataclass(frozen=True)
+class StoreRef:
+    """A picklable way to reach a store again: its location and storage options (what Spark tasks get, so
+    each executor opens the same table with the same credentials; in-memory stores cannot travel).
+
+    Example:
+        >>> ref = StoreRef.of(store_for("memory://store-ref-doc"))
+        >>> ref.location, ref.open() is store_for("memory://store-ref-doc")
+        ('memory://store-ref-doc', True)
+    """
+
+    location: str
+    options: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, store: LogStore) -> StoreRef:
+        """The reference of ``store`` (its root and, for object stores, its options)."""
+        options = getattr(store, "options", None) or {}
+        return cls(store.root, tuple(sorted((str(k), str(v)) for k, v in options.items())))
+
+    def open(self) -> LogStore:
+        """The store (one per location and options in each process)."""
+        return store_for(self.location, options=dict(self.options))
+
+    def __repr__(self) -> str:  # never print the options: they may hold credentials
+        return f"StoreRef({self.location!r}, options={[k for k, _ in self.options]})"
 
 
 def store_of_uri(uri: str, *, options: Mapping[str, Any] | None = None) -> tuple[LogStore, str]:

@@ -25,7 +25,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -34,7 +33,7 @@ from deltalog.log.changes import CHANGE_TYPE, cdf_enabled
 from deltalog.protocol.actions import AddCDCFile, Metadata
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
 from deltalog.spark.dml._scan import quoted
-from deltalog.storage import LocalLogStore
+from deltalog.storage.log_store import StoreRef
 
 if TYPE_CHECKING:
     from deltalog.arrow.write_files import WrittenFile
@@ -153,14 +152,13 @@ def write_change_files(df: DataFrame, table: Table, schema: StructType, metadata
     from deltalog.spark.dml._jobs import _target_file_size, spark_error
     from deltalog.spark.write import _run_job, _TaskSpec
 
-    store = table.store
-    assert isinstance(store, LocalLogStore)
+    base = StoreRef.of(table.store)
     cdc_schema = _change_schema(schema)
     # Change rows are copies of rows already checked (or being checked by the data write): no
     # constraints, invariants or NOT NULL checks here, only the layout of the table.
     cdc_metadata = replace(metadata, schemaString=cdc_schema.to_json(), configuration={})
     spec = _TaskSpec(
-        os.path.join(store.root, CHANGE_DATA_DIR), table.location, cdc_schema, cdc_metadata, None,
+        StoreRef(table.store.full_path(CHANGE_DATA_DIR), base.options), table.location, cdc_schema, cdc_metadata, None,
         _target_file_size(metadata),
     )
     try:

@@ -40,8 +40,8 @@ from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES
 from deltalog.errors import DeltaError, SchemaError
 from deltalog.protocol.actions import Add, Metadata
 from deltalog.protocol.schema import StructType
-from deltalog.spark.dml._scan import FILE, ROW, file_uris, local_file, num_records, quoted
-from deltalog.storage import LocalLogStore
+from deltalog.spark.dml._scan import FILE, ROW, file_uris, num_records, quoted
+from deltalog.storage.log_store import StoreRef
 from deltalog.txn.writer_features import (
     AppendOnlyError,
     check_writable,
@@ -267,9 +267,7 @@ def write_rows(df: DataFrame, table: Table, schema: StructType, metadata: Metada
 
     from deltalog.spark.write import _run_job, _TaskSpec
 
-    store = table.store
-    assert isinstance(store, LocalLogStore)
-    spec = _TaskSpec(store.root, table.location, schema, metadata, None, _target_file_size(metadata))
+    spec = _TaskSpec(StoreRef.of(table.store), table.location, schema, metadata, None, _target_file_size(metadata))
     try:
         return _run_job(df.select(*[F.col(quoted(f.name)) for f in schema.fields]), spec)
     except Exception as exc:
@@ -298,9 +296,9 @@ def count_matches(scan: DataFrame, condition: Any, table: str) -> dict[str, int]
 
 @dataclass(frozen=True)
 class _DvSpec:
-    root: str
-    #: uri -> (local path, current deletion vector or None, numRecords or None)
-    files: Mapping[str, tuple[str, Mapping[str, Any] | None, int | None]]
+    store: StoreRef
+    #: uri -> (path in the log, size, current deletion vector or None, numRecords or None)
+    files: Mapping[str, tuple[str, int | None, Mapping[str, Any] | None, int | None]]
     #: bitmaps of at most this many bytes are stored inline (read on the driver, so tests can lower it)
     inline_max_bytes: int = INLINE_DV_MAX_BYTES
 
@@ -329,15 +327,16 @@ def _finish_file(
     import pyarrow.parquet as pq
 
     from deltalog.arrow.deletion_vectors import read_deletion_vector, serialize_bitmap
-    from deltalog.arrow.read import _read_dv_bytes
+    from deltalog.arrow.read import dv_reader
 
-    local, old_dv, total = spec.files[uri]
+    log_path, size, old_dv, total = spec.files[uri]
+    store = spec.store.open()
     new = np.unique(np.concatenate(parts)).astype(np.uint64)
-    old = read_deletion_vector(old_dv, spec.root, read_bytes=_read_dv_bytes) if old_dv else None
+    old = read_deletion_vector(old_dv, store.full_path(""), read_bytes=dv_reader(store)) if old_dv else None
     union = new if old is None or old.size == 0 else np.union1d(old, new)
     added = int(union.size - (0 if old is None else old.size))
     if total is None:
-        total = pq.ParquetFile(local).metadata.num_rows
+        total = pq.ParquetFile(_task_input(store, log_path, size)).metadata.num_rows
     if added == 0 and union.size < total:
         return  # every matching row was deleted already: the file keeps its deletion vector
     if union.size >= total:
@@ -376,7 +375,7 @@ def _dv_task(spec: _DvSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Re
     if current is not None:
         _finish_file(spec, current, parts, bitmaps, pending, done)
     if bitmaps:
-        descriptors = store_deletion_vectors(spec.root, bitmaps, inline_max_bytes=spec.inline_max_bytes)
+        descriptors = store_deletion_vectors(spec.store.open(), bitmaps, inline_max_bytes=spec.inline_max_bytes)
         for (uri, added), dv in zip(pending, descriptors, strict=True):
             done.append({
                 "file": uri, "dv": json.dumps(dv.to_dict()), "new_rows": added, "cardinality": dv.cardinality,
@@ -384,6 +383,13 @@ def _dv_task(spec: _DvSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Re
             })
     if done:
         yield pa.RecordBatch.from_pylist(done, schema=_DV_SCHEMA)
+
+
+def _task_input(store: Any, log_path: str, size: int | None) -> Any:
+    """A data file named in the log, opened through ``store`` inside a task (local path or ranged reads)."""
+    from deltalog.spark._files import _open
+
+    return _open(store, log_path, size)
 
 
 def run_dv_job(matches: DataFrame, snapshot: Snapshot, candidates: pa.Table) -> list[DvResult]:
@@ -397,15 +403,14 @@ def run_dv_job(matches: DataFrame, snapshot: Snapshot, candidates: pa.Table) -> 
     """
     from pyspark.sql import functions as F
 
-    store = snapshot.store
-    assert isinstance(store, LocalLogStore)
     rows = candidates.to_pylist()
     uris = file_uris(snapshot, candidates)
     spec = _DvSpec(
-        store.root,
+        StoreRef.of(snapshot.store),
         {
             uri: (
-                local_file(snapshot, r["path"]),
+                r["path"],
+                r.get("size"),
                 {k: v for k, v in r["deletionVector"].items() if v is not None} if r.get("deletionVector") else None,
                 num_records(r),
             )

@@ -31,7 +31,8 @@ import pyarrow.compute as pc
 from deltalog.arrow.filters import Condition, normalize_filter
 from deltalog.errors import DeltaError, InvalidArgumentError
 from deltalog.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType, physical_name
-from deltalog.spark._common import physical_field, spark_file_uri, spark_schema, spark_type
+from deltalog.spark._common import physical_field, spark_schema, spark_type
+from deltalog.spark._files import FILE, ROW, file_keys, parquet_scan
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -42,6 +43,7 @@ __all__ = [
     "condition_column",
     "describe",
     "file_uris",
+    "footer_rows",
     "live_rows",
     "local_file",
     "partition_frame",
@@ -50,10 +52,6 @@ __all__ = [
     "target_scan",
 ]
 
-#: Column of a scan holding the row's data file, as Spark names it (``file:/...``).
-FILE = "__deltalog_file"
-#: Column of a scan holding the row's position in its data file.
-ROW = "__deltalog_row"
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
 _NO_PRUNING_TYPES = ("timestamp", "timestamp_ntz", "binary")
@@ -274,6 +272,21 @@ def pruning_conditions(
 # ------------------------------------------------------------------------------------------ files
 
 
+def footer_rows(snapshot: Snapshot, row: Mapping[str, Any]) -> int:
+    """Rows of a data file by its parquet footer (read through the table's store: local or object store).
+
+    Example:
+        >>> footer_rows(snap, snap.add_files().to_pylist()[0])                     # doctest: +SKIP
+        1000
+    """
+    import pyarrow.parquet as pq
+
+    from deltalog.arrow.read import _open
+
+    source = _open(snapshot, row["path"], local_file(snapshot, row["path"]), row.get("size"))
+    return int(pq.ParquetFile(source).metadata.num_rows)
+
+
 def local_file(snapshot: Snapshot, log_path: str) -> str:
     """The local path of a data file named in the log (relative and URL-encoded, or absolute).
 
@@ -287,13 +300,14 @@ def local_file(snapshot: Snapshot, log_path: str) -> str:
 
 
 def file_uris(snapshot: Snapshot, files: pa.Table) -> list[str]:
-    """``_metadata.file_path`` of each file of an ``add_files()`` table, in order.
+    """The :data:`FILE` key of each file of an ``add_files()`` table, in order (``_metadata.file_path``
+    as Spark reports it; see :func:`deltalog.spark._files.file_key`).
 
     Example:
         >>> file_uris(snap, snap.add_files())[:1]                                  # doctest: +SKIP
         ['file:/data/t/part-00000-....snappy.parquet']
     """
-    return [spark_file_uri(local_file(snapshot, p)) for p in files.column("path").to_pylist()]
+    return file_keys(snapshot, files)
 
 
 def num_records(row: Mapping[str, Any]) -> int | None:
@@ -328,13 +342,12 @@ def live_rows(snapshot: Snapshot, rows: Sequence[Mapping[str, Any]]) -> int:
         >>> live_rows(snap, snap.add_files().to_pylist())                          # doctest: +SKIP
         1000
     """
-    import pyarrow.parquet as pq
 
     total = 0
     for row in rows:
         n = num_records(row)
         if n is None:
-            n = pq.ParquetFile(local_file(snapshot, row["path"])).metadata.num_rows
+            n = footer_rows(snapshot, row)
         total += n - dv_cardinality(row)
     return total
 
@@ -366,7 +379,7 @@ def _partition_table(files: pa.Table, uris: list[str], fields: list[StructField]
 def _deleted_rows(snapshot: Snapshot, rows: list[dict[str, Any]], uris: list[str]) -> pa.Table:
     """``(file, row)`` of every row the files' current deletion vectors delete."""
     from deltalog.arrow.deletion_vectors import read_deletion_vector
-    from deltalog.arrow.read import _read_dv_bytes
+    from deltalog.arrow.read import dv_reader
 
     root = snapshot.store.full_path("")
     files: list[pa.Array] = []
@@ -377,7 +390,7 @@ def _deleted_rows(snapshot: Snapshot, rows: list[dict[str, Any]], uris: list[str
             continue
         descriptor = {k: v for k, v in dv.items() if v is not None}
         try:
-            idx = read_deletion_vector(descriptor, root, read_bytes=_read_dv_bytes)
+            idx = read_deletion_vector(descriptor, root, read_bytes=dv_reader(snapshot.store))
         except (DeltaError, OSError) as exc:
             raise DeltaError(
                 f"deletion vector of {row['path']} cannot be read: {exc}", table=snapshot.table,
@@ -387,28 +400,6 @@ def _deleted_rows(snapshot: Snapshot, rows: list[dict[str, Any]], uris: list[str
             files.append(pc.take(pa.array([uri], pa.string()), pa.array(np.zeros(idx.size, np.int32))))
             positions.append(pa.array(idx.astype(np.int64)))
     return pa.table({FILE: pa.chunked_array(files, pa.string()), ROW: pa.chunked_array(positions, pa.int64())})
-
-
-def _check_names(raw: DataFrame, uris: list[str], snapshot: Snapshot) -> None:
-    listed = {("file:/" + f[len("file:///") :]) if f.startswith("file:///") else f for f in raw.inputFiles()}
-    missing = [u for u in uris if u not in listed]
-    if missing:
-        raise DeltaError(
-            f"Spark names data file {missing[0]} differently; cannot attach partition values or deletion "
-            "vectors to its rows",
-            table=snapshot.table, version=snapshot.version,
-        )
-
-
-def _scan_error(exc: Exception, snapshot: Snapshot) -> Exception:
-    text = str(exc)
-    if "PATH_NOT_FOUND" in text or "does not exist" in text.lower():
-        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        return DeltaError(
-            f"[DELTA_FILE_NOT_FOUND] a data file listed in the log does not exist: {first}",
-            table=snapshot.table, version=snapshot.version,
-        )
-    return exc
 
 
 def _is_nested(field: StructField) -> bool:
@@ -434,23 +425,18 @@ def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted
         return spark.createDataFrame([], spark_schema([*fields, *_key_fields(with_row=True)]))
     data_fields = [f for f in fields if f.name not in parts]
     physical = [physical_field(f, mode) for f in data_fields]
-    paths = [local_file(snapshot, p) for p in files.column("path").to_pylist()]
-    uris = [spark_file_uri(p) for p in paths]
-    try:
-        raw = spark.read.schema(spark_schema(physical)).parquet(*paths)
-    except Exception as exc:
-        raise _scan_error(exc, snapshot) from None
+    uris = file_uris(snapshot, files)
+    raw = parquet_scan(spark, snapshot, files.column("path").to_pylist(), physical, keys=True,
+                       sizes=files.column("size").to_pylist())
     rows = files.to_pylist()
     has_dv = drop_deleted and any(r.get("deletionVector") for r in rows)
-    if has_dv or parts:
-        _check_names(raw, uris, snapshot)
     columns = []
     for f, p in zip(data_fields, physical):
         col = F.col(quoted(p.name))
         if mode != "none" and _is_nested(f):
             col = col.cast(spark_type(f.type))  # positional: renames nested physical fields
         columns.append(col.alias(f.name))
-    df = raw.select(*columns, F.col("_metadata.file_path").alias(FILE), F.col("_metadata.row_index").alias(ROW))
+    df = raw.select(*columns, F.col(FILE), F.col(ROW))
     if has_dv:
         deleted = _deleted_rows(snapshot, rows, uris)
         if deleted.num_rows:

@@ -79,6 +79,9 @@ STREAM_READ_OPTIONS = (
     "path",
 )
 DEFAULT_MAX_FILES = 1000
+#: Option carrying the table's storage options (JSON) to the source's Python workers, which have no
+#: session to translate Hadoop settings; "secret" in the name makes Spark redact it in plans and the UI.
+STORAGE_OPTION = "__deltalog_storage_secret"
 _PARTITION_BYTES = 128 * 1024 * 1024
 _PARTITION_FILES = 256
 _BATCH_ROWS = 65536
@@ -95,6 +98,11 @@ class StreamReadOptions:
     starting_timestamp: str | None
     tail: TailOptions
     change_feed: bool = False
+    storage: tuple[tuple[str, str], ...] = ()
+
+    def open_table(self) -> Any:
+        """The streamed table, with its storage options."""
+        return open_table(self.path, storage_options=dict(self.storage))
 
     @classmethod
     def parse(cls, options: Mapping[str, Any], path: Any = None) -> StreamReadOptions:
@@ -104,8 +112,11 @@ class StreamReadOptions:
             >>> StreamReadOptions.parse({"maxFilesPerTrigger": "5"}, "/t").max_files
             5
         """
+        options = dict(options)
+        storage_json = next((options.pop(k) for k in list(options) if k.lower() == STORAGE_OPTION), None)
+        storage = tuple(sorted(json.loads(storage_json).items())) if storage_json else ()
         opts = option_map(options, STREAM_READ_OPTIONS, what="Delta stream read")
-        opts = {k: v for k, v in opts.items() if not k.startswith("delta.")}
+        opts = {k: v for k, v in opts.items() if not k.startswith(("delta.", "fs.", "spark.hadoop."))}
         target = path if path is not None else opts.get("path")
         if not isinstance(target, str) or not target:
             raise InvalidArgumentError(f"a Delta stream read needs exactly one table path, got {target!r}")
@@ -126,7 +137,7 @@ class StreamReadOptions:
         )
         sv, st = opts.get("startingVersion"), opts.get("startingTimestamp")
         return cls(target, max_files, max_bytes, None if sv is None else str(sv), None if st is None else str(st), tail,
-                   change_feed)
+                   change_feed, storage)
 
 
 _UNITS = {"b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
@@ -157,7 +168,7 @@ class DeltaStreamDataSource(DataSource):
 
     def schema(self) -> Any:
         opts = StreamReadOptions.parse(dict(self.options))
-        snapshot = open_table(opts.path).snapshot()
+        snapshot = opts.open_table().snapshot()
         return spark_schema(stream_fields(snapshot, change_feed=opts.change_feed))
 
     def streamReader(self, schema: Any) -> DeltaStreamReader:
@@ -175,6 +186,7 @@ class _Context:
     schema_json: str
     fail_on_data_loss: bool
     change_feed: bool = False
+    storage: tuple[tuple[str, str], ...] = ()
 
 
 class _FilesPartition(InputPartition):
@@ -206,7 +218,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def tail(self) -> LogTail:
         if self._tail is None:
-            table = open_table(self.opts.path)
+            table = self.opts.open_table()
             latest = table.snapshot()
             declared = json.loads(self.schema_json)
             fields = stream_fields(latest, change_feed=self.opts.change_feed)
@@ -261,7 +273,7 @@ class DeltaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not files:
             return []
         context = _Context(tail.where, self._read_version, tail.protocol, tail.metadata, self.schema_json,
-                           self.opts.tail.fail_on_data_loss, self.opts.change_feed)
+                           self.opts.tail.fail_on_data_loss, self.opts.change_feed, self.opts.storage)
         out: list[_FilesPartition] = []
         group: list[IndexedFile] = []
         size = 0
@@ -322,13 +334,16 @@ def read_files(context: _Context, files: Sequence[IndexedFile]) -> Iterator[pa.R
 
     from deltalog.arrow.read import _resolve, read_file_rows
 
-    table = open_table(context.location)
+    table = open_table(context.location, storage_options=dict(context.storage))
     snap = file_reader_snapshot(table.store, context.protocol, context.metadata, version=context.version,
                                 table=table.location)
     target = to_arrow_schema(SparkStruct.fromJson(json.loads(context.schema_json)), timezone="UTC")
+    root = table.store.full_path("").rstrip("/") + "/"
     for f in files:
         local = _resolve(snap, f.add["path"])
-        if not os.path.exists(local):
+        present = os.path.exists(local) if "://" not in local else (
+            table.store.exists(local[len(root):]) if local.startswith(root) else True)
+        if not present:
             if context.fail_on_data_loss:
                 raise DeltaError(
                     f"[DELTA_FILE_NOT_FOUND] data file {f.add['path']} added in version {f.version} no longer exists "
