@@ -95,7 +95,6 @@ def test_change_feed_on_s3(spark: Any, s3: tuple[str, dict[str, str]]) -> None:
 
 def test_per_call_hadoop_settings_and_for_path_hadoop_conf(spark: Any, moto_server: Any) -> None:
     import emulators
-
     from deltalog.spark import DeltaTable
 
     bucket = emulators.new_bucket(moto_server)
