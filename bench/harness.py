@@ -217,7 +217,7 @@ class Result:
             goal = f"target >= {self.target:.2f}x"
         else:
             nums = f"deltalog {_fmt_s(self.deltalog_median)}, {self.anchor} {_fmt_s(self.anchor_median)}"
-            goal = f"target <= {self.target:.2f}x"
+            goal = f"target <= {self.target:.2f}x" if self.target != float("inf") else "no ratio target"
         verdict = "holds" if self.holds else "MISSED"
         limits = "".join(f"; {k} over {_fmt_limit(k, v)}" for k, v in self.limits.items() if k in self.failed_limits)
         return f"({self.workload}) {self.title}: {nums}, ratio {self.ratio:.2f}x ({goal}: {verdict}{limits})"

@@ -63,6 +63,8 @@ def _value(r: Result, v: float) -> str:
 
 
 def _target(r: Result) -> str:
+    if r.target == float("inf"):
+        return "reported" + "".join(f"; {k} < {v:g}" for k, v in r.limits.items())
     return f"≥ {r.target:.2g}×" if r.metric == "throughput" else f"≤ {r.target:.3g}×"
 
 
@@ -236,6 +238,19 @@ def _details(results: dict[str, Result]) -> list[str]:
     if f is not None and f.extra:
         variants = "; ".join(f"{k.removesuffix(' commits/s')} {v:,.1f}" for k, v in f.extra.items())
         out += ["", f"**(f) variants** (commits/s): {variants}."]
+    s3 = results.get("s3-load")
+    if s3 is not None and "deltalog_requests_per_load" in s3.extra:
+        out += ["", f"**(s3-load) requests per load** (counted in the emulator's log): deltalog "
+                f"{s3.extra['deltalog_requests_per_load']} (a LIST from the checkpoint, `_last_checkpoint`, the "
+                f"checkpoint, the commits after it; nothing per data file), delta-rs "
+                f"{s3.extra['deltars_requests_per_load']}."]
+    scan = results.get("s3-spark-scan")
+    if scan is not None and "requests_per_data_file" in scan.extra:
+        out += ["", f"**(s3-spark-scan) requests**: {scan.extra['requests_per_scan']:,} for "
+                f"{scan.params.get('files', 0):,} files, {scan.extra['requests_per_data_file']} per data file "
+                "(each small file is one GET holding footer and columns; no HEAD or LIST per file). The "
+                "emulator (one Python process sharing the 2 cores with Spark) serves the requests; on a real "
+                "store the Arrow tasks fetch 8 files at a time per task."]
     z = results.get("zorder")
     if z is not None and z.extra:
         x = z.extra

@@ -14,7 +14,9 @@ Scripts: ``log_load.py`` (workloads a-d and the scaling sweep), ``checkpoint_wri
 ``commit_rate.py`` (f), and in full runs only (so the CI smoke test never starts a JVM) the Spark
 workloads: ``spark_io.py`` (append and scan against plain Spark parquet) and, when present,
 ``zorder.py`` (selective queries before/after Z-order), ``dml_dv.py`` (DELETE with deletion vectors
-against copy-on-write) and ``streaming_latency.py`` (a Delta-to-Delta stream against Spark's file stream).
+against copy-on-write) and ``streaming_latency.py`` (a Delta-to-Delta stream against Spark's file stream);
+``object_store.py`` (S3 on a moto server: snapshot load and commit rate against delta-rs, and in full runs a
+Spark scan of a 10k-file table through deltalog's Arrow tasks).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ SCRIPTS: list[tuple[str, list[str], bool]] = [
     ("zorder.py", [], False),
     ("dml_dv.py", [], False),
     ("streaming_latency.py", [], False),
+    ("object_store.py", [], True),
 ]
 
 

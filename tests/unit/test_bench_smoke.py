@@ -28,6 +28,9 @@ def test_bench_quick_writes_results(tmp_path: Path) -> None:
         doc = json.loads((results / f"{workload}.json").read_text())
         assert doc["workload"] == workload and doc["quick"] is True
         assert doc["deltalog_median"] > 0 and doc["anchor_median"] > 0 and "holds" in doc
+    for workload in ("s3-load", "s3-commits"):  # the object-store workloads, on a moto server
+        doc = json.loads((results / f"{workload}.json").read_text())
+        assert doc["deltalog_median"] > 0 and doc["anchor_median"] > 0
     assert json.loads((results / "scale.json").read_text())["points"]
     assert (results / "profile" / "a.json").exists()
     assert report.exists() and (tmp_path / "performance_snapshot_load.png").exists()
