@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-faults lint typecheck conformance bench docs clean
+.PHONY: demo demo-s3 test test-faults lint typecheck conformance bench docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ $(AZURITE):
 demo: $(VENV)/.installed
 	$(PY) scripts/demo_spark.py
 	$(PY) scripts/demo.py
+
+# The object-store demo: a local S3 emulator (moto), the kernel, the CLI and Spark on s3:// / s3a://.
+demo-s3: $(VENV)/.installed
+	$(PY) scripts/demo_s3.py
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check --no-cache src tests bench scripts

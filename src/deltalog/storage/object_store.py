@@ -57,6 +57,16 @@ OBJECT_SCHEMES = S3_SCHEMES + AZURE_SCHEMES + GCS_SCHEMES
 # Names the Delta log gives its own files: never directories, never below a file.
 _LOG_NAME = re.compile(r"(^|/)_delta_log/(\d{20}\..*|_last_checkpoint|_sidecars/[^/]+|_staged_commits/[^/]+)$")
 _PART_SIZE = 10 * 1024 * 1024
+#: Where credentials can come from, per provider (for the error that says what to configure).
+_CREDENTIAL_HINTS = {
+    "s3": "storage options AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (and AWS_REGION, AWS_ENDPOINT_URL), in Spark "
+          "spark.hadoop.fs.s3a.access.key / secret.key, or the AWS environment and credential chain",
+    "azure": "storage options AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_KEY or "
+             "AZURE_CLIENT_ID / AZURE_CLIENT_SECRET / AZURE_TENANT_ID, in Spark "
+             "spark.hadoop.fs.azure.account.key.<account>.dfs.core.windows.net, or the Azure environment",
+    "gcs": "storage option GOOGLE_SERVICE_ACCOUNT (a key file), in Spark "
+           "spark.hadoop.fs.gs.auth.service.account.json.keyfile, or GOOGLE_APPLICATION_CREDENTIALS",
+}
 _COMMIT = re.compile(r"^(?:.*/)?_delta_log/(\d{20}\.json)$")
 _CONDITIONAL_MODES = {
     "auto": "auto", "probe": "probe", "enabled": "enabled", "true": "enabled", "etag": "enabled",
@@ -111,6 +121,10 @@ class ObjectLogStore:
         >>> ObjectLogStore("s3://bucket/t", {"AWS_REGION": "us-east-1"}).root                 # doctest: +SKIP
         's3://bucket/t'
     """
+
+    #: A request that failed on the client may still be applied by the service later (a put is not known
+    #: to have failed just because its answer never came); committers keep files in that case.
+    delayed_writes = True
 
     def __init__(self, location: str, options: StorageOptions | None = None) -> None:
         import obstore.store as obs
@@ -223,7 +237,7 @@ class ObjectLogStore:
             detail = f" ({status}{' ' + code if code else ''})" if status else ""
             return StoragePermissionError(
                 f"the {self.provider} store refused to {verb} {path or 'the table'}{detail} while {doing} it: check "
-                "the credentials (storage options, environment or credential chain) and their permissions", **where)
+                f"the credentials -- {_CREDENTIAL_HINTS[self.provider]} -- and their permissions", **where)
         if (status is not None and (status == 429 or status >= 500)) or _transient(exc):
             detail = f"{status} {code or ''}".strip() if status else type(exc).__name__
             return StorageUnavailableError(

@@ -129,6 +129,15 @@ def publish(txn: Transaction, version: int, payload: bytes) -> bool:
         if outcome == TAKEN:
             return False
         assert error is not None  # ABSENT only comes from a put that raised
+        if getattr(txn.store, "delayed_writes", False):
+            # On an object store a failed request may still be applied later: keep the data files it would
+            # reference (VACUUM removes them if it never lands), and say so.
+            txn._outcome = "kept"
+            error.add_note(
+                f"deltalog: {commit_path(version)} was not there when read back, so nothing was committed; the data "
+                "files written for it were kept in case the failed request is still applied (VACUUM removes them "
+                "otherwise)"
+            )
         if isinstance(error, StorageError) or not isinstance(error, OSError):
             raise error
         raise StorageIOError(

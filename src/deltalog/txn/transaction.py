@@ -174,7 +174,8 @@ class Transaction:
         self._protocol: list[Protocol] = []
         self._committed = False
         #: Whether a commit file of this transaction may exist: "pending" (no put attempted, or every
-        #: attempt lost to another writer), "landed", or "unknown" (a put failed and could not be read back).
+        #: attempt lost to another writer), "landed", "unknown" (a put failed and could not be read back)
+        #: or "kept" (a failed put on an object store, absent when read back but possibly applied later).
         self._outcome = "pending"
         self._committed_version: int | None = None
 
