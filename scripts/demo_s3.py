@@ -27,9 +27,8 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the emulator helpers the test suite uses
 
-import emulators  # noqa: E402
-
 import deltalog  # noqa: E402
+import emulators  # noqa: E402
 
 
 def kernel(uri: str, options: dict[str, str]) -> None:
@@ -76,7 +75,8 @@ def spark(bucket: str, emulator: emulators.Emulator) -> None:
         updates = session.range(990, 1010).selectExpr("id", "id % 4 as region", "-1.0 as amount")
         (DeltaTable.forPath(session, uri).alias("t").merge(updates.alias("s"), "t.id = s.id")
          .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
-        print("after MERGE:", session.read.format("delta").load(uri).filter("amount = -1").count(), "rows updated/added")
+        changed = session.read.format("delta").load(uri).filter("amount = -1").count()
+        print("after MERGE:", changed, "rows updated/added")
         DeltaTable.forPath(session, uri).optimize().executeCompaction()
         copy = f"s3a://{bucket}/spark/orders_copy"
         with tempfile.TemporaryDirectory() as checkpoint:
