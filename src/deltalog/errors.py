@@ -212,6 +212,10 @@ class StorageError(DeltaError, OSError):
 is still at version 3 [table /data/t, file part-0.parquet]
     """
 
+    #: Whether the failed request may still have been (or be) carried out by the store: False for refusals
+    #: made before anything was sent.
+    request_may_apply: bool = True
+
     def __init__(
         self,
         message: str,
@@ -351,3 +355,5 @@ class ConditionalPutUnsupportedError(StorageError):
         >>> issubclass(ConditionalPutUnsupportedError, StorageError)
         True
     """
+
+    request_may_apply = False  # refused before the commit was sent

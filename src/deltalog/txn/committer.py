@@ -129,7 +129,7 @@ def publish(txn: Transaction, version: int, payload: bytes) -> bool:
         if outcome == TAKEN:
             return False
         assert error is not None  # ABSENT only comes from a put that raised
-        if getattr(txn.store, "delayed_writes", False):
+        if getattr(txn.store, "delayed_writes", False) and getattr(error, "request_may_apply", True):
             # On an object store a failed request may still be applied later: keep the data files it would
             # reference (VACUUM removes them if it never lands), and say so.
             txn._outcome = "kept"
