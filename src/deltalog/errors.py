@@ -102,6 +102,16 @@ class InvalidArgumentError(DeltaError, ValueError):
     """A caller passed an option the operation cannot accept (unknown mode, bad filter, ...)."""
 
 
+class SqlSyntaxError(InvalidArgumentError):
+    """A Delta SQL statement (``VACUUM``, ``DESCRIBE HISTORY``, ...) that does not parse; at the Spark API it
+    is also PySpark's ``ParseException``, as delta-spark's parser raises.
+
+    Example:
+        >>> str(SqlSyntaxError("[PARSE_SYNTAX_ERROR] a table name is missing in: DESCRIBE HISTORY"))
+        '[PARSE_SYNTAX_ERROR] a table name is missing in: DESCRIBE HISTORY'
+    """
+
+
 # --------------------------------------------------------------------------------- conflicts
 
 

@@ -412,6 +412,33 @@ class Table:
 
         return drop_constraint(self, name, if_exists=if_exists, clock=clock)
 
+    def add_columns(self, fields: Sequence[Any], *, clock: Callable[[], int] | None = None) -> CommitResult:
+        """Append nullable columns (``StructField`` s) in one ``ADD COLUMNS`` commit.
+
+        Example:
+            >>> from deltalog.protocol.schema import PrimitiveType, StructField
+            >>> Table("/data/events").add_columns([StructField("note", PrimitiveType("string"), True, {})])
+            ... # doctest: +SKIP
+        """
+        from deltalog.commands.columns import add_columns
+
+        return add_columns(self, fields, clock=clock)
+
+    def change_column(
+        self, name: str, *, comment: str | None = None, nullable: bool | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> CommitResult:
+        """Change a column's comment or nullability in one ``CHANGE COLUMN`` commit (``nullable=False``
+        checks that no row holds a null).
+
+        Example:
+            >>> Table("/data/events").change_column("note", comment="free text").operation  # doctest: +SKIP
+            'CHANGE COLUMN'
+        """
+        from deltalog.commands.columns import change_column
+
+        return change_column(self, name, comment=comment, nullable=nullable, clock=clock)
+
 
 def _is_checkpoint_file(file: str, segment: LogSegment) -> bool:
     return any(file == p.path for p in segment.checkpoint) or "/_sidecars/" in file

@@ -42,7 +42,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     src = str(Path(deltalog.__file__).resolve().parent.parent)
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -51,7 +51,9 @@ def spark() -> Iterator[Any]:
     os.environ["PYTHONPATH"] = os.pathsep.join([src, *[p for p in paths if os.path.abspath(p) != src]])
     from deltalog.spark import local_session
 
-    session = local_session("deltalog-spark-tests", conf={"spark.sql.session.timeZone": "UTC"})
+    warehouse = tmp_path_factory.mktemp("warehouse")  # managed catalog tables (never the working directory)
+    session = local_session("deltalog-spark-tests", conf={"spark.sql.session.timeZone": "UTC",
+                                                          "spark.sql.warehouse.dir": str(warehouse)})
     yield session
     session.stop()
 

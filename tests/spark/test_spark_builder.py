@@ -101,8 +101,8 @@ def test_builder_errors(spark: Any, tmp_path: Path) -> None:
     from pyspark.sql.types import LongType, StructField, StructType
 
     p = str(tmp_path / "t")
-    with pytest.raises(InvalidArgumentError, match="catalog"):
-        DeltaTable.create(spark).tableName("events")
+    with pytest.raises(TypeError):
+        DeltaTable.create(spark).tableName(3)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="location"):
         DeltaTable.create(spark).addColumn("id", "long").execute()
     with pytest.raises(InvalidArgumentError, match="DELTA_SCHEMA_NOT_PROVIDED"):

@@ -16,7 +16,7 @@ import pytest
 from sparkutil import rows, version
 
 import deltalog
-from deltalog.errors import InvalidArgumentError, SchemaError
+from deltalog.errors import InvalidArgumentError, SchemaError, TableNotFoundError
 from deltalog.spark import DeltaTable
 
 pytestmark = pytest.mark.spark
@@ -156,8 +156,8 @@ def test_for_name_with_a_delta_path_and_the_delta_tables_names(spark: Any, tmp_p
     assert isinstance(dt.alias("t").merge(frame(spark, 0, 1).alias("s"), "t.id = s.id"), DeltaMergeBuilder)
     assert isinstance(dt.optimize(), DeltaOptimizeBuilder)
     assert isinstance(PortedDeltaTable.create(spark), DeltaTableBuilder)
-    with pytest.raises(InvalidArgumentError, match="needs a catalog"):
-        PortedDeltaTable.forName(spark, "events")
+    with pytest.raises(TableNotFoundError, match="DELTA_MISSING_DELTA_TABLE"):
+        PortedDeltaTable.forName(spark, "no_such_table_anywhere")
 
 
 def test_errors_are_pyspark_exceptions_for_ported_except_clauses(spark: Any, tmp_path: Path) -> None:

@@ -267,9 +267,13 @@ def _plan(
     name: str | None,
     description: str | None,
     clock: Callable[[], int],
+    replace: bool = False,
 ) -> _Plan:
+    """What a write commits: schema, partitioning, properties, protocol. ``replace`` (``REPLACE TABLE`` /
+    ``CREATE OR REPLACE``): the table's properties become exactly ``properties``, as when it was created."""
     loc = table.location
-    change = _property_change(properties, snapshot, loc)
+    change = _property_change(properties if not replace else dict(properties or {}), None if replace else snapshot,
+                              loc)
     if snapshot is None:
         schema, _ = resolve_schema(StructType(), arrow_schema, "overwrite", table=loc)
         parts = list(partition_by or [])
@@ -295,6 +299,8 @@ def _plan(
     _check_partition_columns(schema, parts, loc)
     _check_new_constraints(change, schema, loc)
     conf = change.configuration if change is not None else dict(old.configuration)
+    if replace:
+        conf = dict(change.configuration) if change is not None else {}
     meta_changed = (
         changed
         or conf != dict(old.configuration)

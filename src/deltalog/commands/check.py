@@ -20,7 +20,7 @@ readers, worth knowing):
   outside the table root on another file system cannot be checked and are counted as unchecked.
 
 :func:`repair_table` removes the log entries of missing data files in one commit through the
-transaction API (a ``DELETE`` whose predicate names the repair; see :data:`REPAIR_OPERATION`).
+transaction API (an ``FSCK`` commit, as delta-spark's ``FSCK REPAIR TABLE`` makes).
 
 Example:
     >>> import deltalog
@@ -54,21 +54,18 @@ from deltalog.log.crc import read_crc, verify_crc
 from deltalog.log.paths import LAST_CHECKPOINT, LOG_DIR, LogFile
 from deltalog.log.segment import complete_checkpoints, list_log, read_last_checkpoint
 from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor, local_path
-from deltalog.txn.operations import Delete
+from deltalog.txn.operations import Fsck
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.table import Table
     from deltalog.txn.commit import CommitResult
 
-__all__ = ["REPAIR_OPERATION", "CheckReport", "Problem", "Progress", "RepairResult", "check_table", "repair_table"]
+__all__ = ["CheckReport", "Problem", "Progress", "RepairResult", "check_table", "repair_table"]
 
 #: ``progress(phase, done, total)``: called as work advances (``total`` is ``None`` when unknown).
 Progress = Callable[[str, int, "int | None"], None]
 
-#: The operation a repair commits. There is no FSCK operation in :mod:`deltalog.txn.operations` yet;
-#: a ``DELETE`` is the closest (it removes files, rewrites nothing, and needs no change data files).
-REPAIR_OPERATION = Delete(predicate="FSCK REPAIR TABLE: remove entries of data files missing from storage")
 
 _PROGRESS_EVERY = 2000
 
@@ -558,11 +555,11 @@ def repair_table(
     options: dict[str, Any] = {"snapshot": snapshot}
     if clock is not None:
         options["clock"] = clock
-    txn = start_transaction(table, REPAIR_OPERATION, **options)
+    txn = start_transaction(table, Fsck(num_removed_files=len(removed)), **options)
     txn.read_files(removed)
     txn.remove_files(rows)
     deleted_rows = sum(_num_records(r.get("stats")) for r in rows)
-    result = txn.commit(metrics={"numDeletedRows": deleted_rows, "numCopiedRows": 0})
+    result = txn.commit(metrics={"numRemovedFiles": len(removed), "numDeletedRows": deleted_rows})
     return RepairResult(version=result.version, removed=removed, commit=result)
 
 

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from deltalog.errors import DeltaError, InvalidArgumentError, StorageError
+from deltalog.errors import DeltaError, InvalidArgumentError, SqlSyntaxError, StorageError
 from deltalog.txn.conflicts import ConcurrentModificationException
 
 __all__ = ["as_spark_error", "spark_errors", "spark_errors_class"]
@@ -48,7 +48,11 @@ def _spark_class(cls: type[DeltaError]) -> type:
         if found is not None:
             return found
         bases: tuple[type, ...] = (cls, AnalysisException)
-        if issubclass(cls, InvalidArgumentError):
+        if issubclass(cls, SqlSyntaxError):
+            from pyspark.errors import ParseException
+
+            bases = (cls, ParseException)
+        elif issubclass(cls, InvalidArgumentError):
             bases = (cls, AnalysisException, IllegalArgumentException)
         made = type(cls.__name__, bases, {"__module__": __name__, "__reduce__": _reduce_for(cls)})
         _CLASSES[cls] = made

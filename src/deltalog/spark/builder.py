@@ -10,7 +10,8 @@ kernel transaction (``CREATE TABLE``, ``REPLACE TABLE`` or ``CREATE OR REPLACE T
   the feature and ``delta.minReaderVersion`` / ``delta.minWriterVersion`` raise the protocol, neither
   is stored in the configuration; properties that need a feature upgrade the protocol;
 * a replace removes every file, keeps the table id and never lowers the protocol;
-* ``tableName`` needs a catalog, which deltalog's Spark engine does not provide: use ``location``.
+* ``tableName`` registers the table in the session's catalog (``USING delta``; managed unless a
+  ``location`` is given); an existing catalog Delta table is replaced at its location.
 
 Column types are DDL strings (``"INT"``, ``"decimal(10,2)"``, ``"array<string>"``), parsed by Spark, or
 ``pyspark.sql.types`` objects; a column comment is stored in the field's ``comment`` metadata, as
@@ -206,25 +207,26 @@ class DeltaTableBuilder:
         self._fields: list[dict[str, Any]] = []
         self._partitions: list[str] = []
         self._properties: dict[str, str] = {}
+        self._name: str | None = None
 
     def __repr__(self) -> str:
         return f"DeltaTableBuilder({self._mode}, location={self._location!r})"
 
     def tableName(self, identifier: str) -> DeltaTableBuilder:
-        """Not supported: a table name needs a catalog, which deltalog's Spark engine does not provide.
+        """The table's catalog name: ``execute()`` registers it (``USING delta``) in the session's catalog,
+        at ``location`` when given, else at the managed location under ``spark.sql.warehouse.dir``.
 
         Example:
-            >>> DeltaTable.create(spark).tableName("events")                            # doctest: +SKIP
-            Traceback (most recent call last):
-            ...
-            deltalog.errors.InvalidArgumentError: ...
+            >>> DeltaTable.create(spark).tableName("events").addColumn("id", "long").execute()  # doctest: +SKIP
+            DeltaTable('/spark-warehouse/events')
         """
         if not isinstance(identifier, str):
             raise _type_error("Identifier must be str.", identifier)
-        raise InvalidArgumentError(
-            f"tableName({identifier!r}) needs a catalog, which deltalog's Spark engine does not provide yet; "
-            "give the table's path with location(path)"
-        )
+        from deltalog.spark.sql.catalog import parse_name
+
+        parse_name(identifier)  # validates
+        self._name = identifier
+        return self
 
     def location(self, location: str) -> DeltaTableBuilder:
         """The table's directory.
@@ -340,11 +342,10 @@ class DeltaTableBuilder:
         """
         from deltalog.spark.table import DeltaTable
 
+        if self._name is not None:
+            return self._execute_named(self._name)
         if self._location is None:
-            raise InvalidArgumentError(
-                "the table needs a location: call location(path) (tableName needs a catalog, which deltalog's "
-                "Spark engine does not provide yet)"
-            )
+            raise InvalidArgumentError("the table needs a name or a location: call tableName(name) or location(path)")
         table = open_table(self._location)
         loc = table.location
         try:
@@ -369,6 +370,42 @@ class DeltaTableBuilder:
             _check_new_location(table)
         self._commit(table, snapshot)
         return DeltaTable(self._spark, loc)
+
+    def _execute_named(self, identifier: str) -> DeltaTable:
+        """``execute()`` for a catalog name: the table at the entry's location, registering a new entry."""
+        from deltalog.spark.sql.catalog import forget, lookup, parse_name, raw_sql
+        from deltalog.spark.sql.ddl import _CreateSpec, _register
+
+        name = parse_name(identifier)
+        entry = lookup(self._spark, name)
+        if entry is not None and not entry.is_delta:
+            raise InvalidArgumentError(
+                f"[DELTA_TABLE_ONLY_OPERATION] {identifier} exists and is not a Delta table (provider "
+                f"{entry.provider})", table=identifier)
+        if entry is not None:
+            if self._mode == "create":
+                raise TableExistsError(f"[DELTA_TABLE_ALREADY_EXISTS] Table {identifier} already exists; use "
+                                       "createIfNotExists, replace or createOrReplace", table=identifier)
+            self._location, self._name = entry.location, None
+            return self.execute()
+        if self._mode == "replace":
+            raise TableNotFoundError(
+                f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table {identifier} cannot be replaced as it does not exist; "
+                "use createOrReplace to create it", table=identifier)
+        from deltalog.spark._common import spark_schema
+
+        schema = parse_schema(json.dumps({"type": "struct", "fields": self._fields}), table=identifier)
+        spec = _CreateSpec(partitions=list(self._partitions), comment=self._comment)
+        location, _ = _register(self._spark, name, spark_schema(list(schema.fields)), spec, self._location)
+        try:
+            self._location, self._name = location, None
+            result = self.execute()
+        except BaseException:
+            raw_sql(self._spark, f"DROP TABLE IF EXISTS {name.sql()}")
+            raise
+        finally:
+            forget(self._spark, name)
+        return result
 
     def _commit(self, table: Table, snapshot: Snapshot | None) -> None:
         loc = table.location

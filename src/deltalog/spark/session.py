@@ -11,12 +11,13 @@ writes themselves are ordinary Spark jobs (a parquet scan, ``mapInArrow``). A Py
 not chosen: it cannot prune columns, rejects ``errorifexists``/``ignore`` and ``partitionBy``, and its
 commit runs in a separate worker process (see ``NOTES.md``).
 
-Limits of the routing: it covers ``spark.read.format("delta")...load(path)`` and
-``df.write.format("delta")...save(path)`` (and the ``format=`` arguments of ``load``/``save``), and for
+What the routing covers: ``spark.read.format("delta")...load(path)`` and
+``df.write.format("delta")...save(path)`` (and the ``format=`` arguments of ``load``/``save``), for
 Structured Streaming ``spark.readStream.format("delta")...load(path)`` (a Python streaming data source,
 :mod:`deltalog.spark.streaming.source`) and ``df.writeStream.format("delta")...start(path)``
-(``foreachBatch`` with idempotent commits, :mod:`deltalog.spark.streaming.sink`); catalog tables
-(``saveAsTable``, ``spark.table``, ``toTable``) and SQL (``delta.`/path```) are not routed.
+(``foreachBatch`` with idempotent commits, :mod:`deltalog.spark.streaming.sink`), catalog tables
+(``saveAsTable``, ``insertInto``, ``writeTo``, ``toTable``, ``spark.table``, ``spark.read.table``:
+:mod:`deltalog.spark.sql.tables`) and SQL (:mod:`deltalog.spark.sql`).
 Executors must be able to import deltalog (same interpreter via ``PYSPARK_PYTHON``, or shipped with
 ``spark.submit.pyFiles``).
 
@@ -200,10 +201,19 @@ def register(spark: Any) -> Any:
         1000
     """
     _install()
+    from deltalog.spark.sql import install as install_sql
+
+    install_sql()
     try:  # the streaming source; load() registers it too, so a session without Python data sources still works
         from deltalog.spark.streaming import register_source
 
         register_source(spark)
+    except Exception:
+        pass
+    try:  # the provider of catalog tables USING delta (deltalog reads and writes them itself)
+        from deltalog.spark.sql.catalog import ensure_source
+
+        ensure_source(spark)
     except Exception:
         pass
     for key in _RUNTIME_CONF:
@@ -288,6 +298,13 @@ def _is_delta(source: Any) -> bool:
     return isinstance(source, str) and source.strip().lower() == "delta"
 
 
+def _with_spark_errors(make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Callable[..., Any]:
+    def wrapped(original: Callable[..., Any]) -> Callable[..., Any]:
+        return spark_errors(make(original))
+
+    return wrapped
+
+
 def _patch(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
     original = getattr(cls, name)
     _ORIGINALS[(cls, name)] = original
@@ -307,17 +324,20 @@ def _install() -> None:
         patches = [
             (readers, [*recording, ("schema", _recording_schema), ("load", _routed_load)]),
             (writers, [*recording, ("mode", _recording_mode), ("partitionBy", _recording_partition_by),
-                       ("save", _routed_save), ("saveAsTable", _refused_for_delta("saveAsTable")),
-                       ("insertInto", _refused_for_delta("insertInto"))]),
+                       ("save", _routed_save)]),
             (stream_readers, [*recording, ("schema", _recording_schema), ("load", _routed_stream_load)]),
             (stream_writers, [*recording, ("outputMode", _recording_output_mode),
-                              ("partitionBy", _recording_partition_by), ("start", _routed_start),
-                              ("toTable", _refused_for_delta("toTable"))]),
+                              ("partitionBy", _recording_partition_by), ("foreachBatch", _recording_foreach),
+                              ("foreach", _recording_foreach), ("start", _routed_start)]),
         ]
         for classes, methods in patches:
             for cls in classes:
                 for name, make in methods:
                     _patch(cls, name, make)
+        from deltalog.spark.sql.routing import patches as catalog_patches
+
+        for cls, name, make in catalog_patches():  # catalog tables: saveAsTable, spark.table, writeTo, ...
+            _patch(cls, name, _with_spark_errors(make))
 
 
 def _recording_format(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -367,6 +387,16 @@ def _recording_output_mode(original: Callable[..., Any]) -> Callable[..., Any]:
         return original(self, outputMode)
 
     return outputMode
+
+
+def _recording_foreach(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``foreachBatch`` / ``foreach``: Spark then ignores the format, and so does deltalog's routing."""
+
+    def foreach(self: Any, f: Any) -> Any:
+        _state(self)["foreach"] = True
+        return original(self, f)
+
+    return foreach
 
 
 def _recording_partition_by(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -445,7 +475,7 @@ def _routed_start(original: Callable[..., Any]) -> Callable[..., Any]:
         queryName: Any = None, **options: Any,
     ) -> Any:
         state = _state(self)
-        if not _is_delta(format if format is not None else state["format"]):
+        if not _is_delta(format if format is not None else state["format"]) or state.get("foreach"):
             return original(self, path, format, outputMode, partitionBy, queryName, **options)
         from deltalog.spark.streaming.sink import sink_batch_function
 
@@ -497,16 +527,3 @@ def _routed_save(original: Callable[..., Any]) -> Callable[..., Any]:
     return spark_errors(save)
 
 
-def _refused_for_delta(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    def make(original: Callable[..., Any]) -> Callable[..., Any]:
-        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if _is_delta(kwargs.get("format", _state(self)["format"])):
-                raise InvalidArgumentError(
-                    f"{name}() with format('delta') needs a catalog, which deltalog's Spark engine does not "
-                    "provide yet; write to a path with save(path)"
-                )
-            return original(self, *args, **kwargs)
-
-        return method
-
-    return make

@@ -155,6 +155,7 @@ class DeltaTable:
         self._spark = spark
         self._table = open_table(path)
         self._alias = alias
+        self._catalog_name: str | None = None  # spark_catalog.db.t for tables found through the catalog
 
     def __repr__(self) -> str:
         return f"DeltaTable({self._table.location!r})"
@@ -229,20 +230,30 @@ class DeltaTable:
 
     @classmethod
     def forName(cls, sparkSession: Any, tableOrViewName: str) -> DeltaTable:
-        """The table named ``delta.`/path/to/table``` (as in delta-spark, the same as :meth:`forPath`);
-        catalog names are not supported yet: deltalog's Spark engine has no catalog.
+        """The Delta table of a catalog name (``events``, ``db.events``) or ``delta.`/path```; raises
+        :class:`~deltalog.errors.TableNotFoundError` (``[DELTA_MISSING_DELTA_TABLE]``) when there is no such
+        table and ``[DELTA_TABLE_ONLY_OPERATION]`` when it is not a Delta table.
 
         Example:
-            >>> DeltaTable.forName(spark, "delta.`/data/events`")              # doctest: +SKIP
-            DeltaTable('/data/events')
+            >>> DeltaTable.forName(spark, "events")                             # doctest: +SKIP
+            DeltaTable('/spark-warehouse/events')
         """
-        name = tableOrViewName.strip() if isinstance(tableOrViewName, str) else ""
+        if not isinstance(tableOrViewName, str):
+            raise ValueError(f"tableOrViewName needs to be a string but got '{type(tableOrViewName)}'.")
+        name = tableOrViewName.strip()
         if name.lower().startswith("delta.`") and name.endswith("`") and len(name) > len("delta.``"):
             return cls.forPath(sparkSession, name[len("delta.`"):-1].replace("``", "`"))
-        raise InvalidArgumentError(
-            f"DeltaTable.forName({tableOrViewName!r}) needs a catalog, which deltalog's Spark engine does not "
-            "provide yet; use DeltaTable.forPath(spark, path) or the name delta.`path`"
-        )
+        from deltalog.spark.sql.catalog import require_delta
+
+        try:
+            entry = require_delta(sparkSession, name)
+        except TableNotFoundError:
+            raise TableNotFoundError(
+                f"[DELTA_MISSING_DELTA_TABLE] {name} is not a Delta table: no such table in the catalog", table=name
+            ) from None
+        table = cls.forPath(sparkSession, entry.location)
+        table._catalog_name = entry.name.full()
+        return table
 
     # ----------------------------------------------------------------------------- create / replace
 
@@ -399,7 +410,7 @@ class DeltaTable:
         row = {
             "format": "delta",
             "id": md.id,
-            "name": md.name,
+            "name": self._catalog_name or md.name,
             "description": md.description,
             "location": _location_uri(self._table.location),
             "createdAt": _millis(md.createdTime),

@@ -77,7 +77,7 @@ from deltalog.spark.idempotent import session_txn
 from deltalog.spark.replace_where import ReplaceWhere, overwrite_where, parse_replace_where
 from deltalog.storage import LocalLogStore, LogStore
 from deltalog.storage.log_store import StoreRef
-from deltalog.txn.operations import Write
+from deltalog.txn.operations import CreateTableAsSelect, Write
 from deltalog.txn.predicates import ReadPredicate
 from deltalog.txn.transaction import CommitResult, Transaction
 from deltalog.txn.writer_features import check_never_writable
@@ -544,9 +544,14 @@ def write(
     *,
     mode: str | None = "errorifexists",
     partitionBy: str | Sequence[str] | None = None,
+    _statement: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> WriteResult:
     """Write ``df`` to the Delta table at ``path`` (created if missing) and commit one version.
+
+    (``_statement`` is for deltalog's SQL front end: the ``kind`` of a create-as-select statement, its
+    ``description``, its table ``properties`` (any keys) and whether the table is ``managed``; they name
+    the commit as delta-spark does.)
 
     ``mode``: ``errorifexists`` (default; also ``error``/``default``), ``append``, ``overwrite`` or
     ``ignore``. Options (case-insensitive, values may be strings as with ``.option()``):
@@ -578,6 +583,8 @@ def write(
     spark = session_of(df)
     opts = _parse_options(mode, with_defaults(options, write_defaults(spark)), loc)  # delta-spark's session settings
     parts = [partitionBy] if isinstance(partitionBy, str) else (list(partitionBy) if partitionBy else None)
+    if _statement is not None:  # CREATE [OR REPLACE] ... AS SELECT: its PARTITIONED BY (or none) is the partitioning
+        parts = parts or []
     try:
         snapshot: Snapshot | None = table.snapshot()
     except TableNotFoundError:
@@ -592,7 +599,7 @@ def write(
         return WriteResult(version=snapshot.version, skipped=True, skip_reason="table exists")
     if snapshot is not None:
         check_never_writable(snapshot.protocol, table=loc, version=snapshot.version)  # e.g. variantType
-    properties = opts.properties
+    properties = {**opts.properties, **dict((_statement or {}).get("properties") or {})}
     if snapshot is None:  # spark.databricks.delta.properties.defaults.* apply to the tables a write creates
         properties = {**default_properties(spark), **properties}
     txn_id = opts.txn if opts.txn is not None else session_txn(spark)
@@ -608,14 +615,21 @@ def write(
         predicate=list(where.simple) if fast and where is not None and where.simple is not None else None,
         properties=properties or None,
         name=None,
-        description=None,
+        description=(_statement or {}).get("description"),
         clock=_now_ms,
+        replace=_statement is not None and "REPLACE" in str(_statement.get("kind", "")),
     )
-    op = Write(
+    op: Write = Write(
         mode=_OP_MODES[opts.mode],
         partition_by=tuple(plan.metadata.partitionColumns),
         predicate=[where.text] if where is not None else None,
     )
+    if _statement is not None:  # CREATE [OR REPLACE] TABLE ... AS SELECT
+        op = CreateTableAsSelect(
+            mode=op.mode, partition_by=op.partition_by, kind=str(_statement["kind"]),
+            description=_statement.get("description"), properties=dict(properties or {}),
+            managed=bool(_statement.get("managed")),
+        )
     txn = Transaction(table.store, snapshot, op, table=loc, user_metadata=opts.user_metadata)
     if txn_id is not None:
         have = txn.txn_version(txn_id[0])

@@ -29,12 +29,16 @@ from typing import Any, ClassVar
 from deltalog.errors import InvalidArgumentError
 
 __all__ = [
+    "AddColumns",
     "AddConstraint",
+    "ChangeColumn",
     "Clone",
     "Convert",
     "CreateTable",
+    "CreateTableAsSelect",
     "Delete",
     "DropConstraint",
+    "Fsck",
     "Merge",
     "Operation",
     "Optimize",
@@ -313,6 +317,29 @@ class Delete(Operation):
             "numDeletedRows",
             "numCopiedRows",
         )
+
+
+@dataclass(frozen=True)
+class Fsck(Operation):
+    """``FSCK REPAIR TABLE``: removes the log entries of data files missing from storage (no rows are
+    rewritten; the removed entries' rows are gone with their files).
+
+    Example:
+        >>> Fsck(num_removed_files=2).parameters()
+        {'numRemovedFiles': '2'}
+    """
+
+    num_removed_files: int = 0
+    NAME: ClassVar[str] = "FSCK"
+    WRITES_DATA_FILES: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """How many entries the repair removes."""
+        return {"numRemovedFiles": str(self.num_removed_files)}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Files removed and the rows they held."""
+        return ("numRemovedFiles", "numDeletedRows")
 
 
 @dataclass(frozen=True)
@@ -597,3 +624,78 @@ class VacuumEnd(Operation):
     def metric_names(self) -> tuple[str, ...]:
         """Metrics are supplied by the vacuum command."""
         return ()
+
+
+@dataclass(frozen=True)
+class AddColumns(Operation):
+    """``ADD COLUMNS``: ``columns`` are the new fields' JSON objects (``{"name":..., "type":...}``).
+
+    Example:
+        >>> AddColumns(columns=({"name": "z", "type": "integer", "nullable": True, "metadata": {}},)).parameters()
+        {'columns': '[{"column":{"name":"z","type":"integer","nullable":true,"metadata":{}}}]'}
+    """
+
+    columns: tuple[Mapping[str, Any], ...] = ()
+    NAME: ClassVar[str] = "ADD COLUMNS"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """The added columns, as delta-spark records them."""
+        return {"columns": _json([{"column": dict(c)} for c in self.columns])}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """No metrics."""
+        return ()
+
+
+@dataclass(frozen=True)
+class ChangeColumn(Operation):
+    """``CHANGE COLUMN``: a column's comment or nullability changed (its new JSON object in ``column``).
+
+    Example:
+        >>> ChangeColumn(column={"name": "z", "type": "integer", "nullable": False, "metadata": {}}).name
+        'CHANGE COLUMN'
+    """
+
+    column: Mapping[str, Any] = field(default_factory=dict)
+    NAME: ClassVar[str] = "CHANGE COLUMN"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """The column as it is now."""
+        return {"column": _json(dict(self.column))}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """No metrics."""
+        return ()
+
+
+@dataclass(frozen=True)
+class CreateTableAsSelect(Write):
+    """``CREATE TABLE AS SELECT`` (or ``REPLACE TABLE AS SELECT`` / ``CREATE OR REPLACE TABLE AS SELECT``,
+    named by ``kind``): a write that creates or replaces the table with a query's rows.
+
+    Example:
+        >>> op = CreateTableAsSelect(mode="ErrorIfExists", kind="CREATE TABLE AS SELECT", managed=True)
+        >>> op.name, op.parameters()["isManaged"]
+        ('CREATE TABLE AS SELECT', 'true')
+    """
+
+    kind: str = "CREATE TABLE AS SELECT"
+    description: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict)
+    managed: bool = False
+
+    @property
+    def name(self) -> str:
+        """The statement that wrote the table."""
+        return self.kind
+
+    def parameters(self) -> dict[str, str | None]:
+        """As delta-spark records a create-as-select: managed flag, description, partitioning, properties."""
+        return {
+            "isManaged": "true" if self.managed else "false",
+            "description": self.description,
+            "partitionBy": _json(list(self.partition_by)),
+            "properties": _json(dict(self.properties)),
+        }

@@ -1,0 +1,155 @@
+"""``ADD COLUMNS`` and ``CHANGE COLUMN``: schema changes that rewrite no data.
+
+* :func:`add_columns` appends top-level columns (nullable: existing rows read them as null) in one
+  ``ADD COLUMNS`` commit; a name already in the table (any case, as Spark resolves columns) is refused.
+* :func:`change_column` changes a top-level column's comment, or its nullability: ``nullable=True`` drops
+  ``NOT NULL``; ``nullable=False`` sets it after checking that no live row holds a null there (delta-spark
+  does the same), in one ``CHANGE COLUMN`` commit.
+
+Both read the table as a transaction that depends on the whole table (a concurrent write conflicts with
+a nullability change; metadata changes conflict with each other).
+
+Example:
+    >>> import deltalog
+    >>> from deltalog.protocol.schema import PrimitiveType, StructField
+    >>> t = deltalog.Table("/data/events")                                                  # doctest: +SKIP
+    >>> add_columns(t, [StructField("note", PrimitiveType("string"), True, {})]).operation  # doctest: +SKIP
+    'ADD COLUMNS'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.compute as pc
+
+from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
+from deltalog.protocol.schema import StructField, StructType
+from deltalog.txn.constraints import ConstraintViolationError
+from deltalog.txn.operations import AddColumns, ChangeColumn
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+    from deltalog.table import Table
+    from deltalog.txn.commit import CommitResult
+
+__all__ = ["add_columns", "change_column"]
+
+
+def _field_obj(f: StructField) -> dict[str, Any]:
+    obj: dict[str, Any] = json.loads(StructType((f,)).to_json())["fields"][0]
+    return obj
+
+
+def _options(clock: Callable[[], int] | None, snapshot: Snapshot) -> dict[str, Any]:
+    out: dict[str, Any] = {"snapshot": snapshot}
+    if clock is not None:
+        out["clock"] = clock
+    return out
+
+
+def _refuse_mapped(snapshot: Snapshot, what: str) -> None:
+    mode = snapshot.column_mapping_mode
+    if mode != "none":
+        raise UnsupportedFeatureError(
+            f"{what} on a table with column mapping ({mode} mode) is not supported by this build of deltalog",
+            feature="columnMapping", table=snapshot.table, version=snapshot.version,
+        )
+
+
+def add_columns(
+    table: Table, fields: Sequence[StructField], *, clock: Callable[[], int] | None = None
+) -> CommitResult:
+    """Append ``fields`` to the table's schema in one ``ADD COLUMNS`` commit (see the module docstring).
+
+    Example:
+        >>> add_columns(t, [StructField("z", PrimitiveType("integer"), True, {})]).version   # doctest: +SKIP
+        5
+    """
+    loc = table.location
+    new = list(fields)
+    if not new:
+        raise InvalidArgumentError("ADD COLUMNS needs at least one column", table=loc)
+    snapshot = table.snapshot()
+    _refuse_mapped(snapshot, "ADD COLUMNS")
+    existing = {n.lower() for n in snapshot.schema.field_names}
+    for f in new:
+        if not isinstance(f, StructField):
+            raise InvalidArgumentError(f"ADD COLUMNS takes StructFields, got {type(f).__name__}", table=loc)
+        if f.name.lower() in existing:
+            raise InvalidArgumentError(
+                f"[DELTA_DUPLICATE_COLUMNS_FOUND] column {f.name!r} already exists in the table", table=loc)
+        if not f.nullable:
+            raise InvalidArgumentError(
+                f"[DELTA_NOT_NULL_COLUMN_NOT_ALLOWED] column {f.name!r} cannot be added as NOT NULL: the rows "
+                "already in the table would hold nulls; add it as nullable", table=loc)
+        existing.add(f.name.lower())
+    schema = StructType((*snapshot.schema.fields, *new))  # validates names (duplicates, nesting)
+    from deltalog.txn.transaction import start_transaction
+
+    txn = start_transaction(table, AddColumns(columns=tuple(_field_obj(f) for f in new)),
+                            **_options(clock, snapshot))
+    txn.update_metadata(replace(snapshot.metadata, schemaString=schema.to_json()))
+    return txn.commit()
+
+
+def _nulls(snapshot: Snapshot, column: str) -> int:
+    from deltalog.arrow.read import read_file_rows
+
+    count = 0
+    for add in snapshot.add_files().to_pylist():
+        data = read_file_rows(snapshot, add)
+        count += int(pc.sum(pc.is_null(data.column(column)).cast("int64")).as_py() or 0)
+    return count
+
+
+def change_column(
+    table: Table,
+    name: str,
+    *,
+    comment: str | None = None,
+    nullable: bool | None = None,
+    clock: Callable[[], int] | None = None,
+) -> CommitResult:
+    """Change column ``name``'s comment and/or nullability in one ``CHANGE COLUMN`` commit (see the
+    module docstring).
+
+    Example:
+        >>> change_column(t, "note", comment="free text").operation                           # doctest: +SKIP
+        'CHANGE COLUMN'
+    """
+    loc = table.location
+    if comment is None and nullable is None:
+        raise InvalidArgumentError("CHANGE COLUMN needs a comment or a nullability to change", table=loc)
+    snapshot = table.snapshot()
+    _refuse_mapped(snapshot, "CHANGE COLUMN")
+    matches = [f for f in snapshot.schema.fields if f.name.lower() == str(name).lower()]
+    if not matches:
+        raise InvalidArgumentError(
+            f"[DELTA_COLUMN_NOT_FOUND] column {name!r} does not exist; the table has {snapshot.schema.field_names}",
+            table=loc)
+    old = matches[0]
+    metadata = dict(old.metadata)
+    if comment is not None:
+        metadata["comment"] = comment
+    changed = StructField(old.name, old.type, old.nullable if nullable is None else nullable, metadata)
+    if old.nullable and nullable is False:
+        if old.name in snapshot.partition_columns:
+            bad = sum(1 for r in snapshot.add_files().column("partitionValues").to_pylist()
+                      if dict(r or []).get(old.name) is None)
+        else:
+            bad = _nulls(snapshot, old.name)
+        if bad:
+            raise ConstraintViolationError(
+                f"[DELTA_NOT_NULL_CONSTRAINT_VIOLATED] column {old.name} cannot be set NOT NULL: {bad} row(s) hold "
+                "null there; nothing was committed", table=loc)
+    fields = tuple(changed if f is old else f for f in snapshot.schema.fields)
+    from deltalog.txn.transaction import start_transaction
+
+    txn = start_transaction(table, ChangeColumn(column=_field_obj(changed)), **_options(clock, snapshot))
+    txn.read_whole_table()  # a nullability change checked every row: a concurrent write must conflict
+    txn.update_metadata(replace(snapshot.metadata, schemaString=StructType(fields).to_json()))
+    return txn.commit()

@@ -1,0 +1,363 @@
+"""Delta tables in Spark's own catalog (in-memory, Hive metastore, whatever the session has).
+
+A catalog Delta table is an ordinary entry of Spark's catalog whose provider is ``delta``: Spark accepts
+``CREATE TABLE ... USING delta`` once a Python data source of that name is registered
+(:class:`DeltaCatalogSource`), lists the table, drops it (a managed table's directory with it) and keeps
+its location. deltalog reads and writes the table at that location itself, so reads take deltalog's
+fast path (Spark's parquet scan) rather than the data source's. Lookups ask the session catalog
+directly on classic sessions (about 2 ms) and run ``SHOW TABLE EXTENDED`` on Connect sessions (the one
+statement that reports provider and location there). Nothing is cached across statements -- another
+session or cluster sharing the metastore may drop or move a table at any time -- only within one
+statement (:func:`statement_scope`), which looks the same name up several times.
+
+Example:
+    >>> entry = lookup(spark, "events")                                         # doctest: +SKIP
+    >>> entry.provider, entry.location, entry.managed                            # doctest: +SKIP
+    ('delta', '/warehouse/events', True)
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from deltalog.errors import InvalidArgumentError, TableNotFoundError
+
+__all__ = [
+    "CatalogEntry",
+    "DeltaCatalogSource",
+    "TableName",
+    "ensure_source",
+    "forget",
+    "lookup",
+    "managed_location",
+    "parse_name",
+    "raw_sql",
+    "statement_scope",
+]
+
+_LOCK = threading.Lock()
+_REGISTERED: set[int] = set()
+_SCOPE = threading.local()
+
+
+class _Scope:
+    def __enter__(self) -> None:
+        if getattr(_SCOPE, "depth", 0) == 0:
+            _SCOPE.cache = {}
+        _SCOPE.depth = getattr(_SCOPE, "depth", 0) + 1
+
+    def __exit__(self, *exc: object) -> None:
+        _SCOPE.depth -= 1
+        if _SCOPE.depth == 0:
+            _SCOPE.cache = None
+
+
+def statement_scope() -> _Scope:
+    """A context (re-entrant) within which catalog lookups are remembered: one statement or API call.
+
+    Example:
+        >>> with statement_scope():                                             # doctest: +SKIP
+        ...     lookup(spark, "events") is lookup(spark, "events")
+        True
+    """
+    return _Scope()
+
+
+def _scope_cache() -> dict[tuple[int, str], CatalogEntry | None] | None:
+    cache: dict[tuple[int, str], CatalogEntry | None] | None = getattr(_SCOPE, "cache", None)
+    return cache
+
+
+@dataclass(frozen=True)
+class TableName:
+    """A (possibly qualified) catalog table name: ``[catalog.][database.]table``.
+
+    Example:
+        >>> parse_name("db.events").qualified
+        'db.events'
+    """
+
+    table: str
+    database: str | None = None
+    catalog: str | None = None
+
+    @property
+    def qualified(self) -> str:
+        """``database.table`` (or ``table``), as typed (case kept)."""
+        return f"{self.database}.{self.table}" if self.database else self.table
+
+    @property
+    def key(self) -> str:
+        """The cache key: lower-cased, with the default database spelled out."""
+        return f"{(self.database or 'default').lower()}.{self.table.lower()}"
+
+    def full(self) -> str:
+        """The fully qualified name as Spark shows it: ``spark_catalog.default.t``.
+
+        Example:
+            >>> TableName("t").full()
+            'spark_catalog.default.t'
+        """
+        return f"{self.catalog or 'spark_catalog'}.{self.database or 'default'}.{self.table}"
+
+    def sql(self) -> str:
+        """The name for a SQL statement, every part back-quoted.
+
+        Example:
+            >>> TableName("t x", "db").sql()
+            '`db`.`t x`'
+        """
+        parts = [p for p in (self.catalog, self.database, self.table) if p]
+        return ".".join("`" + p.replace("`", "``") + "`" for p in parts)
+
+
+def parse_name(name: str) -> TableName:
+    """A table name as Spark reads it (dots separate parts, back-quotes quote them).
+
+    Example:
+        >>> parse_name("spark_catalog.`my db`.t")
+        TableName(table='t', database='my db', catalog='spark_catalog')
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidArgumentError(f"a table name must be a non-empty string, got {name!r}")
+    try:
+        table = exp.to_table(name.strip(), dialect="spark")
+    except (sqlglot.errors.ParseError, ValueError):
+        raise InvalidArgumentError(f"{name!r} is not a table name") from None
+    return TableName(table.name, table.db or None, table.catalog or None)
+
+
+def raw_sql(spark: Any, text: str) -> Any:
+    """Run ``text`` with Spark's own ``sql`` (never through deltalog's SQL front end).
+
+    Example:
+        >>> raw_sql(spark, "SHOW TABLES").count()                               # doctest: +SKIP
+        2
+    """
+    from deltalog.spark.sql.frontend import original_sql
+
+    return original_sql(spark)(text)
+
+
+class DeltaCatalogSource:
+    """Placeholder: replaced by a ``pyspark.sql.datasource.DataSource`` subclass in :func:`ensure_source`."""
+
+
+def _source_class() -> type:
+    from pyspark.sql.datasource import DataSource, DataSourceReader
+
+    message = (
+        "a Delta catalog table was read through Spark's data source path, which cannot locate it; read it "
+        "with spark.table(...) or SQL in a session registered with deltalog (deltalog.spark.register(spark))"
+    )
+
+    class _Reader(DataSourceReader):
+        def read(self, partition: Any) -> Any:
+            raise RuntimeError(message)
+
+    class DeltaCatalogSourceImpl(DataSource):
+        """The ``delta`` provider of catalog entries; deltalog reads and writes the tables itself."""
+
+        @classmethod
+        def name(cls) -> str:
+            return "delta"
+
+        def schema(self) -> Any:
+            raise RuntimeError(message)
+
+        def reader(self, schema: Any) -> Any:
+            return _Reader()
+
+    return DeltaCatalogSourceImpl
+
+
+def ensure_source(spark: Any) -> None:
+    """Register the ``delta`` provider with the session (once), so Spark accepts ``USING delta`` tables.
+
+    Example:
+        >>> ensure_source(spark)                                                # doctest: +SKIP
+    """
+    key = id(spark)
+    if key in _REGISTERED:
+        return
+    spark.dataSource.register(_source_class())
+    _REGISTERED.add(key)
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """What the catalog says of a table: its provider, location and whether it is managed."""
+
+    name: TableName
+    provider: str
+    location: str
+    managed: bool
+
+    @property
+    def is_delta(self) -> bool:
+        """True for ``USING delta`` tables."""
+        return self.provider.lower() == "delta"
+
+
+def _local(location: str) -> str:
+    """A catalog location as deltalog opens it (``file:`` URIs become local paths)."""
+    if location.startswith("file:"):
+        rest = location[5:]
+        while rest.startswith("//"):
+            rest = rest[1:]
+        return unquote(rest)
+    return location
+
+
+def lookup(spark: Any, name: TableName | str, *, cached: bool = True) -> CatalogEntry | None:
+    """The catalog entry of ``name``, or ``None`` when there is no such table (a temporary view of that
+    name shadows the table, as in Spark's resolution: ``None`` too).
+
+    Example:
+        >>> lookup(spark, "events").is_delta                                    # doctest: +SKIP
+        True
+    """
+    tn = parse_name(name) if isinstance(name, str) else name
+    key = (id(spark), tn.key)
+    cache = _scope_cache()
+    if cached and cache is not None and key in cache:
+        return cache[key]
+    entry = _jvm_lookup(spark, tn)
+    if entry is _UNKNOWN:
+        entry = _sql_lookup(spark, tn)
+    assert not isinstance(entry, _Unknown)
+    if cache is not None:
+        cache[key] = entry
+    return entry
+
+
+class _Unknown:
+    pass
+
+
+_UNKNOWN = _Unknown()
+
+
+def _jvm_lookup(spark: Any, tn: TableName) -> CatalogEntry | _Unknown | None:
+    """The session catalog asked directly (classic sessions, ``spark_catalog`` names)."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None or (tn.catalog and tn.catalog.lower() != "spark_catalog"):
+        return _UNKNOWN
+    try:
+        jvm = spark._jvm
+        scala_some = jvm.scala.Some
+        none = jvm.scala.Option.empty()
+        catalog = jsession.sessionState().catalog()
+        if not tn.database and catalog.getTempView(tn.table).isDefined():
+            return None
+        ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(
+            tn.table, scala_some(tn.database) if tn.database else none)
+        if tn.database and not catalog.databaseExists(tn.database):
+            return None
+        if not catalog.tableExists(ident):
+            return None
+        meta = catalog.getTableMetadata(ident)
+    except Exception:  # a catalog this path does not understand: ask with SQL
+        return _UNKNOWN
+    provider = str(meta.provider().get()) if meta.provider().isDefined() else ""
+    if str(meta.tableType().name()).upper() == "VIEW":
+        provider = provider or "view"
+    location = str(meta.location().toString()) if meta.storage().locationUri().isDefined() else ""
+    return CatalogEntry(tn, provider, _local(location), str(meta.tableType().name()).upper() == "MANAGED")
+
+
+def _sql_lookup(spark: Any, tn: TableName) -> CatalogEntry | None:
+    db = f" IN `{tn.database.replace('`', '``')}`" if tn.database else ""
+    pattern = tn.table.replace("'", "\\'")
+    try:
+        rows = raw_sql(spark, f"SHOW TABLE EXTENDED{db} LIKE '{pattern}'").collect()
+    except Exception as exc:  # an unknown database: no table
+        if "SCHEMA_NOT_FOUND" in str(exc) or "NoSuchDatabase" in str(exc) or "not found" in str(exc).lower():
+            rows = []
+        else:
+            raise
+    entry: CatalogEntry | None = None
+    for row in rows:
+        if str(row["tableName"]).lower() != tn.table.lower():
+            continue
+        if row["isTemporary"]:
+            return None
+        info = _information(str(row["information"]))
+        entry = CatalogEntry(tn, info.get("Provider", ""), _local(info.get("Location", "")),
+                             info.get("Type", "").upper() == "MANAGED")
+    return entry
+
+
+def _information(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and key and not key.startswith(" "):
+            out.setdefault(key.strip(), value.strip())
+    return out
+
+
+def forget(spark: Any, name: TableName | str | None = None) -> None:
+    """Drop remembered lookups (of ``name``, or all of the session's) after the catalog changed.
+
+    Example:
+        >>> forget(spark, "events")                                             # doctest: +SKIP
+    """
+    cache = _scope_cache()
+    if cache is None:
+        return
+    if name is None:
+        for k in [k for k in cache if k[0] == id(spark)]:
+            del cache[k]
+        return
+    tn = parse_name(name) if isinstance(name, str) else name
+    cache.pop((id(spark), tn.key), None)
+
+
+def managed_location(spark: Any, name: TableName) -> str:
+    """Where Spark keeps a managed table: ``<warehouse>/<table>`` (default database) or
+    ``<warehouse>/<database>.db/<table>``.
+
+    Example:
+        >>> managed_location(spark, parse_name("db.t"))                          # doctest: +SKIP
+        '/spark-warehouse/db.db/t'
+    """
+    if name.database and name.database.lower() != "default":
+        try:
+            rows = raw_sql(spark, f"DESCRIBE DATABASE `{name.database.replace('`', '``')}`").collect()
+            loc = next((str(r[1]) for r in rows if str(r[0]).lower() == "location"), None)
+        except Exception:
+            loc = None
+        if loc:
+            return os.path.join(_local(loc), name.table.lower())
+    warehouse = str(spark.conf.get("spark.sql.warehouse.dir", "spark-warehouse"))
+    base = _local(warehouse)
+    if name.database and name.database.lower() != "default":
+        base = os.path.join(base, f"{name.database.lower()}.db")
+    return os.path.join(base, name.table.lower())
+
+
+def require_delta(spark: Any, name: TableName | str) -> CatalogEntry:
+    """The entry of a catalog Delta table; named errors for a missing table or another provider.
+
+    Example:
+        >>> require_delta(spark, "events").location                             # doctest: +SKIP
+        '/spark-warehouse/events'
+    """
+    entry = lookup(spark, name)
+    shown = name.qualified if isinstance(name, TableName) else name
+    if entry is None:
+        raise TableNotFoundError(
+            f"[TABLE_OR_VIEW_NOT_FOUND] the table {shown} cannot be found in the catalog", table=str(shown))
+    if not entry.is_delta:
+        raise InvalidArgumentError(
+            f"[DELTA_TABLE_ONLY_OPERATION] {shown} is not a Delta table (provider {entry.provider or 'unknown'})",
+            table=str(shown))
+    return entry

@@ -1,0 +1,458 @@
+"""Delta's own SQL commands: ``DESCRIBE HISTORY`` / ``DETAIL``, ``OPTIMIZE``, ``VACUUM``, ``RESTORE``,
+``CONVERT TO DELTA``, ``GENERATE``, ``FSCK REPAIR TABLE``, ``SHOW TBLPROPERTIES``, ``ALTER TABLE ... UNSET
+TBLPROPERTIES``, ``REPLACE TABLE`` and ``CREATE TABLE ... [SHALLOW|DEEP] CLONE``.
+
+sqlglot does not know most of these statements, so their words come from sqlglot's tokenizer and are
+read here in order; every embedded piece -- table names, conditions, column lists, literals -- is handed
+to sqlglot (table names) or Spark (conditions, partition schemas) as text. Results are delta-spark's
+DataFrames (``DESCRIBE HISTORY`` has the history columns, ``VACUUM`` a ``path`` column, ``RESTORE`` and
+``CLONE`` their metrics, ``OPTIMIZE`` ``path`` and ``metrics``).
+
+Example:
+    >>> spark.sql("VACUUM events RETAIN 200 HOURS DRY RUN").count()                # doctest: +SKIP
+    3
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from deltalog.errors import InvalidArgumentError
+from deltalog.spark.sql.frontend import internal, refuse, syntax_error
+from deltalog.spark.sql.refs import DIALECT, TableRef, resolve, timestamp_of
+
+__all__ = ["handle", "run_command"]
+
+
+@dataclass(frozen=True)
+class _Tok:
+    upper: str
+    text: str
+    start: int
+    end: int
+    kind: str
+
+
+def _tokens(text: str) -> list[_Tok]:
+    """sqlglot's tokens of ``text``. Where its tokenizer keeps the rest of a statement it does not know as
+    one raw string (after ``VACUUM``, ``SHOW``, ...), that rest is tokenized again."""
+    import sqlglot
+
+    dialect = sqlglot.Dialect.get_or_raise(DIALECT)
+    out: list[_Tok] = []
+    for tok in dialect.tokenize(text):
+        if tok.token_type.name == "STRING" and out:
+            at = text.find(tok.text, out[-1].end + 1)
+            if at > 0 and text[at - 1] not in "'\"" and tok.text.strip():
+                for inner in dialect.tokenize(tok.text):
+                    out.append(_Tok(inner.text.upper(), inner.text, inner.start + at, inner.end + at,
+                                    inner.token_type.name))
+                continue
+        if tok.token_type.name not in ("STRING", "IDENTIFIER", "VAR") and len(tok.text.split()) > 1:
+            at = tok.start  # sqlglot joins some word pairs ("PARTITIONED BY"): one token per word here
+            for word in tok.text.split():
+                at = text.find(word, at)
+                out.append(_Tok(word.upper(), word, at, at + len(word) - 1, "VAR"))
+                at += len(word)
+            continue
+        out.append(_Tok(tok.text.upper(), tok.text, tok.start, tok.end, tok.token_type.name))
+    return out
+
+
+class _Reader:
+    """Reads a statement's tokens left to right."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.toks = _tokens(text)
+        self.i = 0
+
+    def peek(self, *words: str) -> bool:
+        if self.i + len(words) > len(self.toks):
+            return False
+        return all(self.toks[self.i + k].upper == w for k, w in enumerate(words))
+
+    def take(self, *words: str) -> bool:
+        if self.peek(*words):
+            self.i += len(words)
+            return True
+        return False
+
+    def expect(self, *words: str) -> None:
+        if not self.take(*words):
+            raise syntax_error(self.text, f"expected {' '.join(words)} at {self.rest()[:40]!r}")
+
+    def done(self) -> bool:
+        return self.i >= len(self.toks) or (self.i == len(self.toks) - 1 and self.toks[self.i].text == ";")
+
+    def rest(self) -> str:
+        return self.text[self.toks[self.i].start:] if self.i < len(self.toks) else ""
+
+    def until(self, *stops: str) -> str:
+        """The text from here up to (not including) the first of ``stops`` (words) or the end."""
+        if self.i >= len(self.toks):
+            return ""
+        start = self.toks[self.i].start
+        depth = 0
+        while self.i < len(self.toks):
+            tok = self.toks[self.i]
+            if depth == 0 and (tok.upper in stops or tok.text == ";"):
+                break
+            if tok.text == "(":
+                depth += 1
+            elif tok.text == ")":
+                depth -= 1
+            self.i += 1
+        end = self.toks[self.i - 1].end + 1 if self.i > 0 else start
+        return self.text[start:end].strip()
+
+    def number(self) -> float:
+        if self.i >= len(self.toks):
+            raise syntax_error(self.text, "a number is missing")
+        tok = self.toks[self.i]
+        self.i += 1
+        try:
+            return float(tok.text)
+        except ValueError:
+            raise syntax_error(self.text, f"{tok.text!r} is not a number") from None
+
+    def literal(self) -> str:
+        if self.i >= len(self.toks):
+            raise syntax_error(self.text, "a value is missing")
+        tok = self.toks[self.i]
+        self.i += 1
+        return tok.text
+
+
+def handle(spark: Any, expression: Any, text: str) -> Any:
+    """Commands sqlglot parses into its own trees (``DESCRIBE HISTORY``); ``None`` for anything else.
+
+    Example:
+        >>> handle(spark, parse("DESCRIBE HISTORY t"), "DESCRIBE HISTORY t").columns[:2]   # doctest: +SKIP
+        ['version', 'timestamp']
+    """
+    from sqlglot import exp
+
+    if isinstance(expression, exp.Describe) and _describe_kind(expression) in ("HISTORY", "DETAIL"):
+        return run_command(spark, text)
+    return None
+
+
+class _NotDelta(Exception):
+    """The statement names a table that is not a Delta table where Spark itself can run it."""
+
+
+def _describe_kind(expression: Any) -> str:
+    return str(expression.args.get("style") or expression.args.get("kind") or "").upper()
+
+
+def run_command(spark: Any, text: str) -> Any:
+    """Run a Delta command given as text; ``None`` when the text is not one of them (or names a non-Delta
+    table in a statement Spark runs for any table, such as ``SHOW TBLPROPERTIES``).
+
+    Example:
+        >>> run_command(spark, "DESCRIBE DETAIL delta.`/data/t`").first().format     # doctest: +SKIP
+        'delta'
+    """
+    r = _Reader(text)
+    if not r.toks:
+        return None
+    with internal():
+        for words, run in _COMMANDS:
+            if r.peek(*words):
+                try:
+                    return run(spark, r)
+                except _NotDelta:
+                    return None
+    return None
+
+
+def _spark_table(spark: Any, r: _Reader, *stops: str) -> TableRef:
+    """Like :func:`_table` for statements Spark also runs on other tables: a non-Delta table passes."""
+    from deltalog.errors import TableNotFoundError
+
+    try:
+        return _table(spark, r, *stops)
+    except (InvalidArgumentError, TableNotFoundError) as exc:
+        if "DELTA_TABLE_ONLY_OPERATION" in str(exc) or "TABLE_OR_VIEW_NOT_FOUND" in str(exc):
+            raise _NotDelta from None
+        raise
+
+
+def _table(spark: Any, r: _Reader, *stops: str) -> TableRef:
+    text = r.until(*stops)
+    if not text:
+        raise syntax_error(r.text, "a table name or delta.`<path>` is missing")
+    return resolve(spark, text)
+
+
+def _delta_table(spark: Any, ref: TableRef) -> Any:
+    from deltalog.spark.table import DeltaTable
+
+    table = DeltaTable(spark, ref.location)
+    if ref.name is not None:
+        table._catalog_name = ref.name.full()
+    return table
+
+
+def _history(spark: Any, r: _Reader) -> Any:
+    r.expect("DESCRIBE")
+    r.expect("HISTORY")
+    ref = _table(spark, r, "LIMIT")
+    limit = int(r.number()) if r.take("LIMIT") else None
+    return _delta_table(spark, ref).history(limit)
+
+
+def _detail(spark: Any, r: _Reader) -> Any:
+    r.expect("DESCRIBE")
+    r.expect("DETAIL")
+    return _delta_table(spark, _table(spark, r)).detail()
+
+
+def _vacuum(spark: Any, r: _Reader) -> Any:
+    from deltalog.commands.vacuum import vacuum
+    from deltalog.spark._common import open_table
+    from deltalog.spark._conf import retention_check
+
+    r.expect("VACUUM")
+    ref = _table(spark, r, "RETAIN", "DRY")
+    hours = None
+    if r.take("RETAIN"):
+        hours = r.number()
+        r.expect("HOURS")
+    dry = r.take("DRY", "RUN")
+    if not r.done():
+        raise syntax_error(r.text, f"unexpected {r.rest()[:40]!r}")
+    table = open_table(ref.location)
+    result = vacuum(table, retention_hours=hours, dry_run=dry, enforce_retention_duration=retention_check(spark))
+    root = table.store.full_path("")
+    paths = [os.path.join(root, p) for p in result.files_deleted] if dry else [root]
+    return spark.createDataFrame([(p,) for p in paths], "path string")
+
+
+def _optimize(spark: Any, r: _Reader) -> Any:
+    r.expect("OPTIMIZE")
+    ref = _table(spark, r, "WHERE", "ZORDER")
+    builder = _delta_table(spark, ref).optimize()
+    if r.take("WHERE"):
+        builder = builder.where(r.until("ZORDER"))
+    if r.take("ZORDER", "BY"):
+        columns = r.until().strip()
+        if columns.startswith("(") and columns.endswith(")"):
+            columns = columns[1:-1]
+        names = [c.strip().strip("`") for c in columns.split(",") if c.strip()]
+        return builder.executeZOrderBy(*names)
+    if not r.done():
+        raise syntax_error(r.text, f"unexpected {r.rest()[:40]!r}")
+    return builder.executeCompaction()
+
+
+def _restore(spark: Any, r: _Reader) -> Any:
+    r.expect("RESTORE")
+    r.take("TABLE")
+    ref = _table(spark, r, "TO", "VERSION", "TIMESTAMP")
+    r.take("TO")
+    dt = _delta_table(spark, ref)
+    if r.take("VERSION", "AS", "OF"):
+        return dt.restoreToVersion(int(r.number()))
+    if r.take("TIMESTAMP", "AS", "OF"):
+        return dt.restoreToTimestamp(timestamp_of(spark, r.until()))
+    raise syntax_error(r.text, "RESTORE needs TO VERSION AS OF <n> or TO TIMESTAMP AS OF <timestamp>")
+
+
+def _unquote(text: str) -> str:
+    t = text.strip()
+    return t[1:-1] if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"" else t
+
+
+def _convert(spark: Any, r: _Reader) -> Any:
+    from deltalog.spark.sql.ddl import empty_result
+    from deltalog.spark.table import DeltaTable
+
+    r.expect("CONVERT", "TO", "DELTA")
+    target = r.until("NO", "PARTITIONED")
+    stats = not r.take("NO", "STATISTICS")
+    schema = None
+    if r.take("PARTITIONED", "BY"):
+        schema = r.until()
+        if schema.startswith("(") and schema.endswith(")"):
+            schema = schema[1:-1]
+    DeltaTable.convertToDelta(spark, target, schema, collectStats=stats)
+    return empty_result(spark)
+
+
+def _generate(spark: Any, r: _Reader) -> Any:
+    from deltalog.spark.sql.ddl import empty_result
+
+    r.expect("GENERATE")
+    mode = r.literal()
+    r.expect("FOR")
+    r.take("TABLE")
+    _delta_table(spark, _table(spark, r)).generate(mode)
+    return empty_result(spark)
+
+
+def _fsck(spark: Any, r: _Reader) -> Any:
+    from deltalog.commands.check import check_table, repair_table
+    from deltalog.spark._common import open_table
+
+    r.expect("FSCK", "REPAIR", "TABLE")
+    ref = _table(spark, r, "DRY")
+    dry = r.take("DRY", "RUN")
+    table = open_table(ref.location)
+    report = check_table(table)
+    missing = [p.file for p in report.problems if p.repairable and p.file]
+    if missing and not dry:
+        repair_table(table, report=report)
+    return spark.createDataFrame([(m, True) for m in missing], "path string, is_file_missing boolean")
+
+
+def _show_properties(spark: Any, r: _Reader) -> Any:
+    from deltalog.spark._common import load_snapshot
+
+    r.expect("SHOW", "TBLPROPERTIES")
+    ref = _spark_table(spark, r, "(")
+    props = dict(load_snapshot(ref.location).properties)
+    rest = r.rest().strip()
+    if rest.startswith("(") and rest.endswith(")"):
+        key = _unquote(rest[1:-1])
+        value = props.get(key, f"Table {ref.shown} does not have property: {key}")
+        return spark.createDataFrame([(key, value)], "key string, value string")
+    return spark.createDataFrame(sorted(props.items()), "key string, value string")
+
+
+def _alter(spark: Any, r: _Reader) -> Any:
+    """``ALTER TABLE ... UNSET TBLPROPERTIES`` (the other ALTER forms are parsed by sqlglot)."""
+    from deltalog.spark._common import open_table
+    from deltalog.spark.sql.ddl import empty_result
+
+    r.expect("ALTER", "TABLE")
+    ref = _spark_table(spark, r, "UNSET")
+    if not r.take("UNSET", "TBLPROPERTIES"):
+        raise refuse(r.text, "this ALTER TABLE form is not supported on Delta tables by deltalog")
+    if_exists = r.take("IF", "EXISTS")
+    body = r.until().strip()
+    if body.startswith("(") and body.endswith(")"):
+        body = body[1:-1]
+    keys = [_unquote(k) for k in body.split(",") if k.strip()]
+    open_table(ref.location).unset_properties(keys, if_exists=if_exists)
+    return empty_result(spark)
+
+
+def _replace_table(spark: Any, r: _Reader) -> Any:
+    import sqlglot
+
+    from deltalog.spark.sql.ddl import create_table
+
+    r.expect("REPLACE", "TABLE")
+    statement = "CREATE OR REPLACE TABLE " + r.rest()
+    return create_table(spark, sqlglot.parse_one(statement, dialect=DIALECT), r.text, must_exist=True)
+
+
+def _create(spark: Any, r: _Reader) -> Any:
+    """``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t [SHALLOW|DEEP] CLONE src [...]``; other CREATE
+    statements sqlglot could not parse go to Spark (``None``)."""
+    r.expect("CREATE")
+    replace = r.take("OR", "REPLACE")
+    if not r.take("TABLE"):
+        return None
+    if_not_exists = r.take("IF", "NOT", "EXISTS")
+    start = r.i
+    target_text = r.until("SHALLOW", "DEEP", "CLONE")
+    if not (r.peek("SHALLOW") or r.peek("DEEP") or r.peek("CLONE")):
+        r.i = start
+        return None
+    shallow = r.take("SHALLOW")
+    r.take("DEEP")
+    r.expect("CLONE")
+    source = _table(spark, r, "VERSION", "TIMESTAMP", "TBLPROPERTIES", "LOCATION")
+    at: dict[str, Any] = {}
+    if r.take("VERSION", "AS", "OF"):
+        at["version"] = int(r.number())
+    elif r.take("TIMESTAMP", "AS", "OF"):
+        at["timestamp"] = timestamp_of(spark, r.until("TBLPROPERTIES", "LOCATION"))
+    properties: dict[str, str] = {}
+    location = None
+    while not r.done():
+        if r.take("TBLPROPERTIES"):
+            body = r.until("LOCATION").strip()[1:-1]
+            for pair in body.split(","):
+                key, _, value = pair.partition("=")
+                properties[_unquote(key)] = _unquote(value)
+        elif r.take("LOCATION"):
+            location = _unquote(r.literal())
+        else:
+            raise syntax_error(r.text, f"unexpected {r.rest()[:40]!r}")
+    return _clone(spark, r.text, target_text, source, shallow=shallow, replace=replace, if_not_exists=if_not_exists,
+                  properties=properties, location=location, at=at)
+
+
+def _clone(
+    spark: Any, text: str, target_text: str, source: TableRef, *, shallow: bool, replace: bool, if_not_exists: bool,
+    properties: dict[str, str], location: str | None, at: dict[str, Any],
+) -> Any:
+    from sqlglot import exp
+
+    from deltalog.commands.clone import clone_table
+    from deltalog.spark._common import open_table
+    from deltalog.spark.sql.catalog import TableName, forget, lookup, raw_sql
+    from deltalog.spark.sql.ddl import _register, _spec
+
+    table = exp.to_table(target_text, dialect=DIALECT)
+    is_path = (table.db or "").lower() == "delta" and getattr(table.this, "quoted", False)
+    name = None if is_path else TableName(table.name, table.db or None, table.catalog or None)
+    entry = lookup(spark, name) if name is not None else None
+    if entry is not None and not replace:
+        if if_not_exists:
+            return _clone_result(spark, None)
+        raise InvalidArgumentError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] {target_text} already exists")
+    registered = False
+    target_location = table.name if is_path else (entry.location if entry is not None else location)
+    if name is not None and entry is None:
+        src = open_table(source.location).snapshot(at.get("version"), timestamp=at.get("timestamp"))
+        from deltalog.spark._common import spark_schema
+
+        spec = _spec(exp.Create(this=table))
+        spec.partitions = list(src.partition_columns)
+        target_location, _ = _register(spark, name, spark_schema(list(src.schema.fields)), spec, location)
+        registered = True
+    assert target_location is not None
+    try:
+        result = clone_table(open_table(source.location), open_table(target_location), shallow=shallow,
+                             replace=replace or registered, properties=properties or None, **at)
+    except BaseException:
+        if registered and name is not None:
+            raw_sql(spark, f"DROP TABLE IF EXISTS {name.sql()}")
+        raise
+    finally:
+        if name is not None:
+            forget(spark, name)
+    return _clone_result(spark, result)
+
+
+def _clone_result(spark: Any, result: Any) -> Any:
+    ddl = ("source_table_size bigint, source_num_of_files bigint, num_removed_files bigint, num_copied_files bigint, "
+           "removed_files_size bigint, copied_files_size bigint")
+    if result is None:
+        return spark.createDataFrame([], ddl)
+    row = (result.source_table_size, result.source_num_files, result.num_removed_files, result.num_copied_files,
+           result.removed_files_size, result.copied_files_size)
+    return spark.createDataFrame([row], ddl)
+
+
+_COMMANDS: list[tuple[tuple[str, ...], Any]] = [
+    (("DESCRIBE", "HISTORY"), _history),
+    (("DESCRIBE", "DETAIL"), _detail),
+    (("VACUUM",), _vacuum),
+    (("OPTIMIZE",), _optimize),
+    (("RESTORE",), _restore),
+    (("CONVERT", "TO", "DELTA"), _convert),
+    (("GENERATE",), _generate),
+    (("FSCK", "REPAIR", "TABLE"), _fsck),
+    (("SHOW", "TBLPROPERTIES"), _show_properties),
+    (("ALTER", "TABLE"), _alter),
+    (("REPLACE", "TABLE"), _replace_table),
+    (("CREATE",), _create),
+]

@@ -1,0 +1,461 @@
+"""SQL DDL on Delta tables: ``CREATE [OR REPLACE] TABLE`` / ``REPLACE TABLE`` (with columns or ``AS SELECT``),
+``ALTER TABLE`` (constraints, properties, columns), ``DESCRIBE TABLE`` and ``DROP TABLE``.
+
+A table is named either ``delta.`<path>``` (the table at that path) or by a catalog name: the Delta table
+lives at the ``LOCATION`` given, else at the managed location Spark picks under
+``spark.sql.warehouse.dir``, and the catalog gets a ``USING delta`` entry for it (see
+:mod:`deltalog.spark.sql.catalog`). Generated, identity and default columns are refused, naming the
+capability (deltalog cannot write them yet).
+
+Example:
+    >>> spark.sql("CREATE TABLE people (id BIGINT NOT NULL, name STRING) USING DELTA")   # doctest: +SKIP
+    >>> spark.sql("ALTER TABLE people ADD COLUMNS (age INT)")                          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from deltalog.errors import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
+from deltalog.spark.sql.catalog import (
+    TableName,
+    ensure_source,
+    forget,
+    lookup,
+    raw_sql,
+)
+from deltalog.spark.sql.frontend import refuse
+from deltalog.spark.sql.refs import DIALECT, TableRef, read_ref, resolve, resolve_table, rewrite_query
+
+__all__ = ["create_table", "empty_result", "handle"]
+
+
+def empty_result(spark: Any) -> Any:
+    """What DDL statements return: an empty DataFrame without columns, as Spark's.
+
+    Example:
+        >>> empty_result(spark).columns                                           # doctest: +SKIP
+        []
+    """
+    from pyspark.sql.types import StructType
+
+    return spark.createDataFrame([], StructType([]))
+
+
+def handle(spark: Any, expression: Any, text: str) -> Any:
+    """Run a DDL statement on a Delta table; ``None`` when the statement is not one (Spark runs it).
+
+    Example:
+        >>> handle(spark, parse("DROP TABLE events"), "DROP TABLE events")          # doctest: +SKIP
+    """
+    from sqlglot import exp
+
+    if isinstance(expression, exp.Create) and str(expression.args.get("kind", "")).upper() == "TABLE":
+        if expression.args.get("clone") is not None:
+            from deltalog.spark.sql.commands import run_command
+
+            return run_command(spark, text)
+        return create_table(spark, expression, text)
+    if isinstance(expression, exp.Alter) and str(expression.args.get("kind", "")).upper() == "TABLE":
+        return _alter(spark, expression, text)
+    if isinstance(expression, exp.Describe) and isinstance(expression.this, exp.Table) and \
+            str(expression.args.get("style") or "").upper() not in ("HISTORY", "DETAIL"):
+        return _describe(spark, expression)
+    if isinstance(expression, exp.Drop):
+        result = raw_sql(spark, text)
+        for table in expression.args.get("tables") or [expression.this]:
+            if isinstance(table, exp.Table):
+                forget(spark, TableName(table.name, table.db or None, table.catalog or None))
+        return result
+    return None
+
+
+# ------------------------------------------------------------------------------------------- CREATE
+
+
+@dataclass
+class _CreateSpec:
+    columns: list[Any] = field(default_factory=list)
+    partitions: list[str] = field(default_factory=list)
+    partition_columns: list[Any] = field(default_factory=list)
+    location: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    comment: str | None = None
+    provider: str | None = None
+
+
+def _spec(expression: Any) -> _CreateSpec:
+    from sqlglot import exp
+
+    spec = _CreateSpec()
+    if isinstance(expression.this, exp.Schema):
+        spec.columns = list(expression.this.expressions)
+    props = expression.args.get("properties")
+    for prop in props.expressions if props is not None else []:
+        if isinstance(prop, exp.FileFormatProperty):
+            spec.provider = prop.name if prop.this is not None else None
+        elif isinstance(prop, exp.PartitionedByProperty):
+            items = prop.this.expressions if isinstance(prop.this, (exp.Schema, exp.Tuple)) else [prop.this]
+            for item in items:
+                if isinstance(item, exp.ColumnDef):
+                    spec.partition_columns.append(item)
+                    spec.partitions.append(item.name)
+                else:
+                    spec.partitions.append(item.name)
+        elif isinstance(prop, exp.LocationProperty):
+            spec.location = prop.this.name if isinstance(prop.this, exp.Literal) else prop.this.sql()
+        elif isinstance(prop, exp.SchemaCommentProperty):
+            spec.comment = prop.this.name
+        elif isinstance(prop, exp.Property):
+            spec.properties.update(property_pairs([prop]))
+    return spec
+
+
+def property_pairs(props: list[Any]) -> dict[str, str]:
+    """``TBLPROPERTIES`` entries as strings, as Spark stores them: keys quoted or bare (``delta.appendOnly``),
+    values quoted, numbers or booleans (``true``, lower case).
+
+    Example:
+        >>> property_pairs(parse("ALTER TABLE t SET TBLPROPERTIES (a.b = true)").find(exp.Properties).expressions)
+        ... # doctest: +SKIP
+        {'a.b': 'true'}
+    """
+    from sqlglot import exp
+
+    out: dict[str, str] = {}
+    for prop in props:
+        if not isinstance(prop, exp.Property):
+            continue
+        key_node = prop.this
+        key = key_node.name if isinstance(key_node, (exp.Literal, exp.Identifier)) else \
+            key_node.sql(dialect=DIALECT).replace("`", "") if key_node is not None else prop.name
+        value = prop.args.get("value")
+        if value is None:
+            continue
+        if isinstance(value, exp.Literal):
+            text = value.name
+        elif isinstance(value, exp.Boolean):
+            text = "true" if value.this else "false"
+        else:
+            text = value.sql(dialect=DIALECT)
+        out[str(key)] = text
+    return out
+
+
+def _refuse_unsupported_columns(columns: list[Any], text: str) -> None:
+    from sqlglot import exp
+
+    for col in columns:
+        for constraint in col.args.get("constraints") or []:
+            kind = constraint.kind
+            if isinstance(kind, exp.ComputedColumnConstraint):
+                raise UnsupportedFeatureError(
+                    f"column {col.name}: generated columns (GENERATED ALWAYS AS) cannot be written by this build of "
+                    f"deltalog; statement: {text.strip()[:120]}", feature="generatedColumns")
+            if isinstance(kind, exp.GeneratedAsIdentityColumnConstraint):
+                raise UnsupportedFeatureError(
+                    f"column {col.name}: identity columns cannot be written by this build of deltalog; statement: "
+                    f"{text.strip()[:120]}", feature="identityColumns")
+            if isinstance(kind, exp.DefaultColumnConstraint):
+                raise UnsupportedFeatureError(
+                    f"column {col.name}: column defaults (allowColumnDefaults) cannot be written by this build of "
+                    f"deltalog; statement: {text.strip()[:120]}", feature="allowColumnDefaults")
+
+
+def _struct_from_columns(spark: Any, columns: list[Any]) -> Any:
+    """The ``pyspark.sql.types.StructType`` of column definitions, parsed by Spark itself."""
+    ddl = ", ".join(c.sql(dialect=DIALECT) for c in columns)
+    try:
+        return spark.createDataFrame([], ddl).schema
+    except Exception as exc:
+        raise InvalidArgumentError(f"the column definitions cannot be parsed: {ddl} ({str(exc).splitlines()[0]})") \
+            from None
+
+
+def _target(spark: Any, table: Any) -> tuple[TableName | None, str | None]:
+    if (table.db or "").lower() == "delta" and getattr(table.this, "quoted", False):
+        return None, table.name
+    return TableName(table.name, table.db or None, table.catalog or None), None
+
+
+def create_table(spark: Any, expression: Any, text: str, *, must_exist: bool = False) -> Any:
+    """``CREATE [OR REPLACE] TABLE ... USING DELTA`` (``must_exist``: ``REPLACE TABLE``); ``None`` for other
+    providers.
+
+    Example:
+        >>> create_table(spark, parse("CREATE TABLE t (id INT) USING DELTA"), "...")    # doctest: +SKIP
+    """
+    from sqlglot import exp
+
+    spec = _spec(expression)
+    table = expression.this.this if isinstance(expression.this, exp.Schema) else expression.this
+    name, path = _target(spark, table)
+    if path is None and (spec.provider or "").lower() != "delta":
+        return None
+    _refuse_unsupported_columns([*spec.columns, *spec.partition_columns], text)
+    replace = bool(expression.args.get("replace")) or must_exist
+    if_not_exists = bool(expression.args.get("exists"))
+    query = expression.expression
+    entry = lookup(spark, name) if name is not None else None
+    if entry is not None and not entry.is_delta:
+        raise refuse(text, f"{name.qualified if name else ''} exists and is not a Delta table "
+                     f"(provider {entry.provider or 'unknown'}); drop it first")
+    if entry is not None and not replace:
+        if if_not_exists:
+            return _empty(spark)
+        raise InvalidArgumentError(
+            f"[TABLE_OR_VIEW_ALREADY_EXISTS] cannot create table {name.qualified}: it already exists; use "  # type: ignore[union-attr]
+            "CREATE OR REPLACE TABLE or IF NOT EXISTS")
+    if must_exist and entry is None and path is None:
+        raise TableNotFoundError(
+            f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] table {name.qualified} cannot be replaced: it does not exist; "  # type: ignore[union-attr]
+            "use CREATE OR REPLACE TABLE")
+    registered = False
+    location = path or (entry.location if entry is not None else spec.location)
+    managed = False
+    df = None
+    if query is not None:
+        rewritten, _ = rewrite_query(spark, query)
+        df = raw_sql(spark, rewritten)
+    if name is not None and entry is None:
+        if df is not None:
+            struct = df.schema
+        elif spec.columns or spec.partition_columns:
+            struct = _struct_from_columns(spark, [*spec.columns, *spec.partition_columns])
+        else:  # CREATE TABLE t USING DELTA LOCATION '<a Delta table>': its schema and partitioning come from the log
+            struct, spec.partitions = _log_schema(location, text)
+        location, managed = _register(spark, name, struct, spec, location)
+        registered = True
+    assert location is not None
+    try:
+        if df is not None:
+            _create_as_select(spark, df, location, spec, replace=replace, managed=managed,
+                              exists=_exists(location), if_not_exists=if_not_exists)
+        else:
+            _create_empty(spark, location, spec, replace=replace, must_exist=must_exist, if_not_exists=if_not_exists,
+                          registering=registered)
+    except BaseException:
+        if registered and name is not None:
+            raw_sql(spark, f"DROP TABLE IF EXISTS {name.sql()}")
+            forget(spark, name)
+        raise
+    if name is not None:
+        forget(spark, name)
+    return _empty(spark)
+
+
+def _log_schema(location: str | None, text: str) -> tuple[Any, list[str]]:
+    from deltalog.spark._common import load_snapshot, spark_schema
+
+    if location is None or not _exists(location):
+        raise InvalidArgumentError(
+            "[DELTA_SCHEMA_NOT_PROVIDED] the table needs columns (or AS SELECT), or a LOCATION holding a Delta "
+            f"table{f' ({location} holds none)' if location else ''}; statement: {' '.join(text.split())[:160]}")
+    snap = load_snapshot(location)
+    return spark_schema(list(snap.schema.fields)), list(snap.partition_columns)
+
+
+def _empty(spark: Any) -> Any:
+    return empty_result(spark)
+
+
+def _exists(location: str) -> bool:
+    import deltalog
+    from deltalog.spark._common import open_table
+
+    try:
+        open_table(location).snapshot()
+    except deltalog.errors.TableNotFoundError:
+        return False
+    return True
+
+
+def _register(spark: Any, name: TableName, struct: Any, spec: _CreateSpec, location: str | None) -> tuple[str, bool]:
+    """Create the catalog entry (``USING delta``); returns the table's location and whether it is managed."""
+    ensure_source(spark)
+    columns = ", ".join(f"`{f.name.replace('`', '``')}` {f.dataType.simpleString()}" for f in struct.fields)
+    parts = f" PARTITIONED BY ({', '.join('`' + p + '`' for p in spec.partitions)})" if spec.partitions else ""
+    where = f" LOCATION '{location.replace(chr(39), chr(92) + chr(39))}'" if location else ""
+    comment = f" COMMENT '{spec.comment.replace(chr(39), chr(92) + chr(39))}'" if spec.comment else ""
+    raw_sql(spark, f"CREATE TABLE {name.sql()} ({columns}) USING delta{parts}{where}{comment}")
+    forget(spark, name)
+    entry = lookup(spark, name)
+    if entry is None:  # pragma: no cover -- Spark just created it
+        raise TableNotFoundError(f"the catalog entry of {name.qualified} vanished right after it was created")
+    return entry.location, entry.managed
+
+
+def _create_empty(
+    spark: Any, location: str, spec: _CreateSpec, *, replace: bool, must_exist: bool, if_not_exists: bool,
+    registering: bool,
+) -> None:
+    from deltalog.spark.builder import DeltaTableBuilder
+
+    existing = _exists(location)
+    if existing and not replace:
+        if not spec.columns:
+            return  # CREATE TABLE name USING DELTA LOCATION '<existing Delta table>': register it as it is
+        if if_not_exists:
+            return
+        _check_same_schema(spark, location, spec)
+        return
+    if not spec.columns and not spec.partition_columns:
+        raise InvalidArgumentError(
+            "[DELTA_SCHEMA_NOT_PROVIDED] the table needs columns (or AS SELECT), or a LOCATION holding a Delta "
+            "table")
+    mode = "createOrReplace" if replace and not must_exist else "replace" if must_exist else "create"
+    if mode == "replace" and not existing:
+        mode = "createOrReplace" if registering else "replace"
+    builder = DeltaTableBuilder(spark, mode).location(location)
+    builder.addColumns(_struct_from_columns(spark, [*spec.columns, *spec.partition_columns]))
+    if spec.partitions:
+        builder.partitionedBy(*spec.partitions)
+    for key, value in spec.properties.items():
+        builder.property(key, value)
+    if spec.comment is not None:
+        builder.comment(spec.comment)
+    builder.execute()
+
+
+def _check_same_schema(spark: Any, location: str, spec: _CreateSpec) -> None:
+    from deltalog.spark._common import load_snapshot
+
+    given = _struct_from_columns(spark, spec.columns)
+    snap = load_snapshot(location)
+    have = [(f.name.lower(), _type_obj(f)) for f in snap.schema.fields]
+    want = [(f.name.lower(), f.dataType.jsonValue()) for f in given.fields]
+    if have != want:
+        raise InvalidArgumentError(
+            f"[DELTA_CREATE_TABLE_SCHEME_MISMATCH] the schema given does not match the existing Delta table at "
+            f"{location}: {[n for n, _ in want]} vs {[n for n, _ in have]}")
+
+
+def _type_obj(f: Any) -> Any:
+    from deltalog.protocol.schema import StructType
+
+    return json.loads(StructType((f,)).to_json())["fields"][0]["type"]
+
+
+def _create_as_select(
+    spark: Any, df: Any, location: str, spec: _CreateSpec, *, replace: bool, managed: bool, exists: bool,
+    if_not_exists: bool,
+) -> None:
+    from deltalog.spark.write import write
+
+    if exists and not replace:
+        if if_not_exists:
+            return
+        raise InvalidArgumentError(f"[DELTA_TABLE_ALREADY_EXISTS] a Delta table already exists at {location}")
+    kind = "CREATE OR REPLACE TABLE AS SELECT" if replace and exists else \
+        "REPLACE TABLE AS SELECT" if replace else "CREATE TABLE AS SELECT"
+    options: dict[str, Any] = {}
+    if exists:
+        options["overwriteSchema"] = "true"
+    write(df, location, mode="overwrite" if exists else "errorifexists", partitionBy=spec.partitions or None,
+          _statement={"kind": kind, "description": spec.comment, "managed": managed,
+                      "properties": dict(spec.properties)}, **options)
+
+
+# -------------------------------------------------------------------------------------------- ALTER
+
+
+def _alter(spark: Any, expression: Any, text: str) -> Any:
+    from sqlglot import exp
+
+    ref = resolve_table(spark, expression.this)
+    if ref is None:
+        return None
+    table = _kernel_table(ref)
+    for action in expression.args.get("actions") or []:
+        if isinstance(action, exp.AddConstraint):
+            check = action.find(exp.CheckColumnConstraint)
+            constraint = action.find(exp.Constraint)
+            if check is None or constraint is None:
+                raise refuse(text, "only named CHECK constraints can be added to a Delta table")
+            table.add_constraint(constraint.name, check.this.sql(dialect=DIALECT))
+        elif isinstance(action, exp.Drop) and str(action.args.get("kind", "")).upper() == "CONSTRAINT":
+            tables = action.args.get("tables") or []
+            dropped = tables[0].name if tables else action.name
+            table.drop_constraint(dropped, if_exists=bool(action.args.get("exists")))
+        elif isinstance(action, exp.AlterSet):
+            props = action.find(exp.Properties)
+            pairs = property_pairs(props.expressions if props is not None else [])
+            if not pairs:
+                raise refuse(text, "only SET TBLPROPERTIES is supported among ALTER TABLE ... SET")
+            table.set_properties(pairs)
+        elif isinstance(action, exp.Schema):
+            _add_columns(spark, table, action.expressions, text)
+        elif isinstance(action, exp.ColumnDef):  # ADD COLUMN c TYPE
+            _add_columns(spark, table, [action], text)
+        elif isinstance(action, exp.AlterColumn):
+            _alter_column(table, action, text)
+        else:
+            raise refuse(text, f"{action.sql(dialect=DIALECT)} is not supported on Delta tables by deltalog")
+    if ref.name is not None:
+        forget(spark, ref.name)
+    return empty_result(spark)
+
+
+def _kernel_table(ref: TableRef) -> Any:
+    from deltalog.spark._common import open_table
+
+    return open_table(ref.location)
+
+
+def _add_columns(spark: Any, table: Any, columns: list[Any], text: str) -> None:
+    from deltalog.protocol.schema import parse_schema
+
+    _refuse_unsupported_columns(columns, text)
+    struct = _struct_from_columns(spark, columns)
+    schema = parse_schema(struct.json())
+    table.add_columns(list(schema.fields))
+
+
+def _alter_column(table: Any, action: Any, text: str) -> None:
+    comment = action.args.get("comment")
+    allow_null = action.args.get("allow_null")
+    if comment is not None:
+        table.change_column(action.name, comment=comment.name)
+    elif allow_null is not None:  # SET NOT NULL: allow_null=False; DROP NOT NULL: allow_null=True
+        table.change_column(action.name, nullable=bool(allow_null))
+    else:
+        raise refuse(text, "ALTER COLUMN supports COMMENT, SET NOT NULL and DROP NOT NULL on Delta tables")
+
+
+# -------------------------------------------------------------------------------------------- DESCRIBE
+
+
+def _describe(spark: Any, expression: Any) -> Any:
+    """``DESCRIBE [TABLE] [EXTENDED]`` of a Delta table: its columns (and partitioning) from the log."""
+    from deltalog.spark._common import load_snapshot, spark_type
+
+    ref = resolve_table(spark, expression.this)
+    if ref is None:
+        return None
+    snap = load_snapshot(ref.location)
+    rows = [(f.name, spark_type(f.type).simpleString(), f.metadata.get("comment")) for f in snap.schema.fields]
+    if snap.partition_columns:
+        rows += [("# Partition Information", "", ""), ("# col_name", "data_type", "comment")]
+        rows += [r for r in rows[: len(snap.schema.fields)] if r[0] in snap.partition_columns]
+    if str(expression.args.get("style") or "").upper() in ("EXTENDED", "FORMATTED"):
+        rows += [("", "", ""), ("# Detailed Table Information", "", ""),
+                 ("Name", ref.shown, ""), ("Location", ref.location, ""), ("Provider", "delta", ""),
+                 ("Type", "MANAGED" if ref.managed else "EXTERNAL", ""),
+                 ("Table Properties", "[" + ", ".join(f"{k}={v}" for k, v in snap.properties.items()) + "]", "")]
+    return spark.createDataFrame(rows, "col_name string, data_type string, comment string")
+
+
+# --------------------------------------------------------------------------------- used by commands
+
+
+def read_table(spark: Any, text: str) -> Any:
+    """deltalog's read of a table named in text (``t``, ``delta.`/p```): for ``CLONE`` sources and
+    ``CONVERT`` checks.
+
+    Example:
+        >>> read_table(spark, "events").count()                                   # doctest: +SKIP
+        1000
+    """
+    return read_ref(spark, resolve(spark, text))

@@ -1,0 +1,298 @@
+"""SQL DML on Delta tables: ``INSERT INTO`` / ``INSERT OVERWRITE`` (``PARTITION (...)``, ``REPLACE WHERE``,
+a column list or ``BY NAME``), ``UPDATE``, ``DELETE FROM`` and ``MERGE INTO`` (every clause, ``UPDATE SET *``
+/ ``INSERT *``, ``WHEN NOT MATCHED BY SOURCE``, a table, view or subquery as the source).
+
+Each statement runs through deltalog's Spark engine (:mod:`deltalog.spark.write`,
+:mod:`deltalog.spark.dml`) and returns delta-spark's result DataFrame: ``num_affected_rows`` (and
+``num_inserted_rows`` for INSERT; ``num_updated_rows``, ``num_deleted_rows``, ``num_inserted_rows`` for
+MERGE). Source queries may read Delta tables too (they are rewritten as for any query).
+
+Example:
+    >>> spark.sql("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * "
+    ...           "WHEN NOT MATCHED THEN INSERT *").first()                          # doctest: +SKIP
+    Row(num_affected_rows=10, num_updated_rows=4, num_deleted_rows=0, num_inserted_rows=6)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deltalog.errors import InvalidArgumentError
+from deltalog.spark.sql.catalog import forget, raw_sql
+from deltalog.spark.sql.frontend import refuse
+from deltalog.spark.sql.refs import DIALECT, TableRef, read_ref, resolve_table, rewrite_query
+
+__all__ = ["handle"]
+
+
+def handle(spark: Any, expression: Any, text: str) -> Any:
+    """Run a DML statement on a Delta table; ``None`` when its target is not one (Spark runs it).
+
+    Example:
+        >>> handle(spark, parse("DELETE FROM t WHERE id = 1"), "...").first()[0]     # doctest: +SKIP
+        1
+    """
+    from sqlglot import exp
+
+    if isinstance(expression, exp.Insert):
+        return _insert(spark, expression, text)
+    if isinstance(expression, exp.Update):
+        return _update(spark, expression, text)
+    if isinstance(expression, exp.Delete):
+        return _delete(spark, expression, text)
+    if isinstance(expression, exp.Merge):
+        return _merge(spark, expression, text)
+    return None
+
+
+def _strip(node: Any, names: set[str]) -> str:
+    """SQL of ``node`` with column qualifiers naming the target (its name or alias) dropped."""
+    from sqlglot import exp
+
+    def unqualify(n: Any) -> Any:
+        if isinstance(n, exp.Column) and n.table and n.table.lower() in names:
+            return exp.Column(this=n.this)
+        return n
+
+    return str(node.copy().transform(unqualify).sql(dialect=DIALECT))
+
+
+def _target_names(table: Any) -> set[str]:
+    names = {table.name.lower()}
+    alias = table.args.get("alias")
+    if alias is not None and alias.name:
+        names.add(alias.name.lower())
+    return names
+
+
+def _rows(spark: Any, values: dict[str, int], ddl: str) -> Any:
+    return spark.createDataFrame([tuple(values.values())], ddl)
+
+
+def _touch(spark: Any, ref: TableRef) -> None:
+    if ref.name is not None:
+        forget(spark, ref.name)
+
+
+# ------------------------------------------------------------------------------------------- INSERT
+
+
+def _insert(spark: Any, expression: Any, text: str) -> Any:
+    from pyspark.sql import functions as F
+    from sqlglot import exp
+
+    from deltalog.spark._common import load_snapshot, spark_type
+    from deltalog.spark.write import write
+
+    node = expression.this
+    table = node.this if isinstance(node, exp.Schema) else node
+    if not isinstance(table, exp.Table):
+        return None
+    ref = resolve_table(spark, table)
+    if ref is None:
+        return None
+    if ref.version is not None or ref.timestamp is not None:
+        raise refuse(text, "a time-travel version cannot be written to")
+    listed = [i.name for i in node.expressions] if isinstance(node, exp.Schema) else None
+    static: dict[str, Any] = {}
+    dynamic_parts: list[str] = []
+    partition = table.args.get("partition")
+    for item in partition.expressions if partition is not None else []:
+        if isinstance(item, exp.EQ):
+            value = item.expression
+            static[item.this.name] = value.this if isinstance(value, exp.Literal) else value.sql(DIALECT)
+        else:
+            dynamic_parts.append(item.name)
+    source, _ = rewrite_query(spark, expression.expression)
+    df = raw_sql(spark, source)
+    snap = load_snapshot(ref.location)
+    fields = list(snap.schema.fields)
+    by_lower = {f.name.lower(): f for f in fields}
+    for name in [*static, *(listed or [])]:
+        if name.lower() not in by_lower:
+            raise InvalidArgumentError(f"[UNRESOLVED_COLUMN] column {name!r} is not in {ref.shown}: "
+                                       f"{snap.schema.field_names}", table=ref.location)
+    static_lower = {k.lower() for k in static}
+    if expression.args.get("by_name"):
+        listed = list(df.columns)
+    targets = [by_lower[n.lower()].name for n in listed] if listed is not None else \
+        [f.name for f in fields if f.name.lower() not in static_lower]
+    if len(df.columns) != len(targets):
+        raise InvalidArgumentError(
+            f"[INSERT_COLUMN_ARITY_MISMATCH] cannot write to {ref.shown}: the data has {len(df.columns)} column(s) "
+            f"but {len(targets)} are expected ({targets})", table=ref.location)
+    source_of = {t.lower(): c for t, c in zip(targets, df.columns)}
+    columns = []
+    for f in fields:
+        dtype = spark_type(f.type)
+        if f.name.lower() in static_lower:
+            value = next(v for k, v in static.items() if k.lower() == f.name.lower())
+            columns.append(F.lit(value).cast(dtype).alias(f.name))
+        elif f.name.lower() in source_of:
+            columns.append(F.col("`" + source_of[f.name.lower()].replace("`", "``") + "`").cast(dtype).alias(f.name))
+        else:
+            columns.append(F.lit(None).cast(dtype).alias(f.name))
+    data = df.select(*columns)
+    overwrite = bool(expression.args.get("overwrite"))
+    options: dict[str, Any] = {}
+    where = expression.args.get("where")
+    if where is not None:
+        options["replaceWhere"] = where.sql(dialect=DIALECT)
+        overwrite = True
+    elif overwrite and static:
+        options["replaceWhere"] = " AND ".join(
+            f"`{k}` = {exp.Literal.string(str(v)).sql(DIALECT) if isinstance(v, str) else v}"
+            for k, v in static.items())
+    elif overwrite and dynamic_parts:
+        options["partitionOverwriteMode"] = "dynamic"
+    result = write(data, ref.location, mode="overwrite" if overwrite else "append", **options)
+    _touch(spark, ref)
+    n = int(result.num_rows)
+    return _rows(spark, {"num_affected_rows": n, "num_inserted_rows": n},
+                 "num_affected_rows bigint, num_inserted_rows bigint")
+
+
+# ------------------------------------------------------------------------------------ UPDATE / DELETE
+
+
+def _update(spark: Any, expression: Any, text: str) -> Any:
+    from sqlglot import exp
+
+    from deltalog.spark.dml import update
+
+    table = expression.this
+    if not isinstance(table, exp.Table):
+        return None
+    ref = resolve_table(spark, table)
+    if ref is None:
+        return None
+    if expression.args.get("from") or expression.args.get("from_"):
+        raise refuse(text, "UPDATE ... FROM is not Delta syntax; use MERGE INTO")
+    names = _target_names(table)
+    assignments: dict[str, str] = {}
+    for eq in expression.expressions:
+        column = eq.this
+        assignments[column.name] = _strip(eq.expression, names)
+    where = expression.args.get("where")
+    condition = _strip(where.this, names) if where is not None else None
+    result = update(spark, ref.location, condition, assignments)
+    _touch(spark, ref)
+    return _rows(spark, {"num_affected_rows": int(result.metric("numUpdatedRows"))}, "num_affected_rows bigint")
+
+
+def _delete(spark: Any, expression: Any, text: str) -> Any:
+    from sqlglot import exp
+
+    from deltalog.spark.dml import delete
+
+    table = expression.this
+    if not isinstance(table, exp.Table):
+        return None
+    ref = resolve_table(spark, table)
+    if ref is None:
+        return None
+    where = expression.args.get("where")
+    condition = _strip(where.this, _target_names(table)) if where is not None else None
+    result = delete(spark, ref.location, condition)
+    _touch(spark, ref)
+    return _rows(spark, {"num_affected_rows": int(result.metric("numDeletedRows"))}, "num_affected_rows bigint")
+
+
+# -------------------------------------------------------------------------------------------- MERGE
+
+
+def _source_frame(spark: Any, using: Any) -> tuple[Any, str]:
+    from sqlglot import exp
+
+    alias = using.args.get("alias")
+    if isinstance(using, exp.Table):
+        name = alias.name if alias is not None and alias.name else using.name
+        ref = resolve_table(spark, using)
+        if ref is not None:
+            return read_ref(spark, ref), name
+        plain = using.copy()  # another table or a view: Spark reads it
+        plain.set("alias", None)
+        return raw_sql(spark, f"SELECT * FROM {plain.sql(dialect=DIALECT)}"), name
+    if isinstance(using, exp.Subquery):
+        if alias is None or not alias.name:
+            raise InvalidArgumentError("a MERGE source subquery needs an alias")
+        query, _ = rewrite_query(spark, using.this)
+        return raw_sql(spark, query), alias.name
+    raise InvalidArgumentError(f"unsupported MERGE source: {using.sql(dialect=DIALECT)}")
+
+
+def _merge(spark: Any, expression: Any, text: str) -> Any:
+    from sqlglot import exp
+
+    from deltalog.spark.table import DeltaTable
+
+    target = expression.this
+    if not isinstance(target, exp.Table):
+        return None
+    ref = resolve_table(spark, target)
+    if ref is None:
+        return None
+    alias = target.args.get("alias")
+    target_alias = alias.name if alias is not None and alias.name else target.name
+    source, source_alias = _source_frame(spark, expression.args["using"])
+    on = expression.args.get("on")
+    if on is None:
+        raise refuse(text, "MERGE needs an ON condition")
+    builder = DeltaTable(spark, ref.location).alias(target_alias).merge(
+        source.alias(source_alias), on.sql(dialect=DIALECT))
+    whens = expression.args.get("whens")
+    for when in whens.expressions if whens is not None else []:
+        condition = when.args.get("condition")
+        cond = condition.sql(dialect=DIALECT) if condition is not None else None
+        then = when.args.get("then")
+        matched, by_source = bool(when.args.get("matched")), bool(when.args.get("source"))
+        if matched:
+            builder = _matched(builder.whenMatchedUpdate, builder.whenMatchedUpdateAll, builder.whenMatchedDelete,
+                               then, cond, target_alias, text)
+        elif by_source:
+            builder = _matched(builder.whenNotMatchedBySourceUpdate, None, builder.whenNotMatchedBySourceDelete,
+                               then, cond, target_alias, text)
+        else:
+            builder = _not_matched(builder, then, cond, target_alias, text)
+    result = builder.execute()
+    _touch(spark, ref)
+    return result
+
+
+def _set_target(column: Any, target_alias: str) -> str:
+    return str(column.name) if column.table.lower() in ("", target_alias.lower()) else column.sql(dialect=DIALECT)
+
+
+def _matched(update: Any, update_all: Any, delete: Any, then: Any, cond: str | None, target_alias: str,
+             text: str) -> Any:
+    from sqlglot import exp
+
+    if isinstance(then, exp.Var) and then.name.upper() == "DELETE":
+        return delete(condition=cond) if cond is not None else delete()
+    if isinstance(then, exp.Update):
+        items = then.expressions
+        if len(items) == 1 and isinstance(items[0], exp.Star):
+            if update_all is None:
+                raise refuse(text, "UPDATE SET * is not allowed in WHEN NOT MATCHED BY SOURCE (there is no source row)")
+            return update_all(condition=cond) if cond is not None else update_all()
+        assignments = {_set_target(eq.this, target_alias): eq.expression.sql(dialect=DIALECT) for eq in items}
+        return update(condition=cond, set=assignments) if cond is not None else update(set=assignments)
+    raise refuse(text, f"unsupported action {then.sql(dialect=DIALECT)} in a WHEN MATCHED clause")
+
+
+def _not_matched(builder: Any, then: Any, cond: str | None, target_alias: str, text: str) -> Any:
+    from sqlglot import exp
+
+    if isinstance(then, exp.Insert):
+        columns, values = then.this, then.expression
+        if isinstance(columns, exp.Star) or (columns is None and values is None):
+            return builder.whenNotMatchedInsertAll(condition=cond) if cond is not None else \
+                builder.whenNotMatchedInsertAll()
+        if not isinstance(columns, exp.Tuple) or not isinstance(values, exp.Tuple) or \
+                len(columns.expressions) != len(values.expressions):
+            raise refuse(text, "INSERT in WHEN NOT MATCHED needs a column list and as many values")
+        mapping = {_set_target(c, target_alias): v.sql(dialect=DIALECT)
+                   for c, v in zip(columns.expressions, values.expressions)}
+        return builder.whenNotMatchedInsert(condition=cond, values=mapping) if cond is not None else \
+            builder.whenNotMatchedInsert(values=mapping)
+    raise refuse(text, f"unsupported action {then.sql(dialect=DIALECT)} in a WHEN NOT MATCHED clause")

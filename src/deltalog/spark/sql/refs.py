@@ -1,0 +1,343 @@
+"""Delta tables named in SQL: resolving table references and rewriting queries that read them.
+
+A reference is a Delta table when it is ``delta.`<path>``` or a catalog table whose provider is
+``delta``; it may carry time travel (``VERSION AS OF n``, ``TIMESTAMP AS OF ts``, or Delta's
+``t@v12`` / ``t@yyyyMMddHHmmssSSS`` shorthand). :func:`rewrite_query` replaces each such reference of a
+query (joins, CTEs, subqueries, set operations) by a temporary view of deltalog's own read of the table,
+so Spark runs the rest of the query unchanged; ``table_changes('t', start[, end])`` becomes a view of the
+change data feed.
+
+Example:
+    >>> text, _ = rewrite_query(spark, parse("SELECT * FROM delta.`/t` VERSION AS OF 1"))   # doctest: +SKIP
+    >>> text                                                                                # doctest: +SKIP
+    'SELECT * FROM `__deltalog_view_1` AS `t`'
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from deltalog.errors import InvalidArgumentError
+from deltalog.spark.sql.catalog import TableName, lookup
+
+__all__ = ["TableRef", "expand_at_syntax", "resolve", "resolve_table", "rewrite_query"]
+
+DIALECT = "spark"
+_VIEW_PREFIX = "__deltalog_view_"
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A Delta table named in a statement: ``location`` (path or URI), the catalog ``name`` when it is a
+    catalog table, time travel, and the alias the statement gives it."""
+
+    location: str
+    name: TableName | None = None
+    version: int | None = None
+    timestamp: str | None = None
+    alias: str | None = None
+    managed: bool = False
+
+    @property
+    def shown(self) -> str:
+        """How messages name the table."""
+        return self.name.qualified if self.name is not None else f"delta.`{self.location}`"
+
+
+def expand_at_syntax(text: str) -> str:
+    """Delta's ``t@v12`` and ``t@20240501123000000`` shorthands as ``VERSION AS OF`` / ``TIMESTAMP AS OF``.
+
+    Example:
+        >>> expand_at_syntax("SELECT * FROM t@v12 x")
+        'SELECT * FROM t VERSION AS OF 12 x'
+        >>> expand_at_syntax("SELECT * FROM t@20240501123000000")
+        "SELECT * FROM t TIMESTAMP AS OF '2024-05-01 12:30:00.000'"
+    """
+    if "@" not in text:
+        return text
+    import sqlglot
+
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(DIALECT).tokenize(text)
+    except Exception:
+        return text
+    edits: list[tuple[int, int, str]] = []
+    for i, tok in enumerate(tokens[1:-1], start=1):
+        if tok.text != "@" or tokens[i - 1].end + 1 != tok.start:
+            continue
+        nxt = tokens[i + 1]
+        if nxt.start != tok.end + 1:
+            continue
+        m = re.fullmatch(r"[vV](\d+)", nxt.text)
+        if m:
+            edits.append((tok.start, nxt.end + 1, f" VERSION AS OF {int(m[1])}"))
+        elif re.fullmatch(r"\d{17}", nxt.text):
+            d = nxt.text
+            stamp = f"{d[0:4]}-{d[4:6]}-{d[6:8]} {d[8:10]}:{d[10:12]}:{d[12:14]}.{d[14:17]}"
+            edits.append((tok.start, nxt.end + 1, f" TIMESTAMP AS OF '{stamp}'"))
+    for start, end, new in reversed(edits):
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def _literal(node: Any) -> Any:
+    from sqlglot import exp
+
+    if isinstance(node, exp.Literal):
+        return node.this if node.is_string else int(node.this) if node.this.lstrip("-").isdigit() else node.this
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal):
+        return node.this.this
+    return node.sql(dialect=DIALECT)
+
+
+def _travel(spark: Any, table: Any) -> tuple[int | None, str | None]:
+    version = table.args.get("version")
+    if version is None:
+        return None, None
+    kind = str(version.this).upper()
+    if kind == "VERSION":
+        value = _literal(version.expression)
+        try:
+            return int(value), None
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"VERSION AS OF needs an integer, got {value!r}") from None
+    return None, timestamp_of(spark, version.expression.sql(dialect=DIALECT))
+
+
+def timestamp_of(spark: Any, expression: str) -> str:
+    """A ``TIMESTAMP AS OF`` expression evaluated by Spark as delta-spark does -- a string without a zone is
+    in the session time zone; ``current_timestamp() - INTERVAL 1 HOUR`` works -- as an ISO 8601 UTC string.
+
+    Example:
+        >>> timestamp_of(spark, "'2024-05-01 12:00:00'")                         # doctest: +SKIP
+        '2024-05-01T12:00:00.000000+00:00'
+    """
+    import datetime as dt
+
+    from deltalog.spark.sql.catalog import raw_sql
+
+    try:
+        micros = raw_sql(spark, f"SELECT unix_micros(CAST(({expression}) AS TIMESTAMP))").first()[0]
+    except Exception as exc:
+        raise InvalidArgumentError(
+            f"TIMESTAMP AS OF {expression} is not a timestamp: {str(exc).splitlines()[0][:200]}") from None
+    if micros is None:
+        raise InvalidArgumentError(f"TIMESTAMP AS OF {expression} is not a timestamp (it evaluates to NULL)")
+    stamp = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=int(micros))
+    return stamp.isoformat(timespec="microseconds")
+
+
+def _alias(table: Any) -> str | None:
+    alias = table.args.get("alias")
+    return alias.name if alias is not None and alias.name else None
+
+
+def resolve_table(spark: Any, table: Any, *, must_exist: bool = True) -> TableRef | None:
+    """The Delta table a sqlglot ``Table`` node names, or ``None`` when it is not a Delta table (a
+    non-Delta catalog table, a view, a CTE). ``delta.`<path>``` is always Delta.
+
+    Example:
+        >>> resolve_table(spark, exp.to_table("delta.`/t`")).location             # doctest: +SKIP
+        '/t'
+    """
+    version, timestamp = _travel(spark, table)
+    if (table.db or "").lower() == "delta" and not table.catalog and table.this is not None \
+            and getattr(table.this, "quoted", False):
+        return TableRef(table.name, None, version, timestamp, _alias(table))
+    name = TableName(table.name, table.db or None, table.catalog or None)
+    if not name.table:
+        return None
+    entry = lookup(spark, name)
+    if entry is None or not entry.is_delta:
+        return None
+    return TableRef(entry.location, name, version, timestamp, _alias(table), entry.managed)
+
+
+def resolve(spark: Any, text: str) -> TableRef:
+    """A table reference given as text (``db.t``, ``delta.`/p```, a quoted path ``'/p'``) that must be a
+    Delta table; named errors otherwise.
+
+    Example:
+        >>> resolve(spark, "delta.`/data/t`").location                            # doctest: +SKIP
+        '/data/t'
+    """
+    from sqlglot import exp
+
+    from deltalog.errors import TableNotFoundError
+
+    stripped = text.strip()
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] and stripped[0] in "'\"":
+        return TableRef(stripped[1:-1])
+    try:
+        table = exp.to_table(stripped, dialect=DIALECT)
+    except Exception:
+        raise InvalidArgumentError(f"{text!r} is not a table name or delta.`<path>`") from None
+    found = resolve_table(spark, table)
+    if found is None:
+        entry = lookup(spark, TableName(table.name, table.db or None, table.catalog or None))
+        if entry is None:
+            raise TableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] the table {stripped} cannot be found", table=stripped)
+        raise InvalidArgumentError(
+            f"[DELTA_TABLE_ONLY_OPERATION] {stripped} is not a Delta table (provider {entry.provider or 'unknown'})",
+            table=stripped)
+    return found
+
+
+def _cte_names(expression: Any) -> set[str]:
+    from sqlglot import exp
+
+    return {c.alias_or_name.lower() for c in expression.find_all(exp.CTE)}
+
+
+def read_ref(spark: Any, ref: TableRef, *, where: Any = None) -> Any:
+    """deltalog's read of a reference (time travel included) as a DataFrame; ``where`` (a SQL string or a
+    callable taking the table's lower-cased column names and returning one) prunes and skips files.
+
+    Example:
+        >>> read_ref(spark, TableRef("/data/t", version=3)).count()               # doctest: +SKIP
+        1000
+    """
+    from deltalog.spark._common import load_snapshot
+    from deltalog.spark.read import read_snapshot
+
+    snapshot = load_snapshot(ref.location, version=ref.version, timestamp=ref.timestamp)
+    if callable(where):
+        where = where({f.name.lower() for f in snapshot.schema.fields})
+    if where:
+        try:
+            return read_snapshot(spark, snapshot, where=where)
+        except Exception:  # only a hint: the query applies its own WHERE clause anyway
+            pass
+    return read_snapshot(spark, snapshot)
+
+
+_VOLATILE = {"rand", "randn", "random", "uuid", "shuffle", "monotonically_increasing_id", "spark_partition_id",
+             "input_file_name", "input_file_block_start", "input_file_block_length", "try_reflect", "reflect",
+             "java_method"}
+
+
+def _conjuncts(node: Any) -> list[Any]:
+    from sqlglot import exp
+
+    if isinstance(node, exp.And):
+        return [*_conjuncts(node.left), *_conjuncts(node.right)]
+    if isinstance(node, exp.Paren) and isinstance(node.this, exp.And):
+        return _conjuncts(node.this)
+    return [node]
+
+
+def pushed_where(table: Any) -> Any:
+    """For a table that is the only source of a ``SELECT`` (no joins), a function giving the conjuncts of
+    that ``SELECT``'s ``WHERE`` that use only the table's columns (qualifiers dropped) as one SQL string,
+    or ``None``: deltalog's read uses them to prune partitions and skip files by their statistics, as
+    for a DataFrame ``filter``. Subqueries, aggregates, windows and non-deterministic functions stay out.
+
+    Example:
+        >>> pushed_where(parse("SELECT * FROM t WHERE k = 1").find(exp.Table))({"k"})   # doctest: +SKIP
+        '(k = 1)'
+    """
+    from sqlglot import exp
+
+    frm = table.parent
+    select = frm.parent if isinstance(frm, exp.From) else None
+    if not isinstance(select, exp.Select) or select.args.get("joins") or select.args.get("laterals"):
+        return None
+    where = select.args.get("where")
+    if where is None:
+        return None
+    names = {n.lower() for n in (table.alias_or_name, table.name) if n}
+    candidates = []
+    for conjunct in _conjuncts(where.this):
+        if conjunct.find(exp.Subquery, exp.Select, exp.Exists, exp.AggFunc, exp.Window):
+            continue
+        funcs = [type(f).__name__.lower() if not isinstance(f, exp.Anonymous) else str(f.name).lower()
+                 for f in conjunct.find_all(exp.Func)]
+        if any(f in _VOLATILE for f in funcs):
+            continue
+        cols = list(conjunct.find_all(exp.Column))
+        if cols and all(not c.table or c.table.lower() in names for c in cols):
+            candidates.append(conjunct)
+    if not candidates:
+        return None
+
+    def build(columns: set[str]) -> str | None:
+        kept = []
+        for conjunct in candidates:
+            if not all(c.name.lower() in columns for c in conjunct.find_all(exp.Column)):
+                continue  # an outer query's column (a correlated subquery) or a struct field path
+            copy = conjunct.copy()
+            for col in copy.find_all(exp.Column):
+                for part in ("table", "db", "catalog"):
+                    col.set(part, None)
+            kept.append(f"({copy.sql(dialect=DIALECT)})")
+        return " AND ".join(kept) or None
+
+    return build
+
+
+def _view(spark: Any, df: Any) -> str:
+    name = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}"
+    df.createOrReplaceTempView(name)
+    return name
+
+
+def rewrite_query(spark: Any, expression: Any) -> tuple[str, list[str]]:
+    """``expression`` (a sqlglot tree) with every Delta table reference and ``table_changes(...)`` replaced
+    by a temporary view of deltalog's read; returns the SQL text and the views created. A query without
+    any comes back as its own text and no views.
+
+    Example:
+        >>> rewrite_query(spark, parse("SELECT 1"))                               # doctest: +SKIP
+        ('SELECT 1', [])
+    """
+    from sqlglot import exp
+
+    ctes = _cte_names(expression)
+    views: list[str] = []
+    for table in list(expression.find_all(exp.Table)):
+        func = table.this if isinstance(table.this, (exp.Anonymous, exp.Func)) else None
+        if func is not None:
+            if str(getattr(func, "name", "")).lower() in _CHANGES:
+                views.append(_changes_view(spark, func))
+                table.set("this", exp.to_identifier(views[-1]))
+            continue
+        if not table.db and table.name.lower() in ctes:
+            continue
+        ref = resolve_table(spark, table)
+        if ref is None:
+            continue
+        views.append(_view(spark, read_ref(spark, ref, where=pushed_where(table))))
+        alias = ref.alias or table.name
+        table.replace(exp.Table(this=exp.to_identifier(views[-1]),
+                                alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))))
+    for func in list(expression.find_all(exp.Anonymous)):
+        if str(func.name).lower() in _CHANGES and not isinstance(func.parent, exp.Table):
+            views.append(_changes_view(spark, func))
+            func.replace(exp.Table(this=exp.to_identifier(views[-1])))
+    return expression.sql(dialect=DIALECT), views
+
+
+_CHANGES = ("table_changes", "table_changes_by_path")
+
+
+def _changes_view(spark: Any, func: Any) -> str:
+    from deltalog.spark.cdf import load_changes
+
+    args = [_literal(a) for a in func.expressions]
+    by_path = str(func.name).lower() == "table_changes_by_path"
+    if len(args) not in (2, 3):
+        raise InvalidArgumentError(f"{func.name} takes a table {'path' if by_path else 'name'}, a start version "
+                                   "or timestamp and an optional end")
+    target = str(args[0])
+    is_path = by_path or "/" in target or "://" in target
+    ref = resolve(spark, f"'{target}'" if is_path else target)
+    options: dict[str, Any] = {"readChangeFeed": "true"}
+    for key, value in zip(("starting", "ending"), args[1:]):
+        if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+            options[f"{key}Version"] = str(value)
+        else:
+            options[f"{key}Timestamp"] = str(value)
+    return _view(spark, load_changes(spark, ref.location, options))

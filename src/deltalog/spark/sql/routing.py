@@ -1,0 +1,212 @@
+"""Patches that route the catalog parts of the DataFrame API to :mod:`deltalog.spark.sql.tables`.
+
+Installed by :func:`deltalog.spark.register` with the rest of the routing (classic and Connect):
+``DataFrameWriter.saveAsTable`` / ``insertInto``, ``DataFrame.writeTo`` and the ``DataFrameWriterV2``
+actions, ``DataStreamWriter.toTable``, ``SparkSession.table`` and ``DataFrameReader.table``. Each falls
+back to Spark's own method when the table is not a Delta table (and no ``delta`` format was asked for).
+
+Example:
+    >>> patches()[:1]                                                              # doctest: +SKIP
+    [(<class 'pyspark.sql.readwriter.DataFrameWriter'>, 'saveAsTable', <function ...>)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["patches"]
+
+Make = Callable[[Callable[..., Any]], Callable[..., Any]]
+_V2 = "_deltalog_v2"
+
+
+def _state(obj: Any) -> dict[str, Any]:
+    from deltalog.spark.session import _state as session_state
+
+    return session_state(obj)
+
+
+def _save_as_table(original: Callable[..., Any]) -> Callable[..., Any]:
+    def saveAsTable(self: Any, name: str, format: Any = None, mode: Any = None, partitionBy: Any = None,
+                    **options: Any) -> Any:
+        from deltalog.spark.session import _writer_dataframe
+        from deltalog.spark.sql.tables import save_as_table
+
+        state = _state(self)
+        fmt = format if format is not None else state["format"]
+        handled = save_as_table(
+            _writer_dataframe(self), name, fmt=fmt, mode=mode if mode is not None else state["mode"],
+            partition_by=partitionBy if partitionBy is not None else state["partitionBy"],
+            options={**state["options"], **options},
+        )
+        if not handled:
+            return original(self, name, format, mode, partitionBy, **options)
+        return None
+
+    return saveAsTable
+
+
+def _insert_into(original: Callable[..., Any]) -> Callable[..., Any]:
+    def insertInto(self: Any, tableName: str, overwrite: Any = None) -> Any:
+        from deltalog.spark.session import _writer_dataframe
+        from deltalog.spark.sql.tables import insert_into
+
+        mode = _state(self)["mode"]
+        over = overwrite if overwrite is not None else (str(mode).lower() == "overwrite" if mode else False)
+        if insert_into(_writer_dataframe(self), tableName, over):
+            return None
+        return original(self, tableName, overwrite)
+
+    return insertInto
+
+
+def _to_table(original: Callable[..., Any]) -> Callable[..., Any]:
+    def toTable(self: Any, tableName: str, format: Any = None, outputMode: Any = None, partitionBy: Any = None,
+                queryName: Any = None, **options: Any) -> Any:
+        from deltalog.spark.sql.tables import catalog_delta
+
+        state = _state(self)
+        fmt = format if format is not None else state["format"]
+        spark = self.__dict__.get("_spark") or getattr(getattr(self, "_df", None), "sparkSession", None)
+        found = catalog_delta(spark, tableName) if spark is not None else None
+        if found is None:
+            if isinstance(fmt, str) and fmt.lower() == "delta":
+                from deltalog.errors import TableNotFoundError
+
+                raise TableNotFoundError(
+                    f"[TABLE_OR_VIEW_NOT_FOUND] {tableName}: create the Delta table before streaming into it "
+                    f"(CREATE TABLE {tableName} (...) USING DELTA)", table=tableName)
+            return original(self, tableName, format, outputMode, partitionBy, queryName, **options)
+        return self.start(found.location, format="delta", outputMode=outputMode, partitionBy=partitionBy,
+                          queryName=queryName, **options)
+
+    return toTable
+
+
+def _spark_table(original: Callable[..., Any]) -> Callable[..., Any]:
+    def table(self: Any, tableName: str) -> Any:
+        from deltalog.spark.sql.tables import read_table
+
+        found = read_table(self, tableName)
+        return found if found is not None else original(self, tableName)
+
+    return table
+
+
+def _reader_table(original: Callable[..., Any]) -> Callable[..., Any]:
+    def table(self: Any, tableName: str) -> Any:
+        from deltalog.spark.session import _session_of_reader
+        from deltalog.spark.sql.tables import read_table
+
+        found = read_table(_session_of_reader(self), tableName, _state(self)["options"])
+        return found if found is not None else original(self, tableName)
+
+    return table
+
+
+def _write_to(original: Callable[..., Any]) -> Callable[..., Any]:
+    def writeTo(self: Any, table: str) -> Any:
+        writer = original(self, table)
+        writer.__dict__[_V2] = {"df": self, "table": table, "provider": None, "options": {}, "properties": {},
+                                "partitions": []}
+        return writer
+
+    return writeTo
+
+
+def _v2(writer: Any) -> dict[str, Any]:
+    state: dict[str, Any] = writer.__dict__.setdefault(_V2, {"df": None, "table": None, "provider": None,
+                                                              "options": {}, "properties": {}, "partitions": []})
+    return state
+
+
+def _column_name(col: Any) -> str:
+    if isinstance(col, str):
+        return col
+    text = str(col)
+    if text.startswith("Column<'") and text.endswith("'>"):
+        return text[len("Column<'"):-2].strip("`")
+    return text
+
+
+def _v2_recording(name: str) -> Make:
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            state = _v2(self)
+            if name == "using":
+                state["provider"] = args[0] if args else kwargs.get("provider")
+            elif name == "option":
+                state["options"][args[0]] = args[1]
+            elif name == "options":
+                state["options"].update(kwargs)
+            elif name == "tableProperty":
+                state["properties"][args[0]] = args[1]
+            elif name == "partitionedBy":
+                cols = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+                state["partitions"] = [_column_name(c) for c in cols]
+            return original(self, *args, **kwargs)
+
+        return method
+
+    return make
+
+
+def _v2_action(name: str) -> Make:
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            from deltalog.spark.sql.tables import write_v2
+
+            state = _v2(self)
+            if state.get("df") is not None:
+                condition = args[0] if args else kwargs.get("condition")
+                if write_v2(state, name, condition):
+                    return None
+            return original(self, *args, **kwargs)
+
+        return method
+
+    return make
+
+
+def _classes(module: str, name: str) -> list[type]:
+    import importlib
+
+    out: list[type] = []
+    for mod in (module, module.replace("pyspark.sql.", "pyspark.sql.connect.", 1)):
+        try:
+            out.append(getattr(importlib.import_module(mod), name))
+        except Exception:
+            continue
+    return out
+
+
+def patches() -> list[tuple[type, str, Make]]:
+    """Every (class, method, wrapper factory) this module installs.
+
+    Example:
+        >>> len(patches()) > 5                                                      # doctest: +SKIP
+        True
+    """
+    out: list[tuple[type, str, Make]] = []
+    for cls in _classes("pyspark.sql.readwriter", "DataFrameWriter"):
+        out += [(cls, "saveAsTable", _save_as_table), (cls, "insertInto", _insert_into)]
+    for cls in _classes("pyspark.sql.readwriter", "DataFrameReader"):
+        out.append((cls, "table", _reader_table))
+    for cls in _classes("pyspark.sql.streaming.readwriter", "DataStreamWriter"):
+        out.append((cls, "toTable", _to_table))
+    for cls in _classes("pyspark.sql.session", "SparkSession"):
+        out.append((cls, "table", _spark_table))
+    for module in ("pyspark.sql.classic.dataframe", "pyspark.sql.connect.dataframe"):
+        try:
+            import importlib
+
+            out.append((importlib.import_module(module).DataFrame, "writeTo", _write_to))
+        except Exception:
+            continue
+    for cls in _classes("pyspark.sql.readwriter", "DataFrameWriterV2"):
+        for name in ("using", "option", "options", "tableProperty", "partitionedBy"):
+            out.append((cls, name, _v2_recording(name)))
+        for name in ("create", "replace", "createOrReplace", "append", "overwrite", "overwritePartitions"):
+            out.append((cls, name, _v2_action(name)))
+    return out

@@ -1,0 +1,577 @@
+"""The SQL front end: every Delta statement of delta-spark's SQL reference, on path tables
+(``delta.`/path```) and on catalog tables (Spark's in-memory catalog of the shared session), each
+checked against the rows it returns and the log it leaves. The Hive metastore and Spark Connect run the
+same workflow in ``test_spark_sql_catalogs.py``; bad input is in ``test_spark_sql_errors.py``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import deltalog
+
+pytestmark = pytest.mark.spark
+
+HISTORY_COLUMNS = ["version", "timestamp", "userId", "userName", "operation", "operationParameters", "job",
+                   "notebook", "clusterId", "readVersion", "isolationLevel", "isBlindAppend", "operationMetrics",
+                   "userMetadata", "engineInfo"]
+
+
+class Target:
+    """One table the tests run statements on: ``ref`` is how SQL names it."""
+
+    def __init__(self, spark: Any, kind: str, tmp: Path) -> None:
+        self.spark = spark
+        self.kind = kind
+        if kind == "path":
+            self.path = str(tmp / "t")
+            self.ref = f"delta.`{self.path}`"
+        else:
+            self.ref = f"sql_{uuid.uuid4().hex[:10]}"
+            self.path = ""
+
+    def sql(self, text: str) -> Any:
+        return self.spark.sql(text.replace("{t}", self.ref))
+
+    def rows(self, text: str) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.sql(text).collect()]
+
+    @property
+    def location(self) -> str:
+        if self.kind == "path":
+            return self.path
+        from deltalog.spark.sql.catalog import lookup
+
+        entry = lookup(self.spark, self.ref)
+        assert entry is not None and entry.is_delta, self.ref
+        return entry.location
+
+    def table(self) -> deltalog.Table:
+        return deltalog.Table(self.location)
+
+    def version(self) -> int:
+        return self.table().latest_version()
+
+    def operations(self) -> list[str]:
+        return [c["operation"] for c in reversed(self.table().history())]
+
+
+@pytest.fixture(params=["path", "catalog"])
+def target(request: pytest.FixtureRequest, spark: Any, tmp_path: Path) -> Iterator[Target]:
+    t = Target(spark, request.param, tmp_path)
+    yield t
+    if t.kind == "catalog":
+        spark.sql(f"DROP TABLE IF EXISTS {t.ref}")
+
+
+def people(t: Target) -> None:
+    t.sql("CREATE TABLE {t} (id INT NOT NULL, name STRING, age INT) USING DELTA PARTITIONED BY (age) "
+          "TBLPROPERTIES ('owner' = 'data-eng', 'delta.appendOnly' = 'false')")
+    t.sql("INSERT INTO {t} VALUES (1, 'ann', 30), (2, 'bob', 40), (3, 'cy', 30)")
+
+
+# ------------------------------------------------------------------------------------------ CREATE / INSERT
+
+
+def test_create_table_writes_schema_partitions_and_properties(target: Target) -> None:
+    people(target)
+    snap = target.table().snapshot()
+    assert [f.name for f in snap.schema.fields] == ["id", "name", "age"]
+    assert not snap.schema.fields[0].nullable and snap.schema.fields[1].nullable
+    assert list(snap.metadata.partitionColumns) == ["age"]
+    assert snap.properties["owner"] == "data-eng"
+    assert target.operations() == ["CREATE TABLE", "WRITE"]
+    assert target.rows("SELECT * FROM {t} ORDER BY id") == [(1, "ann", 30), (2, "bob", 40), (3, "cy", 30)]
+
+
+def test_create_if_not_exists_and_existing_table(target: Target) -> None:
+    people(target)
+    target.sql("CREATE TABLE IF NOT EXISTS {t} (x INT) USING DELTA")
+    assert target.version() == 1
+    from deltalog.errors import DeltaError
+
+    # delta-spark: a catalog name that exists is refused; a path whose log has another schema too
+    expected = "already exists" if target.kind == "catalog" else "DELTA_CREATE_TABLE_SCHEME_MISMATCH"
+    with pytest.raises(DeltaError, match=expected):
+        target.sql("CREATE TABLE {t} (x INT) USING DELTA")
+    assert target.version() == 1
+
+
+def test_insert_forms(target: Target) -> None:
+    people(target)
+    result = target.sql("INSERT INTO {t} (name, id, age) VALUES ('dee', 4, 50)")
+    assert result.columns == ["num_affected_rows", "num_inserted_rows"]
+    assert [tuple(r) for r in result.collect()] == [(1, 1)]
+    target.sql("INSERT INTO {t} SELECT id + 10, upper(name), age FROM {t} WHERE age = 30")
+    assert target.rows("SELECT id, name FROM {t} WHERE id > 3 ORDER BY id") == [(4, "dee"), (11, "ANN"), (13, "CY")]
+    target.sql("INSERT INTO TABLE {t} VALUES (5, 'eve', 40)")
+    assert target.rows("SELECT count(*) FROM {t}") == [(7,)]
+    assert target.operations()[-1] == "WRITE"
+
+
+def test_insert_overwrite_and_replace_where(target: Target) -> None:
+    people(target)
+    target.sql("INSERT INTO {t} REPLACE WHERE age = 30 SELECT 7, 'gil', 30")
+    assert target.rows("SELECT id FROM {t} ORDER BY id") == [(2,), (7,)]
+    commit = target.table().history(limit=1)[0]
+    assert commit["operation"] == "WRITE" and "age = 30" in commit["operationParameters"]["predicate"]
+    target.sql("INSERT OVERWRITE {t} SELECT 9, 'ivy', 60")
+    assert target.rows("SELECT * FROM {t}") == [(9, "ivy", 60)]
+    assert target.table().history(limit=1)[0]["operationParameters"]["mode"] == "Overwrite"
+
+
+def test_ctas_create_or_replace_and_replace(target: Target, spark: Any) -> None:
+    target.sql("CREATE TABLE {t} USING DELTA PARTITIONED BY (k) TBLPROPERTIES ('p' = '1') AS "
+               "SELECT id, CAST(id % 2 AS INT) AS k FROM range(6)")
+    snap = target.table().snapshot()
+    assert list(snap.metadata.partitionColumns) == ["k"] and snap.properties["p"] == "1"
+    assert target.rows("SELECT count(*) FROM {t} WHERE k = 1") == [(3,)]
+    assert target.operations() == ["CREATE TABLE AS SELECT"]
+    target.sql("CREATE OR REPLACE TABLE {t} USING DELTA AS SELECT 'x' AS s")
+    assert target.rows("SELECT * FROM {t}") == [("x",)]
+    assert target.operations()[-1] == "CREATE OR REPLACE TABLE AS SELECT"
+    target.sql("REPLACE TABLE {t} (a INT, b STRING) USING DELTA")
+    assert target.rows("SELECT * FROM {t}") == []
+    assert [f.name for f in target.table().snapshot().schema.fields] == ["a", "b"]
+    assert target.operations()[-1] == "REPLACE TABLE"
+    assert target.rows("SELECT * FROM {t} VERSION AS OF 0 WHERE id = 4") == [(4, 0)]
+
+
+# ------------------------------------------------------------------------------------------ DML
+
+
+def test_update_and_delete(target: Target) -> None:
+    people(target)
+    result = target.sql("UPDATE {t} SET name = concat(name, '!'), age = age + 1 WHERE id <= 2")
+    assert result.columns == ["num_affected_rows"] and result.first()[0] == 2
+    assert target.rows("SELECT * FROM {t} ORDER BY id") == [(1, "ann!", 31), (2, "bob!", 41), (3, "cy", 30)]
+    result = target.sql("DELETE FROM {t} WHERE age > 40")
+    assert result.columns == ["num_affected_rows"] and result.first()[0] == 1
+    assert target.rows("SELECT id FROM {t} ORDER BY id") == [(1,), (3,)]
+    target.sql("DELETE FROM {t}")
+    assert target.rows("SELECT count(*) FROM {t}") == [(0,)]
+    assert target.operations()[-3:] == ["UPDATE", "DELETE", "DELETE"]
+
+
+def test_merge_with_every_clause_and_a_subquery_source(target: Target) -> None:
+    people(target)
+    result = target.sql("""
+        MERGE INTO {t} AS t
+        USING (SELECT 1 AS id, 'ANN' AS name, 30 AS age, false AS gone
+               UNION ALL SELECT 2, 'BOB', 40, true
+               UNION ALL SELECT 8, 'hal', 20, false) AS s
+        ON t.id = s.id
+        WHEN MATCHED AND s.gone THEN DELETE
+        WHEN MATCHED THEN UPDATE SET t.name = s.name
+        WHEN NOT MATCHED AND s.age > 10 THEN INSERT (id, name, age) VALUES (s.id, s.name, s.age)
+        WHEN NOT MATCHED BY SOURCE AND t.age = 30 THEN UPDATE SET t.name = 'stale'
+    """)
+    assert result.columns == ["num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows"]
+    assert tuple(result.first()) == (4, 2, 1, 1)
+    assert target.rows("SELECT * FROM {t} ORDER BY id") == [(1, "ANN", 30), (3, "stale", 30), (8, "hal", 20)]
+    commit = target.table().history(limit=1)[0]
+    assert commit["operation"] == "MERGE"
+    assert commit["operationMetrics"]["numTargetRowsNotMatchedBySourceUpdated"] == "1"
+
+
+def test_merge_star_actions_and_by_source_delete(target: Target, tmp_path: Path) -> None:
+    people(target)
+    src = tmp_path / "src"
+    target.spark.sql(f"CREATE TABLE delta.`{src}` (id INT, name STRING, age INT) USING DELTA")
+    target.spark.sql(f"INSERT INTO delta.`{src}` VALUES (1, 'a1', 31), (9, 'z', 99)")
+    target.sql(f"MERGE INTO {{t}} USING delta.`{src}` src ON {{t}}.id = src.id "
+               "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT * "
+               "WHEN NOT MATCHED BY SOURCE THEN DELETE".replace("{t}.id", "t.id").replace("{t} USING",
+                                                                                          "{t} t USING"))
+    assert target.rows("SELECT * FROM {t} ORDER BY id") == [(1, "a1", 31), (9, "z", 99)]
+
+
+# ------------------------------------------------------------------------------------------ reads
+
+
+def test_time_travel_in_sql(target: Target) -> None:
+    people(target)  # v0 create, v1 insert
+    target.sql("DELETE FROM {t} WHERE id = 1")  # v2
+    assert target.rows("SELECT count(*) FROM {t} VERSION AS OF 1") == [(3,)]
+    assert target.rows("SELECT count(*) FROM {t} FOR VERSION AS OF 1") == [(3,)]
+    assert target.rows("SELECT count(*) FROM {t} VERSION AS OF 0") == [(0,)]
+    at = target.rows("SELECT count(*) FROM {t}@v1")
+    assert at == [(3,)]
+    stamp = target.table().history()[-2]["timestamp"]  # version 1
+    text = dt.datetime.fromtimestamp(stamp / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    assert target.rows(f"SELECT count(*) FROM {{t}} TIMESTAMP AS OF '{text}'") == [(3,)]
+    # an expression, evaluated by Spark in the session time zone
+    assert target.rows(f"SELECT count(*) FROM {{t}} TIMESTAMP AS OF CAST('{text}' AS TIMESTAMP) + INTERVAL 0 SECONDS") \
+        == [(3,)]
+    from deltalog.errors import VersionNotFoundError
+
+    with pytest.raises(VersionNotFoundError, match="after the latest commit"):  # as delta-spark
+        target.rows("SELECT count(*) FROM {t} TIMESTAMP AS OF current_timestamp() + INTERVAL 1 HOUR")
+    # both sides of a self-join at different versions
+    assert target.rows("SELECT count(*) FROM {t} VERSION AS OF 1 a LEFT ANTI JOIN {t} b ON a.id = b.id") == [(1,)]
+
+
+def test_delta_paths_in_joins_ctes_and_subqueries(spark: Any, tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    spark.range(10).selectExpr("id", "id % 3 AS g").write.format("delta").save(str(a))
+    spark.range(3).selectExpr("id AS g", "concat('g', id) AS label").write.format("delta").save(str(b))
+    rows = spark.sql(f"""
+        WITH big AS (SELECT * FROM delta.`{a}` WHERE id >= 4)
+        SELECT l.label, count(*) AS n
+        FROM big JOIN delta.`{b}` l ON big.g = l.g
+        WHERE big.id IN (SELECT id FROM delta.`{a}` WHERE id % 2 = 0)
+        GROUP BY l.label ORDER BY l.label""").collect()
+    assert [tuple(r) for r in rows] == [("g0", 1), ("g1", 1), ("g2", 1)]
+    scalar = spark.sql(f"SELECT (SELECT max(id) FROM delta.`{a}`) AS m").first()[0]
+    assert scalar == 9
+
+
+def test_table_changes(target: Target) -> None:
+    target.sql("CREATE TABLE {t} (id INT, v STRING) USING DELTA TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+    target.sql("INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
+    target.sql("UPDATE {t} SET v = 'B' WHERE id = 2")
+    name = target.path if target.kind == "path" else target.ref
+    rows = target.rows(f"SELECT id, v, _change_type, _commit_version FROM table_changes('{name}', 1, 2) "
+                       "ORDER BY _commit_version, id, _change_type")
+    assert rows == [(1, "a", "insert", 1), (2, "b", "insert", 1),
+                    (2, "B", "update_postimage", 2), (2, "b", "update_preimage", 2)]
+    if target.kind == "path":
+        assert target.rows(f"SELECT count(*) FROM table_changes_by_path('{name}', 2)") == [(2,)]
+
+
+def test_catalog_reads_take_the_parquet_scan(spark: Any) -> None:
+    name = f"fast_{uuid.uuid4().hex[:8]}"
+    try:
+        spark.range(100).selectExpr("id", "id % 4 AS k").write.format("delta").partitionBy("k").saveAsTable(name)
+        from deltalog.spark.sql.catalog import lookup
+
+        location = lookup(spark, name).location  # type: ignore[union-attr]
+        for df in (spark.table(name), spark.read.table(name), spark.sql(f"SELECT * FROM {name} WHERE k = 1")):
+            plan = df._jdf.queryExecution().executedPlan().toString()
+            assert "FileScan parquet" in plan and "PythonDataSource" not in plan and "BatchEvalPython" not in plan
+        assert spark.sql(f"SELECT count(*) FROM {name} WHERE k = 1").first()[0] == 25
+        # the WHERE clause of a one-table query prunes and skips files in deltalog's planning, as a DataFrame
+        # filter does: only the k = 1 files (and only those whose id range can match) are scanned
+        assert len(spark.sql(f"SELECT * FROM {name} WHERE k = 1").inputFiles()) == \
+            len(spark.read.format("delta").load(location).where("k = 1").inputFiles()) < 8
+        assert len(spark.sql(f"SELECT * FROM {name} WHERE id = 99 AND k = 3").inputFiles()) == 1
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+# ------------------------------------------------------------------------------------------ utilities
+
+
+def test_describe_history_and_detail(target: Target) -> None:
+    people(target)
+    history = target.sql("DESCRIBE HISTORY {t}")
+    assert history.columns == HISTORY_COLUMNS
+    assert [(r.version, r.operation) for r in history.collect()] == [(1, "WRITE"), (0, "CREATE TABLE")]
+    assert [r.version for r in target.sql("DESCRIBE HISTORY {t} LIMIT 1").collect()] == [1]
+    detail = target.sql("DESCRIBE DETAIL {t}").first()
+    assert detail.format == "delta" and detail.partitionColumns == ["age"]
+    assert detail.numFiles == target.table().snapshot().add_files().num_rows
+    assert detail.properties["owner"] == "data-eng"
+    assert detail.location.rstrip("/").endswith(os.path.basename(target.location))
+    if target.kind == "catalog":
+        assert detail.name == f"spark_catalog.default.{target.ref}"
+
+
+def test_optimize_and_zorder(target: Target) -> None:
+    target.sql("CREATE TABLE {t} (id BIGINT, k INT) USING DELTA PARTITIONED BY (k)")
+    for i in range(3):
+        target.sql(f"INSERT INTO {{t}} VALUES ({i}, 0), ({i + 10}, 1)")
+    result = target.sql("OPTIMIZE {t} WHERE k = 0")
+    assert result.columns == ["path", "metrics"]
+    metrics = result.first().metrics
+    assert (metrics.numFilesRemoved, metrics.numFilesAdded) == (3, 1)
+    assert len(target.table().snapshot().add_files()) == 4
+    metrics = target.sql("OPTIMIZE {t} ZORDER BY (id)").first().metrics
+    assert metrics.numFilesRemoved == 4 and metrics.zOrderStats is not None
+    assert target.operations()[-2:] == ["OPTIMIZE", "OPTIMIZE"]
+    assert target.rows("SELECT sum(id) FROM {t}") == [(sum(range(3)) + sum(range(10, 13)),)]
+
+
+def test_vacuum(target: Target, spark: Any) -> None:
+    target.sql("CREATE TABLE {t} (id INT) USING DELTA")
+    target.sql("INSERT INTO {t} VALUES (1)")
+    target.sql("INSERT OVERWRITE {t} VALUES (2)")
+    from deltalog.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="retention"):
+        target.sql("VACUUM {t} RETAIN 0 HOURS")
+    assert target.version() == 2
+    dry = target.sql("VACUUM {t} RETAIN 200 HOURS DRY RUN")
+    assert dry.columns == ["path"] and dry.collect() == []
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        dry = target.sql("VACUUM {t} RETAIN 0 HOURS DRY RUN")
+        listed = [r.path.removeprefix("file:") for r in dry.collect()]
+        assert len(listed) == 1 and listed[0].endswith(".parquet") and os.path.exists(listed[0])
+        assert target.version() == 2
+        done = target.sql("VACUUM {t} RETAIN 0 HOURS").collect()
+        assert len(done) == 1
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    assert not os.path.exists(listed[0])
+    assert target.rows("SELECT * FROM {t}") == [(2,)]
+    assert target.operations()[-2:] == ["VACUUM START", "VACUUM END"]
+
+
+def test_restore(target: Target) -> None:
+    people(target)
+    target.sql("DELETE FROM {t} WHERE age = 30")
+    result = target.sql("RESTORE TABLE {t} TO VERSION AS OF 1")
+    assert result.columns[:2] == ["table_size_after_restore", "num_of_files_after_restore"]
+    assert target.rows("SELECT count(*) FROM {t}") == [(3,)]
+    target.sql("DELETE FROM {t}")
+    stamp = target.table().history()[-2]["timestamp"]  # version 1
+    text = dt.datetime.fromtimestamp(stamp / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    target.sql(f"RESTORE {{t}} TO TIMESTAMP AS OF '{text}'")
+    assert target.rows("SELECT count(*) FROM {t}") == [(3,)]
+    assert target.operations()[-1] == "RESTORE"
+
+
+def test_alter_table(target: Target) -> None:
+    people(target)
+    target.sql("ALTER TABLE {t} ADD CONSTRAINT adult CHECK (age >= 18)")
+    assert target.table().snapshot().properties["delta.constraints.adult"] == "age >= 18"
+    from deltalog.errors import DeltaError
+
+    with pytest.raises(DeltaError, match="adult"):
+        target.sql("INSERT INTO {t} VALUES (5, 'kid', 9)")
+    before = target.version()
+    target.sql("ALTER TABLE {t} DROP CONSTRAINT adult")
+    target.sql("ALTER TABLE {t} DROP CONSTRAINT IF EXISTS adult")  # delta-spark commits this one too
+    assert "delta.constraints.adult" not in target.table().snapshot().properties
+    assert target.version() == before + 2
+    target.sql("ALTER TABLE {t} SET TBLPROPERTIES ('team' = 'x', 'delta.logRetentionDuration' = 'interval 60 days')")
+    target.sql("ALTER TABLE {t} UNSET TBLPROPERTIES ('owner')")
+    target.sql("ALTER TABLE {t} UNSET TBLPROPERTIES IF EXISTS ('owner', 'never')")
+    props = target.table().snapshot().properties
+    assert props["team"] == "x" and "owner" not in props
+    target.sql("ALTER TABLE {t} ADD COLUMNS (email STRING COMMENT 'work mail', score DOUBLE)")
+    target.sql("ALTER TABLE {t} ADD COLUMN nick STRING")
+    target.sql("ALTER TABLE {t} ALTER COLUMN name COMMENT 'given name'")
+    target.sql("ALTER TABLE {t} ALTER COLUMN id DROP NOT NULL")
+    fields = {f.name: f for f in target.table().snapshot().schema.fields}
+    assert list(fields) == ["id", "name", "age", "email", "score", "nick"]
+    assert fields["email"].metadata.get("comment") == "work mail"
+    assert fields["name"].metadata.get("comment") == "given name"
+    assert fields["id"].nullable
+    target.sql("ALTER TABLE {t} ALTER COLUMN name SET NOT NULL")
+    assert not {f.name: f for f in target.table().snapshot().schema.fields}["name"].nullable
+    assert target.rows("SELECT id, email FROM {t} WHERE id = 1") == [(1, None)]
+    assert target.operations()[-4:] == ["ADD COLUMNS", "CHANGE COLUMN", "CHANGE COLUMN", "CHANGE COLUMN"]
+
+
+def test_show_tblproperties(target: Target) -> None:
+    people(target)
+    shown = target.sql("SHOW TBLPROPERTIES {t}")
+    assert shown.columns == ["key", "value"]
+    rows = dict(tuple(r) for r in shown.collect())
+    assert rows["owner"] == "data-eng"
+    assert target.rows("SHOW TBLPROPERTIES {t} ('owner')") == [("owner", "data-eng")]
+
+
+def test_generate_manifest_and_fsck(target: Target) -> None:
+    people(target)
+    target.sql("GENERATE symlink_format_manifest FOR TABLE {t}")
+    manifests = sorted(str(p.relative_to(target.location))
+                       for p in Path(target.location, "_symlink_format_manifest").rglob("manifest"))
+    assert manifests == ["_symlink_format_manifest/age=30/manifest", "_symlink_format_manifest/age=40/manifest"]
+    victim = next(p for p in Path(target.location).rglob("*.parquet") if "age=40" in str(p))
+    victim.unlink()
+    dry = target.sql("FSCK REPAIR TABLE {t} DRY RUN")
+    assert dry.columns == ["path", "is_file_missing"]
+    assert [(os.path.basename(r.path), r.is_file_missing) for r in dry.collect()] == [(victim.name, True)]
+    assert target.version() == 1
+    target.sql("FSCK REPAIR TABLE {t}")
+    assert target.version() == 2 and target.operations()[-1] == "FSCK"
+    assert target.rows("SELECT id FROM {t} ORDER BY id") == [(1,), (3,)]
+
+
+def test_convert_to_delta(spark: Any, tmp_path: Path) -> None:
+    plain, parts = str(tmp_path / "plain"), str(tmp_path / "parts")
+    spark.range(5).write.parquet(plain)
+    spark.range(6).selectExpr("id", "CAST(id % 2 AS INT) AS k").write.partitionBy("k").parquet(parts)
+    spark.sql(f"CONVERT TO DELTA parquet.`{plain}`")
+    spark.sql(f"CONVERT TO DELTA parquet.`{parts}` PARTITIONED BY (k INT)")
+    assert spark.sql(f"SELECT count(*) FROM delta.`{plain}`").first()[0] == 5
+    assert spark.sql(f"SELECT sum(id) FROM delta.`{parts}` WHERE k = 1").first()[0] == 9
+    assert list(deltalog.Table(parts).snapshot().metadata.partitionColumns) == ["k"]
+    assert deltalog.Table(plain).history()[-1]["operation"] == "CONVERT"
+    spark.sql(f"CONVERT TO DELTA parquet.`{plain}`")  # already Delta: nothing to do
+    assert deltalog.Table(plain).latest_version() == 0
+
+
+def test_clone(target: Target, spark: Any, tmp_path: Path) -> None:
+    people(target)
+    target.sql("DELETE FROM {t} WHERE id = 1")  # v2
+    shallow, deep = f"shallow_{uuid.uuid4().hex[:8]}", str(tmp_path / "deep")
+    try:
+        result = target.sql(f"CREATE TABLE {shallow} SHALLOW CLONE {{t}} VERSION AS OF 1")
+        assert result.columns[:2] == ["source_table_size", "source_num_of_files"]
+        assert spark.sql(f"SELECT count(*) FROM {shallow}").first()[0] == 3
+        target.sql(f"CREATE OR REPLACE TABLE delta.`{deep}` DEEP CLONE {{t}}")
+        assert spark.sql(f"SELECT id FROM delta.`{deep}` ORDER BY id").collect() == \
+            spark.sql(f"SELECT id FROM {target.ref} ORDER BY id").collect()
+        deep_files = [p for p in Path(deep).rglob("*.parquet")]
+        assert deep_files, "a deep clone copies the data files"
+        assert deltalog.Table(deep).history()[-1]["operation"] == "CLONE"
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {shallow}")
+
+
+# ------------------------------------------------------------------------------------------ the catalog
+
+
+def test_managed_table_lives_in_the_warehouse_and_drop_removes_it(spark: Any) -> None:
+    name = f"managed_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE TABLE {name} (id INT) USING DELTA")
+    spark.sql(f"INSERT INTO {name} VALUES (1)")
+    from deltalog.spark.sql.catalog import lookup
+
+    entry = lookup(spark, name)
+    assert entry is not None and entry.managed and entry.is_delta
+    warehouse = spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:")
+    assert os.path.realpath(entry.location) == os.path.realpath(os.path.join(warehouse, name))
+    assert name in [r.tableName for r in spark.sql("SHOW TABLES").collect()]
+    assert spark.catalog.tableExists(name)
+    spark.sql(f"DROP TABLE {name}")
+    assert not os.path.exists(entry.location)
+    assert not spark.catalog.tableExists(name)
+
+
+def test_external_table_over_an_existing_delta_table(spark: Any, tmp_path: Path) -> None:
+    loc = str(tmp_path / "ext")
+    spark.range(4).selectExpr("id", "'x' AS s").write.format("delta").save(loc)
+    name = f"ext_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE TABLE {name} USING DELTA LOCATION '{loc}'")  # schema comes from the log
+    assert deltalog.Table(loc).latest_version() == 0
+    assert spark.table(name).columns == ["id", "s"]
+    spark.sql(f"INSERT INTO {name} VALUES (9, 'y')")
+    assert spark.sql(f"SELECT count(*) FROM delta.`{loc}`").first()[0] == 5
+    spark.sql(f"DROP TABLE {name}")
+    assert deltalog.Table(loc).latest_version() == 1  # an external table's data stays
+    spark.sql(f"CREATE TABLE {name} (id BIGINT, s STRING) USING DELTA LOCATION '{loc}'")  # matching schema
+    assert spark.table(name).count() == 5
+    spark.sql(f"DROP TABLE {name}")
+
+
+def test_database_qualified_names(spark: Any) -> None:
+    db = f"db_{uuid.uuid4().hex[:6]}"
+    spark.sql(f"CREATE DATABASE {db}")
+    try:
+        spark.sql(f"CREATE TABLE {db}.t (id INT) USING DELTA")
+        spark.sql(f"INSERT INTO {db}.t VALUES (1), (2)")
+        spark.sql(f"UPDATE spark_catalog.{db}.t SET id = id * 10")
+        assert sorted(r.id for r in spark.table(f"{db}.t").collect()) == [10, 20]
+        spark.sql(f"USE {db}")
+        try:
+            assert spark.sql("SELECT count(*) FROM t").first()[0] == 2
+        finally:
+            spark.sql("USE default")
+        from deltalog.spark.sql.catalog import lookup
+
+        entry = lookup(spark, f"{db}.t")
+        assert entry is not None and f"{db}.db" in entry.location
+    finally:
+        spark.sql(f"DROP DATABASE {db} CASCADE")
+
+
+def test_dataframe_catalog_api(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    from deltalog.spark import DeltaTable
+
+    a, b = f"api_a_{uuid.uuid4().hex[:6]}", f"api_b_{uuid.uuid4().hex[:6]}"
+    df = spark.range(6).selectExpr("id", "CAST(id % 2 AS INT) AS k")
+    try:
+        df.write.format("delta").partitionBy("k").saveAsTable(a)
+        df.write.format("delta").mode("append").saveAsTable(a)
+        df.write.insertInto(a)
+        assert spark.table(a).count() == 18
+        df.write.insertInto(a, overwrite=True)
+        assert spark.read.table(a).count() == 6
+        assert spark.read.option("versionAsOf", 1).table(a).count() == 12
+        df.write.format("delta").mode("overwrite").saveAsTable(a)
+        with pytest.raises(Exception, match="already exists"):
+            df.write.format("delta").saveAsTable(a)
+        df.write.format("delta").mode("ignore").saveAsTable(a)
+        assert [c["operation"] for c in reversed(DeltaTable.forName(spark, a)._table.history())] == \
+            ["CREATE TABLE AS SELECT", "WRITE", "WRITE", "WRITE", "CREATE OR REPLACE TABLE AS SELECT"]
+
+        df.writeTo(b).using("delta").partitionedBy("k").tableProperty("owner", "me").create()
+        df.writeTo(b).append()
+        df.filter("k = 0").writeTo(b).overwrite(F.col("k") == 0)
+        assert spark.table(b).count() == 9
+        df.filter("k = 1").writeTo(b).overwritePartitions()
+        assert spark.table(b).count() == 6
+        df.writeTo(b).using("delta").createOrReplace()
+        dt_b = DeltaTable.forName(spark, b)
+        assert dt_b.toDF().count() == 6 and dt_b.detail().first().name == f"spark_catalog.default.{b}"
+        dt_b.delete("k = 1")
+        assert spark.table(b).count() == 3
+        missing = spark.sql(f"SHOW TBLPROPERTIES {b} ('owner')").first()  # replaced: properties as given (none)
+        assert "does not have property" in missing.value
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {a}")
+        spark.sql(f"DROP TABLE IF EXISTS {b}")
+
+
+def test_builder_table_name_registers_a_catalog_table(spark: Any) -> None:
+    from deltalog.spark import DeltaTable
+
+    name = f"built_{uuid.uuid4().hex[:8]}"
+    try:
+        DeltaTable.create(spark).tableName(name).addColumn("id", "INT").addColumn("s", "STRING") \
+            .partitionedBy("s").execute()
+        spark.sql(f"INSERT INTO {name} VALUES (1, 'a')")
+        assert DeltaTable.forName(spark, name).toDF().collect()[0].id == 1
+        DeltaTable.createIfNotExists(spark).tableName(name).addColumn("id", "INT").execute()
+        assert spark.table(name).count() == 1
+        DeltaTable.createOrReplace(spark).tableName(name).addColumn("x", "LONG").execute()
+        assert spark.table(name).columns == ["x"]
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_streaming_to_table_and_foreach_batch_without_a_path(spark: Any, tmp_path: Path) -> None:
+    src, name = str(tmp_path / "src"), f"stream_{uuid.uuid4().hex[:8]}"
+    spark.range(5).write.format("delta").save(src)
+    seen: list[int] = []
+    try:
+        spark.sql(f"CREATE TABLE {name} (id BIGINT) USING DELTA")
+        query = spark.readStream.format("delta").load(src).writeStream \
+            .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).toTable(name)
+        query.awaitTermination()
+        assert spark.table(name).count() == 5
+        query = spark.readStream.format("delta").load(src).writeStream.format("delta") \
+            .option("checkpointLocation", str(tmp_path / "cp2")) \
+            .foreachBatch(lambda batch, epoch: seen.append(batch.count())).trigger(availableNow=True).start()
+        query.awaitTermination()
+        assert sum(seen) == 5
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_non_delta_statements_pass_through(spark: Any, tmp_path: Path) -> None:
+    name = f"pq_{uuid.uuid4().hex[:8]}"
+    try:
+        spark.sql(f"CREATE TABLE {name} (x INT) USING parquet")
+        spark.sql(f"INSERT INTO {name} VALUES (1), (2)")
+        assert spark.sql(f"SELECT sum(x) FROM {name}").first()[0] == 3
+        spark.sql(f"CREATE OR REPLACE TEMP VIEW v_{name} AS SELECT x * 2 AS y FROM {name}")
+        assert spark.sql(f"SELECT max(y) FROM v_{name}").first()[0] == 4
+        assert spark.sql("SELECT 1 AS one").first().one == 1
+        described = spark.sql(f"DESCRIBE TABLE {name}").collect()
+        assert described[0].col_name == "x"
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
