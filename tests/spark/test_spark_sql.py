@@ -230,6 +230,8 @@ def test_delta_paths_in_joins_ctes_and_subqueries(spark: Any, tmp_path: Path) ->
     assert [tuple(r) for r in rows] == [("g0", 1), ("g1", 1), ("g2", 1)]
     scalar = spark.sql(f"SELECT (SELECT max(id) FROM delta.`{a}`) AS m").first()[0]
     assert scalar == 9
+    # the reads are DataFrame arguments of Spark's sql(): no temporary view outlives a statement
+    assert [t.name for t in spark.catalog.listTables() if t.isTemporary] == []
 
 
 def test_table_changes(target: Target) -> None:

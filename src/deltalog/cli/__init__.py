@@ -348,6 +348,32 @@ def convert(
     return EXIT_OK
 
 
+@cli.command(
+    "run",
+    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+    short_help="Run a PySpark program written for delta-spark, unmodified.",
+    epilog=_EPILOG,
+)
+@click.argument("job", metavar="JOB.py")
+@click.argument("job_args", nargs=-1, type=click.UNPROCESSED, metavar="[ARGS]...")
+def run(job: str, job_args: tuple[str, ...]) -> int:
+    """Run JOB.py (with ARGS) as a delta-spark program: ``import delta``, ``delta.tables``,
+    ``delta.exceptions`` and ``configure_spark_with_delta_pip`` resolve to deltalog; sessions drop
+    delta-spark's JVM settings and are registered, so ``format("delta")``, catalog tables and
+    ``spark.sql`` go through deltalog. Needs pyspark (``pip install 'deltalog[spark]'``).
+
+    Example: ``deltalog run pipelines/nightly.py --date 2024-05-01``
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("pyspark") is None:
+        click.echo("deltalog run: pyspark is not installed (pip install 'deltalog[spark]')", err=True)
+        return EXIT_USAGE
+    from deltalog.spark.run import main as run_main
+
+    return run_main([job, *job_args])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (see the module docstring).
 

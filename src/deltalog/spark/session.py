@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import sys
 import threading
@@ -90,7 +91,7 @@ def configure(builder: Any, *, raw_local_fs: bool = False) -> Any:
     Example:
         >>> spark = configure(SparkSession.builder.master("local[2]")).getOrCreate()  # doctest: +SKIP
     """
-    _drop_delta_jvm_settings(builder)
+    _log_dropped(_drop_delta_jvm_settings(builder))
     for key, value in RECOMMENDED_CONF.items():
         builder = builder.config(key, value)
     if raw_local_fs:
@@ -119,10 +120,21 @@ _DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 _DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 
-def _drop_delta_jvm_settings(builder: Any) -> None:
+_LOG = logging.getLogger("deltalog.spark")
+
+
+def _log_dropped(dropped: list[str]) -> None:
+    if dropped:
+        _LOG.warning("deltalog: ignoring delta-spark's JVM settings (%s); deltalog routes Delta reads, writes and "
+                     "SQL itself", ", ".join(dropped))
+
+
+def _drop_delta_jvm_settings(builder: Any) -> list[str]:
+    """Take delta-spark's JVM settings out of a builder (see :func:`configure`); returns what was dropped."""
     options = getattr(builder, "_options", None)
+    dropped: list[str] = []
     if not isinstance(options, dict):
-        return
+        return dropped
     lock = getattr(builder, "_lock", None)
     with lock if lock is not None else threading.Lock():
         ext = [e.strip() for e in str(options.get("spark.sql.extensions", "")).split(",") if e.strip()]
@@ -132,8 +144,10 @@ def _drop_delta_jvm_settings(builder: Any) -> None:
                 options["spark.sql.extensions"] = ",".join(kept)
             else:
                 del options["spark.sql.extensions"]
+            dropped.append(f"spark.sql.extensions={_DELTA_EXTENSION}")
         if str(options.get("spark.sql.catalog.spark_catalog", "")).strip() == _DELTA_CATALOG:
             del options["spark.sql.catalog.spark_catalog"]
+            dropped.append(f"spark.sql.catalog.spark_catalog={_DELTA_CATALOG}")
         packages = [p.strip() for p in str(options.get("spark.jars.packages", "")).split(",") if p.strip()]
         if any(p.startswith("io.delta:") for p in packages):
             kept = [p for p in packages if not p.startswith("io.delta:")]
@@ -141,6 +155,22 @@ def _drop_delta_jvm_settings(builder: Any) -> None:
                 options["spark.jars.packages"] = ",".join(kept)
             else:
                 del options["spark.jars.packages"]
+            dropped.append("spark.jars.packages=" + ",".join(p for p in packages if p.startswith("io.delta:")))
+    return dropped
+
+
+def _drop_delta_runtime_settings(spark: Any) -> list[str]:
+    """A session already built with delta-spark's catalog setting: unset it (Spark could not load the class,
+    and every catalog statement would fail). The extension setting is static; Spark skipped the missing class."""
+    dropped: list[str] = []
+    try:
+        current = spark.conf.get("spark.sql.catalog.spark_catalog", None)
+    except Exception:
+        return dropped
+    if current is not None and str(current).strip() == _DELTA_CATALOG:
+        spark.conf.unset("spark.sql.catalog.spark_catalog")
+        dropped.append(f"spark.sql.catalog.spark_catalog={_DELTA_CATALOG}")
+    return dropped
 
 
 def local_session(
@@ -204,6 +234,7 @@ def register(spark: Any) -> Any:
     from deltalog.spark.sql import install as install_sql
 
     install_sql()
+    _log_dropped(_drop_delta_runtime_settings(spark))
     try:  # the streaming source; load() registers it too, so a session without Python data sources still works
         from deltalog.spark.streaming import register_source
 

@@ -217,8 +217,7 @@ def create_table(spark: Any, expression: Any, text: str, *, must_exist: bool = F
     managed = False
     df = None
     if query is not None:
-        rewritten, _ = rewrite_query(spark, query)
-        df = raw_sql(spark, rewritten)
+        df = rewrite_query(spark, query).sql(spark)
     if name is not None and entry is None:
         if df is not None:
             struct = df.schema

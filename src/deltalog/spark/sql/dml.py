@@ -103,8 +103,7 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
             static[item.this.name] = value.this if isinstance(value, exp.Literal) else value.sql(DIALECT)
         else:
             dynamic_parts.append(item.name)
-    source, _ = rewrite_query(spark, expression.expression)
-    df = raw_sql(spark, source)
+    df = rewrite_query(spark, expression.expression).sql(spark)
     snap = load_snapshot(ref.location)
     fields = list(snap.schema.fields)
     by_lower = {f.name.lower(): f for f in fields}
@@ -216,8 +215,7 @@ def _source_frame(spark: Any, using: Any) -> tuple[Any, str]:
     if isinstance(using, exp.Subquery):
         if alias is None or not alias.name:
             raise InvalidArgumentError("a MERGE source subquery needs an alias")
-        query, _ = rewrite_query(spark, using.this)
-        return raw_sql(spark, query), alias.name
+        return rewrite_query(spark, using.this).sql(spark), alias.name
     raise InvalidArgumentError(f"unsupported MERGE source: {using.sql(dialect=DIALECT)}")
 
 

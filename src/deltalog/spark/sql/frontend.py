@@ -211,9 +211,9 @@ def _dispatch(spark: Any, expression: Any, text: str, args: Any, kwargs: dict[st
         if result is not None:
             return result
     if isinstance(expression, (exp.Query, exp.Insert, exp.Create, exp.Describe)):
-        rewritten, views = rewrite_query(spark, expression)
-        if views:
-            return original_sql(spark)(rewritten, args, **kwargs)
+        rewritten = rewrite_query(spark, expression)
+        if rewritten.frames:
+            return rewritten.sql(spark, args, **kwargs)
     return original_sql(spark)(text, args, **kwargs)
 
 

@@ -3,14 +3,14 @@
 A reference is a Delta table when it is ``delta.`<path>``` or a catalog table whose provider is
 ``delta``; it may carry time travel (``VERSION AS OF n``, ``TIMESTAMP AS OF ts``, or Delta's
 ``t@v12`` / ``t@yyyyMMddHHmmssSSS`` shorthand). :func:`rewrite_query` replaces each such reference of a
-query (joins, CTEs, subqueries, set operations) by a temporary view of deltalog's own read of the table,
-so Spark runs the rest of the query unchanged; ``table_changes('t', start[, end])`` becomes a view of the
-change data feed.
+query (joins, CTEs, subqueries, set operations) by deltalog's own read of the table, passed to Spark as a
+DataFrame argument of ``spark.sql``, so Spark runs the rest of the query unchanged and no temporary view
+is left behind; ``table_changes('t', start[, end])`` becomes the change data feed's read.
 
 Example:
-    >>> text, _ = rewrite_query(spark, parse("SELECT * FROM delta.`/t` VERSION AS OF 1"))   # doctest: +SKIP
-    >>> text                                                                                # doctest: +SKIP
-    'SELECT * FROM `__deltalog_view_1` AS `t`'
+    >>> rewritten = rewrite_query(spark, parse("SELECT * FROM delta.`/t` VERSION AS OF 1"))   # doctest: +SKIP
+    >>> rewritten.text                                                                       # doctest: +SKIP
+    'SELECT * FROM {__deltalog_ref0_1a2b3c4d} AS `t`'
 """
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ from typing import Any
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark.sql.catalog import TableName, lookup
 
-__all__ = ["TableRef", "expand_at_syntax", "resolve", "resolve_table", "rewrite_query"]
+__all__ = ["Rewritten", "TableRef", "expand_at_syntax", "resolve", "resolve_table", "rewrite_query"]
 
 DIALECT = "spark"
-_VIEW_PREFIX = "__deltalog_view_"
 
 
 @dataclass(frozen=True)
@@ -278,52 +277,75 @@ def pushed_where(table: Any) -> Any:
     return build
 
 
-def _view(spark: Any, df: Any) -> str:
-    name = f"{_VIEW_PREFIX}{uuid.uuid4().hex[:12]}"
-    df.createOrReplaceTempView(name)
-    return name
+@dataclass(frozen=True)
+class Rewritten:
+    """A query whose Delta tables are replaced by ``{placeholder}`` s of deltalog's reads (``frames``): run
+    by Spark through PySpark's own DataFrame arguments of ``spark.sql`` (classic sessions drop the temporary
+    views right after planning; Connect sends the plans along), so no view outlives the statement."""
+
+    text: str
+    frames: dict[str, Any]
+
+    def sql(self, spark: Any, args: Any = None, **kwargs: Any) -> Any:
+        """Run the query with Spark's own ``sql``.
+
+        Example:
+            >>> rewrite_query(spark, parse("SELECT * FROM delta.`/t`")).sql(spark).count()  # doctest: +SKIP
+            3
+        """
+        from deltalog.spark.sql.frontend import original_sql
+
+        return original_sql(spark)(self.text, args, **{**kwargs, **self.frames})
 
 
-def rewrite_query(spark: Any, expression: Any) -> tuple[str, list[str]]:
+def rewrite_query(spark: Any, expression: Any) -> Rewritten:
     """``expression`` (a sqlglot tree) with every Delta table reference and ``table_changes(...)`` replaced
-    by a temporary view of deltalog's read; returns the SQL text and the views created. A query without
-    any comes back as its own text and no views.
+    by a placeholder for deltalog's read; a query without any comes back as its own text and no frames.
 
     Example:
-        >>> rewrite_query(spark, parse("SELECT 1"))                               # doctest: +SKIP
-        ('SELECT 1', [])
+        >>> rewrite_query(spark, parse("SELECT 1")).text                           # doctest: +SKIP
+        'SELECT 1'
     """
     from sqlglot import exp
 
     ctes = _cte_names(expression)
-    views: list[str] = []
+    frames: dict[str, Any] = {}
+
+    def placeholder(df: Any) -> str:
+        name = f"__deltalog_ref{len(frames)}_{uuid.uuid4().hex[:8]}"
+        frames[name] = df
+        return name
+
     for table in list(expression.find_all(exp.Table)):
         func = table.this if isinstance(table.this, (exp.Anonymous, exp.Func)) else None
         if func is not None:
             if str(getattr(func, "name", "")).lower() in _CHANGES:
-                views.append(_changes_view(spark, func))
-                table.set("this", exp.to_identifier(views[-1]))
+                table.set("this", exp.to_identifier(placeholder(_changes_frame(spark, func))))
             continue
         if not table.db and table.name.lower() in ctes:
             continue
         ref = resolve_table(spark, table)
         if ref is None:
             continue
-        views.append(_view(spark, read_ref(spark, ref, where=pushed_where(table))))
+        name = placeholder(read_ref(spark, ref, where=pushed_where(table)))
         alias = ref.alias or table.name
-        table.replace(exp.Table(this=exp.to_identifier(views[-1]),
+        table.replace(exp.Table(this=exp.to_identifier(name),
                                 alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))))
     for func in list(expression.find_all(exp.Anonymous)):
         if str(func.name).lower() in _CHANGES and not isinstance(func.parent, exp.Table):
-            views.append(_changes_view(spark, func))
-            func.replace(exp.Table(this=exp.to_identifier(views[-1])))
-    return expression.sql(dialect=DIALECT), views
+            func.replace(exp.Table(this=exp.to_identifier(placeholder(_changes_frame(spark, func)))))
+    text = expression.sql(dialect=DIALECT)
+    if frames:  # PySpark formats the text with str.format: the query's own braces are escaped
+        text = text.replace("{", "{{").replace("}", "}}")
+        for name in frames:
+            text = text.replace(name, "{" + name + "}")
+    return Rewritten(text, frames)
 
 
 _CHANGES = ("table_changes", "table_changes_by_path")
 
 
-def _changes_view(spark: Any, func: Any) -> str:
+def _changes_frame(spark: Any, func: Any) -> Any:
     from deltalog.spark.cdf import load_changes
 
     args = [_literal(a) for a in func.expressions]
@@ -340,4 +362,4 @@ def _changes_view(spark: Any, func: Any) -> str:
             options[f"{key}Version"] = str(value)
         else:
             options[f"{key}Timestamp"] = str(value)
-    return _view(spark, load_changes(spark, ref.location, options))
+    return load_changes(spark, ref.location, options)
