@@ -59,6 +59,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
          "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
          "--conf", f"spark.connect.grpc.binding.port={port}",
          "--conf", "spark.ui.enabled=false",
+         "--conf", f"spark.sql.warehouse.dir={tmp / 'warehouse'}",
          "--conf", "spark.sql.shuffle.partitions=2",
          "--conf", "spark.driver.extraJavaOptions=-XX:+UseSerialGC -XX:TieredStopAtLevel=1"],
         env=env, check=True, capture_output=True, timeout=60,
@@ -99,3 +100,23 @@ def test_format_delta_over_spark_connect(connect_url: str, tmp_path: Path) -> No
     assert "CHECK constraint small" in str(facts["constraint"]) and facts["constraint_version"] == 0
     assert facts["flat"] == 7 and "parquet-mr" in str(facts["flat_writer"])
     assert facts["built"] == [["id", "day"], ["day"], 3]
+
+
+def test_sql_and_catalog_tables_over_spark_connect(connect_url: str, tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, str(HERE / "sql_catalog_client.py"), "connect", str(tmp_path), connect_url],
+        env=_env(tmp_path), capture_output=True, text=True, timeout=300,
+    )
+    line = next((ln for ln in out.stdout.splitlines() if ln.startswith("FACTS ")), None)
+    assert out.returncode == 0 and line is not None, out.stderr[-3000:]
+    facts = json.loads(line[len("FACTS "):])
+    assert facts["session"] == "pyspark.sql.connect.session"
+    assert facts["update"] == 1 and facts["delete"] == 1
+    assert facts["rows"] == [[1, "a"], [2, "B"]] and facts["v1"] == 3
+    assert facts["changes"] == 3  # update pre/post image and the delete
+    assert facts["history"] == ["DELETE", "UPDATE", "WRITE", "CREATE TABLE"]
+    assert facts["merge"] == [2, 1, 1] and facts["people"] == [[1, "ANN"], [2, "bob"]]
+    assert facts["numbers"] == 3 and facts["forName"] == 2
+    assert facts["optimize"] >= 2 and facts["vacuum_dry"] == 0
+    assert facts["log_version"] == 3
+    assert facts["tables_after_drop"] == []
