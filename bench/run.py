@@ -40,6 +40,7 @@ SCRIPTS: list[tuple[str, list[str], bool]] = [
     ("zorder.py", [], False),
     ("dml_dv.py", [], False),
     ("streaming_latency.py", [], False),
+    ("sql_catalog.py", [], False),
     ("object_store.py", [], True),
 ]
 

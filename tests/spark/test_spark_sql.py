@@ -126,6 +126,21 @@ def test_insert_overwrite_and_replace_where(target: Target) -> None:
     assert target.table().history(limit=1)[0]["operationParameters"]["mode"] == "Overwrite"
 
 
+def test_insert_overwrite_partitions(target: Target, spark: Any) -> None:
+    people(target)  # ages 30 (ids 1, 3) and 40 (id 2)
+    target.sql("INSERT INTO {t} VALUES (4, 'dee', 50)")
+    target.sql("INSERT OVERWRITE {t} PARTITION (age = 30) SELECT 7, 'gil'")  # static: that partition only
+    assert target.rows("SELECT id, age FROM {t} ORDER BY id") == [(2, 40), (4, 50), (7, 30)]
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:  # dynamic: the partitions the query writes into
+        target.sql("INSERT OVERWRITE {t} PARTITION (age) SELECT 8, 'hal', 40")
+        assert target.rows("SELECT id, age FROM {t} ORDER BY id") == [(4, 50), (7, 30), (8, 40)]
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+    target.sql("INSERT OVERWRITE {t} PARTITION (age) SELECT 9, 'ivy', 60")  # static mode: the whole table
+    assert target.rows("SELECT id, age FROM {t}") == [(9, 60)]
+
+
 def test_ctas_create_or_replace_and_replace(target: Target, spark: Any) -> None:
     target.sql("CREATE TABLE {t} USING DELTA PARTITIONED BY (k) TBLPROPERTIES ('p' = '1') AS "
                "SELECT id, CAST(id % 2 AS INT) AS k FROM range(6)")

@@ -95,14 +95,11 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
         raise refuse(text, "a time-travel version cannot be written to")
     listed = [i.name for i in node.expressions] if isinstance(node, exp.Schema) else None
     static: dict[str, Any] = {}
-    dynamic_parts: list[str] = []
     partition = table.args.get("partition")
     for item in partition.expressions if partition is not None else []:
-        if isinstance(item, exp.EQ):
+        if isinstance(item, exp.EQ):  # PARTITION (day = '...'); a bare PARTITION (day) is dynamic
             value = item.expression
             static[item.this.name] = value.this if isinstance(value, exp.Literal) else value.sql(DIALECT)
-        else:
-            dynamic_parts.append(item.name)
     df = rewrite_query(spark, expression.expression).sql(spark)
     snap = load_snapshot(ref.location)
     fields = list(snap.schema.fields)
@@ -138,17 +135,25 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
     if where is not None:
         options["replaceWhere"] = where.sql(dialect=DIALECT)
         overwrite = True
-    elif overwrite and static:
+    elif overwrite and _dynamic_overwrite(spark):  # as Spark: every INSERT OVERWRITE is dynamic in that mode
+        options["partitionOverwriteMode"] = "dynamic"
+    elif overwrite and static:  # static mode: the PARTITION values say what is replaced (else the whole table)
         options["replaceWhere"] = " AND ".join(
             f"`{k}` = {exp.Literal.string(str(v)).sql(DIALECT) if isinstance(v, str) else v}"
             for k, v in static.items())
-    elif overwrite and dynamic_parts:
-        options["partitionOverwriteMode"] = "dynamic"
     result = write(data, ref.location, mode="overwrite" if overwrite else "append", **options)
     _touch(spark, ref)
     n = int(result.num_rows)
     return _rows(spark, {"num_affected_rows": n, "num_inserted_rows": n},
                  "num_affected_rows bigint, num_inserted_rows bigint")
+
+
+def _dynamic_overwrite(spark: Any) -> bool:
+    try:
+        mode = spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static")
+    except Exception:
+        mode = "static"
+    return str(mode).strip().lower() == "dynamic"
 
 
 # ------------------------------------------------------------------------------------ UPDATE / DELETE
