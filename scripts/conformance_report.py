@@ -11,8 +11,43 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "conformance"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from checks import CORPUS, check_table, load_expected
+
+#: The tests that prove each feature deltalog writes (read support is proven by the corpus below).
+WRITE_PROOF = {
+    "appendOnly": "tests/unit/test_write.py, tests/unit/test_transaction.py",
+    "invariants": "tests/unit/test_constraints.py",
+    "checkConstraints": "tests/unit/test_constraint_commands.py, tests/spark/test_spark_sql.py",
+    "changeDataFeed": "tests/unit/test_changes.py, tests/spark/test_spark_cdf.py",
+    "deletionVectors": "tests/unit/test_deletion_vectors.py, tests/spark/test_spark_dml.py",
+    "timestampNtz": "tests/unit/test_write.py",
+    "inCommitTimestamp": "tests/unit/test_write_properties.py",
+    "domainMetadata": "tests/unit/test_write_properties.py, tests/unit/test_checkpoint_writer.py",
+    "vacuumProtocolCheck": "tests/unit/test_vacuum.py",
+    "identityColumns": "tests/unit/test_identity.py, tests/spark/test_spark_identity.py",
+}
+
+
+def writer_features_section() -> str:
+    """Read / write support per table feature, from deltalog.txn.writer_features."""
+    from deltalog.txn.writer_features import FEATURES, INACTIVE_ONLY_WRITER_FEATURES, SUPPORTED_WRITER_FEATURES
+
+    lines = ["## Table features: read and write\n",
+             "Every feature is read (the corpus below proves it). *write ✓*: deltalog commits to tables that use "
+             "it, keeping the feature's rules; *only while inactive*: the table may list the feature but not use "
+             "it; *✗*: commits are refused naming the feature (the table stays readable).\n",
+             "| feature | read | write | write tests |", "|---|---|---|---|"]
+    for name in sorted(FEATURES, key=str.lower):
+        if name in SUPPORTED_WRITER_FEATURES:
+            write = "✓"
+        elif name in INACTIVE_ONLY_WRITER_FEATURES:
+            write = "only while inactive"
+        else:
+            write = "✗"
+        lines.append(f"| `{name}` | ✓ | {write} | {WRITE_PROOF.get(name, '')} |")
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
@@ -56,6 +91,7 @@ def main() -> int:
     print("- `delta-spark/*dv*` tables name their deletion-vector files with a Spark test-only prefix "
           "(`test%dv%prefix-deletion_vector_<uuid>.bin`); when the protocol's file name is absent deltalog "
           "accepts the single file in that directory whose name ends with it.\n")
+    print(writer_features_section())
     print("| table | result | facts checked | detail |")
     print("|---|---|---|---|")
     print("\n".join(rows))

@@ -49,6 +49,7 @@ from deltalog.protocol.schema import ArrayType, MapType, StructType, to_logical
 from deltalog.storage import LogStore
 from deltalog.table import Table
 from deltalog.txn.constraints import check_expressions, check_table_constraints
+from deltalog.txn.identity import IdentityGenerator, with_high_water_marks
 from deltalog.txn.operations import Write
 from deltalog.txn.predicates import ReadPredicate, columns_of
 from deltalog.txn.transaction import CommitResult, RetryPolicy, Transaction
@@ -446,6 +447,10 @@ def write_table(
     if snapshot is not None:  # e.g. variantType: refused before the schemas are compared
         check_never_writable(snapshot.protocol, table=table.location, version=snapshot.version)
     arrow_schema, batches = _batches(data)
+    identity = IdentityGenerator.for_schema(snapshot.schema, arrow_schema.names, table=table.location) \
+        if snapshot is not None and schema_mode != "overwrite" else None
+    if identity:  # the identity columns the data leaves out are generated (see deltalog.txn.identity)
+        arrow_schema, batches = _with_identity(arrow_schema, batches, identity)
     plan = _plan(
         table,
         snapshot,
@@ -483,6 +488,9 @@ def write_table(
     with transaction.discard_unless_committed(writer.abort):
         rows = _write_batches(writer, batches, plan, table.location)
         files = writer.close()
+        if identity and identity.high_water_marks():
+            plan.metadata = with_high_water_marks(plan.metadata, identity.high_water_marks())
+            plan.metadata_changed = True
         result = _commit(transaction, plan, files, mode, txn)
     return WriteResult(
         version=result.version,
@@ -494,6 +502,20 @@ def write_table(
         commit=result,
         operation_metrics=dict(result.operation_metrics),
     )
+
+
+def _with_identity(
+    schema: pa.Schema, batches: Iterator[pa.RecordBatch], identity: IdentityGenerator
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    full = schema
+    for col in identity.generated:
+        full = full.append(pa.field(col.name, pa.int64()))
+
+    def filled() -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield from identity.fill(pa.Table.from_batches([batch], schema=schema)).to_batches()
+
+    return full, filled()
 
 
 def _preflight(txn: Transaction, plan: _Plan, mode: str, loc: str) -> None:

@@ -10,9 +10,10 @@ Example:
 
 from __future__ import annotations
 
-from deltalog.spark.builder import DeltaColumnBuilder, DeltaTableBuilder
+from deltalog.spark.builder import DeltaColumnBuilder, DeltaTableBuilder, IdentityGenerator
 from deltalog.spark.dml.merge import MergeBuilder as DeltaMergeBuilder
 from deltalog.spark.optimize import DeltaOptimizeBuilder
 from deltalog.spark.table import DeltaTable
 
-__all__ = ["DeltaColumnBuilder", "DeltaMergeBuilder", "DeltaOptimizeBuilder", "DeltaTable", "DeltaTableBuilder"]
+__all__ = ["DeltaColumnBuilder", "DeltaMergeBuilder", "DeltaOptimizeBuilder", "DeltaTable", "DeltaTableBuilder",
+           "IdentityGenerator"]

@@ -6,11 +6,12 @@ implied by a legacy writer version). Features fall in three groups here:
 * :data:`SUPPORTED_WRITER_FEATURES` -- implemented whenever they are listed: ``appendOnly``,
   ``invariants``, ``checkConstraints`` (enforced by :mod:`deltalog.txn.constraints`),
   ``inCommitTimestamp``, ``timestampNtz``, ``domainMetadata``, ``vacuumProtocolCheck``,
-  ``deletionVectors`` (DELETE/UPDATE/MERGE write new DVs when the table enables them) and
+  ``deletionVectors`` (DELETE/UPDATE/MERGE write new DVs when the table enables them),
   ``changeDataFeed`` (appends and whole-file removes only: a commit that rewrites rows without change
-  data files is refused by :func:`check_change_data_feed`);
+  data files is refused by :func:`check_change_data_feed`) and ``identityColumns`` (values generated
+  by every writer that adds rows, see :mod:`deltalog.txn.identity`);
 * :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.
-  implied by a legacy writer version, but unused): ``generatedColumns``, ``identityColumns``,
+  implied by a legacy writer version, but unused): ``generatedColumns``,
   ``allowColumnDefaults`` and ``columnMapping`` (data files are written with display names only, so
   mode ``name``/``id`` refuses commits that add data);
 * everything else (``v2Checkpoint``, ``typeWidening``, ``rowTracking``, ``clustering``,
@@ -66,12 +67,13 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "vacuumProtocolCheck",
         "deletionVectors",
         "changeDataFeed",
+        "identityColumns",
     }
 )
 
 #: Writer features allowed only while inactive (listed but unused by the table's metadata).
 INACTIVE_ONLY_WRITER_FEATURES: frozenset[str] = frozenset(
-    {"generatedColumns", "identityColumns", "allowColumnDefaults", "columnMapping"}
+    {"generatedColumns", "allowColumnDefaults", "columnMapping"}
 )
 
 
@@ -366,7 +368,7 @@ deltalog cannot write (it writes classic checkpoints only); it can still be read
                 continue
             raise UnsupportedFeatureError(
                 f"table uses writer feature '{feature}', which deltalog supports only while it is "
-                "inactive (e.g. no generated/identity/default columns, column mapping mode 'none')",
+                "inactive (e.g. no generated/default columns, column mapping mode 'none')",
                 feature=feature,
                 table=table,
                 version=version,

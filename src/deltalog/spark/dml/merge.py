@@ -57,6 +57,7 @@ from deltalog.errors import DeltaError, InvalidArgumentError
 from deltalog.protocol.schema import StructField, StructType, parse_schema
 from deltalog.spark._common import load_snapshot, open_table, spark_type
 from deltalog.spark._conf import auto_merge
+from deltalog.spark._identity import BOUND, identity_value, observe_files
 from deltalog.spark.dml._assign import assign, expression, resolve_column
 from deltalog.spark.dml._cdc import change_rows, records_changes, stage_change_files, write_change_files
 from deltalog.spark.dml._jobs import (
@@ -83,6 +84,7 @@ from deltalog.spark.dml._scan import (
     target_scan,
 )
 from deltalog.spark.idempotent import claim_session_txn
+from deltalog.txn.identity import IdentityGenerator, identity_columns, with_high_water_marks
 from deltalog.txn.operations import Merge
 from deltalog.txn.transaction import Transaction
 
@@ -332,6 +334,8 @@ class _Merge:
         self.metadata = replace(self.snap.metadata, schemaString=self.schema.to_json()) if new else self.snap.metadata
         self.target_names = set(target.field_names)
         self.source_names = {n.lower(): n for n in b._source.columns}
+        self.identity = IdentityGenerator(identity_columns(target, table=self.table.location), [],
+                                          table=self.table.location)
         self.join_condition = F.expr(b._condition) if isinstance(b._condition, str) else b._condition
 
     # --------------------------------------------------------------------------------- expressions
@@ -414,6 +418,7 @@ class _Merge:
             assert typed is not None
             what = f"MERGE {by_id[cid].label()}"
             values[(cid, name)] = assign(col, typed.fields[i].dataType, self.schema.field(name), what=what)
+        self._identity_values(writers, values)
         out = []
         action = F.col(_ACTION)
         for f in self.schema.fields:
@@ -430,6 +435,35 @@ class _Merge:
                 chain = F.when(test, v) if chain is None else chain.when(test, v)
             out.append((default if chain is None else chain.otherwise(default)).alias(f.name))
         return out
+
+    def _identity_values(self, writers: list[_Clause], values: dict[tuple[int, str], Column]) -> None:
+        """Identity columns: inserted rows get generated values (explicit ones only for ``BY DEFAULT``
+        columns); updates leave them alone (``UPDATE SET *`` skips them, an explicit ``SET`` is refused)."""
+        for col in self.identity.generated:
+            for c in writers:
+                given = values.get((id(c), col.name))
+                if c.action == "update" and given is not None:
+                    if not c.star:
+                        raise InvalidArgumentError(
+                            f"[DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] MERGE {c.label()} sets identity column "
+                            f"{col.name}; identity values cannot be updated", table=self.table.location)
+                    del values[(id(c), col.name)]
+                elif c.action == "insert":
+                    if given is not None and not col.allow_explicit:
+                        raise InvalidArgumentError(
+                            f"[DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED] MERGE {c.label()} provides "
+                            f"column {col.name}, which is GENERATED ALWAYS AS IDENTITY; leave it out of the insert",
+                            table=self.table.location)
+                    if given is None:  # a join's partitions may be split at run time: the unplanned bound
+                        values[(id(c), col.name)] = identity_value(col, BOUND)
+
+    def _identity_metadata(self, files: list[Any]) -> None:
+        if not self.identity:
+            return
+        observe_files(self.identity, files, partitions=BOUND)
+        marks = self.identity.high_water_marks()
+        if marks:
+            self.metadata = with_high_water_marks(self.metadata, marks)
 
     # ---------------------------------------------------------------------------------------- run
 
@@ -499,6 +533,7 @@ class _Merge:
         if not staged.data and not removed and dv is None:
             return DmlResult(None, {k: str(v) for k, v in self._metrics(scan_ms, **counts).items()})
         try:
+            self._identity_metadata(staged.data)
             if self.metadata is not self.snap.metadata:
                 self.txn.update_metadata(self.metadata)
             self.txn.remove_files(removed)

@@ -63,6 +63,7 @@ from deltalog.spark.dml._scan import (
     target_scan,
 )
 from deltalog.spark.idempotent import claim_session_txn
+from deltalog.txn.identity import identity_columns
 from deltalog.txn.operations import Update
 from deltalog.txn.transaction import Transaction
 
@@ -79,8 +80,13 @@ def _assignments(spark_set: Any, snap: Any) -> dict[str, Column]:
             table=snap.table,
         )
     out: dict[str, Column] = {}
+    identity = {c.name for c in identity_columns(snap.schema, table=snap.table)}
     for key, value in spark_set.items():
         f = resolve_column(key, snap.schema, what="UPDATE")
+        if f.name in identity:
+            raise InvalidArgumentError(
+                f"[DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] UPDATE sets identity column {f.name}; identity "
+                "values cannot be updated", table=snap.table)
         if f.name in out:
             raise InvalidArgumentError(f"UPDATE: column {f.name!r} is assigned more than once", table=snap.table)
         out[f.name] = expression(value, what=f"UPDATE set[{key!r}]")

@@ -154,23 +154,66 @@ def _refuse_unsupported_columns(columns: list[Any], text: str) -> None:
                 raise UnsupportedFeatureError(
                     f"column {col.name}: generated columns (GENERATED ALWAYS AS) cannot be written by this build of "
                     f"deltalog; statement: {text.strip()[:120]}", feature="generatedColumns")
-            if isinstance(kind, exp.GeneratedAsIdentityColumnConstraint):
-                raise UnsupportedFeatureError(
-                    f"column {col.name}: identity columns cannot be written by this build of deltalog; statement: "
-                    f"{text.strip()[:120]}", feature="identityColumns")
             if isinstance(kind, exp.DefaultColumnConstraint):
                 raise UnsupportedFeatureError(
                     f"column {col.name}: column defaults (allowColumnDefaults) cannot be written by this build of "
                     f"deltalog; statement: {text.strip()[:120]}", feature="allowColumnDefaults")
 
 
-def _struct_from_columns(spark: Any, columns: list[Any]) -> Any:
-    """The ``pyspark.sql.types.StructType`` of column definitions, parsed by Spark itself."""
-    ddl = ", ".join(c.sql(dialect=DIALECT) for c in columns)
+def _struct_from_columns(spark: Any, columns: list[Any], *, identity: bool = True) -> Any:
+    """The ``pyspark.sql.types.StructType`` of column definitions, parsed by Spark itself; identity columns
+    (``GENERATED ALWAYS | BY DEFAULT AS IDENTITY [(START WITH s INCREMENT BY i)]``) get their field metadata
+    (refused where ``identity`` is false: columns added to an existing table)."""
+    from pyspark.sql.types import StructField, StructType
+    from sqlglot import exp
+
+    from deltalog.spark.builder import IdentityGenerator, _identity_field_metadata
+
+    plain, generators = [], {}
+    for col in columns:
+        found = [c for c in col.args.get("constraints") or []
+                 if isinstance(c.kind, exp.GeneratedAsIdentityColumnConstraint)]
+        if not found:
+            plain.append(col)
+            continue
+        if not identity:
+            raise UnsupportedFeatureError(
+                f"[DELTA_IDENTITY_COLUMNS_ALTER_NOT_SUPPORTED] column {col.name}: an identity column cannot be "
+                "added to an existing table", feature="identityColumns")
+        kind = found[0].kind
+        start, step = (int(_literal_value(kind.args.get(k), default)) for k, default in (("start", 1),
+                                                                                          ("increment", 1)))
+        generators[col.name] = (IdentityGenerator(start, step), bool(kind.this))
+        stripped = col.copy()
+        stripped.set("constraints", [c for c in stripped.args.get("constraints") or []
+                                     if not isinstance(c.kind, exp.GeneratedAsIdentityColumnConstraint)])
+        plain.append(stripped)
+    ddl = ", ".join(c.sql(dialect=DIALECT) for c in plain)
     try:
-        return spark.createDataFrame([], ddl).schema
+        struct = spark.createDataFrame([], ddl).schema
     except Exception as exc:
         raise InvalidArgumentError(f"the column definitions cannot be parsed: {ddl} ({str(exc).splitlines()[0]})") \
+            from None
+    if not generators:
+        return struct
+    fields = []
+    for f in struct.fields:
+        if f.name in generators:
+            generator, always = generators[f.name]
+            meta = {**(f.metadata or {}), **_identity_field_metadata(f.name, f.dataType, generator, always=always)}
+            f = StructField(f.name, f.dataType, f.nullable, meta)
+        fields.append(f)
+    return StructType(fields)
+
+
+def _literal_value(node: Any, default: int) -> Any:
+    if node is None:
+        return default
+    text = node.sql(dialect=DIALECT)
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidArgumentError(f"an identity column's START WITH / INCREMENT BY must be an integer, got {text}") \
             from None
 
 
@@ -407,7 +450,7 @@ def _add_columns(spark: Any, table: Any, columns: list[Any], text: str) -> None:
     from deltalog.protocol.schema import parse_schema
 
     _refuse_unsupported_columns(columns, text)
-    struct = _struct_from_columns(spark, columns)
+    struct = _struct_from_columns(spark, columns, identity=False)
     schema = parse_schema(struct.json())
     table.add_columns(list(schema.fields))
 
