@@ -27,6 +27,7 @@ WRITE_PROOF = {
     "domainMetadata": "tests/unit/test_write_properties.py, tests/unit/test_checkpoint_writer.py",
     "vacuumProtocolCheck": "tests/unit/test_vacuum.py",
     "identityColumns": "tests/unit/test_identity.py, tests/spark/test_spark_identity.py",
+    "generatedColumns": "tests/unit/test_generated.py, tests/spark/test_spark_generated.py",
 }
 
 

@@ -12,7 +12,7 @@ from sparkutil import rows, version
 
 import deltalog
 from deltalog.arrow.write import TableExistsError
-from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
+from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError
 from deltalog.protocol.features import writer_features
 from deltalog.spark import DeltaTable, write
 from deltalog.txn.constraints import ConstraintViolationError
@@ -113,8 +113,8 @@ def test_builder_errors(spark: Any, tmp_path: Path) -> None:
         DeltaTable.create(spark).location(p).addColumn("id", "long").partitionedBy(["nope"]).execute()
     with pytest.raises(InvalidArgumentError, match="twice"):
         DeltaTable.create(spark).location(p).addColumn("id", "long").addColumn("ID", "int").execute()
-    with pytest.raises(UnsupportedFeatureError, match="generated columns"):
-        DeltaTable.create(spark).location(p).addColumn("y", "int", generatedAlwaysAs="id + 1")
+    with pytest.raises(TypeError, match="str or IdentityGenerator"):
+        DeltaTable.create(spark).location(p).addColumn("y", "int", generatedAlwaysAs=5)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="CHAR/VARCHAR"):
         DeltaTable.create(spark).location(p).addColumn("c", "varchar(3)")
     with pytest.raises(TypeError, match="Column data type must be str or DataType"):

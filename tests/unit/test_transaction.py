@@ -569,12 +569,12 @@ def test_unsupported_writer_feature_refused() -> None:
         txn.commit()
     md = t.snapshot().metadata
     gen = json.loads(SCHEMA)
-    gen["fields"][0]["metadata"] = {"delta.generationExpression": "1"}
+    gen["fields"][0]["metadata"] = {"CURRENT_DEFAULT": "1"}
     txn = start_transaction(t, SetTableProperties())
     txn.update_metadata(
         Metadata(id=md.id, format=md.format, schemaString=json.dumps(gen), partitionColumns=md.partitionColumns)
     )
-    with pytest.raises(UnsupportedFeatureError, match="generatedColumns"):
+    with pytest.raises(UnsupportedFeatureError, match="allowColumnDefaults"):
         txn.commit()
     # writer version 4 implies generatedColumns; unused, it is fine
     txn = start_transaction(t, Write())

@@ -49,6 +49,7 @@ from deltalog.protocol.schema import ArrayType, MapType, StructType, to_logical
 from deltalog.storage import LogStore
 from deltalog.table import Table
 from deltalog.txn.constraints import check_expressions, check_table_constraints
+from deltalog.txn.generated import fill_generated, generated_columns
 from deltalog.txn.identity import IdentityGenerator, with_high_water_marks
 from deltalog.txn.operations import Write
 from deltalog.txn.predicates import ReadPredicate, columns_of
@@ -451,6 +452,8 @@ def write_table(
         if snapshot is not None and schema_mode != "overwrite" else None
     if identity:  # the identity columns the data leaves out are generated (see deltalog.txn.identity)
         arrow_schema, batches = _with_identity(arrow_schema, batches, identity)
+    if snapshot is not None and schema_mode != "overwrite" and generated_columns(snapshot.schema):
+        arrow_schema, batches = _with_generated(arrow_schema, batches, snapshot.schema, table.location)
     plan = _plan(
         table,
         snapshot,
@@ -514,6 +517,20 @@ def _with_identity(
     def filled() -> Iterator[pa.RecordBatch]:
         for batch in batches:
             yield from identity.fill(pa.Table.from_batches([batch], schema=schema)).to_batches()
+
+    return full, filled()
+
+
+def _with_generated(
+    schema: pa.Schema, batches: Iterator[pa.RecordBatch], table_schema: StructType, loc: str
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """Generated columns computed (or checked) batch by batch (see :mod:`deltalog.txn.generated`)."""
+    full = fill_generated(schema.empty_table(), table_schema, table=loc).schema
+
+    def filled() -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield from fill_generated(pa.Table.from_batches([batch], schema=schema), table_schema,
+                                      table=loc).to_batches()
 
     return full, filled()
 

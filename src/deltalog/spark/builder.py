@@ -40,6 +40,7 @@ from deltalog.errors import InvalidArgumentError, TableNotFoundError, Unsupporte
 from deltalog.protocol.actions import Format, Metadata, Protocol
 from deltalog.protocol.schema import parse_schema
 from deltalog.spark._common import open_table
+from deltalog.txn.generated import generated_metadata
 from deltalog.txn.operations import CreateTable, UpgradeProtocol
 from deltalog.txn.transaction import start_transaction
 from deltalog.txn.writer_features import upgrade_protocol
@@ -137,8 +138,8 @@ def _identity_field_metadata(name: str, dtype: Any, generator: Any, *, always: b
 class DeltaColumnBuilder:
     """delta-spark's column builder (``DeltaTable.columnBuilder(spark, "price")``): ``dataType``,
     ``nullable``, ``comment`` and ``build()`` give a ``StructField`` for
-    :meth:`DeltaTableBuilder.addColumns`. Generated columns (``generatedAlwaysAs``) are refused, as in
-    :meth:`DeltaTableBuilder.addColumn`: deltalog cannot write them.
+    :meth:`DeltaTableBuilder.addColumns`; ``generatedAlwaysAs`` and the identity methods make generated and
+    identity columns.
 
     Example:
         >>> col = DeltaTable.columnBuilder(spark, "price").dataType("decimal(10,2)").nullable(False).build()
@@ -155,6 +156,7 @@ class DeltaColumnBuilder:
         self._nullable = True
         self._comment: str | None = None
         self._identity: tuple[IdentityGenerator, bool] | None = None
+        self._generation: str | None = None
 
     def dataType(self, dataType: Any) -> DeltaColumnBuilder:
         """The column's type: a DDL string or a ``pyspark.sql.types.DataType``.
@@ -193,19 +195,16 @@ class DeltaColumnBuilder:
         return self
 
     def generatedAlwaysAs(self, expression: str) -> DeltaColumnBuilder:
-        """Refused: generated columns are not supported (deltalog cannot write tables that use them).
+        """A generated column: its value is ``expression`` (Spark SQL over the row's other columns), computed on
+        every write.
 
         Example:
-            >>> DeltaTable.columnBuilder(spark, "y").generatedAlwaysAs("year(ts)")         # doctest: +SKIP
-            Traceback (most recent call last):
-            ...
-            deltalog.errors.UnsupportedFeatureError: ...
+            >>> DeltaTable.columnBuilder(spark, "y").dataType("int").generatedAlwaysAs("year(ts)")  # doctest: +SKIP
         """
-        raise UnsupportedFeatureError(
-            f"column {self._name!r}: generated columns are not supported (deltalog cannot write tables that use "
-            "them)",
-            feature="generatedColumns",
-        )
+        if not isinstance(expression, str):
+            raise _type_error("Column generation expression must be str.", expression)
+        self._generation = expression
+        return self
 
     def generatedAlwaysAsIdentity(self, start: int = 1, step: int = 1) -> DeltaColumnBuilder:
         """An identity column whose values are always generated (``GENERATED ALWAYS AS IDENTITY``).
@@ -242,6 +241,8 @@ class DeltaColumnBuilder:
         if self._identity is not None:
             metadata.update(_identity_field_metadata(self._name, self._type, self._identity[0],
                                                      always=self._identity[1]))
+        elif self._generation is not None:
+            metadata.update(generated_metadata(self._generation))
         return StructField(self._name, self._type, self._nullable, metadata)
 
 
@@ -319,8 +320,8 @@ class DeltaTableBuilder:
     ) -> DeltaTableBuilder:
         """Add a column: ``dataType`` is a DDL string or a ``pyspark.sql.types.DataType``. An
         :class:`IdentityGenerator` as ``generatedAlwaysAs`` / ``generatedByDefaultAs`` makes a ``BIGINT``
-        identity column (``GENERATED ALWAYS`` / ``BY DEFAULT AS IDENTITY``); a generation expression
-        (``generatedAlwaysAs="year(ts)"``) is refused: deltalog cannot write generated columns yet.
+        identity column (``GENERATED ALWAYS`` / ``BY DEFAULT AS IDENTITY``); a string ``generatedAlwaysAs``
+        (``"year(ts)"``) makes a generated column, computed on every write.
 
         Example:
             >>> builder.addColumn("price", "decimal(10,2)", nullable=False, comment="EUR")  # doctest: +SKIP
@@ -339,16 +340,12 @@ class DeltaTableBuilder:
             raise _type_error("Column comment must be str.", comment)
         if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
             raise ValueError(f"column {colName!r}: give generatedAlwaysAs or generatedByDefaultAs, not both")
-        if isinstance(generatedAlwaysAs, str):
-            raise UnsupportedFeatureError(
-                f"column {colName!r}: generated columns are not supported (deltalog cannot write tables that use "
-                "them)",
-                feature="generatedColumns",
-            )
         dtype = _parse_type(self._spark, dataType) if isinstance(dataType, str) else dataType
         _check_type(dtype, colName)
         metadata: dict[str, Any] = {"comment": comment} if comment is not None else {}
-        if generatedAlwaysAs is not None:
+        if isinstance(generatedAlwaysAs, str):
+            metadata.update(generated_metadata(generatedAlwaysAs))
+        elif generatedAlwaysAs is not None:
             metadata.update(_identity_field_metadata(colName, dtype, generatedAlwaysAs, always=True))
         elif generatedByDefaultAs is not None:
             metadata.update(_identity_field_metadata(colName, dtype, generatedByDefaultAs, always=False))

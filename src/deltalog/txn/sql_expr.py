@@ -7,7 +7,10 @@ Used to evaluate CHECK constraints and column invariants on data being written. 
 * column references, case-insensitive, ```back quoted```, nested struct fields as ``a.b``;
 * ``= == != <> < <= > >= <=>``, ``AND OR NOT``, ``IS [NOT] NULL``, ``[NOT] IN (...)``,
   ``[NOT] BETWEEN ... AND ...``, ``[NOT] LIKE``, ``+ - * / %``, unary ``-``, parentheses;
-* functions ``abs length char_length lower upper trim coalesce isnull isnotnull``.
+* functions ``abs length char_length lower upper trim coalesce isnull isnotnull``, ``year month day
+  dayofmonth hour minute second quarter dayofyear`` (of dates and timestamps, in UTC), ``to_date`` /
+  ``date``, ``concat``, ``substring`` / ``substr`` (literal positions);
+* ``CAST(x AS type)`` / ``TRY_CAST`` to the primitive types (``DATE`` of a timestamp is its UTC date).
 
 SQL three-valued logic is kept (``AND``/``OR`` are Kleene operations, comparisons with null are null).
 A string literal compared with a date, timestamp, number or boolean column is cast to that type, as
@@ -241,6 +244,22 @@ class _Parser:
             node = self.or_()
             self.expect("op", ")")
             return node
+        if tok.kind == "id" and tok.text.upper() in ("CAST", "TRY_CAST") and self.peek().text == "(":
+            self.take()
+            value = self.or_()
+            if not (self.peek().kind == "id" and self.peek().text.upper() == "AS"):
+                raise UnsupportedExpressionError(f"expected AS in CAST at position {self.peek().pos}")
+            self.take()
+            words: list[str] = []
+            depth = 0
+            while not (depth == 0 and self.peek().text == ")"):
+                nxt = self.take()
+                if nxt.kind == "end":
+                    raise UnsupportedExpressionError("CAST is not closed")
+                depth += {"(": 1, ")": -1}.get(nxt.text, 0)
+                words.append(nxt.text)
+            self.expect("op", ")")
+            return _Node("cast", (value, _arrow_type(" ".join(words)), tok.text.upper() == "TRY_CAST"))
         if tok.kind == "id":
             if self.accept("op", "("):
                 args: list[_Node] = []
@@ -258,6 +277,26 @@ class _Parser:
                 path.append(nxt.text)
             return _Node("col", tuple(path))
         raise UnsupportedExpressionError(f"unexpected {tok.text or 'end of expression'!r} at position {tok.pos}")
+
+
+_CAST_TYPES: dict[str, pa.DataType] = {
+    "TINYINT": pa.int8(), "BYTE": pa.int8(), "SMALLINT": pa.int16(), "SHORT": pa.int16(), "INT": pa.int32(),
+    "INTEGER": pa.int32(), "BIGINT": pa.int64(), "LONG": pa.int64(), "FLOAT": pa.float32(), "REAL": pa.float32(),
+    "DOUBLE": pa.float64(), "STRING": pa.string(), "BOOLEAN": pa.bool_(), "DATE": pa.date32(),
+    "TIMESTAMP": pa.timestamp("us", tz="UTC"), "TIMESTAMP_NTZ": pa.timestamp("us"), "BINARY": pa.binary(),
+}
+
+
+def _arrow_type(text: str) -> pa.DataType:
+    """The Arrow type of a SQL type name in ``CAST(... AS <type>)``."""
+    name = "".join(text.split()).upper()
+    found = _CAST_TYPES.get(name)
+    if found is not None:
+        return found
+    m = re.fullmatch(r"(?:DECIMAL|DEC|NUMERIC)(?:\((\d+)(?:,(\d+))?\))?", name)
+    if m:
+        return pa.decimal128(int(m.group(1) or 10), int(m.group(2) or 0))
+    raise UnsupportedExpressionError(f"CAST to {text!r} is not supported")
 
 
 def _number(text: str) -> int | float:
@@ -437,6 +476,8 @@ class Expression:
             return _call("invert", out) if args[2] else out
         if kind == "func":
             return self._func(args[0], args[1], t)
+        if kind == "cast":
+            return _cast(self._eval(args[0], t), args[1], safe=args[2])
         raise UnsupportedExpressionError(f"unsupported expression node {kind}")  # pragma: no cover
 
     def _operands(self, left: _Node, right: _Node, t: pa.Table) -> tuple[Value, Value]:
@@ -488,7 +529,66 @@ class Expression:
             return _call(unary[name], values[0])
         if name == "coalesce" and values:
             return _call("coalesce", *values)
+        parts = {"year": "year", "month": "month", "day": "day", "dayofmonth": "day", "hour": "hour",
+                 "minute": "minute", "second": "second", "quarter": "quarter", "dayofyear": "day_of_year"}
+        if name in parts and len(values) == 1:
+            value = values[0]
+            if pa.types.is_string(_type_of(value)):
+                value = _cast(value, pa.timestamp("us", tz="UTC"), safe=True)
+            if pa.types.is_timestamp(_type_of(value)) and _type_of(value).tz is not None:
+                value = _cast(value, pa.timestamp(_type_of(value).unit), safe=False)  # UTC wall clock
+            return _cast(_call(parts[name], value), pa.int32(), safe=False)
+        if name in ("to_date", "date") and len(values) == 1:
+            return _cast(values[0], pa.date32(), safe=True)
+        if name == "concat" and values:
+            strings = [_cast(v, pa.string(), safe=False) for v in values]
+            return _call("binary_join_element_wise", *strings, pa.scalar(""))
+        if name in ("substring", "substr") and len(values) in (2, 3):
+            return _substring(values)
         raise UnsupportedExpressionError(f"function {name}() with {len(values)} argument(s) is not supported")
+
+
+def _cast(value: Value, target: pa.DataType, *, safe: bool) -> Value:
+    """SQL ``CAST``: a string that does not parse is null for ``TRY_CAST`` (and for date parts of strings),
+    an error otherwise; a timestamp becomes a date in UTC."""
+    source = _type_of(value)
+    if isinstance(value, pa.Scalar):
+        return _cast(pa.array([value.as_py()], source), target, safe=safe)[0]
+    if pa.types.is_timestamp(source) and pa.types.is_date(target):
+        naive = value if source.tz is None else value.cast(pa.timestamp(source.unit))
+        return naive.cast(pa.date32())
+    try:
+        return value.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        if not safe:
+            raise UnsupportedExpressionError(f"cannot CAST {source} to {target}: {exc}") from None
+    rows = [v for v in (value.to_pylist() if hasattr(value, "to_pylist") else [])]
+    out = []
+    for v in rows:
+        try:
+            out.append(pa.array([v]).cast(target)[0].as_py())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            out.append(None)
+    return pa.array(out, target)
+
+
+def _substring(values: list[Value]) -> Value:
+    """Spark's ``substring(str, pos[, len])``: 1-based ``pos``, negative counts from the end."""
+    text, pos = values[0], values[1]
+    length = values[2] if len(values) == 3 else None
+    if not isinstance(pos, pa.Scalar) or (length is not None and not isinstance(length, pa.Scalar)):
+        raise UnsupportedExpressionError("substring() needs literal positions")
+    start = int(pos.as_py() or 0)
+    begin = start - 1 if start > 0 else (start if start < 0 else 0)
+    if length is None:
+        return pc.utf8_slice_codeunits(text, begin)
+    n = int(length.as_py() or 0)
+    if n <= 0:
+        return pc.utf8_slice_codeunits(text, 0, 0)
+    stop = begin + n
+    if begin < 0 <= stop:
+        return pc.utf8_slice_codeunits(text, begin)
+    return pc.utf8_slice_codeunits(text, begin, stop)
 
 
 def _as_float(v: Value) -> Value:

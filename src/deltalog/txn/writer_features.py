@@ -8,12 +8,13 @@ implied by a legacy writer version). Features fall in three groups here:
   ``inCommitTimestamp``, ``timestampNtz``, ``domainMetadata``, ``vacuumProtocolCheck``,
   ``deletionVectors`` (DELETE/UPDATE/MERGE write new DVs when the table enables them),
   ``changeDataFeed`` (appends and whole-file removes only: a commit that rewrites rows without change
-  data files is refused by :func:`check_change_data_feed`) and ``identityColumns`` (values generated
-  by every writer that adds rows, see :mod:`deltalog.txn.identity`);
+  data files is refused by :func:`check_change_data_feed`), ``identityColumns`` (values generated
+  by every writer that adds rows, see :mod:`deltalog.txn.identity`) and ``generatedColumns`` (computed
+  or checked by every writer, see :mod:`deltalog.txn.generated`);
 * :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.
-  implied by a legacy writer version, but unused): ``generatedColumns``,
-  ``allowColumnDefaults`` and ``columnMapping`` (data files are written with display names only, so
-  mode ``name``/``id`` refuses commits that add data);
+  implied by a legacy writer version, but unused): ``allowColumnDefaults`` and ``columnMapping``
+  (data files are written with display names only, so mode ``name``/``id`` refuses commits that add
+  data);
 * everything else (``v2Checkpoint``, ``typeWidening``, ``rowTracking``, ``clustering``,
   ``icebergCompatV1/V2``, ``variantType`` (variant tables are read-only), ``catalogManaged``, ...) --
   refused.
@@ -68,12 +69,13 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "deletionVectors",
         "changeDataFeed",
         "identityColumns",
+        "generatedColumns",
     }
 )
 
 #: Writer features allowed only while inactive (listed but unused by the table's metadata).
 INACTIVE_ONLY_WRITER_FEATURES: frozenset[str] = frozenset(
-    {"generatedColumns", "allowColumnDefaults", "columnMapping"}
+    {"allowColumnDefaults", "columnMapping"}
 )
 
 
@@ -368,7 +370,7 @@ deltalog cannot write (it writes classic checkpoints only); it can still be read
                 continue
             raise UnsupportedFeatureError(
                 f"table uses writer feature '{feature}', which deltalog supports only while it is "
-                "inactive (e.g. no generated/default columns, column mapping mode 'none')",
+                "inactive (e.g. no column defaults, column mapping mode 'none')",
                 feature=feature,
                 table=table,
                 version=version,

@@ -265,9 +265,11 @@ def write_rows(df: DataFrame, table: Table, schema: StructType, metadata: Metada
     """
     from pyspark.sql import functions as F
 
+    from deltalog.spark._generated import recompute_generated
     from deltalog.spark.write import _run_job, _TaskSpec
 
     spec = _TaskSpec(StoreRef.of(table.store), table.location, schema, metadata, None, _target_file_size(metadata))
+    df = recompute_generated(df, schema)  # generated columns follow the rows' final values
     try:
         return _run_job(df.select(*[F.col(quoted(f.name)) for f in schema.fields]), spec)
     except Exception as exc:

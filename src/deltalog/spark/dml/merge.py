@@ -84,6 +84,7 @@ from deltalog.spark.dml._scan import (
     target_scan,
 )
 from deltalog.spark.idempotent import claim_session_txn
+from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import IdentityGenerator, identity_columns, with_high_water_marks
 from deltalog.txn.operations import Merge
 from deltalog.txn.transaction import Transaction
@@ -439,6 +440,15 @@ class _Merge:
     def _identity_values(self, writers: list[_Clause], values: dict[tuple[int, str], Column]) -> None:
         """Identity columns: inserted rows get generated values (explicit ones only for ``BY DEFAULT``
         columns); updates leave them alone (``UPDATE SET *`` skips them, an explicit ``SET`` is refused)."""
+        for name, sql in generated_columns(self.schema).items():  # recomputed by write_rows from the final row
+            for c in writers:
+                if (id(c), name) not in values:
+                    continue
+                if not c.star:
+                    raise InvalidArgumentError(
+                        f"[DELTA_GENERATED_COLUMN_UPDATE_NOT_SUPPORTED] MERGE {c.label()} sets generated column "
+                        f"{name}, which is computed as {sql}; leave it out", table=self.table.location)
+                del values[(id(c), name)]
         for col in self.identity.generated:
             for c in writers:
                 given = values.get((id(c), col.name))

@@ -63,6 +63,7 @@ from deltalog.spark.dml._scan import (
     target_scan,
 )
 from deltalog.spark.idempotent import claim_session_txn
+from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import identity_columns
 from deltalog.txn.operations import Update
 from deltalog.txn.transaction import Transaction
@@ -81,12 +82,17 @@ def _assignments(spark_set: Any, snap: Any) -> dict[str, Column]:
         )
     out: dict[str, Column] = {}
     identity = {c.name for c in identity_columns(snap.schema, table=snap.table)}
+    generated = generated_columns(snap.schema)
     for key, value in spark_set.items():
         f = resolve_column(key, snap.schema, what="UPDATE")
         if f.name in identity:
             raise InvalidArgumentError(
                 f"[DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] UPDATE sets identity column {f.name}; identity "
                 "values cannot be updated", table=snap.table)
+        if f.name in generated:
+            raise InvalidArgumentError(
+                f"[DELTA_GENERATED_COLUMN_UPDATE_NOT_SUPPORTED] UPDATE sets generated column {f.name}, which is "
+                f"computed as {generated[f.name]}; update the columns it is computed from", table=snap.table)
         if f.name in out:
             raise InvalidArgumentError(f"UPDATE: column {f.name!r} is assigned more than once", table=snap.table)
         out[f.name] = expression(value, what=f"UPDATE set[{key!r}]")

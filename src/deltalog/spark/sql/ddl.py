@@ -150,10 +150,6 @@ def _refuse_unsupported_columns(columns: list[Any], text: str) -> None:
     for col in columns:
         for constraint in col.args.get("constraints") or []:
             kind = constraint.kind
-            if isinstance(kind, exp.ComputedColumnConstraint):
-                raise UnsupportedFeatureError(
-                    f"column {col.name}: generated columns (GENERATED ALWAYS AS) cannot be written by this build of "
-                    f"deltalog; statement: {text.strip()[:120]}", feature="generatedColumns")
             if isinstance(kind, exp.DefaultColumnConstraint):
                 raise UnsupportedFeatureError(
                     f"column {col.name}: column defaults (allowColumnDefaults) cannot be written by this build of "
@@ -168,9 +164,20 @@ def _struct_from_columns(spark: Any, columns: list[Any], *, identity: bool = Tru
     from sqlglot import exp
 
     from deltalog.spark.builder import IdentityGenerator, _identity_field_metadata
+    from deltalog.txn.generated import generated_metadata
 
-    plain, generators = [], {}
+    plain, generators, expressions = [], {}, {}
     for col in columns:
+        computed = [c for c in col.args.get("constraints") or [] if isinstance(c.kind, exp.ComputedColumnConstraint)]
+        if computed:  # GENERATED ALWAYS AS (expr): a generated column
+            if not identity:
+                raise UnsupportedFeatureError(
+                    f"[DELTA_GENERATED_COLUMNS_ALTER_NOT_SUPPORTED] column {col.name}: a generated column cannot be "
+                    "added to an existing table", feature="generatedColumns")
+            expressions[col.name] = computed[0].kind.this.sql(dialect=DIALECT)
+            col = col.copy()
+            col.set("constraints", [c for c in col.args.get("constraints") or []
+                                    if not isinstance(c.kind, exp.ComputedColumnConstraint)])
         found = [c for c in col.args.get("constraints") or []
                  if isinstance(c.kind, exp.GeneratedAsIdentityColumnConstraint)]
         if not found:
@@ -194,10 +201,13 @@ def _struct_from_columns(spark: Any, columns: list[Any], *, identity: bool = Tru
     except Exception as exc:
         raise InvalidArgumentError(f"the column definitions cannot be parsed: {ddl} ({str(exc).splitlines()[0]})") \
             from None
-    if not generators:
+    if not generators and not expressions:
         return struct
     fields = []
     for f in struct.fields:
+        if f.name in expressions:
+            f = StructField(f.name, f.dataType, f.nullable,
+                            {**(f.metadata or {}), **generated_metadata(expressions[f.name])})
         if f.name in generators:
             generator, always = generators[f.name]
             meta = {**(f.metadata or {}), **_identity_field_metadata(f.name, f.dataType, generator, always=always)}
