@@ -28,6 +28,8 @@ WRITE_PROOF = {
     "vacuumProtocolCheck": "tests/unit/test_vacuum.py",
     "identityColumns": "tests/unit/test_identity.py, tests/spark/test_spark_identity.py",
     "generatedColumns": "tests/unit/test_generated.py, tests/spark/test_spark_generated.py",
+    "columnMapping": "tests/unit/test_column_mapping.py, tests/spark/test_spark_column_mapping.py",
+    "allowColumnDefaults": "tests/unit/test_defaults.py, tests/spark/test_spark_defaults.py",
 }
 
 

@@ -424,20 +424,59 @@ class Table:
 
         return add_columns(self, fields, clock=clock)
 
-    def change_column(
-        self, name: str, *, comment: str | None = None, nullable: bool | None = None,
-        clock: Callable[[], int] | None = None,
-    ) -> CommitResult:
-        """Change a column's comment or nullability in one ``CHANGE COLUMN`` commit (``nullable=False``
-        checks that no row holds a null).
+    def rename_column(self, column: str, new_name: str, *, clock: Callable[[], int] | None = None) -> CommitResult:
+        """Rename a column (``a`` or ``a.b``) in one ``RENAME COLUMN`` commit; needs column mapping (see
+        :mod:`deltalog.commands.rename_drop`).
 
         Example:
-            >>> Table("/data/events").change_column("note", comment="free text").operation  # doctest: +SKIP
+            >>> Table("/data/events").rename_column("ts", "event_time").operation         # doctest: +SKIP
+            'RENAME COLUMN'
+        """
+        from deltalog.commands.rename_drop import rename_column
+
+        return rename_column(self, column, new_name, clock=clock)
+
+    def drop_column(
+        self, column: str, *, if_exists: bool = False, clock: Callable[[], int] | None = None
+    ) -> CommitResult | None:
+        """Drop one column (``a`` or ``a.b``): :meth:`drop_columns` with one path.
+
+        Example:
+            >>> Table("/data/events").drop_column("payload.debug").operation              # doctest: +SKIP
+            'DROP COLUMNS'
+        """
+        return self.drop_columns([column], if_exists=if_exists, clock=clock)
+
+    def drop_columns(
+        self, columns: Sequence[str], *, if_exists: bool = False, clock: Callable[[], int] | None = None
+    ) -> CommitResult | None:
+        """Drop columns (paths) in one ``DROP COLUMNS`` commit; needs column mapping; the data files are not
+        rewritten (see :mod:`deltalog.commands.rename_drop`).
+
+        Example:
+            >>> Table("/data/events").drop_columns(["debug"]).operation                   # doctest: +SKIP
+            'DROP COLUMNS'
+        """
+        from deltalog.commands.rename_drop import drop_columns
+
+        return drop_columns(self, columns, if_exists=if_exists, clock=clock)
+
+    def change_column(
+        self, name: str, *, comment: str | None = None, nullable: bool | None = None, default: str | None = None,
+        drop_default: bool = False, clock: Callable[[], int] | None = None,
+    ) -> CommitResult:
+        """Change a column's comment, nullability or default in one ``CHANGE COLUMN`` commit
+        (``nullable=False`` checks that no row holds a null; ``default=`` / ``drop_default=True`` set or
+        remove the column's default, see :mod:`deltalog.txn.defaults`).
+
+        Example:
+            >>> Table("/data/events").change_column("status", default="'new'").operation    # doctest: +SKIP
             'CHANGE COLUMN'
         """
         from deltalog.commands.columns import change_column
 
-        return change_column(self, name, comment=comment, nullable=nullable, clock=clock)
+        return change_column(self, name, comment=comment, nullable=nullable, default=default,
+                             drop_default=drop_default, clock=clock)
 
 
 def _is_checkpoint_file(file: str, segment: LogSegment) -> bool:

@@ -189,8 +189,6 @@ def test_errors_are_pyspark_exceptions_for_ported_except_clauses(spark: Any, tmp
 def test_generate_symlink_manifest_and_column_builder(spark: Any, tmp_path: Path) -> None:
     from pyspark.sql.types import LongType
 
-    from deltalog.errors import UnsupportedFeatureError
-
     p = str(tmp_path / "t")
     frame(spark, 0, 30).write.format("delta").partitionBy("k").save(p)
     dt = DeltaTable.forPath(spark, p)
@@ -211,6 +209,6 @@ def test_generate_symlink_manifest_and_column_builder(spark: Any, tmp_path: Path
     DeltaTable.create(spark).location(q).addColumns([col]).execute()
     field = deltalog.Table(q).snapshot().schema.fields[0]
     assert (field.name, field.nullable, field.metadata.get("comment")) == ("id", False, "key")
-    with pytest.raises(UnsupportedFeatureError, match="generated columns"):
-        DeltaTable.columnBuilder(spark, "y").generatedAlwaysAs("id + 1")
+    gen = DeltaTable.columnBuilder(spark, "y").dataType("bigint").generatedAlwaysAs("id + 1").build()
+    assert gen.metadata == {"delta.generationExpression": "id + 1"}
     assert dt.detail().first()["location"] == "file:" + os.path.abspath(p)

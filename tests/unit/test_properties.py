@@ -150,12 +150,16 @@ def test_managed_and_constraint_keys_are_refused() -> None:
         unset_properties(table, ["delta.feature.appendOnly"])
 
 
-def test_column_mapping_mode_cannot_change() -> None:
+def test_column_mapping_mode_changes() -> None:
     table = new_table("props-cm")
-    with pytest.raises(UnsupportedFeatureError, match=r"columnMapping\.mode"):
-        set_properties(table, {"delta.columnMapping.mode": "name"})
     set_properties(table, {"delta.columnMapping.mode": "None"})  # same mode: fine
     assert table.snapshot().properties == {"delta.columnMapping.mode": "none"}
+    with pytest.raises(UnsupportedFeatureError, match=r"MODE_CHANGE.*'none' to 'id'"):
+        set_properties(table, {"delta.columnMapping.mode": "id"})
+    set_properties(table, {"delta.columnMapping.mode": "name"})  # 'none' -> 'name' is the one allowed change
+    assert table.snapshot().properties["delta.columnMapping.mode"] == "name"
+    with pytest.raises(UnsupportedFeatureError, match=r"MODE_CHANGE.*'name' to 'none'"):
+        set_properties(table, {"delta.columnMapping.mode": "none"})
 
 
 def test_unset_missing_keys() -> None:

@@ -568,13 +568,12 @@ def test_unsupported_writer_feature_refused() -> None:
     with pytest.raises(InvalidArgumentError, match="features can only be added"):
         txn.commit()
     md = t.snapshot().metadata
-    gen = json.loads(SCHEMA)
-    gen["fields"][0]["metadata"] = {"CURRENT_DEFAULT": "1"}
     txn = start_transaction(t, SetTableProperties())
     txn.update_metadata(
-        Metadata(id=md.id, format=md.format, schemaString=json.dumps(gen), partitionColumns=md.partitionColumns)
+        Metadata(id=md.id, format=md.format, schemaString=md.schemaString, partitionColumns=md.partitionColumns,
+                 configuration={"delta.feature.rowTracking": "supported"})
     )
-    with pytest.raises(UnsupportedFeatureError, match="allowColumnDefaults"):
+    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
         txn.commit()
     # writer version 4 implies generatedColumns; unused, it is fine
     txn = start_transaction(t, Write())

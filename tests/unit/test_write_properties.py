@@ -98,9 +98,7 @@ def test_explicit_features_and_versions_go_to_the_protocol(tmp_path: Path) -> No
     assert snap(tmp_path).version == 1 and len(data_files(tmp_path)) == 2
 
 
-def test_column_mapping_and_unwritable_features_refused(tmp_path: Path) -> None:
-    with pytest.raises(UnsupportedFeatureError, match=r"columnMapping\.mode"):
-        write_table(tmp_path, ids(1), properties={"delta.columnMapping.mode": "name"})
+def test_unwritable_features_refused(tmp_path: Path) -> None:
     with pytest.raises(UnsupportedFeatureError, match="v2Checkpoint"):
         write_table(tmp_path, ids(1), properties={"delta.checkpointPolicy": "v2"})
     with pytest.raises(UnsupportedFeatureError, match="rowTracking"):

@@ -45,10 +45,12 @@ from deltalog.arrow.write_schema import resolve_schema
 from deltalog.commands.properties import PropertyChange, plan_properties
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
 from deltalog.protocol.actions import Format, Metadata, Protocol
-from deltalog.protocol.schema import ArrayType, MapType, StructType, to_logical
+from deltalog.protocol.column_mapping import mapping_mode, with_column_mapping
+from deltalog.protocol.schema import ArrayType, MapType, StructType, parse_schema, to_logical
 from deltalog.storage import LogStore
 from deltalog.table import Table
 from deltalog.txn.constraints import check_expressions, check_table_constraints
+from deltalog.txn.defaults import default_columns, fill_defaults
 from deltalog.txn.generated import fill_generated, generated_columns
 from deltalog.txn.identity import IdentityGenerator, with_high_water_marks
 from deltalog.txn.operations import Write
@@ -282,7 +284,8 @@ def _plan(
         _check_partition_columns(schema, parts, loc)
         _check_new_constraints(change, schema, loc)
         conf = change.configuration if change is not None else {}
-        md = _new_metadata(schema, parts, conf, name, description, clock())
+        md = with_column_mapping(_new_metadata(schema, parts, conf, name, description, clock()), None, table=loc)
+        schema = parse_schema(md.schemaString or "")  # ids and physical names, when column mapping is on
         protocol = change.protocol(None, md, table=loc) if change is not None and change.changes_protocol else None
         return _Plan(None, md, schema, True, _read_predicate(predicate, md, loc), protocol)
     old = snapshot.metadata
@@ -321,6 +324,9 @@ def _plan(
             description=description if description is not None else old.description,
             createdTime=old.createdTime,
         )
+    if meta_changed:  # new columns (or a new mode) get column ids and physical names
+        md = with_column_mapping(md, old, table=loc)
+        schema = parse_schema(md.schemaString or "")
     protocol = None
     if change is not None and change.changes_protocol:
         protocol = change.protocol(snapshot.protocol, md, table=loc)
@@ -452,8 +458,10 @@ def write_table(
         if snapshot is not None and schema_mode != "overwrite" else None
     if identity:  # the identity columns the data leaves out are generated (see deltalog.txn.identity)
         arrow_schema, batches = _with_identity(arrow_schema, batches, identity)
+    if snapshot is not None and schema_mode != "overwrite" and default_columns(snapshot.schema):
+        arrow_schema, batches = _with_filled(arrow_schema, batches, fill_defaults, snapshot.schema, table.location)
     if snapshot is not None and schema_mode != "overwrite" and generated_columns(snapshot.schema):
-        arrow_schema, batches = _with_generated(arrow_schema, batches, snapshot.schema, table.location)
+        arrow_schema, batches = _with_filled(arrow_schema, batches, fill_generated, snapshot.schema, table.location)
     plan = _plan(
         table,
         snapshot,
@@ -485,7 +493,8 @@ def write_table(
             )
     _preflight(transaction, plan, mode, table.location)
     writer = DataFileWriter(
-        table.store, plan.schema, plan.metadata.partitionColumns, target_file_size=target_file_size, clock=clock
+        table.store, plan.schema, plan.metadata.partitionColumns, target_file_size=target_file_size, clock=clock,
+        column_mapping=mapping_mode(plan.metadata.configuration),
     )
     # The files are deleted on failure only while no commit can reference them (see Transaction.discardable).
     with transaction.discard_unless_committed(writer.abort):
@@ -521,16 +530,17 @@ def _with_identity(
     return full, filled()
 
 
-def _with_generated(
-    schema: pa.Schema, batches: Iterator[pa.RecordBatch], table_schema: StructType, loc: str
+def _with_filled(
+    schema: pa.Schema, batches: Iterator[pa.RecordBatch], fill: Callable[..., pa.Table], table_schema: StructType,
+    loc: str,
 ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-    """Generated columns computed (or checked) batch by batch (see :mod:`deltalog.txn.generated`)."""
-    full = fill_generated(schema.empty_table(), table_schema, table=loc).schema
+    """Columns computed batch by batch by ``fill``: column defaults (:mod:`deltalog.txn.defaults`) or
+    generated columns (:mod:`deltalog.txn.generated`, computed or checked)."""
+    full = fill(schema.empty_table(), table_schema, table=loc).schema
 
     def filled() -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield from fill_generated(pa.Table.from_batches([batch], schema=schema), table_schema,
-                                      table=loc).to_batches()
+            yield from fill(pa.Table.from_batches([batch], schema=schema), table_schema, table=loc).to_batches()
 
     return full, filled()
 

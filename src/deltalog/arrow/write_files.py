@@ -34,8 +34,9 @@ import pyarrow.parquet as pq
 
 from deltalog.arrow.write_stats import stats_json
 from deltalog.protocol.actions import Add
+from deltalog.protocol.column_mapping import physical_schema
 from deltalog.protocol.partitions import partition_path, serialize_partition_value
-from deltalog.protocol.schema import StructField, StructType
+from deltalog.protocol.schema import StructField, StructType, physical_arrow_schema, physical_name
 from deltalog.storage import LogStore
 from deltalog.storage.log_store import OutputFile
 
@@ -116,6 +117,20 @@ def _nan_paths(table: pa.Table) -> set[tuple[str, ...]]:
     return out
 
 
+def _without_field_ids(schema: pa.Schema) -> pa.Schema:
+    def clean(f: pa.Field[Any]) -> pa.Field[Any]:
+        t = f.type
+        if pa.types.is_struct(t):
+            t = pa.struct([clean(t.field(i)) for i in range(t.num_fields)])
+        elif pa.types.is_list(t):
+            t = pa.list_(clean(t.value_field))
+        elif pa.types.is_map(t):
+            t = pa.map_(clean(t.key_field), clean(t.item_field))
+        return pa.field(f.name, t, f.nullable)
+
+    return pa.schema([clean(f) for f in schema])
+
+
 def _serialize(value: Any, f: StructField) -> str | None:
     text = serialize_partition_value(value, f.type)
     return None if text == "" else text  # an empty partition value means null in the protocol
@@ -142,6 +157,7 @@ class DataFileWriter:
         target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
         max_records_per_file: int | None = None,
         clock: Callable[[], int] = _now_ms,
+        column_mapping: str = "none",
     ) -> None:
         if max_records_per_file is not None and max_records_per_file <= 0:
             max_records_per_file = None  # Spark's convention: zero or negative means no limit
@@ -153,9 +169,16 @@ class DataFileWriter:
         self._row_group_bytes = min(self.target_file_size, _ROW_GROUP_BYTES)
         self._clock = clock
         parts = set(self.partition_columns)
+        self.column_mapping = (column_mapping or "none").lower()
         self.data_schema = StructType(tuple(f for f in schema.fields if f.name not in parts))
         self._arrow_schema = self.data_schema.to_arrow_schema()
+        # Files, statistics and partition values use physical names (and field ids) under column mapping.
+        self._file_schema = physical_arrow_schema(self.data_schema, self.column_mapping)
+        if self.column_mapping != "id":  # field ids only in id mode, as delta-spark writes them
+            self._file_schema = _without_field_ids(self._file_schema)
+        self._stats_schema = physical_schema(self.data_schema, self.column_mapping)
         self._part_fields: list[StructField] = [schema.field(c) for c in self.partition_columns]
+        self._part_keys = [physical_name(f, self.column_mapping) for f in self._part_fields]
         self._open: dict[tuple[str | None, ...], _Open] = {}
         self._counter = 0
         self.files: list[WrittenFile] = []
@@ -182,13 +205,29 @@ class DataFileWriter:
             .aggregate([(idx, "list")])
         )
         for row in grouped.to_pylist():
-            serialized = {f.name: _serialize(row[f.name], f) for f in self._part_fields}
-            key = tuple(serialized[c] for c in self.partition_columns)
+            serialized = self.partition_values(row)
+            key = tuple(serialized.values())
             rows = table.take(pa.array(row[f"{idx}_list"], pa.int64()))
             self._append(key, serialized, rows)
 
+    def partition_values(self, row: dict[str, Any]) -> dict[str, str | None]:
+        """The ``partitionValues`` of a row (logical column -> value), keyed by physical names.
+
+        Example:
+            >>> w.partition_values({"day": datetime.date(2024, 1, 1)})                # doctest: +SKIP
+            {'day': '2024-01-01'}
+        """
+        return {k: _serialize(row[f.name], f) for f, k in zip(self._part_fields, self._part_keys)}
+
+    def _physical(self, data: pa.Table) -> pa.Table:
+        if self.column_mapping == "none":
+            return data
+        columns = [pa.chunked_array([c.view(f.type) for c in col.chunks], type=f.type)
+                   for col, f in zip(data.columns, self._file_schema)]
+        return pa.Table.from_arrays(columns, schema=self._file_schema)
+
     def _append(self, key: tuple[str | None, ...], values: dict[str, str | None], rows: pa.Table) -> None:
-        data = rows.select(self.data_schema.field_names).cast(self._arrow_schema)
+        data = self._physical(rows.select(self.data_schema.field_names).cast(self._arrow_schema))
         limit = self.max_records_per_file
         while limit is not None and data.num_rows:
             state = self._open.get(key)
@@ -222,12 +261,12 @@ class DataFileWriter:
     def _start(self, values: dict[str, str | None]) -> _Open:
         name = f"part-{self._counter:05d}-{uuid.uuid4()}-c000.snappy.parquet"
         self._counter += 1
-        directory = partition_path(self.partition_columns, values).rstrip("/") if values else ""
+        directory = partition_path(self._part_keys, values).rstrip("/") if values else ""
         rel = f"{directory}/{name}" if directory else name
         sink = self.store.open_output(rel)
         self._started.append(rel)
         try:
-            writer = pq.ParquetWriter(sink, self._arrow_schema, **self._parquet_options())
+            writer = pq.ParquetWriter(sink, self._file_schema, **self._parquet_options())
         except BaseException:
             sink.abort()
             raise
@@ -258,7 +297,7 @@ class DataFileWriter:
                 partition_values=state.partition_values,
                 size=info.size,
                 num_records=footer.num_rows,
-                stats=stats_json(footer, self.data_schema, nan_columns=state.nan_columns),
+                stats=stats_json(footer, self._stats_schema, nan_columns=state.nan_columns),
                 modification_time=info.modification_time,
             )
         )

@@ -2,9 +2,10 @@
 
 * :func:`add_columns` appends top-level columns (nullable: existing rows read them as null) in one
   ``ADD COLUMNS`` commit; a name already in the table (any case, as Spark resolves columns) is refused.
-* :func:`change_column` changes a top-level column's comment, or its nullability: ``nullable=True`` drops
-  ``NOT NULL``; ``nullable=False`` sets it after checking that no live row holds a null there (delta-spark
-  does the same), in one ``CHANGE COLUMN`` commit.
+* :func:`change_column` changes a top-level column's comment, its default (``ALTER COLUMN ... SET / DROP
+  DEFAULT``, :mod:`deltalog.txn.defaults`), or its nullability: ``nullable=True`` drops ``NOT NULL``;
+  ``nullable=False`` sets it after checking that no live row holds a null there (delta-spark does the
+  same), in one ``CHANGE COLUMN`` commit.
 
 Both read the table as a transaction that depends on the whole table (a concurrent write conflicts with
 a nullability change; metadata changes conflict with each other).
@@ -26,9 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
-from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
-from deltalog.protocol.schema import StructField, StructType
+from deltalog.errors import InvalidArgumentError
+from deltalog.protocol.schema import StructField, StructType, physical_name
 from deltalog.txn.constraints import ConstraintViolationError
+from deltalog.txn.defaults import CURRENT_DEFAULT, default_metadata
 from deltalog.txn.operations import AddColumns, ChangeColumn
 
 if TYPE_CHECKING:
@@ -37,6 +39,10 @@ if TYPE_CHECKING:
     from deltalog.txn.commit import CommitResult
 
 __all__ = ["add_columns", "change_column"]
+
+
+def _identity_or_generated(metadata: dict[str, Any]) -> bool:
+    return "delta.generationExpression" in metadata or any(k.startswith("delta.identity.") for k in metadata)
 
 
 def _field_obj(f: StructField) -> dict[str, Any]:
@@ -49,15 +55,6 @@ def _options(clock: Callable[[], int] | None, snapshot: Snapshot) -> dict[str, A
     if clock is not None:
         out["clock"] = clock
     return out
-
-
-def _refuse_mapped(snapshot: Snapshot, what: str) -> None:
-    mode = snapshot.column_mapping_mode
-    if mode != "none":
-        raise UnsupportedFeatureError(
-            f"{what} on a table with column mapping ({mode} mode) is not supported by this build of deltalog",
-            feature="columnMapping", table=snapshot.table, version=snapshot.version,
-        )
 
 
 def add_columns(
@@ -74,7 +71,6 @@ def add_columns(
     if not new:
         raise InvalidArgumentError("ADD COLUMNS needs at least one column", table=loc)
     snapshot = table.snapshot()
-    _refuse_mapped(snapshot, "ADD COLUMNS")
     existing = {n.lower() for n in snapshot.schema.field_names}
     for f in new:
         if not isinstance(f, StructField):
@@ -86,6 +82,11 @@ def add_columns(
             raise InvalidArgumentError(
                 f"[DELTA_NOT_NULL_COLUMN_NOT_ALLOWED] column {f.name!r} cannot be added as NOT NULL: the rows "
                 "already in the table would hold nulls; add it as nullable", table=loc)
+        if CURRENT_DEFAULT in f.metadata:  # the rows already written could not read the default (as delta-spark)
+            raise InvalidArgumentError(
+                f"[WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED] column {f.name!r} cannot be "
+                "added with a DEFAULT; add it without one, then set it with ALTER COLUMN ... SET DEFAULT "
+                "(change_column(default=...))", table=loc)
         existing.add(f.name.lower())
     schema = StructType((*snapshot.schema.fields, *new))  # validates names (duplicates, nesting)
     from deltalog.txn.transaction import start_transaction
@@ -112,20 +113,24 @@ def change_column(
     *,
     comment: str | None = None,
     nullable: bool | None = None,
+    default: str | None = None,
+    drop_default: bool = False,
     clock: Callable[[], int] | None = None,
 ) -> CommitResult:
-    """Change column ``name``'s comment and/or nullability in one ``CHANGE COLUMN`` commit (see the
-    module docstring).
+    """Change column ``name``'s comment, nullability and/or default (``default=`` a constant SQL
+    expression sets it, ``drop_default=True`` removes it; rows already written keep their values) in one
+    ``CHANGE COLUMN`` commit (see the module docstring).
 
     Example:
         >>> change_column(t, "note", comment="free text").operation                           # doctest: +SKIP
         'CHANGE COLUMN'
     """
     loc = table.location
-    if comment is None and nullable is None:
-        raise InvalidArgumentError("CHANGE COLUMN needs a comment or a nullability to change", table=loc)
+    if comment is None and nullable is None and default is None and not drop_default:
+        raise InvalidArgumentError("CHANGE COLUMN needs a comment, a nullability or a default to change", table=loc)
+    if default is not None and drop_default:
+        raise InvalidArgumentError("CHANGE COLUMN cannot both set and drop a default", table=loc)
     snapshot = table.snapshot()
-    _refuse_mapped(snapshot, "CHANGE COLUMN")
     matches = [f for f in snapshot.schema.fields if f.name.lower() == str(name).lower()]
     if not matches:
         raise InvalidArgumentError(
@@ -135,11 +140,19 @@ def change_column(
     metadata = dict(old.metadata)
     if comment is not None:
         metadata["comment"] = comment
+    if default is not None:
+        if _identity_or_generated(metadata):
+            raise InvalidArgumentError(f"column {old.name} is an identity or generated column; it cannot have a "
+                                       "default", table=loc)
+        metadata.update(default_metadata(default, column=old.name))
+    elif drop_default:
+        metadata.pop(CURRENT_DEFAULT, None)
     changed = StructField(old.name, old.type, old.nullable if nullable is None else nullable, metadata)
     if old.nullable and nullable is False:
         if old.name in snapshot.partition_columns:
+            key = physical_name(old, snapshot.column_mapping_mode)
             bad = sum(1 for r in snapshot.add_files().column("partitionValues").to_pylist()
-                      if dict(r or []).get(old.name) is None)
+                      if dict(r or []).get(key) is None)
         else:
             bad = _nulls(snapshot, old.name)
         if bad:

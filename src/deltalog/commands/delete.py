@@ -249,7 +249,8 @@ def _rewrite(
 ) -> int:
     from deltalog.arrow.write_files import DataFileWriter
 
-    writer = DataFileWriter(table.store, snap.schema, snap.partition_columns)
+    writer = DataFileWriter(table.store, snap.schema, snap.partition_columns,
+                            column_mapping=snap.column_mapping_mode)
     try:
         for part in survivors:
             writer.write(part)

@@ -258,13 +258,13 @@ def _check_against_table(props: Mapping[str, str], configuration: Mapping[str, s
     """``configuration`` is the table's (``None``: the table is being created)."""
     mode = (configuration or {}).get("delta.columnMapping.mode", "none").lower()
     new_mode = props.get("delta.columnMapping.mode")
-    if new_mode is not None and new_mode != mode:
-        doing = f"changing delta.columnMapping.mode from {mode!r} to" if configuration is not None else (
-            "creating a table with delta.columnMapping.mode"
-        )
+    # New tables take any mode; an existing table may go from 'none' to 'name' (its columns keep their
+    # names as physical names), as in delta-spark. Other changes would make data files unreadable.
+    allowed = configuration is None or (mode == "none" and new_mode == "name")
+    if new_mode is not None and new_mode != mode and not allowed:
         raise UnsupportedFeatureError(
-            f"{doing} {new_mode!r} is not supported: it needs the schema's column ids and physical names "
-            "to be assigned, which deltalog does not do",
+            f"[DELTA_UNSUPPORTED_COLUMN_MAPPING_MODE_CHANGE] changing delta.columnMapping.mode from {mode!r} to "
+            f"{new_mode!r} is not supported: only 'none' -> 'name' can be applied to an existing table",
             feature="columnMapping",
             table=table,
         )

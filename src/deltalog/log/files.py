@@ -227,13 +227,18 @@ def drop_null_rows(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
     return pa.chunked_array(out, type=col.type)
 
 
-def restrict_map_keys(arr: pa.ChunkedArray | pa.Array, keys: frozenset[str]) -> pa.Array:
-    """Keep only the entries of a ``map<string,string>`` column whose key is in ``keys``.
+def restrict_map_keys(
+    arr: pa.ChunkedArray | pa.Array, keys: frozenset[str], *, drop_null: frozenset[str] = frozenset()
+) -> pa.Array:
+    """Keep only the entries of a ``map<string,string>`` column whose key is in ``keys`` (and, for keys in
+    ``drop_null``, whose value is not null).
 
     Example:
         >>> import pyarrow as pa
         >>> m = pa.array([[("a", "1"), ("b", None)]], STRING_MAP)
         >>> restrict_map_keys(m, frozenset({"a"})).to_pylist()
+        [[('a', '1')]]
+        >>> restrict_map_keys(m, frozenset({"a", "b"}), drop_null=frozenset({"b"})).to_pylist()
         [[('a', '1')]]
     """
     if isinstance(arr, pa.ChunkedArray):
@@ -245,6 +250,10 @@ def restrict_map_keys(arr: pa.ChunkedArray | pa.Array, keys: frozenset[str]) -> 
     offsets = arr.offsets.to_numpy()
     flat_keys = arr.keys
     keep = pc.is_in(flat_keys, value_set=pa.array(sorted(keys), pa.string())).to_numpy(zero_copy_only=False)
+    if drop_null:
+        droppable = pc.and_(pc.is_in(flat_keys, value_set=pa.array(sorted(drop_null), pa.string())),
+                            pc.is_null(arr.items))
+        keep = keep & ~droppable.to_numpy(zero_copy_only=False)
     if keep.all():
         return arr
     counts = np.add.reduceat(keep.astype(np.int64), offsets[:-1]) if len(keep) else np.zeros(len(arr), np.int64)

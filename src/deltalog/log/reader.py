@@ -200,6 +200,32 @@ def metadata_partition_keys(md: Metadata) -> set[str]:
     return keys
 
 
+def partition_key_aliases(md: Metadata) -> frozenset[str]:
+    """Logical partition column names that are not ``partitionValues`` keys under column mapping (their
+    physical names are): a batch JSON read gives them null entries, which readers drop.
+
+    Example:
+        >>> from deltalog.protocol.actions import Format
+        >>> partition_key_aliases(Metadata(id="t", format=Format(), schemaString=None))
+        frozenset()
+    """
+    return frozenset(metadata_partition_keys(md) - _physical_partition_keys(md))
+
+
+def _physical_partition_keys(md: Metadata) -> set[str]:
+    mode = md.configuration.get("delta.columnMapping.mode", "none")
+    if mode == "none" or not md.schemaString or not md.partitionColumns:
+        return set(md.partitionColumns)
+    from deltalog.errors import SchemaError
+    from deltalog.protocol.schema import parse_schema, physical_name
+
+    try:
+        schema = parse_schema(md.schemaString)
+        return {physical_name(schema.field(c), mode) for c in md.partitionColumns}
+    except SchemaError:
+        return set(md.partitionColumns)
+
+
 def _check_string_children(col: pa.ChunkedArray, field: str) -> None:
     """Arrow infers types inside JSON objects; partition values and tags must stay verbatim strings."""
     t = col.type

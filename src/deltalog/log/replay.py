@@ -30,7 +30,13 @@ import pyarrow.compute as pc
 
 from deltalog.errors import InvalidTableError
 from deltalog.log.files import ADD_SCHEMA, REMOVE_SCHEMA, dv_unique_ids, restrict_map_keys
-from deltalog.log.reader import FileActions, metadata_partition_keys, read_checkpoint, read_commits
+from deltalog.log.reader import (
+    FileActions,
+    metadata_partition_keys,
+    partition_key_aliases,
+    read_checkpoint,
+    read_commits,
+)
 from deltalog.log.segment import LogSegment
 from deltalog.protocol.actions import Action, CommitInfo, DomainMetadata, Metadata, Protocol, Txn
 from deltalog.storage import LogStore
@@ -110,7 +116,8 @@ def _reduce(store: LogStore, segment: LogSegment, sources: list[FileActions]) ->
     if metadata is None:
         raise _missing("metaData", segment)
     files, tombstones = reconcile_files(sources, store.full_path(""))
-    files = _only_partition_keys(files, frozenset(metadata_partition_keys(metadata)))
+    files = _only_partition_keys(files, frozenset(metadata_partition_keys(metadata)),
+                                 partition_key_aliases(metadata))
     return TableState(
         version=segment.version,
         protocol=protocol,
@@ -123,14 +130,14 @@ def _reduce(store: LogStore, segment: LogSegment, sources: list[FileActions]) ->
     )
 
 
-def _only_partition_keys(files: pa.Table, keys: frozenset[str]) -> pa.Table:
+def _only_partition_keys(files: pa.Table, keys: frozenset[str], aliases: frozenset[str] = frozenset()) -> pa.Table:
     """Live files carry exactly the current partition columns' values (entries a JSON batch read as
-    null for keys of an older partitioning are dropped)."""
+    null for keys of an older partitioning, or for the logical names of mapped columns, are dropped)."""
     if files.num_rows == 0:
         return files
     idx = files.schema.get_field_index("partitionValues")
     col = files.column(idx)
-    restricted = restrict_map_keys(col, keys)
+    restricted = restrict_map_keys(col, keys, drop_null=aliases)
     return files if restricted is col else files.set_column(idx, files.schema.field(idx), restricted)
 
 

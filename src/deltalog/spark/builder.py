@@ -495,13 +495,6 @@ class DeltaTableBuilder:
         features = [k[len("delta.feature."):] for k in props if k.startswith("delta.feature.")]
         versions = {k: int(props[k]) for k in _VERSION_KEYS if k in props}
         conf = {k: v for k, v in props.items() if not k.startswith("delta.feature.") and k not in versions}
-        if conf.get("delta.columnMapping.mode", "none") != "none":
-            raise UnsupportedFeatureError(
-                "delta.columnMapping.mode 'name'/'id' is not supported when creating a table: deltalog does not "
-                "assign column ids and physical names",
-                feature="columnMapping",
-                table=loc,
-            )
         now = time.time_ns() // 1_000_000
         metadata = Metadata(
             id=snapshot.metadata.id if snapshot is not None else str(uuid.uuid4()),

@@ -69,6 +69,7 @@ from deltalog.commands.optimize_plan import (
 )
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.actions import Metadata
+from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import DecimalType, PrimitiveType, StructField, StructType
 from deltalog.spark._common import load_snapshot, open_table, spark_schema
 from deltalog.spark.dml._jobs import Staged, check_can_write
@@ -498,7 +499,8 @@ def _rewrite_task(spec: _RewriteSpec, batches: Iterable[pa.RecordBatch]) -> Iter
                         closing, writer = writer, None
                         done.extend(closing.close())
                     writer = _RunWriter(store, spec.schema, spec.metadata.partitionColumns,
-                                        target_file_size=spec.target_file_size)
+                                        target_file_size=spec.target_file_size,
+                                        column_mapping=mapping_mode(spec.metadata.configuration))
                     current = int(bins[begin])
                 _write_batches(writer, iter(data.slice(begin, end - begin).to_batches()), plan, spec.table)
         if writer is not None:

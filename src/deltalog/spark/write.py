@@ -59,10 +59,11 @@ from deltalog.arrow.write import (
     _preflight,
     _write_batches,
 )
-from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile, _serialize
+from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError, UnsupportedFeatureError
 from deltalog.protocol.actions import Metadata
-from deltalog.protocol.schema import StructType, contains_variant, parse_schema
+from deltalog.protocol.column_mapping import mapping_mode
+from deltalog.protocol.schema import StructType, contains_variant, parse_schema, physical_name
 from deltalog.spark._common import open_table, option_map, parse_bool, parse_int, session_of
 from deltalog.spark._conf import (
     REPLACE_WHERE_DATA_COLUMNS_CONF,
@@ -72,6 +73,7 @@ from deltalog.spark._conf import (
     with_defaults,
     write_defaults,
 )
+from deltalog.spark._defaults import with_column_defaults
 from deltalog.spark._generated import with_generated
 from deltalog.spark._identity import (
     BOUND,
@@ -244,7 +246,7 @@ class _RunWriter(DataFileWriter):
     why parquet-mr falls back to plain encoding for them."""
 
     def _parquet_options(self) -> dict[str, Any]:
-        return {"compression": "snappy", "use_dictionary": _dictionary_columns(self._arrow_schema)}
+        return {"compression": "snappy", "use_dictionary": _dictionary_columns(self._file_schema)}
 
     def write(self, table: pa.Table) -> None:
         if not self.partition_columns or table.num_rows == 0:
@@ -254,8 +256,8 @@ class _RunWriter(DataFileWriter):
         bounds = [*starts, table.num_rows]
         for begin, end in itertools.pairwise(bounds):
             first = table.slice(begin, 1).select(self.partition_columns).to_pylist()[0]
-            values = {f.name: _serialize(first[f.name], f) for f in self._part_fields}
-            key = tuple(values[c] for c in self.partition_columns)
+            values = self.partition_values(first)
+            key = tuple(values.values())
             for other in [k for k in self._open if k != key]:
                 self._finish(other)
             self._append(key, values, table.slice(begin, end - begin))
@@ -341,6 +343,7 @@ def _write_task(spec: _TaskSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[
         spec.metadata.partitionColumns,
         target_file_size=spec.target_file_size,
         max_records_per_file=spec.max_records,
+        column_mapping=mapping_mode(spec.metadata.configuration),
     )
     plan = _Plan(None, spec.metadata, spec.schema, False, spec.predicate)
     try:
@@ -461,9 +464,11 @@ def _dynamic_overwrite(txn: Transaction, plan: _Plan, files: list[WrittenFile], 
     one into any other partition does not); a partition with a null value is recorded as a read of the
     whole table, since a predicate cannot name it."""
     parts = list(plan.metadata.partitionColumns)
+    mode = mapping_mode(plan.metadata.configuration)  # partitionValues are keyed by physical names
+    keys = [physical_name(plan.schema.field(c), mode) for c in parts]
     if plan.metadata_changed:
         txn.update_metadata(plan.metadata)
-    written = {tuple(f.partition_values.get(c) for c in parts) for f in files}
+    written = {tuple(f.partition_values.get(k) for k in keys) for f in files}
     if plan.snapshot is not None and written:
         for key in sorted(written, key=lambda k: [(v is None, v or "") for v in k]):
             if any(v is None for v in key):
@@ -472,7 +477,7 @@ def _dynamic_overwrite(txn: Transaction, plan: _Plan, files: list[WrittenFile], 
                 txn.read_predicate([(c, "=", v) for c, v in zip(parts, key)])
         live = plan.snapshot.add_files()
         rows = live.column("partitionValues").to_pylist()
-        hit = [tuple(dict(r or ()).get(c) for c in parts) in written for r in rows]
+        hit = [tuple(dict(r or ()).get(k) for k in keys) in written for r in rows]
         doomed = live.filter(pa.array(hit, pa.bool_()))
         txn.read_files(str(x) for x in doomed.column("path").to_pylist())
         txn.remove_files(doomed, data_change=opts.data_change)
@@ -624,6 +629,8 @@ def write(
     txn_id = opts.txn if opts.txn is not None else session_txn(spark)
     where = opts.where
     fast = _fast_path(where, list(snapshot.partition_columns) if snapshot is not None else (parts or []), spark, loc)
+    if snapshot is not None and opts.schema_mode != "overwrite":  # the defaulted columns the data leaves out
+        df = with_column_defaults(df, snapshot.schema)
     base_df = df
     identity = identity_for(df, snapshot.schema, table=loc) \
         if snapshot is not None and opts.schema_mode != "overwrite" else None

@@ -37,11 +37,13 @@ __all__ = [
     "CreateTable",
     "CreateTableAsSelect",
     "Delete",
+    "DropColumns",
     "DropConstraint",
     "Fsck",
     "Merge",
     "Operation",
     "Optimize",
+    "RenameColumn",
     "Restore",
     "SetTableProperties",
     "UnsetTableProperties",
@@ -642,6 +644,51 @@ class AddColumns(Operation):
     def parameters(self) -> dict[str, str | None]:
         """The added columns, as delta-spark records them."""
         return {"columns": _json([{"column": dict(c)} for c in self.columns])}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """No metrics."""
+        return ()
+
+
+@dataclass(frozen=True)
+class RenameColumn(Operation):
+    """``RENAME COLUMN`` (column mapping): ``old_path`` renamed to ``new_path``.
+
+    Example:
+        >>> RenameColumn(old_path="a", new_path="b").parameters()
+        {'oldColumnPath': 'a', 'newColumnPath': 'b'}
+    """
+
+    old_path: str = ""
+    new_path: str = ""
+    NAME: ClassVar[str] = "RENAME COLUMN"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """The old and the new path, as delta-spark records them."""
+        return {"oldColumnPath": self.old_path, "newColumnPath": self.new_path}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """No metrics."""
+        return ()
+
+
+@dataclass(frozen=True)
+class DropColumns(Operation):
+    """``DROP COLUMNS`` (column mapping): the dropped column paths.
+
+    Example:
+        >>> DropColumns(columns=("a", "b.c")).parameters()
+        {'columns': '["a","b.c"]'}
+    """
+
+    columns: tuple[str, ...] = ()
+    NAME: ClassVar[str] = "DROP COLUMNS"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """The dropped paths as a JSON list."""
+        return {"columns": _json(list(self.columns))}
 
     def metric_names(self) -> tuple[str, ...]:
         """No metrics."""

@@ -47,6 +47,7 @@ from deltalog.protocol.actions import (
     Remove,
     Txn,
 )
+from deltalog.protocol.column_mapping import with_column_mapping
 from deltalog.storage import LogStore
 from deltalog.txn.commit import (
     CommitFailedError,
@@ -428,12 +429,14 @@ class Transaction:
         return len(rows)
 
     def update_metadata(self, metadata: Metadata) -> None:
-        """Stage a new ``metaData`` action (at most one per commit).
+        """Stage a new ``metaData`` action (at most one per commit). Under column mapping, fields without a
+        column id or physical name get them here (see :mod:`deltalog.protocol.column_mapping`).
 
         Example:
             >>> txn.update_metadata(new_metadata)                         # doctest: +SKIP
         """
-        self.add_action(metadata)
+        previous = self.snapshot.metadata if self.snapshot is not None else None
+        self.add_action(with_column_mapping(metadata, previous, table=self.table))
 
     def update_protocol(self, protocol: Protocol) -> None:
         """Stage a new ``protocol`` action (at most one per commit).

@@ -9,12 +9,13 @@ implied by a legacy writer version). Features fall in three groups here:
   ``deletionVectors`` (DELETE/UPDATE/MERGE write new DVs when the table enables them),
   ``changeDataFeed`` (appends and whole-file removes only: a commit that rewrites rows without change
   data files is refused by :func:`check_change_data_feed`), ``identityColumns`` (values generated
-  by every writer that adds rows, see :mod:`deltalog.txn.identity`) and ``generatedColumns`` (computed
-  or checked by every writer, see :mod:`deltalog.txn.generated`);
+  by every writer that adds rows, see :mod:`deltalog.txn.identity`), ``generatedColumns`` (computed
+  or checked by every writer, see :mod:`deltalog.txn.generated`) and ``columnMapping`` (data files,
+  statistics and partition values use physical names and field ids, see
+  :mod:`deltalog.protocol.column_mapping`) and ``allowColumnDefaults`` (defaults filled by every
+  writer, see :mod:`deltalog.txn.defaults`);
 * :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.
-  implied by a legacy writer version, but unused): ``allowColumnDefaults`` and ``columnMapping``
-  (data files are written with display names only, so mode ``name``/``id`` refuses commits that add
-  data);
+  implied by a legacy writer version, but unused): none today;
 * everything else (``v2Checkpoint``, ``typeWidening``, ``rowTracking``, ``clustering``,
   ``icebergCompatV1/V2``, ``variantType`` (variant tables are read-only), ``catalogManaged``, ...) --
   refused.
@@ -70,13 +71,13 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "changeDataFeed",
         "identityColumns",
         "generatedColumns",
+        "columnMapping",
+        "allowColumnDefaults",
     }
 )
 
 #: Writer features allowed only while inactive (listed but unused by the table's metadata).
-INACTIVE_ONLY_WRITER_FEATURES: frozenset[str] = frozenset(
-    {"allowColumnDefaults", "columnMapping"}
-)
+INACTIVE_ONLY_WRITER_FEATURES: frozenset[str] = frozenset()
 
 
 class AppendOnlyError(DeltaError):

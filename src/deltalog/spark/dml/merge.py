@@ -54,9 +54,11 @@ import pyarrow as pa
 from deltalog.arrow.filters import Condition
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.errors import DeltaError, InvalidArgumentError
+from deltalog.protocol.column_mapping import with_column_mapping
 from deltalog.protocol.schema import StructField, StructType, parse_schema
 from deltalog.spark._common import load_snapshot, open_table, spark_type
 from deltalog.spark._conf import auto_merge
+from deltalog.spark._defaults import default_value
 from deltalog.spark._identity import BOUND, identity_value, observe_files
 from deltalog.spark.dml._assign import assign, expression, resolve_column
 from deltalog.spark.dml._cdc import change_rows, records_changes, stage_change_files, write_change_files
@@ -84,6 +86,7 @@ from deltalog.spark.dml._scan import (
     target_scan,
 )
 from deltalog.spark.idempotent import claim_session_txn
+from deltalog.txn.defaults import default_columns
 from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import IdentityGenerator, identity_columns, with_high_water_marks
 from deltalog.txn.operations import Merge
@@ -333,6 +336,9 @@ class _Merge:
         new = _new_fields(target, b._source) if self.evolve and any(c.star for c in self.clauses) else []
         self.schema = StructType((*target.fields, *new)) if new else target
         self.metadata = replace(self.snap.metadata, schemaString=self.schema.to_json()) if new else self.snap.metadata
+        if new:  # under column mapping the new columns get ids and physical names before any file is written
+            self.metadata = with_column_mapping(self.metadata, self.snap.metadata, table=self.table.location)
+            self.schema = parse_schema(self.metadata.schemaString or "")
         self.target_names = set(target.field_names)
         self.source_names = {n.lower(): n for n in b._source.columns}
         self.identity = IdentityGenerator(identity_columns(target, table=self.table.location), [],
@@ -420,6 +426,9 @@ class _Merge:
             what = f"MERGE {by_id[cid].label()}"
             values[(cid, name)] = assign(col, typed.fields[i].dataType, self.schema.field(name), what=what)
         self._identity_values(writers, values)
+        for c in writers:  # inserted rows: a defaulted column the clause leaves out gets its default
+            for name in default_columns(self.schema) if c.action == "insert" else ():
+                values.setdefault((id(c), name), default_value(self.schema, name))
         out = []
         action = F.col(_ACTION)
         for f in self.schema.fields:

@@ -28,6 +28,7 @@ from deltalog.spark.sql.catalog import (
 )
 from deltalog.spark.sql.frontend import refuse
 from deltalog.spark.sql.refs import DIALECT, TableRef, read_ref, resolve, resolve_table, rewrite_query
+from deltalog.txn.defaults import CURRENT_DEFAULT, FEATURE_PROPERTY
 
 __all__ = ["create_table", "empty_result", "handle"]
 
@@ -144,16 +145,43 @@ def property_pairs(props: list[Any]) -> dict[str, str]:
     return out
 
 
-def _refuse_unsupported_columns(columns: list[Any], text: str) -> None:
+def _check_defaults(columns: list[Any], command: str, *, enabled: bool | None) -> None:
+    """Column ``DEFAULT``s as delta-spark takes them: only where the table enables ``allowColumnDefaults``
+    (``enabled``), and never on columns added to an existing table (``enabled`` is ``None``)."""
     from sqlglot import exp
 
     for col in columns:
-        for constraint in col.args.get("constraints") or []:
-            kind = constraint.kind
-            if isinstance(kind, exp.DefaultColumnConstraint):
-                raise UnsupportedFeatureError(
-                    f"column {col.name}: column defaults (allowColumnDefaults) cannot be written by this build of "
-                    f"deltalog; statement: {text.strip()[:120]}", feature="allowColumnDefaults")
+        if not any(isinstance(c.kind, exp.DefaultColumnConstraint) for c in col.args.get("constraints") or []):
+            continue
+        if enabled is None:
+            raise InvalidArgumentError(
+                f"[WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED] column {col.name}: a column "
+                "added to an existing Delta table cannot have a DEFAULT; add it without one, then ALTER TABLE ... "
+                "ALTER COLUMN ... SET DEFAULT")
+        if not enabled:
+            _defaults_not_enabled(command)
+
+
+def _defaults_not_enabled(command: str) -> None:
+    raise InvalidArgumentError(
+        f"[WRONG_COLUMN_DEFAULTS_FOR_DELTA_FEATURE_NOT_ENABLED] {command} assigns a column DEFAULT, but the table "
+        f"does not enable the allowColumnDefaults feature; add TBLPROPERTIES ('{FEATURE_PROPERTY}' = 'supported') "
+        f"or run ALTER TABLE ... SET TBLPROPERTIES ('{FEATURE_PROPERTY}' = 'supported') first")
+
+
+def _spark_default(spark: Any, column: str, sql: str, dtype: Any) -> str:
+    """``sql`` checked as a default of ``column``: a constant expression Spark can cast to ``dtype``."""
+    from pyspark.sql import functions as F
+
+    from deltalog.txn.defaults import default_metadata
+
+    default_metadata(sql, column=column)  # names no column
+    try:
+        spark.range(0).select().select(F.expr(sql).cast(dtype)).schema  # noqa: B018 -- no column to name
+    except Exception as exc:
+        raise InvalidArgumentError(f"[INVALID_DEFAULT_VALUE] column {column}: DEFAULT {sql} is not a valid default "
+                                   f"of type {dtype.simpleString()} ({str(exc).splitlines()[0]})") from None
+    return sql
 
 
 def _struct_from_columns(spark: Any, columns: list[Any], *, identity: bool = True) -> Any:
@@ -166,8 +194,14 @@ def _struct_from_columns(spark: Any, columns: list[Any], *, identity: bool = Tru
     from deltalog.spark.builder import IdentityGenerator, _identity_field_metadata
     from deltalog.txn.generated import generated_metadata
 
-    plain, generators, expressions = [], {}, {}
+    plain, generators, expressions, defaults = [], {}, {}, {}
     for col in columns:
+        given = [c for c in col.args.get("constraints") or [] if isinstance(c.kind, exp.DefaultColumnConstraint)]
+        if given:  # DEFAULT expr: CURRENT_DEFAULT (checked by the callers: _check_defaults)
+            defaults[col.name] = given[0].kind.this.sql(dialect=DIALECT)
+            col = col.copy()
+            col.set("constraints", [c for c in col.args.get("constraints") or []
+                                    if not isinstance(c.kind, exp.DefaultColumnConstraint)])
         computed = [c for c in col.args.get("constraints") or [] if isinstance(c.kind, exp.ComputedColumnConstraint)]
         if computed:  # GENERATED ALWAYS AS (expr): a generated column
             if not identity:
@@ -201,10 +235,13 @@ def _struct_from_columns(spark: Any, columns: list[Any], *, identity: bool = Tru
     except Exception as exc:
         raise InvalidArgumentError(f"the column definitions cannot be parsed: {ddl} ({str(exc).splitlines()[0]})") \
             from None
-    if not generators and not expressions:
+    if not generators and not expressions and not defaults:
         return struct
     fields = []
     for f in struct.fields:
+        if f.name in defaults:
+            f = StructField(f.name, f.dataType, f.nullable, {**(f.metadata or {}),
+                            CURRENT_DEFAULT: _spark_default(spark, f.name, defaults[f.name], f.dataType)})
         if f.name in expressions:
             f = StructField(f.name, f.dataType, f.nullable,
                             {**(f.metadata or {}), **generated_metadata(expressions[f.name])})
@@ -247,7 +284,8 @@ def create_table(spark: Any, expression: Any, text: str, *, must_exist: bool = F
     name, path = _target(spark, table)
     if path is None and (spec.provider or "").lower() != "delta":
         return None
-    _refuse_unsupported_columns([*spec.columns, *spec.partition_columns], text)
+    _check_defaults([*spec.columns, *spec.partition_columns], "CREATE TABLE",
+                    enabled=str(spec.properties.get(FEATURE_PROPERTY, "")).lower() in ("supported", "enabled"))
     replace = bool(expression.args.get("replace")) or must_exist
     if_not_exists = bool(expression.args.get("exists"))
     query = expression.expression
@@ -427,6 +465,14 @@ def _alter(spark: Any, expression: Any, text: str) -> Any:
             if check is None or constraint is None:
                 raise refuse(text, "only named CHECK constraints can be added to a Delta table")
             table.add_constraint(constraint.name, check.this.sql(dialect=DIALECT))
+        elif isinstance(action, exp.RenameColumn):
+            table.rename_column(_column_path(action.this), action.args["to"].name)
+        elif isinstance(action, exp.Drop) and str(action.args.get("kind", "")).upper() in ("COLUMN", "COLUMNS"):
+            paths = []
+            for item in action.args.get("tables") or []:
+                nodes = item.expressions if isinstance(item, exp.Schema) else [item]
+                paths += [_column_path(n) for n in nodes]
+            table.drop_columns(paths, if_exists=bool(action.args.get("exists")))
         elif isinstance(action, exp.Drop) and str(action.args.get("kind", "")).upper() == "CONSTRAINT":
             tables = action.args.get("tables") or []
             dropped = tables[0].name if tables else action.name
@@ -442,12 +488,21 @@ def _alter(spark: Any, expression: Any, text: str) -> Any:
         elif isinstance(action, exp.ColumnDef):  # ADD COLUMN c TYPE
             _add_columns(spark, table, [action], text)
         elif isinstance(action, exp.AlterColumn):
-            _alter_column(table, action, text)
+            _alter_column(spark, table, action, text)
         else:
             raise refuse(text, f"{action.sql(dialect=DIALECT)} is not supported on Delta tables by deltalog")
     if ref.name is not None:
         forget(spark, ref.name)
     return empty_result(spark)
+
+
+def _column_path(node: Any) -> str:
+    """``a`` or ``s.a`` of a sqlglot column (or identifier) node."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Column):
+        return ".".join(p.name for p in node.parts)
+    return str(node.name)
 
 
 def _kernel_table(ref: TableRef) -> Any:
@@ -459,21 +514,37 @@ def _kernel_table(ref: TableRef) -> Any:
 def _add_columns(spark: Any, table: Any, columns: list[Any], text: str) -> None:
     from deltalog.protocol.schema import parse_schema
 
-    _refuse_unsupported_columns(columns, text)
+    _check_defaults(columns, "ALTER TABLE ADD COLUMNS", enabled=None)
     struct = _struct_from_columns(spark, columns, identity=False)
     schema = parse_schema(struct.json())
     table.add_columns(list(schema.fields))
 
 
-def _alter_column(table: Any, action: Any, text: str) -> None:
+def _alter_column(spark: Any, table: Any, action: Any, text: str) -> None:
+    from deltalog.protocol.features import writer_features
+    from deltalog.spark._common import spark_type
+
     comment = action.args.get("comment")
     allow_null = action.args.get("allow_null")
+    default = action.args.get("default")
     if comment is not None:
         table.change_column(action.name, comment=comment.name)
     elif allow_null is not None:  # SET NOT NULL: allow_null=False; DROP NOT NULL: allow_null=True
         table.change_column(action.name, nullable=bool(allow_null))
+    elif default is not None:  # SET DEFAULT expr: the table must enable the feature first, as in delta-spark
+        snap = table.snapshot()
+        if "allowColumnDefaults" not in writer_features(snap.protocol):
+            _defaults_not_enabled("ALTER TABLE ALTER COLUMN SET DEFAULT")
+        field = next((f for f in snap.schema.fields if f.name.lower() == action.name.lower()), None)
+        sql = default.sql(dialect=DIALECT)
+        if field is not None:
+            sql = _spark_default(spark, field.name, sql, spark_type(field.type))
+        table.change_column(action.name, default=sql)
+    elif action.args.get("drop"):  # DROP DEFAULT
+        table.change_column(action.name, drop_default=True)
     else:
-        raise refuse(text, "ALTER COLUMN supports COMMENT, SET NOT NULL and DROP NOT NULL on Delta tables")
+        raise refuse(text, "ALTER COLUMN supports COMMENT, SET / DROP NOT NULL and SET / DROP DEFAULT on Delta "
+                     "tables")
 
 
 # -------------------------------------------------------------------------------------------- DESCRIBE

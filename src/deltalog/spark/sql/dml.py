@@ -18,9 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
+from deltalog.protocol.schema import StructType
 from deltalog.spark.sql.catalog import forget, raw_sql
 from deltalog.spark.sql.frontend import refuse
 from deltalog.spark.sql.refs import DIALECT, TableRef, read_ref, resolve_table, rewrite_query
+from deltalog.txn.defaults import default_columns
 from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import identity_columns
 
@@ -59,6 +61,21 @@ def _strip(node: Any, names: set[str]) -> str:
     return str(node.copy().transform(unqualify).sql(dialect=DIALECT))
 
 
+def _is_default(node: Any) -> bool:
+    """The ``DEFAULT`` keyword (sqlglot reads it as a variable in VALUES, as a column in SET)."""
+    from sqlglot import exp
+
+    return (isinstance(node, exp.Var) and node.name.upper() == "DEFAULT") or \
+        (isinstance(node, exp.Column) and not node.table and not node.this.args.get("quoted")
+         and node.name.upper() == "DEFAULT")
+
+
+def _default_sql(schema: StructType, column: str) -> str:
+    """What ``DEFAULT`` means for ``column``: its default expression, else ``NULL`` (as in delta-spark)."""
+    by_lower = {k.lower(): v for k, v in default_columns(schema).items()}
+    return by_lower.get(column.lower(), "NULL")
+
+
 def _target_names(table: Any) -> set[str]:
     names = {table.name.lower()}
     alias = table.args.get("alias")
@@ -84,6 +101,7 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
     from sqlglot import exp
 
     from deltalog.spark._common import load_snapshot, spark_type
+    from deltalog.spark._defaults import default_value
     from deltalog.spark.write import write
 
     node = expression.this
@@ -102,7 +120,6 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
         if isinstance(item, exp.EQ):  # PARTITION (day = '...'); a bare PARTITION (day) is dynamic
             value = item.expression
             static[item.this.name] = value.this if isinstance(value, exp.Literal) else value.sql(DIALECT)
-    df = rewrite_query(spark, expression.expression).sql(spark)
     snap = load_snapshot(ref.location)
     fields = list(snap.schema.fields)
     by_lower = {f.name.lower(): f for f in fields}
@@ -111,14 +128,24 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
             raise InvalidArgumentError(f"[UNRESOLVED_COLUMN] column {name!r} is not in {ref.shown}: "
                                        f"{snap.schema.field_names}", table=ref.location)
     static_lower = {k.lower() for k in static}
-    if expression.args.get("by_name"):
-        listed = list(df.columns)
     generated = {c.name.lower() for c in identity_columns(snap.schema)} | \
         {n.lower() for n in generated_columns(snap.schema)}  # may be left out: computed by the write
-    targets = [by_lower[n.lower()].name for n in listed] if listed is not None else \
-        [f.name for f in fields if f.name.lower() not in static_lower]
-    if listed is None and generated and len(df.columns) == len(targets) - len(generated & {t.lower() for t in targets}):
-        targets = [t for t in targets if t.lower() not in generated]
+
+    def targets_for(width: int, listed: list[str] | None) -> list[str]:
+        targets = [by_lower[n.lower()].name for n in listed] if listed is not None else \
+            [f.name for f in fields if f.name.lower() not in static_lower]
+        if listed is None and generated and width == len(targets) - len(generated & {t.lower() for t in targets}):
+            targets = [t for t in targets if t.lower() not in generated]
+        return targets
+
+    query = expression.expression
+    if isinstance(query, exp.Values) and query.expressions and not expression.args.get("by_name"):
+        query = _values_with_defaults(query, targets_for(len(query.expressions[0].expressions), listed),
+                                      snap.schema)
+    df = rewrite_query(spark, query).sql(spark)
+    if expression.args.get("by_name"):
+        listed = list(df.columns)
+    targets = targets_for(len(df.columns), listed)
     if len(df.columns) != len(targets):
         raise InvalidArgumentError(
             f"[INSERT_COLUMN_ARITY_MISMATCH] cannot write to {ref.shown}: the data has {len(df.columns)} column(s) "
@@ -132,8 +159,8 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
             columns.append(F.lit(value).cast(dtype).alias(f.name))
         elif f.name.lower() in source_of:
             columns.append(F.col("`" + source_of[f.name.lower()].replace("`", "``") + "`").cast(dtype).alias(f.name))
-        elif f.name.lower() not in generated:
-            columns.append(F.lit(None).cast(dtype).alias(f.name))
+        elif f.name.lower() not in generated:  # an unlisted column: its default, else null
+            columns.append(default_value(snap.schema, f.name).alias(f.name))
     data = df.select(*columns)
     overwrite = bool(expression.args.get("overwrite"))
     options: dict[str, Any] = {}
@@ -152,6 +179,23 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
     n = int(result.num_rows)
     return _rows(spark, {"num_affected_rows": n, "num_inserted_rows": n},
                  "num_affected_rows bigint, num_inserted_rows bigint")
+
+
+def _values_with_defaults(values: Any, targets: list[str], schema: StructType) -> Any:
+    """``VALUES`` rows with each ``DEFAULT`` keyword replaced by its column's default (``targets`` are the
+    columns the positions fill; a row of another width is left for the arity check to refuse)."""
+    import sqlglot
+    from sqlglot import exp
+
+    out = values.copy()
+    for row in out.expressions:
+        items = row.expressions if isinstance(row, exp.Tuple) else [row]
+        if len(items) != len(targets):
+            continue
+        for i, item in enumerate(items):
+            if _is_default(item):
+                item.replace(sqlglot.parse_one(_default_sql(schema, targets[i]), read=DIALECT))
+    return out
 
 
 def _dynamic_overwrite(spark: Any) -> bool:
@@ -178,11 +222,14 @@ def _update(spark: Any, expression: Any, text: str) -> Any:
         return None
     if expression.args.get("from") or expression.args.get("from_"):
         raise refuse(text, "UPDATE ... FROM is not Delta syntax; use MERGE INTO")
+    from deltalog.spark._common import load_snapshot
+
     names = _target_names(table)
     assignments: dict[str, str] = {}
     for eq in expression.expressions:
         column = eq.this
-        assignments[column.name] = _strip(eq.expression, names)
+        assignments[column.name] = _default_sql(load_snapshot(ref.location).schema, column.name) \
+            if _is_default(eq.expression) else _strip(eq.expression, names)
     where = expression.args.get("where")
     condition = _strip(where.this, names) if where is not None else None
     result = update(spark, ref.location, condition, assignments)
@@ -257,12 +304,12 @@ def _merge(spark: Any, expression: Any, text: str) -> Any:
         matched, by_source = bool(when.args.get("matched")), bool(when.args.get("source"))
         if matched:
             builder = _matched(builder.whenMatchedUpdate, builder.whenMatchedUpdateAll, builder.whenMatchedDelete,
-                               then, cond, target_alias, text)
+                               then, cond, target_alias, text, ref.location)
         elif by_source:
             builder = _matched(builder.whenNotMatchedBySourceUpdate, None, builder.whenNotMatchedBySourceDelete,
-                               then, cond, target_alias, text)
+                               then, cond, target_alias, text, ref.location)
         else:
-            builder = _not_matched(builder, then, cond, target_alias, text)
+            builder = _not_matched(builder, then, cond, target_alias, text, ref.location)
     result = builder.execute()
     _touch(spark, ref)
     return result
@@ -272,8 +319,16 @@ def _set_target(column: Any, target_alias: str) -> str:
     return str(column.name) if column.table.lower() in ("", target_alias.lower()) else column.sql(dialect=DIALECT)
 
 
+def _value(column: str, value: Any, location: str) -> str:
+    """The SQL a MERGE clause assigns to ``column``: ``value``, or its default for the ``DEFAULT`` keyword."""
+    from deltalog.spark._common import load_snapshot
+
+    return _default_sql(load_snapshot(location).schema, column) if _is_default(value) else \
+        str(value.sql(dialect=DIALECT))
+
+
 def _matched(update: Any, update_all: Any, delete: Any, then: Any, cond: str | None, target_alias: str,
-             text: str) -> Any:
+             text: str, location: str) -> Any:
     from sqlglot import exp
 
     if isinstance(then, exp.Var) and then.name.upper() == "DELETE":
@@ -284,12 +339,13 @@ def _matched(update: Any, update_all: Any, delete: Any, then: Any, cond: str | N
             if update_all is None:
                 raise refuse(text, "UPDATE SET * is not allowed in WHEN NOT MATCHED BY SOURCE (there is no source row)")
             return update_all(condition=cond) if cond is not None else update_all()
-        assignments = {_set_target(eq.this, target_alias): eq.expression.sql(dialect=DIALECT) for eq in items}
+        assignments = {_set_target(eq.this, target_alias): _value(eq.this.name, eq.expression, location)
+                       for eq in items}
         return update(condition=cond, set=assignments) if cond is not None else update(set=assignments)
     raise refuse(text, f"unsupported action {then.sql(dialect=DIALECT)} in a WHEN MATCHED clause")
 
 
-def _not_matched(builder: Any, then: Any, cond: str | None, target_alias: str, text: str) -> Any:
+def _not_matched(builder: Any, then: Any, cond: str | None, target_alias: str, text: str, location: str) -> Any:
     from sqlglot import exp
 
     if isinstance(then, exp.Insert):
@@ -300,7 +356,7 @@ def _not_matched(builder: Any, then: Any, cond: str | None, target_alias: str, t
         if not isinstance(columns, exp.Tuple) or not isinstance(values, exp.Tuple) or \
                 len(columns.expressions) != len(values.expressions):
             raise refuse(text, "INSERT in WHEN NOT MATCHED needs a column list and as many values")
-        mapping = {_set_target(c, target_alias): v.sql(dialect=DIALECT)
+        mapping = {_set_target(c, target_alias): _value(c.name, v, location)
                    for c, v in zip(columns.expressions, values.expressions)}
         return builder.whenNotMatchedInsert(condition=cond, values=mapping) if cond is not None else \
             builder.whenNotMatchedInsert(values=mapping)
