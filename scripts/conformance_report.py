@@ -30,6 +30,7 @@ WRITE_PROOF = {
     "generatedColumns": "tests/unit/test_generated.py, tests/spark/test_spark_generated.py",
     "columnMapping": "tests/unit/test_column_mapping.py, tests/spark/test_spark_column_mapping.py",
     "allowColumnDefaults": "tests/unit/test_defaults.py, tests/spark/test_spark_defaults.py",
+    "v2Checkpoint": "tests/unit/test_checkpoint_v2.py, tests/unit/test_checkpoint_writer.py",
 }
 
 

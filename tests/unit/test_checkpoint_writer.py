@@ -310,10 +310,11 @@ def test_v2_checkpoint_tables_get_checkpoint_metadata_and_no_multi_part() -> Non
     snap = table(store).snapshot()
     with pytest.raises(UnsupportedFeatureError, match="multi-part"):
         write_checkpoint(snap, parts=2, clock=clock)
-    result = write_checkpoint(snap, part_size=1, clock=clock)
-    assert result.parts is None
+    result = write_checkpoint(snap, part_size=1, clock=clock)  # a V2 checkpoint: UUID-named, one sidecar
+    assert result.parts is None and ".checkpoint." in result.paths[0] and len(result.paths) == 2
     rows = pq.read_table(pa.BufferReader(store.read(result.paths[0]))).to_pylist()
     assert [r["checkpointMetadata"] for r in rows if r["checkpointMetadata"]] == [{"version": 0, "tags": None}]
+    assert [r["sidecar"]["path"] for r in rows if r["sidecar"]] == [result.paths[1].rsplit("/", 1)[-1]]
     drop_commits(store, 0)
     assert table(store).snapshot().num_files() == 1
 

@@ -132,10 +132,10 @@ def test_features_deltalog_cannot_write_are_refused() -> None:
     table = new_table("props-unwritable")
     with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
         set_properties(table, {"delta.enableRowTracking": "true"})
-    with pytest.raises(UnsupportedFeatureError, match="v2Checkpoint"):
-        set_properties(table, {"delta.checkpointPolicy": "v2"})
     assert table.latest_version() == 0
     set_properties(table, {"delta.checkpointPolicy": "classic"})
+    set_properties(table, {"delta.checkpointPolicy": "v2"})  # V2 checkpoints are written: the feature is added
+    assert "v2Checkpoint" in (table.snapshot().protocol.writerFeatures or ())
 
 
 def test_managed_and_constraint_keys_are_refused() -> None:

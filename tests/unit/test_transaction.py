@@ -560,8 +560,8 @@ def test_duplicate_actions_refused() -> None:
 def test_unsupported_writer_feature_refused() -> None:
     t = new_table()
     txn = start_transaction(t, Write())
-    txn.update_protocol(Protocol(3, 7, ("v2Checkpoint",), ("appendOnly", "invariants", "v2Checkpoint")))
-    with pytest.raises(UnsupportedFeatureError, match=r"v2Checkpoint.*classic checkpoints"):
+    txn.update_protocol(Protocol(3, 7, (), ("appendOnly", "invariants", "rowTracking")))
+    with pytest.raises(UnsupportedFeatureError, match=r"rowTracking.*row ids"):
         txn.commit()
     txn = start_transaction(t, Write())
     txn.update_protocol(Protocol(1, 1))

@@ -386,8 +386,8 @@ def test_vacuum_protocol_check_feature_is_supported() -> None:
 
 
 def test_tables_deltalog_cannot_write_are_not_vacuumed() -> None:
-    table, store = _memory_table("vacuum-v2cp", "v2Checkpoint")
-    with pytest.raises(UnsupportedFeatureError, match="v2Checkpoint"):
+    table, store = _memory_table("vacuum-rt", "rowTracking")
+    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
         vacuum(table, dry_run=False, clock=lambda: T0 + 30 * DAY)
     assert store.exists("orphan.parquet") and table.latest_version() == 2
 

@@ -99,8 +99,6 @@ def test_explicit_features_and_versions_go_to_the_protocol(tmp_path: Path) -> No
 
 
 def test_unwritable_features_refused(tmp_path: Path) -> None:
-    with pytest.raises(UnsupportedFeatureError, match="v2Checkpoint"):
-        write_table(tmp_path, ids(1), properties={"delta.checkpointPolicy": "v2"})
     with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
         write_table(tmp_path, ids(1), properties={"delta.enableRowTracking": "true"})
     assert data_files(tmp_path) == set() and not (tmp_path / "_delta_log").exists()

@@ -268,13 +268,6 @@ def _check_against_table(props: Mapping[str, str], configuration: Mapping[str, s
             feature="columnMapping",
             table=table,
         )
-    if props.get("delta.checkpointPolicy") == "v2":
-        raise UnsupportedFeatureError(
-            "delta.checkpointPolicy='v2' needs the v2Checkpoint table feature, which deltalog cannot write "
-            "(it writes classic checkpoints only)",
-            feature="v2Checkpoint",
-            table=table,
-        )
 
 
 def _raise_versions(protocol: Protocol, reader: int | None, writer: int | None, table: str) -> Protocol:

@@ -1,4 +1,5 @@
-"""Writing classic (V1) parquet checkpoints and the ``_last_checkpoint`` hint.
+"""Writing checkpoints -- classic (V1) parquet ones, and on ``v2Checkpoint`` tables V2 ones through
+:mod:`deltalog.log.checkpoint_v2` -- and the ``_last_checkpoint`` hint.
 
 A checkpoint holds one action per row in top-level nullable struct columns ``txn``, ``add``,
 ``remove``, ``metaData``, ``protocol`` (plus ``domainMetadata`` when the table uses domains and
@@ -47,7 +48,7 @@ from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.log.cleanup import DEFAULT_DELETED_FILE_RETENTION, Clock, duration_property_ms, now_ms
 from deltalog.log.files import DV_TYPE, STRING_MAP, dv_unique_ids
 from deltalog.log.paths import LAST_CHECKPOINT, LOG_DIR, classic_checkpoint_name, multipart_checkpoint_name
-from deltalog.log.segment import read_last_checkpoint
+from deltalog.log.segment import complete_checkpoints, list_log, read_last_checkpoint
 from deltalog.storage import LogStore
 
 if TYPE_CHECKING:
@@ -519,7 +520,7 @@ def _uses_domains(snapshot: Snapshot) -> bool:
     return bool(snapshot.domains) or snapshot.has_feature("domainMetadata")
 
 
-def _build_nonfile(snapshot: Snapshot, v2: bool) -> dict[str, Arr]:
+def _nonfile_rows(snapshot: Snapshot, v2: bool) -> list[tuple[str, Mapping[str, Any]]]:
     state = snapshot.state  # the reconciled Txn / DomainMetadata actions
     rows: list[tuple[str, Mapping[str, Any]]] = [
         ("protocol", snapshot.protocol.to_dict()),
@@ -529,6 +530,11 @@ def _build_nonfile(snapshot: Snapshot, v2: bool) -> dict[str, Arr]:
         rows.insert(0, ("checkpointMetadata", {"version": snapshot.version}))
     rows += [("txn", state.txns[app].to_dict()) for app in sorted(state.txns)]
     rows += [("domainMetadata", state.domains[d].to_dict()) for d in sorted(state.domains)]
+    return rows
+
+
+def _build_nonfile(snapshot: Snapshot, v2: bool) -> dict[str, Arr]:
+    rows = _nonfile_rows(snapshot, v2)
     types = {"txn": TXN_TYPE, "metaData": METADATA_TYPE, "protocol": PROTOCOL_TYPE}
     if _uses_domains(snapshot):
         types["domainMetadata"] = DOMAIN_TYPE
@@ -639,13 +645,17 @@ def write_checkpoint(
     part_size: int = DEFAULT_PART_SIZE,
     clock: Clock | None = None,
     update_last_checkpoint: bool = True,
+    v2_format: str = "parquet",
 ) -> CheckpointResult:
-    """Write the classic checkpoint of ``snapshot.version`` and point ``_last_checkpoint`` at it.
+    """Write the checkpoint of ``snapshot.version`` and point ``_last_checkpoint`` at it.
 
     ``parts`` > 1 writes a multi-part checkpoint; by default one file, or ``ceil(actions / part_size)``
-    parts for very large tables. ``clock`` (epoch ms) decides which tombstones have expired. When the
-    checkpoint already exists nothing is rewritten (``written=False``). On ``v2Checkpoint`` tables the
-    classic file carries a ``checkpointMetadata`` row and multi-part is refused.
+    parts for very large tables. ``clock`` (epoch ms) decides which tombstones have expired. When a
+    checkpoint of the version already exists nothing is rewritten (``written=False``). On ``v2Checkpoint``
+    tables multi-part is refused and the checkpoint is a V2 one (:mod:`deltalog.log.checkpoint_v2`:
+    a UUID-named top-level file in ``v2_format``, parquet or json, with the file actions in sidecars of at
+    most ``part_size`` rows), or -- with ``delta.checkpointPolicy=classic`` -- a classic-named file
+    carrying a ``checkpointMetadata`` row.
 
     Example:
         >>> r = write_checkpoint(deltalog.Table("/data/t").snapshot())  # doctest: +SKIP
@@ -670,6 +680,9 @@ def write_checkpoint(
     total = len(pieces.nonfile["protocol"]) + na + nr
     n_parts = parts if parts is not None else 1 if v2 else max(1, -(-total // part_size))
     compression = _compression(snapshot.properties, snapshot.table)
+    if v2 and parts is None and snapshot.properties.get("delta.checkpointPolicy", "v2").lower() != "classic":
+        return _write_v2(snapshot, pieces, compression, v2_format=v2_format, part_size=part_size,
+                         update_last_checkpoint=update_last_checkpoint)
     builders: list[Callable[[], pa.Table]] = [pieces.table]
     names = [classic_checkpoint_name(version)]
     if n_parts > 1:
@@ -697,6 +710,31 @@ def write_checkpoint(
         version, paths, total, na, nr, size, n_parts if n_parts > 1 else None, any(w for w, _ in outcomes),
         info if hint else None,
     )  # fmt: skip
+
+
+def _write_v2(snapshot: Snapshot, pieces: _Pieces, compression: str, *, v2_format: str, part_size: int,
+              update_last_checkpoint: bool) -> CheckpointResult:
+    from deltalog.log.checkpoint_v2 import write_v2_checkpoint
+
+    store, version = snapshot.store, snapshot.version
+    na, nr = len(pieces.adds), len(pieces.removes)
+    there = complete_checkpoints([f for f in list_log(store, version) if f.version == version]).get(version)
+    if there:  # checkpoints are idempotent: any complete one of this version will do
+        paths = tuple(f.path for f in there)
+        return CheckpointResult(version, paths, 0, na, nr, sum(f.size for f in there), None, False, None)
+    files = pieces.table(with_nonfile=False).select(["add", "remove"])
+    out = write_v2_checkpoint(
+        store, version, rows=_nonfile_rows(snapshot, True), nonfile=pieces.nonfile, files=files,
+        to_parquet=lambda t: _to_parquet(t, compression), top_level=v2_format, sidecar_rows=part_size,
+        table=snapshot.table)
+    info: dict[str, Any] = {"version": version, "size": out.num_actions, "sizeInBytes": out.size_in_bytes,
+                            "numOfAddFiles": na}
+    info["checksum"] = json_checksum(info)
+    hint = update_last_checkpoint and write_last_checkpoint(store, info, table=snapshot.table)
+    log.info("V2 checkpoint of %s at version %d: %d actions, %d sidecar(s), %d bytes", snapshot.table, version,
+             out.num_actions, len(out.sidecars), out.size_in_bytes)  # fmt: skip
+    return CheckpointResult(version, (out.path, *out.sidecars), out.num_actions, na, nr, out.size_in_bytes, None,
+                            True, info if hint else None)
 
 
 __all__ = [

@@ -12,11 +12,12 @@ implied by a legacy writer version). Features fall in three groups here:
   by every writer that adds rows, see :mod:`deltalog.txn.identity`), ``generatedColumns`` (computed
   or checked by every writer, see :mod:`deltalog.txn.generated`) and ``columnMapping`` (data files,
   statistics and partition values use physical names and field ids, see
-  :mod:`deltalog.protocol.column_mapping`) and ``allowColumnDefaults`` (defaults filled by every
-  writer, see :mod:`deltalog.txn.defaults`);
+  :mod:`deltalog.protocol.column_mapping`), ``allowColumnDefaults`` (defaults filled by every
+  writer, see :mod:`deltalog.txn.defaults`) and ``v2Checkpoint`` (V2 checkpoints with sidecars, see
+  :mod:`deltalog.log.checkpoint_v2`);
 * :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.
   implied by a legacy writer version, but unused): none today;
-* everything else (``v2Checkpoint``, ``typeWidening``, ``rowTracking``, ``clustering``,
+* everything else (``typeWidening``, ``rowTracking``, ``clustering``,
   ``icebergCompatV1/V2``, ``variantType`` (variant tables are read-only), ``catalogManaged``, ...) --
   refused.
 
@@ -73,6 +74,7 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "generatedColumns",
         "columnMapping",
         "allowColumnDefaults",
+        "v2Checkpoint",
     }
 )
 
@@ -210,6 +212,8 @@ def active_features(metadata: Metadata) -> set[str]:
         out.add("checkConstraints")
     if conf.get("delta.columnMapping.mode", "none").lower() in ("name", "id"):
         out.add("columnMapping")
+    if str(conf.get("delta.checkpointPolicy", "classic")).lower() == "v2":
+        out.add("v2Checkpoint")
     for key, value in conf.items():
         if key.startswith("delta.feature.") and str(value).lower() in ("supported", "enabled"):
             out.add(key[len("delta.feature.") :])
@@ -348,11 +352,11 @@ def check_writable(
     ``metadata``. ``adds_data=False`` (metadata-only commits) lets column mapping tables through.
 
     Example:
-        >>> check_writable(Protocol(3, 7, (), ("v2Checkpoint",)), None, table="t")
+        >>> check_writable(Protocol(3, 7, (), ("rowTracking",)), None, table="t")
         Traceback (most recent call last):
         ...
-        deltalog.errors.UnsupportedFeatureError: table needs writer feature 'v2Checkpoint', which \
-deltalog cannot write (it writes classic checkpoints only); it can still be read [table t]
+        deltalog.errors.UnsupportedFeatureError: table needs writer feature 'rowTracking', which \
+deltalog cannot write (it does not assign row ids); it can still be read [table t]
     """
     if protocol.minWriterVersion > 7 or protocol.minWriterVersion < 1:
         raise UnsupportedFeatureError(
@@ -387,7 +391,7 @@ deltalog cannot write (it writes classic checkpoints only); it can still be read
 
 def check_never_writable(protocol: Protocol, *, table: str | None = None, version: int | None = None) -> None:
     """Refuse up front -- before any data file is written -- a table with a writer feature deltalog never
-    writes, whatever the commit (``variantType``, ``v2Checkpoint``, ...): features cannot be dropped, so
+    writes, whatever the commit (``variantType``, ``rowTracking``, ...): features cannot be dropped, so
     :func:`check_writable` would refuse the commit anyway. Other tables pass (their commit is checked).
 
     Example:
@@ -404,7 +408,6 @@ cannot write (it reads variant columns but does not write them); it can still be
 
 
 _REFUSAL_REASONS = {
-    "v2Checkpoint": "it writes classic checkpoints only",
     "typeWidening": "it does not record type changes",
     "typeWidening-preview": "it does not record type changes",
     "rowTracking": "it does not assign row ids",
