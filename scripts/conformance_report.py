@@ -31,6 +31,7 @@ WRITE_PROOF = {
     "columnMapping": "tests/unit/test_column_mapping.py, tests/spark/test_spark_column_mapping.py",
     "allowColumnDefaults": "tests/unit/test_defaults.py, tests/spark/test_spark_defaults.py",
     "v2Checkpoint": "tests/unit/test_checkpoint_v2.py, tests/unit/test_checkpoint_writer.py",
+    "clustering": "tests/unit/test_clustering.py, tests/spark/test_spark_clustering.py",
 }
 
 

@@ -436,6 +436,18 @@ class Table:
 
         return rename_column(self, column, new_name, clock=clock)
 
+    def cluster_by(self, columns: Sequence[str] | None, *, clock: Callable[[], int] | None = None) -> CommitResult:
+        """Set the liquid clustering columns (``None`` / ``[]``: ``CLUSTER BY NONE``) in one ``CLUSTER BY``
+        commit; OPTIMIZE then clusters the files by them (see :mod:`deltalog.commands.clustering`).
+
+        Example:
+            >>> Table("/data/events").cluster_by(["day", "user_id"]).operation             # doctest: +SKIP
+            'CLUSTER BY'
+        """
+        from deltalog.commands.clustering import cluster_by
+
+        return cluster_by(self, columns, clock=clock)
+
     def drop_column(
         self, column: str, *, if_exists: bool = False, clock: Callable[[], int] | None = None
     ) -> CommitResult | None:

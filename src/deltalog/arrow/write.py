@@ -42,6 +42,7 @@ import pyarrow.compute as pc
 
 from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile
 from deltalog.arrow.write_schema import resolve_schema
+from deltalog.commands.clustering import CLUSTERING_DOMAIN, clustering_domain, clustering_of
 from deltalog.commands.properties import PropertyChange, plan_properties
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
 from deltalog.protocol.actions import Format, Metadata, Protocol
@@ -216,6 +217,8 @@ class _Plan:
     #: A protocol to stage (explicit ``delta.feature.*`` / protocol versions among the properties);
     #: ``None``: the transaction's automatic upgrade for the metadata suffices.
     protocol: Protocol | None = None
+    #: The ``delta.clustering`` domain to write (a new clustered table), or ``None``.
+    clustering: str | None = None
 
 
 _CONSTRAINTS = "delta.constraints."
@@ -272,6 +275,7 @@ def _plan(
     description: str | None,
     clock: Callable[[], int],
     replace: bool = False,
+    cluster_by: Sequence[str] | None = None,
 ) -> _Plan:
     """What a write commits: schema, partitioning, properties, protocol. ``replace`` (``REPLACE TABLE`` /
     ``CREATE OR REPLACE``): the table's properties become exactly ``properties``, as when it was created."""
@@ -287,7 +291,9 @@ def _plan(
         md = with_column_mapping(_new_metadata(schema, parts, conf, name, description, clock()), None, table=loc)
         schema = parse_schema(md.schemaString or "")  # ids and physical names, when column mapping is on
         protocol = change.protocol(None, md, table=loc) if change is not None and change.changes_protocol else None
-        return _Plan(None, md, schema, True, _read_predicate(predicate, md, loc), protocol)
+        clustering = clustering_domain(schema, list(cluster_by), partition_columns=parts, configuration=conf,
+                                       table=loc) if cluster_by else None
+        return _Plan(None, md, schema, True, _read_predicate(predicate, md, loc), protocol, clustering)
     old = snapshot.metadata
     table_schema: StructType = snapshot.schema
     schema, changed = resolve_schema(table_schema, arrow_schema, schema_mode, table=loc)
@@ -331,7 +337,17 @@ def _plan(
     if change is not None and change.changes_protocol:
         protocol = change.protocol(snapshot.protocol, md, table=loc)
         protocol = protocol if protocol != snapshot.protocol else None
-    return _Plan(snapshot, md, schema, meta_changed, _read_predicate(predicate, md, loc), protocol)
+    clustering = None
+    if cluster_by is not None:
+        have = clustering_of(snapshot) or []
+        if [c.lower() for c in cluster_by] != [c.lower() for c in have]:
+            if not replace and schema_mode != "overwrite":
+                raise InvalidArgumentError(
+                    f"[DELTA_CLUSTERING_COLUMNS_MISMATCH] the table is clustered by {have}, not {list(cluster_by)}; "
+                    "change it with ALTER TABLE ... CLUSTER BY (Table.cluster_by)", table=loc)
+            clustering = clustering_domain(schema, list(cluster_by), partition_columns=parts,
+                                           configuration=md.configuration, table=loc)
+    return _Plan(snapshot, md, schema, meta_changed, _read_predicate(predicate, md, loc), protocol, clustering)
 
 
 def _read_predicate(predicate: Sequence[Sequence[Any]] | None, md: Metadata, loc: str) -> ReadPredicate | None:
@@ -396,9 +412,13 @@ def write_table(
     storage_options: Mapping[str, Any] | None = None,
     clock: Callable[[], int] = _now_ms,
     retry: RetryPolicy | None = None,
+    cluster_by: Sequence[str] | None = None,
 ) -> WriteResult:
     """Write ``data`` (pyarrow Table/RecordBatchReader/batches, pandas DataFrame) to the Delta table
     at ``location``; see the module docstring for modes and ``properties``.
+
+    ``cluster_by`` makes the table a liquid-clustered one when the write creates it (see
+    :mod:`deltalog.commands.clustering`); on an existing table it must name its clustering columns.
 
     ``location`` may be an object-store URI (``s3://``, ``az://``, ``abfss://``, ``gs://``, ...);
     ``storage_options`` configure it as in :class:`~deltalog.table.Table`.
@@ -474,6 +494,7 @@ def write_table(
         name=name,
         description=description,
         clock=clock,
+        cluster_by=cluster_by,
     )
     op = Write(
         mode=_OP_MODES[mode],
@@ -590,6 +611,8 @@ def _commit(
 ) -> CommitResult:
     if plan.metadata_changed:
         txn.update_metadata(plan.metadata)
+    if plan.clustering is not None:
+        txn.set_domain_metadata(CLUSTERING_DOMAIN, plan.clustering)
     if mode == "overwrite" and plan.snapshot is not None:
         conditions = [(c.column, c.op, c.value) for c in plan.predicate.conditions] if plan.predicate else []
         txn.remove_files(txn.scan_files(conditions))

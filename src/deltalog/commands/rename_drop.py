@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from deltalog.commands.clustering import clustering_of
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.protocol.schema import StructField, StructType
 from deltalog.txn.constraints import table_constraints
@@ -181,6 +182,12 @@ def drop_columns(
             raise InvalidArgumentError(
                 f"[DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN] {column} is a partition column and cannot be dropped",
                 table=loc)
+        path = ".".join(f.name for f in chain).lower()
+        clustered = [c for c in clustering_of(snapshot) or [] if (c.lower() + ".").startswith(path + ".")]
+        if clustered:
+            raise InvalidArgumentError(
+                f"[DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN] cannot drop {column}: the table is clustered by "
+                f"{clustered}; change the clustering first (ALTER TABLE ... CLUSTER BY)", table=loc)
         users = _users(snapshot, chain)
         if users:
             raise InvalidArgumentError(

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from deltalog.arrow.write import TableExistsError, _check_partition_columns
+from deltalog.commands.clustering import CLUSTERING_DOMAIN, clustering_domain
 from deltalog.commands.properties import _raise_versions, validate_properties
 from deltalog.errors import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
 from deltalog.protocol.actions import Format, Metadata, Protocol
@@ -265,6 +266,7 @@ class DeltaTableBuilder:
         self._comment: str | None = None
         self._fields: list[dict[str, Any]] = []
         self._partitions: list[str] = []
+        self._clustering: list[str] = []
         self._properties: dict[str, str] = {}
         self._name: str | None = None
 
@@ -386,6 +388,20 @@ class DeltaTableBuilder:
             if not isinstance(c, str):
                 raise _type_error("Partitioning column must be str.", c)
         self._partitions = names
+        return self
+
+    def clusterBy(self, *cols: Any) -> DeltaTableBuilder:
+        """Liquid clustering columns, as names or one list of names (see
+        :mod:`deltalog.commands.clustering`); not together with :meth:`partitionedBy`.
+
+        Example:
+            >>> builder.clusterBy("day", "user_id")                                       # doctest: +SKIP
+        """
+        names = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else list(cols)
+        for c in names:
+            if not isinstance(c, str):
+                raise _type_error("Clustering column must be str.", c)
+        self._clustering = names
         return self
 
     def property(self, key: str, value: str) -> DeltaTableBuilder:
@@ -525,6 +541,9 @@ class DeltaTableBuilder:
         )
         if snapshot is not None:
             txn.remove_files(txn.scan_files())
+        if self._clustering:
+            txn.set_domain_metadata(CLUSTERING_DOMAIN, clustering_domain(
+                schema, self._clustering, partition_columns=self._partitions, configuration=conf, table=loc))
         txn.update_metadata(metadata)
         if protocol != base:
             txn.update_protocol(protocol)

@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import itertools
 import json
@@ -52,6 +53,7 @@ import pyarrow.compute as pc
 
 from deltalog.arrow.write import _Plan, _write_batches
 from deltalog.arrow.write_files import WrittenFile
+from deltalog.commands.clustering import CLUSTERING_DOMAIN, PROVIDER, clustering_of
 from deltalog.commands.optimize_plan import (
     DEFAULT_MAX_FILE_SIZE,
     Bin,
@@ -67,7 +69,7 @@ from deltalog.commands.optimize_plan import (
     size_summary,
     stats_columns,
 )
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import DecimalType, PrimitiveType, StructField, StructType
@@ -617,6 +619,25 @@ def _commit_metrics(bins: list[Bin], added: list[WrittenFile]) -> dict[str, Any]
     }
 
 
+def _clustering(snap: Snapshot, zorder_by: Sequence[str], full: bool) -> list[str] | None:
+    """The clustering columns OPTIMIZE clusters by (``None``: the table is not clustered)."""
+    where: dict[str, Any] = {"table": snap.table, "version": snap.version}
+    columns = clustering_of(snap) or None
+    if columns and zorder_by:
+        raise InvalidArgumentError(
+            f"[DELTA_CLUSTERING_WITH_ZORDER_BY] the table is clustered by {columns}: OPTIMIZE clusters it by "
+            "them; ZORDER BY is not allowed (change the clustering with ALTER TABLE ... CLUSTER BY)", **where)
+    if full and not columns:
+        raise InvalidArgumentError("[DELTA_OPTIMIZE_FULL_NOT_SUPPORTED] OPTIMIZE FULL applies to clustered tables "
+                                   "only", **where)
+    nested = [c for c in columns or [] if "." in c]
+    if nested:
+        raise UnsupportedFeatureError(
+            f"OPTIMIZE clusters by top-level columns; the table is clustered by nested fields {nested}",
+            feature="clustering", **where)
+    return columns
+
+
 def optimize(
     spark: Any,
     path: str,
@@ -625,10 +646,16 @@ def optimize(
     zorder_by: Sequence[str] = (),
     max_file_size: int | str | None = None,
     min_file_size: int | str | None = None,
+    full: bool = False,
 ) -> OptimizeResult:
     """Compact the table at ``path`` (or, with ``zorder_by``, Z-order it) in one ``OPTIMIZE`` commit; see
     the module docstring. ``where``: SQL filters on partition columns (AND). ``max_file_size`` /
     ``min_file_size`` (bytes, or text like ``"128m"``) override the session and table settings.
+
+    On a liquid-clustered table (:mod:`deltalog.commands.clustering`) OPTIMIZE clusters instead: the files
+    not yet clustered (``clusteringProvider`` unset) -- every file with ``full=True`` (``OPTIMIZE t FULL``)
+    -- are Z-ordered by the clustering columns and written with ``clusteringProvider = "liquid"``;
+    ``zorder_by`` is refused there, as in delta-spark.
 
     Example:
         >>> optimize(spark, "/data/t", max_file_size="64m").metrics["numFilesRemoved"]       # doctest: +SKIP
@@ -641,10 +668,13 @@ def optimize(
         raise InvalidArgumentError("where and zorder_by take lists of strings", table=str(path))
     table = open_table(path)
     snap = load_snapshot(table.location)
-    zorder = _zorder_columns(spark, snap, list(zorder_by)) if zorder_by else []
+    clustering = _clustering(snap, zorder_by, full)
+    zorder = _zorder_columns(spark, snap, list(zorder_by or clustering or [])) if zorder_by or clustering else []
     limit, small = _file_sizes(spark, snap, max_file_size, min_file_size)
     selected = _select_files(spark, snap, list(where))
     rows = selected.to_pylist()
+    if clustering and not full:  # incremental clustering: only the files written since
+        rows = [r for r in rows if r.get("clusteringProvider") != PROVIDER]
     bins = plan_zorder(rows, max_file_size=limit) if zorder else plan_compaction(
         rows, max_file_size=limit, min_file_size=small)
     if not bins:
@@ -656,13 +686,17 @@ def optimize(
     try:
         added, tasks = _rewrite(spark, snap, bins, zorder, limit)
         staged.data.extend(added)
-        txn = Transaction(table.store, snap, Optimize(predicate=list(where) or None,
-                                                      z_order_by=tuple(f.name for f in zorder)), table=table.location)
+        op = Optimize(predicate=list(where) or None, z_order_by=tuple(f.name for f in zorder) if not clustering
+                      else (), cluster_by=tuple(clustering) if clustering else None)
+        txn = Transaction(table.store, snap, op, table=table.location)
         rewritten = [f for b in bins for f in b.files]
         txn.read_files(str(f["path"]) for f in rewritten)
         txn.remove_files(rewritten, data_change=False)
         for f in added:
-            txn.add_file(f.to_add(data_change=False))
+            add = f.to_add(data_change=False)
+            txn.add_file(dataclasses.replace(add, clusteringProvider=PROVIDER) if clustering else add)
+        if clustering:  # a concurrent CLUSTER BY change conflicts (check_domains): no clustering by stale columns
+            txn.set_domain_metadata(CLUSTERING_DOMAIN, snap.domain_metadata(CLUSTERING_DOMAIN) or "")
     except BaseException:
         staged.cleanup()
         raise

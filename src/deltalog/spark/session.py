@@ -320,7 +320,8 @@ def _stream_classes() -> tuple[list[type], list[type]]:
 def _state(obj: Any) -> dict[str, Any]:
     state: dict[str, Any] | None = obj.__dict__.get(_STATE)
     if state is None:
-        state = {"format": None, "options": {}, "mode": None, "partitionBy": None, "schema": False}
+        state = {"format": None, "options": {}, "mode": None, "partitionBy": None, "clusterBy": None,
+                 "schema": False}
         obj.__dict__[_STATE] = state
     return state
 
@@ -355,7 +356,7 @@ def _install() -> None:
         patches = [
             (readers, [*recording, ("schema", _recording_schema), ("load", _routed_load)]),
             (writers, [*recording, ("mode", _recording_mode), ("partitionBy", _recording_partition_by),
-                       ("save", _routed_save)]),
+                       ("clusterBy", _recording_cluster_by), ("save", _routed_save)]),
             (stream_readers, [*recording, ("schema", _recording_schema), ("load", _routed_stream_load)]),
             (stream_writers, [*recording, ("outputMode", _recording_output_mode),
                               ("partitionBy", _recording_partition_by), ("foreachBatch", _recording_foreach),
@@ -437,6 +438,15 @@ def _recording_partition_by(original: Callable[..., Any]) -> Callable[..., Any]:
         return original(self, *cols)
 
     return partitionBy
+
+
+def _recording_cluster_by(original: Callable[..., Any]) -> Callable[..., Any]:
+    def clusterBy(self: Any, *cols: Any) -> Any:
+        flat = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else list(cols)
+        _state(self)["clusterBy"] = flat
+        return original(self, *cols)
+
+    return clusterBy
 
 
 def _session_of_reader(reader: Any) -> Any:
@@ -552,7 +562,7 @@ def _routed_save(original: Callable[..., Any]) -> Callable[..., Any]:
             raise InvalidArgumentError(f"a Delta write needs a table path, got {target!r}")
         parts = partitionBy if partitionBy is not None else state["partitionBy"]
         chosen = mode if mode is not None else state["mode"]
-        write(_writer_dataframe(self), target, mode=chosen, partitionBy=parts, **opts)
+        write(_writer_dataframe(self), target, mode=chosen, partitionBy=parts, clusterBy=state["clusterBy"], **opts)
         return None
 
     return spark_errors(save)

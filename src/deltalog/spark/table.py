@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltalog.errors import InvalidArgumentError, TableNotFoundError
+from deltalog.commands.clustering import clustering_of
+from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError
 from deltalog.protocol.features import reader_features, writer_features
 from deltalog.spark._common import load_snapshot, open_table
 from deltalog.spark.read import read_snapshot
@@ -399,13 +400,10 @@ class DeltaTable:
         files = snap.add_files()
         last = self._table.history(limit=1)
         features = sorted(reader_features(snap.protocol) | writer_features(snap.protocol))
-        clustering = snap.domain_metadata("delta.clustering")
-        clustering_cols: list[str] = []
-        if clustering:
-            try:
-                clustering_cols = [".".join(c) for c in json.loads(clustering).get("clusteringColumns", [])]
-            except (ValueError, AttributeError, TypeError):
-                clustering_cols = []
+        try:  # logical names (column mapping)
+            clustering_cols: list[str] = clustering_of(snap) or []
+        except DeltaError:
+            clustering_cols = []
         size = files.column("size").to_pylist() if files.num_rows else []
         row = {
             "format": "delta",

@@ -568,6 +568,7 @@ def write(
     *,
     mode: str | None = "errorifexists",
     partitionBy: str | Sequence[str] | None = None,
+    clusterBy: str | Sequence[str] | None = None,
     _statement: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> WriteResult:
@@ -591,6 +592,8 @@ def write(
     ``spark.databricks.delta.schema.autoMerge.enabled``, ``...commitInfo.userMetadata``,
     ``...properties.defaults.*`` (new tables), ``...write.txnAppId`` / ``txnVersion`` and
     ``...replaceWhere.dataColumns.enabled`` / ``...replaceWhere.constraintCheck.enabled``.
+    ``clusterBy`` makes a table the write creates liquid-clustered (:mod:`deltalog.commands.clustering`);
+    on an existing table it must name the table's clustering columns.
 
     Example:
         >>> res = write(df, "/data/events", mode="append", partitionBy=["day"],
@@ -652,6 +655,7 @@ def write(
         description=(_statement or {}).get("description"),
         clock=_now_ms,
         replace=_statement is not None and "REPLACE" in str(_statement.get("kind", "")),
+        cluster_by=[clusterBy] if isinstance(clusterBy, str) else (list(clusterBy) if clusterBy else None),
     )
     op: Write = Write(
         mode=_OP_MODES[opts.mode],

@@ -33,6 +33,7 @@ __all__ = [
     "AddConstraint",
     "ChangeColumn",
     "Clone",
+    "ClusterBy",
     "Convert",
     "CreateTable",
     "CreateTableAsSelect",
@@ -421,12 +422,17 @@ class Optimize(Operation):
 
     predicate: str | Sequence[str] | None = None
     z_order_by: tuple[str, ...] = ()
+    cluster_by: tuple[str, ...] | None = None
     NAME: ClassVar[str] = "OPTIMIZE"
     CHANGES_DATA: ClassVar[bool] = False
 
     def parameters(self) -> dict[str, str | None]:
-        """Predicate and Z-order columns as JSON lists."""
-        return {"predicate": _json(_predicates(self.predicate)), "zOrderBy": _json(list(self.z_order_by))}
+        """Predicate and Z-order columns as JSON lists (and the clustering columns of a clustered table)."""
+        out: dict[str, str | None] = {"predicate": _json(_predicates(self.predicate)),
+                                      "zOrderBy": _json(list(self.z_order_by))}
+        if self.cluster_by is not None:
+            out["clusterBy"] = _json(list(self.cluster_by))
+        return out
 
     def metric_names(self) -> tuple[str, ...]:
         """Files and bytes added and removed."""
@@ -644,6 +650,29 @@ class AddColumns(Operation):
     def parameters(self) -> dict[str, str | None]:
         """The added columns, as delta-spark records them."""
         return {"columns": _json([{"column": dict(c)} for c in self.columns])}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """No metrics."""
+        return ()
+
+
+@dataclass(frozen=True)
+class ClusterBy(Operation):
+    """``CLUSTER BY``: the clustering columns before and after (``[]``: ``CLUSTER BY NONE``).
+
+    Example:
+        >>> ClusterBy(old=("a",), new=("b",)).parameters()
+        {'oldClusteringColumns': 'a', 'newClusteringColumns': 'b'}
+    """
+
+    old: tuple[str, ...] = ()
+    new: tuple[str, ...] = ()
+    NAME: ClassVar[str] = "CLUSTER BY"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """Comma-separated old and new columns, as delta-spark records them."""
+        return {"oldClusteringColumns": ",".join(self.old), "newClusteringColumns": ",".join(self.new)}
 
     def metric_names(self) -> tuple[str, ...]:
         """No metrics."""

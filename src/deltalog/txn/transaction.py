@@ -526,7 +526,10 @@ class Transaction:
         """The protocol action to write (staged and/or upgraded for ``metadata``), or None."""
         if self._protocol and self.snapshot is not None:
             check_no_downgrade(self.snapshot.protocol, self._protocol[-1], table=self.table)
-        domains = ["domainMetadata"] if any(isinstance(o, DomainMetadata) for o in self._others) else []
+        staged = [o for o in self._others if isinstance(o, DomainMetadata)]
+        domains = ["domainMetadata"] if staged else []
+        if any(o.domain == "delta.clustering" and not o.removed for o in staged):  # liquid clustering
+            domains.append("clustering")
         base = self.protocol
         needed = upgrade_protocol(base, metadata, extra_features=domains, table=self.table)
         new_protocol: Protocol | None = needed if (base is None or needed != base) else None

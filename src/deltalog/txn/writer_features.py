@@ -13,11 +13,12 @@ implied by a legacy writer version). Features fall in three groups here:
   or checked by every writer, see :mod:`deltalog.txn.generated`) and ``columnMapping`` (data files,
   statistics and partition values use physical names and field ids, see
   :mod:`deltalog.protocol.column_mapping`), ``allowColumnDefaults`` (defaults filled by every
-  writer, see :mod:`deltalog.txn.defaults`) and ``v2Checkpoint`` (V2 checkpoints with sidecars, see
-  :mod:`deltalog.log.checkpoint_v2`);
+  writer, see :mod:`deltalog.txn.defaults`), ``v2Checkpoint`` (V2 checkpoints with sidecars, see
+  :mod:`deltalog.log.checkpoint_v2`) and ``clustering`` (the ``delta.clustering`` domain, kept by
+  :mod:`deltalog.commands.clustering`, OPTIMIZE clusters by it);
 * :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.
   implied by a legacy writer version, but unused): none today;
-* everything else (``typeWidening``, ``rowTracking``, ``clustering``,
+* everything else (``typeWidening``, ``rowTracking``,
   ``icebergCompatV1/V2``, ``variantType`` (variant tables are read-only), ``catalogManaged``, ...) --
   refused.
 
@@ -75,6 +76,7 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "columnMapping",
         "allowColumnDefaults",
         "v2Checkpoint",
+        "clustering",
     }
 )
 
@@ -411,7 +413,6 @@ _REFUSAL_REASONS = {
     "typeWidening": "it does not record type changes",
     "typeWidening-preview": "it does not record type changes",
     "rowTracking": "it does not assign row ids",
-    "clustering": "it does not maintain clustering columns",
     "icebergCompatV1": "it does not keep Iceberg metadata compatible",
     "icebergCompatV2": "it does not keep Iceberg metadata compatible",
     "catalogManaged": "it commits to the file system, not through a catalog",

@@ -234,7 +234,13 @@ def _vacuum(spark: Any, r: _Reader) -> Any:
 
 def _optimize(spark: Any, r: _Reader) -> Any:
     r.expect("OPTIMIZE")
-    ref = _table(spark, r, "WHERE", "ZORDER")
+    ref = _table(spark, r, "WHERE", "ZORDER", "FULL")
+    if r.take("FULL"):  # OPTIMIZE t FULL: re-cluster every file of a clustered table
+        if not r.done():
+            raise syntax_error(r.text, f"unexpected {r.rest()[:40]!r} after FULL")
+        from deltalog.spark.optimize import metrics_frame, optimize
+
+        return metrics_frame(spark, optimize(spark, ref.location, full=True))
     builder = _delta_table(spark, ref).optimize()
     if r.take("WHERE"):
         builder = builder.where(r.until("ZORDER"))
@@ -324,12 +330,16 @@ def _show_properties(spark: Any, r: _Reader) -> Any:
 
 
 def _alter(spark: Any, r: _Reader) -> Any:
-    """``ALTER TABLE ... UNSET TBLPROPERTIES`` (the other ALTER forms are parsed by sqlglot)."""
+    """``ALTER TABLE ... UNSET TBLPROPERTIES`` and ``CLUSTER BY NONE`` (the other ALTER forms are parsed by
+    sqlglot)."""
     from deltalog.spark._common import open_table
     from deltalog.spark.sql.ddl import empty_result
 
     r.expect("ALTER", "TABLE")
-    ref = _spark_table(spark, r, "UNSET")
+    ref = _spark_table(spark, r, "UNSET", "CLUSTER")
+    if r.take("CLUSTER", "BY", "NONE") and r.done():
+        open_table(ref.location).cluster_by(None)
+        return empty_result(spark)
     if not r.take("UNSET", "TBLPROPERTIES"):
         raise refuse(r.text, "this ALTER TABLE form is not supported on Delta tables by deltalog")
     if_exists = r.take("IF", "EXISTS")

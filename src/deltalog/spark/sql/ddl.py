@@ -85,6 +85,7 @@ class _CreateSpec:
     properties: dict[str, str] = field(default_factory=dict)
     comment: str | None = None
     provider: str | None = None
+    clustering: list[str] | None = None
 
 
 def _spec(expression: Any) -> _CreateSpec:
@@ -109,9 +110,21 @@ def _spec(expression: Any) -> _CreateSpec:
             spec.location = prop.this.name if isinstance(prop.this, exp.Literal) else prop.this.sql()
         elif isinstance(prop, exp.SchemaCommentProperty):
             spec.comment = prop.this.name
+        elif isinstance(prop, exp.ClusterProperty):  # CLUSTER BY (a, b.c): liquid clustering
+            spec.clustering = cluster_names(prop)
         elif isinstance(prop, exp.Property):
             spec.properties.update(property_pairs([prop]))
     return spec
+
+
+def cluster_names(prop: Any) -> list[str]:
+    """The column paths of a ``CLUSTER BY (...)`` clause.
+
+    Example:
+        >>> cluster_names(parse("ALTER TABLE t CLUSTER BY (a, s.b)").find(exp.ClusterProperty))  # doctest: +SKIP
+        ['a', 's.b']
+    """
+    return [".".join(part.name for part in col.parts) for col in prop.expressions]
 
 
 def property_pairs(props: list[Any]) -> dict[str, str]:
@@ -402,6 +415,8 @@ def _create_empty(
     builder.addColumns(_struct_from_columns(spark, [*spec.columns, *spec.partition_columns]))
     if spec.partitions:
         builder.partitionedBy(*spec.partitions)
+    if spec.clustering:
+        builder.clusterBy(*spec.clustering)
     for key, value in spec.properties.items():
         builder.property(key, value)
     if spec.comment is not None:
@@ -444,7 +459,7 @@ def _create_as_select(
     if exists:
         options["overwriteSchema"] = "true"
     write(df, location, mode="overwrite" if exists else "errorifexists", partitionBy=spec.partitions or None,
-          _statement={"kind": kind, "description": spec.comment, "managed": managed,
+          clusterBy=spec.clustering or None, _statement={"kind": kind, "description": spec.comment, "managed": managed,
                       "properties": dict(spec.properties)}, **options)
 
 
@@ -489,6 +504,8 @@ def _alter(spark: Any, expression: Any, text: str) -> Any:
             _add_columns(spark, table, [action], text)
         elif isinstance(action, exp.AlterColumn):
             _alter_column(spark, table, action, text)
+        elif isinstance(action, exp.ClusterProperty):  # ALTER TABLE t CLUSTER BY (a, b)
+            table.cluster_by(cluster_names(action))
         else:
             raise refuse(text, f"{action.sql(dialect=DIALECT)} is not supported on Delta tables by deltalog")
     if ref.name is not None:

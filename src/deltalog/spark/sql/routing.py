@@ -38,7 +38,7 @@ def _save_as_table(original: Callable[..., Any]) -> Callable[..., Any]:
         handled = save_as_table(
             _writer_dataframe(self), name, fmt=fmt, mode=mode if mode is not None else state["mode"],
             partition_by=partitionBy if partitionBy is not None else state["partitionBy"],
-            options={**state["options"], **options},
+            options={**state["options"], **options}, cluster_by=state["clusterBy"],
         )
         if not handled:
             return original(self, name, format, mode, partitionBy, **options)

@@ -81,6 +81,7 @@ def _drop(spark: Any, name: TableName) -> None:
 
 def save_as_table(
     df: Any, name: str, *, fmt: Any, mode: Any, partition_by: Any, options: Mapping[str, Any],
+    cluster_by: Any = None,
 ) -> bool:
     """``df.write.saveAsTable(name)`` for Delta: returns False when Spark should run it (another format, or
     no format given and no Delta table of that name).
@@ -115,17 +116,17 @@ def save_as_table(
             return True
         if chosen == "overwrite":  # delta-spark replaces the table (schema and partitioning as given)
             opts.setdefault("overwriteSchema", "true")
-            write(df, entry.location, mode="overwrite", partitionBy=partition_by,
+            write(df, entry.location, mode="overwrite", partitionBy=partition_by, clusterBy=cluster_by,
                   _statement={"kind": "CREATE OR REPLACE TABLE AS SELECT", "managed": entry.managed}, **opts)
         else:
-            write(df, entry.location, mode=chosen, partitionBy=partition_by, **opts)
+            write(df, entry.location, mode=chosen, partitionBy=partition_by, clusterBy=cluster_by, **opts)
         forget(spark, tn)
         return True
     parts = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
     location, managed = _register(spark, tn, df, parts, path)
     try:
         write(df, location, mode="errorifexists" if chosen != "overwrite" else "overwrite", partitionBy=parts or None,
-              _statement={"kind": "CREATE TABLE AS SELECT", "managed": managed}, **opts)
+              clusterBy=cluster_by, _statement={"kind": "CREATE TABLE AS SELECT", "managed": managed}, **opts)
     except BaseException:
         _drop(spark, tn)
         raise
