@@ -48,6 +48,16 @@ def test_generated_partition_column(spark: Any, tmp_path: Path) -> None:
               "WHEN NOT MATCHED THEN INSERT (ts, v) VALUES (s.ts, s.v)")
     assert [str(r.day) for r in spark.sql(f"SELECT day FROM {t} WHERE v = 9").collect()] == ["2024-07-07"]
 
+    # a filter on ts prunes the generated partition column day (bounds widened by two days for time zones)
+    from pyspark.sql import functions as F
+
+    df = spark.read.format("delta").load(path)
+    late = df.filter(F.col("ts") >= "2024-06-01 00:00:00")
+    assert sorted(r.v for r in late.collect()) == [1, 9]
+    assert len(late.inputFiles()) == 2 < len(df.inputFiles())  # only the 2024-06-01 and 2024-07-07 files
+    early = df.select("ts", "v").where("ts < '2024-05-02 12:00:00'")
+    assert sorted(r.v for r in early.collect()) == [2] and len(early.inputFiles()) == 3  # up to 2024-05-04
+
 
 def test_builder_generated_column(spark: Any, tmp_path: Path) -> None:
     from deltalog.spark import DeltaTable

@@ -344,6 +344,20 @@ def _usable(conditions: list[Condition], state: _State, columns: list[str]) -> l
     return out
 
 
+def _through_generated(condition: Any, state: _State, columns: list[str]) -> list[Condition]:
+    """Partition conditions on generated partition columns implied by conditions on their source column
+    (still the table's own column in this frame), see
+    :func:`deltalog.spark._generated.generated_partition_conditions`."""
+    from deltalog.spark._generated import generated_partition_conditions
+
+    if not state.snapshot.partition_columns or not _portable(condition):
+        return []
+    texts = condition_sql(condition)
+    lower = [c.lower() for c in columns]
+    return [cond for source, cond in generated_partition_conditions(texts or [], state.snapshot)
+            if source.lower() in state.unchanged and lower.count(source.lower()) == 1 and cond not in state.prune]
+
+
 def _replay(spark: Any, state: _State, base: type) -> Any:
     """The tracked frame rebuilt: the scan with ``state.prune``, then its steps."""
     from deltalog.spark.read import read_snapshot
@@ -359,6 +373,7 @@ def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
     usable in the condition, or it cannot move to a rebuilt frame): the caller applies the plain one."""
     conditions = skipping_conditions(condition, state.snapshot)
     usable = _usable(conditions, state, list(self.columns)) if conditions and _portable(condition) else []
+    usable += _through_generated(condition, state, list(self.columns))
     if not usable:
         return None
     new = replace(state, prune=(*state.prune, *usable))
