@@ -32,6 +32,7 @@ WRITE_PROOF = {
     "allowColumnDefaults": "tests/unit/test_defaults.py, tests/spark/test_spark_defaults.py",
     "v2Checkpoint": "tests/unit/test_checkpoint_v2.py, tests/unit/test_checkpoint_writer.py",
     "clustering": "tests/unit/test_clustering.py, tests/spark/test_spark_clustering.py",
+    "typeWidening": "tests/unit/test_type_widening.py, tests/spark/test_spark_type_widening.py",
 }
 
 

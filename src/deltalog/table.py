@@ -436,6 +436,19 @@ class Table:
 
         return rename_column(self, column, new_name, clock=clock)
 
+    def set_column_type(self, column: str, data_type: Any, *, clock: Callable[[], int] | None = None
+                        ) -> CommitResult:
+        """Widen a column's type (``delta.enableTypeWidening=true``; see
+        :func:`deltalog.commands.columns.set_column_type`) in one ``CHANGE COLUMN`` commit.
+
+        Example:
+            >>> Table("/data/events").set_column_type("count", "bigint").operation         # doctest: +SKIP
+            'CHANGE COLUMN'
+        """
+        from deltalog.commands.columns import set_column_type
+
+        return set_column_type(self, column, data_type, clock=clock)
+
     def cluster_by(self, columns: Sequence[str] | None, *, clock: Callable[[], int] | None = None) -> CommitResult:
         """Set the liquid clustering columns (``None`` / ``[]``: ``CLUSTER BY NONE``) in one ``CLUSTER BY``
         commit; OPTIMIZE then clusters the files by them (see :mod:`deltalog.commands.clustering`).

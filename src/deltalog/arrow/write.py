@@ -61,6 +61,7 @@ from deltalog.txn.writer_features import (
     check_append_only,
     check_never_writable,
     check_writable,
+    is_true,
     upgrade_protocol,
 )
 
@@ -296,7 +297,8 @@ def _plan(
         return _Plan(None, md, schema, True, _read_predicate(predicate, md, loc), protocol, clustering)
     old = snapshot.metadata
     table_schema: StructType = snapshot.schema
-    schema, changed = resolve_schema(table_schema, arrow_schema, schema_mode, table=loc)
+    widen = is_true(snapshot.metadata.configuration, "delta.enableTypeWidening")  # wider data widens the column
+    schema, changed = resolve_schema(table_schema, arrow_schema, schema_mode, table=loc, widen=widen)
     parts = list(old.partitionColumns)
     if partition_by is not None and list(partition_by) != parts:
         if schema_mode != "overwrite":

@@ -9,7 +9,9 @@ with (and whether the table's schema changes):
 * ``"merge"``: new columns are added (nullable, also inside structs), missing columns are written as
   nulls, and data of a narrower type is widened to the table's type (``byte → short → integer →
   long``, ``float → double``, integers to ``double``/wide enough decimals, ``date`` to timestamps);
-  a wider data type than the table's is refused (it would need the type widening feature);
+  a wider data type than the table's is refused -- unless ``widen`` (the table sets
+  ``delta.enableTypeWidening``): then the column takes the data's type where
+  :func:`deltalog.protocol.type_widening.can_widen` allows it, recorded in ``delta.typeChanges``;
 * ``"overwrite"``: the data's schema replaces the table's.
 
 Example:
@@ -38,6 +40,7 @@ from deltalog.protocol.schema import (
     StructType,
     from_arrow_type,
 )
+from deltalog.protocol.type_widening import can_widen, widened
 
 __all__ = ["data_schema", "describe_type", "resolve_schema"]
 
@@ -132,13 +135,14 @@ def _merge_type(table_t: DataType, data_t: DataType, path: str, problems: list[s
             value_type=_merge_type(table_t.value_type, data_t.value_type, f"{path}.value", problems),
         )
     problems.append(
-        f"{path}: table {describe_type(table_t)} vs data {describe_type(data_t)} (cannot be merged: "
-        "changing a column's type needs type widening, which deltalog does not write)"
+        f"{path}: table {describe_type(table_t)} vs data {describe_type(data_t)} (cannot be merged: a wider "
+        "type needs type widening -- set delta.enableTypeWidening=true -- and this change is not one it allows)"
     )
     return table_t
 
 
-def _merge_struct(table_s: StructType, data_s: StructType, prefix: str, problems: list[str]) -> StructType:
+def _merge_struct(table_s: StructType, data_s: StructType, prefix: str, problems: list[str],
+                  widen: bool = False) -> StructType:
     by_lower = {f.name.lower(): f for f in data_s.fields}
     out = []
     for f in table_s.fields:
@@ -147,7 +151,12 @@ def _merge_struct(table_s: StructType, data_s: StructType, prefix: str, problems
             out.append(f)
             continue
         path = f"{prefix}{f.name}"
-        out.append(replace(f, type=_merge_type(f.type, d.type, path, problems)))
+        if widen and can_widen(f.type, d.type):  # type widening: the column takes the wider type
+            out.append(widened(f, d.type))
+        elif widen and isinstance(f.type, StructType) and isinstance(d.type, StructType):
+            out.append(replace(f, type=_merge_struct(f.type, d.type, f"{path}.", problems, widen)))
+        else:
+            out.append(replace(f, type=_merge_type(f.type, d.type, path, problems)))
     for d in data_s.fields:
         if d.name.lower() in by_lower:
             out.append(StructField(d.name, _nullable_everywhere(d.type), True, {}))
@@ -175,7 +184,8 @@ def _strict_problems(table_s: StructType, data_s: StructType) -> list[str]:
 
 
 def resolve_schema(
-    table_schema: StructType, data: pa.Schema, schema_mode: str | None, *, table: str | None = None
+    table_schema: StructType, data: pa.Schema, schema_mode: str | None, *, table: str | None = None,
+    widen: bool = False,
 ) -> tuple[StructType, bool]:
     """The schema to write with and whether it differs from ``table_schema`` (see the module docstring).
 
@@ -193,7 +203,7 @@ schema_mode="overwrite" to replace the schema [table t]
         return incoming, not _same(incoming, table_schema)
     if schema_mode == "merge":
         problems: list[str] = []
-        merged = _merge_struct(table_schema, incoming, "", problems)
+        merged = _merge_struct(table_schema, incoming, "", problems, widen)
         if problems:
             raise SchemaError("cannot merge the data's schema into the table's: " + "; ".join(problems), table=table)
         return merged, not _same(merged, table_schema)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from deltalog.table import Table
     from deltalog.txn.commit import CommitResult
 
-__all__ = ["add_columns", "change_column"]
+__all__ = ["add_columns", "change_column", "set_column_type"]
 
 
 def _identity_or_generated(metadata: dict[str, Any]) -> bool:
@@ -164,5 +164,58 @@ def change_column(
 
     txn = start_transaction(table, ChangeColumn(column=_field_obj(changed)), **_options(clock, snapshot))
     txn.read_whole_table()  # a nullability change checked every row: a concurrent write must conflict
+    txn.update_metadata(replace(snapshot.metadata, schemaString=StructType(fields).to_json()))
+    return txn.commit()
+
+
+_SQL_TYPE_NAMES = {"bigint": "long", "int": "integer", "tinyint": "byte", "smallint": "short", "real": "float"}
+
+
+def set_column_type(
+    table: Table, name: str, data_type: Any, *, clock: Callable[[], int] | None = None
+) -> CommitResult:
+    """Widen column ``name`` to ``data_type`` (a :mod:`deltalog.protocol.schema` type or a name such as
+    ``"bigint"``, ``"double"``, ``"decimal(12,2)"``) in one ``CHANGE COLUMN`` commit, without rewriting
+    data files: the table must set ``delta.enableTypeWidening=true`` and the change must be one type
+    widening allows (:mod:`deltalog.protocol.type_widening`); it is recorded in ``delta.typeChanges``.
+
+    Example:
+        >>> set_column_type(t, "n", "bigint").operation                                        # doctest: +SKIP
+        'CHANGE COLUMN'
+    """
+    from deltalog.protocol.schema import parse_data_type
+    from deltalog.protocol.type_widening import can_widen, type_name, widened
+    from deltalog.txn.transaction import start_transaction
+    from deltalog.txn.writer_features import is_true
+
+    loc = table.location
+    if isinstance(data_type, str):
+        text = data_type.strip().lower().replace(" ", "")
+        try:
+            data_type = parse_data_type(_SQL_TYPE_NAMES.get(text, text))
+        except Exception:
+            raise InvalidArgumentError(f"unknown column type {data_type!r}", table=loc) from None
+    snapshot = table.snapshot()
+    matches = [f for f in snapshot.schema.fields if f.name.lower() == str(name).lower()]
+    if not matches:
+        raise InvalidArgumentError(
+            f"[DELTA_COLUMN_NOT_FOUND] column {name!r} does not exist; the table has {snapshot.schema.field_names}",
+            table=loc)
+    old = matches[0]
+    if not is_true(snapshot.properties, "delta.enableTypeWidening"):
+        raise InvalidArgumentError(
+            f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] changing the type of column {old.name} needs type "
+            "widening: set delta.enableTypeWidening=true first", table=loc)
+    if old.name in snapshot.partition_columns:
+        raise InvalidArgumentError(f"column {old.name} is a partition column; its type cannot be changed", table=loc)
+    if not can_widen(old.type, data_type):
+        shown = type_name(old.type) if not isinstance(old.type, StructType) else "struct"
+        raise InvalidArgumentError(
+            f"[DELTA_UNSUPPORTED_TYPE_CHANGE] column {old.name} cannot change from {shown} to {data_type}: type "
+            "widening allows byte -> short -> integer -> long, float -> double, integers to double or a wide "
+            "enough decimal, and decimal precision/scale increases", table=loc)
+    changed = widened(old, data_type)
+    fields = tuple(changed if f is old else f for f in snapshot.schema.fields)
+    txn = start_transaction(table, ChangeColumn(column=_field_obj(changed)), **_options(clock, snapshot))
     txn.update_metadata(replace(snapshot.metadata, schemaString=StructType(fields).to_json()))
     return txn.commit()

@@ -14,11 +14,12 @@ implied by a legacy writer version). Features fall in three groups here:
   statistics and partition values use physical names and field ids, see
   :mod:`deltalog.protocol.column_mapping`), ``allowColumnDefaults`` (defaults filled by every
   writer, see :mod:`deltalog.txn.defaults`), ``v2Checkpoint`` (V2 checkpoints with sidecars, see
-  :mod:`deltalog.log.checkpoint_v2`) and ``clustering`` (the ``delta.clustering`` domain, kept by
-  :mod:`deltalog.commands.clustering`, OPTIMIZE clusters by it);
+  :mod:`deltalog.log.checkpoint_v2`), ``clustering`` (the ``delta.clustering`` domain, kept by
+  :mod:`deltalog.commands.clustering`, OPTIMIZE clusters by it) and ``typeWidening`` (type changes
+  recorded in ``delta.typeChanges``, see :mod:`deltalog.protocol.type_widening`);
 * :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.
   implied by a legacy writer version, but unused): none today;
-* everything else (``typeWidening``, ``rowTracking``,
+* everything else (``typeWidening-preview``, ``rowTracking``,
   ``icebergCompatV1/V2``, ``variantType`` (variant tables are read-only), ``catalogManaged``, ...) --
   refused.
 
@@ -77,6 +78,7 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "allowColumnDefaults",
         "v2Checkpoint",
         "clustering",
+        "typeWidening",
     }
 )
 
@@ -410,8 +412,7 @@ cannot write (it reads variant columns but does not write them); it can still be
 
 
 _REFUSAL_REASONS = {
-    "typeWidening": "it does not record type changes",
-    "typeWidening-preview": "it does not record type changes",
+    "typeWidening-preview": "it writes the released typeWidening feature, not its preview",
     "rowTracking": "it does not assign row ids",
     "icebergCompatV1": "it does not keep Iceberg metadata compatible",
     "icebergCompatV2": "it does not keep Iceberg metadata compatible",

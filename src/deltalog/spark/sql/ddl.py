@@ -541,9 +541,17 @@ def _alter_column(spark: Any, table: Any, action: Any, text: str) -> None:
     from deltalog.protocol.features import writer_features
     from deltalog.spark._common import spark_type
 
-    comment = action.args.get("comment")
+    comment = action.args.get("comment") or None  # CHANGE COLUMN parses a missing comment as False
     allow_null = action.args.get("allow_null")
     default = action.args.get("default")
+    dtype = action.args.get("dtype")
+    renamed = action.args.get("rename_to")
+    if renamed is not None and renamed.name.lower() != action.name.lower():
+        raise refuse(text, "CHANGE COLUMN cannot rename a column; use ALTER TABLE ... RENAME COLUMN")
+    if dtype is not None:  # ALTER COLUMN c TYPE t / CHANGE COLUMN c c t: type widening
+        table.set_column_type(action.name, dtype.sql(dialect=DIALECT))
+        if comment is None:
+            return
     if comment is not None:
         table.change_column(action.name, comment=comment.name)
     elif allow_null is not None:  # SET NOT NULL: allow_null=False; DROP NOT NULL: allow_null=True
@@ -560,8 +568,8 @@ def _alter_column(spark: Any, table: Any, action: Any, text: str) -> None:
     elif action.args.get("drop"):  # DROP DEFAULT
         table.change_column(action.name, drop_default=True)
     else:
-        raise refuse(text, "ALTER COLUMN supports COMMENT, SET / DROP NOT NULL and SET / DROP DEFAULT on Delta "
-                     "tables")
+        raise refuse(text, "ALTER COLUMN supports COMMENT, TYPE (type widening), SET / DROP NOT NULL and SET / DROP "
+                     "DEFAULT on Delta tables")
 
 
 # -------------------------------------------------------------------------------------------- DESCRIBE
