@@ -560,8 +560,8 @@ def test_duplicate_actions_refused() -> None:
 def test_unsupported_writer_feature_refused() -> None:
     t = new_table()
     txn = start_transaction(t, Write())
-    txn.update_protocol(Protocol(3, 7, (), ("appendOnly", "invariants", "rowTracking")))
-    with pytest.raises(UnsupportedFeatureError, match=r"rowTracking.*row ids"):
+    txn.update_protocol(Protocol(3, 7, (), ("appendOnly", "invariants", "icebergCompatV1")))
+    with pytest.raises(UnsupportedFeatureError, match=r"icebergCompatV1.*Iceberg"):
         txn.commit()
     txn = start_transaction(t, Write())
     txn.update_protocol(Protocol(1, 1))
@@ -571,9 +571,9 @@ def test_unsupported_writer_feature_refused() -> None:
     txn = start_transaction(t, SetTableProperties())
     txn.update_metadata(
         Metadata(id=md.id, format=md.format, schemaString=md.schemaString, partitionColumns=md.partitionColumns,
-                 configuration={"delta.feature.rowTracking": "supported"})
+                 configuration={"delta.feature.icebergCompatV1": "supported"})
     )
-    with pytest.raises(UnsupportedFeatureError, match="rowTracking"):
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
         txn.commit()
     # writer version 4 implies generatedColumns; unused, it is fine
     txn = start_transaction(t, Write())

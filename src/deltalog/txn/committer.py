@@ -27,9 +27,12 @@ from deltalog.errors import CommitOutcomeUnknownError, DeltaError, StorageError,
 from deltalog.log.paths import LogFile, commit_name, commit_path
 from deltalog.log.reader import read_commit
 from deltalog.log.segment import list_log
-from deltalog.protocol.actions import Action, CommitInfo, Metadata, Protocol, action_to_json
+from deltalog.protocol.actions import Action, Add, CommitInfo, DomainMetadata, Metadata, Protocol, action_to_json
+from deltalog.protocol.features import writer_features
 from deltalog.txn.commit import ABSENT, LANDED, TAKEN, previous_commit_timing, publish_commit
 from deltalog.txn.conflicts import WinningCommit
+from deltalog.txn.row_tracking import DOMAIN as ROW_TRACKING
+from deltalog.txn.row_tracking import assign_row_ids, domain_configuration, high_water_mark
 from deltalog.txn.writer_features import is_true
 
 if TYPE_CHECKING:
@@ -87,9 +90,31 @@ def render_commit(
         actions.append(new_metadata)
     actions.extend(txn._others)
     actions.extend(txn._removes)
-    actions.extend(txn._adds)
+    adds, domain = _row_ids(txn, protocol, version)
+    if domain is not None:
+        actions.append(domain)
+    actions.extend(adds)
     text = "\n".join(action_to_json(a) for a in actions) + "\n"
     return text.encode("utf-8"), info
+
+
+def _row_ids(txn: Transaction, protocol: Protocol | None, version: int) -> tuple[list[Add], DomainMetadata | None]:
+    """The adds with row ids assigned for ``version`` on row-tracking tables (see
+    :mod:`deltalog.txn.row_tracking`), and the domain action recording the new high-water mark."""
+    final = protocol if protocol is not None else txn.protocol
+    if final is None or "rowTracking" not in writer_features(final) or not txn._adds:
+        return list(txn._adds), None
+    snap = txn.snapshot
+    mark = max(txn._row_id_floor, high_water_mark(snap.domain_metadata(ROW_TRACKING) if snap is not None else None))
+    previous: dict[str, dict[str, object]] = {}
+    removed = {r.path for r in txn._removes}
+    if removed and snap is not None:
+        files = snap.add_files().select(["path", "baseRowId", "defaultRowCommitVersion"]).to_pylist()
+        previous = {str(f["path"]): f for f in files if f["path"] in removed}
+    adds, new_mark = assign_row_ids(txn._adds, previous, mark, version, table=txn.table)
+    domain = DomainMetadata(domain=ROW_TRACKING, configuration=domain_configuration(new_mark), removed=False) \
+        if new_mark != mark or snap is None else None
+    return adds, domain
 
 
 def read_winners(txn: Transaction, start: int) -> list[WinningCommit]:

@@ -53,6 +53,7 @@ operation: it will read the table as it is now [table t, version 5]
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -68,6 +69,8 @@ from deltalog.errors import (
 )
 from deltalog.protocol.actions import CommitInfo, DomainMetadata, Metadata, Protocol, Txn
 from deltalog.txn.predicates import Column, ReadPredicate, file_may_match
+
+_ROW_TRACKING = "delta.rowTracking"  # deltalog.txn.row_tracking.DOMAIN
 
 if TYPE_CHECKING:
     from deltalog.log.reader import FileActions
@@ -123,6 +126,8 @@ class WinningCommit:
     app_ids: frozenset[str] = frozenset()
     domains: frozenset[str] = frozenset()
     commit_info: CommitInfo | None = None
+    #: The row-tracking high-water mark the commit recorded (``None``: it recorded none).
+    row_id_high_water_mark: int | None = None
 
     @classmethod
     def from_actions(cls, fa: FileActions) -> WinningCommit:
@@ -145,6 +150,7 @@ class WinningCommit:
         metadata = next((a for a in fa.others if isinstance(a, Metadata)), None)
         app_ids = frozenset(a.appId for a in fa.others if isinstance(a, Txn))
         domains = frozenset(a.domain for a in fa.others if isinstance(a, DomainMetadata))
+        marks = [a.configuration for a in fa.others if isinstance(a, DomainMetadata) and a.domain == _ROW_TRACKING]
         operation = info.operation if info is not None and isinstance(info.operation, str) else None
         return cls(
             version=fa.version,
@@ -157,6 +163,7 @@ class WinningCommit:
             app_ids=app_ids,
             domains=domains,
             commit_info=info,
+            row_id_high_water_mark=int(json.loads(marks[-1])["rowIdHighWaterMark"]) if marks else None,
         )
 
 
@@ -360,7 +367,7 @@ def check_domains(me: CurrentTransaction, winner: WinningCommit) -> None:
     Example:
         >>> check_domains(CurrentTransaction("t", 1, domains=frozenset({"a"})), WinningCommit(2))
     """
-    both = sorted(me.domains & winner.domains)
+    both = sorted((me.domains & winner.domains) - {_ROW_TRACKING})  # row ids are rebased, not conflicts
     if both:
         raise MetadataChangedException(
             f"{_by(winner)} changed metadata domain {both[0]!r}, which this transaction writes too; "

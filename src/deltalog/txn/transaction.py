@@ -27,6 +27,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -35,6 +36,7 @@ from deltalog.errors import (
     InvalidArgumentError,
     StorageError,
     TableNotFoundError,
+    UnsupportedFeatureError,
 )
 from deltalog.protocol.actions import (
     Action,
@@ -48,6 +50,7 @@ from deltalog.protocol.actions import (
     Txn,
 )
 from deltalog.protocol.column_mapping import with_column_mapping
+from deltalog.protocol.features import writer_features
 from deltalog.storage import LogStore
 from deltalog.txn.commit import (
     CommitFailedError,
@@ -66,12 +69,14 @@ from deltalog.txn.conflicts import (
 )
 from deltalog.txn.operations import Operation
 from deltalog.txn.predicates import Column, ReadPredicate, columns_of, file_may_match
+from deltalog.txn.row_tracking import check_no_moved_rows, with_materialized_names
 from deltalog.txn.writer_features import (
     check_append_only,
     check_change_data_feed,
     check_never_writable,
     check_no_downgrade,
     check_writable,
+    is_true,
     upgrade_protocol,
 )
 
@@ -171,6 +176,7 @@ class Transaction:
         self._adds: list[Add] = []
         self._removes: list[Remove] = []
         self._others: list[Action] = []
+        self._row_id_floor = -1  # row tracking: the highest mark a winning commit recorded
         self._metadata: list[Metadata] = []
         self._protocol: list[Protocol] = []
         self._committed = False
@@ -436,7 +442,9 @@ class Transaction:
             >>> txn.update_metadata(new_metadata)                         # doctest: +SKIP
         """
         previous = self.snapshot.metadata if self.snapshot is not None else None
-        self.add_action(with_column_mapping(metadata, previous, table=self.table))
+        metadata = with_column_mapping(metadata, previous, table=self.table)
+        conf = with_materialized_names(metadata.configuration)  # row tracking: delta-spark's column names
+        self.add_action(replace(metadata, configuration=conf) if conf != dict(metadata.configuration) else metadata)
 
     def update_protocol(self, protocol: Protocol) -> None:
         """Stage a new ``protocol`` action (at most one per commit).
@@ -498,7 +506,17 @@ class Transaction:
             cdc_files=sum(1 for o in self._others if isinstance(o, AddCDCFile)),
             table=self.table,
         )
-        return self._resolve_protocol(metadata), metadata
+        protocol = self._resolve_protocol(metadata)
+        if "rowTracking" in writer_features(protocol or self.protocol or Protocol(1, 1)):
+            check_no_moved_rows(self.operation, self._adds, self._removes, table=self.table)
+            was = self.snapshot is not None and is_true(self.snapshot.properties, "delta.enableRowTracking")
+            if not was and is_true(metadata.configuration, "delta.enableRowTracking") and \
+                    self.snapshot is not None and self.snapshot.num_files():
+                raise UnsupportedFeatureError(
+                    "enabling row tracking on a table that has files needs a backfill of their row ids, which "
+                    "deltalog does not do; enable it when the table is created", feature="rowTracking",
+                    table=self.table)
+        return protocol, metadata
 
     def _check_action_counts(self) -> None:
         where: dict[str, Any] = {"table": self.table}
@@ -621,6 +639,8 @@ class Transaction:
                     for winner in read_winners(self, version):
                         check_conflicts(current, winner)
                         winners.append(winner.version)
+                        if winner.row_id_high_water_mark is not None:  # row ids are rebased above it
+                            self._row_id_floor = max(self._row_id_floor, winner.row_id_high_water_mark)
                     version = winners[-1] + 1
                     if attempt < self.retry.max_attempts:
                         self._sleep(self.retry.delay(attempt, self._rng))

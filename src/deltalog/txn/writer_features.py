@@ -15,11 +15,13 @@ implied by a legacy writer version). Features fall in three groups here:
   :mod:`deltalog.protocol.column_mapping`), ``allowColumnDefaults`` (defaults filled by every
   writer, see :mod:`deltalog.txn.defaults`), ``v2Checkpoint`` (V2 checkpoints with sidecars, see
   :mod:`deltalog.log.checkpoint_v2`), ``clustering`` (the ``delta.clustering`` domain, kept by
-  :mod:`deltalog.commands.clustering`, OPTIMIZE clusters by it) and ``typeWidening`` (type changes
-  recorded in ``delta.typeChanges``, see :mod:`deltalog.protocol.type_widening`);
+  :mod:`deltalog.commands.clustering`, OPTIMIZE clusters by it) , ``typeWidening`` (type changes
+  recorded in ``delta.typeChanges``, see :mod:`deltalog.protocol.type_widening`) and ``rowTracking``
+  (fresh row ids on every added file; commits that would move rows are refused, see
+  :mod:`deltalog.txn.row_tracking`);
 * :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.
   implied by a legacy writer version, but unused): none today;
-* everything else (``typeWidening-preview``, ``rowTracking``,
+* everything else (``typeWidening-preview``,
   ``icebergCompatV1/V2``, ``variantType`` (variant tables are read-only), ``catalogManaged``, ...) --
   refused.
 
@@ -79,6 +81,7 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "v2Checkpoint",
         "clustering",
         "typeWidening",
+        "rowTracking",
     }
 )
 
@@ -247,7 +250,15 @@ def required_features(metadata: Metadata, *, extra: Iterable[str] = ()) -> set[s
         >>> sorted(required_features(md, extra=["domainMetadata"]))
         ['domainMetadata']
     """
-    return active_features(metadata) | set(extra)
+    out = active_features(metadata) | set(extra)
+    for feature, needs in _DEPENDS_ON.items():  # e.g. row tracking records its mark in a domain
+        if feature in out:
+            out |= needs
+    return out
+
+
+#: Features that need others (the protocol's feature dependencies).
+_DEPENDS_ON = {"rowTracking": {"domainMetadata"}, "clustering": {"domainMetadata"}}
 
 
 #: Preview names that satisfy a feature the metadata uses (a variant column on a ``variantType-preview``
@@ -356,11 +367,11 @@ def check_writable(
     ``metadata``. ``adds_data=False`` (metadata-only commits) lets column mapping tables through.
 
     Example:
-        >>> check_writable(Protocol(3, 7, (), ("rowTracking",)), None, table="t")
+        >>> check_writable(Protocol(3, 7, (), ("icebergCompatV1",)), None, table="t")
         Traceback (most recent call last):
         ...
-        deltalog.errors.UnsupportedFeatureError: table needs writer feature 'rowTracking', which \
-deltalog cannot write (it does not assign row ids); it can still be read [table t]
+        deltalog.errors.UnsupportedFeatureError: table needs writer feature 'icebergCompatV1', which \
+deltalog cannot write (it does not keep Iceberg metadata compatible); it can still be read [table t]
     """
     if protocol.minWriterVersion > 7 or protocol.minWriterVersion < 1:
         raise UnsupportedFeatureError(
@@ -395,7 +406,7 @@ deltalog cannot write (it does not assign row ids); it can still be read [table 
 
 def check_never_writable(protocol: Protocol, *, table: str | None = None, version: int | None = None) -> None:
     """Refuse up front -- before any data file is written -- a table with a writer feature deltalog never
-    writes, whatever the commit (``variantType``, ``rowTracking``, ...): features cannot be dropped, so
+    writes, whatever the commit (``variantType``, ``icebergCompatV1``, ...): features cannot be dropped, so
     :func:`check_writable` would refuse the commit anyway. Other tables pass (their commit is checked).
 
     Example:
@@ -413,7 +424,6 @@ cannot write (it reads variant columns but does not write them); it can still be
 
 _REFUSAL_REASONS = {
     "typeWidening-preview": "it writes the released typeWidening feature, not its preview",
-    "rowTracking": "it does not assign row ids",
     "icebergCompatV1": "it does not keep Iceberg metadata compatible",
     "icebergCompatV2": "it does not keep Iceberg metadata compatible",
     "catalogManaged": "it commits to the file system, not through a catalog",

@@ -1,0 +1,138 @@
+"""Row tracking (writer feature ``rowTracking``): every file added to a table that supports it gets fresh
+row ids -- ``baseRowId`` above the table's high-water mark, which the ``delta.rowTracking`` domain
+records as ``{"rowIdHighWaterMark": n}`` -- and ``defaultRowCommitVersion``, the version of the commit
+that adds it. Both are assigned when the commit file is rendered, so a commit that lost the race to a
+concurrent writer is rebased above the winner's mark and numbered with its new version instead of
+conflicting (:func:`deltalog.txn.conflicts.check_domains` leaves this domain alone). A file re-added
+with a deletion vector keeps the ids it had.
+
+What deltalog does not do yet: move rows while keeping their ids (the protocol's materialized row-id and
+row-commit-version columns). Commits that would move rows -- copy-on-write DELETE, UPDATE, MERGE with
+matched or not-matched-by-source clauses writing new files, OPTIMIZE, overwrites with a predicate -- are
+refused on these tables, naming the feature; appends, inserts, MERGE inserts, deletes through deletion
+vectors, full overwrites and metadata changes commit. New tables that enable row tracking get the
+materialized column names delta-spark expects, so delta-spark can move rows later.
+
+Example:
+    >>> high_water_mark(None)
+    -1
+    >>> domain_configuration(41)
+    '{"rowIdHighWaterMark":41}'
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
+from deltalog.protocol.actions import Add, Remove
+
+__all__ = ["DOMAIN", "assign_row_ids", "check_no_moved_rows", "domain_configuration", "high_water_mark",
+           "with_materialized_names"]
+
+DOMAIN = "delta.rowTracking"
+ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
+COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
+#: Operations whose new files may hold rows copied from the files they remove.
+_MOVING = {"DELETE", "UPDATE", "MERGE", "OPTIMIZE", "REORG", "WRITE"}
+
+
+def high_water_mark(configuration: str | None) -> int:
+    """The ``rowIdHighWaterMark`` of a ``delta.rowTracking`` domain configuration (``-1``: no row yet).
+
+    Example:
+        >>> high_water_mark('{"rowIdHighWaterMark": 9}')
+        9
+    """
+    if not configuration:
+        return -1
+    try:
+        return int(json.loads(configuration)["rowIdHighWaterMark"])
+    except (ValueError, KeyError, TypeError):
+        raise InvalidArgumentError(f"the {DOMAIN} domain is not valid: {configuration[:200]}") from None
+
+
+def domain_configuration(mark: int) -> str:
+    """The ``delta.rowTracking`` domain configuration for high-water mark ``mark``.
+
+    Example:
+        >>> domain_configuration(-1)
+        '{"rowIdHighWaterMark":-1}'
+    """
+    return json.dumps({"rowIdHighWaterMark": mark}, separators=(",", ":"))
+
+
+def _num_records(add: Add, table: str | None) -> int:
+    try:
+        return int(json.loads(add.stats or "")["numRecords"])
+    except (ValueError, KeyError, TypeError):
+        raise InvalidArgumentError(
+            f"file {add.path} has no numRecords statistic: row tracking needs every added file's row count",
+            table=table) from None
+
+
+def assign_row_ids(adds: Sequence[Add], previous: Mapping[str, Mapping[str, Any]], mark: int, version: int,
+                   *, table: str | None = None) -> tuple[list[Add], int]:
+    """``adds`` with ``baseRowId`` / ``defaultRowCommitVersion`` filled in and the new high-water mark.
+
+    ``previous`` maps the paths this commit removes to their live ``add`` (a re-added file keeps its ids).
+
+    Example:
+        >>> a = Add(path="p", partitionValues={}, size=1, modificationTime=0, dataChange=True,
+        ...         stats='{"numRecords": 3}')
+        >>> out, mark = assign_row_ids([a], {}, 9, 4)
+        >>> (out[0].baseRowId, out[0].defaultRowCommitVersion, mark)
+        (10, 4, 12)
+    """
+    out = []
+    for add in adds:
+        old = previous.get(add.path)
+        base, commit = add.baseRowId, add.defaultRowCommitVersion
+        if base is None and old is not None and old.get("baseRowId") is not None:
+            base, commit = int(old["baseRowId"]), old.get("defaultRowCommitVersion", commit)
+        if base is None:
+            base = mark + 1
+            mark += _num_records(add, table)
+        out.append(replace(add, baseRowId=base, defaultRowCommitVersion=version if commit is None else int(commit)))
+    return out, mark
+
+
+def check_no_moved_rows(operation: Any, adds: Sequence[Add], removes: Sequence[Remove], *,
+                        table: str | None = None) -> None:
+    """Refuse a commit that may move rows to new files (see the module docstring).
+
+    Example:
+        >>> from deltalog.txn.operations import Write
+        >>> check_no_moved_rows(Write(mode="Append"), [], [])
+    """
+    name = getattr(operation, "name", "")
+    if name not in _MOVING or not any(r.dataChange is not False or name == "OPTIMIZE" for r in removes):
+        return
+    if name == "WRITE" and not getattr(operation, "predicate", None):
+        return  # a full overwrite replaces every row: nothing is moved
+    removed = {r.path for r in removes}
+    if any(a.path not in removed for a in adds):
+        raise UnsupportedFeatureError(
+            f"{name} would copy rows of this row-tracking table into new files, and deltalog does not yet keep "
+            "row ids of moved rows (materialized row-id columns); appends, inserts, deletes with deletion "
+            "vectors (delta.enableDeletionVectors=true) and full overwrites are supported -- nothing was "
+            "committed", feature="rowTracking", table=table)
+
+
+def with_materialized_names(configuration: Mapping[str, str]) -> dict[str, str]:
+    """``configuration`` with the materialized row-id / row-commit-version column names delta-spark uses,
+    when row tracking is enabled and they are not set yet.
+
+    Example:
+        >>> sorted(with_materialized_names({"delta.enableRowTracking": "true"}))[1]
+        'delta.rowTracking.materializedRowCommitVersionColumnName'
+    """
+    conf = dict(configuration)
+    if str(conf.get("delta.enableRowTracking", "")).lower() == "true":
+        conf.setdefault(ROW_ID_COLUMN, f"_row-id-col-{uuid.uuid4()}")
+        conf.setdefault(COMMIT_VERSION_COLUMN, f"_row-commit-version-col-{uuid.uuid4()}")
+    return conf
