@@ -35,18 +35,22 @@ WRITE_PROOF = {
     "typeWidening": "tests/unit/test_type_widening.py, tests/spark/test_spark_type_widening.py",
     "rowTracking": "tests/unit/test_row_tracking.py, tests/spark/test_spark_row_tracking.py (commits that would "
                    "move rows are refused)",
+    "checkpointProtection": "tests/unit/test_drop_feature.py",
 }
 
 
 def writer_features_section() -> str:
     """Read / write support per table feature, from deltalog.txn.writer_features."""
+    from deltalog.commands.drop_feature import REMOVABLE_FEATURES
     from deltalog.txn.writer_features import FEATURES, INACTIVE_ONLY_WRITER_FEATURES, SUPPORTED_WRITER_FEATURES
 
     lines = ["## Table features: read and write\n",
              "Every feature is read (the corpus below proves it). *write ✓*: deltalog commits to tables that use "
              "it, keeping the feature's rules; *only while inactive*: the table may list the feature but not use "
-             "it; *✗*: commits are refused naming the feature (the table stays readable).\n",
-             "| feature | read | write | write tests |", "|---|---|---|---|"]
+             "it; *✗*: commits are refused naming the feature (the table stays readable). *drop ✓*: "
+             "`Table.drop_feature` / `dropFeatureSupport` / `ALTER TABLE ... DROP FEATURE` removes it "
+             "(tests/unit/test_drop_feature.py, tests/spark/test_spark_drop_feature.py).\n",
+             "| feature | read | write | drop | write tests |", "|---|---|---|---|---|"]
     for name in sorted(FEATURES, key=str.lower):
         if name in SUPPORTED_WRITER_FEATURES:
             write = "✓"
@@ -54,7 +58,8 @@ def writer_features_section() -> str:
             write = "only while inactive"
         else:
             write = "✗"
-        lines.append(f"| `{name}` | ✓ | {write} | {WRITE_PROOF.get(name, '')} |")
+        drop = "✓" if name in REMOVABLE_FEATURES else ""
+        lines.append(f"| `{name}` | ✓ | {write} | {drop} | {WRITE_PROOF.get(name, '')} |")
     return "\n".join(lines) + "\n"
 
 

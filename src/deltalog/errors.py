@@ -112,6 +112,17 @@ class SqlSyntaxError(InvalidArgumentError):
     """
 
 
+
+class FeatureDropError(InvalidArgumentError):
+    """A table feature cannot be dropped (yet): the message starts with delta-spark's error class
+    (``DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD``, ``DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE``, ...)
+    and says what was already committed and what to do next.
+
+    Example:
+        >>> issubclass(FeatureDropError, ValueError)
+        True
+    """
+
 # --------------------------------------------------------------------------------- conflicts
 
 

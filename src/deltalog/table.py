@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from deltalog.commands.clone import CloneResult
     from deltalog.commands.delete import DeleteResult
+    from deltalog.commands.drop_feature import DropFeatureResult
     from deltalog.commands.restore import RestoreResult
     from deltalog.commands.vacuum import VacuumResult
     from deltalog.log.checkpoint_writer import CheckpointResult
@@ -460,6 +461,22 @@ class Table:
         from deltalog.commands.clustering import cluster_by
 
         return cluster_by(self, columns, clock=clock)
+
+    def drop_feature(
+        self, feature: str, *, truncate_history: bool = False, dry_run: bool = False,
+        clock: Callable[[], int] | None = None,
+    ) -> DropFeatureResult:
+        """Drop a table feature from the protocol (``ALTER TABLE ... DROP FEATURE``): its traces are
+        removed first (deletion vectors purged, ...), then one ``DROP FEATURE`` commit; see
+        :mod:`deltalog.commands.drop_feature` for the rules and ``truncate_history``.
+
+        Example:
+            >>> Table("/data/events").drop_feature("deletionVectors").protocol.minReaderVersion  # doctest: +SKIP
+            1
+        """
+        from deltalog.commands.drop_feature import drop_feature
+
+        return drop_feature(self, feature, truncate_history=truncate_history, dry_run=dry_run, clock=clock)
 
     def drop_column(
         self, column: str, *, if_exists: bool = False, clock: Callable[[], int] | None = None

@@ -143,6 +143,17 @@ def _apply_dv(snapshot: Snapshot, add: dict[str, Any], data: pa.Table, num_rows:
     return data.filter(pa.array(kept_rows(snapshot, add, num_rows)))
 
 
+def file_arrow_schema(snapshot: Snapshot, add: dict[str, Any]) -> pa.Schema:
+    """The Arrow schema of one live file's parquet footer (physical names), read without its data.
+
+    Example:
+        >>> file_arrow_schema(snap, snap.add_files().to_pylist()[0]).names  # doctest: +SKIP
+        ['id', 'value']
+    """
+    path = _resolve(snapshot, add["path"])
+    return pq.ParquetFile(_open(snapshot, add["path"], path, add.get("size"))).schema_arrow
+
+
 def kept_rows(snapshot: Snapshot, add: dict[str, Any], num_rows: int) -> Any:
     """Boolean numpy mask of the rows of a live file its deletion vector keeps (all True without one).
 

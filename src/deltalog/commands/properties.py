@@ -82,6 +82,7 @@ KNOWN_PROPERTIES: dict[str, str] = {
     "delta.logRetentionDuration": _INTERVAL,
     "delta.deletedFileRetentionDuration": _INTERVAL,
     "delta.checkpointRetentionDuration": _INTERVAL,
+    "delta.dropFeatureTruncateHistory.retentionDuration": _INTERVAL,
     "delta.setTransactionRetentionDuration": _INTERVAL,
     "delta.checkpointInterval": _POSITIVE_INT,
     "delta.randomPrefixLength": _POSITIVE_INT,
@@ -102,6 +103,7 @@ _MANAGED = {
     "delta.inCommitTimestampEnablementTimestamp": "it is recorded automatically when in-commit timestamps are enabled",
     "delta.columnMapping.maxColumnId": "it is maintained together with the column mapping of the schema",
     "delta.rowTracking.materializedRowIdColumnName": "it is maintained by row tracking",
+    "delta.requireCheckpointProtectionBeforeVersion": "it is recorded by DROP FEATURE",
     "delta.rowTracking.materializedRowCommitVersionColumnName": "it is maintained by row tracking",
 }
 _MANAGED_CANONICAL = {k.lower(): k for k in _MANAGED}

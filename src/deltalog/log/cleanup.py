@@ -6,7 +6,9 @@ the newest commit whose (monotonized) file time is not after it, and the *cutoff
 complete checkpoint at or before that commit. Only files of versions strictly before the cutoff
 checkpoint are deleted (plus log compactions starting at or before it, staged commits up to it and
 unreferenced old sidecars), so every version from the cutoff checkpoint on stays reconstructable and
-the latest checkpoint and everything after it are never touched.
+the latest checkpoint and everything after it are never touched. On a table with ``checkpointProtection``
+(after a ``DROP FEATURE``), nothing is deleted while the cutoff checkpoint is older than
+``delta.requireCheckpointProtectionBeforeVersion``: the history before it goes all at once, never in part.
 
 Example:
     >>> parse_interval_ms("interval 1 week") == 7 * 24 * 3600 * 1000
@@ -37,6 +39,9 @@ if TYPE_CHECKING:
     from deltalog.table import Table
 
 log = logging.getLogger(__name__)
+
+#: Set by DROP FEATURE (``checkpointProtection``): the history before it is removed in one go or not at all.
+PROTECTED_BEFORE = "delta.requireCheckpointProtectionBeforeVersion"
 
 Clock = Callable[[], int]
 """Returns "now" in milliseconds since the epoch (the convention of the in-memory store's clock)."""
@@ -206,6 +211,11 @@ def cleanup_expired_logs(
         log.debug("log cleanup of %s: no checkpoint at or before version %d", table, cutoff_commit)
         return []
     keep_from = max(checkpoints)
+    protected = _protected_before(props)
+    if keep_from < protected:
+        # checkpointProtection: history before that version goes all at once or not at all
+        log.debug("log cleanup of %s: versions before %d are checkpoint-protected", table, protected)
+        return []
     doomed = [f for f in files if _expired(f, keep_from)]
     doomed.sort(key=lambda f: (f.version, _RANK.get(f.kind, 9), f.name))
     paths = [f.path for f in doomed]
@@ -227,6 +237,14 @@ def cleanup_expired_logs(
     if deleted:
         log.info("log cleanup of %s deleted %d files before version %d", table, len(deleted), keep_from)
     return deleted
+
+
+def _protected_before(props: Mapping[str, str]) -> int:
+    """``delta.requireCheckpointProtectionBeforeVersion`` (0 when unset or not a number)."""
+    try:
+        return int(props.get(PROTECTED_BEFORE, "0"))
+    except ValueError:
+        return 0
 
 
 def _expired(f: LogFile, keep_from: int) -> bool:

@@ -501,6 +501,22 @@ class DeltaTable:
             raise ValueError(f"featureName needs to be a string but got '{type(featureName)}'.")
         add_feature_support(self._table, featureName)
 
+    def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
+        """Drop the table feature ``featureName`` from the protocol (``ALTER TABLE ... DROP FEATURE``):
+        its traces are removed first (deletion vectors purged, ...), then the protocol is rewritten; older
+        versions are protected by ``checkpointProtection``, or with ``truncateHistory=True`` the log is
+        truncated once the traces are older than ``delta.dropFeatureTruncateHistory.retentionDuration``
+        (see :mod:`deltalog.commands.drop_feature`).
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events").dropFeatureSupport("deletionVectors")  # doctest: +SKIP
+        """
+        if not isinstance(featureName, str):
+            raise ValueError(f"featureName needs to be a string but got '{type(featureName)}'.")
+        if truncateHistory is not None and not isinstance(truncateHistory, bool):
+            raise ValueError(f"truncateHistory needs to be a boolean but got '{type(truncateHistory)}'.")
+        self._table.drop_feature(featureName, truncate_history=bool(truncateHistory))
+
     # ----------------------------------------------------------------------------------------- DML
 
     def delete(self, condition: Any = None) -> None:

@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 _ICT = "delta.enableInCommitTimestamps"
 _ICT_VERSION = "delta.inCommitTimestampEnablementVersion"
 _ICT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
+_PROTECT = "delta.requireCheckpointProtectionBeforeVersion"
 
 
 def render_commit(
@@ -70,6 +71,9 @@ def render_commit(
             conf[_ICT_VERSION] = str(version)
             conf[_ICT_TIMESTAMP] = str(ict)
             new_metadata = replace(new_metadata, configuration=conf)
+    if new_metadata is not None and getattr(txn.operation, "protect_checkpoints", False):
+        # DROP FEATURE without truncating history: versions before this commit keep the dropped feature
+        new_metadata = replace(new_metadata, configuration={**new_metadata.configuration, _PROTECT: str(version)})
     info = CommitInfo(
         timestamp=now,
         inCommitTimestamp=ict,

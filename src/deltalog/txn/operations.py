@@ -40,11 +40,13 @@ __all__ = [
     "Delete",
     "DropColumns",
     "DropConstraint",
+    "DropTableFeature",
     "Fsck",
     "Merge",
     "Operation",
     "Optimize",
     "RenameColumn",
+    "Reorg",
     "Restore",
     "SetTableProperties",
     "UnsetTableProperties",
@@ -654,6 +656,57 @@ class AddColumns(Operation):
     def metric_names(self) -> tuple[str, ...]:
         """No metrics."""
         return ()
+
+
+@dataclass(frozen=True)
+class DropTableFeature(Operation):
+    """``DROP FEATURE``: the commit that removes ``feature_name`` from the protocol. With
+    ``protect_checkpoints`` the commit also adds ``checkpointProtection`` and records its own version in
+    ``delta.requireCheckpointProtectionBeforeVersion`` (filled in when the commit is rendered, so a retry
+    at a later version records that version).
+
+    Example:
+        >>> DropTableFeature(feature_name="deletionVectors").parameters()
+        {'featureName': 'deletionVectors', 'truncateHistory': 'false'}
+    """
+
+    feature_name: str = ""
+    truncate_history: bool = False
+    protect_checkpoints: bool = False
+    NAME: ClassVar[str] = "DROP FEATURE"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """The feature and whether history was truncated, as delta-spark records them."""
+        return {"featureName": self.feature_name, "truncateHistory": str(self.truncate_history).lower()}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """No metrics."""
+        return ()
+
+
+@dataclass(frozen=True)
+class Reorg(Operation):
+    """``REORG``: files rewritten without changing the rows they hold (``dataChange=false``), e.g. to
+    purge deletion vectors (``apply_purge``) before dropping the feature.
+
+    Example:
+        >>> Reorg(apply_purge=True).parameters()
+        {'predicate': '[]', 'applyPurge': 'true'}
+    """
+
+    predicate: str | Sequence[str] | None = None
+    apply_purge: bool = False
+    NAME: ClassVar[str] = "REORG"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """Predicate (JSON list) and whether deletion vectors were purged."""
+        return {"predicate": _json(_predicates(self.predicate)), "applyPurge": str(self.apply_purge).lower()}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Files and bytes added and removed."""
+        return ("numAddedFiles", "numRemovedFiles", "numAddedBytes", "numRemovedBytes")
 
 
 @dataclass(frozen=True)

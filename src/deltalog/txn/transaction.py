@@ -543,7 +543,8 @@ class Transaction:
     def _resolve_protocol(self, metadata: Metadata) -> Protocol | None:
         """The protocol action to write (staged and/or upgraded for ``metadata``), or None."""
         if self._protocol and self.snapshot is not None:
-            check_no_downgrade(self.snapshot.protocol, self._protocol[-1], table=self.table)
+            dropping = getattr(self.operation, "feature_name", None) if self.operation.name == "DROP FEATURE" else None
+            check_no_downgrade(self.snapshot.protocol, self._protocol[-1], table=self.table, dropping=dropping)
         staged = [o for o in self._others if isinstance(o, DomainMetadata)]
         domains = ["domainMetadata"] if staged else []
         if any(o.domain == "delta.clustering" and not o.removed for o in staged):  # liquid clustering

@@ -18,7 +18,8 @@ implied by a legacy writer version). Features fall in three groups here:
   :mod:`deltalog.commands.clustering`, OPTIMIZE clusters by it) , ``typeWidening`` (type changes
   recorded in ``delta.typeChanges``, see :mod:`deltalog.protocol.type_widening`) and ``rowTracking``
   (fresh row ids on every added file; commits that would move rows are refused, see
-  :mod:`deltalog.txn.row_tracking`);
+  :mod:`deltalog.txn.row_tracking`) and ``checkpointProtection`` (log cleanup never deletes part of the
+  history before ``delta.requireCheckpointProtectionBeforeVersion``, see :mod:`deltalog.log.cleanup`);
 * :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.
   implied by a legacy writer version, but unused): none today;
 * everything else (``typeWidening-preview``,
@@ -82,6 +83,7 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "clustering",
         "typeWidening",
         "rowTracking",
+        "checkpointProtection",
     }
 )
 
@@ -138,6 +140,7 @@ FEATURES: dict[str, FeatureInfo] = {
         FeatureInfo("rowTracking", False, None),
         FeatureInfo("clustering", False, None),
         FeatureInfo("allowColumnDefaults", False, None),
+        FeatureInfo("checkpointProtection", False, None),
         FeatureInfo("icebergCompatV1", False, None),
         FeatureInfo("icebergCompatV2", False, None),
         FeatureInfo("variantType", True, None),
@@ -332,8 +335,10 @@ writerFeatures=('deletionVectors',), extra={})
     return Protocol(minReaderVersion=reader, minWriterVersion=7, writerFeatures=tuple(sorted(wf)))
 
 
-def check_no_downgrade(old: Protocol, new: Protocol, *, table: str | None = None) -> None:
-    """Refuse a protocol action that lowers a version or drops a supported feature.
+def check_no_downgrade(old: Protocol, new: Protocol, *, table: str | None = None, dropping: str | None = None) -> None:
+    """Refuse a protocol action that lowers a version or drops a supported feature; ``dropping`` (the
+    feature a ``DROP FEATURE`` commit removes) may go, and versions may then fall to what the remaining
+    features need.
 
     Example:
         >>> check_no_downgrade(Protocol(1, 2), Protocol(1, 7, None, ("invariants",)), table="t")
@@ -342,8 +347,9 @@ def check_no_downgrade(old: Protocol, new: Protocol, *, table: str | None = None
         deltalog.errors.InvalidArgumentError: the new protocol (1, 7) would drop table feature(s) \
 ['appendOnly'] or lower a version of the current protocol (1, 2); features can only be added [table t]
     """
-    dropped = sorted(_supported_by(old) - _supported_by(new))
-    if dropped or new.minReaderVersion < old.minReaderVersion or new.minWriterVersion < old.minWriterVersion:
+    dropped = sorted(_supported_by(old) - _supported_by(new) - ({dropping} if dropping else set()))
+    lowered = new.minReaderVersion < old.minReaderVersion or new.minWriterVersion < old.minWriterVersion
+    if dropped or (lowered and dropping is None):
         raise InvalidArgumentError(
             f"the new protocol ({new.minReaderVersion}, {new.minWriterVersion}) would drop table feature(s) "
             f"{dropped} or lower a version of the current protocol ({old.minReaderVersion}, "

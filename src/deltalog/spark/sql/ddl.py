@@ -506,11 +506,22 @@ def _alter(spark: Any, expression: Any, text: str) -> Any:
             _alter_column(spark, table, action, text)
         elif isinstance(action, exp.ClusterProperty):  # ALTER TABLE t CLUSTER BY (a, b)
             table.cluster_by(cluster_names(action))
+        elif isinstance(action, exp.Command) and str(action.this).upper() == "DROP":  # DROP FEATURE f
+            _drop_feature(table, str(action.expression or ""), text)
         else:
             raise refuse(text, f"{action.sql(dialect=DIALECT)} is not supported on Delta tables by deltalog")
     if ref.name is not None:
         forget(spark, ref.name)
     return empty_result(spark)
+
+
+def _drop_feature(table: Any, words: str, text: str) -> None:
+    """``DROP FEATURE name [TRUNCATE HISTORY]`` (sqlglot keeps it as text)."""
+    parts = words.split()
+    if len(parts) < 2 or parts[0].upper() != "FEATURE" or [p.upper() for p in parts[2:]] not in ([], ["TRUNCATE",
+                                                                                                    "HISTORY"]):
+        raise refuse(text, "expected ALTER TABLE t DROP FEATURE <name> [TRUNCATE HISTORY]")
+    table.drop_feature(parts[1].strip("`'\""), truncate_history=len(parts) == 4)
 
 
 def _column_path(node: Any) -> str:
