@@ -1,5 +1,6 @@
-"""Row tracking through Spark: DataFrame appends and MERGE inserts get fresh row ids, a DELETE with
-deletion vectors keeps them, and an UPDATE (which would move rows) is refused with nothing committed."""
+"""Row tracking through Spark: appends and MERGE inserts get fresh row ids, and rows that DELETE, UPDATE,
+MERGE and OPTIMIZE copy into new files keep their ids (materialized row-id column) and, unless updated,
+their commit versions; the materialized columns stay out of reads (Spark, DuckDB)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,67 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 import deltalog
+from deltalog.txn.row_tracking import COMMIT_VERSION_COLUMN, ROW_ID_COLUMN
 
 pytestmark = pytest.mark.spark
 
 
-def test_row_tracking_through_spark(spark: Any, tmp_path: Path) -> None:
+def _row_ids(path: str) -> dict[int, tuple[int, int]]:
+    """id -> (row id, row commit version), from the files (materialized value, else the file's defaults)."""
+    snap = deltalog.Table(path).snapshot()
+    rid, rcv = snap.properties[ROW_ID_COLUMN], snap.properties[COMMIT_VERSION_COLUMN]
+    out: dict[int, tuple[int, int]] = {}
+    for f in snap.add_files().to_pylist():
+        assert f["deletionVector"] is None
+        data = pq.read_table(Path(path) / f["path"])
+        mat_id = data.column(rid).to_pylist() if rid in data.column_names else [None] * data.num_rows
+        mat_cv = data.column(rcv).to_pylist() if rcv in data.column_names else [None] * data.num_rows
+        for i, (key, a, b) in enumerate(zip(data.column("id").to_pylist(), mat_id, mat_cv)):
+            out[key] = (f["baseRowId"] + i if a is None else a, f["defaultRowCommitVersion"] if b is None else b)
+    return out
+
+
+def test_row_ids_kept_by_dml_and_optimize(spark: Any, tmp_path: Path) -> None:
     from readers import duckdb_rows
 
+    path = str(tmp_path / "r")
+    t = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, v BIGINT) USING DELTA TBLPROPERTIES ('delta.enableRowTracking' = 'true')")
+    spark.range(0, 10, 1, 2).selectExpr("id", "id AS v").write.format("delta").mode("append").save(path)
+    first = _row_ids(path)
+    assert sorted(r for r, _ in first.values()) == list(range(10))
+    spark.sql(f"UPDATE {t} SET v = v + 100 WHERE id = 5")
+    update = deltalog.Table(path).latest_version()
+    after = _row_ids(path)
+    assert {k: r for k, (r, _) in after.items()} == {k: r for k, (r, _) in first.items()}
+    assert after[5][1] == update and all(after[k][1] == first[k][1] for k in first if k != 5)
+    spark.sql(f"DELETE FROM {t} WHERE id = 2")
+    assert _row_ids(path) == {k: v for k, v in after.items() if k != 2}
+    spark.sql(f"MERGE INTO {t} x USING (SELECT 3L AS id, 33L AS v UNION ALL SELECT 42L, 42L) s ON x.id = s.id "
+              "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+    merge = deltalog.Table(path).latest_version()
+    merged = _row_ids(path)
+    assert merged[3] == (after[3][0], merge) and merged[42][0] >= 10 and merged[42][1] == merge
+    assert all(merged[k] == after[k] for k in after if k not in (2, 3))
+    from deltalog.spark import DeltaTable
+
+    DeltaTable.forPath(spark, path).optimize().executeCompaction()
+    assert deltalog.Table(path).snapshot().num_files() == 1
+    assert _row_ids(path) == merged
+    ranges = sorted((f["baseRowId"], f["baseRowId"] + json.loads(f["stats"])["numRecords"])
+                    for f in deltalog.Table(path).snapshot().add_files().to_pylist())
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(ranges))
+    df = spark.read.format("delta").load(path)
+    assert df.columns == ["id", "v"]
+    want = sorted([(k, k) for k in range(10) if k not in (2, 3, 5)] + [(3, 33), (5, 105), (42, 42)])
+    assert sorted(tuple(r) for r in df.collect()) == want == duckdb_rows(path, ["id", "v"])
+
+
+def test_row_tracking_with_deletion_vectors(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "r")
     t = f"delta.`{path}`"
     spark.sql(f"CREATE TABLE {t} (id BIGINT) USING DELTA TBLPROPERTIES ('delta.enableRowTracking' = 'true', "
@@ -25,13 +77,12 @@ def test_row_tracking_through_spark(spark: Any, tmp_path: Path) -> None:
     spark.range(0, 10, 1, 2).write.format("delta").mode("append").save(path)
     spark.sql(f"MERGE INTO {t} x USING (SELECT 20L AS id) s ON x.id = s.id WHEN NOT MATCHED THEN INSERT *")
     spark.sql(f"DELETE FROM {t} WHERE id = 3")
-    files = deltalog.Table(path).snapshot().add_files().select(["baseRowId", "stats"]).to_pylist()
-    ranges = sorted((f["baseRowId"], f["baseRowId"] + json.loads(f["stats"])["numRecords"]) for f in files)
-    assert ranges[0][0] == 0 and all(a[1] <= b[0] for a, b in itertools.pairwise(ranges))  # disjoint ranges
-    version = deltalog.Table(path).latest_version()
-    with pytest.raises(Exception, match="row ids of moved rows"):
-        spark.sql(f"UPDATE {t} SET id = id + 100 WHERE id = 5")
-    assert deltalog.Table(path).latest_version() == version
-    want = sorted([(i,) for i in range(10) if i != 3] + [(20,)])
-    assert sorted(tuple(r) for r in spark.read.format("delta").load(path).collect()) == want
-    assert duckdb_rows(path, ["id"]) == want
+    spark.sql(f"UPDATE {t} SET id = id + 100 WHERE id = 5")  # the new image keeps row id 5
+    files = deltalog.Table(path).snapshot().add_files().to_pylist()
+    rid = deltalog.Table(path).snapshot().properties[ROW_ID_COLUMN]
+    moved = [f for f in files if f["deletionVector"] is None and f["baseRowId"] > 10]
+    assert len(moved) == 1
+    data = pq.read_table(Path(path) / moved[0]["path"])
+    assert data.column("id").to_pylist() == [105] and data.column(rid).to_pylist() == [5]
+    rows = sorted(r.id for r in spark.read.format("delta").load(path).collect())
+    assert rows == sorted([i for i in range(10) if i not in (3, 5)] + [20, 105])

@@ -1,8 +1,9 @@
 """Row tracking (``rowTracking``) in the kernel's commits: fresh ``baseRowId`` ranges above the
 ``delta.rowTracking`` high-water mark and ``defaultRowCommitVersion`` on every added file; a commit that
 lost the race is rebased above the winner's mark (no conflict, no overlapping ids); a file re-added with a
-deletion vector keeps its ids; commits that would move rows are refused with nothing committed; enabling
-on a table with files is refused. DuckDB reads the tables."""
+deletion vector keeps its ids; rows a copy-on-write DELETE or a DV purge copies keep their ids and commit
+versions (materialized columns); moves where they cannot be kept (column mapping ``id`` mode) are refused
+with nothing committed; enabling on a table with files is refused. DuckDB reads the tables."""
 
 from __future__ import annotations
 
@@ -42,11 +43,47 @@ def test_fresh_row_ids_and_deletion_vectors(tmp_path: Path) -> None:
     assert _ids(path) == [(0, 0, 3), (3, 1, 2)] and _mark(path) == 4
     assert duckdb_rows(path, ["id"]) == [(1,), (3,), (4,), (5,)]
     version = deltalog.Table(path).latest_version()
-    with pytest.raises(UnsupportedFeatureError, match="row ids of moved rows"):
-        deltalog.Table(path).delete([("id", "=", 4)], use_deletion_vectors=False)  # copy-on-write moves rows
-    assert deltalog.Table(path).latest_version() == version
-    deltalog.write_table(path, pa.table({"id": [9]}), mode="overwrite")  # a full overwrite moves nothing
-    assert _ids(path) == [(5, version + 1, 1)]
+    deltalog.Table(path).delete([("id", "=", 4)], use_deletion_vectors=False)  # copy-on-write moves row 5
+    assert _row_ids(path) == {1: (0, 0), 3: (2, 0), 5: (4, 1)}  # (the file of 1..3 keeps its DV)
+    deltalog.Table(path).drop_feature("deletionVectors")  # the purge moves 1 and 3: ids kept too
+    assert _row_ids(path) == {1: (0, 0), 3: (2, 0), 5: (4, 1)}
+    assert duckdb_rows(path, ["id"]) == [(1,), (3,), (5,)]
+    deltalog.write_table(path, pa.table({"id": [9]}), mode="overwrite")  # an overwrite moves nothing
+    assert _ids(path)[-1][1] > version
+
+
+def test_moves_refused_without_materialized_columns(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"id": [1, 2]}), properties={
+        "delta.enableRowTracking": "true", "delta.columnMapping.mode": "id"})
+    table = deltalog.Table(path)
+    version = table.latest_version()
+    with pytest.raises(UnsupportedFeatureError, match=r"without keeping their row ids.*'id' mode"):
+        table.delete([("id", "=", 1)])
+    assert table.latest_version() == version
+
+
+def _row_ids(path: str) -> dict[int, tuple[int, int]]:
+    """id -> (row id, row commit version) of the live rows, from the files (see the Spark test)."""
+    import pyarrow.parquet as pq
+
+    snap = deltalog.Table(path).snapshot()
+    rid = snap.properties["delta.rowTracking.materializedRowIdColumnName"]
+    rcv = snap.properties["delta.rowTracking.materializedRowCommitVersionColumnName"]
+    out = {}
+    for f in snap.add_files().to_pylist():
+        data = pq.read_table(Path(path) / f["path"])
+        keep = [True] * data.num_rows
+        if f["deletionVector"]:
+            from deltalog.arrow.read import kept_rows
+
+            keep = list(kept_rows(snap, f, data.num_rows))
+        ids = data.column(rid).to_pylist() if rid in data.column_names else [None] * data.num_rows
+        cvs = data.column(rcv).to_pylist() if rcv in data.column_names else [None] * data.num_rows
+        for i, (k, a, b) in enumerate(zip(data.column("id").to_pylist(), ids, cvs)):
+            if keep[i]:
+                out[k] = (f["baseRowId"] + i if a is None else a, f["defaultRowCommitVersion"] if b is None else b)
+    return out
 
 
 def test_racing_append_is_rebased(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deltalog.arrow.filters import Condition, normalize_filter, prune_files, row_mask
@@ -152,6 +153,35 @@ def file_arrow_schema(snapshot: Snapshot, add: dict[str, Any]) -> pa.Schema:
     """
     path = _resolve(snapshot, add["path"])
     return pq.ParquetFile(_open(snapshot, add["path"], path, add.get("size"))).schema_arrow
+
+
+def row_tracking_columns(snapshot: Snapshot, add: dict[str, Any], names: tuple[str, str], num_rows: int
+                         ) -> tuple[pa.Array, pa.Array]:
+    """Row tracking: each physical row's id and commit version in one live file -- the materialized columns
+    ``names`` where the file has a value, else ``baseRowId`` + row index / ``defaultRowCommitVersion``.
+
+    Example:
+        >>> ids, versions = row_tracking_columns(snap, row, names, 3)        # doctest: +SKIP
+        >>> ids.to_pylist()
+        [40, 41, 42]
+    """
+    import numpy as np
+
+    path = _resolve(snapshot, add["path"])
+    pf = pq.ParquetFile(_open(snapshot, add["path"], path, add.get("size")))
+    present = [n for n in names if n in pf.schema_arrow.names]
+    stored = pf.read(columns=present) if present else pa.table({})
+    base, version = add.get("baseRowId"), add.get("defaultRowCommitVersion")
+    fallback_ids = pa.array(np.arange(num_rows, dtype=np.int64) + int(base)) if base is not None else \
+        pa.nulls(num_rows, pa.int64())
+    fallback_versions = pa.array([version] * num_rows, pa.int64())
+    out = []
+    for name, fallback in zip(names, (fallback_ids, fallback_versions)):
+        if name in stored.column_names:
+            out.append(pc.coalesce(stored.column(name).combine_chunks().cast(pa.int64()), fallback))
+        else:
+            out.append(fallback)
+    return out[0], out[1]
 
 
 def kept_rows(snapshot: Snapshot, add: dict[str, Any], num_rows: int) -> Any:

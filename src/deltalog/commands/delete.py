@@ -32,12 +32,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.arrow.filters import Condition, normalize_filter, row_mask
-from deltalog.arrow.read import kept_rows, read_file_rows
+from deltalog.arrow.read import kept_rows, read_file_rows, row_tracking_columns
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.actions import Add
 from deltalog.txn.operations import Delete
 
 if TYPE_CHECKING:
+    from deltalog.protocol.schema import StructField
     from deltalog.snapshot import FilterLike, Snapshot
     from deltalog.table import Table
     from deltalog.txn.transaction import Transaction
@@ -149,8 +150,12 @@ def _delete_rows(
     dv_files: list[tuple[dict[str, Any], np.ndarray]] = []
     survivors: list[pa.Table] = []
     deleted = copied = 0
+    tracked = None if dvs else tracked_columns(snap)  # row tracking: copied rows keep their ids
     for row in candidates.to_pylist():
         data = read_file_rows(snap, row, apply_deletion_vector=False)
+        if tracked is not None:
+            ids, versions = row_tracking_columns(snap, row, (tracked[0].name, tracked[1].name), data.num_rows)
+            data = data.append_column(tracked[0].name, ids).append_column(tracked[1].name, versions)
         keep = kept_rows(snap, row, data.num_rows)
         hit = _matches(data, conditions, expression) & keep
         n_hit = int(hit.sum())
@@ -178,7 +183,8 @@ def _delete_rows(
         txn.remove_files(removed)
         added = _readd_with_dvs(snap, txn, dv_files, written) if dv_files else 0
         if survivors:
-            added += _rewrite(table, snap, txn, survivors, written)
+            added += _rewrite(table, snap, txn, survivors, written, tracked)
+            txn.keeps_row_ids = tracked is not None
         metrics = {
             "numDeletedRows": deleted, "numRemovedFiles": len(removed), "numAddedFiles": added,
             "numCopiedRows": copied, "numDeletionVectorsAdded": len(dv_files),
@@ -244,13 +250,30 @@ def _wide_bounds(stats: str | None) -> str | None:
     return json.dumps(parsed, separators=(",", ":"))
 
 
+def tracked_columns(snap: Snapshot) -> tuple[StructField, StructField] | None:
+    """Row tracking: the materialized columns copied rows carry (``None`` when the table has none).
+
+    Example:
+        >>> tracked_columns(snap) is None                                   # doctest: +SKIP
+        True
+    """
+    from deltalog.protocol.features import writer_features
+    from deltalog.txn.row_tracking import materialized_fields
+
+    if "rowTracking" not in writer_features(snap.protocol):
+        return None
+    return materialized_fields(snap.metadata.configuration, snap.column_mapping_mode)
+
+
 def _rewrite(
-    table: Table, snap: Snapshot, txn: Transaction, survivors: list[pa.Table], written: list[str]
+    table: Table, snap: Snapshot, txn: Transaction, survivors: list[pa.Table], written: list[str],
+    tracked: tuple[StructField, StructField] | None = None,
 ) -> int:
     from deltalog.arrow.write_files import DataFileWriter
+    from deltalog.protocol.schema import StructType
 
-    writer = DataFileWriter(table.store, snap.schema, snap.partition_columns,
-                            column_mapping=snap.column_mapping_mode)
+    schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
+    writer = DataFileWriter(table.store, schema, snap.partition_columns, column_mapping=snap.column_mapping_mode)
     try:
         for part in survivors:
             writer.write(part)

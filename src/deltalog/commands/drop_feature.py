@@ -43,6 +43,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from deltalog.errors import FeatureDropError
 from deltalog.log.cleanup import PROTECTED_BEFORE, duration_property_ms
 from deltalog.log.paths import LogFile
@@ -232,12 +234,16 @@ def _set_conf(table: Table, snap: Snapshot, conf: dict[str, str], clock: _Clock 
 def _rewrite_files(table: Table, snap: Snapshot, rows: list[dict[str, Any]], clock: _Clock | None,
                    *, purge: bool) -> int:
     """Rewrite ``rows`` (live files) with their kept rows in the table's current types, ``dataChange=false``."""
-    from deltalog.arrow.read import read_file_rows
+    from deltalog.arrow.read import kept_rows, read_file_rows, row_tracking_columns
     from deltalog.arrow.write_files import DataFileWriter
+    from deltalog.commands.delete import tracked_columns
+    from deltalog.protocol.schema import StructType
 
     txn = table.transaction(Reorg(apply_purge=purge), **_options(clock, snap))
     txn.read_files(r["path"] for r in rows)
-    writer = DataFileWriter(table.store, snap.schema, snap.partition_columns, column_mapping=snap.column_mapping_mode)
+    tracked = tracked_columns(snap)  # row tracking: the rows keep their ids
+    schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
+    writer = DataFileWriter(table.store, schema, snap.partition_columns, column_mapping=snap.column_mapping_mode)
     written: list[str] = []
 
     def discard() -> None:
@@ -247,7 +253,13 @@ def _rewrite_files(table: Table, snap: Snapshot, rows: list[dict[str, Any]], clo
     with txn.discard_unless_committed(discard):
         try:
             for row in rows:
-                writer.write(read_file_rows(snap, row))
+                if tracked is None:
+                    writer.write(read_file_rows(snap, row))
+                    continue
+                data = read_file_rows(snap, row, apply_deletion_vector=False)
+                ids, versions = row_tracking_columns(snap, row, (tracked[0].name, tracked[1].name), data.num_rows)
+                data = data.append_column(tracked[0].name, ids).append_column(tracked[1].name, versions)
+                writer.write(data.filter(pa.array(kept_rows(snap, row, data.num_rows))))
             files = writer.close()
         except BaseException:
             writer.abort()
@@ -256,6 +268,7 @@ def _rewrite_files(table: Table, snap: Snapshot, rows: list[dict[str, Any]], clo
         txn.remove_files(rows, data_change=False)
         for f in files:
             txn.add_file(replace(f.to_add(), dataChange=False))
+        txn.keeps_row_ids = tracked is not None
         return txn.commit().version
 
 

@@ -75,6 +75,7 @@ from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import DecimalType, PrimitiveType, StructField, StructType
 from deltalog.spark._common import load_snapshot, open_table, spark_schema
 from deltalog.spark.dml._jobs import Staged, check_can_write
+from deltalog.spark.dml._row_ids import tracked_fields
 from deltalog.spark.dml._scan import FILE, ROW, _partition_table, file_uris, quoted, target_scan
 from deltalog.spark.read import _scan
 from deltalog.spark.write import _FILE_DDL, _FILE_SCHEMA, _chunks, _RunWriter, _task_error
@@ -528,8 +529,10 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
     index = {p: i for i, p in enumerate(all_files.column("path").to_pylist())}
     members = [(b_id, f["path"]) for b_id, b in enumerate(bins) for f in b.files]
     chosen = all_files.take(pa.array([index[p] for _, p in members], pa.int64()))
-    data = [F.col(quoted(n)) for n in snap.schema.field_names]
-    if zorder and len(bins) == 1:
+    tracked = tracked_fields(snap)  # row tracking: the rows keep their ids and commit versions
+    schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
+    data = [F.col(quoted(n)) for n in schema.field_names]
+    if zorder and len(bins) == 1 and not tracked:
         # One bin: the plain read scan (no per-row file path, deleted rows dropped), no join to tag rows.
         scan = _scan(spark, snap, chosen, list(snap.schema.fields), snap.column_mapping_mode,
                      set(snap.partition_columns))
@@ -537,7 +540,7 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
     else:
         binmap = pa.table({FILE: pa.array(file_uris(snap, chosen), _STR),
                            _BIN: pa.array([b for b, _ in members], _I64)})
-        scan = target_scan(spark, snap, chosen, drop_deleted=True)
+        scan = target_scan(spark, snap, chosen, drop_deleted=True, row_ids=True)
         tagged = scan.join(F.broadcast(spark.createDataFrame(binmap)), on=FILE, how="inner")
     if zorder:
         ordered = _zorder_frame(spark, tagged.select(*data, F.col(_BIN)), zorder, bins, snap.table)
@@ -546,7 +549,7 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
         tasks = len(bins)
         ordered = tagged.repartition(tasks, F.col(_BIN)).sortWithinPartitions(_BIN, FILE, ROW)
     # Files roll over only at twice the limit: a bin (or a Z-range) becomes one file.
-    spec = _RewriteSpec(StoreRef.of(snap.store), snap.table, snap.schema, snap.metadata, 2 * max_file_size)
+    spec = _RewriteSpec(StoreRef.of(snap.store), snap.table, schema, snap.metadata, 2 * max_file_size)
     job = ordered.select(*data, F.col(_BIN)).mapInArrow(functools.partial(_rewrite_task, spec), _FILE_DDL)
     try:
         rows = job.collect()
@@ -683,6 +686,7 @@ def optimize(
         return OptimizeResult(table.location, None, metrics)
     check_can_write(snap)
     staged = Staged(table.store)
+    staged.keeps_row_ids = tracked_fields(snap) is not None
     try:
         added, tasks = _rewrite(spark, snap, bins, zorder, limit)
         staged.data.extend(added)

@@ -6,12 +6,18 @@ concurrent writer is rebased above the winner's mark and numbered with its new v
 conflicting (:func:`deltalog.txn.conflicts.check_domains` leaves this domain alone). A file re-added
 with a deletion vector keeps the ids it had.
 
-What deltalog does not do yet: move rows while keeping their ids (the protocol's materialized row-id and
-row-commit-version columns). Commits that would move rows -- copy-on-write DELETE, UPDATE, MERGE with
-matched or not-matched-by-source clauses writing new files, OPTIMIZE, overwrites with a predicate -- are
-refused on these tables, naming the feature; appends, inserts, MERGE inserts, deletes through deletion
-vectors, full overwrites and metadata changes commit. New tables that enable row tracking get the
-materialized column names delta-spark expects, so delta-spark can move rows later.
+Rows that move to new files keep their ids through the protocol's *materialized* columns (named by
+``delta.rowTracking.materializedRowIdColumnName`` / ``...RowCommitVersionColumnName``, stored in the data
+files next to the table's columns): Spark's DELETE, UPDATE, MERGE and OPTIMIZE write each moved row's id
+(its materialized value, else the old file's ``baseRowId`` plus its row index) and, for rows whose
+values did not change, its commit version; updated rows get a null commit version (they change in the new
+commit). :func:`materialized_fields` gives the columns; a writer that fills them sets
+``Transaction.keeps_row_ids``; the kernel's copy-on-write DELETE and DROP FEATURE's rewrites do the same
+(overwrites replace whole files: nothing moves; a Spark ``replaceWhere`` copies rows the way DELETE does).
+Commits that would move rows without their ids -- on tables in column mapping ``id`` mode, or without the
+materialized names -- are refused, naming the feature; appends, inserts, deletes through deletion vectors,
+overwrites and metadata changes commit. New tables that enable row tracking get the materialized column
+names delta-spark uses.
 
 Example:
     >>> high_water_mark(None)
@@ -30,15 +36,16 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.protocol.actions import Add, Remove
+from deltalog.protocol.schema import PrimitiveType, StructField
 
 __all__ = ["DOMAIN", "assign_row_ids", "check_no_moved_rows", "domain_configuration", "high_water_mark",
-           "with_materialized_names"]
+           "materialized_fields", "with_materialized_names"]
 
 DOMAIN = "delta.rowTracking"
 ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
 COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
 #: Operations whose new files may hold rows copied from the files they remove.
-_MOVING = {"DELETE", "UPDATE", "MERGE", "OPTIMIZE", "REORG", "WRITE"}
+_MOVING = {"DELETE", "UPDATE", "MERGE", "OPTIMIZE", "REORG"}
 
 
 def high_water_mark(configuration: str | None) -> int:
@@ -112,15 +119,33 @@ def check_no_moved_rows(operation: Any, adds: Sequence[Add], removes: Sequence[R
     name = getattr(operation, "name", "")
     if name not in _MOVING or not any(r.dataChange is not False or name == "OPTIMIZE" for r in removes):
         return
-    if name == "WRITE" and not getattr(operation, "predicate", None):
-        return  # a full overwrite replaces every row: nothing is moved
     removed = {r.path for r in removes}
     if any(a.path not in removed for a in adds):
         raise UnsupportedFeatureError(
-            f"{name} would copy rows of this row-tracking table into new files, and deltalog does not yet keep "
-            "row ids of moved rows (materialized row-id columns); appends, inserts, deletes with deletion "
-            "vectors (delta.enableDeletionVectors=true) and full overwrites are supported -- nothing was "
+            f"{name} would copy rows of this row-tracking table into new files without keeping their row ids: "
+            "deltalog keeps them (materialized row-id columns) only on tables that name the materialized columns "
+            "and do not use column mapping 'id' mode; deletes with deletion vectors "
+            "(delta.enableDeletionVectors=true), appends and overwrites work everywhere -- nothing was "
             "committed", feature="rowTracking", table=table)
+
+
+def materialized_fields(configuration: Mapping[str, str], mode: str) -> tuple[StructField, StructField] | None:
+    """The materialized row-id and row-commit-version columns (``long``, nullable; physical name = name in
+    ``name`` mode) of a row-tracking table, or ``None`` when the table has no names for them or uses column
+    mapping ``id`` mode (whose files need field ids these columns do not have).
+
+    Example:
+        >>> conf = {ROW_ID_COLUMN: "_rid", COMMIT_VERSION_COLUMN: "_rcv"}
+        >>> [f.name for f in materialized_fields(conf, "none")]
+        ['_rid', '_rcv']
+    """
+    id_name, version_name = configuration.get(ROW_ID_COLUMN), configuration.get(COMMIT_VERSION_COLUMN)
+    if not id_name or not version_name or mode == "id":
+        return None
+    a, b = (StructField(n, PrimitiveType("long"), True,
+                        {"delta.columnMapping.physicalName": n} if mode == "name" else {})
+            for n in (id_name, version_name))
+    return a, b
 
 
 def with_materialized_names(configuration: Mapping[str, str]) -> dict[str, str]:

@@ -177,6 +177,9 @@ class Transaction:
         self._removes: list[Remove] = []
         self._others: list[Action] = []
         self._row_id_floor = -1  # row tracking: the highest mark a winning commit recorded
+        #: Row tracking: the new files carry the moved rows' ids in the materialized columns (set by
+        #: writers that preserve them, see :func:`deltalog.txn.row_tracking.materialized_fields`).
+        self.keeps_row_ids = False
         self._metadata: list[Metadata] = []
         self._protocol: list[Protocol] = []
         self._committed = False
@@ -508,7 +511,8 @@ class Transaction:
         )
         protocol = self._resolve_protocol(metadata)
         if "rowTracking" in writer_features(protocol or self.protocol or Protocol(1, 1)):
-            check_no_moved_rows(self.operation, self._adds, self._removes, table=self.table)
+            if not self.keeps_row_ids:
+                check_no_moved_rows(self.operation, self._adds, self._removes, table=self.table)
             was = self.snapshot is not None and is_true(self.snapshot.properties, "delta.enableRowTracking")
             if not was and is_true(metadata.configuration, "delta.enableRowTracking") and \
                     self.snapshot is not None and self.snapshot.num_files():

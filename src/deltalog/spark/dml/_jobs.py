@@ -215,6 +215,8 @@ class Staged:
         self.dv_files: set[str] = set()
         #: Change data files (``_change_data/``) of tables with the change data feed on.
         self.cdc: list[WrittenFile] = []
+        #: Row tracking: the rows copied into :attr:`data` carry their ids (see ``_row_ids``).
+        self.keeps_row_ids = False
 
     def cleanup(self) -> None:
         """Best effort: delete every staged file (they are not referenced by any commit).
@@ -237,6 +239,7 @@ class Staged:
             4
         """
         # Never delete files a commit may reference: only while the transaction is provably uncommitted.
+        txn.keeps_row_ids = txn.keeps_row_ids or self.keeps_row_ids
         with txn.discard_unless_committed(self.cleanup):
             result = txn.commit(metrics=metrics)
         return result
@@ -257,7 +260,8 @@ def _target_file_size(metadata: Metadata) -> int:
 
 def write_rows(df: DataFrame, table: Table, schema: StructType, metadata: Metadata) -> list[WrittenFile]:
     """Write ``df`` (which has the columns of ``schema``) as new data files of ``table`` with the Spark
-    writer (one ``mapInArrow`` job); returns the files, nothing is committed.
+    writer (one ``mapInArrow`` job); returns the files, nothing is committed. Rows that carry the
+    materialized row-tracking columns (:mod:`deltalog.spark.dml._row_ids`) are written with them.
 
     Example:
         >>> [f.num_records for f in write_rows(df, table, snap.schema, snap.metadata)]  # doctest: +SKIP
@@ -266,12 +270,15 @@ def write_rows(df: DataFrame, table: Table, schema: StructType, metadata: Metada
     from pyspark.sql import functions as F
 
     from deltalog.spark._generated import recompute_generated
+    from deltalog.spark.dml._row_ids import written_fields
     from deltalog.spark.write import _run_job, _TaskSpec
 
-    spec = _TaskSpec(StoreRef.of(table.store), table.location, schema, metadata, None, _target_file_size(metadata))
+    kept = written_fields(metadata, df.columns)  # row tracking: moved rows keep their ids
+    full = StructType((*schema.fields, *kept)) if kept else schema
+    spec = _TaskSpec(StoreRef.of(table.store), table.location, full, metadata, None, _target_file_size(metadata))
     df = recompute_generated(df, schema)  # generated columns follow the rows' final values
     try:
-        return _run_job(df.select(*[F.col(quoted(f.name)) for f in schema.fields]), spec)
+        return _run_job(df.select(*[F.col(quoted(f.name)) for f in full.fields]), spec)
     except Exception as exc:
         raise spark_error(exc, table.location) from None
 

@@ -85,8 +85,11 @@ def write_survivors(
     """
     if partial.num_rows == 0:
         return 0
+    from deltalog.spark.dml._row_ids import tracked_fields
+
     check_can_write(snapshot)
-    survivors = target_scan(spark, snapshot, partial, drop_deleted=True).filter(~condition)
+    survivors = target_scan(spark, snapshot, partial, drop_deleted=True, row_ids=True).filter(~condition)
     files = write_rows(survivors, table, snapshot.schema, snapshot.metadata)
     staged.data.extend(files)
+    staged.keeps_row_ids = staged.keeps_row_ids or tracked_fields(snapshot) is not None
     return sum(f.num_records for f in files)

@@ -406,9 +406,12 @@ def _is_nested(field: StructField) -> bool:
     return isinstance(field.type, (StructType, ArrayType, MapType))
 
 
-def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted: bool = True) -> DataFrame:
+def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted: bool = True,
+                row_ids: bool = False) -> DataFrame:
     """Every column of the table's rows in ``files`` (an ``add_files()`` table) plus :data:`FILE` and
-    :data:`ROW`; with ``drop_deleted`` the rows the files' deletion vectors delete are left out.
+    :data:`ROW`; with ``drop_deleted`` the rows the files' deletion vectors delete are left out. With
+    ``row_ids`` on a row-tracking table, the materialized row-id and row-commit-version columns follow,
+    filled in (see :mod:`deltalog.spark.dml._row_ids`).
 
     Example:
         >>> target_scan(spark, snap, snap.add_files()).columns                     # doctest: +SKIP
@@ -416,14 +419,18 @@ def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted
     """
     from pyspark.sql import functions as F
 
+    from deltalog.spark.dml._row_ids import fill_row_ids, tracked_fields
+
     schema = snapshot.schema
     mode = snapshot.column_mapping_mode
     parts = set(snapshot.partition_columns)
     fields = list(schema.fields)
     keys = [F.col(FILE), F.col(ROW)]
+    tracked = tracked_fields(snapshot) if row_ids else None
+    extra = list(tracked or ())
     if files.num_rows == 0:
-        return spark.createDataFrame([], spark_schema([*fields, *_key_fields(with_row=True)]))
-    data_fields = [f for f in fields if f.name not in parts]
+        return spark.createDataFrame([], spark_schema([*fields, *_key_fields(with_row=True), *extra]))
+    data_fields = [f for f in fields if f.name not in parts] + extra
     physical = [physical_field(f, mode) for f in data_fields]
     uris = file_uris(snapshot, files)
     raw = parquet_scan(spark, snapshot, files.column("path").to_pylist(), physical, keys=True,
@@ -444,7 +451,9 @@ def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted
             df = df.join(F.broadcast(ddf), on=[FILE, ROW], how="left_anti")
     if parts:
         df = df.join(F.broadcast(partition_frame(spark, snapshot, files)), on=FILE, how="inner")
-    return df.select(*[F.col(quoted(f.name)) for f in fields], *keys)
+    if tracked is not None:
+        df = fill_row_ids(spark, df, files, uris, tracked)
+    return df.select(*[F.col(quoted(f.name)) for f in fields], *keys, *[F.col(quoted(f.name)) for f in extra])
 
 
 def partition_frame(spark: Any, snapshot: Snapshot, files: pa.Table) -> DataFrame:

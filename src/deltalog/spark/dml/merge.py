@@ -74,6 +74,7 @@ from deltalog.spark.dml._jobs import (
     spark_error,
     write_rows,
 )
+from deltalog.spark.dml._row_ids import tracked_fields
 from deltalog.spark.dml._scan import (
     FILE,
     ROW,
@@ -520,7 +521,8 @@ class _Merge:
     def _target(self, files: Any) -> DataFrame:
         from pyspark.sql import functions as F
 
-        T = target_scan(self.b._spark, self.snap, files, drop_deleted=True).withColumn(_T_PRESENT, F.lit(True))
+        T = target_scan(self.b._spark, self.snap, files, drop_deleted=True, row_ids=True).withColumn(
+            _T_PRESENT, F.lit(True))
         return T.alias(self.b._alias) if self.b._alias else T
 
     def _metrics(self, scan_ms: int, **counts: int) -> dict[str, int]:
@@ -676,8 +678,10 @@ class _Merge:
             in_touched = t_here
         keep = in_touched & (action.isin(updates) if use_dvs else ~action.isin(deletes))
         wanted = (keep | (~t_here & (action >= 0))) if self.not_matched else keep
-        rows = frame.filter(wanted).select(*self._outputs(frame, T, S))
+        kept = self._row_id_columns(T, action.isin(updates))
+        rows = frame.filter(wanted).select(*self._outputs(frame, T, S), *kept)
         staged.data.extend(write_rows(rows, self.table, self.schema, self.metadata))
+        staged.keeps_row_ids = bool(kept)
         if records_changes(self.snap):
             self._write_change_data(frame, T, S, t_here, staged)
         if not use_dvs:
@@ -685,6 +689,18 @@ class _Merge:
         acted = frame.filter(t_here & (action >= 0)).select(T[FILE].alias(FILE), T[ROW].alias(ROW))
         results = run_dv_job(acted, self.snap, touched)
         return apply_dv_results(self.txn, self.snap, touched, results, staged)
+
+    def _row_id_columns(self, T: DataFrame, updated: Column) -> list[Column]:
+        """Row tracking: target rows keep their materialized row id (inserted rows: null, a fresh id), and
+        their commit version unless ``updated``."""
+        from pyspark.sql import functions as F
+
+        fields = tracked_fields(self.snap)
+        if fields is None:
+            return []
+        row_id, version = (T[quoted(f.name)] for f in fields)
+        new_version = F.when(updated, F.lit(None).cast("long")).otherwise(version)
+        return [row_id.alias(fields[0].name), new_version.alias(fields[1].name)]
 
     def _write_change_data(self, frame: DataFrame, T: DataFrame, S: DataFrame, t_here: Column, staged: Staged) -> None:
         """Change data files: pre- and post-images of updated target rows, deleted target rows, inserted

@@ -187,12 +187,31 @@ def _columns(snap: Any, values: Mapping[str, Column], cond: Column | None) -> li
     return out
 
 
+def _row_id_columns(snap: Any, cond: Column | None) -> list[Column]:
+    """Row tracking: the materialized columns of the rows written, the commit version cleared where the
+    row is updated (``cond``; ``None``: every row written is updated)."""
+    from pyspark.sql import functions as F
+
+    from deltalog.spark.dml._row_ids import tracked_fields
+
+    fields = tracked_fields(snap)
+    if fields is None:
+        return []
+    row_id, version = (F.col(quoted(f.name)) for f in fields)
+    cleared = F.lit(None).cast("long")
+    new_version = cleared if cond is None else F.when(cond, cleared).otherwise(version)
+    return [row_id, new_version.alias(fields[1].name)]
+
+
 def _copy_on_write(
     spark: Any, table: Any, snap: Any, txn: Transaction, touched: pa.Table, cond: Column,
     values: Mapping[str, Column], staged: Staged, updated: int,
 ) -> dict[str, int]:
-    rows = target_scan(spark, snap, touched, drop_deleted=True)
-    staged.data.extend(write_rows(rows.select(*_columns(snap, values, cond)), table, snap.schema, snap.metadata))
+    rows = target_scan(spark, snap, touched, drop_deleted=True, row_ids=True)
+    kept = _row_id_columns(snap, cond)
+    staged.data.extend(write_rows(rows.select(*_columns(snap, values, cond), *kept), table, snap.schema,
+                                  snap.metadata))
+    staged.keeps_row_ids = bool(kept)
     removed = touched.to_pylist()
     txn.remove_files(removed)
     for f in staged.data:
@@ -213,8 +232,11 @@ def _with_dvs(
     spark: Any, table: Any, snap: Any, txn: Transaction, touched: pa.Table, cond: Column,
     values: Mapping[str, Column], staged: Staged, updated: int,
 ) -> dict[str, int]:
-    matched = target_scan(spark, snap, touched, drop_deleted=True).filter(cond)
-    staged.data.extend(write_rows(matched.select(*_columns(snap, values, None)), table, snap.schema, snap.metadata))
+    matched = target_scan(spark, snap, touched, drop_deleted=True, row_ids=True).filter(cond)
+    kept = _row_id_columns(snap, None)
+    staged.data.extend(write_rows(matched.select(*_columns(snap, values, None), *kept), table, snap.schema,
+                                  snap.metadata))
+    staged.keeps_row_ids = bool(kept)
     outcome = apply_dv_results(txn, snap, touched, run_dv_job(matched.select(FILE, ROW), snap, touched), staged)
     for f in staged.data:
         txn.add_file(f.to_add())
