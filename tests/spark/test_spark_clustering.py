@@ -5,6 +5,8 @@ liquid``; ``ZORDER BY`` is refused on a clustered table. Read back the same by D
 
 from __future__ import annotations
 
+import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +62,24 @@ def test_liquid_clustering_workflow(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="CLUSTER_BY_WITH_PARTITIONED_BY"):
         spark.sql(f"CREATE TABLE delta.`{tmp_path / 'bad'}` (a INT, b STRING) USING DELTA PARTITIONED BY (a) "
                   "CLUSTER BY (b)")
+
+
+def test_optimize_clusters_by_a_nested_field(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "n")
+    t = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, s STRUCT<a: BIGINT, b: STRING>) USING DELTA CLUSTER BY (s.a)")
+    for i in range(3):  # each append spans the whole range of s.a
+        spark.range(0, 300, 1, 1).selectExpr("id", f"named_struct('a', (id * 7 + {i}) % 300, 'b', 'x') AS s") \
+            .write.format("delta").mode("append").save(path)
+    assert clustering_of(deltalog.Table(path).snapshot()) == ["s.a"]
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", "4000")
+    try:
+        spark.sql(f"OPTIMIZE {t}")
+    finally:
+        spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+    files = deltalog.Table(path).snapshot().add_files().to_pylist()
+    assert len(files) > 1 and {f["clusteringProvider"] for f in files} == {"liquid"}
+    bounds = sorted((json.loads(f["stats"])["minValues"]["s"]["a"], json.loads(f["stats"])["maxValues"]["s"]["a"])
+                    for f in files)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(bounds))  # clustered: s.a ranges do not overlap
+    assert spark.read.format("delta").load(path).count() == 900

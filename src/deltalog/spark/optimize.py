@@ -69,7 +69,7 @@ from deltalog.commands.optimize_plan import (
     size_summary,
     stats_columns,
 )
-from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
+from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import DecimalType, PrimitiveType, StructField, StructType
@@ -310,11 +310,47 @@ def _zorder_columns(spark: Any, snap: Snapshot, columns: Sequence[str]) -> list[
     return out
 
 
+def _path_column(f: StructField) -> Any:
+    """The column of ``f``; a nested clustering column (see :func:`_clustering_fields`) is reached
+    through its struct parents."""
+    from pyspark.sql import functions as F
+
+    first, *rest = f.metadata.get(_PATH) or [f.name]
+    col = F.col(quoted(first))
+    for part in rest:
+        col = col.getField(part)
+    return col
+
+
+_PATH = "deltalog.path"
+
+
+def _clustering_fields(snap: Snapshot, columns: Sequence[str]) -> list[StructField]:
+    """The clustering columns as fields named by their paths, typed by the leaf they name."""
+    out = []
+    for path in columns:
+        f = None
+        node: Any = snap.schema
+        parts = path.split(".") if path not in snap.schema.field_names else [path]
+        for part in parts:
+            if not isinstance(node, StructType) or part not in node.field_names:
+                raise InvalidArgumentError(f"clustering column {path} is not in the table's schema",
+                                           table=snap.table, version=snap.version)
+            f = node.field(part)
+            node = f.type
+        assert f is not None
+        if not orderable(f.type):
+            raise InvalidArgumentError(f"cannot cluster by column {path}: its type cannot be ordered",
+                                       table=snap.table, version=snap.version)
+        out.append(StructField(path, f.type, True, {_PATH: parts}))
+    return out
+
+
 def _key(f: StructField) -> Any:
     """An order-preserving ``double`` of a column (nulls stay null)."""
     from pyspark.sql import functions as F
 
-    col = F.col(quoted(f.name))
+    col = _path_column(f)
     t = f.type
     if isinstance(t, DecimalType) or (isinstance(t, PrimitiveType) and t.name in _NUMERIC):
         return col.cast("double")
@@ -633,11 +669,6 @@ def _clustering(snap: Snapshot, zorder_by: Sequence[str], full: bool) -> list[st
     if full and not columns:
         raise InvalidArgumentError("[DELTA_OPTIMIZE_FULL_NOT_SUPPORTED] OPTIMIZE FULL applies to clustered tables "
                                    "only", **where)
-    nested = [c for c in columns or [] if "." in c]
-    if nested:
-        raise UnsupportedFeatureError(
-            f"OPTIMIZE clusters by top-level columns; the table is clustered by nested fields {nested}",
-            feature="clustering", **where)
     return columns
 
 
@@ -672,7 +703,8 @@ def optimize(
     table = open_table(path)
     snap = load_snapshot(table.location)
     clustering = _clustering(snap, zorder_by, full)
-    zorder = _zorder_columns(spark, snap, list(zorder_by or clustering or [])) if zorder_by or clustering else []
+    zorder = (_zorder_columns(spark, snap, list(zorder_by)) if zorder_by
+              else _clustering_fields(snap, clustering) if clustering else [])
     limit, small = _file_sizes(spark, snap, max_file_size, min_file_size)
     selected = _select_files(spark, snap, list(where))
     rows = selected.to_pylist()
