@@ -158,8 +158,9 @@ class WinningCommit:
             is_blind_append=bool(info is not None and info.isBlindAppend is True),
             protocol=protocol,
             metadata=metadata,
-            added=tuple(fa.adds.select(["path", "partitionValues", "stats", "dataChange"]).to_pylist()),
-            removed=tuple(fa.removes.select(["path", "dataChange"]).to_pylist()),
+            added=tuple(fa.adds.select(["path", "partitionValues", "stats", "dataChange", "deletionVector"])
+                        .to_pylist()),
+            removed=tuple(fa.removes.select(["path", "dataChange", "deletionVector"]).to_pylist()),
             app_ids=app_ids,
             domains=domains,
             commit_info=info,

@@ -65,6 +65,7 @@ from deltalog.txn.conflicts import (
     ISOLATION_LEVELS,
     WRITE_SERIALIZABLE,
     CurrentTransaction,
+    WinningCommit,
     check_conflicts,
 )
 from deltalog.txn.operations import Operation
@@ -177,6 +178,13 @@ class Transaction:
         self._removes: list[Remove] = []
         self._others: list[Action] = []
         self._row_id_floor = -1  # row tracking: the highest mark a winning commit recorded
+        #: Called with each winning commit before the conflict checks: a resolver may rebase this
+        #: transaction's staged actions onto the winner (e.g. merge deletion vectors of disjoint rows,
+        #: :mod:`deltalog.commands.dv_rebase`) and returns the winner without what it resolved.
+        self.conflict_resolvers: list[Callable[[Transaction, WinningCommit], WinningCommit]] = []
+        #: Store paths written while resolving conflicts: deleted with the transaction's own files when
+        #: nothing is committed.
+        self.resolver_files: list[str] = []
         #: Row tracking: the new files carry the moved rows' ids in the materialized columns (set by
         #: writers that preserve them, see :func:`deltalog.txn.row_tracking.materialized_fields`).
         self.keeps_row_ids = False
@@ -226,12 +234,19 @@ class Transaction:
             if self.discardable:
                 with contextlib.suppress(Exception):
                     cleanup()
+                self._discard_resolver_files()
             raise self.storage_error(exc) from exc.__cause__
         except BaseException:
             if self.discardable:
                 with contextlib.suppress(Exception):
                     cleanup()
+                self._discard_resolver_files()
             raise
+
+    def _discard_resolver_files(self) -> None:
+        for path in self.resolver_files:
+            with contextlib.suppress(Exception):
+                self.store.delete(path)
 
     def storage_error(self, exc: StorageError) -> StorageError:
         """``exc`` with this transaction's operation and commit outcome in its message.
@@ -642,6 +657,8 @@ class Transaction:
                 landed = publish(self, version, payload)
                 if not landed:
                     for winner in read_winners(self, version):
+                        for resolve in self.conflict_resolvers:
+                            winner = resolve(self, winner)
                         check_conflicts(current, winner)
                         winners.append(winner.version)
                         if winner.row_id_high_water_mark is not None:  # row ids are rebased above it

@@ -489,8 +489,11 @@ def apply_dv_results(
         >>> apply_dv_results(txn, snap, files, results, staged).dvs_added         # doctest: +SKIP
         2
     """
+    from deltalog.commands.dv_rebase import rebase_deletion_vectors
     from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor
 
+    if rebase_deletion_vectors not in txn.conflict_resolvers:  # other rows of these files may change concurrently
+        txn.conflict_resolvers.append(rebase_deletion_vectors)
     root = snapshot.store.full_path("")
     by_uri = dict(zip(file_uris(snapshot, candidates), candidates.to_pylist()))
     out = DvOutcome()

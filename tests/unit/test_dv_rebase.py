@@ -1,0 +1,88 @@
+"""Row-level concurrency (issue "Row-level concurrency", part 1): two DELETEs with deletion vectors on
+disjoint rows of the same file both commit -- the loser is rebased onto the winner (its deletion vector
+becomes the union, its remove names the winner's post-image) -- while deletes of one row still conflict
+and a losing commit's rebased deletion-vector file is deleted again. Checked with deltalog and DuckDB."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import deltalog
+from deltalog.errors import ConcurrentModificationException
+from deltalog.txn.transaction import Transaction
+from readers import duckdb_rows
+
+
+def _table(path: str) -> deltalog.Table:
+    deltalog.write_table(path, pa.table({"id": list(range(100))}), properties={"delta.enableDeletionVectors": "true"})
+    return deltalog.Table(path)
+
+
+def _race(monkeypatch: pytest.MonkeyPatch, path: str, winner: Any) -> None:
+    """The first commit attempt of the next transaction finds ``winner`` already committed."""
+    commit = Transaction.commit
+    raced: list[int] = []
+
+    def other_first(self: Transaction, *args: object, **kwargs: object) -> object:
+        if not raced:
+            raced.append(1)
+            winner(deltalog.Table(path))
+        return commit(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Transaction, "commit", other_first)
+
+
+def _ids(path: str) -> list[int]:
+    return sorted(deltalog.Table(path).snapshot().to_arrow(columns=["id"]).column("id").to_pylist())
+
+
+def test_disjoint_deletes_on_one_file_both_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "t")
+    table = _table(path)
+    table.delete([("id", "=", 50)])  # both start from an existing deletion vector
+    _race(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
+    result = table.delete([("id", ">=", 90)])
+    monkeypatch.undo()
+    assert result.version == 3 and result.num_deleted_rows == 10
+    want = [i for i in range(10, 90) if i != 50]
+    assert _ids(path) == want and [r[0] for r in duckdb_rows(path, ["id"])] == want
+    files = deltalog.Table(path).snapshot().add_files().to_pylist()
+    assert len(files) == 1 and files[0]["deletionVector"]["cardinality"] == 21
+    history = deltalog.Table(path).history(limit=2)
+    assert [h["operation"] for h in history] == ["DELETE", "DELETE"]
+
+
+def test_overlapping_deletes_still_conflict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "t")
+    table = _table(path)
+    _race(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
+    with pytest.raises(ConcurrentModificationException, match="version 1"):
+        table.delete([("id", "=", 5)])  # row 5: deleted by both
+    monkeypatch.undo()
+    assert deltalog.Table(path).latest_version() == 1 and _ids(path) == list(range(10, 100))
+
+
+def test_rebased_dv_file_removed_when_nothing_commits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.compute as pc
+
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"id": list(range(10_000))}),
+                         properties={"delta.enableDeletionVectors": "true"})
+    table = deltalog.Table(path)
+    odd = pc.equal(pc.bit_wise_and(pc.field("id"), 1), 1)
+
+    def winners(t: deltalog.Table) -> None:  # even rows below 5000, then a metadata change: the loser fails
+        t.delete((pc.field("id") < 5000) & ~odd)
+        t.set_properties({"owner": "someone"})
+
+    _race(monkeypatch, path, winners)
+    with pytest.raises(ConcurrentModificationException, match="changed the table metadata"):
+        table.delete((pc.field("id") >= 5000) & odd)  # rebased onto the first winner, then refused
+    monkeypatch.undo()
+    bins = {p.name for p in Path(path).glob("*.bin")}
+    assert len(bins) == 1  # the winner's DV file; the loser's own and its rebased one are gone again
+    assert len(_ids(path)) == 7500
