@@ -43,8 +43,16 @@ def test_update_and_delete_of_other_rows_both_commit(spark: Any, tmp_path: Path,
     rows = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
     assert rows == [(i, "b" if i >= 90 else "a") for i in range(10, 100)]
     assert deltalog.Table(path).latest_version() == 3
+    # the winner's UPDATE adds a file of rows 10..19: the loser's predicate cannot match it (min/max stats)
+    from deltalog.spark import DeltaTable
+
+    _race(monkeypatch, path, lambda _: DeltaTable.forPath(spark, path).update("id < 20", {"v": "'c'"}))
+    spark.sql(f"DELETE FROM {t} WHERE id >= 95")
+    monkeypatch.undo()
+    rows = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
+    assert rows == [(i, "c" if i < 20 else "b" if i >= 90 else "a") for i in range(10, 95)]
     _race(monkeypatch, path, lambda table: table.delete([("id", "=", 50)]))
-    with pytest.raises(ConcurrentAppendException, match="version 4"):
+    with pytest.raises(ConcurrentAppendException, match="version 6"):
         spark.sql(f"DELETE FROM {t} WHERE id BETWEEN 45 AND 55")  # row 50 deleted by both
     monkeypatch.undo()
-    assert spark.read.format("delta").load(path).count() == 89
+    assert spark.read.format("delta").load(path).count() == 84

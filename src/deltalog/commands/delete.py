@@ -102,10 +102,9 @@ def delete(
     if clock is not None:
         options["clock"] = clock
     txn = table.transaction(Delete(predicate=_describe(predicate)), **options)
-    if dvs:  # concurrent deletes of other rows of the same files commit too
-        from deltalog.commands.dv_rebase import rebase_deletion_vectors
+    from deltalog.commands.dv_rebase import rebase_deletion_vectors
 
-        txn.conflict_resolvers.append(rebase_deletion_vectors)
+    txn.conflict_resolvers.append(rebase_deletion_vectors)  # row-level concurrency on shared files
     candidates = txn.read_candidates(conditions, exact=expression is None)
     partitions = set(snap.partition_columns)
     if expression is None and all(c.column in partitions for c in conditions):

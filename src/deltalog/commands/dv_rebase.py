@@ -14,7 +14,8 @@ rows match what the loser read, still conflict. The rows the loser inserted (new
 MERGE inserts) are kept as they are.
 
 Registered by the commands that write deletion vectors (the kernel's DELETE, Spark's DELETE / UPDATE /
-MERGE) through ``Transaction.conflict_resolvers``.
+MERGE) through ``Transaction.conflict_resolvers``. A DELETE or UPDATE also ignores the winner's
+deletion-vector updates of files it read but does not change (see :func:`_without_read_only_updates`).
 
 Example:
     >>> txn.conflict_resolvers.append(rebase_deletion_vectors)                    # doctest: +SKIP
@@ -70,6 +71,23 @@ def _candidates(txn: Transaction, winner: WinningCommit) -> list[str]:
     return sorted(w_removed & w_added & mine_removed & mine_added)
 
 
+def _without_read_only_updates(txn: Transaction, winner: WinningCommit) -> WinningCommit:
+    """For a DELETE or UPDATE: ``winner`` without its deletion-vector updates of files this transaction
+    read but does not change. Such a file held no row matching this transaction's condition (else it
+    would change it), and rows deleted from it cannot start matching; the winner's moved rows are in the
+    files it added, which the checks still see. (Not for MERGE: a target row deleted under an insert-only
+    MERGE would turn a match into an insert.)"""
+    if txn.operation.name not in ("DELETE", "UPDATE"):
+        return winner
+    mine = {r.path for r in txn._removes}
+    w_removed = {r["path"] for r in winner.removed}
+    updated = {a["path"] for a in winner.added if a.get("deletionVector") and a["path"] in w_removed} - mine
+    if not updated:
+        return winner
+    return replace(winner, added=tuple(a for a in winner.added if a["path"] not in updated),
+                   removed=tuple(r for r in winner.removed if r["path"] not in updated))
+
+
 def rebase_deletion_vectors(txn: Transaction, winner: WinningCommit) -> WinningCommit:
     """Rebase this transaction's deletion-vector updates onto ``winner``'s where the newly deleted rows
     are disjoint (see the module docstring); returns ``winner`` without the file actions resolved.
@@ -78,6 +96,7 @@ def rebase_deletion_vectors(txn: Transaction, winner: WinningCommit) -> WinningC
         >>> rebase_deletion_vectors(txn, winner).removed                           # doctest: +SKIP
         ()
     """
+    winner = _without_read_only_updates(txn, winner)
     paths = _candidates(txn, winner)
     if not paths:
         return winner

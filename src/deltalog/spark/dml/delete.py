@@ -35,6 +35,7 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog.commands.delete import uses_deletion_vectors
+from deltalog.commands.dv_rebase import rebase_deletion_vectors
 from deltalog.spark._common import load_snapshot, open_table
 from deltalog.spark.dml._cdc import deleted_rows, records_changes, stage_change_files, write_change_files
 from deltalog.spark.dml._jobs import (
@@ -120,6 +121,7 @@ def delete(spark: Any, path: str, condition: Any = None) -> DmlResult:
     conditions, complete = pruning_conditions(condition, snap)
     text = describe(condition)
     txn = Transaction(table.store, snap, Delete(predicate=[text] if text else None), table=table.location)
+    txn.conflict_resolvers.append(rebase_deletion_vectors)  # row-level concurrency on shared files
     if not claim_session_txn(spark, txn):  # delta-spark's txnAppId/txnVersion session settings: done already
         return _nothing(timer)
     candidates = txn.read_candidates(conditions)

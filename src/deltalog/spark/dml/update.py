@@ -36,6 +36,7 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog.commands.delete import uses_deletion_vectors
+from deltalog.commands.dv_rebase import rebase_deletion_vectors
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark._common import load_snapshot, open_table
 from deltalog.spark.dml._assign import assign, expression, resolve_column
@@ -139,6 +140,7 @@ def update(spark: Any, path: str, condition: Any = None, set: Mapping[str, Any] 
     conditions, _ = pruning_conditions(condition, snap)
     text = describe(condition)
     txn = Transaction(table.store, snap, Update(predicate=[text] if text else None), table=table.location)
+    txn.conflict_resolvers.append(rebase_deletion_vectors)  # row-level concurrency on shared files
     if not claim_session_txn(spark, txn):  # delta-spark's txnAppId/txnVersion session settings: done already
         return DmlResult(None, {k: str(v) for k, v in _metrics(timer, timer.elapsed_ms()).items()})
     candidates = txn.read_candidates(conditions)
