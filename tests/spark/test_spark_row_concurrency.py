@@ -56,3 +56,20 @@ def test_update_and_delete_of_other_rows_both_commit(spark: Any, tmp_path: Path,
         spark.sql(f"DELETE FROM {t} WHERE id BETWEEN 45 AND 55")  # row 50 deleted by both
     monkeypatch.undo()
     assert spark.read.format("delta").load(path).count() == 84
+
+
+def test_optimize_that_loses_to_a_delete_plans_again(spark: Any, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from deltalog.spark import DeltaTable
+
+    path = str(tmp_path / "o")
+    spark.range(0, 100, 1, 4).write.format("delta").save(path)
+    _race(monkeypatch, path, lambda table: table.delete([("id", "<", 10)]))  # rewrites a file OPTIMIZE read
+    DeltaTable.forPath(spark, path).optimize().executeCompaction()
+    monkeypatch.undo()
+    table = deltalog.Table(path)
+    assert [h["operation"] for h in table.history(limit=2)] == ["OPTIMIZE", "DELETE"]
+    assert table.snapshot().num_files() == 1
+    assert sorted(r.id for r in spark.read.format("delta").load(path).collect()) == list(range(10, 100))
+    written = {p.name for p in Path(path).glob("*.parquet")}
+    assert len(written) == 4 + 1 + 1  # 4 originals, the delete's rewrite, one compacted file: the lost one is gone

@@ -41,6 +41,7 @@ import dataclasses
 import functools
 import itertools
 import json
+import logging
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -49,7 +50,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog.arrow.write import _Plan, _write_batches
 from deltalog.arrow.write_files import WrittenFile
@@ -57,23 +57,28 @@ from deltalog.commands.clustering import CLUSTERING_DOMAIN, PROVIDER, clustering
 from deltalog.commands.optimize_plan import (
     DEFAULT_MAX_FILE_SIZE,
     Bin,
-    bits_per_column,
-    interleave_bits,
-    orderable,
     plan_compaction,
     plan_zorder,
-    range_ids,
-    range_probabilities,
-    sample_fractions,
     size_percentiles,
     size_summary,
-    stats_columns,
 )
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import (
+    ConcurrentModificationException,
+    InvalidArgumentError,
+    MetadataChangedException,
+    ProtocolChangedException,
+)
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
-from deltalog.protocol.schema import DecimalType, PrimitiveType, StructField, StructType
+from deltalog.protocol.schema import PrimitiveType, StructField, StructType
 from deltalog.spark._common import load_snapshot, open_table, spark_schema
+from deltalog.spark._zorder import (
+    _BIN,
+    _clustering_fields,
+    _conf,
+    _zorder_columns,
+    _zorder_frame,
+)
 from deltalog.spark.dml._jobs import Staged, check_can_write
 from deltalog.spark.dml._row_ids import tracked_fields
 from deltalog.spark.dml._scan import FILE, ROW, _partition_table, file_uris, quoted, target_scan
@@ -88,20 +93,13 @@ if TYPE_CHECKING:
 
 __all__ = ["DeltaOptimizeBuilder", "OptimizeResult", "optimize"]
 
+log = logging.getLogger(__name__)
+
 DataFrame = Any  # pyspark.sql.DataFrame (classic or Connect)
 
 MAX_FILE_SIZE_CONF = "spark.databricks.delta.optimize.maxFileSize"
 MIN_FILE_SIZE_CONF = "spark.databricks.delta.optimize.minFileSize"
-ZORDER_STATS_CHECK_CONF = "spark.databricks.delta.optimize.zorder.checkStatsCollection.enabled"
 
-_BIN = "__deltalog_bin"
-_Z = "__deltalog_z"
-_TASK = "__deltalog_task"
-_KEY = "__deltalog_key"
-_QUANTILE_ACCURACY = 10_000
-#: Quantiles come from a sample of about this many rows per range of a bin (all rows of small bins).
-_SAMPLE_ROWS_PER_RANGE = 100
-_NUMERIC = ("byte", "short", "integer", "long", "float", "double")
 
 _I64, _F64, _STR = pa.int64(), pa.float64(), pa.string()
 _SIZES = pa.struct([("min", _I64), ("max", _I64), ("avg", _F64), ("totalFiles", _I64), ("totalSize", _I64)])
@@ -157,14 +155,6 @@ def _bytes(value: Any, name: str, table: str) -> int:
     if number <= 0:
         raise InvalidArgumentError(f"{name} must be positive, got {value!r}", table=table)
     return number
-
-
-def _conf(spark: Any, key: str) -> str | None:
-    try:
-        value = spark.conf.get(key, None)
-    except Exception:
-        return None
-    return None if value is None else str(value)
 
 
 def _file_sizes(
@@ -271,226 +261,6 @@ def _select_files(spark: Any, snap: Snapshot, filters: Sequence[str]) -> pa.Tabl
 
 
 # ------------------------------------------------------------------------------------- Z-order
-
-
-def _zorder_columns(spark: Any, snap: Snapshot, columns: Sequence[str]) -> list[StructField]:
-    """The Z-order columns resolved to data columns (errors name the column and the rule)."""
-    where: dict[str, Any] = {"table": snap.table, "version": snap.version}
-    if not columns:
-        raise InvalidArgumentError("executeZOrderBy needs at least one column", **where)
-    by_lower = {f.name.lower(): f for f in snap.schema.fields}
-    parts = {p.lower() for p in snap.partition_columns}
-    out: list[StructField] = []
-    for name in columns:
-        if not isinstance(name, str) or not name:
-            raise InvalidArgumentError(f"Z-order columns must be column names, got {name!r}", **where)
-        if name.lower() in parts:
-            raise InvalidArgumentError(
-                f"[DELTA_ZORDERING_ON_PARTITION_COLUMN] {name} is a partition column; Z-ordering can only be "
-                "performed on data columns", **where)
-        f = by_lower.get(name.lower())
-        if f is None:
-            raise InvalidArgumentError(
-                f"[DELTA_ZORDERING_COLUMN_DOES_NOT_EXIST] Z-order column {name} does not exist in the data schema "
-                f"(top-level columns: {[c for c in snap.schema.field_names if c.lower() not in parts]})", **where)
-        if not orderable(f.type):
-            raise InvalidArgumentError(f"cannot Z-order by column {f.name}: its type cannot be ordered", **where)
-        if any(o.name == f.name for o in out):
-            raise InvalidArgumentError(f"Z-order column {f.name} is listed twice", **where)
-        out.append(f)
-    check = (_conf(spark, ZORDER_STATS_CHECK_CONF) or "true").strip().lower() != "false"
-    with_stats = stats_columns(snap.schema, snap.partition_columns, snap.metadata.configuration)
-    missing = [f.name for f in out if f.name.lower() not in with_stats]
-    if check and missing:
-        raise InvalidArgumentError(
-            f"[DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS] Z-ordering on {missing} will be ineffective: statistics "
-            "are not collected for these columns (see delta.dataSkippingNumIndexedCols and "
-            f"delta.dataSkippingStatsColumns); set {ZORDER_STATS_CHECK_CONF}=false to Z-order anyway", **where)
-    bits_per_column(len(out))  # validates the count
-    return out
-
-
-def _path_column(f: StructField) -> Any:
-    """The column of ``f``; a nested clustering column (see :func:`_clustering_fields`) is reached
-    through its struct parents."""
-    from pyspark.sql import functions as F
-
-    first, *rest = f.metadata.get(_PATH) or [f.name]
-    col = F.col(quoted(first))
-    for part in rest:
-        col = col.getField(part)
-    return col
-
-
-_PATH = "deltalog.path"
-
-
-def _clustering_fields(snap: Snapshot, columns: Sequence[str]) -> list[StructField]:
-    """The clustering columns as fields named by their paths, typed by the leaf they name."""
-    out = []
-    for path in columns:
-        f = None
-        node: Any = snap.schema
-        parts = path.split(".") if path not in snap.schema.field_names else [path]
-        for part in parts:
-            if not isinstance(node, StructType) or part not in node.field_names:
-                raise InvalidArgumentError(f"clustering column {path} is not in the table's schema",
-                                           table=snap.table, version=snap.version)
-            f = node.field(part)
-            node = f.type
-        assert f is not None
-        if not orderable(f.type):
-            raise InvalidArgumentError(f"cannot cluster by column {path}: its type cannot be ordered",
-                                       table=snap.table, version=snap.version)
-        out.append(StructField(path, f.type, True, {_PATH: parts}))
-    return out
-
-
-def _key(f: StructField) -> Any:
-    """An order-preserving ``double`` of a column (nulls stay null)."""
-    from pyspark.sql import functions as F
-
-    col = _path_column(f)
-    t = f.type
-    if isinstance(t, DecimalType) or (isinstance(t, PrimitiveType) and t.name in _NUMERIC):
-        return col.cast("double")
-    name = t.name if isinstance(t, PrimitiveType) else ""
-    if name == "boolean":
-        return col.cast("int").cast("double")
-    if name == "date":
-        return F.unix_date(col).cast("double")
-    if name == "timestamp":
-        return F.unix_micros(col).cast("double")
-    if name == "timestamp_ntz":
-        return F.unix_micros(col.cast("timestamp")).cast("double")
-    # string / binary: the first six bytes, big-endian, zero-padded (exact in a double's 53 bits)
-    prefix = F.rpad(F.hex(F.substring(col.cast("binary"), 1, 6)), 12, "0")
-    return F.conv(prefix, 16, 10).cast("double")
-
-
-@dataclass(frozen=True)
-class _ZSpec:
-    keys: tuple[str, ...]
-    bounds: Mapping[int, tuple[np.ndarray, ...]]
-    bits: int
-    #: Per bin: the Z-values separating its output files, the index of its first task, its file count;
-    #: and the partitioning key of each task (``None`` in the sampling pass, which yields bin and Z only).
-    z_bounds: Mapping[int, np.ndarray] = field(default_factory=dict)
-    offsets: Mapping[int, int] = field(default_factory=dict)
-    files: Mapping[int, int] = field(default_factory=dict)
-    task_keys: tuple[int, ...] | None = None
-
-
-def _zorder_task(spec: _ZSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Runs in a Spark task: the rows' Z-values (range numbers of the keys interleaved) and, unless
-    sampling, their output task: ``_BIN`` becomes the task's index and ``_TASK`` its partitioning key."""
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        names = batch.schema.names
-        bins = batch.column(names.index(_BIN)).to_numpy(zero_copy_only=False)
-        keys = [
-            pc.fill_null(batch.column(names.index(k)), pa.scalar(-np.inf, pa.float64())).to_numpy(zero_copy_only=False)
-            for k in spec.keys
-        ]
-        ids = [np.zeros(batch.num_rows, dtype=np.int64) for _ in spec.keys]
-        distinct = np.unique(bins)
-        for b in distinct:
-            rows = bins == b
-            bounds = spec.bounds.get(int(b))
-            for i, values in enumerate(keys):
-                ids[i][rows] = range_ids(values[rows], bounds[i] if bounds else None)
-        z = interleave_bits(ids, bits=spec.bits)
-        if spec.task_keys is None:
-            yield pa.RecordBatch.from_arrays([pa.array(bins, pa.int64()), pa.array(z, pa.int64())], names=[_BIN, _Z])
-            continue
-        task = np.zeros(batch.num_rows, dtype=np.int64)
-        for b in distinct:
-            rows = bins == b
-            edges = spec.z_bounds.get(int(b))
-            local = np.zeros(int(rows.sum()), dtype=np.int64) if edges is None or not len(edges) else (
-                np.searchsorted(edges, z[rows], side="right"))
-            task[rows] = spec.offsets[int(b)] + np.minimum(local, spec.files[int(b)] - 1)
-        keep = [i for i, n in enumerate(names) if n not in spec.keys and n != _BIN]
-        yield pa.RecordBatch.from_arrays(
-            [batch.column(i) for i in keep]
-            + [pa.array(task, pa.int64()), pa.array(z, pa.int64()), pa.array(np.asarray(spec.task_keys)[task])],
-            names=[names[i] for i in keep] + [_BIN, _Z, _TASK],
-        )
-
-
-def _task_keys(spark: Any, tasks: int) -> tuple[int, ...]:
-    """For each task ``t``, a ``long`` that ``repartition(tasks, col)`` (Murmur3 hash, seed 42, modulo
-    ``tasks``) sends to partition ``t``, found by Spark's own ``hash``: one task per partition."""
-    from pyspark.sql import functions as F
-
-    span = 32 * tasks + 64
-    while True:
-        probe = spark.range(0, span).select(F.col("id"), F.expr(f"pmod(hash(id), {tasks})").alias("p"))
-        found = {int(r["p"]): int(r["id"]) for r in probe.groupBy("p").agg(F.min("id").alias("id")).collect()}
-        if len(found) == tasks:
-            return tuple(found[t] for t in range(tasks))
-        span *= 4
-
-
-def _zorder_frame(
-    spark: Any, tagged: DataFrame, columns: list[StructField], bins: list[Bin], table: str
-) -> DataFrame:
-    """The rows with their Z-value, one shuffle partition per output file, sorted by Z.
-
-    Two passes over a sample of each bin (about :data:`_SAMPLE_ROWS_PER_RANGE` rows per range) find
-    each key's range bounds, then the Z-values splitting the bin into its output files; the full pass
-    computes every row's Z-value and file in one Python task and hash-partitions on a key chosen per
-    file, so no input is read twice or cached (range partitioning would sample its input again).
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType
-    from pyspark.sql.types import StructField as SparkField
-    from pyspark.sql.types import StructType as SparkStruct
-
-    bits = bits_per_column(len(columns))
-    probs = range_probabilities(bits)
-    keys = tuple(f"{_KEY}{i}" for i in range(len(columns)))
-    keyed = tagged.select("*", *[_key(f).alias(k) for f, k in zip(columns, keys)])
-    fractions = sample_fractions(bins, _SAMPLE_ROWS_PER_RANGE << bits)
-    sample = keyed if fractions is None else keyed.sampleBy(_BIN, fractions, seed=17)
-    quantiles = sample.groupBy(_BIN).agg(*[F.percentile_approx(k, probs, _QUANTILE_ACCURACY).alias(k) for k in keys])
-    try:
-        collected = quantiles.collect()
-    except Exception as exc:
-        raise _task_error(exc, table) from None
-    bounds = {
-        int(r[_BIN]): tuple(np.array([v for v in (r[k] or []) if v is not None], dtype=np.float64) for k in keys)
-        for r in collected
-    }
-    files = {i: b.num_output_files for i, b in enumerate(bins)}
-    z_bounds: dict[int, np.ndarray] = {}
-    most = max(files.values())
-    if most > 1:
-        grid = max(1024, 4 * most)
-        sampled_z = sample.mapInArrow(
-            functools.partial(_zorder_task, _ZSpec(keys, bounds, bits)),
-            SparkStruct([SparkField(_BIN, LongType(), False), SparkField(_Z, LongType(), False)]),
-        )
-        agg = sampled_z.groupBy(_BIN).agg(
-            F.percentile_approx(_Z, [k / grid for k in range(1, grid)], _QUANTILE_ACCURACY).alias(_Z))
-        try:
-            z_rows = agg.collect()
-        except Exception as exc:
-            raise _task_error(exc, table) from None
-        for r in z_rows:
-            b, qs = int(r[_BIN]), [v for v in (r[_Z] or []) if v is not None]
-            if files.get(b, 1) > 1 and qs:
-                picks = [min(len(qs) - 1, round(k * grid / files[b]) - 1) for k in range(1, files[b])]
-                z_bounds[b] = np.array([qs[i] for i in picks], dtype=np.int64)
-    offsets = dict(zip(files, itertools.accumulate([0, *files.values()])))
-    tasks = sum(files.values())
-    spec = _ZSpec(keys, bounds, bits, z_bounds, offsets, files, _task_keys(spark, tasks))
-    kept = [f for f in keyed.schema.fields if f.name not in keys and f.name != _BIN]
-    out_schema = SparkStruct([*kept, SparkField(_BIN, LongType(), False), SparkField(_Z, LongType(), False),
-                              SparkField(_TASK, LongType(), False)])
-    with_z = keyed.mapInArrow(functools.partial(_zorder_task, spec), out_schema)
-    return with_z.repartition(tasks, F.col(_TASK)).sortWithinPartitions(_BIN, _Z)
 
 
 # ------------------------------------------------------------------------------------- rewrite
@@ -700,6 +470,26 @@ def optimize(
     started = int(time.time() * 1000)
     if isinstance(where, str) or isinstance(zorder_by, str):
         raise InvalidArgumentError("where and zorder_by take lists of strings", table=str(path))
+    for attempt in range(1, _ATTEMPTS + 1):
+        try:
+            return _optimize_once(spark, path, where, zorder_by, max_file_size, min_file_size, full, started)
+        except ConcurrentModificationException as exc:
+            # a concurrent DML statement changed files this OPTIMIZE rewrote: compaction is never worth
+            # failing the job for -- plan again on the new snapshot (the files written are deleted)
+            if attempt == _ATTEMPTS or isinstance(exc, (ProtocolChangedException, MetadataChangedException)):
+                raise
+            log.info("OPTIMIZE of %s lost to a concurrent commit (%s); planning again", path, exc.message)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: How many times OPTIMIZE plans again after losing to a concurrent data change.
+_ATTEMPTS = 3
+
+
+def _optimize_once(
+    spark: Any, path: str, where: Sequence[str], zorder_by: Sequence[str], max_file_size: int | str | None,
+    min_file_size: int | str | None, full: bool, started: int,
+) -> OptimizeResult:
     table = open_table(path)
     snap = load_snapshot(table.location)
     clustering = _clustering(snap, zorder_by, full)

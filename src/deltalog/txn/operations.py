@@ -21,12 +21,25 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from deltalog.errors import InvalidArgumentError
+from deltalog.txn.operation_base import Operation, _json, _predicates
+from deltalog.txn.operations_ddl import (
+    AddColumns,
+    AddConstraint,
+    ChangeColumn,
+    ClusterBy,
+    DropColumns,
+    DropConstraint,
+    DropTableFeature,
+    RenameColumn,
+    SetTableProperties,
+    UnsetTableProperties,
+    UpgradeProtocol,
+)
 
 __all__ = [
     "AddColumns",
@@ -56,104 +69,6 @@ __all__ = [
     "VacuumStart",
     "Write",
 ]
-
-
-def _json(value: Any) -> str:
-    """Compact JSON text, the way parameter values are stored (a list becomes ``'["a"]'``)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _predicates(value: str | Sequence[str] | None) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
-
-
-@dataclass(frozen=True)
-class Operation:
-    """Base class: ``name`` is the ``commitInfo.operation`` string.
-
-    Example:
-        >>> Delete(predicate="x > 3").name
-        'DELETE'
-    """
-
-    NAME: ClassVar[str] = ""
-    BLIND_APPEND: ClassVar[bool] = False
-    CHANGES_DATA: ClassVar[bool] = True
-    REWRITES_ROWS: ClassVar[bool] = False
-    WRITES_DATA_FILES: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        """The ``commitInfo.operation`` string.
-
-        Example:
-            >>> Update().name
-            'UPDATE'
-        """
-        return self.NAME
-
-    @property
-    def is_blind_append(self) -> bool:
-        """Only adds files and reads nothing (still checked against the staged actions at commit).
-
-        Example:
-            >>> Write(mode="Append").is_blind_append, Write(mode="Overwrite").is_blind_append
-            (True, False)
-        """
-        return self.BLIND_APPEND
-
-    @property
-    def changes_data(self) -> bool:
-        """Changes the rows of the table (``dataChange=true`` actions).
-
-        Example:
-            >>> VacuumEnd().changes_data
-            False
-        """
-        return self.CHANGES_DATA
-
-    @property
-    def rewrites_rows(self) -> bool:
-        """May replace existing rows by rewritten copies (needs change-data files under CDF).
-
-        Example:
-            >>> Merge().rewrites_rows, Write().rewrites_rows
-            (True, False)
-        """
-        return self.REWRITES_ROWS
-
-    @property
-    def writes_data_files(self) -> bool:
-        """Its ``add`` actions are files encoded with the table's schema (``False`` for CLONE and
-        CONVERT, which take existing files as they are: column mapping does not stop them).
-
-        Example:
-            >>> Write().writes_data_files, Clone(source="s").writes_data_files
-            (True, False)
-        """
-        return self.WRITES_DATA_FILES
-
-    def parameters(self) -> dict[str, str | None]:
-        """``commitInfo.operationParameters``: every value a string (JSON text for lists and maps).
-
-        Example:
-            >>> Optimize(z_order_by=("a",)).parameters()
-            {'predicate': '[]', 'zOrderBy': '["a"]'}
-        """
-        return {}
-
-    def metric_names(self) -> tuple[str, ...]:
-        """The ``operationMetrics`` keys this operation reports when the transaction computes them.
-
-        Example:
-            >>> Write(mode="Append").metric_names()
-            ('numFiles', 'numOutputRows', 'numOutputBytes')
-        """
-        return ("numAddedFiles", "numRemovedFiles", "numAddedBytes", "numRemovedBytes")
 
 
 _WRITE_MODES = ("Append", "Overwrite", "ErrorIfExists", "Ignore")
@@ -468,124 +383,6 @@ class Restore(Operation):
 
 
 @dataclass(frozen=True)
-class SetTableProperties(Operation):
-    """``SET TBLPROPERTIES``.
-
-    Example:
-        >>> SetTableProperties(properties={"delta.appendOnly": "true"}).parameters()
-        {'properties': '{"delta.appendOnly":"true"}'}
-    """
-
-    properties: Mapping[str, str] = field(default_factory=dict)
-    NAME: ClassVar[str] = "SET TBLPROPERTIES"
-    CHANGES_DATA: ClassVar[bool] = False
-
-    def parameters(self) -> dict[str, str | None]:
-        """The properties set, as JSON text."""
-        return {"properties": _json(dict(self.properties))}
-
-    def metric_names(self) -> tuple[str, ...]:
-        """No metrics."""
-        return ()
-
-
-@dataclass(frozen=True)
-class UnsetTableProperties(Operation):
-    """``UNSET TBLPROPERTIES``.
-
-    Example:
-        >>> UnsetTableProperties(keys=("a",)).parameters()
-        {'properties': '["a"]', 'ifExists': 'true'}
-    """
-
-    keys: tuple[str, ...] = ()
-    if_exists: bool = True
-    NAME: ClassVar[str] = "UNSET TBLPROPERTIES"
-    CHANGES_DATA: ClassVar[bool] = False
-
-    def parameters(self) -> dict[str, str | None]:
-        """The keys removed and whether missing keys were tolerated."""
-        return {"properties": _json(list(self.keys)), "ifExists": "true" if self.if_exists else "false"}
-
-    def metric_names(self) -> tuple[str, ...]:
-        """No metrics."""
-        return ()
-
-
-@dataclass(frozen=True)
-class AddConstraint(Operation):
-    """``ADD CONSTRAINT``: a CHECK constraint stored as ``delta.constraints.<name>``.
-
-    Example:
-        >>> AddConstraint(constraint="pos", expr="x > 0").parameters()
-        {'name': 'pos', 'expr': 'x > 0'}
-    """
-
-    constraint: str = ""
-    expr: str = ""
-    NAME: ClassVar[str] = "ADD CONSTRAINT"
-    CHANGES_DATA: ClassVar[bool] = False
-
-    def parameters(self) -> dict[str, str | None]:
-        """Constraint name and expression."""
-        return {"name": self.constraint, "expr": self.expr}
-
-    def metric_names(self) -> tuple[str, ...]:
-        """No metrics."""
-        return ()
-
-
-@dataclass(frozen=True)
-class DropConstraint(Operation):
-    """``DROP CONSTRAINT``: ``expr`` is the dropped constraint's expression (``None`` when it did not
-    exist, e.g. with ``IF EXISTS``), recorded as delta-spark does.
-
-    Example:
-        >>> DropConstraint(constraint="pos", expr="x > 0").parameters()
-        {'name': 'pos', 'expr': 'x > 0', 'existed': 'true'}
-        >>> DropConstraint(constraint="pos").parameters()
-        {'name': 'pos', 'existed': 'false'}
-    """
-
-    constraint: str = ""
-    expr: str | None = None
-    NAME: ClassVar[str] = "DROP CONSTRAINT"
-    CHANGES_DATA: ClassVar[bool] = False
-
-    def parameters(self) -> dict[str, str | None]:
-        """The constraint name, its expression and whether it existed."""
-        if self.expr is None:
-            return {"name": self.constraint, "existed": "false"}
-        return {"name": self.constraint, "expr": self.expr, "existed": "true"}
-
-    def metric_names(self) -> tuple[str, ...]:
-        """No metrics."""
-        return ()
-
-
-@dataclass(frozen=True)
-class UpgradeProtocol(Operation):
-    """``UPGRADE PROTOCOL``: an explicit protocol change.
-
-    Example:
-        >>> UpgradeProtocol(new_protocol={"minReaderVersion": 1, "minWriterVersion": 7}).parameters()
-        {'newProtocol': '{"minReaderVersion":1,"minWriterVersion":7}'}
-    """
-
-    new_protocol: Mapping[str, Any] = field(default_factory=dict)
-    NAME: ClassVar[str] = "UPGRADE PROTOCOL"
-    CHANGES_DATA: ClassVar[bool] = False
-
-    def parameters(self) -> dict[str, str | None]:
-        """The new protocol as JSON text."""
-        return {"newProtocol": _json(dict(self.new_protocol))}
-
-    def metric_names(self) -> tuple[str, ...]:
-        """No metrics."""
-        return ()
-
-
-@dataclass(frozen=True)
 class VacuumStart(Operation):
     """``VACUUM START``: recorded before files are deleted.
 
@@ -637,55 +434,6 @@ class VacuumEnd(Operation):
 
 
 @dataclass(frozen=True)
-class AddColumns(Operation):
-    """``ADD COLUMNS``: ``columns`` are the new fields' JSON objects (``{"name":..., "type":...}``).
-
-    Example:
-        >>> AddColumns(columns=({"name": "z", "type": "integer", "nullable": True, "metadata": {}},)).parameters()
-        {'columns': '[{"column":{"name":"z","type":"integer","nullable":true,"metadata":{}}}]'}
-    """
-
-    columns: tuple[Mapping[str, Any], ...] = ()
-    NAME: ClassVar[str] = "ADD COLUMNS"
-    CHANGES_DATA: ClassVar[bool] = False
-
-    def parameters(self) -> dict[str, str | None]:
-        """The added columns, as delta-spark records them."""
-        return {"columns": _json([{"column": dict(c)} for c in self.columns])}
-
-    def metric_names(self) -> tuple[str, ...]:
-        """No metrics."""
-        return ()
-
-
-@dataclass(frozen=True)
-class DropTableFeature(Operation):
-    """``DROP FEATURE``: the commit that removes ``feature_name`` from the protocol. With
-    ``protect_checkpoints`` the commit also adds ``checkpointProtection`` and records its own version in
-    ``delta.requireCheckpointProtectionBeforeVersion`` (filled in when the commit is rendered, so a retry
-    at a later version records that version).
-
-    Example:
-        >>> DropTableFeature(feature_name="deletionVectors").parameters()
-        {'featureName': 'deletionVectors', 'truncateHistory': 'false'}
-    """
-
-    feature_name: str = ""
-    truncate_history: bool = False
-    protect_checkpoints: bool = False
-    NAME: ClassVar[str] = "DROP FEATURE"
-    CHANGES_DATA: ClassVar[bool] = False
-
-    def parameters(self) -> dict[str, str | None]:
-        """The feature and whether history was truncated, as delta-spark records them."""
-        return {"featureName": self.feature_name, "truncateHistory": str(self.truncate_history).lower()}
-
-    def metric_names(self) -> tuple[str, ...]:
-        """No metrics."""
-        return ()
-
-
-@dataclass(frozen=True)
 class Reorg(Operation):
     """``REORG``: files rewritten without changing the rows they hold (``dataChange=false``), e.g. to
     purge deletion vectors (``apply_purge``) before dropping the feature.
@@ -707,96 +455,6 @@ class Reorg(Operation):
     def metric_names(self) -> tuple[str, ...]:
         """Files and bytes added and removed."""
         return ("numAddedFiles", "numRemovedFiles", "numAddedBytes", "numRemovedBytes")
-
-
-@dataclass(frozen=True)
-class ClusterBy(Operation):
-    """``CLUSTER BY``: the clustering columns before and after (``[]``: ``CLUSTER BY NONE``).
-
-    Example:
-        >>> ClusterBy(old=("a",), new=("b",)).parameters()
-        {'oldClusteringColumns': 'a', 'newClusteringColumns': 'b'}
-    """
-
-    old: tuple[str, ...] = ()
-    new: tuple[str, ...] = ()
-    NAME: ClassVar[str] = "CLUSTER BY"
-    CHANGES_DATA: ClassVar[bool] = False
-
-    def parameters(self) -> dict[str, str | None]:
-        """Comma-separated old and new columns, as delta-spark records them."""
-        return {"oldClusteringColumns": ",".join(self.old), "newClusteringColumns": ",".join(self.new)}
-
-    def metric_names(self) -> tuple[str, ...]:
-        """No metrics."""
-        return ()
-
-
-@dataclass(frozen=True)
-class RenameColumn(Operation):
-    """``RENAME COLUMN`` (column mapping): ``old_path`` renamed to ``new_path``.
-
-    Example:
-        >>> RenameColumn(old_path="a", new_path="b").parameters()
-        {'oldColumnPath': 'a', 'newColumnPath': 'b'}
-    """
-
-    old_path: str = ""
-    new_path: str = ""
-    NAME: ClassVar[str] = "RENAME COLUMN"
-    CHANGES_DATA: ClassVar[bool] = False
-
-    def parameters(self) -> dict[str, str | None]:
-        """The old and the new path, as delta-spark records them."""
-        return {"oldColumnPath": self.old_path, "newColumnPath": self.new_path}
-
-    def metric_names(self) -> tuple[str, ...]:
-        """No metrics."""
-        return ()
-
-
-@dataclass(frozen=True)
-class DropColumns(Operation):
-    """``DROP COLUMNS`` (column mapping): the dropped column paths.
-
-    Example:
-        >>> DropColumns(columns=("a", "b.c")).parameters()
-        {'columns': '["a","b.c"]'}
-    """
-
-    columns: tuple[str, ...] = ()
-    NAME: ClassVar[str] = "DROP COLUMNS"
-    CHANGES_DATA: ClassVar[bool] = False
-
-    def parameters(self) -> dict[str, str | None]:
-        """The dropped paths as a JSON list."""
-        return {"columns": _json(list(self.columns))}
-
-    def metric_names(self) -> tuple[str, ...]:
-        """No metrics."""
-        return ()
-
-
-@dataclass(frozen=True)
-class ChangeColumn(Operation):
-    """``CHANGE COLUMN``: a column's comment or nullability changed (its new JSON object in ``column``).
-
-    Example:
-        >>> ChangeColumn(column={"name": "z", "type": "integer", "nullable": False, "metadata": {}}).name
-        'CHANGE COLUMN'
-    """
-
-    column: Mapping[str, Any] = field(default_factory=dict)
-    NAME: ClassVar[str] = "CHANGE COLUMN"
-    CHANGES_DATA: ClassVar[bool] = False
-
-    def parameters(self) -> dict[str, str | None]:
-        """The column as it is now."""
-        return {"column": _json(dict(self.column))}
-
-    def metric_names(self) -> tuple[str, ...]:
-        """No metrics."""
-        return ()
 
 
 @dataclass(frozen=True)
