@@ -161,8 +161,7 @@ def row_tracking_columns(snapshot: Snapshot, add: dict[str, Any], names: tuple[s
     ``names`` where the file has a value, else ``baseRowId`` + row index / ``defaultRowCommitVersion``.
 
     Example:
-        >>> ids, versions = row_tracking_columns(snap, row, names, 3)        # doctest: +SKIP
-        >>> ids.to_pylist()
+        >>> row_tracking_columns(snap, row, names, 3)[0].to_pylist()        # doctest: +SKIP
         [40, 41, 42]
     """
     import numpy as np
