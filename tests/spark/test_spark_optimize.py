@@ -6,7 +6,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import random
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,6 @@ import deltalog
 from deltalog.arrow.filters import normalize_filter, prune_files
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark import DeltaTable
-from deltalog.txn.conflicts import ConcurrentDeleteReadException
 from deltalog.txn.operations import Delete
 from deltalog.txn.transaction import Transaction, start_transaction
 
@@ -203,7 +201,7 @@ def test_concurrent_append_does_not_conflict(spark: Any, tmp_path: Path, monkeyp
     assert len(live(path)) == 4  # one compacted file + the append's file per partition
 
 
-def test_concurrent_delete_of_a_compacted_file_conflicts(
+def test_concurrent_delete_of_a_compacted_file_makes_optimize_plan_again(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = make(tmp_path, appends=3)
@@ -217,10 +215,13 @@ def test_concurrent_delete_of_a_compacted_file_conflicts(
         txn.commit()
 
     racing(monkeypatch, delete_file)
-    with pytest.raises(ConcurrentDeleteReadException, match=re.escape(victim["path"])):
-        DeltaTable.forPath(spark, path).optimize().executeCompaction()
-    assert version(path) == 3  # the concurrent delete only
-    assert data_files(path) == on_disk  # the files OPTIMIZE wrote were deleted
+    DeltaTable.forPath(spark, path).optimize().executeCompaction()  # lost to the delete: planned again
+    assert version(path) == 4  # 3 = the concurrent delete, 4 = OPTIMIZE of what is left
+    assert commit_actions(path, 4)[0]["commitInfo"]["operation"] == "OPTIMIZE"
+    assert victim["path"] not in {f["path"] for f in live(path)}
+    new_files = set(data_files(path)) - set(on_disk)
+    added = [a["add"] for a in commit_actions(path, 4) if "add" in a]
+    assert added and len(new_files) == len(added)  # only the committed attempt's files remain
 
 
 # ------------------------------------------------------------------------------------------- Z-order
