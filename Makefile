@@ -1,6 +1,6 @@
 # Two entry points for a fresh machine (Python >= 3.11, pip reaching PyPI):
 #   make demo   create .venv, install deltalog + pyspark, run the Spark demo pipeline, then the kernel (Arrow) demo
-#   make test   create .venv, install deltalog + test tools + pyspark, run ruff, mypy, pytest (kernel, then Spark)
+#   make test   create .venv, install deltalog + test tools + pyspark, run ruff, mypy, pytest (kernel and Spark side by side)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -33,9 +33,15 @@ typecheck: $(VENV)/.installed
 	$(PY) -m mypy
 
 # DELTALOG_STRICT=1: a skipped test fails (no Java, no corpus, no deltalake must not pass as green).
+# The kernel suite (no JVM) runs next to the Spark suite, which mostly waits on JVMs; its output follows
+# the Spark suite's, and either failing fails the target.
 test: lint typecheck $(AZURITE)
-	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "not spark" -p no:cacheprovider
-	DELTALOG_STRICT=1 $(PY) -m pytest -q -m spark -p no:cacheprovider tests/spark
+	@rm -f .kernel-tests.log; \
+	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "not spark" -p no:cacheprovider > .kernel-tests.log 2>&1 & kernel=$$!; \
+	echo "kernel suite (pid $$kernel) runs in the background; Spark suite:"; \
+	DELTALOG_STRICT=1 $(PY) -m pytest -q -m spark -p no:cacheprovider tests/spark; spark=$$?; \
+	wait $$kernel; kernel=$$?; echo "kernel suite:"; cat .kernel-tests.log; rm -f .kernel-tests.log; \
+	test $$spark -eq 0 -a $$kernel -eq 0
 
 # Every fault at every storage step of every operation (make test runs a sample that visits each step once).
 test-faults: $(VENV)/.installed $(AZURITE)
