@@ -155,16 +155,19 @@ def file_arrow_schema(snapshot: Snapshot, add: dict[str, Any]) -> pa.Schema:
     return pq.ParquetFile(_open(snapshot, add["path"], path, add.get("size"))).schema_arrow
 
 
-def row_tracking_columns(snapshot: Snapshot, add: dict[str, Any], names: tuple[str, str], num_rows: int
-                         ) -> tuple[pa.Array, pa.Array]:
-    """Row tracking: each physical row's id and commit version in one live file -- the materialized columns
-    ``names`` where the file has a value, else ``baseRowId`` + row index / ``defaultRowCommitVersion``.
+def with_row_tracking_columns(snapshot: Snapshot, add: dict[str, Any], data: pa.Table, names: tuple[str, str]
+                              ) -> pa.Table:
+    """``data`` (every physical row of one live file, deletion vector not applied) with each row's id and
+    commit version appended as columns ``names`` -- the file's materialized value where it has one, else
+    ``baseRowId`` + row index / ``defaultRowCommitVersion``.
 
     Example:
-        >>> row_tracking_columns(snap, row, names, 3)[0].to_pylist()        # doctest: +SKIP
+        >>> with_row_tracking_columns(snap, row, data, names).column(names[0]).to_pylist()  # doctest: +SKIP
         [40, 41, 42]
     """
     import numpy as np
+
+    num_rows = data.num_rows
 
     path = _resolve(snapshot, add["path"])
     pf = pq.ParquetFile(_open(snapshot, add["path"], path, add.get("size")))
@@ -180,7 +183,7 @@ def row_tracking_columns(snapshot: Snapshot, add: dict[str, Any], names: tuple[s
             out.append(pc.coalesce(stored.column(name).combine_chunks().cast(pa.int64()), fallback))
         else:
             out.append(fallback)
-    return out[0], out[1]
+    return data.append_column(names[0], out[0]).append_column(names[1], out[1])
 
 
 def kept_rows(snapshot: Snapshot, add: dict[str, Any], num_rows: int) -> Any:

@@ -32,10 +32,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.arrow.filters import Condition, normalize_filter, row_mask
-from deltalog.arrow.read import kept_rows, read_file_rows, row_tracking_columns
+from deltalog.arrow.read import kept_rows, read_file_rows, with_row_tracking_columns
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.actions import Add
 from deltalog.txn.operations import Delete
+from deltalog.txn.row_tracking import tracked_fields
 
 if TYPE_CHECKING:
     from deltalog.protocol.schema import StructField
@@ -153,12 +154,11 @@ def _delete_rows(
     dv_files: list[tuple[dict[str, Any], np.ndarray]] = []
     survivors: list[pa.Table] = []
     deleted = copied = 0
-    tracked = None if dvs else tracked_columns(snap)  # row tracking: copied rows keep their ids
+    tracked = None if dvs else tracked_fields(snap.protocol, snap.metadata)  # row tracking: copies keep ids
     for row in candidates.to_pylist():
         data = read_file_rows(snap, row, apply_deletion_vector=False)
         if tracked is not None:
-            ids, versions = row_tracking_columns(snap, row, (tracked[0].name, tracked[1].name), data.num_rows)
-            data = data.append_column(tracked[0].name, ids).append_column(tracked[1].name, versions)
+            data = with_row_tracking_columns(snap, row, data, (tracked[0].name, tracked[1].name))
         keep = kept_rows(snap, row, data.num_rows)
         hit = _matches(data, conditions, expression) & keep
         n_hit = int(hit.sum())
@@ -251,21 +251,6 @@ def _wide_bounds(stats: str | None) -> str | None:
         return None
     parsed["tightBounds"] = False
     return json.dumps(parsed, separators=(",", ":"))
-
-
-def tracked_columns(snap: Snapshot) -> tuple[StructField, StructField] | None:
-    """Row tracking: the materialized columns copied rows carry (``None`` when the table has none).
-
-    Example:
-        >>> tracked_columns(snap) is None                                   # doctest: +SKIP
-        True
-    """
-    from deltalog.protocol.features import writer_features
-    from deltalog.txn.row_tracking import materialized_fields
-
-    if "rowTracking" not in writer_features(snap.protocol):
-        return None
-    return materialized_fields(snap.metadata.configuration, snap.column_mapping_mode)
 
 
 def _rewrite(

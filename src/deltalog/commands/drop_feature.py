@@ -47,7 +47,7 @@ import pyarrow as pa
 
 from deltalog.errors import FeatureDropError
 from deltalog.log.cleanup import PROTECTED_BEFORE, duration_property_ms
-from deltalog.log.paths import LogFile
+from deltalog.log.paths import LogFile, commit_name
 from deltalog.log.segment import complete_checkpoints, list_log
 from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.features import LEGACY_READER_FEATURES, LEGACY_WRITER_FEATURES, reader_features, writer_features
@@ -234,14 +234,14 @@ def _set_conf(table: Table, snap: Snapshot, conf: dict[str, str], clock: _Clock 
 def _rewrite_files(table: Table, snap: Snapshot, rows: list[dict[str, Any]], clock: _Clock | None,
                    *, purge: bool) -> int:
     """Rewrite ``rows`` (live files) with their kept rows in the table's current types, ``dataChange=false``."""
-    from deltalog.arrow.read import kept_rows, read_file_rows, row_tracking_columns
+    from deltalog.arrow.read import kept_rows, read_file_rows, with_row_tracking_columns
     from deltalog.arrow.write_files import DataFileWriter
-    from deltalog.commands.delete import tracked_columns
     from deltalog.protocol.schema import StructType
+    from deltalog.txn.row_tracking import tracked_fields
 
     txn = table.transaction(Reorg(apply_purge=purge), **_options(clock, snap))
     txn.read_files(r["path"] for r in rows)
-    tracked = tracked_columns(snap)  # row tracking: the rows keep their ids
+    tracked = tracked_fields(snap.protocol, snap.metadata)  # row tracking: the rows keep their ids
     schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
     writer = DataFileWriter(table.store, schema, snap.partition_columns, column_mapping=snap.column_mapping_mode)
     written: list[str] = []
@@ -256,9 +256,8 @@ def _rewrite_files(table: Table, snap: Snapshot, rows: list[dict[str, Any]], clo
                 if tracked is None:
                     writer.write(read_file_rows(snap, row))
                     continue
-                data = read_file_rows(snap, row, apply_deletion_vector=False)
-                ids, versions = row_tracking_columns(snap, row, (tracked[0].name, tracked[1].name), data.num_rows)
-                data = data.append_column(tracked[0].name, ids).append_column(tracked[1].name, versions)
+                data = with_row_tracking_columns(snap, row, read_file_rows(snap, row, apply_deletion_vector=False),
+                                                 (tracked[0].name, tracked[1].name))
                 writer.write(data.filter(pa.array(kept_rows(snap, row, data.num_rows))))
             files = writer.close()
         except BaseException:
@@ -359,7 +358,7 @@ def _commit_traces(table: Table, snap: Snapshot, feature: str, version: int) -> 
     """The first trace of ``feature`` in commit ``version`` (a history check for TRUNCATE HISTORY)."""
     from deltalog.log.reader import read_commit
 
-    actions = read_commit(table.store, LogFile(f"{version:020d}.json", "commit", version), table=table.location)
+    actions = read_commit(table.store, LogFile(commit_name(version), "commit", version), table=table.location)
     if feature == "deletionVectors" and "deletionVector" in actions.adds.column_names and \
             actions.adds.column("deletionVector").drop_null().length():
         return "files with deletion vectors"
@@ -415,8 +414,8 @@ def _truncate(table: Table, feature: str, prepared: list[int], clock: _Clock | N
         write_checkpoint(kept, clock=clock, update_last_checkpoint=False)
     version, protocol = _commit_drop(table, snap, feature, truncate=True, protect=False, clock=clock)
     _checkpoint(table.snapshot(version=version), clock)
-    cleanup_expired_logs(table.snapshot(), retention=now - stamps[commits.index(next(
-        c for c in commits if c.version == keep))], clock=lambda: now, truncate_to_day=False)
+    keep_stamp = next(ts for c, ts in zip(commits, stamps) if c.version == keep)
+    cleanup_expired_logs(table.snapshot(), retention=now - keep_stamp, clock=lambda: now, truncate_to_day=False)
     return version, protocol, keep
 
 

@@ -35,11 +35,11 @@ from dataclasses import replace
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
-from deltalog.protocol.actions import Add, Remove
+from deltalog.protocol.actions import Add, Metadata, Protocol, Remove
 from deltalog.protocol.schema import PrimitiveType, StructField
 
 __all__ = ["DOMAIN", "assign_row_ids", "check_no_moved_rows", "domain_configuration", "high_water_mark",
-           "materialized_fields", "with_materialized_names"]
+           "materialized_fields", "tracked_fields", "with_materialized_names"]
 
 DOMAIN = "delta.rowTracking"
 ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
@@ -146,6 +146,23 @@ def materialized_fields(configuration: Mapping[str, str], mode: str) -> tuple[St
                         {"delta.columnMapping.physicalName": n} if mode == "name" else {})
             for n in (id_name, version_name))
     return a, b
+
+
+def tracked_fields(protocol: Protocol, metadata: Metadata) -> tuple[StructField, StructField] | None:
+    """The materialized columns rows moved on this table must carry (``None``: the table does not track
+    rows, or its moves cannot keep ids -- see :func:`materialized_fields`).
+
+    Example:
+        >>> from deltalog.protocol.actions import Format
+        >>> tracked_fields(Protocol(1, 2), Metadata(id="t", format=Format(), schemaString=None)) is None
+        True
+    """
+    from deltalog.protocol.column_mapping import mapping_mode
+    from deltalog.protocol.features import writer_features
+
+    if "rowTracking" not in writer_features(protocol):
+        return None
+    return materialized_fields(metadata.configuration, mapping_mode(metadata.configuration))
 
 
 def with_materialized_names(configuration: Mapping[str, str]) -> dict[str, str]:

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltalog.protocol.features import writer_features
 from deltalog.protocol.schema import StructField
 from deltalog.spark._files import FILE, ROW
+from deltalog.txn import row_tracking
 from deltalog.txn.row_tracking import materialized_fields
 
 if TYPE_CHECKING:
@@ -45,9 +45,7 @@ def tracked_fields(snapshot: Snapshot) -> tuple[StructField, StructField] | None
         >>> tracked_fields(snap)[0].name                                          # doctest: +SKIP
         '_row-id-col-6a8e...'
     """
-    if "rowTracking" not in writer_features(snapshot.protocol):
-        return None
-    return materialized_fields(snapshot.metadata.configuration, snapshot.column_mapping_mode)
+    return row_tracking.tracked_fields(snapshot.protocol, snapshot.metadata)
 
 
 def written_fields(metadata: Metadata, columns: list[str]) -> tuple[StructField, StructField] | None:
