@@ -102,6 +102,16 @@ class InvalidArgumentError(DeltaError, ValueError):
     """A caller passed an option the operation cannot accept (unknown mode, bad filter, ...)."""
 
 
+class InvalidArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument of the wrong type (a condition that is neither a SQL string nor a ``Column``, a ``set``
+    that is not a dict, ...): also a ``TypeError``, as delta-spark's Python API raises for these.
+
+    Example:
+        >>> issubclass(InvalidArgumentTypeError, TypeError), issubclass(InvalidArgumentTypeError, ValueError)
+        (True, True)
+    """
+
+
 class SqlSyntaxError(InvalidArgumentError):
     """A Delta SQL statement (``VACUUM``, ``DESCRIBE HISTORY``, ...) that does not parse; at the Spark API it
     is also PySpark's ``ParseException``, as delta-spark's parser raises.

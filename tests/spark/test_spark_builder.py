@@ -154,8 +154,8 @@ def test_protocol_properties_upgrade_and_features(spark: Any, tmp_path: Path) ->
     assert json.loads(entry["operationParameters"]["newProtocol"]) == {"minReaderVersion": 1, "minWriterVersion": 3}
     dt.upgradeTableProtocol(1, 3)
     assert version(q) == 1  # nothing to do, nothing committed
-    with pytest.raises(InvalidArgumentError, match="DELTA_INVALID_PROTOCOL_DOWNGRADE"):
-        dt.upgradeTableProtocol(1, 2)
+    dt.upgradeTableProtocol(1, 2)  # below the table's versions: a no-op, as in delta-spark
+    assert version(q) == 1 and deltalog.Table(q).snapshot().protocol.minWriterVersion == 3
     with pytest.raises(ValueError, match="readerVersion needs to be an integer"):
         dt.upgradeTableProtocol("1", 3)  # type: ignore[arg-type]
     dt.upgradeTableProtocol(1, 7)

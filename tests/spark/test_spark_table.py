@@ -113,4 +113,8 @@ def test_exception_names_of_delta_spark() -> None:
                  "ConcurrentTransactionException", "MetadataChangedException", "ProtocolChangedException",
                  "ConcurrentWriteException", "DeltaConcurrentModificationException"):
         assert issubclass(getattr(exceptions, name), deltalog.ConcurrentModificationException)
-    assert exceptions.ConcurrentAppendException is deltalog.ConcurrentAppendException
+    from pyspark.errors import PySparkException
+
+    # as in delta-spark, the conflicts raised at the Spark API are PySparkExceptions with Delta's condition
+    assert issubclass(exceptions.ConcurrentAppendException, deltalog.ConcurrentAppendException)
+    assert issubclass(exceptions.ConcurrentAppendException, PySparkException)

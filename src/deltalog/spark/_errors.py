@@ -6,10 +6,12 @@ for bad arguments. The kernel cannot import pyspark, so the public functions and
 ``deltalog.spark`` (wrapped by :func:`spark_errors` / :func:`spark_errors_class`) re-raise each
 :class:`~deltalog.errors.DeltaError` as an instance of a class deriving from *both* its own class and
 the PySpark exception: ``except TableNotFoundError`` and ``except AnalysisException`` both catch it,
-and the message is unchanged. Write conflicts keep their own classes (delta-spark's
-``delta.exceptions`` names, :mod:`deltalog.spark.exceptions`), and so do storage failures
-(:class:`~deltalog.errors.StorageError`, an ``OSError``: delta-spark surfaces them as Java
-``IOException`` s, not as analysis errors).
+and the message is unchanged. Write conflicts become ``PySparkException`` s as well (delta-spark's
+``delta.exceptions`` classes are; :mod:`deltalog.spark.exceptions` exports the converted classes), with
+delta-spark's error condition (``DELTA_CONCURRENT_APPEND``, ...) in front of the message. A message that
+starts with an error class (``[DELTA_COLUMN_NOT_FOUND] ...``) gives ``getCondition()``. Storage failures
+keep their class (:class:`~deltalog.errors.StorageError`, an ``OSError``: delta-spark surfaces them as
+Java ``IOException`` s, not as analysis errors).
 
 Example:
     >>> from pyspark.errors import AnalysisException
@@ -23,15 +25,27 @@ Example:
 from __future__ import annotations
 
 import functools
+import re
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from deltalog.errors import DeltaError, InvalidArgumentError, SqlSyntaxError, StorageError
-from deltalog.txn.conflicts import ConcurrentModificationException
+from deltalog.errors import (
+    ConcurrentAppendException,
+    ConcurrentDeleteDeleteException,
+    ConcurrentDeleteReadException,
+    ConcurrentModificationException,
+    ConcurrentTransactionException,
+    DeltaError,
+    InvalidArgumentError,
+    MetadataChangedException,
+    ProtocolChangedException,
+    SqlSyntaxError,
+    StorageError,
+)
 
-__all__ = ["as_spark_error", "spark_errors", "spark_errors_class"]
+__all__ = ["as_spark_error", "spark_class", "spark_errors", "spark_errors_class"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
@@ -39,24 +53,84 @@ C = TypeVar("C", bound=type)
 _CLASSES: dict[type, type] = {}
 _LOCK = threading.Lock()
 
+#: delta-spark's error condition for each write conflict (they share SQLSTATE 2D521).
+_CONFLICT_CONDITIONS: tuple[tuple[type, str], ...] = (
+    (ConcurrentAppendException, "DELTA_CONCURRENT_APPEND"),
+    (ConcurrentDeleteReadException, "DELTA_CONCURRENT_DELETE_READ"),
+    (ConcurrentDeleteDeleteException, "DELTA_CONCURRENT_DELETE_DELETE"),
+    (ConcurrentTransactionException, "DELTA_CONCURRENT_TRANSACTION"),
+    (MetadataChangedException, "DELTA_METADATA_CHANGED"),
+    (ProtocolChangedException, "DELTA_PROTOCOL_CHANGED"),
+    (ConcurrentModificationException, "DELTA_CONCURRENT_WRITE"),
+)
+_LEADING_CONDITION = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\] ")
 
-def _spark_class(cls: type[DeltaError]) -> type:
-    from pyspark.errors import AnalysisException, IllegalArgumentException
 
+class _ErrorInfo:
+    """``getSqlState`` / ``getBreakingChangeInfo`` for conditions PySpark's own error table does not know
+    (Delta's): SQLSTATE 2D521 for write conflicts, else whatever PySpark knows, else None."""
+
+    def getSqlState(self) -> str | None:
+        if isinstance(self, ConcurrentModificationException):
+            return "2D521"
+        try:
+            return super().getSqlState()  # type: ignore[misc, no-any-return]
+        except (ValueError, KeyError):
+            return None
+
+    def getBreakingChangeInfo(self) -> dict[str, Any] | None:
+        try:
+            return super().getBreakingChangeInfo()  # type: ignore[misc, no-any-return]
+        except (ValueError, KeyError):
+            return None
+
+
+def spark_class(cls: type[DeltaError]) -> type:
+    """The class deltalog raises at the Spark API for kernel errors of class ``cls``: a subclass of ``cls``
+    and of PySpark's matching exception -- ``AnalysisException`` (also ``IllegalArgumentException`` for
+    invalid arguments), ``ParseException`` for SQL syntax, ``PySparkException`` for write conflicts. One
+    class per kernel class.
+
+    Example:
+        >>> from deltalog.errors import ConcurrentAppendException
+        >>> from pyspark.errors import PySparkException                               # doctest: +SKIP
+        >>> issubclass(spark_class(ConcurrentAppendException), PySparkException)      # doctest: +SKIP
+        True
+    """
+    from pyspark.errors import AnalysisException, IllegalArgumentException, PySparkException
+
+    # a narrower conflict derives from the converted base class: ``except DeltaConcurrentModificationException``
+    base = spark_class(ConcurrentModificationException) if (
+        issubclass(cls, ConcurrentModificationException) and cls is not ConcurrentModificationException) else None
     with _LOCK:
         found = _CLASSES.get(cls)
         if found is not None:
             return found
-        bases: tuple[type, ...] = (cls, AnalysisException)
-        if issubclass(cls, SqlSyntaxError):
+        bases: tuple[type, ...] = (cls, _ErrorInfo, AnalysisException)
+        if base is not None:
+            bases = (cls, base)
+        elif cls is ConcurrentModificationException:
+            bases = (cls, _ErrorInfo, PySparkException)
+        elif issubclass(cls, SqlSyntaxError):
             from pyspark.errors import ParseException
 
-            bases = (cls, ParseException)
+            bases = (cls, _ErrorInfo, ParseException)
         elif issubclass(cls, InvalidArgumentError):
-            bases = (cls, AnalysisException, IllegalArgumentException)
-        made = type(cls.__name__, bases, {"__module__": __name__, "__reduce__": _reduce_for(cls)})
+            bases = (cls, _ErrorInfo, AnalysisException, IllegalArgumentException)
+        module = "deltalog.spark.exceptions" if issubclass(cls, ConcurrentModificationException) else __name__
+        made = type(cls.__name__, bases, {"__module__": module, "__reduce__": _reduce_for(cls), "__doc__": cls.__doc__})
         _CLASSES[cls] = made
         return made
+
+
+def _condition(exc: DeltaError, text: str) -> tuple[str | None, str]:
+    """The error condition of ``exc`` and the message without it."""
+    if isinstance(exc, ConcurrentModificationException):
+        return next(name for kind, name in _CONFLICT_CONDITIONS if isinstance(exc, kind)), text
+    found = _LEADING_CONDITION.match(text)
+    if found is None:
+        return None, text
+    return found.group(1), text[found.end():]
 
 
 def _reduce_for(base: type[DeltaError]) -> Callable[[Any], tuple[Any, ...]]:
@@ -87,13 +161,13 @@ def as_spark_error(exc: DeltaError) -> DeltaError:
     """
     from pyspark.errors import PySparkException
 
-    if isinstance(exc, (ConcurrentModificationException, StorageError, PySparkException)):
+    if isinstance(exc, (StorageError, PySparkException)):
         return exc
-    cls = _spark_class(type(exc))
+    cls = spark_class(type(exc))
     new: Any = Exception.__new__(cls)
     new.__dict__.update(exc.__dict__)
-    text = str(exc)
-    PySparkException.__init__(new, text)
+    condition, text = _condition(exc, str(exc))
+    PySparkException.__init__(new, text, errorClass=condition)
     new.args = exc.args
     return new  # type: ignore[no-any-return]
 

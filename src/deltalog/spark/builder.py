@@ -572,8 +572,8 @@ def _check_new_location(table: Table) -> None:
 
 def upgrade_table_protocol(table: Table, reader_version: int, writer_version: int) -> Protocol | None:
     """Raise the table's protocol to at least ``(reader_version, writer_version)`` in one ``UPGRADE
-    PROTOCOL`` commit; returns the new protocol, or None when the table already has it. Lowering a
-    version is refused (``[DELTA_INVALID_PROTOCOL_DOWNGRADE]``).
+    PROTOCOL`` commit; returns the new protocol, or None when the table already has it. A version at or
+    below the table's is kept as it is (never lowered, not an error), as delta-spark does.
 
     Example:
         >>> upgrade_table_protocol(deltalog.Table("/data/t"), 1, 3)                     # doctest: +SKIP
@@ -581,16 +581,11 @@ def upgrade_table_protocol(table: Table, reader_version: int, writer_version: in
     """
     snapshot = table.snapshot()
     old = snapshot.protocol
-    if reader_version < old.minReaderVersion or writer_version < old.minWriterVersion:
-        raise InvalidArgumentError(
-            f"[DELTA_INVALID_PROTOCOL_DOWNGRADE] Protocol version cannot be downgraded from "
-            f"({old.minReaderVersion},{old.minWriterVersion}) to ({reader_version},{writer_version})",
-            table=table.location,
-        )
     for name, value, limit in (("readerVersion", reader_version, 3), ("writerVersion", writer_version, 7)):
         if value > limit:
             raise InvalidArgumentError(f"{name} {value} is not supported (at most {limit})", table=table.location)
-    new = _raise_versions(old, reader_version, writer_version, table.location)
+    new = _raise_versions(old, max(reader_version, old.minReaderVersion), max(writer_version, old.minWriterVersion),
+                          table.location)
     if new == old:
         return None
     txn = start_transaction(table, UpgradeProtocol(new_protocol=new.to_dict()), snapshot=snapshot)

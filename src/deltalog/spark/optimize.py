@@ -65,6 +65,7 @@ from deltalog.commands.optimize_plan import (
 from deltalog.errors import (
     ConcurrentModificationException,
     InvalidArgumentError,
+    InvalidArgumentTypeError,
     MetadataChangedException,
     ProtocolChangedException,
 )
@@ -593,6 +594,7 @@ class DeltaOptimizeBuilder:
         if not names:
             raise InvalidArgumentError("executeZOrderBy needs at least one column", table=self._path)
         if not all(isinstance(c, str) for c in names):
-            raise InvalidArgumentError(f"executeZOrderBy takes column names, got {list(names)!r}", table=self._path)
+            raise InvalidArgumentTypeError(f"executeZOrderBy takes column names (str), got {list(names)!r}",
+                                           table=self._path)
         result = optimize(self._spark, self._path, where=self._filters, zorder_by=[str(c) for c in names])
         return metrics_frame(self._spark, result)

@@ -32,12 +32,14 @@ from deltalog.errors import InvalidArgumentError
 
 __all__ = ["install_delta_aliases", "main", "patch_session_builder"]
 
-_ALIASES = ("delta", "delta.tables", "delta.exceptions", "delta.pip_utils")
+#: ``delta.__version__`` under ``deltalog run``: the delta-spark release whose Python API deltalog mirrors
+#: (programs compare it to gate features), not deltalog's own version (``deltalog.__version__``).
+DELTA_SPARK_API_VERSION = "4.4.1"
 
 
 def install_delta_aliases() -> None:
-    """Make ``delta``, ``delta.tables``, ``delta.exceptions`` and ``delta.pip_utils`` import deltalog's
-    equivalents in this process (replacing delta-spark's modules if they were imported).
+    """Make ``delta``, ``delta.tables``, ``delta.exceptions``, ``delta.pip_utils`` and ``delta.version``
+    import deltalog's equivalents in this process (replacing delta-spark's modules if they were imported).
 
     Example:
         >>> install_delta_aliases()
@@ -45,25 +47,30 @@ def install_delta_aliases() -> None:
         >>> DeltaTable.__module__
         'deltalog.spark.table'
     """
-    import deltalog
+    from typing import List, Optional  # noqa: UP035 -- the names delta.pip_utils exports
+
+    from pyspark.sql import SparkSession
+
     from deltalog.spark import exceptions as exceptions_module
     from deltalog.spark import tables as tables_module
     from deltalog.spark.session import configure_spark_with_delta_pip
 
     pip_utils = types.ModuleType("delta.pip_utils", "deltalog's configure_spark_with_delta_pip, as delta.pip_utils")
-    pip_utils.configure_spark_with_delta_pip = configure_spark_with_delta_pip  # type: ignore[attr-defined]
+    vars(pip_utils).update(configure_spark_with_delta_pip=configure_spark_with_delta_pip, List=List,  # noqa: UP006
+                           Optional=Optional, SparkSession=SparkSession)
+    version = types.ModuleType("delta.version", "the delta-spark API version deltalog mirrors")
+    vars(version).update(__version__=DELTA_SPARK_API_VERSION)
     package = types.ModuleType("delta", "delta-spark's Python API, served by deltalog (see deltalog.spark.run)")
     package.__path__ = []  # a package: ``import delta.tables`` finds the submodules in sys.modules
-    package.__version__ = deltalog.__version__  # type: ignore[attr-defined]
-    package.DeltaTable = tables_module.DeltaTable  # type: ignore[attr-defined]
-    package.configure_spark_with_delta_pip = configure_spark_with_delta_pip  # type: ignore[attr-defined]
-    package.tables = tables_module  # type: ignore[attr-defined]
-    package.exceptions = exceptions_module  # type: ignore[attr-defined]
-    package.pip_utils = pip_utils  # type: ignore[attr-defined]
+    vars(package).update(
+        __version__=DELTA_SPARK_API_VERSION, __all__=["DeltaTable", "configure_spark_with_delta_pip", "__version__"],
+        DeltaTable=tables_module.DeltaTable, configure_spark_with_delta_pip=configure_spark_with_delta_pip,
+        tables=tables_module, exceptions=exceptions_module, pip_utils=pip_utils, version=version,
+    )
     for name in [n for n in sys.modules if n == "delta" or n.startswith("delta.")]:
         del sys.modules[name]
     sys.modules.update({"delta": package, "delta.tables": tables_module, "delta.exceptions": exceptions_module,
-                        "delta.pip_utils": pip_utils})
+                        "delta.pip_utils": pip_utils, "delta.version": version})
 
 
 _PATCHED: dict[str, Any] = {}

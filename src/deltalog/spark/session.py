@@ -100,7 +100,7 @@ def configure(builder: Any, *, raw_local_fs: bool = False) -> Any:
     return builder
 
 
-def configure_spark_with_delta_pip(builder: Any, extra_packages: list[str] | None = None) -> Any:
+def configure_spark_with_delta_pip(spark_session_builder: Any, extra_packages: list[str] | None = None) -> Any:
     """delta-spark's ``configure_spark_with_delta_pip`` for ported session code: :func:`configure`
     (no Delta jar is needed), plus ``extra_packages`` in ``spark.jars.packages``.
 
@@ -108,7 +108,7 @@ def configure_spark_with_delta_pip(builder: Any, extra_packages: list[str] | Non
         >>> builder = SparkSession.builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
         >>> spark = configure_spark_with_delta_pip(builder).getOrCreate()             # doctest: +SKIP
     """
-    builder = configure(builder)
+    builder = configure(spark_session_builder)
     if extra_packages:
         current = [p for p in str(getattr(builder, "_options", {}).get("spark.jars.packages", "")).split(",") if p]
         builder = builder.config("spark.jars.packages", ",".join([*current, *extra_packages]))

@@ -3,10 +3,10 @@
 * :func:`resolve_column` -- a target column named in ``set`` / ``values`` (case-insensitive, an optional
   table-alias prefix); an unknown name raises :class:`~deltalog.errors.InvalidArgumentError` listing the
   table's columns;
-* :func:`assignable` -- Spark's ANSI store-assignment rules, checked on the driver from the analysed
-  expression types: numbers to numbers, anything atomic to strings, dates and timestamps among
-  themselves, structs / arrays / maps element-wise; ``string`` to ``int`` or ``int`` to ``boolean`` are
-  refused before any job runs with a :class:`~deltalog.errors.SchemaError` naming the column;
+* :func:`assignable` -- the casts delta-spark's UPDATE and MERGE accept (Spark's ANSI cast rules),
+  checked on the driver from the analysed expression types; an array to a ``bigint`` or a date to a
+  ``boolean`` is refused before any job runs with a :class:`~deltalog.errors.SchemaError` naming the
+  column;
 * :func:`assign` -- the expression cast to the column's type; a value the cast cannot represent
   (overflow, malformed text) fails the job with ``[DELTA_CAST_FAILURE]`` naming the column and value
   (``raise_error``), which :func:`~deltalog.spark.dml._jobs.spark_error` turns into a ``SchemaError``.
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from deltalog.errors import InvalidArgumentError, SchemaError
+from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError, SchemaError
 from deltalog.protocol.schema import StructField, StructType
 from deltalog.spark._common import spark_type
 from deltalog.spark.dml._scan import is_column
@@ -47,7 +47,7 @@ def expression(value: Any, *, what: str) -> Column:
         return F.expr(value)
     if is_column(value):
         return value
-    raise InvalidArgumentError(
+    raise InvalidArgumentTypeError(
         f"{what} must be a SQL expression string or a Spark Column, got {type(value).__name__} "
         "(wrap literals with pyspark.sql.functions.lit)"
     )
@@ -61,7 +61,9 @@ def resolve_column(name: Any, schema: StructType, *, what: str, qualifiers: Coll
         >>> resolve_column("T.ID", snap.schema, what="UPDATE", qualifiers=["t"]).name  # doctest: +SKIP
         'id'
     """
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str):
+        raise InvalidArgumentTypeError(f"{what}: column names must be strings, got {name!r}")
+    if not name:
         raise InvalidArgumentError(f"{what}: column names must be non-empty strings, got {name!r}")
     names = schema.field_names
     candidates = [name]
@@ -105,12 +107,16 @@ def same_type(a: Any, b: Any) -> bool:
 
 
 def assignable(src: Any, dst: Any) -> bool:
-    """Whether Spark's ANSI store assignment accepts a ``src``-typed value in a ``dst`` column.
+    """Whether delta-spark's UPDATE / MERGE store a ``src``-typed value in a ``dst`` column: Spark's ANSI
+    cast rules (``Cast.canAnsiCast``), which delta-spark applies under the default store-assignment
+    policy -- numbers, booleans and strings among themselves, strings to dates, timestamps and binary,
+    any atomic value to a string, dates and timestamps among themselves, structs / arrays / maps
+    element-wise. A value the cast cannot represent fails the job (:func:`assign`).
 
     Example:
-        >>> from pyspark.sql.types import DateType, TimestampType
-        >>> assignable(DateType(), TimestampType())                               # doctest: +SKIP
-        True
+        >>> from pyspark.sql.types import DateType, IntegerType, StringType, TimestampType
+        >>> assignable(DateType(), TimestampType()), assignable(StringType(), IntegerType())   # doctest: +SKIP
+        (True, True)
     """
     from pyspark.sql import types as T
 
@@ -130,11 +136,16 @@ def assignable(src: Any, dst: Any) -> bool:
             and assignable(src.keyType, dst.keyType)
             and assignable(src.valueType, dst.valueType)
         )
-    if isinstance(src, T.NumericType) and isinstance(dst, T.NumericType):
-        return True
-    if isinstance(dst, T.StringType):
-        return isinstance(src, T.AtomicType) and not isinstance(src, T.BinaryType)
+    scalars = (T.NumericType, T.BooleanType)
     datetimes = (T.DateType, T.TimestampType, T.TimestampNTZType)
+    if isinstance(dst, T.StringType):
+        return isinstance(src, T.AtomicType)
+    if isinstance(src, T.StringType):
+        return isinstance(dst, (*scalars, *datetimes, T.BinaryType))
+    if isinstance(dst, scalars):
+        return isinstance(src, scalars) or (isinstance(dst, T.NumericType) and isinstance(src, T.TimestampType))
+    if isinstance(dst, T.TimestampType) and isinstance(src, T.NumericType):
+        return True
     return isinstance(src, datetimes) and isinstance(dst, datetimes)
 
 

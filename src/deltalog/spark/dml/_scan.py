@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.arrow.filters import Condition, normalize_filter
-from deltalog.errors import DeltaError, InvalidArgumentError
+from deltalog.errors import DeltaError, InvalidArgumentError, InvalidArgumentTypeError
 from deltalog.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType, physical_name
 from deltalog.spark._common import physical_field, spark_schema, spark_type
 from deltalog.spark._files import FILE, ROW, file_keys, parquet_scan
@@ -100,7 +100,7 @@ def condition_column(condition: Any, what: str) -> Column:
     elif is_column(condition):
         col = condition
     else:
-        raise InvalidArgumentError(
+        raise InvalidArgumentTypeError(
             f"the {what} condition must be a SQL string or a Spark Column, got {type(condition).__name__}"
         )
     return F.coalesce(col, F.lit(False))

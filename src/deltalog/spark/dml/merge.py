@@ -53,7 +53,7 @@ import pyarrow as pa
 
 from deltalog.arrow.filters import Condition
 from deltalog.commands.delete import uses_deletion_vectors
-from deltalog.errors import DeltaError, InvalidArgumentError
+from deltalog.errors import DeltaError, InvalidArgumentError, InvalidArgumentTypeError
 from deltalog.protocol.column_mapping import with_column_mapping
 from deltalog.protocol.schema import StructField, StructType, parse_schema
 from deltalog.spark._common import load_snapshot, open_table, spark_type
@@ -126,6 +126,13 @@ class _Clause:
         return f"WHEN {_KIND_TEXT[self.kind]} THEN {self.action.upper()}{star}"
 
 
+def _check_condition(condition: Any, what: str) -> None:
+    if not (isinstance(condition, str) or is_column(condition)):
+        raise InvalidArgumentTypeError(f"{what} must be a SQL string or a Spark Column, got {type(condition).__name__}")
+    if isinstance(condition, str) and not condition.strip():
+        raise InvalidArgumentError(f"{what} is an empty string")
+
+
 def merge(spark: Any, path: str, source: DataFrame, condition: Any, *, target_alias: str | None = None) -> MergeBuilder:
     """A :class:`MergeBuilder` merging ``source`` into the Delta table at ``path`` on ``condition`` (SQL
     string or ``Column``); ``target_alias`` is how the condition and clauses name the target.
@@ -135,14 +142,13 @@ def merge(spark: Any, path: str, source: DataFrame, condition: Any, *, target_al
         >>> b.whenMatchedDelete().execute()                                        # doctest: +SKIP
         DataFrame[num_affected_rows: bigint, ...]
     """
+    if source is None:
+        raise InvalidArgumentError("'source' in merge cannot be None")
     if type(source).__name__ != "DataFrame":
-        raise InvalidArgumentError(f"merge source must be a Spark DataFrame, got {type(source).__name__}")
-    if condition is None or not (isinstance(condition, str) or is_column(condition)):
-        raise InvalidArgumentError(
-            f"merge condition must be a SQL string or a Spark Column, got {type(condition).__name__}"
-        )
-    if isinstance(condition, str) and not condition.strip():
-        raise InvalidArgumentError("merge condition is an empty string")
+        raise InvalidArgumentTypeError(f"merge source must be a Spark DataFrame, got {type(source).__name__}")
+    if condition is None:
+        raise InvalidArgumentError("'condition' in merge cannot be None")
+    _check_condition(condition, "merge condition")
     return MergeBuilder(spark, path, source, condition, target_alias=target_alias)
 
 
@@ -177,6 +183,8 @@ class MergeBuilder:
         self.result: DmlResult | None = None
 
     def _with(self, clause: _Clause | None = None, *, evolve: bool | None = None) -> MergeBuilder:
+        if clause is not None and clause.condition is not None:
+            _check_condition(clause.condition, f"the condition of {clause.label()}")
         return MergeBuilder(
             self._spark, self._path, self._source, self._condition, target_alias=self._alias,
             clauses=self._clauses + ((clause,) if clause is not None else ()),
@@ -185,8 +193,19 @@ class MergeBuilder:
 
     @staticmethod
     def _mapping(value: Any, name: str, method: str) -> Mapping[str, Any]:
-        if not isinstance(value, Mapping) or not value:
+        if value is None or (isinstance(value, Mapping) and not value):
             raise InvalidArgumentError(f"{method} needs {name}={{column: expression}} with at least one column")
+        if not isinstance(value, Mapping):
+            raise InvalidArgumentTypeError(f"{method}: {name} must be a dict, got {type(value).__name__}")
+        for key, expr in value.items():
+            if not isinstance(key, str):
+                raise InvalidArgumentTypeError(
+                    f"{method}: the keys of {name} must be column names (str), got {key!r} of type "
+                    f"{type(key).__name__}")
+            if not (isinstance(expr, str) or is_column(expr)):
+                raise InvalidArgumentTypeError(
+                    f"{method}: {name}[{key!r}] must be a SQL expression string or a Spark Column, got "
+                    f"{type(expr).__name__} (wrap literals with pyspark.sql.functions.lit)")
         return dict(value)
 
     def whenMatchedUpdate(self, condition: Any = None, set: Mapping[str, Any] | None = None) -> MergeBuilder:
@@ -253,7 +272,8 @@ class MergeBuilder:
         return self._with(_Clause(NOT_MATCHED_BY_SOURCE, "delete", condition))
 
     def withSchemaEvolution(self) -> MergeBuilder:
-        """Let ``*All`` clauses add the source's extra columns to the table schema.
+        """Let the merge add source columns to the table schema: the source's extra columns for ``*All``
+        clauses, and a source column named by an explicit ``set`` / ``values`` key the table lacks.
 
         Example:
             >>> b.withSchemaEvolution().whenNotMatchedInsertAll()                  # doctest: +SKIP
@@ -293,9 +313,24 @@ def _check_clauses(clauses: Sequence[_Clause], table: str) -> None:
             )
 
 
-def _new_fields(target: StructType, source: DataFrame) -> list[StructField]:
+def _new_fields(target: StructType, source: DataFrame, clauses: Sequence[_Clause],
+                alias: str | None) -> list[StructField]:
+    """Source columns schema evolution adds to the target, in the source's order: every source column the
+    target lacks when a ``*`` clause exists, else those that an explicit ``set`` / ``values`` key names
+    (``new_col`` or ``t.new_col``), as delta-spark does."""
     known = {n.lower() for n in target.field_names}
-    extra = [f for f in source.schema.fields if f.name.lower() not in known]
+    if any(c.star for c in clauses):
+        wanted = None
+    else:
+        wanted = set()
+        for c in clauses:
+            for key in (c.assignments or {}):
+                name = key.lower() if isinstance(key, str) else ""
+                if alias and name.startswith(alias.lower() + "."):
+                    name = name[len(alias) + 1:]
+                wanted.add(name)
+    extra = [f for f in source.schema.fields
+             if f.name.lower() not in known and (wanted is None or f.name.lower() in wanted)]
     if not extra:
         return []
     fields = []
@@ -334,7 +369,7 @@ class _Merge:
             refuse_append_only(self.snap, "MERGE")
         check_can_write(self.snap)
         target = self.snap.schema
-        new = _new_fields(target, b._source) if self.evolve and any(c.star for c in self.clauses) else []
+        new = _new_fields(target, b._source, self.clauses, b._alias) if self.evolve else []
         self.schema = StructType((*target.fields, *new)) if new else target
         self.metadata = replace(self.snap.metadata, schemaString=self.schema.to_json()) if new else self.snap.metadata
         if new:  # under column mapping the new columns get ids and physical names before any file is written
@@ -359,7 +394,7 @@ class _Merge:
             what = f"MERGE {c.label()}"
             qualifiers = [self.b._alias] if self.b._alias else []
             for key, value in c.assignments.items():
-                f = resolve_column(key, self.snap.schema, what=what, qualifiers=qualifiers)
+                f = resolve_column(key, self.schema, what=what, qualifiers=qualifiers)
                 if f.name in out:
                     raise InvalidArgumentError(f"{what}: column {f.name!r} is assigned more than once")
                 out[f.name] = expression(value, what=f"{what} [{key!r}]")

@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.commands.dv_rebase import rebase_deletion_vectors
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
 from deltalog.spark._common import load_snapshot, open_table
 from deltalog.spark.dml._assign import assign, expression, resolve_column
 from deltalog.spark.dml._cdc import records_changes, stage_change_files, updated_rows, write_change_files
@@ -75,7 +75,10 @@ Column = Any
 
 
 def _assignments(spark_set: Any, snap: Any) -> dict[str, Column]:
-    if spark_set is None or not isinstance(spark_set, Mapping) or not spark_set:
+    if spark_set is not None and not isinstance(spark_set, Mapping):
+        raise InvalidArgumentTypeError(f"UPDATE: set must be a dict, got {type(spark_set).__name__}",
+                                       table=snap.table)
+    if not spark_set:
         raise InvalidArgumentError(
             "UPDATE needs set={column: expression} with at least one column (expressions are SQL strings or "
             "Spark Columns)",
