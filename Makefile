@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo demo-s3 test test-faults lint typecheck conformance bench docs clean
+.PHONY: demo demo-s3 test test-property test-faults lint typecheck conformance bench docs clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ test: lint typecheck $(AZURITE)
 	DELTALOG_STRICT=1 $(PY) -m pytest -q -m spark -p no:cacheprovider tests/spark; spark=$$?; \
 	wait $$kernel; kernel=$$?; echo "kernel suite:"; cat .kernel-tests.log; rm -f .kernel-tests.log; \
 	test $$spark -eq 0 -a $$kernel -eq 0
+
+# The row-level concurrency property test with 3,000 examples (make test runs 150).
+test-property: $(VENV)/.installed
+	DELTALOG_STRICT=1 DELTALOG_PROPERTY_EXAMPLES=3000 $(PY) -m pytest -q -p no:cacheprovider tests/unit/test_row_concurrency_property.py
 
 # Every fault at every storage step of every operation (make test runs a sample that visits each step once).
 test-faults: $(VENV)/.installed $(AZURITE)

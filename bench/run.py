@@ -15,8 +15,9 @@ Scripts: ``log_load.py`` (workloads a-d and the scaling sweep), ``checkpoint_wri
 workloads: ``spark_io.py`` (append and scan against plain Spark parquet) and, when present,
 ``zorder.py`` (selective queries before/after Z-order), ``dml_dv.py`` (DELETE with deletion vectors
 against copy-on-write) and ``streaming_latency.py`` (a Delta-to-Delta stream against Spark's file stream);
-``object_store.py`` (S3 on a moto server: snapshot load and commit rate against delta-rs, and in full runs a
-Spark scan of a 10k-file table through deltalog's Arrow tasks).
+``row_concurrency.py`` (concurrent single-row UPDATEs from several processes, row-level concurrency on
+against off); ``object_store.py`` (S3 on a moto server: snapshot load and commit rate against delta-rs,
+and in full runs a Spark scan of a 10k-file table through deltalog's Arrow tasks).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ SCRIPTS: list[tuple[str, list[str], bool]] = [
     ("streaming_latency.py", [], False),
     ("sql_catalog.py", [], False),
     ("object_store.py", [], True),
+    ("row_concurrency.py", [], True),
 ]
 
 

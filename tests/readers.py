@@ -38,3 +38,15 @@ def delta_rs_rows(path: str, columns: list[str]) -> list[tuple[Any, ...]]:
     deltalake = pytest.importorskip("deltalake")
     table = deltalake.DeltaTable(path).to_pyarrow_table(columns=columns)
     return sorted(zip(*[table.column(c).to_pylist() for c in columns]), key=sort_key)
+
+
+def delta_rs_query_rows(path: str, columns: list[str]) -> list[tuple[Any, ...]]:
+    """Rows of the Delta table at ``path`` as delta-rs' query engine reads them: unlike
+    :func:`delta_rs_rows` (``to_pyarrow_table``) it applies deletion vectors."""
+    deltalake = pytest.importorskip("deltalake")
+    import pyarrow as pa
+
+    select = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+    result = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path)).execute(f"select {select} from t")
+    rows = [row for batch in result for row in zip(*[c.to_pylist() for c in pa.record_batch(batch).columns])]
+    return sorted(rows, key=sort_key)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from deltalog.commands.delete import DeleteResult
     from deltalog.commands.drop_feature import DropFeatureResult
     from deltalog.commands.restore import RestoreResult
+    from deltalog.commands.update import UpdateResult
     from deltalog.commands.vacuum import VacuumResult
     from deltalog.log.checkpoint_writer import CheckpointResult
     from deltalog.snapshot import FilterLike
@@ -297,6 +298,28 @@ class Table:
         from deltalog.commands.delete import delete
 
         return delete(self, predicate, use_deletion_vectors=use_deletion_vectors, clock=clock)
+
+    def update_rows(
+        self,
+        predicate: FilterLike | None,
+        set: Mapping[str, Any],
+        *,
+        use_deletion_vectors: bool | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> UpdateResult:
+        """``UPDATE``: set columns of the rows matching ``predicate`` (see :mod:`deltalog.commands.update`;
+        :meth:`update` refreshes a snapshot): ``set`` maps column names to literal values or
+        ``pyarrow.compute`` expressions of the old row.
+
+        Example:
+            >>> import pyarrow.compute as pc
+            >>> Table("/data/t").update_rows([("id", "=", 7)], {"v": pc.field("v") * 2}).num_updated_rows
+            ... # doctest: +SKIP
+            1
+        """
+        from deltalog.commands.update import update
+
+        return update(self, predicate, set, use_deletion_vectors=use_deletion_vectors, clock=clock)
 
     def vacuum(
         self,

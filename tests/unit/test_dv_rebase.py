@@ -86,3 +86,48 @@ def test_rebased_dv_file_removed_when_nothing_commits(tmp_path: Path, monkeypatc
     bins = {p.name for p in Path(path).glob("*.bin")}
     assert len(bins) == 1  # the winner's DV file; the loser's own and its rebased one are gone again
     assert len(_ids(path)) == 7500
+
+
+def test_rebase_is_recorded_in_commit_info(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "t")
+    table = _table(path)
+    _race(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
+    table.update_rows([("id", ">=", 90)], {"id": 0})  # an UPDATE rebased onto the winning DELETE
+    monkeypatch.undo()
+    history = deltalog.Table(path).history(limit=2)
+    assert history[0]["operation"] == "UPDATE"
+    assert history[0]["rowLevelConcurrency"] == {"reconciledVersions": [1], "rebasedFiles": 1}
+    assert "rowLevelConcurrency" not in history[1]  # the winner was not rebased
+    assert _ids(path) == sorted([*range(10, 90), *[0] * 10])
+    assert sorted(r[0] for r in duckdb_rows(path, ["id"])) == _ids(path)
+
+
+def test_overlap_message_names_the_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "t")
+    table = _table(path)
+    _race(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
+    with pytest.raises(ConcurrentModificationException, match=r"both deleted or updated rows 3, 4, 5, 6, 7 and 2 more"):
+        table.delete([("id", ">=", 3)])
+    monkeypatch.undo()
+
+
+def test_property_false_keeps_the_reference_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "t")
+    table = _table(path)
+    table.set_properties({"deltalog.rowLevelConcurrency": "false"})
+    _race(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
+    with pytest.raises(ConcurrentModificationException, match="version 2"):
+        table.delete([("id", ">=", 90)])  # disjoint rows, but the table asks for Delta's reference rules
+    monkeypatch.undo()
+    assert _ids(path) == list(range(10, 100))
+
+
+def test_property_must_be_a_boolean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "t")
+    table = _table(path)
+    table.set_properties({"deltalog.rowLevelConcurrency": "sometimes"})
+    _race(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
+    with pytest.raises(deltalog.errors.InvalidArgumentError, match="must be true or false, not 'sometimes'"):
+        table.delete([("id", ">=", 90)])
+    monkeypatch.undo()
+    assert _ids(path) == list(range(10, 100)) and not list(Path(path).glob("*.bin"))[1:]

@@ -13,9 +13,14 @@ outright, metadata) is checked as before, so a delete and an update of *one* row
 rows match what the loser read, still conflict. The rows the loser inserted (new images of updated rows,
 MERGE inserts) are kept as they are.
 
-Registered by the commands that write deletion vectors (the kernel's DELETE, Spark's DELETE / UPDATE /
-MERGE) through ``Transaction.conflict_resolvers``. A DELETE or UPDATE also ignores the winner's
+Registered by the commands that write deletion vectors (the kernel's DELETE and UPDATE, Spark's DELETE /
+UPDATE / MERGE) through ``Transaction.conflict_resolvers``. A DELETE or UPDATE also ignores the winner's
 deletion-vector updates of files it read but does not change (see :func:`_without_read_only_updates`).
+
+On by default (it only acts where both commits wrote deletion vectors); the table property
+``deltalog.rowLevelConcurrency=false`` turns it off (Delta's reference rules apply: the loser aborts).
+Each rebase is recorded in the commit's ``commitInfo.rowLevelConcurrency`` (the winning versions and
+the number of files rebased); where rows overlap, the conflict's message names them.
 
 Example:
     >>> txn.conflict_resolvers.append(rebase_deletion_vectors)                    # doctest: +SKIP
@@ -31,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES, read_deletion_vector, write_deletion_vectors
+from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.actions import Add, Remove
 from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor
 
@@ -38,9 +44,36 @@ if TYPE_CHECKING:
     from deltalog.txn.conflicts import WinningCommit
     from deltalog.txn.transaction import Transaction
 
-__all__ = ["rebase_deletion_vectors"]
+__all__ = ["ROW_LEVEL_CONCURRENCY", "enabled", "rebase_deletion_vectors"]
+
+#: The table property that turns row-level concurrency off (``false``) or on (``true``, the default).
+ROW_LEVEL_CONCURRENCY = "deltalog.rowLevelConcurrency"
 
 log = logging.getLogger(__name__)
+
+
+def enabled(configuration: Mapping[str, str], *, table: str | None = None) -> bool:
+    """Whether a table's properties allow row-level concurrency (``deltalog.rowLevelConcurrency``,
+    default ``true``); any value but ``true`` / ``false`` is an error naming the property.
+
+    Example:
+        >>> enabled({}), enabled({"deltalog.rowLevelConcurrency": "FALSE"})
+        (True, False)
+    """
+    value = configuration.get(ROW_LEVEL_CONCURRENCY, "true").strip().lower()
+    if value not in ("true", "false"):
+        raise InvalidArgumentError(
+            f"table property {ROW_LEVEL_CONCURRENCY} must be true or false, not "
+            f"{configuration[ROW_LEVEL_CONCURRENCY]!r}",
+            table=table,
+        )
+    return value == "true"
+
+
+def _describe_rows(rows: np.ndarray) -> str:
+    shown = ", ".join(str(int(r)) for r in rows[:5])
+    more = f" and {rows.size - 5} more" if rows.size > 5 else ""
+    return f"row{'s' if rows.size > 1 else ''} {shown}{more}"
 
 
 def _rows(txn: Transaction, dv: Mapping[str, Any] | None) -> np.ndarray:
@@ -96,6 +129,8 @@ def rebase_deletion_vectors(txn: Transaction, winner: WinningCommit) -> WinningC
         >>> rebase_deletion_vectors(txn, winner).removed                           # doctest: +SKIP
         ()
     """
+    if txn.snapshot is not None and not enabled(txn.snapshot.properties, table=txn.table):
+        return winner
     winner = _without_read_only_updates(txn, winner)
     paths = _candidates(txn, winner)
     if not paths:
@@ -112,8 +147,10 @@ def rebase_deletion_vectors(txn: Transaction, winner: WinningCommit) -> WinningC
         start = _rows(txn, w_before)
         theirs = np.setdiff1d(_rows(txn, w_after), start, assume_unique=True)
         mine = np.setdiff1d(_rows(txn, mine_add.deletionVector), start, assume_unique=True)
-        if np.intersect1d(theirs, mine, assume_unique=True).size:
-            continue  # both deleted (or updated) one row: a real conflict
+        both = np.intersect1d(theirs, mine, assume_unique=True)
+        if both.size:  # both deleted (or updated) one row: a real conflict, its message names the rows
+            txn.row_overlaps[path] = _describe_rows(both)
+            continue
         union = np.union1d(np.union1d(start, theirs), mine).astype(np.uint64)
         new_remove = replace(mine_remove, deletionVector=dict(w_after) if w_after else None)
         rebased[path] = (new_remove, mine_add, union)
@@ -125,6 +162,7 @@ def rebase_deletion_vectors(txn: Transaction, winner: WinningCommit) -> WinningC
     for (path, (new_remove, old_add, _)), dv in zip(rebased.items(), descriptors, strict=True):
         txn._removes = [new_remove if r.path == path else r for r in txn._removes]
         txn._adds = [replace(old_add, deletionVector=dv.to_dict()) if a.path == path else a for a in txn._adds]
+    txn.reconciled[winner.version] = txn.reconciled.get(winner.version, 0) + len(rebased)
     log.info("rebased deletion vectors of %d file(s) onto version %d of %s", len(rebased), winner.version,
              txn.table)
     return replace(winner, added=tuple(a for a in winner.added if a["path"] not in rebased),

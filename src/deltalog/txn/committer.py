@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deltalog.errors import CommitOutcomeUnknownError, DeltaError, StorageError, StorageIOError
 from deltalog.log.paths import LogFile, commit_name, commit_path
@@ -86,6 +86,7 @@ def render_commit(
         engineInfo=txn.engine_info,
         txnId=txn_id,
         userMetadata=txn.user_metadata,
+        extra=_reconciled(txn),
     )
     actions: list[Action] = [info]
     if protocol is not None:
@@ -100,6 +101,16 @@ def render_commit(
     actions.extend(adds)
     text = "\n".join(action_to_json(a) for a in actions) + "\n"
     return text.encode("utf-8"), info
+
+
+def _reconciled(txn: Transaction) -> dict[str, Any]:
+    """``commitInfo.rowLevelConcurrency``: the winning versions this commit was rebased onto and the
+    number of files rebased (row-level concurrency, :mod:`deltalog.commands.dv_rebase`); nothing when
+    no resolver rebased it."""
+    if not txn.reconciled:
+        return {}
+    return {"rowLevelConcurrency": {"reconciledVersions": sorted(txn.reconciled),
+                                    "rebasedFiles": sum(txn.reconciled.values())}}
 
 
 def _row_ids(txn: Transaction, protocol: Protocol | None, version: int) -> tuple[list[Add], DomainMetadata | None]:

@@ -185,6 +185,11 @@ class Transaction:
         #: Store paths written while resolving conflicts: deleted with the transaction's own files when
         #: nothing is committed.
         self.resolver_files: list[str] = []
+        #: Winning versions a resolver rebased this transaction onto and the files it rebased (recorded
+        #: in ``commitInfo.rowLevelConcurrency``), and, per file, the rows a resolver found changed by
+        #: both (named in the conflict's message).
+        self.reconciled: dict[int, int] = {}
+        self.row_overlaps: dict[str, str] = {}
         #: Row tracking: the new files carry the moved rows' ids in the materialized columns (set by
         #: writers that preserve them, see :func:`deltalog.txn.row_tracking.materialized_fields`).
         self.keeps_row_ids = False
@@ -656,16 +661,20 @@ class Transaction:
                 payload, info = render_commit(self, version, protocol, metadata, op_metrics, txn_id)
                 landed = publish(self, version, payload)
                 if not landed:
+                    if attempt < self.retry.max_attempts:
+                        # back off *before* catching up with the winners, so the retry follows right
+                        # after reading the latest version (waiting after it would let more commits in)
+                        self._sleep(self.retry.delay(attempt, self._rng))
                     for winner in read_winners(self, version):
                         for resolve in self.conflict_resolvers:
                             winner = resolve(self, winner)
+                        if self.row_overlaps:
+                            current = replace(current, overlaps=dict(self.row_overlaps))
                         check_conflicts(current, winner)
                         winners.append(winner.version)
                         if winner.row_id_high_water_mark is not None:  # row ids are rebased above it
                             self._row_id_floor = max(self._row_id_floor, winner.row_id_high_water_mark)
                     version = winners[-1] + 1
-                    if attempt < self.retry.max_attempts:
-                        self._sleep(self.retry.delay(attempt, self._rng))
                     continue
             except StorageError as exc:
                 raise self.storage_error(exc) from exc.__cause__ or exc
