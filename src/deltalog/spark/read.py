@@ -14,10 +14,11 @@ Everything else runs in Spark, and no row reaches the driver:
   (``PartitionFilters``). Otherwise (odd layouts, binary or NaN values, zoned timestamp texts, ...)
   a small DataFrame of ``(file, typed partition columns)`` built from Arrow is broadcast-joined on
   ``_metadata.file_path``;
-* deletion vectors are decoded on the driver into a small ``(file, row_index)`` DataFrame, removed
-  with a broadcast ``left_anti`` join on ``_metadata.file_path`` and ``_metadata.row_index``; the
-  files that have one are scanned apart from the others (the two scans are unioned), so only their
-  rows pay for the per-row file path (materialising it is most of the cost);
+* deletion vectors are decoded on the driver into a small DataFrame of deleted rows, removed with a
+  broadcast ``left_anti`` join; the files that have one are scanned apart from the others (the two
+  scans are unioned). Rows are keyed by ``_metadata.file_size`` and ``_metadata.row_index`` packed in
+  one ``long`` when the sizes tell the files apart (:mod:`deltalog.spark._dv_scan`), else by
+  ``_metadata.file_path`` and ``_metadata.row_index`` (a string per row: several times slower);
 * a SQL string or ``Column`` as ``where`` skips files too: its simple conjuncts (``column op literal``,
   ``IN``, ``BETWEEN``, joined by ``AND``) prune partitions and skip files by min/max statistics, and
   Spark applies the whole condition;
@@ -47,9 +48,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.arrow.filters import Condition, normalize_filter, prune_files
-from deltalog.errors import DeltaError, InvalidArgumentError
+from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType, physical_name
 from deltalog.spark._common import load_snapshot, physical_field, spark_schema, spark_type
+from deltalog.spark._dv_scan import deleted_rows_per_file, keyed_scan
 from deltalog.spark._files import FILE as _FILE
 from deltalog.spark._files import ROW as _ROW
 from deltalog.spark._files import check_keys as _check_join_keys
@@ -240,7 +242,12 @@ def _scan_files(
         raw = parquet_scan(spark, snapshot, log_paths, physical, keys=has_dv or join_parts,
                            sizes=files.column("size").to_pylist())
     df = raw
-    if has_dv or join_parts:
+    keyed = None
+    if native and has_dv and not join_parts:  # deleted rows found by file size + row index, no path
+        keyed = keyed_scan(spark, snapshot, files, raw, [f.name for f in read_fields])
+    if keyed is not None:
+        df = keyed
+    elif has_dv or join_parts:
         uris = file_keys(snapshot, files)
         if native:
             # Only here: a _metadata column in the plan is never pruned and slows every scan down.
@@ -265,7 +272,7 @@ def _scan_files(
         else:
             sources.append((by_name[f.name].name, f))
     casts = mode != "none" and any(_is_nested(f) for f in logical if f.name not in parts)
-    current = [f.name for f in read_fields] if not (has_dv or join_parts) else None
+    current = [f.name for f in read_fields] if keyed is not None or not (has_dv or join_parts) else None
     if not casts and current == [f.name for f in logical] == [c for c, _ in sources]:
         return df  # already the requested columns: a select would only cost driver round trips
     out = []
@@ -299,35 +306,11 @@ def _partition_table(files: pa.Table, uris: list[str], fields: list[StructField]
 
 
 def _deleted_rows(snapshot: Snapshot, files: pa.Table, uris: list[str]) -> pa.Table:
-    from deltalog.arrow.deletion_vectors import read_deletion_vector
-    from deltalog.arrow.read import dv_reader
-
-    root = snapshot.store.full_path("")
-    keys: list[pa.Array] = []
-    rows: list[pa.Array] = []
-    dvs = files.column("deletionVector").to_pylist()
-    paths = files.column("path").to_pylist()
-    for uri, dv, path in zip(uris, dvs, paths):
-        if not dv:
-            continue
-        descriptor = {k: v for k, v in dv.items() if v is not None}
-        try:
-            idx = read_deletion_vector(descriptor, root, read_bytes=dv_reader(snapshot.store))
-        except DeltaError as exc:
-            raise DeltaError(
-                f"deletion vector of {path} cannot be read: {exc.message}",
-                table=snapshot.table, version=snapshot.version,
-            ) from None
-        except OSError as exc:
-            raise DeltaError(
-                f"deletion vector file of {path} cannot be read: {exc}", table=snapshot.table, version=snapshot.version
-            ) from None
-        if idx.size:
-            keys.append(pc.take(pa.array([uri], pa.string()), pa.array(np.zeros(idx.size, np.int32))))
-            rows.append(pa.array(idx.astype(np.int64)))
+    per_file = deleted_rows_per_file(snapshot, files)
+    keys = [pc.take(pa.array([uris[i]], pa.string()), pa.array(np.zeros(rows.size, np.int32))) for i, rows in per_file]
     return pa.table({
         _FILE: pa.chunked_array(keys, pa.string()),
-        _ROW: pa.chunked_array(rows, pa.int64()),
+        _ROW: pa.chunked_array([pa.array(rows.astype(np.int64)) for _, rows in per_file], pa.int64()),
     })
 
 

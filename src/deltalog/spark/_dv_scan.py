@@ -1,0 +1,129 @@
+"""Deletion vectors applied inside Spark's parquet scan without a per-row file path.
+
+Spark's scan reports each row's ``_metadata.row_index``; which file a row comes from is the costly
+part: ``_metadata.file_path`` is a string per row, and a join on ``(path, row_index)`` hashes it for
+every row (most of a deletion-vector scan's time). A file's size identifies it just as well when no
+two files of the scan share a size, and ``_metadata.file_size`` is a number Spark fills per file. So:
+
+* the files of the scan get small ids by size (only when the sizes are unique and the store reports
+  each deletion-vector file with exactly the size the log records -- else :func:`keyed_scan` returns
+  ``None`` and the caller joins on the path);
+* each row's key is ``id << 40 | row_index`` (a CASE over the few sizes; files without a deletion
+  vector get no id, a null key, and keep every row), each deleted row's key is built the same way on
+  the driver from the decoded deletion vectors;
+* a broadcast ``left_anti`` join on that single ``long`` key drops the deleted rows (Spark's hash join
+  on one long key probes an array-backed map).
+
+Example:
+    >>> keyed_scan(spark, snap, files, raw, columns)                           # doctest: +SKIP
+    DataFrame[id: bigint, v: double]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+import numpy as np
+import pyarrow as pa
+
+from deltalog.errors import DeltaError
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+
+__all__ = ["MAX_KEYED_FILES", "deleted_rows_per_file", "keyed_scan"]
+
+#: Above this many deletion-vector files the CASE that maps sizes to ids gets long; the path join is
+#: used instead.
+MAX_KEYED_FILES = 128
+_KEY = "__deltalog_dv_key"
+_ROW_BITS = 40  # row indexes below 2**40 (a trillion rows per file)
+
+
+def deleted_rows_per_file(snapshot: Snapshot, files: pa.Table) -> list[tuple[int, np.ndarray]]:
+    """``(index in files, deleted row indexes)`` of each file whose deletion vector deletes rows.
+
+    Example:
+        >>> deleted_rows_per_file(snap, snap.add_files())[0][1][:3]             # doctest: +SKIP
+        array([ 7, 107, 207], dtype=uint64)
+    """
+    from deltalog.arrow.deletion_vectors import read_deletion_vector
+    from deltalog.arrow.read import dv_reader
+
+    root = snapshot.store.full_path("")
+    out: list[tuple[int, np.ndarray]] = []
+    dvs = files.column("deletionVector").to_pylist()
+    paths = files.column("path").to_pylist()
+    for i, (dv, path) in enumerate(zip(dvs, paths, strict=True)):
+        if not dv:
+            continue
+        descriptor = {k: v for k, v in dv.items() if v is not None}
+        try:
+            rows = read_deletion_vector(descriptor, root, read_bytes=dv_reader(snapshot.store))
+        except DeltaError as exc:
+            raise DeltaError(f"deletion vector of {path} cannot be read: {exc.message}",
+                             table=snapshot.table, version=snapshot.version) from None
+        except OSError as exc:
+            raise DeltaError(f"deletion vector file of {path} cannot be read: {exc}",
+                             table=snapshot.table, version=snapshot.version) from None
+        if rows.size:
+            out.append((i, rows))
+    return out
+
+
+def _ids_by_size(snapshot: Snapshot, files: pa.Table, deleted: list[tuple[int, np.ndarray]]) -> dict[int, int] | None:
+    """``{size: id}`` for the files with deleted rows, or ``None`` when sizes cannot tell the scan's
+    files apart (shared sizes, absolute paths, or a store that reports another size than the log)."""
+    sizes = files.column("size").to_pylist()
+    if len(set(sizes)) != len(sizes) or len(deleted) > MAX_KEYED_FILES:
+        return None
+    paths = files.column("path").to_pylist()
+    ids: dict[int, int] = {}
+    for n, (i, _) in enumerate(deleted):
+        path = paths[i]
+        if "://" in path or path.startswith(("/", "file:")):
+            return None
+        try:
+            actual = snapshot.store.stat(unquote(path)).size
+        except OSError:
+            return None  # the scan reports the missing file itself
+        if actual != sizes[i]:
+            return None
+        ids[int(sizes[i])] = n
+    return ids
+
+
+def keyed_scan(
+    spark: Any, snapshot: Snapshot, files: pa.Table, raw: Any, columns: Sequence[str]
+) -> Any | None:
+    """``raw`` (Spark's parquet scan of ``files``, in which every file with a deletion vector is read
+    whole) without the deleted rows, selecting ``columns``; ``None`` when the files cannot be told apart
+    by size (the caller then joins on ``_metadata.file_path``).
+
+    Example:
+        >>> keyed_scan(spark, snap, files, spark.read.parquet(*paths), ["id"]).count()  # doctest: +SKIP
+        990
+    """
+    from pyspark.sql import functions as F
+
+    deleted = deleted_rows_per_file(snapshot, files)
+    ids = _ids_by_size(snapshot, files, deleted)
+    if ids is None:
+        return None
+    selected = [F.col(f"`{c.replace('`', '``')}`") for c in columns]
+    if not deleted:
+        return raw.select(*selected)
+    size = F.col("_metadata.file_size")
+    case = None
+    for s, n in ids.items():
+        case = F.when(size == F.lit(s), F.lit(n)) if case is None else case.when(size == F.lit(s), F.lit(n))
+    assert case is not None
+    key = F.shiftleft(case.cast("long"), _ROW_BITS).bitwiseOR(F.col("_metadata.row_index"))
+    keys = np.concatenate([(np.int64(n) << _ROW_BITS) | rows.astype(np.int64)
+                           for n, (_, rows) in enumerate(deleted)])
+    gone = spark.createDataFrame(pa.table({_KEY: pa.array(keys, pa.int64())}))
+    return (raw.select(*selected, key.alias(_KEY))
+            .join(F.broadcast(gone), on=_KEY, how="left_anti")
+            .drop(_KEY))

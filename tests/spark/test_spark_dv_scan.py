@@ -1,0 +1,89 @@
+"""How a Spark read applies deletion vectors (:mod:`deltalog.spark._dv_scan`): rows keyed by file size and
+row index when the sizes tell the files apart, by file path otherwise -- the same rows either way,
+checked against the kernel's read and the rows each file should keep."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import deltalog
+from deltalog.spark import read
+
+pytestmark = pytest.mark.spark
+
+read_module_ = __import__("deltalog.spark.read", fromlist=["keyed_scan"])
+
+
+def _ids(df: Any) -> list[int]:
+    return sorted(r["id"] for r in df.select("id").collect())
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Record whether each scan with deletion vectors was keyed by size (True) or fell back (False)."""
+    calls: list[bool] = []
+    real = read_module_.keyed_scan
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(read_module_, "keyed_scan", spy)
+    return calls
+
+
+def _table(path: str, blocks: list[list[int]]) -> deltalog.Table:
+    for i, ids in enumerate(blocks):
+        deltalog.write_table(path, pa.table({"id": pa.array(ids, pa.int64())}), mode="append",
+                             properties={"delta.enableDeletionVectors": "true"} if i == 0 else None)
+    return deltalog.Table(path)
+
+
+def test_files_told_apart_by_size(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(100, 150)), list(range(150, 400))])
+    table.delete([("id", "<", 300)], use_deletion_vectors=True)  # a DV on every file, one file emptied
+    table.delete([("id", "=", 333)])
+    calls = _spy(monkeypatch)
+    want = [i for i in range(300, 400) if i != 333]
+    assert _ids(read(spark, path)) == want == sorted(table.snapshot().to_arrow().column("id").to_pylist())
+    assert calls == [True]
+
+
+def test_shared_sizes_fall_back_to_the_path(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(0, 100)), list(range(100, 300))])  # two alike
+    sizes = table.snapshot().add_files().column("size").to_pylist()
+    assert len(set(sizes)) == 2
+    table.delete([("id", "in", [5, 7, 205])])
+    calls = _spy(monkeypatch)
+    want = sorted([i for i in range(100) if i not in (5, 7)] * 2 + [i for i in range(100, 300) if i != 205])
+    assert _ids(read(spark, path)) == want == sorted(table.snapshot().to_arrow().column("id").to_pylist())
+    assert calls == [False]
+
+
+def test_log_size_unlike_the_file_falls_back(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log whose recorded size is not the file's (another writer's bug): keying by size could drop
+    the wrong rows, so the path is used."""
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(100, 250))])
+    table.delete([("id", "in", [7, 107])])
+    log = Path(path) / "_delta_log"
+    last = sorted(log.glob("*.json"))[-1]
+    lines = []
+    for line in last.read_text().splitlines():
+        action = json.loads(line)
+        if "add" in action:
+            action["add"]["size"] += 1
+        lines.append(json.dumps(action))
+    last.write_text("\n".join(lines) + "\n")
+    for crc in log.glob("*.crc"):
+        crc.unlink()
+    calls = _spy(monkeypatch)
+    assert _ids(read(spark, path)) == [i for i in range(250) if i not in (7, 107)]
+    assert calls == [False]
