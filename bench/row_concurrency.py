@@ -38,6 +38,8 @@ MAX_TRIES = 200
 
 
 def _worker(path: str, keys: list[int], start: Any, out: Any) -> None:
+    import pyarrow.compute as pc
+
     import deltalog
     from deltalog.errors import ConcurrentModificationException
 
@@ -49,7 +51,7 @@ def _worker(path: str, keys: list[int], start: Any, out: Any) -> None:
         for key in keys:
             for _ in range(MAX_TRIES):  # an aborted statement is run again, as a job would have to
                 try:
-                    result = table.update_rows([("id", "=", key)], {"v": deltalog_bump()})
+                    result = table.update_rows([("id", "=", key)], {"v": pc.field("v") + 1})
                 except ConcurrentModificationException:
                     aborted += 1
                     continue
@@ -60,12 +62,6 @@ def _worker(path: str, keys: list[int], start: Any, out: Any) -> None:
         out.put(f"{type(exc).__name__}: {exc}")
         return
     out.put((acked, aborted))
-
-
-def deltalog_bump() -> Any:
-    import pyarrow.compute as pc
-
-    return pc.field("v") + 1
 
 
 def make_table(path: str, rows: int, properties: dict[str, str]) -> None:

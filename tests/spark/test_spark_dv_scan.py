@@ -4,6 +4,7 @@ checked against the kernel's read and the rows each file should keep."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ from deltalog.spark import read
 
 pytestmark = pytest.mark.spark
 
-read_module_ = __import__("deltalog.spark.read", fromlist=["keyed_scan"])
+#: The module itself: ``deltalog.spark.read`` as an attribute is the function of that name.
+read_module_ = importlib.import_module("deltalog.spark.read")
 
 
 def _ids(df: Any) -> list[int]:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from deltalog.protocol.schema import StructField
     from deltalog.snapshot import FilterLike, Snapshot
     from deltalog.table import Table
+    from deltalog.txn.operations import Operation
     from deltalog.txn.transaction import Transaction
 
 
@@ -92,6 +93,36 @@ def delete(
         5
     """
     snap = table.snapshot()
+    txn, conditions, expression, dvs = begin_dml(
+        table, snap, Delete(predicate=_describe(predicate)), predicate,
+        use_deletion_vectors=use_deletion_vectors, clock=clock,
+    )
+    candidates = txn.read_candidates(conditions, exact=expression is None)
+    partitions = set(snap.partition_columns)
+    if expression is None and all(c.column in partitions for c in conditions):
+        return _drop_whole_files(txn, candidates)
+    return _delete_rows(table, snap, txn, candidates, conditions, expression, dvs)
+
+
+def begin_dml(
+    table: Table,
+    snap: Snapshot,
+    operation: Operation,
+    predicate: FilterLike | None,
+    *,
+    use_deletion_vectors: bool | None,
+    clock: Callable[[], int] | None,
+) -> tuple[Transaction, list[Condition], pc.Expression | None, bool]:
+    """What the kernel's DELETE and UPDATE start with: the predicate checked against ``snap``'s schema,
+    whether to write deletion vectors (asking for them on a table without them is an error), and the
+    transaction, with row-level concurrency registered. Returns ``(txn, conditions, expression, dvs)``.
+
+    Example:
+        >>> txn, conditions, _, dvs = begin_dml(t, t.snapshot(), Delete(), [("id", "<", 3)],
+        ...                                     use_deletion_vectors=None, clock=None)  # doctest: +SKIP
+    """
+    from deltalog.commands.dv_rebase import rebase_deletion_vectors
+
     dvs = uses_deletion_vectors(snap) if use_deletion_vectors is None else use_deletion_vectors
     if dvs and not uses_deletion_vectors(snap):
         raise InvalidArgumentError(
@@ -102,15 +133,44 @@ def delete(
     options: dict[str, Any] = {"snapshot": snap}
     if clock is not None:
         options["clock"] = clock
-    txn = table.transaction(Delete(predicate=_describe(predicate)), **options)
-    from deltalog.commands.dv_rebase import rebase_deletion_vectors
-
+    txn = table.transaction(operation, **options)
     txn.conflict_resolvers.append(rebase_deletion_vectors)  # row-level concurrency on shared files
-    candidates = txn.read_candidates(conditions, exact=expression is None)
-    partitions = set(snap.partition_columns)
-    if expression is None and all(c.column in partitions for c in conditions):
-        return _drop_whole_files(txn, candidates)
-    return _delete_rows(table, snap, txn, candidates, conditions, expression, dvs)
+    return txn, conditions, expression, dvs
+
+
+def commit_dml(
+    table: Table,
+    snap: Snapshot,
+    txn: Transaction,
+    removed: list[dict[str, Any]],
+    dv_files: list[tuple[dict[str, Any], np.ndarray]],
+    new_data: list[pa.Table],
+    tracked: tuple[StructField, StructField] | None,
+    metrics: dict[str, Any],
+) -> tuple[int, int]:
+    """Commit a DML statement: ``removed`` files out, each of ``dv_files`` back in with a deletion vector
+    holding ``rows``, ``new_data`` written to new files (carrying row ids when ``tracked``). What was
+    written is deleted again if nothing commits. ``metrics`` get ``numAddedFiles``. Returns
+    ``(version, files added)``.
+
+    Example:
+        >>> commit_dml(t, snap, txn, removed, [], [rows], None, {"numDeletedRows": 1})  # doctest: +SKIP
+        (4, 1)
+    """
+    written: list[str] = []  # store paths of new data and DV files
+
+    def discard() -> None:
+        for rel in written:
+            table.store.delete(rel)
+
+    with txn.discard_unless_committed(discard):
+        txn.remove_files(removed)
+        added = _readd_with_dvs(snap, txn, dv_files, written) if dv_files else 0
+        if new_data:
+            added += _rewrite(table, snap, txn, new_data, written, tracked)
+            txn.keeps_row_ids = tracked is not None
+        result = txn.commit(metrics={**metrics, "numAddedFiles": added})
+    return result.version, added
 
 
 def _describe(predicate: Any) -> str | None:
@@ -176,25 +236,11 @@ def _delete_rows(
             copied += int(remaining.sum())
     if not removed:
         return DeleteResult(version=None, used_deletion_vectors=dvs)
-    written: list[str] = []  # store paths of new data and DV files: deleted if nothing commits
-
-    def discard() -> None:
-        for rel in written:
-            table.store.delete(rel)
-
-    with txn.discard_unless_committed(discard):
-        txn.remove_files(removed)
-        added = _readd_with_dvs(snap, txn, dv_files, written) if dv_files else 0
-        if survivors:
-            added += _rewrite(table, snap, txn, survivors, written, tracked)
-            txn.keeps_row_ids = tracked is not None
-        metrics = {
-            "numDeletedRows": deleted, "numRemovedFiles": len(removed), "numAddedFiles": added,
-            "numCopiedRows": copied, "numDeletionVectorsAdded": len(dv_files),
-        }
-        result = txn.commit(metrics=metrics)
+    metrics = {"numDeletedRows": deleted, "numRemovedFiles": len(removed), "numCopiedRows": copied,
+               "numDeletionVectorsAdded": len(dv_files)}
+    version, added = commit_dml(table, snap, txn, removed, dv_files, survivors, tracked, metrics)
     return DeleteResult(
-        version=result.version, num_deleted_rows=deleted, num_removed_files=len(removed),
+        version=version, num_deleted_rows=deleted, num_removed_files=len(removed),
         num_added_files=added, num_deletion_vectors_added=len(dv_files), num_copied_rows=copied,
         used_deletion_vectors=dvs,
     )

@@ -32,9 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.arrow.filters import normalize_filter
 from deltalog.arrow.read import kept_rows, read_file_rows, with_row_tracking_columns
-from deltalog.commands.delete import _describe, _matches, _readd_with_dvs, _rewrite, uses_deletion_vectors
+from deltalog.commands.delete import _describe, _matches, begin_dml, commit_dml
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.operations import Update
 from deltalog.txn.row_tracking import tracked_fields
@@ -81,21 +80,11 @@ def update(
         4
     """
     snap = table.snapshot()
-    assignments = _assignments(snap, set, table.location)
-    dvs = uses_deletion_vectors(snap) if use_deletion_vectors is None else use_deletion_vectors
-    if dvs and not uses_deletion_vectors(snap):
-        raise InvalidArgumentError(
-            "deletion vectors are not enabled on this table; set delta.enableDeletionVectors=true first",
-            table=table.location,
-        )
-    conditions, expression = normalize_filter(predicate, snap.schema, table=table.location)
-    options: dict[str, Any] = {"snapshot": snap}
-    if clock is not None:
-        options["clock"] = clock
-    txn = table.transaction(Update(predicate=_describe(predicate)), **options)
-    from deltalog.commands.dv_rebase import rebase_deletion_vectors
-
-    txn.conflict_resolvers.append(rebase_deletion_vectors)  # row-level concurrency on shared files
+    assignments = _assignments(snap, set)
+    txn, conditions, expression, dvs = begin_dml(
+        table, snap, Update(predicate=_describe(predicate)), predicate,
+        use_deletion_vectors=use_deletion_vectors, clock=clock,
+    )
     candidates = txn.read_candidates(conditions, exact=expression is None)
     tracked = tracked_fields(snap.protocol, snap.metadata)  # updated rows keep their ids
     removed: list[dict[str, Any]] = []
@@ -122,30 +111,17 @@ def update(
             copied += int(remaining.sum())
     if not removed:
         return UpdateResult(version=None, used_deletion_vectors=dvs)
-    written: list[str] = []  # store paths of new data and DV files: deleted if nothing commits
-
-    def discard() -> None:
-        for rel in written:
-            table.store.delete(rel)
-
-    with txn.discard_unless_committed(discard):
-        txn.remove_files(removed)
-        added = _readd_with_dvs(snap, txn, dv_files, written) if dv_files else 0
-        added += _rewrite(table, snap, txn, out, written, tracked)
-        txn.keeps_row_ids = tracked is not None
-        metrics = {
-            "numUpdatedRows": updated, "numRemovedFiles": len(removed), "numAddedFiles": added,
-            "numCopiedRows": copied, "numDeletionVectorsAdded": len(dv_files),
-        }
-        result = txn.commit(metrics=metrics)
+    metrics = {"numUpdatedRows": updated, "numRemovedFiles": len(removed), "numCopiedRows": copied,
+               "numDeletionVectorsAdded": len(dv_files)}
+    version, added = commit_dml(table, snap, txn, removed, dv_files, out, tracked, metrics)
     return UpdateResult(
-        version=result.version, num_updated_rows=updated, num_removed_files=len(removed),
+        version=version, num_updated_rows=updated, num_removed_files=len(removed),
         num_added_files=added, num_deletion_vectors_added=len(dv_files), num_copied_rows=copied,
         used_deletion_vectors=dvs,
     )
 
 
-def _assignments(snap: Snapshot, values: Any, location: str) -> dict[str, Any]:
+def _assignments(snap: Snapshot, values: Any) -> dict[str, Any]:
     """``set`` checked: a non-empty mapping of existing, assignable top-level columns (resolved
     case-insensitively, as Delta resolves names) to values."""
     from deltalog.txn.identity import identity_columns
@@ -153,23 +129,23 @@ def _assignments(snap: Snapshot, values: Any, location: str) -> dict[str, Any]:
     if not isinstance(values, Mapping) or not values:
         raise InvalidArgumentError(
             f"set must be a non-empty dict of column name to value or pyarrow expression, got {values!r}",
-            table=location,
+            table=snap.table, version=snap.version,
         )
     by_lower = {f.name.lower(): f.name for f in snap.schema.fields}
-    identity = {c.name.lower() for c in identity_columns(snap.schema, table=location)}
+    identity = {c.name.lower() for c in identity_columns(snap.schema, table=snap.table)}
     out: dict[str, Any] = {}
     for key, value in values.items():
         if not isinstance(key, str) or key.lower() not in by_lower:
             raise InvalidArgumentError(
                 f"[DELTA_COLUMN_NOT_FOUND] cannot update column {key!r}: the table has columns "
                 f"{[f.name for f in snap.schema.fields]} (nested fields cannot be set by the kernel's UPDATE)",
-                table=location,
+                table=snap.table, version=snap.version,
             )
         if key.lower() in identity:
             raise InvalidArgumentError(
                 f"[DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] column {by_lower[key.lower()]!r} is an identity "
                 "column and cannot be updated",
-                table=location,
+                table=snap.table, version=snap.version,
             )
         out[by_lower[key.lower()]] = value
     return out
@@ -188,13 +164,13 @@ def _new_images(
     names = [f.name for f in snap.schema.fields]
     values: dict[str, Any] = {}
     exprs = {k: v for k, v in assignments.items() if isinstance(v, pc.Expression)}
-    evaluated = ds.dataset(old.select(names)).to_table(columns=exprs) if exprs and old.num_rows else None
+    evaluated = ds.dataset(old.select(names)).to_table(columns=exprs) if exprs else None
     for name, value in assignments.items():
         target = old.schema.field(name).type
         try:
             if isinstance(value, pc.Expression):
-                col = evaluated.column(name) if evaluated is not None else pa.nulls(0, target)
-                values[name] = pc.cast(col, target)
+                assert evaluated is not None
+                values[name] = pc.cast(evaluated.column(name), target)
             else:
                 values[name] = pa.repeat(pa.scalar(value).cast(target) if value is not None
                                          else pa.scalar(None, target), old.num_rows)

@@ -27,13 +27,14 @@ from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
 
-__all__ = ["MAX_KEYED_FILES", "deleted_rows_per_file", "keyed_scan"]
+__all__ = ["MAX_KEYED_FILES", "deleted_row_keys", "deleted_rows_per_file", "keyed_scan"]
 
 #: Above this many deletion-vector files the CASE that maps sizes to ids gets long; the path join is
 #: used instead.
@@ -71,6 +72,24 @@ def deleted_rows_per_file(snapshot: Snapshot, files: pa.Table) -> list[tuple[int
         if rows.size:
             out.append((i, rows))
     return out
+
+
+def deleted_row_keys(snapshot: Snapshot, files: pa.Table, uris: Sequence[str]) -> pa.Table:
+    """The deleted rows of ``files`` as a :data:`~deltalog.spark._files.FILE` / ``ROW`` table (``uris[i]``
+    is file ``i``'s key), for the anti join on ``_metadata.file_path`` and ``_metadata.row_index``.
+
+    Example:
+        >>> deleted_row_keys(snap, files, file_keys(snap, files)).num_rows       # doctest: +SKIP
+        100000
+    """
+    from deltalog.spark._files import FILE, ROW
+
+    per_file = deleted_rows_per_file(snapshot, files)
+    keys = [pc.take(pa.array([uris[i]], pa.string()), pa.array(np.zeros(rows.size, np.int32))) for i, rows in per_file]
+    return pa.table({
+        FILE: pa.chunked_array(keys, pa.string()),
+        ROW: pa.chunked_array([pa.array(rows.astype(np.int64)) for _, rows in per_file], pa.int64()),
+    })
 
 
 def _ids_by_size(snapshot: Snapshot, files: pa.Table, deleted: list[tuple[int, np.ndarray]]) -> dict[int, int] | None:

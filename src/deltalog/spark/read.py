@@ -43,7 +43,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -51,7 +50,7 @@ from deltalog.arrow.filters import Condition, normalize_filter, prune_files
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType, physical_name
 from deltalog.spark._common import load_snapshot, physical_field, spark_schema, spark_type
-from deltalog.spark._dv_scan import deleted_rows_per_file, keyed_scan
+from deltalog.spark._dv_scan import deleted_row_keys, keyed_scan
 from deltalog.spark._files import FILE as _FILE
 from deltalog.spark._files import ROW as _ROW
 from deltalog.spark._files import check_keys as _check_join_keys
@@ -257,7 +256,7 @@ def _scan_files(
                 meta.append(F.col("_metadata.row_index").alias(_ROW))
             df = raw.select(*[F.col(_quoted(f.name)) for f in read_fields], *meta)
         if has_dv:
-            deleted = _deleted_rows(snapshot, files, uris)
+            deleted = deleted_row_keys(snapshot, files, uris)
             if deleted.num_rows:
                 ddf = spark.createDataFrame(deleted, spark_schema(_key_fields(with_row=True)))
                 df = df.join(F.broadcast(ddf), on=[_FILE, _ROW], how="left_anti")
@@ -303,14 +302,5 @@ def _partition_table(files: pa.Table, uris: list[str], fields: list[StructField]
             raw = pc.map_lookup(pv, pa.scalar(f.name, pa.string()), "first")
         columns[f.name] = partition_array(raw, f.type)
     return pa.table(columns)
-
-
-def _deleted_rows(snapshot: Snapshot, files: pa.Table, uris: list[str]) -> pa.Table:
-    per_file = deleted_rows_per_file(snapshot, files)
-    keys = [pc.take(pa.array([uris[i]], pa.string()), pa.array(np.zeros(rows.size, np.int32))) for i, rows in per_file]
-    return pa.table({
-        _FILE: pa.chunked_array(keys, pa.string()),
-        _ROW: pa.chunked_array([pa.array(rows.astype(np.int64)) for _, rows in per_file], pa.int64()),
-    })
 
 

@@ -24,14 +24,14 @@ import math
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.arrow.filters import Condition, normalize_filter
-from deltalog.errors import DeltaError, InvalidArgumentError, InvalidArgumentTypeError
+from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
 from deltalog.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType, physical_name
 from deltalog.spark._common import physical_field, spark_schema, spark_type
+from deltalog.spark._dv_scan import deleted_row_keys
 from deltalog.spark._files import FILE, ROW, file_keys, parquet_scan
 
 if TYPE_CHECKING:
@@ -376,32 +376,6 @@ def _partition_table(files: pa.Table, uris: list[str], fields: list[StructField]
     return pa.table(columns)
 
 
-def _deleted_rows(snapshot: Snapshot, rows: list[dict[str, Any]], uris: list[str]) -> pa.Table:
-    """``(file, row)`` of every row the files' current deletion vectors delete."""
-    from deltalog.arrow.deletion_vectors import read_deletion_vector
-    from deltalog.arrow.read import dv_reader
-
-    root = snapshot.store.full_path("")
-    files: list[pa.Array] = []
-    positions: list[pa.Array] = []
-    for uri, row in zip(uris, rows):
-        dv = row.get("deletionVector")
-        if not dv:
-            continue
-        descriptor = {k: v for k, v in dv.items() if v is not None}
-        try:
-            idx = read_deletion_vector(descriptor, root, read_bytes=dv_reader(snapshot.store))
-        except (DeltaError, OSError) as exc:
-            raise DeltaError(
-                f"deletion vector of {row['path']} cannot be read: {exc}", table=snapshot.table,
-                version=snapshot.version,
-            ) from None
-        if idx.size:
-            files.append(pc.take(pa.array([uri], pa.string()), pa.array(np.zeros(idx.size, np.int32))))
-            positions.append(pa.array(idx.astype(np.int64)))
-    return pa.table({FILE: pa.chunked_array(files, pa.string()), ROW: pa.chunked_array(positions, pa.int64())})
-
-
 def _is_nested(field: StructField) -> bool:
     return isinstance(field.type, (StructType, ArrayType, MapType))
 
@@ -435,8 +409,8 @@ def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted
     uris = file_uris(snapshot, files)
     raw = parquet_scan(spark, snapshot, files.column("path").to_pylist(), physical, keys=True,
                        sizes=files.column("size").to_pylist())
-    rows = files.to_pylist()
-    has_dv = drop_deleted and any(r.get("deletionVector") for r in rows)
+    has_dv = (drop_deleted and "deletionVector" in files.column_names
+              and files.column("deletionVector").null_count < files.num_rows)
     columns = []
     for f, p in zip(data_fields, physical):
         col = F.col(quoted(p.name))
@@ -445,7 +419,7 @@ def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted
         columns.append(col.alias(f.name))
     df = raw.select(*columns, F.col(FILE), F.col(ROW))
     if has_dv:
-        deleted = _deleted_rows(snapshot, rows, uris)
+        deleted = deleted_row_keys(snapshot, files, uris)
         if deleted.num_rows:
             ddf = spark.createDataFrame(deleted, spark_schema(_key_fields(with_row=True)))
             df = df.join(F.broadcast(ddf), on=[FILE, ROW], how="left_anti")
