@@ -23,6 +23,7 @@ from harness import GIB, Result, load_results
 
 DOCS = harness.ROOT / "docs"
 PLOT_NAME = "performance_snapshot_load.png"
+SCAN_PLOT_NAME = "performance_scan_files.png"
 
 def reason(r: Result) -> str:
     """Why a target does not hold yet: the analysis behind the profiles of ``bench/hotspots.py`` (the
@@ -94,6 +95,23 @@ def plot(scale: dict[str, Any] | None, c: Result | None, out: Path) -> bool:
     points = sorted((p for p in points if p.get("files")), key=lambda p: int(p["files"]))
     if not points:
         return False
+    _draw(points, out, anchor="delta-rs (deltalake)", xlabel="live files (checkpoint + 20 JSON commits)",
+          ylabel="load snapshot + list files (ms, median)", title="Snapshot load time against table size")
+    return True
+
+
+def plot_scan(scan: dict[str, Any] | None, out: Path) -> bool:
+    """Draw Spark full-scan time against the number of files, deltalog vs ``spark.read.parquet(dir)``
+    (``scan_files.json`` of ``bench/scan_planning.py``); returns False when there is nothing to draw."""
+    points = sorted((p for p in (scan or {}).get("points", []) if p.get("files")), key=lambda p: int(p["files"]))
+    if not points:
+        return False
+    _draw(points, out, anchor="spark.read.parquet(dir)", xlabel="data files (10 rows each)",
+          ylabel="full scan, sum + count (ms, median)", title="Spark full scan time against number of files")
+    return True
+
+
+def _draw(points: list[dict[str, Any]], out: Path, *, anchor: str, xlabel: str, ylabel: str, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -102,19 +120,18 @@ def plot(scale: dict[str, Any] | None, c: Result | None, out: Path) -> bool:
     files = [p["files"] for p in points]
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     ax.plot(files, [p["deltalog_s"] * 1000 for p in points], "o-", label="deltalog", color="#1f77b4")
-    ax.plot(files, [p["anchor_s"] * 1000 for p in points], "s--", label="delta-rs (deltalake)", color="#ff7f0e")
+    ax.plot(files, [p["anchor_s"] * 1000 for p in points], "s--", label=anchor, color="#ff7f0e")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("live files (checkpoint + 20 JSON commits)")
-    ax.set_ylabel("load snapshot + list files (ms, median)")
-    ax.set_title("Snapshot load time against table size")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out)
     plt.close(fig)
-    return True
 
 
 def _profile_lines(profiles: Path, key: str, n: int = 5) -> list[str]:
@@ -179,6 +196,20 @@ def render(results_dir: Path, out: Path) -> str:
                     f"| {p['files']:,} | {_ms(p['deltalog_s'])} | {_ms(p['anchor_s'])} | "
                     f"{p['deltalog_s'] / p['anchor_s']:.2f}× |"
                 )
+    scan = _load_json(results_dir / "scan_files.json")
+    if plot_scan(scan, out.parent / SCAN_PLOT_NAME) and scan:
+        lines += ["", "## Spark scan time against number of files", "",
+                  "Full scan (sum + count) of tables of tiny files (`bench/scan_planning.py`); deltalog plans the "
+                  "scan from the log, so Spark makes no status or list call per data file (\"discovered\": files "
+                  "Spark found by listing or status calls, its `filesDiscovered` counter).", "",
+                  f"![scan time against files]({SCAN_PLOT_NAME})", "",
+                  "| files | deltalog | spark.read.parquet(dir) | ratio | explicit paths | discovered: deltalog "
+                  "/ plain / explicit paths |", "|---|---|---|---|---|---|"]
+        for p in scan.get("points", []):
+            lines.append(
+                f"| {p['files']:,} | {_ms(p['deltalog_s'])} | {_ms(p['anchor_s'])} | "
+                f"{p['deltalog_s'] / p['anchor_s']:.2f}× | {_ms(p['paths_s'])} | {p['deltalog_files_discovered']:,} / "
+                f"{p['anchor_files_discovered']:,} / {p['paths_files_discovered']:,} |")
     missed = [results[k] for k in sorted(results) if not results[k].holds]
     lines += ["", "## Targets not met yet", ""]
     if not missed:

@@ -14,6 +14,7 @@ import pytest
 
 import deltalog
 from deltalog.spark import read
+from deltalog.spark._log_index import FILE_INDEX_CONF
 
 pytestmark = pytest.mark.spark
 
@@ -70,8 +71,10 @@ def test_shared_sizes_fall_back_to_the_path(spark: Any, tmp_path: Path, monkeypa
 
 
 def test_log_size_unlike_the_file_falls_back(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A log whose recorded size is not the file's (another writer's bug): keying by size could drop
-    the wrong rows, so the path is used."""
+    """A log whose recorded size is not the file's (another writer's bug). Planned from the log (the
+    default), Spark's ``_metadata.file_size`` is the log's size, so keying by size stays right; with
+    explicit paths Spark reports the file's own size, and keying by it could drop the wrong rows, so the
+    path is used."""
     path = str(tmp_path / "t")
     table = _table(path, [list(range(0, 100)), list(range(100, 250))])
     table.delete([("id", "in", [7, 107])])
@@ -87,5 +90,12 @@ def test_log_size_unlike_the_file_falls_back(spark: Any, tmp_path: Path, monkeyp
     for crc in log.glob("*.crc"):
         crc.unlink()
     calls = _spy(monkeypatch)
-    assert _ids(read(spark, path)) == [i for i in range(250) if i not in (7, 107)]
-    assert calls == [False]
+    want = [i for i in range(250) if i not in (7, 107)]
+    assert _ids(read(spark, path)) == want
+    assert calls == [True]
+    spark.conf.set(FILE_INDEX_CONF, "paths")
+    try:
+        assert _ids(read(spark, path)) == want
+    finally:
+        spark.conf.unset(FILE_INDEX_CONF)
+    assert calls == [True, False]

@@ -92,9 +92,12 @@ def deleted_row_keys(snapshot: Snapshot, files: pa.Table, uris: Sequence[str]) -
     })
 
 
-def _ids_by_size(snapshot: Snapshot, files: pa.Table, deleted: list[tuple[int, np.ndarray]]) -> dict[int, int] | None:
+def _ids_by_size(
+    snapshot: Snapshot, files: pa.Table, deleted: list[tuple[int, np.ndarray]], *, sizes_from_log: bool
+) -> dict[int, int] | None:
     """``{size: id}`` for the files with deleted rows, or ``None`` when sizes cannot tell the scan's
-    files apart (shared sizes, absolute paths, or a store that reports another size than the log)."""
+    files apart (shared sizes; or, when Spark takes the sizes from the file system rather than from the log,
+    absolute paths or a store that reports another size than the log)."""
     sizes = files.column("size").to_pylist()
     if len(set(sizes)) != len(sizes) or len(deleted) > MAX_KEYED_FILES:
         return None
@@ -102,6 +105,9 @@ def _ids_by_size(snapshot: Snapshot, files: pa.Table, deleted: list[tuple[int, n
     ids: dict[int, int] = {}
     for n, (i, _) in enumerate(deleted):
         path = paths[i]
+        if sizes_from_log:
+            ids[int(sizes[i])] = n
+            continue
         if "://" in path or path.startswith(("/", "file:")):
             return None
         try:
@@ -115,11 +121,12 @@ def _ids_by_size(snapshot: Snapshot, files: pa.Table, deleted: list[tuple[int, n
 
 
 def keyed_scan(
-    spark: Any, snapshot: Snapshot, files: pa.Table, raw: Any, columns: Sequence[str]
+    spark: Any, snapshot: Snapshot, files: pa.Table, raw: Any, columns: Sequence[str], *, sizes_from_log: bool = False
 ) -> Any | None:
     """``raw`` (Spark's parquet scan of ``files``, in which every file with a deletion vector is read
     whole) without the deleted rows, selecting ``columns``; ``None`` when the files cannot be told apart
-    by size (the caller then joins on ``_metadata.file_path``).
+    by size (the caller then joins on ``_metadata.file_path``). ``sizes_from_log``: ``raw`` was planned
+    from the log (:mod:`deltalog.spark._log_index`), so ``_metadata.file_size`` is the log's size.
 
     Example:
         >>> keyed_scan(spark, snap, files, spark.read.parquet(*paths), ["id"]).count()  # doctest: +SKIP
@@ -128,7 +135,7 @@ def keyed_scan(
     from pyspark.sql import functions as F
 
     deleted = deleted_rows_per_file(snapshot, files)
-    ids = _ids_by_size(snapshot, files, deleted)
+    ids = _ids_by_size(snapshot, files, deleted, sizes_from_log=sizes_from_log)
     if ids is None:
         return None
     selected = [F.col(f"`{c.replace('`', '``')}`") for c in columns]

@@ -106,36 +106,47 @@ def parquet_scan(
     *,
     keys: bool = False,
     sizes: Sequence[int | None] | None = None,
+    mtimes: Sequence[int | None] | None = None,
 ) -> DataFrame:
     """The ``physical`` columns of the data files ``log_paths`` (paths as the log names them), plus
     :data:`FILE` and :data:`ROW` with ``keys`` (see the module docstring). A column a file lacks reads as
-    null.
+    null. With the files' ``sizes`` and modification times ``mtimes`` (from the log), the native scan is
+    planned without a status call per file (:mod:`deltalog.spark._log_index`).
 
     Example:
         >>> parquet_scan(spark, snap, ["part-0.parquet"], physical).count()          # doctest: +SKIP
         1000
     """
     if uses_native_io(spark, snapshot):
-        return _native_scan(spark, snapshot, log_paths, physical, keys=keys)
+        known = None
+        if sizes is not None and mtimes is not None and all(v is not None for v in sizes):
+            known = (sizes, mtimes)
+        return _native_scan(spark, snapshot, log_paths, physical, keys=keys, sizes_mtimes=known)
     return _arrow_scan(spark, snapshot, log_paths, physical, keys=keys, sizes=sizes)
 
 
 def _native_scan(
-    spark: Any, snapshot: Snapshot, log_paths: Sequence[str], physical: Sequence[StructField], *, keys: bool
+    spark: Any, snapshot: Snapshot, log_paths: Sequence[str], physical: Sequence[StructField], *, keys: bool,
+    sizes_mtimes: tuple[Sequence[Any], Sequence[Any]] | None,
 ) -> DataFrame:
     from pyspark.sql import functions as F
 
     from deltalog.arrow.read import _resolve
     from deltalog.spark._common import spark_schema
+    from deltalog.spark._log_index import log_indexed, usable
 
-    paths = [_resolve(snapshot, p) for p in log_paths]
+    reader = spark.read.schema(spark_schema(list(physical)))
+    uris = [file_key(snapshot, p) for p in log_paths]
     try:
-        raw = spark.read.schema(spark_schema(list(physical))).parquet(*paths)
+        if sizes_mtimes is not None and usable(spark, table=snapshot.table):
+            raw = log_indexed(spark, reader, uris, *sizes_mtimes, hive=False)
+        else:
+            raw = reader.parquet(*[_resolve(snapshot, p) for p in log_paths])
     except Exception as exc:
         raise scan_error(exc, snapshot) from None
     if not keys:
         return raw
-    check_keys(raw, [file_key(snapshot, p) for p in log_paths], snapshot)
+    check_keys(raw, uris, snapshot)
     return raw.select(*[F.col(_quoted(f.name)) for f in physical],
                       F.col("_metadata.file_path").alias(FILE), F.col("_metadata.row_index").alias(ROW))
 

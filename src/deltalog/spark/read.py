@@ -57,6 +57,7 @@ from deltalog.spark._files import check_keys as _check_join_keys
 from deltalog.spark._files import file_keys, parquet_scan, uses_native_io
 from deltalog.spark._files import scan_error as _scan_error
 from deltalog.spark._hive import hive_layout_matches
+from deltalog.spark._log_index import log_indexed, usable
 from deltalog.spark._skipping import attach, skipping_conditions
 
 if TYPE_CHECKING:
@@ -227,14 +228,23 @@ def _scan_files(
     hive = native and bool(part_fields) and hive_layout_matches(files, part_all, keys)
     join_parts = bool(part_fields) and not hive
     read_fields = list(physical)
+    from_log = False
     if native:
-        local_paths = [_resolve(snapshot, p) for p in log_paths]
+        root = snapshot.store.full_path("")
+        from_log = usable(spark, table=snapshot.table, root=root if hive else None)
         reader = spark.read
         if hive:
             read_fields += [StructField(k, f.type, True, {}) for f, k in zip(part_all, keys)]
-            reader = reader.option("basePath", snapshot.store.full_path("")).option("timeZone", "UTC")
+            reader = reader.option("timeZone", "UTC")
+            if not from_log:
+                reader = reader.option("basePath", root)
+        reader = reader.schema(spark_schema(read_fields))
         try:
-            raw = reader.schema(spark_schema(read_fields)).parquet(*local_paths)
+            if from_log:
+                raw = log_indexed(spark, reader, file_keys(snapshot, files), files.column("size").to_pylist(),
+                                  files.column("modificationTime").to_pylist(), hive=hive)
+            else:
+                raw = reader.parquet(*[_resolve(snapshot, p) for p in log_paths])
         except Exception as exc:
             raise _scan_error(exc, snapshot) from None
     else:  # object store without a Hadoop connector: Arrow tasks read the files (keys come with the rows)
@@ -243,7 +253,7 @@ def _scan_files(
     df = raw
     keyed = None
     if native and has_dv and not join_parts:  # deleted rows found by file size + row index, no path
-        keyed = keyed_scan(spark, snapshot, files, raw, [f.name for f in read_fields])
+        keyed = keyed_scan(spark, snapshot, files, raw, [f.name for f in read_fields], sizes_from_log=from_log)
     if keyed is not None:
         df = keyed
     elif has_dv or join_parts:

@@ -408,7 +408,7 @@ def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted
     physical = [physical_field(f, mode) for f in data_fields]
     uris = file_uris(snapshot, files)
     raw = parquet_scan(spark, snapshot, files.column("path").to_pylist(), physical, keys=True,
-                       sizes=files.column("size").to_pylist())
+                       sizes=files.column("size").to_pylist(), mtimes=files.column("modificationTime").to_pylist())
     has_dv = (drop_deleted and "deletionVector" in files.column_names
               and files.column("deletionVector").null_count < files.num_rows)
     columns = []
