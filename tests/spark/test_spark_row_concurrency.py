@@ -73,3 +73,34 @@ def test_optimize_that_loses_to_a_delete_plans_again(spark: Any, tmp_path: Path,
     assert sorted(r.id for r in spark.read.format("delta").load(path).collect()) == list(range(10, 100))
     written = {p.name for p in Path(path).glob("*.parquet")}
     assert len(written) == 4 + 1 + 1  # 4 originals, the delete's rewrite, one compacted file: the lost one is gone
+
+
+def test_dml_losing_to_optimize_is_restated_through_row_ids(spark: Any, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """With row tracking, a Spark DELETE and MERGE that lose to a Spark OPTIMIZE commit on the compacted
+    file (the kernel tests check the row ids); DuckDB reads the same rows."""
+    from deltalog.spark import DeltaTable
+    from deltalog.spark.optimize import optimize
+    from readers import duckdb_rows
+
+    path = str(tmp_path / "t")
+    t = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, v STRING) USING DELTA TBLPROPERTIES "
+              "('delta.enableDeletionVectors' = 'true', 'delta.enableRowTracking' = 'true')")
+    for start in range(0, 40, 10):
+        rows = spark.range(start, start + 10, 1, 1).selectExpr("id", "'a' AS v")
+        rows.write.format("delta").mode("append").save(path)
+    _race(monkeypatch, path, lambda _: optimize(spark, path))
+    spark.sql(f"DELETE FROM {t} WHERE id IN (3, 17, 38)")
+    monkeypatch.undo()
+    table = deltalog.Table(path)
+    assert [h["operation"] for h in table.history(limit=2)] == ["DELETE", "OPTIMIZE"]
+    assert len(table.snapshot().add_files()) == 1
+    source = spark.createDataFrame([(5, "m"), (100, "new")], "id BIGINT, v STRING")
+    _race(monkeypatch, path, lambda _: optimize(spark, path))  # purges the deletion vector: a new file
+    (DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), "t.id = s.id")
+     .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+    monkeypatch.undo()
+    want = sorted([(i, "m" if i == 5 else "a") for i in range(40) if i not in (3, 17, 38)] + [(100, "new")])
+    assert sorted(tuple(r) for r in spark.read.format("delta").load(path).collect()) == want
+    assert sorted(duckdb_rows(path, ["id", "v"])) == want

@@ -13,6 +13,9 @@ outright, metadata) is checked as before, so a delete and an update of *one* row
 rows match what the loser read, still conflict. The rows the loser inserted (new images of updated rows,
 MERGE inserts) are kept as they are.
 
+A DML statement that loses to a compaction is handled first (:mod:`deltalog.commands.compaction_rebase`:
+re-expressed on the compacted files through row ids when the table tracks rows).
+
 Registered by the commands that write deletion vectors (the kernel's DELETE and UPDATE, Spark's DELETE /
 UPDATE / MERGE) through ``Transaction.conflict_resolvers``. A DELETE or UPDATE also ignores the winner's
 deletion-vector updates of files it read but does not change (see :func:`_without_read_only_updates`).
@@ -36,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES, read_deletion_vector, write_deletion_vectors
+from deltalog.commands.compaction_rebase import rebase_onto_compaction
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.actions import Add, Remove
 from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor
@@ -131,6 +135,7 @@ def rebase_deletion_vectors(txn: Transaction, winner: WinningCommit) -> WinningC
     """
     if txn.snapshot is not None and not enabled(txn.snapshot.properties, table=txn.table):
         return winner
+    winner = rebase_onto_compaction(txn, winner)
     winner = _without_read_only_updates(txn, winner)
     paths = _candidates(txn, winner)
     if not paths:
@@ -149,7 +154,7 @@ def rebase_deletion_vectors(txn: Transaction, winner: WinningCommit) -> WinningC
         mine = np.setdiff1d(_rows(txn, mine_add.deletionVector), start, assume_unique=True)
         both = np.intersect1d(theirs, mine, assume_unique=True)
         if both.size:  # both deleted (or updated) one row: a real conflict, its message names the rows
-            txn.row_overlaps[path] = _describe_rows(both)
+            txn.row_overlaps[path] = f"both deleted or updated {_describe_rows(both)} of it"
             continue
         union = np.union1d(np.union1d(start, theirs), mine).astype(np.uint64)
         new_remove = replace(mine_remove, deletionVector=dict(w_after) if w_after else None)

@@ -104,12 +104,18 @@ SNAPSHOT_ISOLATION = "SnapshotIsolation"
 ISOLATION_LEVELS = (SERIALIZABLE, WRITE_SERIALIZABLE)
 
 
+#: What a winner's adds keep: the checks need the first five, resolvers rebuild a file's action from all.
+_ADD_COLUMNS = ("path", "partitionValues", "stats", "dataChange", "deletionVector", "size", "modificationTime",
+                "tags", "baseRowId", "defaultRowCommitVersion")
+
+
 @dataclass(frozen=True)
 class WinningCommit:
     """What a concurrent commit did, summarised for the checks.
 
     ``added`` / ``removed`` hold one mapping per file action with at least ``path`` (adds also
-    ``partitionValues``, ``stats`` and ``dataChange``).
+    ``partitionValues``, ``stats`` and ``dataChange``; read from a commit, also ``size``,
+    ``modificationTime``, ``tags``, ``deletionVector``, ``baseRowId`` and ``defaultRowCommitVersion``).
 
     Example:
         >>> WinningCommit(version=7, operation="OPTIMIZE", removed=({"path": "a.parquet"},)).removed[0]
@@ -158,8 +164,7 @@ class WinningCommit:
             is_blind_append=bool(info is not None and info.isBlindAppend is True),
             protocol=protocol,
             metadata=metadata,
-            added=tuple(fa.adds.select(["path", "partitionValues", "stats", "dataChange", "deletionVector"])
-                        .to_pylist()),
+            added=tuple(fa.adds.select([c for c in _ADD_COLUMNS if c in fa.adds.column_names]).to_pylist()),
             removed=tuple(fa.removes.select(["path", "dataChange", "deletionVector"]).to_pylist()),
             app_ids=app_ids,
             domains=domains,
@@ -194,8 +199,8 @@ class CurrentTransaction:
     is_blind_append: bool = False
     changes_data: bool = True
     metadata_changed: bool = False
-    #: Files whose rows this transaction and a winner both changed (``path -> "rows 4, 7"``), found
-    #: by row-level concurrency: named in the conflict's message.
+    #: Why row-level concurrency could not reconcile a file (``path -> "both deleted or updated rows 4, 7
+    #: of it"``): added to the conflict's message.
     overlaps: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -228,8 +233,8 @@ def _read(me: CurrentTransaction) -> str:
 
 
 def _overlap(me: CurrentTransaction, path: str) -> str:
-    rows = me.overlaps.get(path)
-    return f" (both deleted or updated {rows} of it)" if rows else ""
+    note = me.overlaps.get(path)
+    return f" ({note})" if note else ""
 
 
 def check_protocol(me: CurrentTransaction, winner: WinningCommit) -> None:

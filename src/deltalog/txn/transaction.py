@@ -668,6 +668,8 @@ class Transaction:
                     for winner in read_winners(self, version):
                         for resolve in self.conflict_resolvers:
                             winner = resolve(self, winner)
+                        if self.conflict_resolvers:  # a resolver may have restated this transaction's files
+                            current = self._current()
                         if self.row_overlaps:
                             current = replace(current, overlaps=dict(self.row_overlaps))
                         check_conflicts(current, winner)
