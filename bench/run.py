@@ -13,7 +13,8 @@ the exit status is then 1.
 Scripts: ``log_load.py`` (workloads a-d and the scaling sweep), ``checkpoint_write.py`` (e),
 ``commit_rate.py`` (f), and in full runs only (so the CI smoke test never starts a JVM) the Spark
 workloads: ``spark_io.py`` (append and scan against plain Spark parquet), ``scan_planning.py`` (scans of
-1k-100k-file tables planned from the log against ``spark.read.parquet(dir)``) and, when present,
+1k-100k-file tables planned from the log against ``spark.read.parquet(dir)``), ``spark_dml.py`` (MERGE,
+DELETE / UPDATE and OPTIMIZE against hand-written Spark jobs and delta-rs) and, when present,
 ``zorder.py`` (selective queries before/after Z-order), ``dml_dv.py`` (DELETE with deletion vectors
 against copy-on-write) and ``streaming_latency.py`` (a Delta-to-Delta stream against Spark's file stream);
 ``row_concurrency.py`` (concurrent single-row UPDATEs from several processes, row-level concurrency on
@@ -40,6 +41,7 @@ SCRIPTS: list[tuple[str, list[str], bool]] = [
     ("commit_rate.py", [], True),
     ("spark_io.py", [], False),
     ("scan_planning.py", [], False),
+    ("spark_dml.py", [], False),
     ("zorder.py", [], False),
     ("dml_dv.py", [], False),
     ("streaming_latency.py", [], False),

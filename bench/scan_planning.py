@@ -103,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, nargs="+", default=None,
                         help="table sizes in files (default 1000 10000 100000; quick: 50 200)")
     parser.add_argument("--repeat", type=int, default=None, help="timed runs per side (default 3, quick 1)")
+    parser.add_argument("--selective-only", action="store_true",
+                        help="measure only the selective scan on the largest table (keeps the sweep's results)")
     args = parser.parse_args(argv)
     sizes = sorted(args.files or ([50, 200] if args.quick else [1_000, 10_000, 100_000]))
     repeat = args.repeat or (1 if args.quick else 3)
@@ -133,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
 
     points = []
     try:
-        for n in sizes:
+        for n in ([] if args.selective_only else sizes):
             path = str(tables[n])
             runs = repeat if n < 100_000 else max(1, repeat - 1)
             plain_s, plain_r, ours_s, ours_r = harness.time_interleaved(
@@ -193,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         save(r, results_dir)
     finally:
         spark.stop()
-    (results_dir / "scan_files.json").write_text(json.dumps({"points": points}, indent=1))
+    if points:
+        (results_dir / "scan_files.json").write_text(json.dumps({"points": points}, indent=1))
     return 0
 
 

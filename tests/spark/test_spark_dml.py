@@ -530,3 +530,31 @@ def test_merge_bad_input_leaves_the_table_unchanged(
          .whenMatchedUpdate(set={"v": "s.v"}).whenNotMatchedInsert(values={"id": "s.id", "v": "s.v"}).execute())
     monkeypatch.undo()
     assert version(path) == v0 and table_rows(path) == before and sorted(os.listdir(path)) == files_before
+
+
+def test_merge_insert_skips_source_rows_matched_in_untouched_files(spark: Any, tmp_path: Path) -> None:
+    """A file holding a match that no clause acts on is not rewritten, yet its match still keeps the
+    source row from being inserted (the write job joins every file holding a match)."""
+    import pyarrow as pa
+
+    import deltalog
+    from deltalog.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    for start in (0, 10):
+        ids = list(range(start, start + 10))
+        deltalog.write_table(path, pa.table({"id": pa.array(ids, pa.int64()), "v": ["a"] * 10}), mode="append")
+    source = spark.createDataFrame([(5, "x"), (15, "y"), (30, "z")], "id BIGINT, v STRING")
+    (DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), "t.id = s.id")
+     .whenMatchedUpdate("t.id < 10", {"v": "s.v"}).whenNotMatchedInsertAll().execute())
+    want = sorted([(i, "x" if i == 5 else "a") for i in range(20)] + [(30, "z")])
+    assert sorted(tuple(r) for r in DeltaTable.forPath(spark, path).toDF().collect()) == want
+    last = deltalog.Table(path).history(limit=1)[0]["operationMetrics"]
+    assert (last["numTargetFilesRemoved"], last["numTargetRowsInserted"], last["numTargetRowsUpdated"]) == \
+        ("1", "1", "1")
+    # every file touched: the rewrite reads the files without per-row keys, same result
+    source = spark.createDataFrame([(1, "p"), (11, "q"), (40, "r")], "id BIGINT, v STRING")
+    (DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), "t.id = s.id")
+     .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+    want = sorted([(i, {1: "p", 5: "x", 11: "q"}.get(i, "a")) for i in range(20)] + [(30, "z"), (40, "r")])
+    assert sorted(tuple(r) for r in DeltaTable.forPath(spark, path).toDF().collect()) == want

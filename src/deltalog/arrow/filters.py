@@ -155,12 +155,75 @@ def prune_files(snapshot: Snapshot, conditions: Sequence[Condition]) -> pa.Table
         sel = pc.fill_null(_evaluate(ptable, expr), False).to_numpy(zero_copy_only=False)
         keep &= sel
     stat_conds = [c for c in conditions if c.column not in part_cols and c.op not in ("!=", "not in")]
-    if stat_conds:
+    fast = [c for c in stat_conds if _fast_type(schema.field(c.column).type) is not None]
+    slow = [c for c in stat_conds if c not in fast]
+    if fast and keep.any():
+        keep &= ~_excluded_by_stats(files.column("stats"), fast, schema, mode)
+    if slow:
         stats = files.column("stats").to_pylist()
         for i, s in enumerate(stats):
             if keep[i] and s:
-                keep[i] = _may_match(s, stat_conds, schema, mode)
+                keep[i] = _may_match(s, slow, schema, mode)
     return files.filter(pa.array(keep))
+
+
+#: Column types whose min/max statistics are compared vectorized (Arrow's JSON reader parses them the
+#: way :func:`deltalog.protocol.stats.stat_value` does); the others go through :func:`_may_match`.
+_FAST_TYPES = {"byte": pa.int64(), "short": pa.int64(), "integer": pa.int64(), "long": pa.int64(),
+               "float": pa.float64(), "double": pa.float64(), "string": pa.string(), "date": pa.date32()}
+
+
+def _fast_type(dtype: Any) -> pa.DataType | None:
+    from deltalog.protocol.schema import PrimitiveType
+
+    return _FAST_TYPES.get(dtype.name) if isinstance(dtype, PrimitiveType) else None
+
+
+def _excluded_by_stats(stats: Any, conds: Sequence[Condition], schema: StructType, mode: str) -> np.ndarray:
+    """Per file, whether its min/max statistics prove that no row matches ``conds`` (all of them numeric,
+    string or date columns): one vectorized parse of every file's statistics, as :func:`_may_match`
+    decides file by file (a missing, null or unusable statistic never excludes a file)."""
+    from deltalog.log.checkpoint_writer import parse_stats
+
+    keys = {c.column: physical_name(schema.field(c.column), mode) for c in conds}
+    types = {keys[c.column]: _fast_type(schema.field(c.column).type) for c in conds}
+    bounds = pa.struct([pa.field(k, t) for k, t in types.items()])
+    target = pa.struct([pa.field("numRecords", pa.int64()), pa.field("minValues", bounds),
+                        pa.field("maxValues", bounds),
+                        pa.field("nullCount", pa.struct([pa.field(k, pa.int64()) for k in types]))])
+    parsed = parse_stats(stats, target)
+    out = np.zeros(len(parsed), dtype=bool)
+
+    def column(group: str, key: str) -> Any:
+        return pc.struct_field(pc.struct_field(parsed, group), key)
+
+    records = pc.struct_field(parsed, "numRecords")
+    for c in conds:
+        key = keys[c.column]
+        every_null = pc.and_(pc.equal(column("nullCount", key), records), pc.greater(records, 0))
+        lo, hi = column("minValues", key), column("maxValues", key)
+        known = pc.and_(pc.is_valid(lo), pc.is_valid(hi))
+        t = types[key]
+        try:
+            if c.op in ("=", "in"):
+                values = c.value if c.op == "in" else (c.value,)
+                outside = None
+                for v in values:
+                    v_s = pa.scalar(v, t)
+                    one = pc.or_(pc.less(v_s, lo), pc.greater(v_s, hi))
+                    outside = one if outside is None else pc.and_(outside, one)
+                cannot = outside if outside is not None else pa.scalar(False)
+            else:
+                v_s = pa.scalar(c.value, t)
+                if c.op in ("<", "<="):
+                    cannot = (pc.greater_equal if c.op == "<" else pc.greater)(lo, v_s)
+                else:
+                    cannot = (pc.less_equal if c.op == ">" else pc.less)(hi, v_s)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            cannot = pa.scalar(False)  # a value the column's type cannot hold: only all-null files go
+        excluded = pc.or_(pc.fill_null(every_null, False), pc.fill_null(pc.and_(known, cannot), False))
+        out |= np.asarray(excluded.to_numpy(zero_copy_only=False), dtype=bool)
+    return out
 
 
 def _evaluate(table: pa.Table, expr: pc.Expression) -> pa.Array:

@@ -351,9 +351,10 @@ def parse_stats(stats: Arr | Chunked, target: pa.StructType) -> Arr:
     step = 1 << 20
     pieces = [_parse_block(strings.slice(i, step), target) for i in range(0, n, step)]
     out: Any = pa.concat_arrays(pieces) if len(pieces) > 1 else pieces[0]
-    if strings.null_count:
+    if strings.null_count:  # null stats stay null (and so do the rows no parse could read)
         out = pa.StructArray.from_arrays(
-            [out.field(i) for i in range(target.num_fields)], fields=list(target), mask=strings.is_null()
+            [out.field(i) for i in range(target.num_fields)], fields=list(target),
+            mask=pc.or_(strings.is_null(), out.is_null()),
         )
     result: Arr = out
     return result

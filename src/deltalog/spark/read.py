@@ -63,7 +63,7 @@ from deltalog.spark._skipping import attach, skipping_conditions
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
 
-__all__ = ["READ_OPTIONS", "read", "read_snapshot"]
+__all__ = ["READ_OPTIONS", "read", "read_snapshot", "scan_rows"]
 
 #: Options ``spark.read.format("delta")`` accepts (case-insensitive), besides ``path``.
 READ_OPTIONS = ("versionAsOf", "timestampAsOf", "path")
@@ -190,6 +190,21 @@ def read_snapshot(
         df = df.select(*[F.col(_quoted(n)) for n in names])
     # Later filters (directly or after select / withColumn / ...) re-plan this scan with file skipping.
     return attach(df, snapshot, where=where, columns=columns, prune=prune)
+
+
+def scan_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
+    """The live rows of ``files`` (an ``add_files()`` table) in the table's logical columns, as a read scans
+    them (deletion vectors applied, partition values attached) and without per-row file keys: what a
+    copy-on-write rewrite copies when no row ids need to travel with the rows.
+
+    Example:
+        >>> scan_rows(spark, snap, snap.add_files()).count()                          # doctest: +SKIP
+        1000
+    """
+    fields = list(snapshot.schema.fields)
+    if files.num_rows == 0:
+        return spark.createDataFrame([], spark_schema(fields))
+    return _scan(spark, snapshot, files, fields, snapshot.column_mapping_mode, set(snapshot.partition_columns))
 
 
 def _scan(

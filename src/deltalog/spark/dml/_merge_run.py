@@ -350,11 +350,15 @@ class MergeRun:
         except Exception as exc:
             raise spark_error(exc, self.table.location) from None
 
-    def _target(self, files: Any) -> DataFrame:
+    def _target(self, files: Any, *, keys: bool = True) -> DataFrame:
+        """The target rows of ``files``; without ``keys``, the read scan (no per-row file and row index)."""
         from pyspark.sql import functions as F
 
-        T = target_scan(self.b._spark, self.snap, files, drop_deleted=True, row_ids=True).withColumn(
-            _T_PRESENT, F.lit(True))
+        from deltalog.spark.read import scan_rows
+
+        scan = target_scan(self.b._spark, self.snap, files, drop_deleted=True, row_ids=True) if keys else \
+            scan_rows(self.b._spark, self.snap, files)
+        T = scan.withColumn(_T_PRESENT, F.lit(True))
         return T.alias(self.b._alias) if self.b._alias else T
 
     def _metrics(self, scan_ms: int, **counts: int) -> dict[str, int]:
@@ -440,29 +444,16 @@ class MergeRun:
         return joined.withColumn(_ACTION, self._action(flags, ordered, default)), t_here, s_here
 
     def _rewrite(self, T: DataFrame, S: DataFrame, candidates: Any) -> DmlResult:
-        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
 
         # Job 1 needs the rows a clause may act on only: target rows without a match are needed only
-        # for NOT MATCHED BY SOURCE clauses, source rows without one only for inserts.
-        # With inserts, the write job joins every candidate row with the source (full outer join) anyway:
-        # that join runs once, kept (memory, else local disk) for both jobs.
-        how = {(True, True): "full", (True, False): "full", (False, True): "left", (False, False): "inner"}[
+        # for NOT MATCHED BY SOURCE clauses, source rows without one only for inserts (and are dropped
+        # here, so Spark turns a right join into an inner one).
+        how = {(True, True): "full", (True, False): "right", (False, True): "left", (False, False): "inner"}[
             (bool(self.not_matched), bool(self.by_source))
         ]
         frame, t_here, s_here = self._frame(T, S, how)
         self._outputs(frame, T, S)  # assignments and their types are checked before any job runs
-        kept = frame.persist(StorageLevel.MEMORY_AND_DISK) if self.not_matched else None
-        try:
-            return self._rewrite_from(frame, T, S, candidates, t_here, s_here)
-        finally:
-            if kept is not None:
-                kept.unpersist()
-
-    def _rewrite_from(
-        self, frame: DataFrame, T: DataFrame, S: DataFrame, candidates: Any, t_here: Column, s_here: Column
-    ) -> DmlResult:
-        from pyspark.sql import functions as F
-
         # One group per matched target row (are there several source rows?), one per file and clause for the
         # unmatched ones: the aggregation shuffles about as many rows as matched, not the whole target.
         pairs = F.when(s_here, 1).otherwise(0)
@@ -480,6 +471,7 @@ class MergeRun:
              "numTargetRowsNotMatchedBySourceDeleted"), 0,
         )
         touched_uris: set[str] = set()
+        matched_uris = {r[FILE] for r in stats if r["most"] is not None and int(r["most"]) > 0}
         for r in stats:
             act, n = r["act"], int(r["n"])
             if act is None or act < 0:
@@ -496,8 +488,12 @@ class MergeRun:
         outcome: DvOutcome | None = None
         try:
             if removed or self.not_matched:
+                # inserts: a source row matches no target row of the candidates iff it matches none in
+                # the files holding matches, so only those (and the touched ones) are joined again
+                join_uris = touched_uris | matched_uris
+                join_files = candidates.filter(pa.array([u in join_uris for u in uris], pa.bool_()))
                 outcome = self._write_changes(T, S, touched, touched_uris, staged, use_dvs,
-                                              joined=frame if self.not_matched else None)
+                                              join_files=join_files if self.not_matched else None)
         except BaseException:
             staged.cleanup()
             raise
@@ -512,20 +508,24 @@ class MergeRun:
 
     def _write_changes(
         self, T: DataFrame, S: DataFrame, touched: Any, touched_uris: set[str], staged: Staged, use_dvs: bool,
-        *, joined: DataFrame | None,
+        *, join_files: Any | None,
     ) -> DvOutcome | None:
         """Job 2 (and 3): write the rows the merge produces; copy-on-write rewrites the touched files'
         surviving rows, with deletion vectors only updated and inserted rows are written and the acted-on
-        target rows are marked deleted. ``joined``: the full outer join of job 1 (kept), when there are
-        inserts."""
+        target rows are marked deleted. ``join_files``: with inserts, the target files the source is joined
+        with (the touched ones and those holding any match)."""
         from pyspark.sql import functions as F
 
         action = F.col(_ACTION)
         deletes = [self.codes[id(c)] for c in self.clauses if c.action == "delete"] or [_DROP]
         updates = [self.codes[id(c)] for c in self.clauses if c.action == "update"] or [_DROP]
-        if joined is not None:  # inserts need every candidate target row to know what matches
-            frame, t_here = joined, T[_T_PRESENT].isNotNull()
-            in_touched = t_here & T[FILE].isin(sorted(touched_uris))
+        if join_files is not None:  # inserts: every target row that matches decides what is inserted
+            plain = (not use_dvs and join_files.num_rows == touched.num_rows and tracked_fields(self.snap) is None
+                     and not records_changes(self.snap))
+            # copy-on-write of exactly the joined files, nothing travelling with the rows: no per-row keys
+            T = self._target(join_files, keys=not plain)
+            frame, t_here, _ = self._frame(T, S, "full")
+            in_touched = t_here if plain else t_here & T[FILE].isin(sorted(touched_uris))
         else:  # a target row's fate depends only on the source: join the touched files alone
             T = self._target(touched)
             frame, t_here, _ = self._frame(T, S, "left")

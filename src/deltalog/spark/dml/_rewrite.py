@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltalog.spark.dml._jobs import Staged, check_can_write, count_matches, write_rows
+from deltalog.spark.dml._jobs import Staged, check_can_write, count_matches, spark_error, write_rows
 from deltalog.spark.dml._scan import file_uris, live_rows, target_scan
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.table import Table
 
-__all__ = ["Touched", "touched_files", "write_survivors"]
+__all__ = ["Touched", "matches_per_file", "touched_files", "write_survivors"]
 
 Column = Any  # pyspark.sql.Column
 
@@ -62,8 +62,7 @@ def touched_files(spark: Any, table: Table, snapshot: Snapshot, candidates: pa.T
     """
     if candidates.num_rows == 0:
         return Touched(candidates, candidates, 0)
-    scan = target_scan(spark, snapshot, candidates, drop_deleted=True)
-    counts = count_matches(scan, condition, table.location)
+    counts = matches_per_file(spark, snapshot, candidates, condition, table.location)
     uris = file_uris(snapshot, candidates)
     files = candidates.filter(pa.array([u in counts for u in uris], pa.bool_()))
     rows = candidates.to_pylist()
@@ -71,6 +70,43 @@ def touched_files(spark: Any, table: Table, snapshot: Snapshot, candidates: pa.T
         u in counts and live_rows(snapshot, [r]) > counts[u] for u, r in zip(uris, rows)
     ]
     return Touched(files, candidates.filter(pa.array(partial, pa.bool_())), sum(counts.values()))
+
+
+def matches_per_file(spark: Any, snapshot: Snapshot, candidates: pa.Table, condition: Column, table: str
+                     ) -> dict[str, int]:
+    """Live rows of each file of ``candidates`` where ``condition`` holds (one job; files without a match are
+    absent), keyed as :func:`~deltalog.spark.dml._scan.file_uris`. Files without deletion vectors whose
+    sizes tell them apart are counted by Spark's ``_metadata.file_size`` over the read scan (a number per
+    file, no per-row path or row index); otherwise by the target scan's file key.
+
+    Example:
+        >>> matches_per_file(spark, snap, snap.add_files(), F.col("id") < 10, "/data/t")  # doctest: +SKIP
+        {'file:/data/t/part-0.parquet': 10}
+    """
+    from pyspark.sql import functions as F
+
+    from deltalog.spark._files import uses_native_io
+    from deltalog.spark.read import scan_rows
+
+    sizes = [int(s) for s in candidates.column("size").to_pylist()]
+    has_dv = "deletionVector" in candidates.column_names and \
+        candidates.column("deletionVector").null_count < candidates.num_rows
+    if not has_dv and len(set(sizes)) == len(sizes) and uses_native_io(spark, snapshot):
+        by_size = dict(zip(sizes, file_uris(snapshot, candidates), strict=True))
+        frame = None
+        try:  # the read scan keeps Spark's _metadata column unless it had to join partition values
+            frame = (scan_rows(spark, snapshot, candidates).filter(condition)
+                     .groupBy(F.col("_metadata.file_size").alias("size")).agg(F.count(F.lit(1)).alias("n")))
+        except Exception:
+            frame = None
+        if frame is not None:
+            try:
+                rows = frame.collect()
+            except Exception as exc:
+                raise spark_error(exc, table) from None
+            if all(int(r["size"]) in by_size for r in rows):  # Spark took the sizes from the log (or agrees)
+                return {by_size[int(r["size"])]: int(r["n"]) for r in rows}
+    return count_matches(target_scan(spark, snapshot, candidates, drop_deleted=True), condition, table)
 
 
 def write_survivors(
@@ -86,9 +122,13 @@ def write_survivors(
     if partial.num_rows == 0:
         return 0
     from deltalog.spark.dml._row_ids import tracked_fields
+    from deltalog.spark.read import scan_rows
 
     check_can_write(snapshot)
-    survivors = target_scan(spark, snapshot, partial, drop_deleted=True, row_ids=True).filter(~condition)
+    if tracked_fields(snapshot) is None:  # nothing travels with the rows: the read scan, no per-row keys
+        survivors = scan_rows(spark, snapshot, partial).filter(~condition)
+    else:
+        survivors = target_scan(spark, snapshot, partial, drop_deleted=True, row_ids=True).filter(~condition)
     files = write_rows(survivors, table, snapshot.schema, snapshot.metadata)
     staged.data.extend(files)
     staged.keeps_row_ids = staged.keeps_row_ids or tracked_fields(snapshot) is not None

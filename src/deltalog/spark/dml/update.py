@@ -47,11 +47,11 @@ from deltalog.spark.dml._jobs import (
     Timer,
     apply_dv_results,
     check_can_write,
-    count_matches,
     refuse_append_only,
     run_dv_job,
     write_rows,
 )
+from deltalog.spark.dml._rewrite import matches_per_file
 from deltalog.spark.dml._scan import (
     FILE,
     ROW,
@@ -153,7 +153,7 @@ def update(spark: Any, path: str, condition: Any = None, set: Mapping[str, Any] 
         touched = candidates
         updated = live_rows(snap, candidates.to_pylist())
     else:
-        counts = count_matches(target_scan(spark, snap, candidates, drop_deleted=True), cond, table.location)
+        counts = matches_per_file(spark, snap, candidates, cond, table.location)
         touched = candidates.filter(pa.array([u in counts for u in file_uris(snap, candidates)]))
         updated = sum(counts.values())
     scan_ms = timer.elapsed_ms()
@@ -212,8 +212,12 @@ def _copy_on_write(
     spark: Any, table: Any, snap: Any, txn: Transaction, touched: pa.Table, cond: Column,
     values: Mapping[str, Column], staged: Staged, updated: int,
 ) -> dict[str, int]:
-    rows = target_scan(spark, snap, touched, drop_deleted=True, row_ids=True)
+    from deltalog.spark.read import scan_rows
+
     kept = _row_id_columns(snap, cond)
+    # without row ids to carry, the read scan (no per-row file keys) feeds the rewrite
+    rows = target_scan(spark, snap, touched, drop_deleted=True, row_ids=True) if kept else \
+        scan_rows(spark, snap, touched)
     staged.data.extend(write_rows(rows.select(*_columns(snap, values, cond), *kept), table, snap.schema,
                                   snap.metadata))
     staged.keeps_row_ids = bool(kept)
