@@ -1,6 +1,7 @@
 """Min/max file skipping vectorized over every file's statistics (:func:`deltalog.arrow.filters.prune_files`)
 decides exactly as the file-by-file comparison does, for numeric, string and date columns, with missing,
-null, all-null and unusable statistics."""
+null, all-null and unusable statistics, and with literals of another kind than the column (a fractional
+value on an integer column is compared exactly, not truncated)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deltalog.arrow.filters import Condition, _excluded_by_stats, _may_match
+from deltalog.arrow.filters import Condition, _may_match, stats_keep
 from deltalog.protocol.schema import parse_schema
 
 SCHEMA = parse_schema(json.dumps({"type": "struct", "fields": [
@@ -54,9 +55,14 @@ def _conditions(draw: Any) -> list[Condition]:
     for _ in range(draw(st.integers(1, 3))):
         column = draw(st.sampled_from(sorted(_VALUES)))
         op = draw(st.sampled_from(["=", "<", "<=", ">", ">=", "in"]))
-        value = draw(_VALUES[column])
+        values = _VALUES[column]
+        if column in ("i", "b") and draw(st.booleans()):  # fractional literals on integer columns
+            values = st.floats(-60, 60, allow_nan=False)
+        elif column == "d" and draw(st.booleans()):  # integers on a double column
+            values = st.integers(-12, 12)
+        value = draw(values)
         if op == "in":
-            value = tuple([value, *draw(st.lists(_VALUES[column], max_size=2))])
+            value = tuple([value, *draw(st.lists(values, max_size=2))])
         out.append(Condition(column, op, value))
     return out
 
@@ -64,9 +70,9 @@ def _conditions(draw: Any) -> list[Condition]:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_stats(), min_size=1, max_size=12), _conditions())
 def test_vectorized_skipping_matches_the_per_file_comparison(stats: list[str | None], conds: list[Condition]) -> None:
-    excluded = _excluded_by_stats(pa.array(stats, pa.string()), conds, SCHEMA, "none")
-    want = [bool(s) and not _may_match(s, conds, SCHEMA, "none") for s in stats]
-    assert excluded.tolist() == want
+    kept = stats_keep(pa.array(stats, pa.string()), conds, SCHEMA, "none")
+    want = [not s or _may_match(s, conds, SCHEMA, "none") for s in stats]
+    assert kept.tolist() == want
 
 
 def test_unreadable_statistics_parse_as_null_next_to_missing_ones() -> None:

@@ -155,16 +155,37 @@ def prune_files(snapshot: Snapshot, conditions: Sequence[Condition]) -> pa.Table
         sel = pc.fill_null(_evaluate(ptable, expr), False).to_numpy(zero_copy_only=False)
         keep &= sel
     stat_conds = [c for c in conditions if c.column not in part_cols and c.op not in ("!=", "not in")]
-    fast = [c for c in stat_conds if _fast_type(schema.field(c.column).type) is not None]
-    slow = [c for c in stat_conds if c not in fast]
-    if fast and keep.any():
-        keep &= ~_excluded_by_stats(files.column("stats"), fast, schema, mode)
-    if slow:
-        stats = files.column("stats").to_pylist()
-        for i, s in enumerate(stats):
-            if keep[i] and s:
-                keep[i] = _may_match(s, slow, schema, mode)
+    if stat_conds and keep.any():
+        keep &= stats_keep(files.column("stats"), stat_conds, schema, mode, keep=keep)
     return files.filter(pa.array(keep))
+
+
+def stats_keep(stats: Any, conds: Sequence[Condition], schema: StructType, mode: str,
+               keep: np.ndarray | None = None) -> np.ndarray:
+    """Per file (``stats``: the JSON statistics column), whether its min/max statistics allow rows matching
+    every condition of ``conds`` (data columns only); files already dropped by ``keep`` are not looked at.
+    Numeric, string and date comparisons are vectorized, the others compared file by file.
+
+    Example:
+        >>> from deltalog.protocol.schema import parse_schema
+        >>> s = parse_schema('{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,'
+        ...                  '"metadata":{}}]}')
+        >>> stats_keep(pa.array(['{"numRecords":2,"minValues":{"x":1},"maxValues":{"x":5}}']),
+        ...            [Condition("x", ">", 7)], s, "none").tolist()
+        [False]
+    """
+    n = len(stats)
+    out = np.ones(n, dtype=bool) if keep is None else keep.copy()
+    fast = [c for c in conds if _fast_value(schema.field(c.column).type, c)]
+    slow = [c for c in conds if c not in fast]
+    if fast:
+        out &= ~_excluded_by_stats(stats, fast, schema, mode)
+    if slow:
+        values = stats.to_pylist()
+        for i, s in enumerate(values):
+            if out[i] and s:
+                out[i] = _may_match(s, slow, schema, mode)
+    return out
 
 
 #: Column types whose min/max statistics are compared vectorized (Arrow's JSON reader parses them the
@@ -177,6 +198,22 @@ def _fast_type(dtype: Any) -> pa.DataType | None:
     from deltalog.protocol.schema import PrimitiveType
 
     return _FAST_TYPES.get(dtype.name) if isinstance(dtype, PrimitiveType) else None
+
+
+def _fast_value(dtype: Any, cond: Condition) -> bool:
+    """Whether ``cond`` compares a column of a vectorized type with values of exactly that kind (a fractional
+    literal on an integer column, say, keeps the exact per-file comparison)."""
+    t = _fast_type(dtype)
+    if t is None:
+        return False
+    values = cond.value if cond.op == "in" else (cond.value,)
+    if pa.types.is_integer(t):
+        return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    if pa.types.is_floating(t):
+        return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+    if pa.types.is_string(t):
+        return all(isinstance(v, str) for v in values)
+    return all(isinstance(v, dt.date) and not isinstance(v, dt.datetime) for v in values)
 
 
 def _excluded_by_stats(stats: Any, conds: Sequence[Condition], schema: StructType, mode: str) -> np.ndarray:
@@ -268,4 +305,4 @@ def _may_match(stats_json: str, conds: Sequence[Condition], schema: StructType, 
     return True
 
 
-__all__ = ["Condition", "normalize_filter", "prune_files", "row_mask"]
+__all__ = ["Condition", "normalize_filter", "prune_files", "row_mask", "stats_keep"]
