@@ -69,7 +69,8 @@ def start_moto() -> Emulator:
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="deltalog-moto-")
     log = open(os.path.join(workdir, "moto.log"), "wb")  # noqa: SIM115 -- lives as long as the process
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+    launcher = str(ROOT / "tests" / "moto_serial.py")  # moto's server with atomic conditional creates
+    proc = subprocess.Popen([sys.executable, launcher, "-H", "127.0.0.1", "-p", str(port)],
                             stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
     wait_for_port(port, proc, "moto server")
     endpoint = f"http://127.0.0.1:{port}"
