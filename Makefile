@@ -33,13 +33,16 @@ typecheck: $(VENV)/.installed
 	$(PY) -m mypy
 
 # DELTALOG_STRICT=1: a skipped test fails (no Java, no corpus, no deltalake must not pass as green).
-# The kernel suite (no JVM) runs next to the Spark suite, which mostly waits on JVMs; its output follows
-# the Spark suite's, and either failing fails the target.
+# Two lanes: the kernel suite (no JVM) followed by the Spark tests that start their own Spark processes
+# (marker own_jvm: programs, clusters, Connect, killed drivers) runs next to the Spark tests sharing one
+# session, which mostly wait on the JVM; the first lane's output follows, and either failing fails the target.
 test: lint typecheck $(AZURITE)
 	@rm -f .kernel-tests.log; \
-	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "not spark" -p no:cacheprovider > .kernel-tests.log 2>&1 & kernel=$$!; \
-	echo "kernel suite (pid $$kernel) runs in the background; Spark suite:"; \
-	DELTALOG_STRICT=1 $(PY) -m pytest -q -m spark -p no:cacheprovider tests/spark; spark=$$?; \
+	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "not spark or own_jvm" -p no:cacheprovider --durations=10 \
+		> .kernel-tests.log 2>&1 & kernel=$$!; \
+	echo "kernel suite and own-JVM Spark tests (pid $$kernel) run in the background; shared-session Spark suite:"; \
+	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "spark and not own_jvm" -p no:cacheprovider --durations=10 tests/spark; \
+	spark=$$?; \
 	wait $$kernel; kernel=$$?; echo "kernel suite:"; cat .kernel-tests.log; rm -f .kernel-tests.log; \
 	test $$spark -eq 0 -a $$kernel -eq 0
 

@@ -9,11 +9,18 @@ data files stay; copy-on-write rewrites every file without the deleted rows. Aft
 table is restored to its first version (a log-only ``RESTORE``), so every run deletes the same rows from
 the same files; DV and copy-on-write runs alternate after one warm-up each.
 
-A full scan (``count``) of each table after its delete is timed too: the read side of merge-on-read
-(rows filtered through the deletion vectors) against plain files.
+Then the read side of merge-on-read, full scans that materialise every column of every row (Spark's
+``noop`` sink), alternating after one warm-up each:
 
-Saves one :class:`harness.Result`, workload ``dml-dv``: deltalog = the DELETE with deletion vectors,
-anchor = the copy-on-write DELETE of the same rows. ``bench/run.py`` runs it in full runs only.
+* ``spark-scan-dv-all``: the table with a deletion vector on every file against the copy-on-write table
+  holding the same rows (target 1.3x);
+* ``spark-scan-dv-one``: the table after the same DELETE limited to the first file's rows (a deletion
+  vector on 1 of ``--files`` files) against the same table before it, without deletion vectors (1.1x).
+
+A ``count()`` of each table after its delete is recorded as well (``extra``).
+
+Saves workloads ``dml-dv`` (deltalog = the DELETE with deletion vectors, anchor = the copy-on-write DELETE
+of the same rows) and the two scans. ``bench/run.py`` runs it in full runs only.
 """
 
 from __future__ import annotations
@@ -83,6 +90,16 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"deleted rows differ: {deleted}")
         dv_files = deltalog.Table(paths["dv"]).snapshot().add_files()
         with_dv = sum(1 for d in dv_files.column("deletionVector").to_pylist() if d)
+        scan_all = _alternate(repeat, dv=lambda: _full_scan(read(spark, paths["dv"])),
+                              cow=lambda: _full_scan(read(spark, paths["cow"])))
+        tables["dv"].restoreToVersion(0)
+        tables["dv"].delete(f"{CONDITION} AND id < {rows // nfiles}")  # the first file's rows only
+        one_files = deltalog.Table(paths["dv"]).snapshot().add_files()
+        with_dv_one = sum(1 for d in one_files.column("deletionVector").to_pylist() if d)
+        if with_dv_one != 1:
+            raise SystemExit(f"expected a deletion vector on 1 file, got {with_dv_one}")
+        scan_one = _alternate(repeat, dv=lambda: _full_scan(read(spark, paths["dv"])),
+                              cow=lambda: _full_scan(read(spark, paths["dv"], versionAsOf=0)))
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -114,7 +131,43 @@ def main(argv: list[str] | None = None) -> int:
         quick=args.quick,
     )
     save(result, harness.results_dir_for(args))
+    params = {"rows": rows, "files": nfiles, "repeat": repeat, "condition": CONDITION, "master": "local[2]",
+              "scan": "every column of every row (noop sink)"}
+    for workload, title, (dv_runs, plain_runs), anchor, target in (
+        ("spark-scan-dv-all", f"full scan, deletion vectors on all {nfiles} files (1% deleted), {rows:,} rows",
+         scan_all, "same rows after a copy-on-write DELETE", 1.3),
+        ("spark-scan-dv-one", f"full scan, a deletion vector on 1 of {nfiles} files, {rows:,} rows",
+         scan_one, "same table without deletion vectors", 1.1),
+    ):
+        print(f"  {workload}: {statistics.median(dv_runs):.2f} s against {statistics.median(plain_runs):.2f} s")
+        save(Result(workload=workload, title=title, deltalog_median=statistics.median(dv_runs),
+                    anchor_median=statistics.median(plain_runs), target=target, anchor=anchor,
+                    deltalog_runs=dv_runs, anchor_runs=plain_runs, params=params, quick=args.quick),
+             harness.results_dir_for(args))
     return 0
+
+
+def _full_scan(df: Any) -> float:
+    """Seconds to materialise every column of every row of ``df`` (Spark's ``noop`` sink)."""
+    t0 = time.perf_counter()
+    df.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - t0
+
+
+def _alternate(repeat: int, *, dv: Any, cow: Any) -> tuple[list[float], list[float]]:
+    """``repeat`` timings of each side after one warm-up each, alternating which goes first."""
+    dv()
+    cow()
+    a: list[float] = []
+    b: list[float] = []
+    for i in range(repeat):
+        if i % 2 == 0:
+            a.append(dv())
+            b.append(cow())
+        else:
+            b.append(cow())
+            a.append(dv())
+    return a, b
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
-"""The Spark benchmark of scans over many files (``bench/scan_planning.py``) runs end to end at tiny sizes
-and records what the issue counts: no status/list call per data file in deltalog's planning, only the
-matching files read by a selective scan. Times are never asserted."""
+"""The Spark benchmarks of issue 15 run end to end at tiny sizes in one driver process (one JVM): scans over
+many files (``bench/scan_planning.py``), MERGE / DELETE / UPDATE / OPTIMIZE against hand-written jobs and
+delta-rs (``bench/spark_dml.py``), and DELETE with deletion vectors plus the scans after it
+(``bench/dml_dv.py``). They record what the issue counts -- no status/list call per data file in deltalog's
+planning, only the matching files read by a selective scan, the rows each command changed -- and the report
+renders them. Times are never asserted."""
 
 from __future__ import annotations
 
@@ -8,32 +11,57 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.own_jvm]
 
 ROOT = Path(__file__).resolve().parents[2]
 
+DRIVER = textwrap.dedent('''
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    import dml_dv, scan_planning, spark_dml
+    common = ["--quick", "--results-dir", sys.argv[2], "--data-dir", sys.argv[3]]
+    assert scan_planning.main([*common, "--files", "20", "60"]) == 0
+    assert spark_dml.main(common) == 0
+    assert dml_dv.main([*common, "--rows", "40000", "--files", "4"]) == 0
+''')
 
-def test_scan_planning_bench_quick(tmp_path: Path) -> None:
+
+def _result(results: Path, workload: str) -> dict[str, object]:
+    doc: dict[str, object] = json.loads((results / f"{workload}.json").read_text())
+    assert float(doc["deltalog_median"]) > 0 and float(doc["anchor_median"]) > 0, doc  # type: ignore[arg-type]
+    return doc
+
+
+def test_spark_benchmarks_quick(tmp_path: Path) -> None:
     results = tmp_path / "results"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MPLCONFIGDIR": str(tmp_path / "mpl")}
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "scan_planning.py"), "--quick", "--files", "20", "60",
-         "--results-dir", str(results), "--data-dir", str(tmp_path / "data")],
-        capture_output=True, text=True, timeout=600, check=False, env=env,
+        [sys.executable, "-c", DRIVER, str(ROOT / "bench"), str(results), str(tmp_path / "data")],
+        capture_output=True, text=True, timeout=1200, check=False, env=env,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for n in (20, 60):
-        doc = json.loads((results / f"spark-scan-files-{n}.json").read_text())
-        assert doc["extra"]["deltalog_files_discovered"] == 0
-        assert doc["extra"]["anchor_files_discovered"] == n == doc["extra"]["paths_files_discovered"]
-        assert doc["deltalog_median"] > 0 and doc["anchor_median"] > 0
-    selective = json.loads((results / "spark-scan-selective.json").read_text())
-    assert selective["extra"]["files_read"] == selective["extra"]["matching_files"] == 1
+        extra = _result(results, f"spark-scan-files-{n}")["extra"]
+        assert isinstance(extra, dict)
+        assert extra["deltalog_files_discovered"] == 0
+        assert extra["anchor_files_discovered"] == n == extra["paths_files_discovered"]
+    selective = _result(results, "spark-scan-selective")["extra"]
+    assert isinstance(selective, dict) and selective["files_read"] == selective["matching_files"] == 1
+    for workload in ("spark-merge", "spark-merge-deltars", "spark-delete-cow", "spark-update-cow", "spark-delete-dv",
+                     "spark-update-dv", "spark-optimize-compact-deltars", "spark-zorder-deltars",
+                     "spark-zorder-sortwrite", "spark-scan-dv-all", "spark-scan-dv-one"):
+        _result(results, workload)
+    dml_dv = _result(results, "dml-dv")["extra"]
+    assert isinstance(dml_dv, dict)
+    assert dml_dv["deleted_rows"] == 400 and dml_dv["files_with_deletion_vector"] == 4
     report = tmp_path / "performance.md"
     subprocess.run([sys.executable, str(ROOT / "bench" / "report.py"), "--results-dir", str(results),
                     "--out", str(report)], check=True, env=env, capture_output=True)
-    assert "| 60 |" in report.read_text() and (tmp_path / "performance_scan_files.png").exists()
+    text = report.read_text()
+    assert "| 60 |" in text and (tmp_path / "performance_scan_files.png").exists()
+    assert "spark-scan-dv-one" in text and "spark-zorder-sortwrite" in text

@@ -21,7 +21,7 @@ import pytest
 
 import deltalog
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.own_jvm]
 
 HERE = Path(__file__).resolve().parent
 _RUNNING: list[subprocess.Popen[bytes]] = []

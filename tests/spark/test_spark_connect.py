@@ -17,7 +17,7 @@ import pytest
 
 import deltalog
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.own_jvm]
 
 HERE = Path(__file__).resolve().parent
 DV_TABLE = HERE.parents[2] / "shared" / "conformance" / "kernel-rs-golden" / "dv-partitioned-with-checkpoint" / "delta"

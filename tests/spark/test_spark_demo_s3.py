@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.spark, pytest.mark.objectstore]
+pytestmark = [pytest.mark.spark, pytest.mark.objectstore, pytest.mark.own_jvm]
 ROOT = Path(__file__).resolve().parents[2]
 
 

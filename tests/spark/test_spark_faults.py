@@ -103,6 +103,7 @@ DRIVER = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.own_jvm
 def test_spark_merge_survives_process_death(rs: Any, tmp_path: Path) -> None:
     """A Spark driver killed before a storage step of MERGE (every step with DELTALOG_FAULTS=all; else the
     publish of the commit file and the step after it) leaves the old or the new table, never a broken one."""

@@ -10,22 +10,9 @@ from typing import Any
 import pytest
 
 import deltalog
-from deltalog.txn.transaction import Transaction
+from races import winner_commits_first
 
 pytestmark = pytest.mark.spark
-
-
-def _race(monkeypatch: pytest.MonkeyPatch, path: str, winner: Any) -> None:
-    commit = Transaction.commit
-    raced: list[int] = []
-
-    def other_first(self: Transaction, *args: object, **kwargs: object) -> object:
-        if not raced:
-            raced.append(1)
-            winner(deltalog.Table(path))
-        return commit(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Transaction, "commit", other_first)
 
 
 def test_update_and_delete_of_other_rows_both_commit(spark: Any, tmp_path: Path,
@@ -37,7 +24,7 @@ def test_update_and_delete_of_other_rows_both_commit(spark: Any, tmp_path: Path,
     spark.sql(f"CREATE TABLE {t} (id BIGINT, v STRING) USING DELTA "
               "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
     spark.range(0, 100, 1, 1).selectExpr("id", "'a' AS v").write.format("delta").mode("append").save(path)
-    _race(monkeypatch, path, lambda table: table.delete([("id", "<", 10)]))
+    winner_commits_first(monkeypatch, path, lambda table: table.delete([("id", "<", 10)]))
     spark.sql(f"UPDATE {t} SET v = 'b' WHERE id >= 90")
     monkeypatch.undo()
     rows = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
@@ -46,12 +33,13 @@ def test_update_and_delete_of_other_rows_both_commit(spark: Any, tmp_path: Path,
     # the winner's UPDATE adds a file of rows 10..19: the loser's predicate cannot match it (min/max stats)
     from deltalog.spark import DeltaTable
 
-    _race(monkeypatch, path, lambda _: DeltaTable.forPath(spark, path).update("id < 20", {"v": "'c'"}))
+    winner_commits_first(monkeypatch, path,
+                         lambda _: DeltaTable.forPath(spark, path).update("id < 20", {"v": "'c'"}))
     spark.sql(f"DELETE FROM {t} WHERE id >= 95")
     monkeypatch.undo()
     rows = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
     assert rows == [(i, "c" if i < 20 else "b" if i >= 90 else "a") for i in range(10, 95)]
-    _race(monkeypatch, path, lambda table: table.delete([("id", "=", 50)]))
+    winner_commits_first(monkeypatch, path, lambda table: table.delete([("id", "=", 50)]))
     with pytest.raises(ConcurrentAppendException, match="version 6"):
         spark.sql(f"DELETE FROM {t} WHERE id BETWEEN 45 AND 55")  # row 50 deleted by both
     monkeypatch.undo()
@@ -64,7 +52,8 @@ def test_optimize_that_loses_to_a_delete_plans_again(spark: Any, tmp_path: Path,
 
     path = str(tmp_path / "o")
     spark.range(0, 100, 1, 4).write.format("delta").save(path)
-    _race(monkeypatch, path, lambda table: table.delete([("id", "<", 10)]))  # rewrites a file OPTIMIZE read
+    # the DELETE rewrites a file OPTIMIZE read
+    winner_commits_first(monkeypatch, path, lambda table: table.delete([("id", "<", 10)]))
     DeltaTable.forPath(spark, path).optimize().executeCompaction()
     monkeypatch.undo()
     table = deltalog.Table(path)
@@ -90,14 +79,15 @@ def test_dml_losing_to_optimize_is_restated_through_row_ids(spark: Any, tmp_path
     for start in range(0, 40, 10):
         rows = spark.range(start, start + 10, 1, 1).selectExpr("id", "'a' AS v")
         rows.write.format("delta").mode("append").save(path)
-    _race(monkeypatch, path, lambda _: optimize(spark, path))
+    winner_commits_first(monkeypatch, path, lambda _: optimize(spark, path))
     spark.sql(f"DELETE FROM {t} WHERE id IN (3, 17, 38)")
     monkeypatch.undo()
     table = deltalog.Table(path)
     assert [h["operation"] for h in table.history(limit=2)] == ["DELETE", "OPTIMIZE"]
     assert len(table.snapshot().add_files()) == 1
     source = spark.createDataFrame([(5, "m"), (100, "new")], "id BIGINT, v STRING")
-    _race(monkeypatch, path, lambda _: optimize(spark, path))  # purges the deletion vector: a new file
+    # this OPTIMIZE purges the deletion vector: a new file
+    winner_commits_first(monkeypatch, path, lambda _: optimize(spark, path))
     (DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), "t.id = s.id")
      .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
     monkeypatch.undo()

@@ -18,7 +18,7 @@ import pytest
 import deltalog
 from readers import delta_rs_query_rows, duckdb_rows
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.own_jvm]
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES, PER_FILE, WRITERS, SECONDS, STATEMENTS = 4, 30, 3, 300.0, 5

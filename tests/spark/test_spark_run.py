@@ -33,6 +33,7 @@ def _run(command: list[str], tmp: Path, **env: str) -> tuple[dict[str, Any], str
     return json.loads(line[len("FACTS "):]), done.stderr
 
 
+@pytest.mark.own_jvm
 def test_quickstart_program_with_delta_pip_and_packages(tmp_path: Path) -> None:
     facts, stderr = _run([sys.executable, "-m", "deltalog.cli", "run", str(PROGRAMS / "quickstart.py")], tmp_path,
                          PYSPARK_SUBMIT_ARGS="--packages io.delta:delta-spark_2.13:4.0.0 pyspark-shell")
@@ -52,6 +53,7 @@ def test_quickstart_program_with_delta_pip_and_packages(tmp_path: Path) -> None:
     assert any("DeltaSparkSessionExtension" in ln and "DeltaCatalog" in ln for ln in dropped), stderr[-2000:]
 
 
+@pytest.mark.own_jvm
 def test_sql_pipeline_program(tmp_path: Path) -> None:
     facts, _ = _run([sys.executable, "-m", "deltalog.spark.run", str(PROGRAMS / "sql_pipeline.py")], tmp_path)
     assert facts["merge"] == [2, 1, 1]
@@ -70,6 +72,7 @@ def test_sql_pipeline_program(tmp_path: Path) -> None:
     assert deltalog.Table(str(tmp_path / "warehouse" / "student")).latest_version() == 5
 
 
+@pytest.mark.own_jvm
 def test_streaming_upserts_program(tmp_path: Path) -> None:
     facts, _ = _run([sys.executable, "-m", "deltalog.spark.run", str(PROGRAMS / "streaming_upserts.py")], tmp_path)
     assert facts["sink"] == 6
@@ -78,6 +81,7 @@ def test_streaming_upserts_program(tmp_path: Path) -> None:
     assert facts["missing"] == "AnalysisException"
 
 
+@pytest.mark.own_jvm
 def test_run_usage_errors(tmp_path: Path) -> None:
     src = str(Path(deltalog.__file__).resolve().parent.parent)
     env = dict(os.environ, PYTHONPATH=src)

@@ -16,7 +16,7 @@ import pytest
 
 import deltalog
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.own_jvm]
 
 HERE = Path(__file__).resolve().parent
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,7 +15,7 @@ import pytest
 import deltalog
 from deltalog.errors import ConcurrentModificationException
 from deltalog.txn.operations import Optimize
-from deltalog.txn.transaction import Transaction
+from races import winner_commits_first
 from readers import duckdb_rows
 
 TRACKED = {"delta.enableRowTracking": "true", "delta.enableDeletionVectors": "true"}
@@ -64,20 +63,6 @@ def compact(table: deltalog.Table, *, only: set[int] | None = None) -> int:
     return txn.commit().version
 
 
-def _race(monkeypatch: pytest.MonkeyPatch, path: str, winner: Any) -> None:
-    """The first commit attempt of the next transaction finds ``winner`` already committed."""
-    commit = Transaction.commit
-    raced: list[int] = []
-
-    def other_first(self: Transaction, *args: object, **kwargs: object) -> object:
-        if not raced:
-            raced.append(1)
-            winner(deltalog.Table(path))
-        return commit(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Transaction, "commit", other_first)
-
-
 def _rows(path: str) -> list[tuple[int, int]]:
     t = deltalog.Table(path).snapshot().to_arrow(columns=["id", "v"])
     return sorted(zip(t.column("id").to_pylist(), t.column("v").to_pylist()))
@@ -106,7 +91,7 @@ def test_dv_delete_losing_to_a_compaction_commits_on_the_compacted_file(
     path = str(tmp_path / "t")
     table = _table(path, TRACKED)
     assert _row_ids(path) == {i: i for i in range(100)}
-    _race(monkeypatch, path, compact)
+    winner_commits_first(monkeypatch, path, compact)
     result = table.delete([("id", "in", [3, 30, 77])], use_deletion_vectors=True)
     monkeypatch.undo()
     assert result.version == 5 and result.num_deleted_rows == 3
@@ -123,7 +108,7 @@ def test_update_and_copy_on_write_delete_losing_to_a_compaction(tmp_path: Path, 
                                                                  ) -> None:
     path = str(tmp_path / "dv")
     table = _table(path, TRACKED)
-    _race(monkeypatch, path, compact)
+    winner_commits_first(monkeypatch, path, compact)
     table.update_rows([("id", "in", [10, 60])], {"v": -1})
     monkeypatch.undo()
     want = sorted((i, -1 if i in (10, 60) else i) for i in range(100))
@@ -132,7 +117,7 @@ def test_update_and_copy_on_write_delete_losing_to_a_compaction(tmp_path: Path, 
 
     path = str(tmp_path / "cow")  # no deletion vectors: the loser rewrote the file, survivors and all
     table = _table(path, {"delta.enableRowTracking": "true"})
-    _race(monkeypatch, path, lambda t: compact(t, only={0, 25}))
+    winner_commits_first(monkeypatch, path, lambda t: compact(t, only={0, 25}))
     table.delete([("id", "in", [5, 40, 90])])
     monkeypatch.undo()
     want = [(i, i) for i in range(100) if i not in (5, 40, 90)]
@@ -143,7 +128,7 @@ def test_update_and_copy_on_write_delete_losing_to_a_compaction(tmp_path: Path, 
 def test_without_row_tracking_the_abort_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = str(tmp_path / "t")
     table = _table(path, {"delta.enableDeletionVectors": "true"})
-    _race(monkeypatch, path, compact)
+    winner_commits_first(monkeypatch, path, compact)
     with pytest.raises(ConcurrentModificationException,
                        match=r"version 4 \(OPTIMIZE\).*compacted it; with row tracking "
                              r"\(delta.enableRowTracking=true\)"):
@@ -157,7 +142,7 @@ def test_files_only_read_may_be_compacted(tmp_path: Path, monkeypatch: pytest.Mo
     changed no row it read, with or without row tracking."""
     path = str(tmp_path / "t")
     table = _table(path, {"delta.enableDeletionVectors": "true"})
-    _race(monkeypatch, path, lambda t: compact(t, only={50, 75}))
+    winner_commits_first(monkeypatch, path, lambda t: compact(t, only={50, 75}))
     table.delete(pc.equal(pc.field("v"), 3), use_deletion_vectors=True)
     monkeypatch.undo()
     assert _rows(path) == [(i, i) for i in range(100) if i != 3]
@@ -166,7 +151,7 @@ def test_files_only_read_may_be_compacted(tmp_path: Path, monkeypatch: pytest.Mo
 def test_off_by_property_or_when_ids_are_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = str(tmp_path / "off")
     table = _table(path, {**TRACKED, "deltalog.rowLevelConcurrency": "false"})
-    _race(monkeypatch, path, compact)
+    winner_commits_first(monkeypatch, path, compact)
     with pytest.raises(ConcurrentModificationException, match="version 4"):
         table.delete([("id", "=", 3)], use_deletion_vectors=True)
     monkeypatch.undo()
@@ -179,7 +164,7 @@ def test_off_by_property_or_when_ids_are_missing(tmp_path: Path, monkeypatch: py
         t.delete([("id", "=", 3)], use_deletion_vectors=True)
         compact(t)
 
-    _race(monkeypatch, path, lossy)
+    winner_commits_first(monkeypatch, path, lossy)
     with pytest.raises(ConcurrentModificationException):
         table.delete([("id", "in", [3, 4])], use_deletion_vectors=True)
     monkeypatch.undo()

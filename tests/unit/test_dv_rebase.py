@@ -6,34 +6,19 @@ and a losing commit's rebased deletion-vector file is deleted again. Checked wit
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pytest
 
 import deltalog
 from deltalog.errors import ConcurrentModificationException
-from deltalog.txn.transaction import Transaction
+from races import winner_commits_first
 from readers import duckdb_rows
 
 
 def _table(path: str) -> deltalog.Table:
     deltalog.write_table(path, pa.table({"id": list(range(100))}), properties={"delta.enableDeletionVectors": "true"})
     return deltalog.Table(path)
-
-
-def _race(monkeypatch: pytest.MonkeyPatch, path: str, winner: Any) -> None:
-    """The first commit attempt of the next transaction finds ``winner`` already committed."""
-    commit = Transaction.commit
-    raced: list[int] = []
-
-    def other_first(self: Transaction, *args: object, **kwargs: object) -> object:
-        if not raced:
-            raced.append(1)
-            winner(deltalog.Table(path))
-        return commit(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Transaction, "commit", other_first)
 
 
 def _ids(path: str) -> list[int]:
@@ -44,7 +29,7 @@ def test_disjoint_deletes_on_one_file_both_commit(tmp_path: Path, monkeypatch: p
     path = str(tmp_path / "t")
     table = _table(path)
     table.delete([("id", "=", 50)])  # both start from an existing deletion vector
-    _race(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
+    winner_commits_first(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
     result = table.delete([("id", ">=", 90)])
     monkeypatch.undo()
     assert result.version == 3 and result.num_deleted_rows == 10
@@ -59,7 +44,7 @@ def test_disjoint_deletes_on_one_file_both_commit(tmp_path: Path, monkeypatch: p
 def test_overlapping_deletes_still_conflict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = str(tmp_path / "t")
     table = _table(path)
-    _race(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
+    winner_commits_first(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
     with pytest.raises(ConcurrentModificationException, match="version 1"):
         table.delete([("id", "=", 5)])  # row 5: deleted by both
     monkeypatch.undo()
@@ -79,7 +64,7 @@ def test_rebased_dv_file_removed_when_nothing_commits(tmp_path: Path, monkeypatc
         t.delete((pc.field("id") < 5000) & ~odd)
         t.set_properties({"owner": "someone"})
 
-    _race(monkeypatch, path, winners)
+    winner_commits_first(monkeypatch, path, winners)
     with pytest.raises(ConcurrentModificationException, match="changed the table metadata"):
         table.delete((pc.field("id") >= 5000) & odd)  # rebased onto the first winner, then refused
     monkeypatch.undo()
@@ -91,7 +76,7 @@ def test_rebased_dv_file_removed_when_nothing_commits(tmp_path: Path, monkeypatc
 def test_rebase_is_recorded_in_commit_info(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = str(tmp_path / "t")
     table = _table(path)
-    _race(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
+    winner_commits_first(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
     table.update_rows([("id", ">=", 90)], {"id": 0})  # an UPDATE rebased onto the winning DELETE
     monkeypatch.undo()
     history = deltalog.Table(path).history(limit=2)
@@ -105,7 +90,7 @@ def test_rebase_is_recorded_in_commit_info(tmp_path: Path, monkeypatch: pytest.M
 def test_overlap_message_names_the_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = str(tmp_path / "t")
     table = _table(path)
-    _race(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
+    winner_commits_first(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
     with pytest.raises(ConcurrentModificationException, match=r"both deleted or updated rows 3, 4, 5, 6, 7 and 2 more"):
         table.delete([("id", ">=", 3)])
     monkeypatch.undo()
@@ -115,7 +100,7 @@ def test_property_false_keeps_the_reference_rules(tmp_path: Path, monkeypatch: p
     path = str(tmp_path / "t")
     table = _table(path)
     table.set_properties({"deltalog.rowLevelConcurrency": "false"})
-    _race(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
+    winner_commits_first(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
     with pytest.raises(ConcurrentModificationException, match="version 2"):
         table.delete([("id", ">=", 90)])  # disjoint rows, but the table asks for Delta's reference rules
     monkeypatch.undo()
@@ -126,7 +111,7 @@ def test_property_must_be_a_boolean(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     path = str(tmp_path / "t")
     table = _table(path)
     table.set_properties({"deltalog.rowLevelConcurrency": "sometimes"})
-    _race(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
+    winner_commits_first(monkeypatch, path, lambda t: t.delete([("id", "<", 10)]))
     with pytest.raises(deltalog.errors.InvalidArgumentError, match="must be true or false, not 'sometimes'"):
         table.delete([("id", ">=", 90)])
     monkeypatch.undo()

@@ -36,8 +36,6 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from deltalog.protocol.actions import Add, Remove
-
 if TYPE_CHECKING:
     from deltalog.txn.conflicts import WinningCommit
     from deltalog.txn.transaction import Transaction
@@ -77,6 +75,7 @@ def _tracks_rows(txn: Transaction) -> str | None:
 def _row_ids(txn: Transaction, add: Mapping[str, Any], column: str) -> np.ndarray | None:
     """Every physical row's id in one file (materialized value, else ``baseRowId`` + index); ``None`` when
     the file cannot tell (no base id, or a path outside the table)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -84,14 +83,11 @@ def _row_ids(txn: Transaction, add: Mapping[str, Any], column: str) -> np.ndarra
     if "://" in path or path.startswith("/") or add.get("baseRowId") is None:
         return None
     pf = pq.ParquetFile(txn.store.open_input(unquote(path), size=add.get("size")))
-    n = pf.metadata.num_rows
-    ids = np.arange(n, dtype=np.int64) + int(add["baseRowId"])
-    if column in pf.schema_arrow.names:
-        stored = pf.read(columns=[column]).column(column).combine_chunks().cast("int64")
-        ids = np.asarray(pc.fill_null(stored, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
-        ids = np.where(np.asarray(stored.is_null().to_numpy(zero_copy_only=False)),
-                       np.arange(n, dtype=np.int64) + int(add["baseRowId"]), ids)
-    return ids
+    computed = np.arange(pf.metadata.num_rows, dtype=np.int64) + int(add["baseRowId"])
+    if column not in pf.schema_arrow.names:
+        return computed
+    stored = pf.read(columns=[column]).column(column).combine_chunks().cast("int64")
+    return np.asarray(pc.coalesce(stored, pa.array(computed)).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _live_adds(txn: Transaction, paths: list[str]) -> dict[str, dict[str, Any]]:
@@ -117,22 +113,6 @@ def _taken_out(txn: Transaction, path: str, start: Mapping[str, Any] | None, ids
     else:
         rows = np.setdiff1d(np.arange(ids.size, dtype=np.uint64), before, assume_unique=True)
     return ids[rows.astype(np.int64)]
-
-
-def _compacted_add(add: Mapping[str, Any], dv: Mapping[str, Any]) -> Add:
-    from deltalog.commands.delete import _wide_bounds
-
-    return Add(path=add["path"], partitionValues=dict(add.get("partitionValues") or []), size=int(add["size"]),
-               modificationTime=int(add["modificationTime"]), dataChange=True, stats=_wide_bounds(add.get("stats")),
-               tags=dict(add["tags"]) if add.get("tags") else None, deletionVector=dict(dv),
-               baseRowId=add.get("baseRowId"), defaultRowCommitVersion=add.get("defaultRowCommitVersion"))
-
-
-def _compacted_remove(add: Mapping[str, Any], now: int) -> Remove:
-    return Remove(path=add["path"], deletionTimestamp=now, dataChange=True, extendedFileMetadata=True,
-                  partitionValues=dict(add.get("partitionValues") or []), size=int(add["size"]),
-                  deletionVector=dict(add["deletionVector"]) if add.get("deletionVector") else None,
-                  baseRowId=add.get("baseRowId"), defaultRowCommitVersion=add.get("defaultRowCommitVersion"))
 
 
 def rebase_onto_compaction(txn: Transaction, winner: WinningCommit) -> WinningCommit:
@@ -189,7 +169,9 @@ def rebase_onto_compaction(txn: Transaction, winner: WinningCommit) -> WinningCo
 def _restate(txn: Transaction, winner: WinningCommit, paths: set[str],
              hits: list[tuple[Mapping[str, Any], np.ndarray]]) -> None:
     from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES, write_deletion_vectors
+    from deltalog.commands.delete import readd_with_dv
     from deltalog.commands.dv_rebase import _rows
+    from deltalog.txn.commit import remove_action
 
     bitmaps = [np.union1d(_rows(txn, add.get("deletionVector")), positions.astype(np.uint64)).astype(np.uint64)
                for add, positions in hits]
@@ -199,8 +181,8 @@ def _restate(txn: Transaction, winner: WinningCommit, paths: set[str],
     txn._removes = [r for r in txn._removes if r.path not in paths]
     txn._adds = [a for a in txn._adds if a.path not in paths]
     for (add, _), dv in zip(hits, descriptors, strict=True):
-        txn._removes.append(_compacted_remove(add, now))
-        txn._adds.append(_compacted_add(add, dv.to_dict()))
+        txn._removes.append(remove_action(add, deletion_timestamp=now))
+        txn._adds.append(readd_with_dv(add, dv.to_dict()))
     txn.read_files(add["path"] for add, _ in hits)
     txn.reconciled[winner.version] = txn.reconciled.get(winner.version, 0) + len(paths)
     log.info("re-expressed changes to %d compacted file(s) on %d file(s) of version %d of %s", len(paths),

@@ -270,21 +270,24 @@ def _readd_with_dvs(
     )
     written.extend({rel for d in descriptors if (rel := d.relative_path()) is not None})
     for (row, _), dv in zip(files, descriptors, strict=True):
-        txn.add_file(
-            Add(
-                path=row["path"],
-                partitionValues=dict(row.get("partitionValues") or []),
-                size=row["size"],
-                modificationTime=row["modificationTime"],
-                dataChange=True,
-                stats=_wide_bounds(row.get("stats")),
-                tags=dict(row["tags"]) if row.get("tags") else None,
-                deletionVector=dv.to_dict(),
-                baseRowId=row.get("baseRowId"),
-                defaultRowCommitVersion=row.get("defaultRowCommitVersion"),
-            )
-        )
+        txn.add_file(readd_with_dv(row, dv.to_dict()))
     return len(files)
+
+
+def readd_with_dv(row: Mapping[str, Any], dv: Mapping[str, Any]) -> Add:
+    """The ``add`` that puts a live file (its row from ``Snapshot.add_files().to_pylist()``) back with the
+    deletion vector ``dv``: everything else kept, stats marked as no longer tight.
+
+    Example:
+        >>> dv = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1,
+        ...       "sizeInBytes": 36, "cardinality": 2}
+        >>> readd_with_dv({"path": "a.parquet", "size": 3, "modificationTime": 1}, dv).deletionVector["cardinality"]
+        2
+    """
+    return Add(path=row["path"], partitionValues=dict(row.get("partitionValues") or []), size=int(row["size"]),
+               modificationTime=int(row["modificationTime"]), dataChange=True, stats=_wide_bounds(row.get("stats")),
+               tags=dict(row["tags"]) if row.get("tags") else None, deletionVector=dict(dv),
+               baseRowId=row.get("baseRowId"), defaultRowCommitVersion=row.get("defaultRowCommitVersion"))
 
 
 def _wide_bounds(stats: str | None) -> str | None:
