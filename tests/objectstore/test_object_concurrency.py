@@ -19,7 +19,7 @@ from deltalog.commands.check import check_table
 
 pytestmark = pytest.mark.objectstore
 
-WRITERS, APPENDS = 6, 30
+WRITERS, APPENDS = 6, 15
 
 
 @pytest.fixture(params=["s3", "azure"])

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.spark, pytest.mark.own_jvm]
+# Not marked own_jvm although its driver is a child process: make test runs it in the shared-session lane,
+# which is the shorter of the two.
+pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -227,7 +227,14 @@ def test_concurrent_delete_of_a_compacted_file_makes_optimize_plan_again(
 # ------------------------------------------------------------------------------------------- Z-order
 
 
-def test_zorder_tightens_file_bounds_on_both_columns(spark: Any, tmp_path: Path, rs: cf.ProcessPoolExecutor) -> None:
+@pytest.mark.parametrize("bounds", ["driver", "spark"])
+def test_zorder_tightens_file_bounds_on_both_columns(spark: Any, tmp_path: Path, rs: cf.ProcessPoolExecutor,
+                                                     bounds: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the sample's quantiles on the driver (small samples), or by Spark's aggregations (large ones)
+    from deltalog.spark import _zorder
+
+    if bounds == "spark":
+        monkeypatch.setattr(_zorder, "_DRIVER_SAMPLE_ROWS", 0)
     path = make(tmp_path, partitioned=False, appends=8, rows_each=250)
     before = version(path)
     probes = [("x", "=", 300), ("y", ">=", 900.0), ("y", "<", 100.0)]
@@ -276,3 +283,47 @@ def test_zorder_per_partition_and_column_errors(spark: Any, tmp_path: Path) -> N
     same_rows(spark, path, 3)
     assert rows(spark.read.format("delta").load(path).filter("p = 'p1'")) == sorted(
         [r for r in table_rows(path) if r["p"] == "p1"], key=lambda r: r["id"])
+
+
+def test_zorder_values_from_spark_expressions_match_the_python_task(spark: Any) -> None:
+    """The single-bin Z-order computed by Spark expressions (Bucketizer ranges, shifted bits, file bounds)
+    gives every row the same Z-value and file as the Arrow task used for several bins."""
+    import functools
+    import math
+
+    import numpy as np
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+
+    from deltalog.spark import _zorder as z
+
+    rng = np.random.default_rng(7)
+    values: list[tuple[int, float | None, float | None]] = []
+    for i in range(3000):
+        a = float(rng.integers(0, 50))  # many repeats: repeated quantiles
+        b = float(rng.normal())
+        special = i % 97
+        if special == 1:
+            a = math.nan
+        elif special == 2:
+            b = math.inf
+        elif special == 3:
+            b = -math.inf
+        values.append((i, None if special == 4 else a, None if special == 5 else b))
+    keys = (f"{z._KEY}0", f"{z._KEY}1")
+    schema = StructType([StructField("id", LongType()), StructField(keys[0], DoubleType()),
+                         StructField(keys[1], DoubleType())])
+    frame = spark.createDataFrame(values, schema).select("id", *keys, F.lit(0).cast("long").alias(z._BIN))
+    sample = pa.table({z._BIN: pa.array([0] * 700, pa.int64()),
+                       keys[0]: pa.array([v[1] for v in values[:700]], pa.float64()),
+                       keys[1]: pa.array([v[2] for v in values[:700]], pa.float64())})
+    bits = 10
+    bounds, z_bounds = z._driver_bounds(sample, keys, bits, {0: 7})
+    spec = z._ZSpec(keys, bounds, bits, z_bounds, {0: 0}, {0: 7}, tuple(range(100, 107)))
+    out = StructType([StructField("id", LongType()), StructField(z._BIN, LongType(), False),
+                      StructField(z._Z, LongType(), False), StructField(z._TASK, LongType(), False)])
+    python = {r["id"]: tuple(r)[1:] for r in
+              frame.mapInArrow(functools.partial(z._zorder_task, spec), out).collect()}
+    jvm = {r["id"]: tuple(r)[1:] for r in z._jvm_zorder(frame, spec, ["id"]).collect()}
+    assert len(python) == 3000 and jvm == python
+    assert len({v[0] for v in jvm.values()}) == 7  # every file gets rows

@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_MAX_FILE_SIZE",
     "MAX_RANGE_BITS",
     "Bin",
+    "bin_rows",
     "bits_per_column",
     "interleave_bits",
     "orderable",
@@ -207,16 +208,12 @@ def range_probabilities(bits: int) -> list[float]:
     return [k / ranges for k in range(1, ranges)]
 
 
-def sample_fractions(bins: Sequence[Bin], rows_per_bin: int) -> dict[int, float] | None:
-    """Per bin (by index), the fraction of its rows to sample so that about ``rows_per_bin`` remain,
-    from the files' ``numRecords`` statistics; ``None`` (use every row) when a file has no row count
-    or no bin is larger than that.
+def bin_rows(bins: Sequence[Bin]) -> list[int] | None:
+    """Each bin's row count from its files' ``numRecords`` statistics; ``None`` when a file has none.
 
     Example:
-        >>> big = Bin((), ({"path": "a", "size": 1, "stats": '{"numRecords": 1000}'},))
-        >>> small = Bin((), ({"path": "b", "size": 1, "stats": '{"numRecords": 10}'},))
-        >>> sample_fractions([big, small], 100)
-        {0: 0.1, 1: 1.0}
+        >>> bin_rows([Bin((), ({"path": "a", "size": 1, "stats": '{"numRecords": 7}'},))])
+        [7]
     """
     counts = []
     for b in bins:
@@ -230,6 +227,21 @@ def sample_fractions(bins: Sequence[Bin], rows_per_bin: int) -> dict[int, float]
                 return None
             rows += n
         counts.append(rows)
+    return counts
+
+
+def sample_fractions(bins: Sequence[Bin], rows_per_bin: int) -> dict[int, float] | None:
+    """Per bin (by index), the fraction of its rows to sample so that about ``rows_per_bin`` remain,
+    from the files' ``numRecords`` statistics; ``None`` (use every row) when a file has no row count
+    or no bin is larger than that.
+
+    Example:
+        >>> big = Bin((), ({"path": "a", "size": 1, "stats": '{"numRecords": 1000}'},))
+        >>> small = Bin((), ({"path": "b", "size": 1, "stats": '{"numRecords": 10}'},))
+        >>> sample_fractions([big, small], 100)
+        {0: 0.1, 1: 1.0}
+    """
+    counts = bin_rows(bins)
     if not counts or max(counts) <= rows_per_bin:
         return None
     return {i: min(1.0, rows_per_bin / n) if n else 1.0 for i, n in enumerate(counts)}

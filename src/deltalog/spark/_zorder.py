@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from deltalog.commands.optimize_plan import (
     Bin,
+    bin_rows,
     bits_per_column,
     interleave_bits,
     orderable,
@@ -52,6 +53,10 @@ _QUANTILE_ACCURACY = 10_000
 #: Quantiles come from a sample of about this many rows per range of a bin (all rows of small bins).
 _SAMPLE_ROWS_PER_RANGE = 100
 _NUMERIC = ("byte", "short", "integer", "long", "float", "double")
+#: Samples of up to this many rows (all bins together) are brought to the driver, where the key and
+#: Z-value bounds come from one pass (as Spark's range partitioner samples); larger ones are aggregated
+#: by two Spark passes.
+_DRIVER_SAMPLE_ROWS = 2_000_000
 
 def _conf(spark: Any, key: str) -> str | None:
     try:
@@ -226,8 +231,9 @@ def _zorder_frame(
 ) -> DataFrame:
     """The rows with their Z-value, one shuffle partition per output file, sorted by Z.
 
-    Two passes over a sample of each bin (about :data:`_SAMPLE_ROWS_PER_RANGE` rows per range) find
-    each key's range bounds, then the Z-values splitting the bin into its output files; the full pass
+    A sample of each bin (about :data:`_SAMPLE_ROWS_PER_RANGE` rows per range) gives each key's range
+    bounds, then the Z-values splitting the bin into its output files -- on the driver in one pass when
+    the sample is small (:data:`_DRIVER_SAMPLE_ROWS`), else by two Spark aggregations; the full pass
     computes every row's Z-value and file in one Python task and hash-partitions on a key chosen per
     file, so no input is read twice or cached (range partitioning would sample its input again).
     """
@@ -237,21 +243,151 @@ def _zorder_frame(
     from pyspark.sql.types import StructType as SparkStruct
 
     bits = bits_per_column(len(columns))
-    probs = range_probabilities(bits)
     keys = tuple(f"{_KEY}{i}" for i in range(len(columns)))
     keyed = tagged.select("*", *[_key(f).alias(k) for f, k in zip(columns, keys)])
-    fractions = sample_fractions(bins, _SAMPLE_ROWS_PER_RANGE << bits)
+    per_bin = _SAMPLE_ROWS_PER_RANGE << bits
+    fractions = sample_fractions(bins, per_bin)
     sample = keyed if fractions is None else keyed.sampleBy(_BIN, fractions, seed=17)
+    files = {i: b.num_output_files for i, b in enumerate(bins)}
+    counts = bin_rows(bins)
+    if counts is not None and sum(min(n, per_bin) for n in counts) <= _DRIVER_SAMPLE_ROWS:
+        try:
+            sampled = sample.select(_BIN, *keys).toArrow()
+        except Exception as exc:
+            raise _task_error(exc, table) from None
+        bounds, z_bounds = _driver_bounds(sampled, keys, bits, files)
+    else:
+        bounds, z_bounds = _spark_bounds(sample, keys, bits, files, table)
+    offsets = dict(zip(files, itertools.accumulate([0, *files.values()])))
+    tasks = sum(files.values())
+    spec = _ZSpec(keys, bounds, bits, z_bounds, offsets, files, _task_keys(spark, tasks))
+    kept = [f for f in keyed.schema.fields if f.name not in keys and f.name != _BIN]
+    out_schema = SparkStruct([*kept, SparkField(_BIN, LongType(), False), SparkField(_Z, LongType(), False),
+                              SparkField(_TASK, LongType(), False)])
+    if len(bins) == 1 and files[0] <= _MAX_CASE_FILES and "connect" not in type(spark).__module__:
+        with_z = _jvm_zorder(keyed, spec, [f.name for f in kept])
+    else:
+        with_z = keyed.mapInArrow(functools.partial(_zorder_task, spec), out_schema)
+    return with_z.repartition(tasks, F.col(_TASK)).sortWithinPartitions(_BIN, _Z)
+
+
+#: A single bin split into at most this many files gets its Z-values and files from Spark expressions.
+_MAX_CASE_FILES = 256
+
+
+def _jvm_zorder(keyed: DataFrame, spec: _ZSpec, kept: list[str]) -> DataFrame:
+    """What :func:`_zorder_task` computes for a single bin (index 0), as Spark expressions: each key's range
+    number by Spark ML's ``Bucketizer`` (a binary search over the bounds, in the JVM), the bits interleaved
+    by shifts, the output file by comparing Z with the file bounds -- so the rows do not travel to Python
+    and back before the shuffle. Same numbers as the task: a key's range counts the bounds strictly below
+    it (the splits are the bounds' next doubles up), nulls rank first and NaN last."""
+    from pyspark.ml.feature import Bucketizer
+    from pyspark.sql import functions as F
+
+    inf = float("inf")
+    frame = keyed
+    for k in spec.keys:
+        c = F.col(k)
+        frame = frame.withColumn(k, F.coalesce(F.when(F.isnan(c), F.lit(inf)).otherwise(c), F.lit(-inf)))
+    bounds = spec.bounds.get(0) or tuple(np.array([], dtype=np.float64) for _ in spec.keys)
+    ids: list[Any] = []
+    bucketed_in, bucketed_out, splits = [], [], []
+    for i, (k, edges) in enumerate(zip(spec.keys, bounds, strict=True)):
+        up = np.nextafter(np.asarray(edges, dtype=np.float64), inf)
+        up = up[np.isfinite(up)]
+        if not up.size:
+            ids.append(F.lit(0).cast("long"))
+            continue
+        out = f"{_KEY}range{i}"
+        bucketed_in.append(k)
+        bucketed_out.append(out)
+        splits.append([-inf, *up.tolist(), inf])
+        ids.append(F.col(out).cast("long"))
+    if bucketed_in:
+        frame = Bucketizer(splitsArray=splits, inputCols=bucketed_in, outputCols=bucketed_out).transform(frame)
+    n = len(ids)
+    z = None
+    for shift in range(spec.bits - 1, -1, -1):
+        for j, idc in enumerate(ids):
+            bit = F.shiftleft(F.shiftright(idc, shift).bitwiseAND(F.lit(1)), shift * n + (n - 1 - j))
+            z = bit if z is None else z.bitwiseOR(bit)
+    assert z is not None
+    file_edges = [int(e) for e in spec.z_bounds.get(0, np.array([], dtype=np.int64))]
+    local: Any = None  # the number of file bounds at or below z (the bounds are sorted)
+    for e_i, edge in enumerate(file_edges):
+        when = (F.col(_Z) < F.lit(edge), F.lit(e_i))
+        local = F.when(*when) if local is None else local.when(*when)
+    local = F.lit(len(file_edges)) if local is None else local.otherwise(F.lit(len(file_edges)))
+    task = F.least(local, F.lit(spec.files[0] - 1)).cast("long") + F.lit(spec.offsets[0])
+    keys = F.array(*[F.lit(t) for t in spec.task_keys or (0,)])
+    frame = frame.select(*[F.col(quoted(c)) for c in kept], z.cast("long").alias(_Z))
+    frame = frame.select(*[F.col(quoted(c)) for c in kept], task.alias(_BIN), F.col(_Z))
+    return frame.select(*[F.col(quoted(c)) for c in kept], F.col(_BIN), F.col(_Z),
+                        F.element_at(keys, (F.col(_BIN) + 1).cast("int")).cast("long").alias(_TASK))
+
+
+
+
+def _edges(bounds: np.ndarray) -> np.ndarray:
+    """Range bounds as the tasks use them: distinct finite values, sorted. (A key's range is the number of
+    bounds below it; an infinite or NaN bound never separates two finite keys, a repeated one adds nothing.)"""
+    return np.unique(bounds[np.isfinite(bounds)])
+
+
+def _sorted_quantiles(values: np.ndarray, probs: Sequence[float]) -> np.ndarray:
+    """The values at the given quantiles of ``values`` (values that occur in it, NaN ranked last as Spark
+    orders it; empty input: no bounds)."""
+    v = np.sort(np.asarray(values, dtype=np.float64))
+    if not v.size:
+        return np.array([], dtype=np.float64)
+    idx = np.clip(np.ceil(np.asarray(probs, dtype=np.float64) * v.size).astype(np.int64) - 1, 0, v.size - 1)
+    return v[idx]
+
+
+def _driver_bounds(sample: pa.Table, keys: tuple[str, ...], bits: int, files: Mapping[int, int]
+                   ) -> tuple[dict[int, tuple[np.ndarray, ...]], dict[int, np.ndarray]]:
+    """Key range bounds and output-file Z bounds per bin from a sample collected to the driver: exact
+    quantiles of the sample, the sample's Z-values computed by the tasks' own code."""
+    probs = range_probabilities(bits)
+    bins = sample.column(_BIN).to_numpy(zero_copy_only=False)
+    bounds: dict[int, tuple[np.ndarray, ...]] = {}
+    for b in np.unique(bins):
+        rows = sample.filter(pa.array(bins == b))
+        bounds[int(b)] = tuple(
+            _edges(_sorted_quantiles(pc.drop_null(rows.column(k)).to_numpy(zero_copy_only=False), probs))
+            for k in keys)
+    z_bounds: dict[int, np.ndarray] = {}
+    if max(files.values(), default=1) > 1 and sample.num_rows:
+        zs = pa.Table.from_batches(list(_zorder_task(_ZSpec(keys, bounds, bits), sample.to_batches())))
+        zbins = zs.column(_BIN).to_numpy(zero_copy_only=False)
+        z = zs.column(_Z).to_numpy(zero_copy_only=False)
+        for b, n in files.items():
+            rows = z[zbins == b]
+            if n > 1 and rows.size:
+                z_bounds[b] = np.unique(_sorted_quantiles(rows, [k / n for k in range(1, n)]).astype(np.int64))
+    return bounds, z_bounds
+
+
+def _spark_bounds(sample: DataFrame, keys: tuple[str, ...], bits: int, files: Mapping[int, int], table: str
+                  ) -> tuple[dict[int, tuple[np.ndarray, ...]], dict[int, np.ndarray]]:
+    """The same bounds from a sample too large for the driver: two Spark aggregation passes (approximate
+    quantiles of the keys, then of the sample's Z-values)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+    from pyspark.sql.types import StructField as SparkField
+    from pyspark.sql.types import StructType as SparkStruct
+
+    probs = range_probabilities(bits)
     quantiles = sample.groupBy(_BIN).agg(*[F.percentile_approx(k, probs, _QUANTILE_ACCURACY).alias(k) for k in keys])
     try:
         collected = quantiles.collect()
     except Exception as exc:
         raise _task_error(exc, table) from None
     bounds = {
-        int(r[_BIN]): tuple(np.array([v for v in (r[k] or []) if v is not None], dtype=np.float64) for k in keys)
+        int(r[_BIN]): tuple(_edges(np.array([v for v in (r[k] or []) if v is not None], dtype=np.float64))
+                            for k in keys)
         for r in collected
     }
-    files = {i: b.num_output_files for i, b in enumerate(bins)}
     z_bounds: dict[int, np.ndarray] = {}
     most = max(files.values())
     if most > 1:
@@ -270,14 +406,5 @@ def _zorder_frame(
             b, qs = int(r[_BIN]), [v for v in (r[_Z] or []) if v is not None]
             if files.get(b, 1) > 1 and qs:
                 picks = [min(len(qs) - 1, round(k * grid / files[b]) - 1) for k in range(1, files[b])]
-                z_bounds[b] = np.array([qs[i] for i in picks], dtype=np.int64)
-    offsets = dict(zip(files, itertools.accumulate([0, *files.values()])))
-    tasks = sum(files.values())
-    spec = _ZSpec(keys, bounds, bits, z_bounds, offsets, files, _task_keys(spark, tasks))
-    kept = [f for f in keyed.schema.fields if f.name not in keys and f.name != _BIN]
-    out_schema = SparkStruct([*kept, SparkField(_BIN, LongType(), False), SparkField(_Z, LongType(), False),
-                              SparkField(_TASK, LongType(), False)])
-    with_z = keyed.mapInArrow(functools.partial(_zorder_task, spec), out_schema)
-    return with_z.repartition(tasks, F.col(_TASK)).sortWithinPartitions(_BIN, _Z)
-
-
+                z_bounds[b] = np.unique(np.array([qs[i] for i in picks], dtype=np.int64))
+    return bounds, z_bounds
