@@ -84,6 +84,25 @@ def reason(r: Result) -> str:
             "tasks with per-file stats; Spark's sort-write is one range-partitioned sort through the JVM "
             "writer. delta-rs reads and writes in one native process without a cluster scheduler."
         )
+    if r.workload == "spark-scan-dv-one":
+        return (
+            "Only the file with the deletion vector is scanned with `_metadata.row_index` / `file_size` and the "
+            "broadcast anti join (the 15 others are scanned plainly, the two scans unioned): what remains is "
+            "that file's keyed rows and the broadcast job before the scan (measured separately: 2.30 s against "
+            "1.82 s without deletion vectors). Dropping the 6,250 deleted rows with a `NOT IN` list instead of "
+            "the broadcast join was measured slower (3.0 s) and is not used."
+        )
+    if r.workload.startswith("spark-scan-dv"):
+        return (
+            "Spark's parquet reader cannot be told which rows a deletion vector drops, so deltalog asks the scan "
+            "of the files with one for each row's `_metadata.row_index` and `_metadata.file_size` (packed into "
+            "one `long` key) and drops the deleted rows with a broadcast anti join on that key. Measured on the "
+            "10M-row table (noop sink, local[2]): plain scan 1.87 s; with the two metadata fields and the key "
+            "0.95 s more; with the anti join 1.2 s more again. Even without the join the metadata fields alone "
+            "exceed the 1.3x target: delta-spark meets it by filtering inside its own parquet reader (a JVM "
+            "class), which a pure-Python engine without a jar cannot add. Files without a deletion vector are "
+            "scanned apart, without either cost."
+        )
     if r.workload == "spark-scan-selective":
         return (
             "Planning = loading the snapshot (100k adds in one JSON commit) + min/max skipping (one vectorized "

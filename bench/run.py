@@ -16,7 +16,8 @@ workloads: ``spark_io.py`` (append and scan against plain Spark parquet), ``scan
 1k-100k-file tables planned from the log against ``spark.read.parquet(dir)``), ``spark_dml.py`` (MERGE,
 DELETE / UPDATE and OPTIMIZE against hand-written Spark jobs and delta-rs) and, when present,
 ``zorder.py`` (selective queries before/after Z-order), ``dml_dv.py`` (DELETE with deletion vectors
-against copy-on-write) and ``streaming_latency.py`` (a Delta-to-Delta stream against Spark's file stream);
+against copy-on-write, then full scans with deletion vectors on every file / on one file) and
+``streaming_latency.py`` (a Delta-to-Delta stream against Spark's file stream);
 ``row_concurrency.py`` (concurrent single-row UPDATEs from several processes, row-level concurrency on
 against off); ``object_store.py`` (S3 on a moto server: snapshot load and commit rate against delta-rs,
 and in full runs a Spark scan of a 10k-file table through deltalog's Arrow tasks).
