@@ -13,12 +13,12 @@
    :func:`~deltalog.spark.dml._scan.target_scan` (deleted rows are purged) and tagged with their bin.
    Compaction hashes rows by bin into tasks and writes one file per bin (rows in their old order).
    Z-ordering first turns each column into a ``double`` key (numbers, dates, timestamps; the first six
-   bytes of strings), gets ``2**b - 1`` quantiles of each key per partition (``percentile_approx`` over a
-   sample, one small aggregate collected), then the Z-values splitting each partition into
-   ``size / maxFileSize`` files (a second sampled pass); the full pass computes each row's Z-value
-   (range numbers interleaved bit by bit) and file in one Arrow task, hash-partitions so that each file
-   is one task, and sorts each task by Z, so every file covers a compact box of the Z-curve: tight
-   min/max on each column. Nothing is read twice or cached.
+   bytes of strings), gets ``2**b - 1`` quantiles of each key per partition, then the Z-values splitting
+   each partition into ``size / maxFileSize`` files -- both from one sample collected to the driver when
+   it is small (else ``percentile_approx`` over two sampled passes); the full pass computes each row's
+   Z-value (range numbers interleaved bit by bit) and file -- with Spark expressions for an unpartitioned
+   table, else in one Arrow task --, hash-partitions so that each file is one task, and sorts each task by
+   Z, so every file covers a compact box of the Z-curve: tight min/max on each column. Nothing is cached.
 3. **The commit** removes the rewritten files and adds the new ones, all with ``dataChange=false``, as
    ``OPTIMIZE`` (``predicate``, ``zOrderBy``; delta-spark's ``operationMetrics``). It changes no data,
    so it commits under snapshot isolation: concurrent appends do not conflict; a concurrent commit
