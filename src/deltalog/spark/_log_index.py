@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
+from deltalog.spark._storage import is_connect
 
 __all__ = ["FILE_INDEX_CONF", "log_indexed", "usable"]
 
@@ -58,7 +59,7 @@ def usable(spark: Any, *, table: str, root: str | None = None) -> bool:
         >>> usable(spark, table="/data/t")                                            # doctest: +SKIP
         True
     """
-    if "connect" in type(spark).__module__:
+    if is_connect(spark):
         return False
     try:
         mode = str(spark.conf.get(FILE_INDEX_CONF, "log")).strip().lower()

@@ -43,6 +43,7 @@ from deltalog.storage.object_store import AZURE_SCHEMES, GCS_SCHEMES, OBJECT_SCH
 __all__ = [
     "IO_CONF",
     "hadoop_to_storage_options",
+    "is_connect",
     "native_io",
     "remember_hadoop_conf",
     "session_hadoop_conf",
@@ -174,7 +175,7 @@ def session_hadoop_conf(spark: Any) -> dict[str, str]:
         'http://127.0.0.1:9000'
     """
     out: dict[str, str] = {}
-    jsc = getattr(getattr(spark, "sparkContext", None), "_jsc", None) if not _is_connect(spark) else None
+    jsc = getattr(getattr(spark, "sparkContext", None), "_jsc", None) if not is_connect(spark) else None
     if jsc is not None:  # the live Hadoop configuration (its defaults included) ...
         try:
             hconf = jsc.hadoopConfiguration()
@@ -195,7 +196,13 @@ def session_hadoop_conf(spark: Any) -> dict[str, str]:
     return out
 
 
-def _is_connect(spark: Any) -> bool:
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no driver-side JVM).
+
+    Example:
+        >>> is_connect(object())
+        False
+    """
     return "connect" in type(spark).__module__
 
 
@@ -285,7 +292,7 @@ def native_io(spark: Any, location: str) -> bool:
 
 
 def _has_hadoop_fs(spark: Any, scheme: str) -> bool:
-    if _is_connect(spark):
+    if is_connect(spark):
         try:
             return spark.conf.get(f"spark.hadoop.fs.{scheme}.impl", None) is not None
         except Exception:

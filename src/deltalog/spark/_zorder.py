@@ -34,6 +34,7 @@ from deltalog.errors import (
     InvalidArgumentError,
 )
 from deltalog.protocol.schema import DecimalType, PrimitiveType, StructField, StructType
+from deltalog.spark._storage import is_connect
 from deltalog.spark.dml._scan import quoted
 from deltalog.spark.write import _task_error
 
@@ -264,7 +265,7 @@ def _zorder_frame(
     kept = [f for f in keyed.schema.fields if f.name not in keys and f.name != _BIN]
     out_schema = SparkStruct([*kept, SparkField(_BIN, LongType(), False), SparkField(_Z, LongType(), False),
                               SparkField(_TASK, LongType(), False)])
-    if len(bins) == 1 and files[0] <= _MAX_CASE_FILES and "connect" not in type(spark).__module__:
+    if len(bins) == 1 and files[0] <= _MAX_CASE_FILES and not is_connect(spark):
         with_z = _jvm_zorder(keyed, spec, [f.name for f in kept])
     else:
         with_z = keyed.mapInArrow(functools.partial(_zorder_task, spec), out_schema)
@@ -324,8 +325,6 @@ def _jvm_zorder(keyed: DataFrame, spec: _ZSpec, kept: list[str]) -> DataFrame:
     frame = frame.select(*[F.col(quoted(c)) for c in kept], task.alias(_BIN), F.col(_Z))
     return frame.select(*[F.col(quoted(c)) for c in kept], F.col(_BIN), F.col(_Z),
                         F.element_at(keys, (F.col(_BIN) + 1).cast("int")).cast("long").alias(_TASK))
-
-
 
 
 def _edges(bounds: np.ndarray) -> np.ndarray:

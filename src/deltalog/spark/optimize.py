@@ -83,7 +83,7 @@ from deltalog.spark._zorder import (
 from deltalog.spark.dml._jobs import Staged, check_can_write
 from deltalog.spark.dml._row_ids import tracked_fields
 from deltalog.spark.dml._scan import FILE, ROW, _partition_table, file_uris, quoted, target_scan
-from deltalog.spark.read import _scan
+from deltalog.spark.read import scan_rows
 from deltalog.spark.write import _FILE_DDL, _FILE_SCHEMA, _chunks, _RunWriter, _task_error
 from deltalog.storage.log_store import StoreRef
 from deltalog.txn.operations import Optimize
@@ -341,8 +341,7 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
     data = [F.col(quoted(n)) for n in schema.field_names]
     if zorder and len(bins) == 1 and not tracked:
         # One bin: the plain read scan (no per-row file path, deleted rows dropped), no join to tag rows.
-        scan = _scan(spark, snap, chosen, list(snap.schema.fields), snap.column_mapping_mode,
-                     set(snap.partition_columns))
+        scan = scan_rows(spark, snap, chosen)
         tagged = scan.select(*data, F.lit(0).cast("long").alias(_BIN))
     else:
         binmap = pa.table({FILE: pa.array(file_uris(snap, chosen), _STR),

@@ -93,7 +93,6 @@ def matches_per_file(spark: Any, snapshot: Snapshot, candidates: pa.Table, condi
         candidates.column("deletionVector").null_count < candidates.num_rows
     if not has_dv and len(set(sizes)) == len(sizes) and uses_native_io(spark, snapshot):
         by_size = dict(zip(sizes, file_uris(snapshot, candidates), strict=True))
-        frame = None
         try:  # the read scan keeps Spark's _metadata column unless it had to join partition values
             frame = (scan_rows(spark, snapshot, candidates).filter(condition)
                      .groupBy(F.col("_metadata.file_size").alias("size")).agg(F.count(F.lit(1)).alias("n")))
