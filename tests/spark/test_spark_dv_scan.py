@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import deltalog
-from deltalog.spark import read
+from deltalog.spark import _dv_scan, read
 from deltalog.spark._log_index import FILE_INDEX_CONF
 
 pytestmark = pytest.mark.spark
@@ -56,6 +56,37 @@ def test_files_told_apart_by_size(spark: Any, tmp_path: Path, monkeypatch: pytes
     want = [i for i in range(300, 400) if i != 333]
     assert _ids(read(spark, path)) == want == sorted(table.snapshot().to_arrow().column("id").to_pylist())
     assert calls == [True]
+    assert _dv_scan._size_bits(table.snapshot().add_files()) is not None  # row index and size packed
+
+
+def _rewrite_adds(path: str, change: Any) -> None:
+    """Apply ``change`` to every ``add`` of the table's last commit (and drop the checksums)."""
+    log = Path(path) / "_delta_log"
+    last = sorted(log.glob("*.json"))[-1]
+    lines = []
+    for line in last.read_text().splitlines():
+        action = json.loads(line)
+        if "add" in action:
+            change(action["add"])
+        lines.append(json.dumps(action))
+    last.write_text("\n".join(lines) + "\n")
+    for crc in log.glob("*.crc"):
+        crc.unlink()
+
+
+def test_without_row_counts_files_get_ids(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``numRecords`` the row indexes' bit length is unknown, so row index and size are not
+    packed into one number; the DV files get small ids by size instead, with the same rows."""
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(100, 250)), list(range(250, 260))])
+    table.delete([("id", "in", [3, 150, 255])], use_deletion_vectors=True)
+    _rewrite_adds(path, lambda add: add.pop("stats", None))
+    files = deltalog.Table(path).snapshot().add_files()
+    assert files.column("stats").null_count == files.num_rows
+    assert _dv_scan._size_bits(files) is None
+    calls = _spy(monkeypatch)
+    assert _ids(read(spark, path)) == [i for i in range(260) if i not in (3, 150, 255)]
+    assert calls == [True]
 
 
 def test_shared_sizes_fall_back_to_the_path(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,17 +109,11 @@ def test_log_size_unlike_the_file_falls_back(spark: Any, tmp_path: Path, monkeyp
     path = str(tmp_path / "t")
     table = _table(path, [list(range(0, 100)), list(range(100, 250))])
     table.delete([("id", "in", [7, 107])])
-    log = Path(path) / "_delta_log"
-    last = sorted(log.glob("*.json"))[-1]
-    lines = []
-    for line in last.read_text().splitlines():
-        action = json.loads(line)
-        if "add" in action:
-            action["add"]["size"] += 1
-        lines.append(json.dumps(action))
-    last.write_text("\n".join(lines) + "\n")
-    for crc in log.glob("*.crc"):
-        crc.unlink()
+
+    def grow(add: dict[str, Any]) -> None:
+        add["size"] += 1
+
+    _rewrite_adds(path, grow)
     calls = _spy(monkeypatch)
     want = [i for i in range(250) if i not in (7, 107)]
     assert _ids(read(spark, path)) == want

@@ -5,11 +5,14 @@ part: ``_metadata.file_path`` is a string per row, and a join on ``(path, row_in
 every row (most of a deletion-vector scan's time). A file's size identifies it just as well when no
 two files of the scan share a size, and ``_metadata.file_size`` is a number Spark fills per file. So:
 
-* the files of the scan get small ids by size (only when the sizes are unique and the store reports
-  each deletion-vector file with exactly the size the log records -- else :func:`keyed_scan` returns
-  ``None`` and the caller joins on the path);
-* each row's key is ``id << 40 | row_index`` (a CASE over the few sizes; files without a deletion
-  vector get no id, a null key, and keep every row), each deleted row's key is built the same way on
+* sizes are used only when they are unique among the scan's files and the store reports each
+  deletion-vector file with exactly the size the log records -- else :func:`keyed_scan` returns
+  ``None`` and the caller joins on the path;
+* each row's key is ``row_index << b | file_size``, ``b`` the bit length of the largest size, when the
+  log's ``numRecords`` statistics show that every row index fits in the remaining bits: two shifts per
+  row and no per-file expression. Otherwise the deletion-vector files get small ids by size and the key
+  is ``id << 40 | row_index`` (a CASE over the sizes, measured ~0.5 s slower on 10M rows; files without
+  a deletion vector get a null key and keep every row). Each deleted row's key is built the same way on
   the driver from the decoded deletion vectors;
 * a broadcast ``left_anti`` join on that single ``long`` key drops the deleted rows (Spark's hash join
   on one long key probes an array-backed map).
@@ -37,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_KEYED_FILES", "deleted_row_keys", "deleted_rows_per_file", "keyed_scan"]
 
 #: Above this many deletion-vector files the CASE that maps sizes to ids gets long; the path join is
-#: used instead.
+#: used instead (packed keys have no such limit).
 MAX_KEYED_FILES = 128
 _KEY = "__deltalog_dv_key"
 _ROW_BITS = 40  # row indexes below 2**40 (a trillion rows per file)
@@ -92,14 +95,33 @@ def deleted_row_keys(snapshot: Snapshot, files: pa.Table, uris: Sequence[str]) -
     })
 
 
+def _size_bits(files: pa.Table) -> int | None:
+    """Bits for the file size in a packed ``row_index << bits | file_size`` key, or ``None`` when some
+    file's ``numRecords`` is unknown or its row indexes would not fit in the bits left of a positive
+    ``long``."""
+    from deltalog.log.checkpoint_writer import parse_stats
+
+    if "stats" not in files.column_names or files.num_rows == 0:
+        return None
+    parsed = parse_stats(files.column("stats"), pa.struct([("numRecords", pa.int64())]))
+    counts = pc.struct_field(parsed, "numRecords")  # null where the whole stats string is
+    if counts.null_count:
+        return None
+    bits = int(pc.max(files.column("size")).as_py()).bit_length()
+    most = int(pc.max(counts).as_py() or 0)  # twice the room the row indexes need, in case a count is off
+    return bits if bits + most.bit_length() <= 62 else None
+
+
 def _ids_by_size(
-    snapshot: Snapshot, files: pa.Table, deleted: list[tuple[int, np.ndarray]], *, sizes_from_log: bool
+    snapshot: Snapshot, files: pa.Table, deleted: list[tuple[int, np.ndarray]], *, sizes_from_log: bool,
+    limit: bool = True,
 ) -> dict[int, int] | None:
     """``{size: id}`` for the files with deleted rows, or ``None`` when sizes cannot tell the scan's
     files apart (shared sizes; or, when Spark takes the sizes from the file system rather than from the log,
-    absolute paths or a store that reports another size than the log)."""
+    absolute paths or a store that reports another size than the log). ``limit``: more than
+    :data:`MAX_KEYED_FILES` such files is refused too (the CASE over them gets long)."""
     sizes = files.column("size").to_pylist()
-    if len(set(sizes)) != len(sizes) or len(deleted) > MAX_KEYED_FILES:
+    if len(set(sizes)) != len(sizes) or (limit and len(deleted) > MAX_KEYED_FILES):
         return None
     paths = files.column("path").to_pylist()
     ids: dict[int, int] = {}
@@ -135,20 +157,27 @@ def keyed_scan(
     from pyspark.sql import functions as F
 
     deleted = deleted_rows_per_file(snapshot, files)
-    ids = _ids_by_size(snapshot, files, deleted, sizes_from_log=sizes_from_log)
+    bits = _size_bits(files)
+    ids = _ids_by_size(snapshot, files, deleted, sizes_from_log=sizes_from_log, limit=bits is None)
     if ids is None:
         return None
     selected = [F.col(f"`{c.replace('`', '``')}`") for c in columns]
     if not deleted:
         return raw.select(*selected)
     size = F.col("_metadata.file_size")
-    case = None
-    for s, n in ids.items():
-        case = F.when(size == F.lit(s), F.lit(n)) if case is None else case.when(size == F.lit(s), F.lit(n))
-    assert case is not None
-    key = F.shiftleft(case.cast("long"), _ROW_BITS).bitwiseOR(F.col("_metadata.row_index"))
-    keys = np.concatenate([(np.int64(n) << _ROW_BITS) | rows.astype(np.int64)
-                           for n, (_, rows) in enumerate(deleted)])
+    row = F.col("_metadata.row_index")
+    if bits is not None:  # row index above the size: unique per row of the scan, no per-file CASE
+        key = F.shiftleft(row, bits).bitwiseOR(size)
+        sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
+        keys = np.concatenate([(rows.astype(np.int64) << bits) | sizes[i] for i, rows in deleted])
+    else:
+        case = None
+        for s, n in ids.items():
+            case = F.when(size == F.lit(s), F.lit(n)) if case is None else case.when(size == F.lit(s), F.lit(n))
+        assert case is not None
+        key = F.shiftleft(case.cast("long"), _ROW_BITS).bitwiseOR(row)
+        keys = np.concatenate([(np.int64(n) << _ROW_BITS) | rows.astype(np.int64)
+                               for n, (_, rows) in enumerate(deleted)])
     gone = spark.createDataFrame(pa.table({_KEY: pa.array(keys, pa.int64())}))
     return (raw.select(*selected, key.alias(_KEY))
             .join(F.broadcast(gone), on=_KEY, how="left_anti")
