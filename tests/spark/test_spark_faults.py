@@ -96,10 +96,17 @@ DRIVER = textwrap.dedent('''
     root, step = sys.argv[2], int(sys.argv[3])
     spark = local_session("fault-driver")
     source = spark.createDataFrame([(i, "c", 9.0) for i in range(30, 50)], "id long, part string, x double")
-    local.OS_OPS = faultkit.FaultOps((step, "before"), "kill") if step >= 0 else faultkit.FaultOps()
-    (DeltaTable.forPath(spark, os.path.join(root, "t")).alias("t").merge(source.alias("s"), "t.id = s.id")
-     .whenMatchedUpdate(set={"x": "s.x"}).whenNotMatchedInsertAll().execute())
-    print("POINTS", len(local.OS_OPS.points), *local.OS_OPS.points)
+
+    def merge(at):
+        (DeltaTable.forPath(spark, os.path.join(at, "t")).alias("t").merge(source.alias("s"), "t.id = s.id")
+         .whenMatchedUpdate(set={"x": "s.x"}).whenNotMatchedInsertAll().execute())
+
+    if len(sys.argv) > 4:  # first the reference MERGE, without faults, in the same driver
+        local.OS_OPS = faultkit.FaultOps()
+        merge(sys.argv[4])
+        print("POINTS", len(local.OS_OPS.points), *local.OS_OPS.points, flush=True)
+    local.OS_OPS = faultkit.FaultOps((step, "before"), "kill")
+    merge(root)
 ''')
 
 
@@ -116,23 +123,29 @@ def test_spark_merge_survives_process_death(rs: Any, tmp_path: Path) -> None:
     before = faultkit.table_state(str(template / "t"))
     assert before is not None
 
-    def run(root: Path, step: int) -> subprocess.CompletedProcess[str]:
+    def run(root: Path, step: int, reference: Path | None = None) -> subprocess.CompletedProcess[str]:
         import shutil
 
-        shutil.copytree(template, root)
-        return subprocess.run([sys.executable, "-c", DRIVER, faults, str(root), str(step)], env=env,
-                              capture_output=True, text=True, timeout=600)
+        for r in (root, reference):
+            if r is not None:
+                shutil.copytree(template, r)
+        args = [faults, str(root), str(step), *([str(reference)] if reference else [])]
+        return subprocess.run([sys.executable, "-c", DRIVER, *args], env=env, capture_output=True, text=True,
+                              timeout=600)
 
-    ref = run(tmp_path / "reference", -1)
-    assert ref.returncode == 0, ref.stderr[-3000:]
-    points = int(ref.stdout.split("POINTS", 1)[1].split()[0])
+    # The first driver runs the reference MERGE (the expected table, the number of storage steps), then
+    # the MERGE killed at step 1: one JVM start fewer.
+    first = run(tmp_path / "kill-1", 1, reference=tmp_path / "reference")
+    assert "POINTS" in first.stdout, first.stderr[-3000:]
+    points = int(first.stdout.split("POINTS", 1)[1].split()[0])
     expected = faultkit.versions_rows(str(tmp_path / "reference" / "t"), before[0])
     expected[before[0]] = before[1]
     steps = range(points) if EVERY else [1, 2]  # write_new of the commit's temp file, then its link
+    assert points > 2
     problems = []
     for step in steps:
         root = tmp_path / f"kill-{step}"
-        done = run(root, step)
+        done = first if step == 1 else run(root, step)
         if done.returncode not in (faultkit.KILL_EXIT, 0):
             problems.append(f"step {step}: exit {done.returncode}: {done.stderr[-2000:]}")
             continue
