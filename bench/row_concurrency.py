@@ -37,15 +37,18 @@ TARGET = 4.0
 MAX_TRIES = 200
 
 
-def _worker(path: str, keys: list[int], start: Any, out: Any) -> None:
+def _worker(path: str, keys: list[int], ready: Any, start: Any, out: Any) -> None:
     import pyarrow.compute as pc
 
     import deltalog
     from deltalog.errors import ConcurrentModificationException
 
     table = deltalog.Table(path)
+    table.snapshot()
+    pa.array([0])  # pyarrow imports pandas on its first conversion of Python values: not part of the timing
     acked: list[int] = []
     aborted = 0
+    ready.release()
     start.wait()
     try:
         for key in keys:
@@ -81,13 +84,15 @@ def run_variant(path: str, processes: int, updates: int, rows: int) -> dict[str,
 
     per = rows // FILES
     ctx = mp.get_context("spawn")
-    start, out = ctx.Event(), ctx.Queue()
+    ready, start, out = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
     # writer w updates keys w, w + processes, ... of every file in turn: all writers share all files
     plans = [[(i % FILES) * per + (i // FILES) * processes + w for i in range(updates)] for w in range(processes)]
-    workers = [ctx.Process(target=_worker, args=(path, plan, start, out)) for plan in plans]
+    workers = [ctx.Process(target=_worker, args=(path, plan, ready, start, out)) for plan in plans]
     for p in workers:
         p.start()
-    time.sleep(3.0)  # interpreters and imports before the start signal
+    for _ in workers:  # every interpreter started, imported and holding its snapshot before the clock starts
+        if not ready.acquire(timeout=300):
+            raise SystemExit(f"{path}: a writer did not start")
     t0 = time.perf_counter()
     start.set()
     results = [out.get(timeout=900) for _ in workers]

@@ -119,6 +119,8 @@ def test_listing_sorts_in_byte_order(store: LogStore) -> None:
     expected = sorted(names, key=lambda s: s.encode())
     assert [f.name for f in store.list_from("d/")] == expected
     assert [f.name for f in store.list_dir("d")] == expected
+    for start in ("_", "b", "~", "é", "日"):  # ASCII and non-ASCII starts skip the same names as bytes do
+        assert [f.name for f in store.list_from(f"d/{start}")] == [n for n in expected if n.encode() >= start.encode()]
 
 
 # -------------------------------------------------------------------------------------------- writes

@@ -144,7 +144,7 @@ def test_commit_only_by_put_if_absent_and_retries_after_losing_race() -> None:
     commit_adds(t, add("theirs.parquet"))  # a competing writer wins version 1
     result = loser.commit()
     assert (result.version, result.attempts, result.winning_versions) == (2, 2, (1,))
-    assert result.retries == 1 and len(sleeps) == 1
+    assert result.retries == 1 and sleeps == []  # the first retries follow at once (RetryPolicy.immediate)
     assert all(overwrite is False for _, overwrite in store.writes)
     assert {r["path"] for r in t.snapshot().add_files().to_pylist()} == {"mine.parquet", "theirs.parquet"}
     assert commit_info(t, 2)["readVersion"] == 0
@@ -167,7 +167,7 @@ def test_retries_are_bounded_with_exponential_backoff() -> None:
         snap,
         Write(mode="Append"),
         table=t.location,
-        retry=RetryPolicy(max_attempts=4, base_delay=0.1),
+        retry=RetryPolicy(max_attempts=4, base_delay=0.1, immediate=0),
         sleep=sleeps.append,
         rng=random.Random(7),
     )
@@ -182,6 +182,17 @@ def test_retries_are_bounded_with_exponential_backoff() -> None:
         cap = 0.1 * 2**i
         assert cap * 0.5 <= delay < cap
     assert "mine.parquet" not in {r["path"] for r in t.snapshot().add_files().to_pylist()}
+
+
+def test_first_retries_are_immediate_then_back_off() -> None:
+    policy = RetryPolicy(max_attempts=10, base_delay=0.1, max_delay=0.3, immediate=2)
+    rng = random.Random(3)
+    delays = [policy.delay(n, rng) for n in range(1, 7)]
+    assert delays[:2] == [0.0, 0.0]
+    for delay, cap in zip(delays[2:], (0.1, 0.2, 0.3, 0.3), strict=True):
+        assert cap * 0.5 <= delay < cap
+    with pytest.raises(InvalidArgumentError, match="immediate retries"):
+        RetryPolicy(immediate=-1)
 
 
 def test_commit_info_content() -> None:

@@ -175,12 +175,42 @@ def reconcile_files(sources: Iterable[FileActions], table_root: str) -> tuple[pa
     return _concat(live, base_adds), _concat(tombs, base_removes)
 
 
+#: A state advanced commit by commit gains a chunk per commit; past this many, the small leading
+#: (newest) chunks are merged, so compute calls over the state do not pay per chunk.
+_MAX_CHUNKS = 32
+_SMALL_CHUNK = 1 << 16
+
+
 def _concat(newer: pa.Table, older: pa.Table) -> pa.Table:
     if newer.num_rows == 0:
         return older
     if older.num_rows == 0:
         return newer
-    return pa.concat_tables([newer, older])
+    return _merge_small_chunks(pa.concat_tables([newer, older]))
+
+
+def _merge_small_chunks(t: pa.Table) -> pa.Table:
+    """``t`` with its leading run of small chunks merged into one once it has more than
+    :data:`_MAX_CHUNKS` chunks; row order and the large (checkpoint) chunks after the run are kept.
+
+    Example:
+        >>> t = pa.concat_tables([pa.table({"a": [i]}) for i in range(40)])
+        >>> _merge_small_chunks(t).column("a").num_chunks, _merge_small_chunks(t).column("a").to_pylist()[:3]
+        (1, [0, 1, 2])
+    """
+    if t.num_columns == 0:
+        return t
+    lengths = [len(c) for c in t.column(0).chunks]
+    if len(lengths) <= _MAX_CHUNKS:
+        return t
+    run = 0
+    while run < len(lengths) and lengths[run] < _SMALL_CHUNK:
+        run += 1
+    if run < 2:
+        return t
+    head = sum(lengths[:run])
+    merged = t.slice(0, head).combine_chunks()
+    return merged if head == t.num_rows else pa.concat_tables([merged, t.slice(head)])
 
 
 def _drop_shadowed(t: pa.Table, seen: pa.Array, table_root: str) -> pa.Table:

@@ -230,11 +230,11 @@ class LocalLogStore:
         directory, _, start = prefix.rpartition("/")
         if "\x00" in start:
             raise InvalidArgumentError(f"store path must not contain NUL, got {prefix!r}")
+        parts = split_path(directory, allow_root=True)
+        if start.isascii():  # then comparing names as strings is comparing them as bytes: no per-name call
+            return iter(self._scan(parts, recursive=False, at_least=start))
         start_key = name_key(start)
-        files = self._scan(
-            split_path(directory, allow_root=True), recursive=False, keep=lambda name: name_key(name) >= start_key
-        )
-        return iter(files)
+        return iter(self._scan(parts, recursive=False, keep=lambda name: name_key(name) >= start_key))
 
     def list_dir(self, directory: str, *, recursive: bool = False) -> Iterator[FileInfo]:
         """Files in (or with ``recursive``, below) ``directory``, sorted by path.
@@ -252,10 +252,12 @@ class LocalLogStore:
         return iter(self._scan(split_path(directory, allow_root=True), recursive=recursive))
 
     def _scan(
-        self, dir_parts: list[str], *, recursive: bool, keep: Callable[[str], bool] | None = None
+        self, dir_parts: list[str], *, recursive: bool, keep: Callable[[str], bool] | None = None,
+        at_least: str = "",
     ) -> list[FileInfo]:
-        """Files below ``dir_parts`` sorted by path; ``keep`` filters by name *before* the ``stat`` call,
-        which is most of a listing's cost in a long ``_delta_log``."""
+        """Files below ``dir_parts`` sorted by path; ``keep`` and ``at_least`` (an ASCII name: names below it
+        are skipped) filter by name *before* the ``stat`` call, which is most of a listing's cost in a long
+        ``_delta_log``."""
         out: list[FileInfo] = []
         pending = [(os.path.join(self._root, *dir_parts), "/".join(dir_parts))]
         while pending:
@@ -268,6 +270,8 @@ class LocalLogStore:
                 raise storage_error(exc, table=self._root, path=rel_dir or ".", doing="listing") from exc
             with entries:
                 for entry in entries:
+                    if entry.name < at_least:
+                        continue
                     rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
                     try:
                         if entry.is_file():

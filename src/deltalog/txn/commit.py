@@ -48,25 +48,32 @@ class CommitFailedError(DeltaError):
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Bounded retries with exponential backoff and jitter.
+    """Bounded retries: the first ``immediate`` ones at once, then with exponential backoff and jitter.
 
-    The delay before retry ``n`` (1-based) is ``min(max_delay, base_delay * 2**(n-1))`` scaled by a
-    random factor in ``[0.5, 1.0)``.
+    A lost race means another writer committed, so the loser catches up with it and tries again; like
+    delta-spark and delta-rs it does so at once (waiting only lets more commits in, each of which it must
+    then read and check). Only after ``immediate`` retries in a row were lost does it back off: the delay
+    before retry ``n`` (1-based) is then ``min(max_delay, base_delay * 2**(n - immediate - 1))`` scaled by
+    a random factor in ``[0.5, 1.0)``, spreading out writers that keep colliding.
 
     Example:
-        >>> 0.2 <= RetryPolicy(base_delay=0.1, max_delay=1.0).delay(3, random.Random(0)) < 0.4
-        True
+        >>> policy = RetryPolicy(base_delay=0.1, max_delay=1.0, immediate=1)
+        >>> policy.delay(1, random.Random(0)), 0.1 <= policy.delay(3, random.Random(0)) < 0.2
+        (0.0, True)
     """
 
     max_attempts: int = 20
     base_delay: float = 0.05
     max_delay: float = 2.0
+    immediate: int = 3
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise InvalidArgumentError(f"max_attempts must be >= 1, got {self.max_attempts}")
         if self.base_delay < 0 or self.max_delay < 0:
             raise InvalidArgumentError("retry delays must not be negative")
+        if self.immediate < 0:
+            raise InvalidArgumentError(f"immediate retries must be >= 0, got {self.immediate}")
 
     def delay(self, retry: int, rng: random.Random) -> float:
         """Seconds to wait before retry number ``retry``.
@@ -75,7 +82,9 @@ class RetryPolicy:
             >>> RetryPolicy(base_delay=0.0).delay(5, random.Random(0))
             0.0
         """
-        cap = min(self.max_delay, self.base_delay * (2 ** max(0, retry - 1)))
+        if retry <= self.immediate:
+            return 0.0
+        cap = min(self.max_delay, self.base_delay * (2 ** max(0, retry - self.immediate - 1)))
         return float(cap * (0.5 + 0.5 * rng.random()))
 
 

@@ -661,10 +661,11 @@ class Transaction:
                 payload, info = render_commit(self, version, protocol, metadata, op_metrics, txn_id)
                 landed = publish(self, version, payload)
                 if not landed:
-                    if attempt < self.retry.max_attempts:
+                    delay = self.retry.delay(attempt, self._rng) if attempt < self.retry.max_attempts else 0.0
+                    if delay > 0:
                         # back off *before* catching up with the winners, so the retry follows right
                         # after reading the latest version (waiting after it would let more commits in)
-                        self._sleep(self.retry.delay(attempt, self._rng))
+                        self._sleep(delay)
                     for winner in read_winners(self, version):
                         for resolve in self.conflict_resolvers:
                             winner = resolve(self, winner)
