@@ -1,8 +1,9 @@
 """Row-level concurrency: concurrent single-row UPDATEs of one unpartitioned table, on against off.
 
-    python bench/row_concurrency.py [--processes 8] [--updates 50] [--rows 4000] [--quick]
+    python bench/row_concurrency.py [--processes 8] [--updates 50] [--rows 4000000] [--quick]
 
-A table of ``--rows`` rows (``id``, ``v``) in 4 files, deletion vectors on. ``--processes`` processes
+A table of ``--rows`` rows (``id``, ``v``) in 4 files (1M rows each by default, 1,000 with ``--quick``),
+deletion vectors on. ``--processes`` processes
 start together; each runs ``--updates`` kernel UPDATEs (``Table.update_rows``: ``v = v + 1`` of one
 key, its own disjoint keys spread over all 4 files), one statement at a time; a statement that aborts
 with a conflict is run again (up to 200 times), as a job would have to. Three variants run on fresh
@@ -120,10 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     harness.common_args(parser)
     parser.add_argument("--processes", type=int, default=None, help="writer processes (default 8, quick: 2)")
     parser.add_argument("--updates", type=int, default=None, help="UPDATEs per process (default 50, quick: 5)")
-    parser.add_argument("--rows", type=int, default=4000, help="table rows (default 4,000)")
+    parser.add_argument("--rows", type=int, default=None, help="table rows (default 4,000,000, quick: 4,000)")
     args = parser.parse_args(argv)
     processes = args.processes or (2 if args.quick else 8)
     updates = args.updates or (5 if args.quick else 50)
+    args.rows = args.rows or (4000 if args.quick else 4_000_000)
     if processes * updates > args.rows // FILES * FILES:
         raise SystemExit("--rows must be at least --processes x --updates (every update has its own key)")
     args.data_dir.mkdir(parents=True, exist_ok=True)
@@ -148,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     on, off = outcome["on"], outcome["off"]
     result = Result(
         workload="row-concurrency",
-        title=f"{processes} processes x {updates} UPDATEs of disjoint keys on one 4-file table (kernel API)",
+        title=f"{processes} processes x {updates} UPDATEs of disjoint keys on one 4-file table of {args.rows:,} rows "
+              "(kernel API)",
         deltalog_median=on["per_s"],
         anchor_median=max(off["per_s"], 1e-9),
         target=TARGET,
