@@ -55,11 +55,12 @@ def reason(r: Result) -> str:
     if r.workload == "row-concurrency":
         return (
             "No statement aborts with row-level concurrency on (that part holds), and it commits more statements "
-            "per second than with it off (1.42x-1.57x in two runs) or copy-on-write (about 3x), but not 4x: 8 "
+            "per second than with it off or copy-on-write (about 3x), but not 4x: 8 "
             "CPU-bound writer processes share 2 cores, so throughput is CPU time per committed statement. With it "
             "off an aborted attempt (1.3-1.4 per committed statement) wastes one statement's work; with it on "
             "there is no waste, but each lost race costs a catch-up (reading the winners' commits, rebasing the "
-            "deletion vector, rendering the commit again), so a committed statement costs about 1.5x an attempt "
+            "deletion vector, rendering the commit again; the winners are read with one parse since this run), "
+            "so a committed statement costs more than an attempt "
             "with it off. On a table of 1,000-row files (`--rows 4000`) the statements are so cheap that the "
             "ratio is 1.14x. The 4x needs statements that cost far more than a commit -- a Spark UPDATE or MERGE "
             "job, where an abort throws away seconds of work -- or more cores than writers. A lost race no longer "

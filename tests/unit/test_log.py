@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -79,6 +80,32 @@ def test_txn_domain_metadata_and_latest_metadata_win(store: InMemoryLogStore) ->
     assert snap.partition_columns == ("part",)
     assert snap.domains == {"d2": "b"}
     assert table(store).snapshot(1).domain_metadata("d1") == "a"
+
+
+def test_commits_read_together_split_as_read_one_by_one(store: InMemoryLogStore) -> None:
+    """read_commits_each (a writer catching up with several winners) parses the add/remove lines of all
+    files at once and gives each file exactly what read_commit gives it."""
+    from deltalog.log.reader import read_commit, read_commits_each
+    from deltalog.log.segment import list_log
+
+    new_table(store, ["part"])
+    write_commit(store, 1, commit_info(), add("part=a/1.parquet", "a"), {"txn": {"appId": "etl", "version": 3}})
+    write_commit(store, 2, commit_info("DELETE"), remove("part=a/1.parquet"), add("part=b/2.parquet", "b"),
+                 {"domainMetadata": {"domain": "d1", "configuration": "a", "removed": False}})
+    write_commit(store, 3, commit_info("SET TBLPROPERTIES"), metadata(["part"]))
+    write_commit(store, 4, '{ "add" : {"path":"part=c/3.parquet","partitionValues":{"part":"c"},"size":1,'
+                 '"modificationTime":1,"dataChange":true}}', add("part=c/4.parquet", "c"))
+    files = [f for f in list_log(store, 1) if f.kind == "commit"]
+    each = read_commits_each(store, files, table="t")
+    assert [fa.version for fa in each] == [1, 2, 3, 4]
+    for f, fa in zip(files, each, strict=True):
+        one = read_commit(store, f, table="t")
+        assert fa.adds.equals(one.adds) and fa.removes.equals(one.removes)
+        assert fa.others == one.others and fa.commit_infos == one.commit_infos
+        for got, want in ((fa.add_order, one.add_order), (fa.remove_order, one.remove_order)):
+            if want is not None and len(want):  # same line order within the file
+                assert got is not None and list(np.argsort(got)) == list(np.argsort(want))
+    assert [len(fa.adds) for fa in each] == [1, 1, 0, 2] and [len(fa.removes) for fa in each] == [0, 1, 0, 0]
 
 
 def test_commit_with_odd_spacing_and_unknown_actions(store: InMemoryLogStore) -> None:

@@ -117,6 +117,53 @@ def read_commits(
     ``partition_keys`` (plus the partition columns of any ``metaData`` in these files) are read as
     strings explicitly, so Arrow never re-types a value such as ``2021-09-08``.
     """
+    return _read_batch(store, files, table=table, partition_keys=partition_keys)[0]
+
+
+def read_commits_each(store: LogStore, files: list[LogFile], *, table: str) -> list[FileActions]:
+    """One :class:`FileActions` per file (as :func:`read_commit` gives), read with one parse of all their
+    add/remove lines -- for a writer catching up with several winning commits at once.
+
+    Example:
+        >>> from deltalog.storage import InMemoryLogStore
+        >>> from deltalog.log.paths import parse_log_name
+        >>> s = InMemoryLogStore()
+        >>> for v in (1, 2):
+        ...     s.write(f"_delta_log/{v:020d}.json", b'{"commitInfo":{"operation":"WRITE"}}\n', overwrite=False)
+        >>> [fa.version for fa in read_commits_each(s, [parse_log_name(f"{v:020d}.json") for v in (1, 2)], table="t")]
+        [1, 2]
+    """
+    if len(files) < 2:
+        return [read_commit(store, f, table=table) for f in files]
+    batch, owners = _read_batch(store, files, table=table)
+    add_files = None if batch.add_order is None else batch.add_order >> _FILE_BITS
+    remove_files = None if batch.remove_order is None else batch.remove_order >> _FILE_BITS
+    out = []
+    for idx, f in enumerate(files):
+        adds, add_order = _rows_of(batch.adds, batch.add_order, add_files, idx)
+        removes, remove_order = _rows_of(batch.removes, batch.remove_order, remove_files, idx)
+        info = batch.commit_infos.get(f.version)
+        out.append(FileActions(
+            f.version, adds, removes, [a for a, o in zip(batch.others, owners, strict=True) if o == idx],
+            add_order, remove_order, {f.version: info} if info is not None else {},
+        ))
+    return out
+
+
+def _rows_of(
+    t: pa.Table, order: np.ndarray | None, owner: np.ndarray | None, idx: int
+) -> tuple[pa.Table, np.ndarray | None]:
+    """The rows of ``t`` read from file ``idx`` of a batch, with their order keys."""
+    if order is None or owner is None:
+        return t.slice(0, 0), None
+    rows = np.flatnonzero(owner == idx)
+    return t.take(pa.array(rows, pa.int64())), order[rows]
+
+
+def _read_batch(
+    store: LogStore, files: list[LogFile], *, table: str, partition_keys: frozenset[str] = frozenset()
+) -> tuple[FileActions, list[int]]:
+    """:func:`read_commits`, plus the index in ``files`` of the file each of ``others`` came from."""
     if len(files) > 8 and "://" in store.full_path(""):  # remote stores: overlap the round trips
         with ThreadPoolExecutor(max_workers=4) as pool:
             blobs = list(pool.map(lambda f: _read_bytes(store, f, table), files))
@@ -125,6 +172,7 @@ def read_commits(
     file_lines: list[bytes] = []
     orders: list[int] = []
     others: list[Action] = []
+    owners: list[int] = []
     infos: dict[int, CommitInfo] = {}
     for idx, (f, data) in enumerate(zip(files, blobs)):
         base = idx << _FILE_BITS
@@ -142,11 +190,12 @@ def read_commits(
                 orders.append(base | i)
             elif action is not None:
                 others.append(action)
+                owners.append(idx)
                 if isinstance(action, CommitInfo):
                     infos.setdefault(f.version, action)
     version = files[0].version if files else -1
     if not file_lines:
-        return FileActions(version, _empty(ADD_SCHEMA), _empty(REMOVE_SCHEMA), others, commit_infos=infos)
+        return FileActions(version, _empty(ADD_SCHEMA), _empty(REMOVE_SCHEMA), others, commit_infos=infos), owners
     order = np.array(orders, dtype=np.int64)
     keys = set(partition_keys)
     for action in others:
@@ -172,8 +221,8 @@ def read_commits(
         _validate(adds, ("path", "size", "modificationTime", "dataChange", "partitionValues"))
         _validate(removes, ("path", "dataChange"))
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError):
-        return _parse_strict(files, blobs, table=table, others=others, infos=infos)
-    return FileActions(version, adds, removes, others, order[add_rows], order[remove_rows], infos)
+        return _parse_strict(files, blobs, table=table, others=others, infos=infos), owners
+    return FileActions(version, adds, removes, others, order[add_rows], order[remove_rows], infos), owners
 
 
 def _json_schema(keys: frozenset[str]) -> pa.Schema:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.errors import CommitOutcomeUnknownError, DeltaError, StorageError, StorageIOError
 from deltalog.log.paths import LogFile, commit_name, commit_path
-from deltalog.log.reader import read_commit
+from deltalog.log.reader import read_commits_each
 from deltalog.log.segment import list_log
 from deltalog.protocol.actions import Action, Add, CommitInfo, DomainMetadata, Metadata, Protocol, action_to_json
 from deltalog.protocol.features import writer_features
@@ -137,11 +137,8 @@ def read_winners(txn: Transaction, start: int) -> list[WinningCommit]:
     listed = [f for f in list_log(txn.store, start) if f.kind == "commit"]
     last = max([f.version for f in listed], default=start)
     by_version = {f.version: f for f in listed}
-    out = []
-    for v in range(start, last + 1):
-        lf = by_version.get(v) or LogFile(commit_name(v), "commit", v)
-        out.append(WinningCommit.from_actions(read_commit(txn.store, lf, table=txn.table)))
-    return out
+    wanted = [by_version.get(v) or LogFile(commit_name(v), "commit", v) for v in range(start, last + 1)]
+    return [WinningCommit.from_actions(fa) for fa in read_commits_each(txn.store, wanted, table=txn.table)]
 
 
 def publish(txn: Transaction, version: int, payload: bytes) -> bool:
