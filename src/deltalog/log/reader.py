@@ -129,7 +129,7 @@ def read_commits_each(store: LogStore, files: list[LogFile], *, table: str) -> l
         >>> from deltalog.log.paths import parse_log_name
         >>> s = InMemoryLogStore()
         >>> for v in (1, 2):
-        ...     s.write(f"_delta_log/{v:020d}.json", b'{"commitInfo":{"operation":"WRITE"}}\n', overwrite=False)
+        ...     s.write(f"_delta_log/{v:020d}.json", b'{"commitInfo":{"operation":"WRITE"}}\\n', overwrite=False)
         >>> [fa.version for fa in read_commits_each(s, [parse_log_name(f"{v:020d}.json") for v in (1, 2)], table="t")]
         [1, 2]
     """
