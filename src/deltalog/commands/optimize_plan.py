@@ -38,6 +38,7 @@ __all__ = [
     "Bin",
     "bin_rows",
     "bits_per_column",
+    "fractions_for",
     "interleave_bits",
     "orderable",
     "partition_key",
@@ -241,7 +242,16 @@ def sample_fractions(bins: Sequence[Bin], rows_per_bin: int) -> dict[int, float]
         >>> sample_fractions([big, small], 100)
         {0: 0.1, 1: 1.0}
     """
-    counts = bin_rows(bins)
+    return fractions_for(bin_rows(bins), rows_per_bin)
+
+
+def fractions_for(counts: Sequence[int] | None, rows_per_bin: int) -> dict[int, float] | None:
+    """:func:`sample_fractions` from the bins' row counts (:func:`bin_rows`), when the caller has them.
+
+    Example:
+        >>> fractions_for([1000, 10], 100)
+        {0: 0.1, 1: 1.0}
+    """
     if not counts or max(counts) <= rows_per_bin:
         return None
     return {i: min(1.0, rows_per_bin / n) if n else 1.0 for i, n in enumerate(counts)}

@@ -23,11 +23,11 @@ from deltalog.commands.optimize_plan import (
     Bin,
     bin_rows,
     bits_per_column,
+    fractions_for,
     interleave_bits,
     orderable,
     range_ids,
     range_probabilities,
-    sample_fractions,
     stats_columns,
 )
 from deltalog.errors import (
@@ -247,10 +247,10 @@ def _zorder_frame(
     keys = tuple(f"{_KEY}{i}" for i in range(len(columns)))
     keyed = tagged.select("*", *[_key(f).alias(k) for f, k in zip(columns, keys)])
     per_bin = _SAMPLE_ROWS_PER_RANGE << bits
-    fractions = sample_fractions(bins, per_bin)
+    counts = bin_rows(bins)  # the files' stats are parsed once, for the fractions and the driver-side choice
+    fractions = fractions_for(counts, per_bin)
     sample = keyed if fractions is None else keyed.sampleBy(_BIN, fractions, seed=17)
     files = {i: b.num_output_files for i, b in enumerate(bins)}
-    counts = bin_rows(bins)
     if counts is not None and sum(min(n, per_bin) for n in counts) <= _DRIVER_SAMPLE_ROWS:
         try:
             sampled = sample.select(_BIN, *keys).toArrow()
