@@ -33,6 +33,8 @@ WRITE_PROOF = {
     "v2Checkpoint": "tests/unit/test_checkpoint_v2.py, tests/unit/test_checkpoint_writer.py",
     "clustering": "tests/unit/test_clustering.py, tests/spark/test_spark_clustering.py",
     "typeWidening": "tests/unit/test_type_widening.py, tests/spark/test_spark_type_widening.py",
+    "typeWidening-preview": "tests/unit/test_type_widening.py, tests/spark/test_spark_type_widening.py "
+                            "(copies of the corpus table Delta 3.3 widened)",
     "rowTracking": "tests/unit/test_row_tracking.py, tests/spark/test_spark_row_tracking.py (not yet: "
                    "`_metadata.row_id` in Spark reads)",
     "checkpointProtection": "tests/unit/test_drop_feature.py",

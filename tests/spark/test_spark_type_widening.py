@@ -35,3 +35,43 @@ def test_type_widening_through_spark(spark: Any, tmp_path: Path) -> None:
     assert changes == [[{"fromType": "integer", "toType": "long"}], [{"fromType": "float", "toType": "double"}]]
     with pytest.raises(Exception, match="UNSUPPORTED_TYPE_CHANGE"):
         spark.sql(f"ALTER TABLE {t} CHANGE COLUMN x x INT")
+
+
+def test_date_to_timestamp_ntz_and_preview_table_through_spark(spark: Any, tmp_path: Path) -> None:
+    """``date -> timestamp_ntz`` through SQL, and Spark
+    DML on a copy of the corpus table Delta 3.3 widened under ``typeWidening-preview``."""
+    import datetime as dt
+    import shutil
+
+    from readers import duckdb_rows
+
+    path = str(tmp_path / "d")
+    t = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id INT, d DATE) USING DELTA TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, DATE'2024-01-01'), (2, DATE'2024-01-05')")
+    spark.sql(f"ALTER TABLE {t} ALTER COLUMN d TYPE TIMESTAMP_NTZ")
+    spark.sql(f"INSERT INTO {t} VALUES (3, TIMESTAMP_NTZ'2024-01-03 12:30:00')")
+    df = spark.read.format("delta").load(path)
+    assert df.schema["d"].dataType.simpleString() == "timestamp_ntz"
+    want = [(1, dt.datetime(2024, 1, 1)), (2, dt.datetime(2024, 1, 5)), (3, dt.datetime(2024, 1, 3, 12, 30))]
+    assert sorted(tuple(r) for r in df.collect()) == want == duckdb_rows(path, ["id", "d"])
+    assert df.filter("d > TIMESTAMP_NTZ'2024-01-05 00:00:01'").count() == 0
+    spark.sql(f"UPDATE {t} SET d = d + INTERVAL 1 HOUR WHERE id = 1")
+    assert sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {t} WHERE id = 1").collect()) == [
+        (1, dt.datetime(2024, 1, 1, 1))]
+
+    source = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "kernel-rs-data" / "type-widening"
+    if not source.is_dir():
+        pytest.skip("the conformance corpus is not beside this checkout")
+    copy = str(tmp_path / "preview")
+    shutil.copytree(source, copy)
+    p = f"delta.`{copy}`"
+    spark.sql(f"INSERT INTO {p} SELECT * FROM {p}")
+    spark.sql(f"ALTER TABLE {p} ALTER COLUMN int_decimal TYPE DECIMAL(14, 2)")
+    spark.sql(f"DELETE FROM {p} WHERE byte_long = 1")
+    spark.sql(f"UPDATE {p} SET int_long = 7")
+    snap = deltalog.Table(copy).snapshot()
+    assert "typeWidening" not in (snap.protocol.readerFeatures or ())
+    cols = ["byte_long", "int_long", "int_decimal", "date_timestamp_ntz"]
+    got = sorted(tuple(r) for r in spark.read.format("delta").load(copy).select(*cols).collect())
+    assert len(got) == 2 and all(r[1] == 7 for r in got) and got == duckdb_rows(copy, cols)

@@ -2,12 +2,13 @@
 ``schema_mode="merge"`` widen columns once ``delta.enableTypeWidening`` is set, recording
 ``delta.typeChanges``; old files read with the new type (deltalog, DuckDB); narrowing, unsupported
 changes, partition columns and tables without the property are refused with nothing committed. The
-corpus table Spark widened takes appends too.
+corpus table Spark widened (``typeWidening-preview``) takes appends, widening, DML and checkpoints too.
 
 Not delta-rs: its reader (1.6) refuses tables with the ``typeWidening`` reader feature."""
 
 from __future__ import annotations
 
+import datetime as dt
 import decimal
 import shutil
 from pathlib import Path
@@ -77,17 +78,73 @@ def test_refused_changes(tmp_path: Path) -> None:
     assert table.latest_version() == version
 
 
-def test_append_to_spark_widened_table(tmp_path: Path) -> None:
+def _rows(path: str, columns: list[str], version: int | None = None) -> list[tuple[object, ...]]:
+    got = deltalog.Table(path).snapshot(version=version).to_arrow(columns=columns)
+    return sorted(zip(*[got.column(c).to_pylist() for c in columns]), key=repr)
+
+
+def test_widen_date_to_timestamp_ntz(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    days = pa.table({"id": pa.array([1, 2], pa.int64()), "d": pa.array([dt.date(2024, 1, 1), dt.date(2024, 1, 5)])})
+    deltalog.write_table(path, days, properties={"delta.enableTypeWidening": "true"})
+    table = deltalog.Table(path)
+    table.set_column_type("d", "timestamp_ntz")
+    snap = table.snapshot()
+    assert str(snap.schema.field("d").type) == "PrimitiveType(name='timestamp_ntz')"
+    assert "timestampNtz" in reader_features(snap.protocol)
+    assert snap.schema.field("d").metadata["delta.typeChanges"] == [{"fromType": "date", "toType": "timestamp_ntz"}]
+    later = pa.table({"id": pa.array([3], pa.int64()), "d": pa.array([dt.datetime(2024, 1, 3, 12, 30)])})
+    deltalog.write_table(path, later, mode="append")
+    midnight = [(1, dt.datetime(2024, 1, 1)), (2, dt.datetime(2024, 1, 5))]
+    want = sorted([*midnight, (3, dt.datetime(2024, 1, 3, 12, 30))], key=repr)
+    assert _rows(path, ["id", "d"]) == want == sorted(duckdb_rows(path, ["id", "d"]), key=repr)
+    # the first file's statistics keep date strings; they read as midnight and still skip it
+    first = table.snapshot().add_files().to_pylist()
+    assert any('"2024-01-01"' in (f["stats"] or "") for f in first)
+    noon = table.snapshot().to_arrow(filter=[("d", ">", dt.datetime(2024, 1, 5, 0, 0, 1))])
+    assert noon.num_rows == 0
+    assert table.snapshot().to_arrow(filter=[("d", "=", dt.datetime(2024, 1, 5))]).num_rows == 1
+    table.update_rows([("id", "=", 1)], {"d": dt.datetime(2024, 2, 1, 8)})
+    table.delete([("d", "=", dt.datetime(2024, 1, 5))])
+    table.checkpoint()
+    want = sorted([(1, dt.datetime(2024, 2, 1, 8)), (3, dt.datetime(2024, 1, 3, 12, 30))], key=repr)
+    assert _rows(path, ["id", "d"]) == want == sorted(duckdb_rows(path, ["id", "d"]), key=repr)
+    assert _rows(path, ["id", "d"], version=0) == sorted([(1, dt.date(2024, 1, 1)), (2, dt.date(2024, 1, 5))],
+                                                         key=repr)
+    # schema evolution widens too: timestamps appended to a date column
+    other = str(tmp_path / "u")
+    deltalog.write_table(other, days, properties={"delta.enableTypeWidening": "true"})
+    deltalog.write_table(other, later, mode="append", schema_mode="merge")
+    assert str(deltalog.Table(other).snapshot().schema.field("d").type) == "PrimitiveType(name='timestamp_ntz')"
+    assert _rows(other, ["id", "d"]) == sorted([*midnight, (3, dt.datetime(2024, 1, 3, 12, 30))], key=repr)
+    with pytest.raises(InvalidArgumentError, match="UNSUPPORTED_TYPE_CHANGE"):
+        deltalog.Table(other).set_column_type("d", "date")  # narrowing back
+
+
+def test_write_to_spark_widened_preview_table(tmp_path: Path) -> None:
+    """The corpus tables Delta 3.3 widened carry ``typeWidening-preview``: deltalog appends, widens,
+    deletes, updates and checkpoints them, keeping the preview feature; DuckDB reads the same rows."""
     source = CORPUS / "kernel-rs-data" / "type-widening"
     if not source.is_dir():
         pytest.skip("the conformance corpus is not beside this checkout")
     path = str(tmp_path / "t")
     shutil.copytree(source, path)
     table = deltalog.Table(path)
-    if "typeWidening-preview" in reader_features(table.snapshot().protocol):
-        with pytest.raises(deltalog.errors.UnsupportedFeatureError, match="typeWidening-preview"):
-            deltalog.write_table(path, table.snapshot().to_arrow().slice(0, 1), mode="append")
-        return
-    before = table.snapshot().to_arrow()
-    deltalog.write_table(path, before, mode="append")
-    assert deltalog.Table(path).snapshot().to_arrow().num_rows == 2 * before.num_rows
+    assert "typeWidening-preview" in reader_features(table.snapshot().protocol)
+    cols = ["byte_long", "short_decimal", "date_timestamp_ntz"]
+    before = _rows(path, cols)
+    assert before == sorted(duckdb_rows(path, cols), key=repr)
+    deltalog.write_table(path, table.snapshot().to_arrow(), mode="append")
+    assert _rows(path, cols) == sorted(before * 2, key=repr)
+    table.set_column_type("short_decimal", "decimal(8,2)")
+    snap = table.snapshot()
+    assert set(reader_features(snap.protocol)) == {"timestampNtz", "typeWidening-preview"}
+    assert snap.schema.field("short_decimal").metadata["delta.typeChanges"][-1] == {
+        "fromType": "decimal(6,1)", "toType": "decimal(8,2)"}
+    table.update_rows([("date_timestamp_ntz", "<", dt.datetime(2024, 9, 9, 1))], {"byte_long": 5})  # old stats
+    table.delete([("byte_long", ">", 5)])
+    table.checkpoint()
+    kept = [(5, r[1], r[2]) for r in before if r[2] == dt.datetime(2024, 9, 9)] * 2
+    assert len(kept) == 2
+    assert _rows(path, cols) == kept == sorted(duckdb_rows(path, cols), key=repr)
+    assert deltalog.Table(path).snapshot(version=2).to_arrow().num_rows == len(before)

@@ -213,7 +213,7 @@ def set_column_type(
         raise InvalidArgumentError(
             f"[DELTA_UNSUPPORTED_TYPE_CHANGE] column {old.name} cannot change from {shown} to {data_type}: type "
             "widening allows byte -> short -> integer -> long, float -> double, integers to double or a wide "
-            "enough decimal, and decimal precision/scale increases", table=loc)
+            "enough decimal, decimal precision/scale increases, and date -> timestamp_ntz", table=loc)
     changed = widened(old, data_type)
     fields = tuple(changed if f is old else f for f in snapshot.schema.fields)
     txn = start_transaction(table, ChangeColumn(column=_field_obj(changed)), **_options(clock, snapshot))

@@ -4,9 +4,10 @@ rewriting data files, and the ``delta.typeChanges`` field metadata that records 
 Allowed, as the protocol lists them: ``byte → short → integer → long``; ``float → double``; ``byte``,
 ``short``, ``integer`` to ``double``; integers to a decimal with room for every value (``p - s`` at least
 3, 5, 10 or 20 digits); ``decimal(p, s)`` to ``decimal(p', s')`` with ``p' ≥ p``, ``s' ≥ s`` and as many
-integer digits. (The protocol's ``date → timestamp_ntz`` is not written by deltalog: the statistics of
-the files already written would keep date strings.) Readers cast the values of older files to the
-table's type; deltalog's Arrow reader and Spark's parquet reader both do.
+integer digits; ``date → timestamp_ntz`` (a date becomes its midnight). Readers cast the values of older
+files to the table's type; deltalog's Arrow reader and Spark's parquet reader both do. The statistics of
+files written before a ``date → timestamp_ntz`` change keep their date strings (``"2024-01-02"``); they
+read as that day's midnight, which is exactly the widened value, so they still skip files.
 
 Example:
     >>> from deltalog.protocol.schema import PrimitiveType, StructField
@@ -49,6 +50,8 @@ def can_widen(old: DataType, new: DataType) -> bool:
     Example:
         >>> can_widen(DecimalType(10, 2), DecimalType(12, 4)), can_widen(DecimalType(10, 2), DecimalType(12, 5))
         (True, False)
+        >>> can_widen(PrimitiveType("date"), PrimitiveType("timestamp_ntz"))
+        True
     """
     if isinstance(old, DecimalType) and isinstance(new, DecimalType):
         return (new.precision >= old.precision and new.scale >= old.scale
@@ -64,7 +67,7 @@ def can_widen(old: DataType, new: DataType) -> bool:
         return _INT_RANK[old.name] < _INT_RANK[new.name]
     if new.name == "double":
         return old.name in ("float", "byte", "short", "integer")
-    return False
+    return old.name == "date" and new.name == "timestamp_ntz"
 
 
 def widened(field: StructField, new: DataType) -> StructField:

@@ -20,7 +20,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.errors import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
-from deltalog.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, physical_name
+from deltalog.protocol.schema import (
+    ArrayType,
+    DataType,
+    DecimalType,
+    MapType,
+    StructField,
+    StructType,
+    physical_name,
+)
 from deltalog.storage import LocalLogStore
 from deltalog.storage.log_store import StoreRef
 from deltalog.storage.object_store import ObjectLogStore
@@ -196,16 +204,63 @@ def _physical_dt(dt: DataType, mode: str) -> DataType:
     return dt
 
 
+def _read_decimals(dt: DataType) -> DataType:
+    """``dt`` with every decimal of fewer than 10 integer digits read as ``decimal(s + 10, s)``."""
+    if isinstance(dt, DecimalType):
+        return DecimalType(dt.scale + 10, dt.scale) if dt.precision - dt.scale < 10 <= 38 - dt.scale else dt
+    if isinstance(dt, StructType):
+        return StructType(tuple(replace(f, type=_read_decimals(f.type)) for f in dt.fields))
+    if isinstance(dt, ArrayType):
+        return replace(dt, element_type=_read_decimals(dt.element_type))
+    if isinstance(dt, MapType):
+        return replace(dt, key_type=_read_decimals(dt.key_type), value_type=_read_decimals(dt.value_type))
+    return dt
+
+
+def _widened_from_small_ints(field: StructField) -> bool:
+    changes = field.metadata.get("delta.typeChanges") or []
+    return any(isinstance(c, dict) and c.get("fromType") in ("byte", "short")
+               and str(c.get("toType", "")).startswith("decimal") for c in changes)
+
+
 def physical_field(field: StructField, mode: str) -> StructField:
-    """The field as stored in data files: physical names at every nesting level, no metadata.
+    """The field as Spark reads it from data files: physical names at every nesting level, no metadata.
+
+    A decimal column that type widening made from a ``byte`` / ``short`` column is read as
+    ``decimal(s + 10, s)``: Spark's vectorized reader reads an INT32 column as a decimal only with 10
+    integer digits, so the files written before the change fail with the table's ``decimal(4, 1)``;
+    the wider type reads both those and the newer decimal files, and :func:`needs_cast` tells the caller
+    to cast back to the table's type (every value fits).
 
     Example:
         >>> from deltalog.protocol.schema import PrimitiveType
         >>> f = StructField("a", PrimitiveType("long"), True, {"delta.columnMapping.physicalName": "c1"})
         >>> physical_field(f, "name").name
         'c1'
+        >>> w = StructField("d", DecimalType(4, 1), True, {"delta.typeChanges": [{"fromType": "byte",
+        ...                                                                      "toType": "decimal(4,1)"}]})
+        >>> physical_field(w, "none").type
+        DecimalType(precision=11, scale=1)
     """
-    return StructField(physical_name(field, mode), _physical_dt(field.type, mode), field.nullable, {})
+    dt = _physical_dt(field.type, mode)
+    if _widened_from_small_ints(field):
+        dt = _read_decimals(dt)
+    return StructField(physical_name(field, mode), dt, field.nullable, {})
+
+
+def needs_cast(field: StructField, mode: str) -> bool:
+    """Whether the column Spark reads for ``field`` (see :func:`physical_field`) must be cast to the
+    table's type: nested columns under column mapping (a positional cast renames the physical fields)
+    and decimals read wider.
+
+    Example:
+        >>> from deltalog.protocol.schema import PrimitiveType
+        >>> needs_cast(StructField("a", PrimitiveType("long")), "name")
+        False
+    """
+    nested = isinstance(field.type, (StructType, ArrayType, MapType))
+    return (mode != "none" and nested) or (_widened_from_small_ints(field) and (
+        _read_decimals(field.type) != field.type))
 
 
 def spark_type(dt: DataType | StructType) -> Any:

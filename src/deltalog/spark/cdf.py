@@ -46,6 +46,7 @@ from deltalog.log.changes import (
 )
 from deltalog.protocol.schema import PrimitiveType, StructField, physical_name
 from deltalog.spark._common import (
+    needs_cast,
     open_table,
     option_map,
     parse_bool,
@@ -211,7 +212,7 @@ def changes_dataframe(spark: Any, snapshot: Snapshot, plan: list[CommitChanges])
             col = F.col(_part_column(snapshot.partition_columns.index(f.name)))
         else:
             col = F.col(_quoted(physical_name(f, mode)))
-            if mode != "none" and _is_nested(f):
+            if needs_cast(f, mode):
                 col = col.cast(spark_type(f.type))  # positional: renames nested physical fields
         out.append(col.alias(f.name))
     out += [
@@ -224,12 +225,6 @@ def changes_dataframe(spark: Any, snapshot: Snapshot, plan: list[CommitChanges])
 
 def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
-
-
-def _is_nested(field: StructField) -> bool:
-    from deltalog.protocol.schema import ArrayType, MapType, StructType
-
-    return isinstance(field.type, (StructType, ArrayType, MapType))
 
 
 def _part_column(i: int) -> str:

@@ -48,8 +48,8 @@ import pyarrow.compute as pc
 
 from deltalog.arrow.filters import Condition, normalize_filter, prune_files
 from deltalog.errors import InvalidArgumentError
-from deltalog.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType, physical_name
-from deltalog.spark._common import load_snapshot, physical_field, spark_schema, spark_type
+from deltalog.protocol.schema import PrimitiveType, StructField, StructType, physical_name
+from deltalog.spark._common import load_snapshot, needs_cast, physical_field, spark_schema, spark_type
 from deltalog.spark._dv_scan import deleted_row_keys, keyed_scan
 from deltalog.spark._files import FILE as _FILE
 from deltalog.spark._files import ROW as _ROW
@@ -133,10 +133,6 @@ def _condition_column(cond: Condition) -> Any:
     value = F.lit(cond.value)
     ops = {"=": col.__eq__, "!=": col.__ne__, "<": col.__lt__, "<=": col.__le__, ">": col.__gt__, ">=": col.__ge__}
     return ops[cond.op](value)
-
-
-def _is_nested(field: StructField) -> bool:
-    return isinstance(field.type, (StructType, ArrayType, MapType))
 
 
 def read_snapshot(
@@ -295,15 +291,15 @@ def _scan_files(
             sources.append((keys[snapshot.partition_columns.index(f.name)] if hive else f.name, f))
         else:
             sources.append((by_name[f.name].name, f))
-    casts = mode != "none" and any(_is_nested(f) for f in logical if f.name not in parts)
+    casts = any(needs_cast(f, mode) for f in logical if f.name not in parts)
     current = [f.name for f in read_fields] if keyed is not None or not (has_dv or join_parts) else None
     if not casts and current == [f.name for f in logical] == [c for c, _ in sources]:
         return df  # already the requested columns: a select would only cost driver round trips
     out = []
     for name, f in sources:
         col = F.col(_quoted(name))
-        if f.name not in parts and mode != "none" and _is_nested(f):
-            col = col.cast(spark_type(f.type))  # positional: renames nested physical fields
+        if f.name not in parts and needs_cast(f, mode):
+            col = col.cast(spark_type(f.type))  # positional: renames nested physical fields; wide decimals
         out.append(col.alias(f.name))
     return df.select(*out)
 

@@ -16,14 +16,14 @@ implied by a legacy writer version). Features fall in three groups here:
   writer, see :mod:`deltalog.txn.defaults`), ``v2Checkpoint`` (V2 checkpoints with sidecars, see
   :mod:`deltalog.log.checkpoint_v2`), ``clustering`` (the ``delta.clustering`` domain, kept by
   :mod:`deltalog.commands.clustering`, OPTIMIZE clusters by it) , ``typeWidening`` (type changes
-  recorded in ``delta.typeChanges``, see :mod:`deltalog.protocol.type_widening`) and ``rowTracking``
+  recorded in ``delta.typeChanges``, see :mod:`deltalog.protocol.type_widening`; its preview
+  ``typeWidening-preview`` too, whose tables keep the preview name) and ``rowTracking``
   (fresh row ids on every added file; commits that would move rows are refused, see
   :mod:`deltalog.txn.row_tracking`) and ``checkpointProtection`` (log cleanup never deletes part of the
   history before ``delta.requireCheckpointProtectionBeforeVersion``, see :mod:`deltalog.log.cleanup`);
 * :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.
   implied by a legacy writer version, but unused): none today;
-* everything else (``typeWidening-preview``,
-  ``icebergCompatV1/V2``, ``variantType`` (variant tables are read-only), ``catalogManaged``, ...) --
+* everything else (``icebergCompatV1/V2``, ``variantType`` (variant tables are read-only), ``catalogManaged``, ...) --
   refused.
 
 Example:
@@ -82,6 +82,7 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "v2Checkpoint",
         "clustering",
         "typeWidening",
+        "typeWidening-preview",
         "rowTracking",
         "checkpointProtection",
     }
@@ -265,8 +266,9 @@ _DEPENDS_ON = {"rowTracking": {"domainMetadata"}, "clustering": {"domainMetadata
 
 
 #: Preview names that satisfy a feature the metadata uses (a variant column on a ``variantType-preview``
-#: table needs no ``variantType``).
-_PREVIEWS = {"variantType-preview": "variantType"}
+#: table needs no ``variantType``; ``delta.enableTypeWidening`` on a ``typeWidening-preview`` table, as
+#: Delta 3.2/3.3 made them, needs no ``typeWidening``).
+_PREVIEWS = {"variantType-preview": "variantType", "typeWidening-preview": "typeWidening"}
 
 
 def _supported_by(protocol: Protocol) -> set[str]:
@@ -429,7 +431,6 @@ cannot write (it reads variant columns but does not write them); it can still be
 
 
 _REFUSAL_REASONS = {
-    "typeWidening-preview": "it writes the released typeWidening feature, not its preview",
     "icebergCompatV1": "it does not keep Iceberg metadata compatible",
     "icebergCompatV2": "it does not keep Iceberg metadata compatible",
     "catalogManaged": "it commits to the file system, not through a catalog",

@@ -29,8 +29,8 @@ import pyarrow.compute as pc
 
 from deltalog.arrow.filters import Condition, normalize_filter
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
-from deltalog.protocol.schema import ArrayType, MapType, PrimitiveType, StructField, StructType, physical_name
-from deltalog.spark._common import physical_field, spark_schema, spark_type
+from deltalog.protocol.schema import PrimitiveType, StructField, StructType, physical_name
+from deltalog.spark._common import needs_cast, physical_field, spark_schema, spark_type
 from deltalog.spark._dv_scan import deleted_row_keys
 from deltalog.spark._files import FILE, ROW, file_keys, parquet_scan
 
@@ -376,10 +376,6 @@ def _partition_table(files: pa.Table, uris: list[str], fields: list[StructField]
     return pa.table(columns)
 
 
-def _is_nested(field: StructField) -> bool:
-    return isinstance(field.type, (StructType, ArrayType, MapType))
-
-
 def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted: bool = True,
                 row_ids: bool = False) -> DataFrame:
     """Every column of the table's rows in ``files`` (an ``add_files()`` table) plus :data:`FILE` and
@@ -414,8 +410,8 @@ def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted
     columns = []
     for f, p in zip(data_fields, physical):
         col = F.col(quoted(p.name))
-        if mode != "none" and _is_nested(f):
-            col = col.cast(spark_type(f.type))  # positional: renames nested physical fields
+        if needs_cast(f, mode):
+            col = col.cast(spark_type(f.type))  # positional: renames nested physical fields; wide decimals
         columns.append(col.alias(f.name))
     df = raw.select(*columns, F.col(FILE), F.col(ROW))
     if has_dv:
