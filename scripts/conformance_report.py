@@ -35,8 +35,7 @@ WRITE_PROOF = {
     "typeWidening": "tests/unit/test_type_widening.py, tests/spark/test_spark_type_widening.py",
     "typeWidening-preview": "tests/unit/test_type_widening.py, tests/spark/test_spark_type_widening.py "
                             "(copies of the corpus table Delta 3.3 widened)",
-    "rowTracking": "tests/unit/test_row_tracking.py, tests/spark/test_spark_row_tracking.py (not yet: "
-                   "`_metadata.row_id` in Spark reads)",
+    "rowTracking": "tests/unit/test_row_tracking.py, tests/spark/test_spark_row_tracking.py",
     "checkpointProtection": "tests/unit/test_drop_feature.py",
 }
 

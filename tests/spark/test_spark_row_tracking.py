@@ -86,3 +86,64 @@ def test_row_tracking_with_deletion_vectors(spark: Any, tmp_path: Path) -> None:
     assert data.column("id").to_pylist() == [105] and data.column(rid).to_pylist() == [5]
     rows = sorted(r.id for r in spark.read.format("delta").load(path).collect())
     assert rows == sorted([i for i in range(10) if i not in (3, 5)] + [20, 105])
+
+
+def test_row_ids_in_spark_reads(spark: Any, tmp_path: Path) -> None:
+    """``_metadata.row_id`` / ``row_commit_version`` (and the file fields) as delta-spark exposes them, in
+    ``select`` / ``selectExpr`` / ``withColumn`` / ``filter``, after other steps and with deletion vectors;
+    the values are the ones the log and the files give (``_row_ids``)."""
+    from pyspark.sql import functions as F
+
+    path = str(tmp_path / "r")
+    t = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, v BIGINT) USING DELTA TBLPROPERTIES ('delta.enableRowTracking' = 'true', "
+              "'delta.enableDeletionVectors' = 'true')")
+    spark.range(0, 10, 1, 2).selectExpr("id", "id AS v").write.format("delta").mode("append").save(path)
+    spark.sql(f"UPDATE {t} SET v = 100 WHERE id = 4")
+    spark.sql(f"DELETE FROM {t} WHERE id = 7")
+    truth = _row_ids_live(path)
+    df = spark.read.format("delta").load(path)
+    assert df.columns == ["id", "v"]
+    got = {r.id: (r.row_id, r.row_commit_version)
+           for r in df.select("id", "_metadata.row_id", F.col("_metadata.row_commit_version")).collect()}
+    assert got == truth and len(got) == 9
+    assert {r[0]: r[1] for r in df.selectExpr("id", "_metadata.row_id + 1000").collect()} == {
+        k: v[0] + 1000 for k, v in truth.items()}
+    rid = df.withColumn("rid", F.col("_metadata.row_id"))
+    assert rid.columns == ["id", "v", "rid"]
+    assert {r.id: r.rid for r in rid.collect()} == {k: v[0] for k, v in truth.items()}
+    four = truth[4][0]
+    hit = df.filter(f"_metadata.row_id = {four}")
+    assert hit.columns == ["id", "v"] and [tuple(r) for r in hit.collect()] == [(4, 100)]
+    later = df.select("id").filter("id > 2").withColumn("x", F.lit(1)).select("*", "_metadata")
+    assert later.columns == ["id", "x", "_metadata"]
+    row = next(r for r in later.collect() if r.id == 4)
+    assert (row._metadata.row_id, row._metadata.row_commit_version) == truth[4]
+    assert row._metadata.file_path.endswith(".parquet") and row._metadata.file_size > 0
+    assert {r.id for r in later.collect()} == {k for k in truth if k > 2}
+    # tables without row tracking keep Spark's own _metadata
+    plain = str(tmp_path / "p")
+    spark.range(3).write.format("delta").save(plain)
+    pdf = spark.read.format("delta").load(plain)
+    assert "row_index" in pdf.select("_metadata.*").columns
+    with pytest.raises(Exception, match="row_id"):
+        pdf.select("_metadata.row_id").collect()
+
+
+def _row_ids_live(path: str) -> dict[int, tuple[int, int]]:
+    """id -> (row id, row commit version) of the live rows (deletion vectors applied), from files and log."""
+    from deltalog.arrow.read import kept_rows
+
+    snap = deltalog.Table(path).snapshot()
+    rid, rcv = snap.properties[ROW_ID_COLUMN], snap.properties[COMMIT_VERSION_COLUMN]
+    out: dict[int, tuple[int, int]] = {}
+    for f in snap.add_files().to_pylist():
+        data = pq.read_table(Path(path) / f["path"])
+        keep = kept_rows(snap, f, data.num_rows)
+        mat_id = data.column(rid).to_pylist() if rid in data.column_names else [None] * data.num_rows
+        mat_cv = data.column(rcv).to_pylist() if rcv in data.column_names else [None] * data.num_rows
+        for i, (key, a, b) in enumerate(zip(data.column("id").to_pylist(), mat_id, mat_cv)):
+            if keep[i]:
+                out[key] = (f["baseRowId"] + i if a is None else a,
+                            f["defaultRowCommitVersion"] if b is None else b)
+    return out

@@ -10,7 +10,8 @@ the condition's simple conjuncts become kernel conditions; those on columns that
 own column of that name (not replaced by ``withColumn``, renamed, computed by an alias, or duplicated)
 prune the snapshot's files by partition values and statistics, the scan is rebuilt over the remaining
 files, the steps replayed, and the condition applied in full by Spark. The result is the same rows as
-the plain filter; only fewer files are read.
+the plain filter; only fewer files are read. On row-tracking tables, a tracked method whose argument names
+``_metadata`` runs on the frame rebuilt with the row ids (:mod:`deltalog.spark._row_metadata`).
 
 Anything else falls back to Spark's plain methods (the same result, no skipping): other transformations
 (``join``, ``groupBy``, ``alias``, ``selectExpr``, ...) return ordinary DataFrames, and a condition or
@@ -231,7 +232,8 @@ class _State:
     unchanged: frozenset[str]
 
 
-_TRACKED = ("filter", "where", "select", "withColumn", "withColumns", "withColumnRenamed", "withColumnsRenamed", "drop")
+_TRACKED = ("filter", "where", "select", "selectExpr", "withColumn", "withColumns", "withColumnRenamed",
+            "withColumnsRenamed", "drop")
 _LOCAL = threading.local()
 
 
@@ -358,14 +360,53 @@ def _through_generated(condition: Any, state: _State, columns: list[str]) -> lis
             if source.lower() in state.unchanged and lower.count(source.lower()) == 1 and cond not in state.prune]
 
 
-def _replay(spark: Any, state: _State, base: type) -> Any:
-    """The tracked frame rebuilt: the scan with ``state.prune``, then its steps."""
+def _replay(spark: Any, state: _State, base: type, *, carry: bool = False) -> Any:
+    """The tracked frame rebuilt: the scan with ``state.prune``, then its steps. With ``carry`` the scan
+    has the row-tracking ``_metadata`` struct (:mod:`deltalog.spark._row_metadata`), which every
+    ``select`` step keeps; the caller drops it."""
+    from deltalog.spark._row_metadata import METADATA
     from deltalog.spark.read import read_snapshot
 
-    df = read_snapshot(spark, state.snapshot, where=state.where, columns=state.columns, prune=state.prune)
+    df = read_snapshot(spark, state.snapshot, where=state.where, columns=state.columns, prune=state.prune,
+                       row_metadata=carry)
     for name, args, kwargs in state.steps:
+        if carry and name == "select":
+            cols = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+            if "*" not in [_plain_name(c) for c in cols]:
+                args = (*cols, METADATA)
         df = getattr(base, name)(df, *args, **kwargs)
     return df
+
+
+def _carries(state: _State, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether rebuilding the frame needs the row-tracking ``_metadata`` struct: the table tracks rows and
+    ``args`` / ``kwargs`` or a step mention ``_metadata``."""
+    from deltalog.spark._row_metadata import mentions_metadata, tracks_rows
+
+    if not tracks_rows(state.snapshot):
+        return False
+    return (mentions_metadata(args) or mentions_metadata(kwargs)
+            or any(mentions_metadata(a) or mentions_metadata(k) for _, a, k in state.steps))
+
+
+def _with_row_metadata(self: Any, base: type, state: _State, name: str, args: tuple[Any, ...],
+                       kwargs: dict[str, Any]) -> Any:
+    """``name(*args, **kwargs)`` applied to the frame rebuilt with the ``_metadata`` struct; ``*`` in a
+    ``select`` / ``selectExpr`` stands for this frame's columns (not the struct)."""
+    from deltalog.spark._row_metadata import METADATA
+
+    visible = [_quote_ident(c) for c in self.columns]
+    if name in ("select", "selectExpr"):
+        flat = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+        expanded: list[Any] = []
+        for c in flat:
+            expanded.extend(visible if _plain_name(c) == "*" else [c])
+        args = tuple(expanded)
+    carrying = _replay(self.sparkSession, state, base, carry=True)
+    result = getattr(base, name)(carrying, *args, **kwargs)
+    if name not in ("select", "selectExpr"):
+        result = getattr(base, "drop")(result, METADATA)  # noqa: B009
+    return result
 
 
 def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
@@ -377,8 +418,13 @@ def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
     if not usable:
         return None
     new = replace(state, prune=(*state.prune, *usable))
+    carry = _carries(state, (condition,), {})
     try:
-        rebuilt = getattr(base, "filter")(_replay(self.sparkSession, new, base), condition)  # noqa: B009
+        rebuilt = getattr(base, "filter")(_replay(self.sparkSession, new, base, carry=carry), condition)  # noqa: B009
+        if carry:
+            from deltalog.spark._row_metadata import METADATA
+
+            rebuilt = getattr(base, "drop")(rebuilt, METADATA)  # noqa: B009
     except Exception:  # the replay does not apply (an argument we misread): Spark's plain filter decides
         return None
     return _attach_state(rebuilt, replace(new, steps=(*new.steps, ("filter", (condition,), {}))))
@@ -396,7 +442,10 @@ def _tracked(name: str, plain: Any) -> Any:
                 out = _filter(self, base, state, args[0])
                 if out is not None:
                     return out
-            result = plain(self, *args, **kwargs)
+            if _mentions_row_metadata(self, state, args, kwargs):
+                result = _with_row_metadata(self, base, state, name, args, kwargs)
+            else:
+                result = plain(self, *args, **kwargs)
         finally:
             _LOCAL.busy = False
         unchanged = _next_unchanged(state, name, args, kwargs)
@@ -409,6 +458,16 @@ def _tracked(name: str, plain: Any) -> Any:
     method.__name__ = name
     method.__doc__ = (plain.__doc__ or "") + "\n(deltalog: filters re-plan the Delta scan with file skipping.)"
     return method
+
+
+def _mentions_row_metadata(self: Any, state: _State, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether this call names the row-tracking ``_metadata`` (and the frame can be rebuilt with it:
+    its steps replay, and it has no column of that name already)."""
+    from deltalog.spark._row_metadata import METADATA, mentions_metadata, tracks_rows
+
+    if not (mentions_metadata(args) or mentions_metadata(kwargs)) or not tracks_rows(state.snapshot):
+        return False
+    return METADATA not in self.columns and _portable(args) and _portable(kwargs)
 
 
 def _subclass(base: type) -> type:

@@ -142,9 +142,12 @@ def read_snapshot(
     where: Any = None,
     columns: Sequence[str] | None = None,
     prune: Sequence[Condition] = (),
+    row_metadata: bool = False,
 ) -> Any:
     """A snapshot's rows as a DataFrame (see :func:`read`; the snapshot is already loaded). ``prune``:
-    more conditions that skip files (only skip: Spark does not apply them as a filter).
+    more conditions that skip files (only skip: Spark does not apply them as a filter). With
+    ``row_metadata`` (row-tracking tables) the frame also has a ``_metadata`` struct column with the rows'
+    ids (:mod:`deltalog.spark._row_metadata`) and is returned untracked.
 
     Example:
         >>> import deltalog
@@ -174,7 +177,13 @@ def read_snapshot(
     skipping = [] if spark_filter is None else skipping_conditions(spark_filter, snapshot) or []
     files = prune_files(snapshot, [*conditions, *skipping, *prune])
     logical = [schema.field(n) for n in needed]
-    if files.num_rows == 0:
+    if row_metadata:
+        from deltalog.spark._row_metadata import METADATA, metadata_scan
+
+        df = metadata_scan(spark, snapshot, files)
+        names = [*names, METADATA]
+        needed = [*needed, METADATA]
+    elif files.num_rows == 0:
         df = spark.createDataFrame([], spark_schema(logical))
     else:
         df = _scan(spark, snapshot, files, logical, mode, parts)
@@ -182,8 +191,10 @@ def read_snapshot(
         df = df.filter(_condition_column(cond))
     if spark_filter is not None:
         df = df.filter(spark_filter)
-    if needed != names:  # each select costs a few driver round trips; skip the ones that change nothing
+    if needed != names or row_metadata:  # each select costs a few driver round trips; skip needless ones
         df = df.select(*[F.col(_quoted(n)) for n in names])
+    if row_metadata:
+        return df
     # Later filters (directly or after select / withColumn / ...) re-plan this scan with file skipping.
     return attach(df, snapshot, where=where, columns=columns, prune=prune)
 

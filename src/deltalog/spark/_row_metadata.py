@@ -1,0 +1,117 @@
+"""``_metadata.row_id`` and ``_metadata.row_commit_version`` in Spark reads of row-tracking tables.
+
+delta-spark exposes a row-tracking table's stable row ids through the hidden ``_metadata`` column of its
+scans. Spark's own parquet scan knows nothing of them, and a hidden column cannot be added from Python,
+so deltalog gives the frames it returns for such tables (``spark.read.format("delta").load(p)``,
+``DeltaTable.toDF()``, and the frames derived from them, see :mod:`deltalog.spark._skipping`) this
+behaviour: when a ``select`` / ``selectExpr`` / ``withColumn(s)`` / ``filter`` / ``where`` argument
+mentions ``_metadata``, the frame is rebuilt over the same files with a real ``_metadata`` struct column
+carried through its steps, the call applied to it, and the struct dropped again (``select`` keeps only
+what it names). The struct holds:
+
+* ``file_path``, ``file_name``, ``file_size``, ``file_modification_time``, ``row_index`` -- as Spark's
+  (size and time from the log; ``file_block_start`` / ``file_block_length`` are not offered);
+* ``row_id`` -- the row's materialized id, else its file's ``baseRowId`` plus ``row_index``;
+* ``base_row_id``, ``default_row_commit_version`` -- the file's;
+* ``row_commit_version`` -- the materialized version, else the file's ``defaultRowCommitVersion``.
+
+Rows that a deletion vector deletes are left out, as in every read. Other tables keep Spark's own
+``_metadata``; after transformations deltalog does not track (``join``, ``groupBy``, ...) the row-tracking
+fields are not there (Spark reports the missing field).
+
+Example:
+    >>> df = spark.read.format("delta").load("/data/tracked")                      # doctest: +SKIP
+    >>> df.select("id", "_metadata.row_id").orderBy("id").first()                  # doctest: +SKIP
+    Row(id=0, row_id=0)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from deltalog.protocol.features import writer_features
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+
+__all__ = ["METADATA", "mentions_metadata", "metadata_scan", "tracks_rows"]
+
+#: The column name of the struct (Spark's hidden file-metadata column has the same name).
+METADATA = "_metadata"
+_MENTION = re.compile(r"(?<![\w`.])`?_metadata\b")
+_BASE, _VERSION = "__deltalog_base_row_id", "__deltalog_default_row_commit_version"
+_SIZE, _MTIME = "__deltalog_file_size", "__deltalog_file_mtime"
+
+
+def tracks_rows(snapshot: Snapshot) -> bool:
+    """Whether the table has the ``rowTracking`` feature (its files carry ``baseRowId``).
+
+    Example:
+        >>> tracks_rows(snap)                                                       # doctest: +SKIP
+        True
+    """
+    return "rowTracking" in writer_features(snapshot.protocol)
+
+
+def mentions_metadata(value: Any) -> bool:
+    """Whether a DataFrame-method argument (SQL text, ``Column``, or a list / dict of them) refers to
+    ``_metadata``.
+
+    Example:
+        >>> mentions_metadata(["id", "_metadata.row_id"]), mentions_metadata("my_metadata > 1")
+        (True, False)
+    """
+    if isinstance(value, (list, tuple)):
+        return any(mentions_metadata(v) for v in value)
+    if isinstance(value, dict):
+        return any(mentions_metadata(k) or mentions_metadata(v) for k, v in value.items())
+    if isinstance(value, str) or type(value).__name__ == "Column":
+        return _MENTION.search(str(value)) is not None
+    return False
+
+
+def metadata_scan(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
+    """Every column of the table's live rows in ``files`` plus the :data:`METADATA` struct (see the module
+    docstring).
+
+    Example:
+        >>> metadata_scan(spark, snap, snap.add_files()).columns                    # doctest: +SKIP
+        ['id', 'v', '_metadata']
+    """
+    from pyspark.sql import functions as F
+
+    from deltalog.spark.dml._row_ids import tracked_fields
+    from deltalog.spark.dml._scan import FILE, ROW, file_uris, quoted, target_scan
+
+    scan = target_scan(spark, snapshot, files, row_ids=True)
+    tracked = tracked_fields(snapshot)
+    names = files.column_names
+
+    def longs(column: str) -> pa.Array:
+        return files.column(column).cast(pa.int64()) if column in names else pa.nulls(files.num_rows, pa.int64())
+
+    info = pa.table({FILE: pa.array(file_uris(snapshot, files), pa.string()), _BASE: longs("baseRowId"),
+                     _VERSION: longs("defaultRowCommitVersion"), _SIZE: longs("size"),
+                     _MTIME: longs("modificationTime")})
+    info_df = spark.createDataFrame(info, "`{}` string, `{}` long, `{}` long, `{}` long, `{}` long".format(
+        *[c.replace("`", "``") for c in info.column_names]))
+    rows = scan.join(F.broadcast(info_df), on=FILE, how="inner")
+    if tracked is None:
+        row_id, version = F.col(_BASE) + F.col(ROW), F.col(_VERSION)
+    else:  # target_scan filled the materialized columns from the same defaults
+        row_id, version = F.col(quoted(tracked[0].name)), F.col(quoted(tracked[1].name))
+    struct = F.struct(
+        F.col(FILE).alias("file_path"),
+        F.element_at(F.split(F.col(FILE), "/"), -1).alias("file_name"),
+        F.col(_SIZE).alias("file_size"),
+        F.timestamp_millis(F.col(_MTIME)).alias("file_modification_time"),
+        F.col(ROW).alias("row_index"),
+        row_id.alias("row_id"),
+        F.col(_BASE).alias("base_row_id"),
+        F.col(_VERSION).alias("default_row_commit_version"),
+        version.alias("row_commit_version"),
+    )
+    return rows.select(*[F.col(quoted(f.name)) for f in snapshot.schema.fields], struct.alias(METADATA))
