@@ -121,6 +121,13 @@ def test_row_ids_in_spark_reads(spark: Any, tmp_path: Path) -> None:
     assert (row._metadata.row_id, row._metadata.row_commit_version) == truth[4]
     assert row._metadata.file_path.endswith(".parquet") and row._metadata.file_size > 0
     assert {r.id for r in later.collect()} == {k for k in truth if k > 2}
+    # SQL, as delta-spark users write it: `*` stays the table's columns
+    sql = spark.sql(f"SELECT *, _metadata.row_id, _metadata.row_commit_version FROM {t} "
+                    f"WHERE _metadata.row_id = {four}")
+    assert sql.columns == ["id", "v", "row_id", "row_commit_version"]
+    assert [tuple(r) for r in sql.collect()] == [(4, 100, *truth[4])]
+    assert spark.sql(f"SELECT count(*) FROM {t} x WHERE x._metadata.row_commit_version = {truth[4][1]}").first()[0] == 1
+    assert spark.sql(f"SELECT x.* FROM {t} x WHERE _metadata.row_id < 3").columns == ["id", "v"]
     # tables without row tracking keep Spark's own _metadata
     plain = str(tmp_path / "p")
     spark.range(3).write.format("delta").save(plain)

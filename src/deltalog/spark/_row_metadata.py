@@ -7,7 +7,8 @@ so deltalog gives the frames it returns for such tables (``spark.read.format("de
 behaviour: when a ``select`` / ``selectExpr`` / ``withColumn(s)`` / ``filter`` / ``where`` argument
 mentions ``_metadata``, the frame is rebuilt over the same files with a real ``_metadata`` struct column
 carried through its steps, the call applied to it, and the struct dropped again (``select`` keeps only
-what it names). The struct holds:
+what it names). SQL queries that name ``_metadata`` read such a table the same way, with a ``*`` over it
+spelled out as its own columns (:mod:`deltalog.spark.sql.refs`). The struct holds:
 
 * ``file_path``, ``file_name``, ``file_size``, ``file_modification_time``, ``row_index`` -- as Spark's
   (size and time from the log; ``file_block_start`` / ``file_block_length`` are not offered);

@@ -191,26 +191,72 @@ def _cte_names(expression: Any) -> set[str]:
     return {c.alias_or_name.lower() for c in expression.find_all(exp.CTE)}
 
 
-def read_ref(spark: Any, ref: TableRef, *, where: Any = None) -> Any:
+def read_ref(spark: Any, ref: TableRef, *, where: Any = None, row_metadata: bool = False) -> Any:
     """deltalog's read of a reference (time travel included) as a DataFrame; ``where`` (a SQL string or a
-    callable taking the table's lower-cased column names and returning one) prunes and skips files.
+    callable taking the table's lower-cased column names and returning one) prunes and skips files. With
+    ``row_metadata`` a row-tracking table's read has the ``_metadata`` struct column of its row ids
+    (:mod:`deltalog.spark._row_metadata`).
 
     Example:
         >>> read_ref(spark, TableRef("/data/t", version=3)).count()               # doctest: +SKIP
         1000
     """
     from deltalog.spark._common import load_snapshot
+    from deltalog.spark._row_metadata import tracks_rows
     from deltalog.spark.read import read_snapshot
 
     snapshot = load_snapshot(ref.location, version=ref.version, timestamp=ref.timestamp)
+    meta = row_metadata and tracks_rows(snapshot)
     if callable(where):
         where = where({f.name.lower() for f in snapshot.schema.fields})
-    if where:
+    if where and not meta:
         try:
             return read_snapshot(spark, snapshot, where=where)
         except Exception:  # only a hint: the query applies its own WHERE clause anyway
             pass
-    return read_snapshot(spark, snapshot)
+    return read_snapshot(spark, snapshot, row_metadata=meta)
+
+
+def _names_metadata(expression: Any) -> bool:
+    from sqlglot import exp
+
+    return any(i.name.lower() == "_metadata" for i in expression.find_all(exp.Identifier))
+
+
+def _metadata_stars(table: Any) -> list[tuple[Any, bool]] | None:
+    """The stars that would show the ``_metadata`` struct of ``table``'s read, each with whether it is
+    qualified (``t.*``): those of the ``SELECT`` reading ``table``; ``None`` when one cannot be spelled
+    out (a bare ``*`` over a join, a star inside a function other than ``count``)."""
+    from sqlglot import exp
+
+    holder = table.parent
+    select = holder.parent if isinstance(holder, (exp.From, exp.Join)) else None
+    if not isinstance(select, exp.Select):
+        return None
+    joined = bool(select.args.get("joins") or select.args.get("laterals"))
+    names = {n.lower() for n in (table.alias_or_name, table.name) if n}
+    out: list[tuple[Any, bool]] = []
+    for e in select.expressions:
+        if isinstance(e, exp.Star):
+            if joined:
+                return None
+            out.append((e, False))
+        elif isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
+            if e.table.lower() in names:
+                out.append((e, True))
+        elif any(not isinstance(star.parent, exp.Count) for star in e.find_all(exp.Star)):
+            return None
+    return out
+
+
+def _spell_out(stars: list[tuple[Any, bool]], columns: list[str], alias: str) -> None:
+    from sqlglot import exp
+
+    for node, qualified in stars:
+        cols = [exp.column(c, table=alias if qualified else None, quoted=True) for c in columns]
+        select = node.parent
+        index = select.expressions.index(node)
+        select.set("expressions", [*select.expressions[:index], *cols, *select.expressions[index + 1:]])
 
 
 _VOLATILE = {"rand", "randn", "random", "uuid", "shuffle", "monotonically_increasing_id", "spark_partition_id",
@@ -310,6 +356,7 @@ def rewrite_query(spark: Any, expression: Any) -> Rewritten:
 
     ctes = _cte_names(expression)
     frames: dict[str, Any] = {}
+    meta = _names_metadata(expression)  # _metadata.row_id ... of row-tracking tables
 
     def placeholder(df: Any) -> str:
         name = f"__deltalog_ref{len(frames)}_{uuid.uuid4().hex[:8]}"
@@ -327,8 +374,12 @@ def rewrite_query(spark: Any, expression: Any) -> Rewritten:
         ref = resolve_table(spark, table)
         if ref is None:
             continue
-        name = placeholder(read_ref(spark, ref, where=pushed_where(table)))
         alias = ref.alias or table.name
+        stars = _metadata_stars(table) if meta else None
+        df = read_ref(spark, ref, where=pushed_where(table), row_metadata=stars is not None)
+        if stars is not None and "_metadata" in df.columns:  # `*` spelled out without the struct
+            _spell_out(stars, [c for c in df.columns if c != "_metadata"], alias)
+        name = placeholder(df)
         table.replace(exp.Table(this=exp.to_identifier(name),
                                 alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))))
     for func in list(expression.find_all(exp.Anonymous)):
