@@ -37,6 +37,19 @@ WRITE_PROOF = {
                             "(copies of the corpus table Delta 3.3 widened)",
     "rowTracking": "tests/unit/test_row_tracking.py, tests/spark/test_spark_row_tracking.py",
     "checkpointProtection": "tests/unit/test_drop_feature.py",
+    "variantType": "tests/unit/test_variant.py, tests/spark/test_spark_variant.py",
+    "variantType-preview": "tests/unit/test_variant.py, tests/spark/test_spark_variant.py (copies of the corpus "
+                           "table)",
+}
+
+
+#: Why the features deltalog does not write are refused.
+WHY_NOT = {
+    "catalogManaged": "refused: the catalog that owns the table ratifies its commits, and deltalog reads and "
+                      "commits through storage only",
+    "icebergCompatV1": "refused: writers must keep the table convertible to Iceberg (column mapping on, no "
+                       "deletion vectors, and more), which deltalog does not enforce",
+    "icebergCompatV2": "refused: as `icebergCompatV1`; dropping the feature (`drop ✓`) makes the table writable",
 }
 
 
@@ -46,13 +59,17 @@ def writer_features_section() -> str:
     from deltalog.txn.writer_features import FEATURES, INACTIVE_ONLY_WRITER_FEATURES, SUPPORTED_WRITER_FEATURES
 
     lines = ["## Table features: read and write\n",
-             "Every feature is read (the corpus below proves it). *write ✓*: deltalog commits to tables that use "
+             "*read ✓*: tables with the feature are read (the corpus below proves it); *read ✗*: they are "
+             "refused naming the feature. *write ✓*: deltalog commits to tables that use "
              "it, keeping the feature's rules; *only while inactive*: the table may list the feature but not use "
-             "it; *✗*: commits are refused naming the feature (the table stays readable). *drop ✓*: "
+             "it; *✗*: commits are refused naming the feature (a readable table stays readable). *drop ✓*: "
              "`Table.drop_feature` / `dropFeatureSupport` / `ALTER TABLE ... DROP FEATURE` removes it "
              "(tests/unit/test_drop_feature.py, tests/spark/test_spark_drop_feature.py).\n",
              "| feature | read | write | drop | write tests |", "|---|---|---|---|---|"]
+    from deltalog.protocol.features import SUPPORTED_READER_FEATURES
+
     for name in sorted(FEATURES, key=str.lower):
+        read = "✓" if not FEATURES[name].reader or name in SUPPORTED_READER_FEATURES else "✗"
         if name in SUPPORTED_WRITER_FEATURES:
             write = "✓"
         elif name in INACTIVE_ONLY_WRITER_FEATURES:
@@ -60,7 +77,7 @@ def writer_features_section() -> str:
         else:
             write = "✗"
         drop = "✓" if name in REMOVABLE_FEATURES else ""
-        lines.append(f"| `{name}` | ✓ | {write} | {drop} | {WRITE_PROOF.get(name, '')} |")
+        lines.append(f"| `{name}` | {read} | {write} | {drop} | {WRITE_PROOF.get(name, '') or WHY_NOT.get(name, '')} |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,6 +1,7 @@
 """Variant tables through the Spark engine: ``format("delta")`` reads variant columns (top level and
-nested) as Spark's ``VariantType`` exactly as Spark's parquet reader reads the same files; writes of
-variant data are refused; and the kernel's decoder agrees with the values Spark encodes."""
+nested) as Spark's ``VariantType`` exactly as Spark's parquet reader reads the same files; variant data
+is written (unshredded) by appends, DML and the kernel; and the kernel's decoder agrees with the values
+Spark encodes."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -18,7 +20,7 @@ import deltalog
 from deltalog.errors import UnsupportedFeatureError
 from deltalog.protocol.schema import VARIANT, ArrayType, StructField, StructType
 from deltalog.protocol.variant import to_python, to_python_list
-from deltalog.spark import DeltaTable, write
+from deltalog.spark import DeltaTable
 from deltalog.spark._common import spark_type
 
 pytestmark = pytest.mark.spark
@@ -114,23 +116,59 @@ def variant_copy(tmp_path: Path) -> Path:
     return dest
 
 
-def test_writes_of_variant_data_are_refused(spark: Any, tmp_path: Path, variant_copy: Path) -> None:
-    new = tmp_path / "new"
-    frame = spark.range(3).selectExpr("id", "parse_json(cast(id AS string)) AS v")
-    with pytest.raises(UnsupportedFeatureError, match=r"variant column\(s\) \['v'\]") as info:
-        frame.write.format("delta").save(str(new))
-    assert info.value.feature == "variantType" and not new.exists()
+def test_variant_tables_are_written(spark: Any, tmp_path: Path, variant_copy: Path) -> None:
+    """New variant tables (``variantType``, unshredded), appends, DML and checkpoints through Spark, and
+    appends through the kernel, on them and on a copy of the corpus ``variantType-preview`` table: Spark,
+    the kernel's decoder and DuckDB read the same values after each step."""
+    from readers import duckdb_rows
+
+    new = str(tmp_path / "new")
+    frame = spark.range(4).selectExpr("id", "parse_json(concat('{\"a\":', id, '}')) AS v",
+                                      "named_struct('w', parse_json(cast(id AS string))) AS s")
+    frame.write.format("delta").save(new)
+    snap = deltalog.Table(new).snapshot()
+    assert snap.protocol.readerFeatures == ("variantType",) and snap.schema.field("v").type == VARIANT
+    assert all(json.loads(f["stats"])["nullCount"]["v"] == 0 for f in snap.add_files().to_pylist())
+
+    def check(path: str, want: dict[int, Any]) -> None:
+        got = {r.id: r.j and json.loads(r.j) for r in spark.read.format("delta").load(path).selectExpr(
+            "id", "to_json(v) AS j").collect()}
+        assert got == want
+        kernel = deltalog.Table(path).snapshot().to_arrow(columns=["id", "v"]).to_pylist()
+        assert {r["id"]: r["v"] and to_python(r["v"]["metadata"], r["v"]["value"]) for r in kernel} == want
+        assert dict(duckdb_rows(path, ["id", "v"])) == want
+
+    check(new, {i: {"a": i} for i in range(4)})
+    spark.sql(f"INSERT INTO delta.`{new}` SELECT 9, parse_json('[1, 2]'), named_struct('w', parse_json('null'))")
+    DeltaTable.forPath(spark, new).delete("id = 1")
+    spark.sql(f"UPDATE delta.`{new}` SET v = parse_json('\"x\"') WHERE id = 2")
+    spark.sql(f"MERGE INTO delta.`{new}` t USING (SELECT 3L AS id, parse_json('7') AS v) s ON t.id = s.id "
+              "WHEN MATCHED THEN UPDATE SET v = s.v")
+    deltalog.Table(new).checkpoint()
+    check(new, {0: {"a": 0}, 2: "x", 3: 7, 9: [1, 2]})
+    deltalog.write_table(new, deltalog.Table(new).snapshot().to_arrow().filter(pc.field("id") == 0),
+                         mode="append")  # the kernel appends variants it read
+    assert spark.read.format("delta").load(new).filter("id = 0").count() == 2
+    with pytest.raises(Exception, match="v"):  # a string is not a variant
+        spark.range(1).selectExpr("id", "'{}' AS v", "named_struct('w', parse_json('1')) AS s") \
+            .write.format("delta").mode("append").save(new)
+
+    ddl = str(tmp_path / "ddl")
+    spark.sql(f"CREATE TABLE delta.`{ddl}` (id BIGINT, v VARIANT) USING DELTA")
+    spark.sql(f"INSERT INTO delta.`{ddl}` VALUES (1, parse_json('{{\"k\": [true]}}')), (2, NULL)")
+    check(ddl, {1: {"k": [True]}, 2: None})
+
+    # the corpus table Delta 3.3 made (variantType-preview): appends and DML keep the preview feature
+    before = as_json(spark.read.format("delta").load(str(variant_copy)))
     loaded = spark.read.format("delta").load(str(variant_copy))
-    for call in (
-        lambda: loaded.limit(2).write.format("delta").mode("append").save(str(variant_copy)),
-        lambda: write(spark.range(2), str(variant_copy), mode="append"),
-        lambda: DeltaTable.forPath(spark, str(variant_copy)).delete("id = 1"),
-    ):
-        with pytest.raises(UnsupportedFeatureError, match="does not write them") as info:
-            call()
-        assert info.value.feature == "variantType-preview" and str(variant_copy) in str(info.value)
-    assert deltalog.Table(variant_copy).latest_version() == 2
-    assert len(list(variant_copy.glob("*.parquet"))) == 4
+    loaded.filter("id < 2").write.format("delta").mode("append").save(str(variant_copy))
+    DeltaTable.forPath(spark, str(variant_copy)).delete("id = 1")
+    after = as_json(spark.read.format("delta").load(str(variant_copy)))
+    want = sorted([r for r in before if r[0] != 1] + [r for r in before if r[0] == 0])
+    assert after == want
+    assert deltalog.Table(variant_copy).snapshot().protocol.readerFeatures == ("variantType-preview",)
+    ids = sorted(r[0] for r in duckdb_rows(str(variant_copy), ["id"]))
+    assert ids == sorted(r[0] for r in want)
 
 
 #: (Spark SQL expression, the Python value the kernel's decoder must give for Spark's encoding).

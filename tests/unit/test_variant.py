@@ -1,6 +1,6 @@
 """Variant columns (the ``variantType`` table feature, unshredded): the protocol gate, the schema and
 Arrow shape, reads of the corpus tables (decoded and compared with the values their generator wrote),
-refused filters, writes and shredded files, and the binary decoder."""
+refused filters and shredded files, kernel writes, and the binary decoder."""
 
 from __future__ import annotations
 
@@ -203,20 +203,36 @@ def variant_copy(tmp_path: Path) -> Path:
     return dest
 
 
-def test_writes_to_variant_tables_are_refused_naming_the_feature(variant_copy: Path) -> None:
+def test_kernel_writes_to_variant_tables(variant_copy: Path) -> None:
+    """Appends of the variants the kernel read (nested in structs, arrays and maps, null ones included),
+    a copy-on-write DELETE and a checkpoint on the corpus ``variantType-preview`` table; the decoded
+    values and DuckDB's read agree afterwards, and the file statistics count null variants."""
+    from readers import duckdb_rows
+
     table = deltalog.Table(variant_copy)
-    data = table.snapshot().to_arrow().slice(0, 2)
-    for call in (
-        lambda: deltalog.write_table(variant_copy, data, mode="append"),
-        lambda: deltalog.write_table(variant_copy, pa.table({"id": [1]}), mode="overwrite", schema_mode="overwrite"),
-        lambda: table.delete([("id", "=", 1)]),
-    ):
-        with pytest.raises(UnsupportedFeatureError, match="reads variant columns but does not write them") as info:
-            call()
-        assert info.value.feature == "variantType-preview"
-        assert str(variant_copy) in str(info.value)
-    assert table.snapshot().version == 2
-    assert len(list(variant_copy.glob("*.parquet"))) == 4  # no data file was written
+    before = table.snapshot().to_arrow()
+    deltalog.write_table(variant_copy, before.slice(0, 10), mode="append")
+    table.delete([("id", "=", 1)])
+    table.checkpoint()
+    snap = table.snapshot()
+    assert snap.protocol.readerFeatures == ("variantType-preview",)
+    got = snap.to_arrow()
+    ids = sorted(r for r in got.column("id").to_pylist())
+    assert ids == sorted([i for i in before.column("id").to_pylist() if i != 1]
+                         + [i for i in before.slice(0, 10).column("id").to_pylist() if i != 1])
+
+    def decoded(rows: pa.Table) -> list[tuple[Any, ...]]:
+        out = []
+        for r in rows.to_pylist():
+            out.append((r["id"], None if r["v"] is None else json.dumps(to_python(r["v"]["metadata"], r["v"]["value"]),
+                                                                      sort_keys=True, default=str)))
+        return sorted(out, key=repr)
+
+    first = {r[0]: r[1] for r in decoded(before.slice(0, 10))}
+    assert all(r[1] == first[r[0]] for r in decoded(got) if r[0] in first)
+    assert sorted(r[0] for r in duckdb_rows(str(variant_copy), ["id"])) == ids
+    newest = max(snap.add_files().to_pylist(), key=lambda f: f["modificationTime"])
+    assert "v" in json.loads(newest["stats"])["nullCount"]
 
 
 # ---------------------------------------------------------------------------------------- decoder

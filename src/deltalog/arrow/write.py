@@ -473,7 +473,7 @@ def write_table(
         )
     if snapshot is not None and mode == "ignore":
         return WriteResult(version=snapshot.version, skipped=True, skip_reason="table exists")
-    if snapshot is not None:  # e.g. variantType: refused before the schemas are compared
+    if snapshot is not None:  # e.g. catalogManaged: refused before the schemas are compared
         check_never_writable(snapshot.protocol, table=table.location, version=snapshot.version)
     arrow_schema, batches = _batches(data)
     identity = IdentityGenerator.for_schema(snapshot.schema, arrow_schema.names, table=table.location) \

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deltalog.arrow.write_stats import stats_json
+from deltalog.arrow.write_variants import fill_variant_table
 from deltalog.protocol.actions import Add
 from deltalog.protocol.column_mapping import physical_schema
 from deltalog.protocol.partitions import partition_path, serialize_partition_value
@@ -227,7 +228,10 @@ class DataFileWriter:
         return pa.Table.from_arrays(columns, schema=self._file_schema)
 
     def _append(self, key: tuple[str | None, ...], values: dict[str, str | None], rows: pa.Table) -> None:
-        data = self._physical(rows.select(self.data_schema.field_names).cast(self._arrow_schema))
+        data = rows.select(self.data_schema.field_names)
+        if not data.schema.equals(self._arrow_schema):  # (a cast to the same types can still refuse null
+            data = data.cast(self._arrow_schema)        # structs over non-nullable children, e.g. variants)
+        data = self._physical(fill_variant_table(data, self.data_schema))
         limit = self.max_records_per_file
         while limit is not None and data.num_rows:
             state = self._open.get(key)

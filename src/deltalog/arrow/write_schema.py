@@ -38,7 +38,7 @@ from deltalog.protocol.schema import (
     PrimitiveType,
     StructField,
     StructType,
-    from_arrow_type,
+    from_arrow_field,
 )
 from deltalog.protocol.type_widening import can_widen, widened
 
@@ -81,7 +81,7 @@ def data_schema(schema: pa.Schema, *, table: str | None = None) -> StructType:
             raise SchemaError(f"data has duplicate columns {seen[low]!r} and {f.name!r}", table=table)
         seen[low] = f.name
         try:
-            fields.append(StructField(f.name, from_arrow_type(f.type, f.name), f.nullable, {}))
+            fields.append(StructField(f.name, from_arrow_field(f, f.name), f.nullable, {}))
         except SchemaError as exc:
             raise SchemaError(exc.message, table=table) from None
     return StructType(tuple(fields))

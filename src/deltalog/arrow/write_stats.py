@@ -4,7 +4,7 @@ Nothing is re-read: the writer hands over the footer (:class:`pyarrow.parquet.Fi
 Delta schema of the columns stored in the file. Rules:
 
 * ``numRecords`` from the footer, ``tightBounds`` true;
-* ``nullCount`` for every leaf of (nested) structs, summed over row groups;
+* ``nullCount`` for every leaf of (nested) structs, summed over row groups (a variant counts as a leaf);
 * ``minValues``/``maxValues`` for numbers, decimals (up to 15 digits, so JSON numbers stay exact),
   dates, timestamps and strings -- only when every row group has them. Not for booleans, binary,
   arrays or maps, nor for float columns holding NaN (``nan_columns``);
@@ -33,7 +33,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from deltalog.protocol.schema import DataType, DecimalType, PrimitiveType, StructType
+from deltalog.protocol.schema import VARIANT, DataType, DecimalType, PrimitiveType, StructType
 
 __all__ = ["STRING_PREFIX", "stats_json", "stats_value"]
 
@@ -103,6 +103,12 @@ def _leaves(schema: StructType, prefix: tuple[str, ...] = ()) -> Iterable[tuple[
             yield path, f.type
 
 
+def _column_path(path: tuple[str, ...], dtype: Any) -> tuple[str, ...]:
+    """The parquet column whose statistics stand for a leaf: a variant's required ``metadata`` binary is
+    null exactly where the variant is (no min/max is written for variants)."""
+    return (*path, "metadata") if dtype == VARIANT else path
+
+
 def _put(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     for p in path[:-1]:
         tree = tree.setdefault(p, {})
@@ -122,14 +128,15 @@ def stats_json(metadata: pq.FileMetaData, schema: StructType, *, nan_columns: It
 "tightBounds":true}'
     """
     leaves = dict(_leaves(schema))
+    by_column = {_column_path(p, t): p for p, t in leaves.items()}
     skip_minmax = set(nan_columns)
     acc: dict[tuple[str, ...], dict[str, Any]] = {}
     for rg_index in range(metadata.num_row_groups):
         rg = metadata.row_group(rg_index)
         for ci in range(rg.num_columns):
             col = rg.column(ci)
-            path = tuple(col.path_in_schema.split("."))
-            if path not in leaves:
+            path = by_column.get(tuple(col.path_in_schema.split(".")), ())
+            if not path:
                 continue  # list/map internals: no stats
             entry = acc.setdefault(path, {"nulls": 0, "min": None, "max": None, "minmax": True})
             st = col.statistics

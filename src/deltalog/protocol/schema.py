@@ -33,10 +33,31 @@ from deltalog.errors import InvalidArgumentError, SchemaError, UnsupportedFeatur
 
 # fmt: off
 __all__ = [
-    "COLUMN_MAPPING_ID_KEY", "COLUMN_MAPPING_NESTED_IDS_KEY", "COLUMN_MAPPING_PHYSICAL_NAME_KEY",
-    "PRIMITIVE_TYPE_NAMES", "VARIANT", "ArrayType", "DataType", "DecimalType", "MapType", "PrimitiveType",
-    "StructField", "StructType", "contains_variant", "field_id", "from_arrow_type", "parse_data_type", "parse_schema",
-    "physical_arrow_schema", "physical_name", "to_arrow_type", "to_logical", "type_string",
+    "COLUMN_MAPPING_ID_KEY",
+    "COLUMN_MAPPING_NESTED_IDS_KEY",
+    "COLUMN_MAPPING_PHYSICAL_NAME_KEY",
+    "PRIMITIVE_TYPE_NAMES",
+    "VARIANT",
+    "VARIANT_ARROW_METADATA",
+    "ArrayType",
+    "DataType",
+    "DecimalType",
+    "MapType",
+    "PrimitiveType",
+    "StructField",
+    "StructType",
+    "contains_variant",
+    "field_id",
+    "from_arrow_field",
+    "from_arrow_type",
+    "is_variant_arrow_field",
+    "parse_data_type",
+    "parse_schema",
+    "physical_arrow_schema",
+    "physical_name",
+    "to_arrow_type",
+    "to_logical",
+    "type_string",
 ]
 # fmt: on
 
@@ -425,15 +446,50 @@ def to_arrow_type(dt: DataType) -> pa.DataType:
     if isinstance(dt, DecimalType):
         return pa.decimal128(dt.precision, dt.scale)
     if isinstance(dt, ArrayType):
-        return pa.list_(pa.field("element", to_arrow_type(dt.element_type), nullable=dt.contains_null))
+        return pa.list_(_field_of("element", dt.element_type, dt.contains_null))
     if isinstance(dt, MapType):
-        value = pa.field("value", to_arrow_type(dt.value_type), nullable=dt.value_contains_null)
-        return _map_type(to_arrow_type(dt.key_type), value)
+        return _map_type(to_arrow_type(dt.key_type), _field_of("value", dt.value_type, dt.value_contains_null))
     return pa.struct([_arrow_field(f) for f in dt.fields])
 
 
+#: Field metadata marking a struct of ``value`` / ``metadata`` binaries as a variant in Arrow (PySpark's
+#: own marker, e.g. in ``mapInArrow`` batches).
+VARIANT_ARROW_METADATA = {b"variant": b"true"}
+
+
 def _arrow_field(f: StructField) -> pa.Field[Any]:
-    return pa.field(f.name, to_arrow_type(f.type), nullable=f.nullable)
+    return _field_of(f.name, f.type, f.nullable)
+
+
+def _field_of(name: str, dt: DataType, nullable: bool) -> pa.Field[Any]:
+    meta = VARIANT_ARROW_METADATA if dt == VARIANT else None
+    return pa.field(name, to_arrow_type(dt), nullable=nullable, metadata=meta)
+
+
+def is_variant_arrow_field(f: pa.Field[Any]) -> bool:
+    """Whether an Arrow field holds variants: marked as PySpark marks them and a struct of exactly the
+    binaries ``value`` and ``metadata``.
+
+    Example:
+        >>> is_variant_arrow_field(pa.field("v", to_arrow_type(VARIANT), metadata=VARIANT_ARROW_METADATA))
+        True
+    """
+    if not f.metadata or f.metadata.get(b"variant", b"").lower() != b"true" or not pa.types.is_struct(f.type):
+        return False
+    kids = {f.type.field(i).name: f.type.field(i).type for i in range(f.type.num_fields)}
+    return set(kids) == {"value", "metadata"} and all(pa.types.is_binary(t) or pa.types.is_large_binary(t)
+                                                      for t in kids.values())
+
+
+def from_arrow_field(f: pa.Field[Any], path: str = "") -> DataType:
+    """The Delta type of an Arrow field: ``variant`` for a marked variant struct
+    (:func:`is_variant_arrow_field`), else :func:`from_arrow_type` of its type.
+
+    Example:
+        >>> from_arrow_field(StructType((StructField("v", VARIANT),)).to_arrow_schema().field("v"))
+        PrimitiveType(name='variant')
+    """
+    return VARIANT if is_variant_arrow_field(f) else from_arrow_type(f.type, path)
 
 
 def from_arrow_type(at: pa.DataType, path: str = "") -> DataType:
@@ -477,10 +533,10 @@ def from_arrow_type(at: pa.DataType, path: str = "") -> DataType:
         t.is_large_list_view(at)
     ):
         vf = at.value_field  # type: ignore[attr-defined,unused-ignore]
-        return ArrayType(from_arrow_type(vf.type, _join(path, "element")), vf.nullable)
+        return ArrayType(from_arrow_field(vf, _join(path, "element")), vf.nullable)
     if t.is_map(at):
         key = from_arrow_type(at.key_type, _join(path, "key"))
-        return MapType(key, from_arrow_type(at.item_type, _join(path, "value")), at.item_field.nullable)
+        return MapType(key, from_arrow_field(at.item_field, _join(path, "value")), at.item_field.nullable)
     if t.is_struct(at):
         return _struct_from_arrow([at.field(i) for i in range(at.num_fields)], path)
     raise SchemaError(f"column {path or '<value>'!r} has Arrow type {at}, which Delta cannot store")
@@ -488,7 +544,7 @@ def from_arrow_type(at: pa.DataType, path: str = "") -> DataType:
 
 def _struct_from_arrow(fields: list[pa.Field[Any]], path: str) -> StructType:
     _check_unique([f.name for f in fields], path)
-    out = [StructField(f.name, from_arrow_type(f.type, _join(path, f.name)), f.nullable) for f in fields]
+    out = [StructField(f.name, from_arrow_field(f, _join(path, f.name)), f.nullable) for f in fields]
     return StructType(tuple(out))
 
 

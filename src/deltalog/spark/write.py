@@ -60,10 +60,10 @@ from deltalog.arrow.write import (
     _write_batches,
 )
 from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile
-from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError, UnsupportedFeatureError
+from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
-from deltalog.protocol.schema import StructType, contains_variant, parse_schema, physical_name
+from deltalog.protocol.schema import StructType, parse_schema, physical_name
 from deltalog.spark._common import open_table, option_map, parse_bool, parse_int, session_of
 from deltalog.spark._conf import (
     REPLACE_WHERE_DATA_COLUMNS_CONF,
@@ -393,13 +393,6 @@ def _arrow_schema(df: Any, table: str) -> pa.Schema:
         raise SchemaError(
             f"the DataFrame's schema cannot be stored in a Delta table: {exc.message}", table=table
         ) from None
-    variants = [f.name for f in delta_schema.fields if contains_variant(f.type)]
-    if variants:
-        raise UnsupportedFeatureError(
-            f"the DataFrame has variant column(s) {variants}; deltalog reads variant tables but does not "
-            "write variant data yet",
-            feature="variantType", table=table,
-        )
     return delta_schema.to_arrow_schema()
 
 
@@ -625,7 +618,7 @@ def write(
     if snapshot is not None and opts.mode == "ignore":
         return WriteResult(version=snapshot.version, skipped=True, skip_reason="table exists")
     if snapshot is not None:
-        check_never_writable(snapshot.protocol, table=loc, version=snapshot.version)  # e.g. variantType
+        check_never_writable(snapshot.protocol, table=loc, version=snapshot.version)  # e.g. catalogManaged
     properties = {**opts.properties, **dict((_statement or {}).get("properties") or {})}
     if snapshot is None:  # spark.databricks.delta.properties.defaults.* apply to the tables a write creates
         properties = {**default_properties(spark), **properties}

@@ -23,8 +23,9 @@ implied by a legacy writer version). Features fall in three groups here:
   history before ``delta.requireCheckpointProtectionBeforeVersion``, see :mod:`deltalog.log.cleanup`);
 * :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.
   implied by a legacy writer version, but unused): none today;
-* everything else (``icebergCompatV1/V2``, ``variantType`` (variant tables are read-only), ``catalogManaged``, ...) --
-  refused.
+  ``variantType`` / ``variantType-preview`` (unshredded variants: a struct of ``value`` / ``metadata``
+  binaries, no min/max statistics, see :mod:`deltalog.arrow.write_variants`);
+* everything else (``icebergCompatV1/V2``, ``catalogManaged``, ...) -- refused.
 
 Example:
     >>> from deltalog.protocol.actions import Format, Metadata, Protocol
@@ -85,6 +86,8 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "typeWidening-preview",
         "rowTracking",
         "checkpointProtection",
+        "variantType",
+        "variantType-preview",
     }
 )
 
@@ -414,16 +417,17 @@ deltalog cannot write (it does not keep Iceberg metadata compatible); it can sti
 
 def check_never_writable(protocol: Protocol, *, table: str | None = None, version: int | None = None) -> None:
     """Refuse up front -- before any data file is written -- a table with a writer feature deltalog never
-    writes, whatever the commit (``variantType``, ``icebergCompatV1``, ...): features cannot be dropped, so
-    :func:`check_writable` would refuse the commit anyway. Other tables pass (their commit is checked).
+    writes, whatever the commit (``catalogManaged``, ``icebergCompatV2``, ...): such a feature stays while
+    the table has it, so :func:`check_writable` would refuse the commit anyway. Other tables pass (their
+    commit is checked).
 
     Example:
         >>> check_never_writable(Protocol(1, 2), table="t")
-        >>> check_never_writable(Protocol(3, 7, ("variantType",), ("variantType",)), table="t")
+        >>> check_never_writable(Protocol(1, 7, None, ("icebergCompatV2",)), table="t")
         Traceback (most recent call last):
         ...
-        deltalog.errors.UnsupportedFeatureError: table needs writer feature 'variantType', which deltalog \
-cannot write (it reads variant columns but does not write them); it can still be read [table t]
+        deltalog.errors.UnsupportedFeatureError: table needs writer feature 'icebergCompatV2', which deltalog \
+cannot write (it does not keep Iceberg metadata compatible); it can still be read [table t]
     """
     blocked = writer_features(protocol) - SUPPORTED_WRITER_FEATURES - INACTIVE_ONLY_WRITER_FEATURES
     if blocked or not 1 <= protocol.minWriterVersion <= 7:
@@ -434,8 +438,6 @@ _REFUSAL_REASONS = {
     "icebergCompatV1": "it does not keep Iceberg metadata compatible",
     "icebergCompatV2": "it does not keep Iceberg metadata compatible",
     "catalogManaged": "it commits to the file system, not through a catalog",
-    "variantType": "it reads variant columns but does not write them",
-    "variantType-preview": "it reads variant columns but does not write them",
 }
 
 

@@ -125,10 +125,12 @@ def parse_name(name: str) -> TableName:
     import sqlglot
     from sqlglot import exp
 
+    from deltalog.spark.sql.dialect import DIALECT
+
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgumentError(f"a table name must be a non-empty string, got {name!r}")
     try:
-        table = exp.to_table(name.strip(), dialect="spark")
+        table = exp.to_table(name.strip(), dialect=DIALECT)
     except (sqlglot.errors.ParseError, ValueError):
         raise InvalidArgumentError(f"{name!r} is not a table name") from None
     return TableName(table.name, table.db or None, table.catalog or None)

@@ -26,8 +26,9 @@ from deltalog.spark.sql.catalog import (
     lookup,
     raw_sql,
 )
+from deltalog.spark.sql.dialect import DIALECT
 from deltalog.spark.sql.frontend import refuse
-from deltalog.spark.sql.refs import DIALECT, TableRef, read_ref, resolve, resolve_table, rewrite_query
+from deltalog.spark.sql.refs import TableRef, read_ref, resolve, resolve_table, rewrite_query
 from deltalog.txn.defaults import CURRENT_DEFAULT, FEATURE_PROPERTY
 
 __all__ = ["create_table", "empty_result", "handle"]

@@ -25,10 +25,11 @@ from collections.abc import Callable
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError, SqlSyntaxError
+from deltalog.spark.sql.dialect import DIALECT
 
 __all__ = ["install", "original_sql", "refuse", "run_sql", "syntax_error", "uninstall"]
 
-DIALECT = "spark"
+
 _ORIGINALS: dict[Any, Callable[..., Any]] = {}
 _LOCK = threading.Lock()
 _STATE = threading.local()

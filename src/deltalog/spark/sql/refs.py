@@ -22,10 +22,10 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark.sql.catalog import TableName, lookup
+from deltalog.spark.sql.dialect import DIALECT
 
 __all__ = ["Rewritten", "TableRef", "expand_at_syntax", "resolve", "resolve_table", "rewrite_query"]
 
-DIALECT = "spark"
 
 
 @dataclass(frozen=True)
