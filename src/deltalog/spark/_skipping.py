@@ -300,6 +300,11 @@ def _plain_name(value: Any) -> str | None:
     return str(parts.apply(0)) if parts.size() == 1 else None
 
 
+def _flat(args: tuple[Any, ...]) -> list[Any]:
+    """A ``select``'s columns, given one by one or as one list."""
+    return list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+
+
 def _next_unchanged(state: _State, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> frozenset[str] | None:
     """``unchanged`` after ``name(*args, **kwargs)``; ``None`` when the result cannot be tracked."""
     if kwargs or not _portable(args):
@@ -307,7 +312,7 @@ def _next_unchanged(state: _State, name: str, args: tuple[Any, ...], kwargs: dic
     if name in ("filter", "where"):
         return state.unchanged
     if name == "select":
-        cols = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+        cols = _flat(args)
         names = [_plain_name(c) for c in cols]
         if "*" in names:
             return state.unchanged
@@ -371,22 +376,25 @@ def _replay(spark: Any, state: _State, base: type, *, carry: bool = False) -> An
                        row_metadata=carry)
     for name, args, kwargs in state.steps:
         if carry and name == "select":
-            cols = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+            cols = _flat(args)
             if "*" not in [_plain_name(c) for c in cols]:
                 args = (*cols, METADATA)
         df = getattr(base, name)(df, *args, **kwargs)
     return df
 
 
+def _mentions(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    from deltalog.spark._row_metadata import mentions_metadata
+
+    return mentions_metadata(args) or mentions_metadata(kwargs)
+
+
 def _carries(state: _State, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether rebuilding the frame needs the row-tracking ``_metadata`` struct: the table tracks rows and
     ``args`` / ``kwargs`` or a step mention ``_metadata``."""
-    from deltalog.spark._row_metadata import mentions_metadata, tracks_rows
+    from deltalog.spark._row_metadata import tracks_rows
 
-    if not tracks_rows(state.snapshot):
-        return False
-    return (mentions_metadata(args) or mentions_metadata(kwargs)
-            or any(mentions_metadata(a) or mentions_metadata(k) for _, a, k in state.steps))
+    return tracks_rows(state.snapshot) and (_mentions(args, kwargs) or any(_mentions(a, k) for _, a, k in state.steps))
 
 
 def _with_row_metadata(self: Any, base: type, state: _State, name: str, args: tuple[Any, ...],
@@ -397,9 +405,8 @@ def _with_row_metadata(self: Any, base: type, state: _State, name: str, args: tu
 
     visible = [_quote_ident(c) for c in self.columns]
     if name in ("select", "selectExpr"):
-        flat = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
         expanded: list[Any] = []
-        for c in flat:
+        for c in _flat(args):
             expanded.extend(visible if _plain_name(c) == "*" else [c])
         args = tuple(expanded)
     carrying = _replay(self.sparkSession, state, base, carry=True)
@@ -463,9 +470,9 @@ def _tracked(name: str, plain: Any) -> Any:
 def _mentions_row_metadata(self: Any, state: _State, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether this call names the row-tracking ``_metadata`` (and the frame can be rebuilt with it:
     its steps replay, and it has no column of that name already)."""
-    from deltalog.spark._row_metadata import METADATA, mentions_metadata, tracks_rows
+    from deltalog.spark._row_metadata import METADATA, tracks_rows
 
-    if not (mentions_metadata(args) or mentions_metadata(kwargs)) or not tracks_rows(state.snapshot):
+    if not _mentions(args, kwargs) or not tracks_rows(state.snapshot):
         return False
     return METADATA not in self.columns and _portable(args) and _portable(kwargs)
 
