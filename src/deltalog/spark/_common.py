@@ -207,7 +207,8 @@ def _physical_dt(dt: DataType, mode: str) -> DataType:
 def _read_decimals(dt: DataType) -> DataType:
     """``dt`` with every decimal of fewer than 10 integer digits read as ``decimal(s + 10, s)``."""
     if isinstance(dt, DecimalType):
-        return DecimalType(dt.scale + 10, dt.scale) if dt.precision - dt.scale < 10 <= 38 - dt.scale else dt
+        few_digits = dt.precision - dt.scale < 10
+        return DecimalType(dt.scale + 10, dt.scale) if few_digits and dt.scale + 10 <= 38 else dt
     if isinstance(dt, StructType):
         return StructType(tuple(replace(f, type=_read_decimals(f.type)) for f in dt.fields))
     if isinstance(dt, ArrayType):

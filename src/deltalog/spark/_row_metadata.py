@@ -43,8 +43,8 @@ __all__ = ["METADATA", "mentions_metadata", "metadata_scan", "tracks_rows"]
 #: The column name of the struct (Spark's hidden file-metadata column has the same name).
 METADATA = "_metadata"
 _MENTION = re.compile(r"(?<![\w`.])`?_metadata\b")
-_BASE, _VERSION = "__deltalog_base_row_id", "__deltalog_default_row_commit_version"
-_SIZE, _MTIME = "__deltalog_file_size", "__deltalog_file_mtime"
+_BASE, _VERSION = "__deltalog_meta_base_row_id", "__deltalog_meta_default_row_commit_version"
+_SIZE, _MTIME = "__deltalog_meta_file_size", "__deltalog_meta_file_mtime"
 
 
 def tracks_rows(snapshot: Snapshot) -> bool:
@@ -84,22 +84,13 @@ def metadata_scan(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
     """
     from pyspark.sql import functions as F
 
-    from deltalog.spark.dml._row_ids import tracked_fields
-    from deltalog.spark.dml._scan import FILE, ROW, file_uris, quoted, target_scan
+    from deltalog.spark.dml._row_ids import file_longs, tracked_fields
+    from deltalog.spark.dml._scan import FILE, ROW, quoted, target_scan
 
-    scan = target_scan(spark, snapshot, files, row_ids=True)
+    per_file = {_BASE: file_longs(files, "baseRowId"), _VERSION: file_longs(files, "defaultRowCommitVersion"),
+                _SIZE: file_longs(files, "size"), _MTIME: file_longs(files, "modificationTime")}
+    rows = target_scan(spark, snapshot, files, row_ids=True, file_columns=per_file)  # one join for all of them
     tracked = tracked_fields(snapshot)
-    names = files.column_names
-
-    def longs(column: str) -> pa.Array:
-        return files.column(column).cast(pa.int64()) if column in names else pa.nulls(files.num_rows, pa.int64())
-
-    info = pa.table({FILE: pa.array(file_uris(snapshot, files), pa.string()), _BASE: longs("baseRowId"),
-                     _VERSION: longs("defaultRowCommitVersion"), _SIZE: longs("size"),
-                     _MTIME: longs("modificationTime")})
-    info_df = spark.createDataFrame(info, "`{}` string, `{}` long, `{}` long, `{}` long, `{}` long".format(
-        *[c.replace("`", "``") for c in info.column_names]))
-    rows = scan.join(F.broadcast(info_df), on=FILE, how="inner")
     if tracked is None:
         row_id, version = F.col(_BASE) + F.col(ROW), F.col(_VERSION)
     else:  # target_scan filled the materialized columns from the same defaults

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from deltalog.protocol.actions import Metadata
     from deltalog.snapshot import Snapshot
 
-__all__ = ["fill_row_ids", "tracked_fields", "written_fields"]
+__all__ = ["file_longs", "fill_row_ids", "tracked_fields", "written_fields"]
 
 _BASE = "__deltalog_base_row_id"
 _VERSION = "__deltalog_default_row_commit_version"
@@ -65,9 +66,11 @@ def written_fields(metadata: Metadata, columns: list[str]) -> tuple[StructField,
 
 
 def fill_row_ids(spark: Any, df: DataFrame, files: pa.Table, uris: list[str],
-                 fields: tuple[StructField, StructField]) -> DataFrame:
+                 fields: tuple[StructField, StructField], *, extra: Mapping[str, pa.Array] | None = None) -> DataFrame:
     """``df`` (rows of ``files`` with :data:`FILE`, :data:`ROW` and the materialized columns as stored)
     with the materialized columns filled from each file's ``baseRowId`` / ``defaultRowCommitVersion``.
+    ``extra``: more per-file columns (one value per row of ``files``) joined in the same broadcast join
+    and kept.
 
     Example:
         >>> fill_row_ids(spark, scan, files, uris, fields).columns[-2:]             # doctest: +SKIP
@@ -75,15 +78,22 @@ def fill_row_ids(spark: Any, df: DataFrame, files: pa.Table, uris: list[str],
     """
     from pyspark.sql import functions as F
 
-    names = files.column_names
-    frame = pa.table({
-        FILE: pa.array(uris, pa.string()),
-        _BASE: files.column("baseRowId").cast(pa.int64()) if "baseRowId" in names else pa.nulls(len(uris), pa.int64()),
-        _VERSION: (files.column("defaultRowCommitVersion").cast(pa.int64()) if "defaultRowCommitVersion" in names
-                   else pa.nulls(len(uris), pa.int64())),
-    })
+    frame = pa.table({FILE: pa.array(uris, pa.string()), _BASE: file_longs(files, "baseRowId"),
+                      _VERSION: file_longs(files, "defaultRowCommitVersion"), **(extra or {})})
     row_id, version = (f"`{f.name}`" for f in fields)
     joined = df.join(F.broadcast(spark.createDataFrame(frame)), on=FILE, how="inner")
     return (joined.withColumn(fields[0].name, F.coalesce(F.col(row_id), F.col(_BASE) + F.col(ROW)))
             .withColumn(fields[1].name, F.coalesce(F.col(version), F.col(_VERSION)))
             .drop(_BASE, _VERSION))
+
+
+def file_longs(files: pa.Table, column: str) -> pa.Array:
+    """An ``add_files()`` column as ``int64`` (all null when the log has no such field).
+
+    Example:
+        >>> file_longs(pa.table({"size": [3]}), "baseRowId").to_pylist()
+        [None]
+    """
+    if column not in files.column_names:
+        return pa.nulls(files.num_rows, pa.int64())
+    return files.column(column).combine_chunks().cast(pa.int64())

@@ -377,11 +377,13 @@ def _partition_table(files: pa.Table, uris: list[str], fields: list[StructField]
 
 
 def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted: bool = True,
-                row_ids: bool = False) -> DataFrame:
+                row_ids: bool = False, file_columns: Mapping[str, pa.Array] | None = None) -> DataFrame:
     """Every column of the table's rows in ``files`` (an ``add_files()`` table) plus :data:`FILE` and
     :data:`ROW`; with ``drop_deleted`` the rows the files' deletion vectors delete are left out. With
     ``row_ids`` on a row-tracking table, the materialized row-id and row-commit-version columns follow,
-    filled in (see :mod:`deltalog.spark.dml._row_ids`).
+    filled in (see :mod:`deltalog.spark.dml._row_ids`). ``file_columns``: ``long`` columns with one value per
+    file of ``files``, put on each of its rows last (joined with the row ids' per-file values when there
+    are any: one broadcast join).
 
     Example:
         >>> target_scan(spark, snap, snap.add_files()).columns                     # doctest: +SKIP
@@ -398,8 +400,10 @@ def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted
     keys = [F.col(FILE), F.col(ROW)]
     tracked = tracked_fields(snapshot) if row_ids else None
     extra = list(tracked or ())
+    per_file = dict(file_columns or {})
     if files.num_rows == 0:
-        return spark.createDataFrame([], spark_schema([*fields, *_key_fields(with_row=True), *extra]))
+        longs = [StructField(n, PrimitiveType("long"), True, {}) for n in per_file]
+        return spark.createDataFrame([], spark_schema([*fields, *_key_fields(with_row=True), *extra, *longs]))
     data_fields = [f for f in fields if f.name not in parts] + extra
     physical = [physical_field(f, mode) for f in data_fields]
     uris = file_uris(snapshot, files)
@@ -422,8 +426,12 @@ def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted
     if parts:
         df = df.join(F.broadcast(partition_frame(spark, snapshot, files)), on=FILE, how="inner")
     if tracked is not None:
-        df = fill_row_ids(spark, df, files, uris, tracked)
-    return df.select(*[F.col(quoted(f.name)) for f in fields], *keys, *[F.col(quoted(f.name)) for f in extra])
+        df = fill_row_ids(spark, df, files, uris, tracked, extra=per_file)
+    elif per_file:
+        frame = pa.table({FILE: pa.array(uris, pa.string()), **per_file})
+        df = df.join(F.broadcast(spark.createDataFrame(frame)), on=FILE, how="inner")
+    return df.select(*[F.col(quoted(f.name)) for f in fields], *keys, *[F.col(quoted(f.name)) for f in extra],
+                     *[F.col(quoted(n)) for n in per_file])
 
 
 def partition_frame(spark: Any, snapshot: Snapshot, files: pa.Table) -> DataFrame:
