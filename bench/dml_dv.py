@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"deleted rows differ: {deleted}")
         dv_files = deltalog.Table(paths["dv"]).snapshot().add_files()
         with_dv = sum(1 for d in dv_files.column("deletionVector").to_pylist() if d)
-        scan_all = _alternate(repeat, dv=lambda: _full_scan(read(spark, paths["dv"])),
+        scan_all = _alternate(repeat, warmup=not args.quick, dv=lambda: _full_scan(read(spark, paths["dv"])),
                               cow=lambda: _full_scan(read(spark, paths["cow"])))
         tables["dv"].restoreToVersion(0)
         tables["dv"].delete(f"{CONDITION} AND id < {rows // nfiles}")  # the first file's rows only
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         with_dv_one = sum(1 for d in one_files.column("deletionVector").to_pylist() if d)
         if with_dv_one != 1:
             raise SystemExit(f"expected a deletion vector on 1 file, got {with_dv_one}")
-        scan_one = _alternate(repeat, dv=lambda: _full_scan(read(spark, paths["dv"])),
+        scan_one = _alternate(repeat, warmup=not args.quick, dv=lambda: _full_scan(read(spark, paths["dv"])),
                               cow=lambda: _full_scan(read(spark, paths["dv"], versionAsOf=0)))
     finally:
         spark.stop()
@@ -154,10 +154,11 @@ def _full_scan(df: Any) -> float:
     return time.perf_counter() - t0
 
 
-def _alternate(repeat: int, *, dv: Any, cow: Any) -> tuple[list[float], list[float]]:
-    """``repeat`` timings of each side after one warm-up each, alternating which goes first."""
-    dv()
-    cow()
+def _alternate(repeat: int, *, dv: Any, cow: Any, warmup: bool = True) -> tuple[list[float], list[float]]:
+    """``repeat`` timings of each side after one warm-up each (``warmup``), alternating which goes first."""
+    if warmup:
+        dv()
+        cow()
     a: list[float] = []
     b: list[float] = []
     for i in range(repeat):

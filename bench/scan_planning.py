@@ -139,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
             path = str(tables[n])
             runs = repeat if n < 100_000 else max(1, repeat - 1)
             plain_s, plain_r, ours_s, ours_r = harness.time_interleaved(
-                lambda p=path: scan(spark.read.parquet(p)), lambda p=path: scan(read(spark, p)), repeat=runs)
+                lambda p=path: scan(spark.read.parquet(p)), lambda p=path: scan(read(spark, p)), repeat=runs,
+                warmup=0 if args.quick else 1)
             if plain_r != ours_r:
                 raise AssertionError(f"{n} files: deltalog read {ours_r}, plain parquet {plain_r}")
             spark.conf.set(FILE_INDEX_CONF, "paths")

@@ -8,14 +8,14 @@ alternate after a warm-up each. delta-rs runs in a child process (``bench/deltar
 copy of the same table per run.
 
 * **merge** -- upsert of ``S`` source rows (half matching target ids, half new) into a ``T``-row
-  single-file table (``id``, ``v`` double, ``s`` string): 500k into 5M (quick 5k into 50k; ``--large``
+  single-file table (``id``, ``v`` double, ``s`` string): 500k into 5M (quick 2k into 20k; ``--large``
   adds 5M into 50M): ``DeltaTable.merge(...).whenMatchedUpdateAll().whenNotMatchedInsertAll()`` against
   the same result written by hand (full outer join on ``id`` + parquet write), and against delta-rs's
   ``merge`` (``when_matched_update_all().when_not_matched_insert_all()``);
 * **dml** -- DELETE and UPDATE (``v = v + 1``) of the 1% of rows with ``id % 100 = 7`` (in every file) of a
-  10M-row, 16-file table (quick 200k / 4), copy-on-write and with deletion vectors, against the hand-written
+  10M-row, 16-file table (quick 20k / 4), copy-on-write and with deletion vectors, against the hand-written
   rewrite (read the files, filter / ``when`` the rows, write parquet);
-* **optimize** -- a 4M-row, 32-file table (quick 200k / 8) of random ``x``, ``y``: ``OPTIMIZE`` compaction
+* **optimize** -- a 4M-row, 32-file table (quick 20k / 8) of random ``x``, ``y``: ``OPTIMIZE`` compaction
   and ``ZORDER BY (x, y)`` against delta-rs's ``optimize.compact()`` / ``optimize.z_order(["x", "y"])`` on
   the same table, and Z-order against Spark's ``repartitionByRange(32, x, y)`` + ``sortWithinPartitions``
   + parquet write of the same rows.
@@ -74,12 +74,14 @@ class Bench:
 
     def alternate(self, ours: Callable[[], Any], anchor: Callable[[], Any], undo: Callable[[], Any]) -> tuple[
             list[float], list[float]]:
-        """Timed runs of ``ours`` (each after an untimed ``undo``) and ``anchor``, alternating after a warm-up."""
+        """Timed runs of ``ours`` (each after an untimed ``undo``) and ``anchor``, alternating after a warm-up
+        (none with ``--quick``, whose numbers only show that the workload runs)."""
         import time
 
-        undo()
-        ours()
-        anchor()
+        if not self.quick:
+            undo()
+            ours()
+            anchor()
         mine: list[float] = []
         theirs: list[float] = []
         for i in range(self.repeat):
@@ -156,7 +158,7 @@ class Bench:
         from deltalog.spark import DeltaTable, write
 
         spark = self.spark
-        rows, nfiles = (200_000, 4) if self.quick else (10_000_000, 16)
+        rows, nfiles = (20_000, 4) if self.quick else (10_000_000, 16)
         df = spark.range(0, rows, numPartitions=nfiles).select(
             "id", (F.col("id") % 97).cast("int").alias("k"), (F.col("id") * 0.5).alias("v"),
             F.concat(F.lit("s"), (F.col("id") % 1000).cast("string")).alias("s"))
@@ -196,7 +198,7 @@ class Bench:
         from deltalog.spark.optimize import optimize
 
         spark = self.spark
-        rows, nfiles = (200_000, 8) if self.quick else (4_000_000, 32)
+        rows, nfiles = (20_000, 8) if self.quick else (4_000_000, 32)
         path = self.work / "opt"
         write(spark.range(0, rows, numPartitions=nfiles).select(
             "id", (F.rand(11) * 1_000_000).cast("long").alias("x"),
@@ -223,9 +225,10 @@ class Bench:
             (spark.read.parquet(*files).repartitionByRange(nfiles, "x", "y").sortWithinPartitions("x", "y")
              .write.mode("overwrite").parquet(str(out)))
 
-        sort()  # warm-up
-        restore()
-        optimize(spark, str(path), zorder_by=["x", "y"], max_file_size=max(1, size // nfiles))
+        if not self.quick:  # warm-up
+            sort()
+            restore()
+            optimize(spark, str(path), zorder_by=["x", "y"], max_file_size=max(1, size // nfiles))
         copy = self.work / "opt-deltars"
         for _ in range(self.repeat):
             restore()
@@ -261,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(args, work)
     try:
         if "merge" in parts:
-            bench.run_merge(*((50_000, 5_000) if bench.quick else (5_000_000, 500_000)), "")
+            bench.run_merge(*((20_000, 2_000) if bench.quick else (5_000_000, 500_000)), "")
             if args.large and not bench.quick:
                 bench.run_merge(50_000_000, 5_000_000, "-large")
         if "dml" in parts:
