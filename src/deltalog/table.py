@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from deltalog.commands.update import UpdateResult
     from deltalog.commands.vacuum import VacuumResult
     from deltalog.log.checkpoint_writer import CheckpointResult
+    from deltalog.log.reader import FileActions
     from deltalog.snapshot import FilterLike
     from deltalog.txn.operations import Operation
     from deltalog.txn.transaction import CommitResult, Transaction
@@ -160,19 +161,37 @@ class Table:
             return snapshot
         if [f.version for f in new] != list(range(snapshot.version + 1, new[-1].version + 1)):
             return self._load(version)  # a gap (cleanup raced us): rebuild from the log
-        old = snapshot.segment
         crc = next((f for f in listing if f.kind == "crc" and f.version == new[-1].version), None)
-        segment = replace(
-            old, version=new[-1].version, commits=(*old.commits, *new),
-            replay_files=(*old.replay_files, *new), crc=crc, all_commits=(*old.all_commits, *new),
-        )
-        state = advance(self.store, snapshot.state, segment)
-        updated = Snapshot(self.store, segment, state, table=self.location)
+        updated = self._extended(snapshot, new, crc, None)
         if crc is not None and self.verify_checksums:
             from deltalog.log.crc import verify_crc
 
             verify_crc(updated)
         return updated
+
+    def advance_read(self, snapshot: Snapshot, commits: list[LogFile], actions: list[FileActions]) -> Snapshot:
+        """``snapshot`` moved forward by commits the caller has read already (a writer: the winners it
+        caught up with and its own commit): ``commits`` oldest first, following ``snapshot.version``
+        without a gap, and their ``actions`` newest first. Nothing is listed or read.
+
+        Example:
+            >>> t.advance_read(s, [commit_file], [commit_actions]).version == s.version + 1  # doctest: +SKIP
+            True
+        """
+        if [f.version for f in commits] != list(range(snapshot.version + 1, snapshot.version + 1 + len(commits))):
+            raise ValueError(f"commits {[f.version for f in commits]} do not follow version {snapshot.version}")
+        return self._extended(snapshot, commits, None, actions) if commits else snapshot
+
+    def _extended(
+        self, snapshot: Snapshot, new: list[LogFile], crc: LogFile | None, actions: list[FileActions] | None
+    ) -> Snapshot:
+        old = snapshot.segment
+        segment = replace(
+            old, version=new[-1].version, commits=(*old.commits, *new),
+            replay_files=(*old.replay_files, *new), crc=crc, all_commits=(*old.all_commits, *new),
+        )
+        state = advance(self.store, snapshot.state, segment, actions=actions)
+        return Snapshot(self.store, segment, state, table=self.location)
 
     def latest_version(self) -> int:
         """The newest committed version.

@@ -107,6 +107,7 @@ def read_commits(
     *,
     table: str,
     partition_keys: frozenset[str] = frozenset(),
+    data: list[bytes] | None = None,
 ) -> FileActions:
     """Read JSON log files given newest first into one :class:`FileActions`.
 
@@ -115,14 +116,28 @@ def read_commits(
     read the batch, each file is parsed strictly so the error names the exact file and line.
 
     ``partition_keys`` (plus the partition columns of any ``metaData`` in these files) are read as
-    strings explicitly, so Arrow never re-types a value such as ``2021-09-08``.
+    strings explicitly, so Arrow never re-types a value such as ``2021-09-08``. ``data``: the files'
+    contents when the caller has them already (a writer's own commit), one per file; nothing is read.
+
+    Example:
+        >>> from deltalog.storage import InMemoryLogStore
+        >>> from deltalog.log.paths import parse_log_name
+        >>> one = b'{"commitInfo":{"operation":"WRITE"}}\\n'
+        >>> fa = read_commits(InMemoryLogStore(), [parse_log_name(f"{3:020d}.json")], table="t", data=[one])
+        >>> fa.version, fa.commit_info.operation
+        (3, 'WRITE')
     """
-    return _read_batch(store, files, table=table, partition_keys=partition_keys)[0]
+    if data is not None and len(data) != len(files):
+        raise ValueError(f"{len(data)} file contents for {len(files)} files")
+    return _read_batch(store, files, table=table, partition_keys=partition_keys, blobs=data)[0]
 
 
-def read_commits_each(store: LogStore, files: list[LogFile], *, table: str) -> list[FileActions]:
+def read_commits_each(
+    store: LogStore, files: list[LogFile], *, table: str, partition_keys: frozenset[str] = frozenset()
+) -> list[FileActions]:
     """One :class:`FileActions` per file (as :func:`read_commit` gives), read with one parse of all their
-    add/remove lines -- for a writer catching up with several winning commits at once.
+    add/remove lines -- for a writer catching up with several winning commits at once. ``partition_keys``
+    as for :func:`read_commits`.
 
     Example:
         >>> from deltalog.storage import InMemoryLogStore
@@ -134,8 +149,8 @@ def read_commits_each(store: LogStore, files: list[LogFile], *, table: str) -> l
         [1, 2]
     """
     if len(files) < 2:
-        return [read_commit(store, f, table=table) for f in files]
-    batch, owners = _read_batch(store, files, table=table)
+        return [read_commits(store, [f], table=table, partition_keys=partition_keys) for f in files]
+    batch, owners = _read_batch(store, files, table=table, partition_keys=partition_keys)
     add_files = None if batch.add_order is None else batch.add_order >> _FILE_BITS
     remove_files = None if batch.remove_order is None else batch.remove_order >> _FILE_BITS
     out = []
@@ -160,15 +175,20 @@ def _rows_of(
     return t.take(pa.array(rows, pa.int64())), order[rows]
 
 
-def _read_batch(
-    store: LogStore, files: list[LogFile], *, table: str, partition_keys: frozenset[str] = frozenset()
-) -> tuple[FileActions, list[int]]:
-    """:func:`read_commits`, plus the index in ``files`` of the file each of ``others`` came from."""
+def _read_all(store: LogStore, files: list[LogFile], table: str) -> list[bytes]:
     if len(files) > 8 and "://" in store.full_path(""):  # remote stores: overlap the round trips
         with ThreadPoolExecutor(max_workers=4) as pool:
-            blobs = list(pool.map(lambda f: _read_bytes(store, f, table), files))
-    else:
-        blobs = [_read_bytes(store, f, table) for f in files]
+            return list(pool.map(lambda f: _read_bytes(store, f, table), files))
+    return [_read_bytes(store, f, table) for f in files]
+
+
+def _read_batch(
+    store: LogStore, files: list[LogFile], *, table: str, partition_keys: frozenset[str] = frozenset(),
+    blobs: list[bytes] | None = None,
+) -> tuple[FileActions, list[int]]:
+    """:func:`read_commits`, plus the index in ``files`` of the file each of ``others`` came from."""
+    if blobs is None:
+        blobs = _read_all(store, files, table)
     file_lines: list[bytes] = []
     orders: list[int] = []
     others: list[Action] = []

@@ -80,14 +80,26 @@ def replay(store: LogStore, segment: LogSegment) -> TableState:
     return _reduce(store, segment, read_segment(store, segment))
 
 
-def advance(store: LogStore, base: TableState, segment: LogSegment) -> TableState:
+def advance(
+    store: LogStore, base: TableState, segment: LogSegment, *, actions: list[FileActions] | None = None
+) -> TableState:
     """The state at ``segment.version`` from ``base`` plus only the commits after ``base.version``.
 
     ``base`` plays the part of a checkpoint: its live files and tombstones are the oldest source.
+    ``actions``: those commits already read (newest first, read with the base's partition keys, as a
+    writer has its winners and its own commit), so no log file is read again.
     """
     new = [f for f in segment.replay_files if f.version > base.version]
     keys = frozenset(metadata_partition_keys(base.metadata))
-    sources = [read_commits(store, list(reversed(new)), table=segment.table, partition_keys=keys)] if new else []
+    if actions is not None:
+        if [a.version for a in actions] != [f.version for f in reversed(new)]:
+            raise ValueError(f"actions for versions {[a.version for a in actions]}, segment needs "
+                             f"{[f.version for f in reversed(new)]}")
+        sources = list(actions)
+    elif new:
+        sources = [read_commits(store, list(reversed(new)), table=segment.table, partition_keys=keys)]
+    else:
+        sources = []
     others: list[Action] = [base.protocol, base.metadata, *base.txns.values(), *base.domains.values()]
     sources.append(FileActions(base.version, base.files, base.tombstones, others, reconciled=True))
     return _reduce(store, segment, sources)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.errors import CommitOutcomeUnknownError, DeltaError, StorageError, StorageIOError
 from deltalog.log.paths import LogFile, commit_name, commit_path
-from deltalog.log.reader import read_commits_each
+from deltalog.log.reader import metadata_partition_keys, read_commits, read_commits_each
 from deltalog.log.segment import list_log
 from deltalog.protocol.actions import Action, Add, CommitInfo, DomainMetadata, Metadata, Protocol, action_to_json
 from deltalog.protocol.features import writer_features
@@ -36,9 +36,11 @@ from deltalog.txn.row_tracking import assign_row_ids, domain_configuration, high
 from deltalog.txn.writer_features import is_true
 
 if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+    from deltalog.table import Table
     from deltalog.txn.transaction import Transaction
 
-__all__ = ["after_commit", "note_committed", "publish", "read_winners", "render_commit"]
+__all__ = ["after_commit", "committed_snapshot", "note_committed", "publish", "read_winners", "render_commit"]
 
 log = logging.getLogger(__name__)
 
@@ -133,12 +135,38 @@ def _row_ids(txn: Transaction, protocol: Protocol | None, version: int) -> tuple
 
 
 def read_winners(txn: Transaction, start: int) -> list[WinningCommit]:
-    """The commits from ``start`` to the latest, summarised for the conflict checks."""
+    """The commits from ``start`` to the latest, summarised for the conflict checks (and kept in
+    :attr:`Transaction.caught_up`)."""
     listed = [f for f in list_log(txn.store, start) if f.kind == "commit"]
     last = max([f.version for f in listed], default=start)
     by_version = {f.version: f for f in listed}
     wanted = [by_version.get(v) or LogFile(commit_name(v), "commit", v) for v in range(start, last + 1)]
-    return [WinningCommit.from_actions(fa) for fa in read_commits_each(txn.store, wanted, table=txn.table)]
+    actions = read_commits_each(txn.store, wanted, table=txn.table, partition_keys=_partition_keys(txn))
+    txn.caught_up.extend(zip(wanted, actions, strict=True))
+    return [WinningCommit.from_actions(fa) for fa in actions]
+
+
+def _partition_keys(txn: Transaction) -> frozenset[str]:
+    return frozenset(metadata_partition_keys(txn.snapshot.metadata)) if txn.snapshot is not None else frozenset()
+
+
+def committed_snapshot(txn: Transaction, table: Table, version: int, payload: bytes) -> Snapshot | None:
+    """The snapshot at ``version`` from what this writer holds: its read snapshot, the winners it read
+    while catching up and its own commit's bytes -- no listing, no log file read again (one ``stat`` of
+    its commit file for the modification time). ``None`` when they do not cover every version since the
+    read snapshot, or a winner changed the metadata (the caller then reads the log)."""
+    base = txn.snapshot
+    if base is None or base.table != table.location:
+        return None
+    caught = [(f, fa) for f, fa in txn.caught_up if f.version > base.version]
+    if [f.version for f, _ in caught] != list(range(base.version + 1, version)):
+        return None
+    if any(isinstance(a, Metadata) for _, fa in caught for a in fa.others):
+        return None
+    info = txn.store.stat(commit_path(version))
+    own = LogFile(commit_name(version), "commit", version, size=info.size, modification_time=info.modification_time)
+    mine = read_commits(txn.store, [own], table=txn.table, partition_keys=_partition_keys(txn), data=[payload])
+    return table.advance_read(base, [*(f for f, _ in caught), own], [mine, *(fa for _, fa in reversed(caught))])
 
 
 def publish(txn: Transaction, version: int, payload: bytes) -> bool:
@@ -191,9 +219,10 @@ def publish(txn: Transaction, version: int, payload: bytes) -> bool:
     ) from error
 
 
-def after_commit(txn: Transaction, version: int) -> tuple[str, ...]:
-    """Post-commit work after ``version`` landed; returns the failed steps, re-raises an interrupt
-    (with a note that the version was committed) once the commit is recorded."""
+def after_commit(txn: Transaction, version: int, payload: bytes) -> tuple[str, ...]:
+    """Post-commit work after ``version`` (whose bytes are ``payload``) landed; returns the failed
+    steps, re-raises an interrupt (with a note that the version was committed) once the commit is
+    recorded."""
     if not txn.post_commit:
         return ()
     from deltalog.log.post_commit import PostCommitReport, run_post_commit
@@ -203,9 +232,11 @@ def after_commit(txn: Transaction, version: int) -> tuple[str, ...]:
         table = txn._owner if txn._owner is not None else Table(txn.table, store=txn.store)
         after = None
         if txn.snapshot is not None:
-            try:  # only our commit and the winners are read, not the whole log again
-                after = table.update(txn.snapshot, version=version)
-            except DeltaError:
+            try:  # the winners already read and our own commit; else only those are read, not the whole log
+                after = committed_snapshot(txn, table, version, payload)
+                if after is None:
+                    after = table.update(txn.snapshot, version=version)
+            except (DeltaError, FileNotFoundError):
                 after = None  # post-commit loads the version itself
         if after is not None and after.version == version:
             table._remember(after)

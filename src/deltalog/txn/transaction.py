@@ -83,6 +83,8 @@ from deltalog.txn.writer_features import (
 
 if TYPE_CHECKING:
     from deltalog.arrow.filters import Condition
+    from deltalog.log.paths import LogFile
+    from deltalog.log.reader import FileActions
     from deltalog.snapshot import Snapshot
     from deltalog.table import Table
 
@@ -190,6 +192,9 @@ class Transaction:
         #: both (named in the conflict's message).
         self.reconciled: dict[int, int] = {}
         self.row_overlaps: dict[str, str] = {}
+        #: The winning commits read while catching up (oldest first): with its own commit they advance
+        #: the snapshot after the commit without reading the log again.
+        self.caught_up: list[tuple[LogFile, FileActions]] = []
         #: Row tracking: the new files carry the moved rows' ids in the materialized columns (set by
         #: writers that preserve them, see :func:`deltalog.txn.row_tracking.materialized_fields`).
         self.keeps_row_ids = False
@@ -681,7 +686,7 @@ class Transaction:
                     continue
             except StorageError as exc:
                 raise self.storage_error(exc) from exc.__cause__ or exc
-            errors = after_commit(self, version)
+            errors = after_commit(self, version, payload)
             return CommitResult(
                 version=version,
                 operation=self.operation.name,
