@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from deltalog.errors import CorruptLogError, InvalidArgumentError, TableNotFoundError
+from deltalog.errors import InvalidArgumentError, TableNotFoundError
 from deltalog.log.paths import LogFile
-from deltalog.log.replay import advance, replay
-from deltalog.log.segment import LogSegment, build_segment, list_log
+from deltalog.log.segment import build_segment, list_log
 from deltalog.log.timestamps import TimestampLike, commit_timestamps, to_millis, version_at_timestamp
 from deltalog.snapshot import Snapshot
+from deltalog.snapshot_load import advance_snapshot, load_snapshot
 from deltalog.storage import LogStore, store_for
 
 if TYPE_CHECKING:
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
     from deltalog.commands.update import UpdateResult
     from deltalog.commands.vacuum import VacuumResult
     from deltalog.log.checkpoint_writer import CheckpointResult
-    from deltalog.log.reader import FileActions
     from deltalog.snapshot import FilterLike
     from deltalog.txn.operations import Operation
     from deltalog.txn.transaction import CommitResult, Transaction
@@ -114,33 +112,7 @@ class Table:
             self._latest = snapshot
 
     def _load(self, version: int | None) -> Snapshot:
-        excluded: set[tuple[str, ...]] = set()
-        while True:
-            segment = build_segment(
-                self.store, table=self.location, version=version, exclude_checkpoints=frozenset(excluded)
-            )
-            try:
-                state = replay(self.store, segment)
-            except CorruptLogError as exc:
-                names = tuple(p.name for p in segment.checkpoint)
-                if not names or exc.file is None or not _is_checkpoint_file(exc.file, segment):
-                    raise
-                excluded.add(names)  # unreadable checkpoint: reconstruct from an older one or commits
-                try:
-                    build_segment(
-                        self.store, table=self.location, version=segment.version,
-                        exclude_checkpoints=frozenset(excluded),
-                    )
-                except Exception:
-                    raise exc from None
-                version = segment.version
-                continue
-            snapshot = Snapshot(self.store, segment, state, table=self.location)
-            if segment.crc is not None and self.verify_checksums:
-                from deltalog.log.crc import verify_crc
-
-                verify_crc(snapshot)
-            return snapshot
+        return load_snapshot(self.store, self.location, version, verify_checksums=self.verify_checksums)
 
     def update(self, snapshot: Snapshot, *, version: int | None = None) -> Snapshot:
         """The latest snapshot (or the one at ``version``), reading only the commits made after
@@ -156,42 +128,8 @@ class Table:
     def _advance(self, snapshot: Snapshot, listing: list[LogFile], version: int | None) -> Snapshot:
         """``snapshot`` moved forward by the commits in ``listing`` (the log files after it), up to
         ``version`` (the newest by default)."""
-        new = [f for f in listing if f.kind == "commit" and (version is None or f.version <= version)]
-        if not new:
-            return snapshot
-        if [f.version for f in new] != list(range(snapshot.version + 1, new[-1].version + 1)):
-            return self._load(version)  # a gap (cleanup raced us): rebuild from the log
-        crc = next((f for f in listing if f.kind == "crc" and f.version == new[-1].version), None)
-        updated = self._extended(snapshot, new, crc, None)
-        if crc is not None and self.verify_checksums:
-            from deltalog.log.crc import verify_crc
-
-            verify_crc(updated)
-        return updated
-
-    def advance_read(self, snapshot: Snapshot, commits: list[LogFile], actions: list[FileActions]) -> Snapshot:
-        """``snapshot`` moved forward by commits the caller has read already (a writer: the winners it
-        caught up with and its own commit): ``commits`` oldest first, following ``snapshot.version``
-        without a gap, and their ``actions`` newest first. Nothing is listed or read.
-
-        Example:
-            >>> t.advance_read(s, [commit_file], [commit_actions]).version == s.version + 1  # doctest: +SKIP
-            True
-        """
-        if [f.version for f in commits] != list(range(snapshot.version + 1, snapshot.version + 1 + len(commits))):
-            raise ValueError(f"commits {[f.version for f in commits]} do not follow version {snapshot.version}")
-        return self._extended(snapshot, commits, None, actions) if commits else snapshot
-
-    def _extended(
-        self, snapshot: Snapshot, new: list[LogFile], crc: LogFile | None, actions: list[FileActions] | None
-    ) -> Snapshot:
-        old = snapshot.segment
-        segment = replace(
-            old, version=new[-1].version, commits=(*old.commits, *new),
-            replay_files=(*old.replay_files, *new), crc=crc, all_commits=(*old.all_commits, *new),
-        )
-        state = advance(self.store, snapshot.state, segment, actions=actions)
-        return Snapshot(self.store, segment, state, table=self.location)
+        updated = advance_snapshot(snapshot, listing, version, verify_checksums=self.verify_checksums)
+        return updated if updated is not None else self._load(version)  # a gap: rebuild from the log
 
     def latest_version(self) -> int:
         """The newest committed version.
@@ -561,10 +499,6 @@ class Table:
 
         return change_column(self, name, comment=comment, nullable=nullable, default=default,
                              drop_default=drop_default, clock=clock)
-
-
-def _is_checkpoint_file(file: str, segment: LogSegment) -> bool:
-    return any(file == p.path for p in segment.checkpoint) or "/_sidecars/" in file
 
 
 def _ict_enablement(snapshot: Snapshot) -> int | None:

@@ -21,8 +21,8 @@ from deltalog.txn.transaction import Transaction
 
 def _race(path: str, first: Callable[[Table], Any], second: Callable[[Table], Any]) -> tuple[Table, Any]:
     """``second`` runs on its own table; ``first`` runs and commits inside ``second``'s commit call, so
-    ``second`` loses the race and catches up. Returns ``second``'s table and result; ``Table.update``
-    (the fallback that reads the log) must not run."""
+    ``second`` loses the race and catches up. Returns ``second``'s table and result; the fallback that
+    reads the log (``advance_snapshot``) must not run."""
     table = deltalog.Table(path)
     table.snapshot()
     commit = Transaction.commit
@@ -40,7 +40,7 @@ def _race(path: str, first: Callable[[Table], Any], second: Callable[[Table], An
         built.append(committed_snapshot(*args))
         return built[-1]
 
-    with mock.patch.object(Transaction, "commit", racing), mock.patch.object(Table, "update") as update, \
+    with mock.patch.object(Transaction, "commit", racing), mock.patch.object(committer, "advance_snapshot") as update, \
             mock.patch.object(committer, "committed_snapshot", recorded):
         result = second(table)
     assert fired and not update.called, "the log was read again after the commit"

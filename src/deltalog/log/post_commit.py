@@ -24,7 +24,7 @@ from deltalog.log.crc import write_crc
 if TYPE_CHECKING:
     from deltalog.log.checkpoint_writer import CheckpointResult
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
+    from deltalog.snapshot_load import SnapshotSource
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def should_checkpoint(snapshot: Snapshot) -> bool:
 
 
 def run_post_commit(
-    table: Table,
+    table: SnapshotSource,
     version: int,
     *,
     snapshot: Snapshot | None = None,
@@ -146,7 +146,7 @@ def run_post_commit(
     return report
 
 
-def _failed(report: PostCommitReport, step: str, table: Table, version: int, exc: BaseException) -> None:
+def _failed(report: PostCommitReport, step: str, table: SnapshotSource, version: int, exc: BaseException) -> None:
     log.warning("post-commit %s failed for %s at version %d: %s", step, table.location, version, exc, exc_info=True)
     report.errors.append(f"{step}: {type(exc).__name__}: {exc}")
 

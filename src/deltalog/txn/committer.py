@@ -20,7 +20,8 @@ Example:
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
+import typing
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.errors import CommitOutcomeUnknownError, DeltaError, StorageError, StorageIOError
@@ -29,6 +30,7 @@ from deltalog.log.reader import metadata_partition_keys, read_commits, read_comm
 from deltalog.log.segment import list_log
 from deltalog.protocol.actions import Action, Add, CommitInfo, DomainMetadata, Metadata, Protocol, action_to_json
 from deltalog.protocol.features import writer_features
+from deltalog.snapshot_load import SnapshotSource, advance_snapshot, extend_snapshot, load_snapshot
 from deltalog.txn.commit import ABSENT, LANDED, TAKEN, previous_commit_timing, publish_commit
 from deltalog.txn.conflicts import WinningCommit
 from deltalog.txn.row_tracking import DOMAIN as ROW_TRACKING
@@ -37,10 +39,12 @@ from deltalog.txn.writer_features import is_true
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
+    from deltalog.storage import LogStore
     from deltalog.txn.transaction import Transaction
 
-__all__ = ["after_commit", "committed_snapshot", "note_committed", "publish", "read_winners", "render_commit"]
+__all__ = [
+    "TableOwner", "after_commit", "committed_snapshot", "note_committed", "publish", "read_winners", "render_commit",
+]
 
 log = logging.getLogger(__name__)
 
@@ -150,13 +154,13 @@ def _partition_keys(txn: Transaction) -> frozenset[str]:
     return frozenset(metadata_partition_keys(txn.snapshot.metadata)) if txn.snapshot is not None else frozenset()
 
 
-def committed_snapshot(txn: Transaction, table: Table, version: int, payload: bytes) -> Snapshot | None:
+def committed_snapshot(txn: Transaction, version: int, payload: bytes) -> Snapshot | None:
     """The snapshot at ``version`` from what this writer holds: its read snapshot, the winners it read
     while catching up and its own commit's bytes -- no listing, no log file read again (one ``stat`` of
     its commit file for the modification time). ``None`` when they do not cover every version since the
     read snapshot, or a winner changed the metadata (the caller then reads the log)."""
     base = txn.snapshot
-    if base is None or base.table != table.location:
+    if base is None:
         return None
     caught = [(f, fa) for f, fa in txn.caught_up if f.version > base.version]
     if [f.version for f, _ in caught] != list(range(base.version + 1, version)):
@@ -166,7 +170,29 @@ def committed_snapshot(txn: Transaction, table: Table, version: int, payload: by
     info = txn.store.stat(commit_path(version))
     own = LogFile(commit_name(version), "commit", version, size=info.size, modification_time=info.modification_time)
     mine = read_commits(txn.store, [own], table=txn.table, partition_keys=_partition_keys(txn), data=[payload])
-    return table.advance_read(base, [*(f for f, _ in caught), own], [mine, *(fa for _, fa in reversed(caught))])
+    return extend_snapshot(base, [*(f for f, _ in caught), own], actions=[mine, *(fa for _, fa in reversed(caught))])
+
+
+class TableOwner(SnapshotSource, typing.Protocol):
+    """The table a transaction was started from (a :class:`~deltalog.table.Table`): it learns the committed
+    snapshot, so its next ``snapshot()`` reads nothing it already knows."""
+
+    verify_checksums: bool
+
+    def _remember(self, snapshot: Snapshot) -> None:
+        """Keep ``snapshot`` as the newest known state."""
+        ...
+
+
+@dataclass
+class _Loader:
+    """Snapshots of a table for a transaction that was not started from a table object."""
+
+    location: str
+    store: LogStore
+
+    def snapshot(self, version: int | None = None) -> Snapshot:
+        return load_snapshot(self.store, self.location, version)
 
 
 def publish(txn: Transaction, version: int, payload: bytes) -> bool:
@@ -226,20 +252,22 @@ def after_commit(txn: Transaction, version: int, payload: bytes) -> tuple[str, .
     if not txn.post_commit:
         return ()
     from deltalog.log.post_commit import PostCommitReport, run_post_commit
-    from deltalog.table import Table
 
     try:
-        table = txn._owner if txn._owner is not None else Table(txn.table, store=txn.store)
+        owner = txn._owner
+        table: SnapshotSource = owner if owner is not None else _Loader(txn.table, txn.store)
         after = None
         if txn.snapshot is not None:
             try:  # the winners already read and our own commit; else only those are read, not the whole log
-                after = committed_snapshot(txn, table, version, payload)
+                after = committed_snapshot(txn, version, payload)
                 if after is None:
-                    after = table.update(txn.snapshot, version=version)
+                    listing = list_log(txn.store, txn.snapshot.version + 1)
+                    after = advance_snapshot(txn.snapshot, listing, version, verify_checksums=owner is None
+                                             or owner.verify_checksums) or table.snapshot(version)
             except (DeltaError, FileNotFoundError):
                 after = None  # post-commit loads the version itself
-        if after is not None and after.version == version:
-            table._remember(after)
+        if after is not None and after.version == version and owner is not None:
+            owner._remember(after)
         report = run_post_commit(table, version, snapshot=after, clock=txn._clock)
     except Exception as exc:  # run_post_commit never raises; loading the snapshot may
         report = PostCommitReport(version=version, errors=[f"load snapshot: {type(exc).__name__}: {exc}"])

@@ -60,7 +60,7 @@ from deltalog.txn.commit import (
     operation_metrics,
     remove_action,
 )
-from deltalog.txn.committer import after_commit, publish, read_winners, render_commit
+from deltalog.txn.committer import TableOwner, after_commit, publish, read_winners, render_commit
 from deltalog.txn.conflicts import (
     ISOLATION_LEVELS,
     WRITE_SERIALIZABLE,
@@ -86,7 +86,6 @@ if TYPE_CHECKING:
     from deltalog.log.paths import LogFile
     from deltalog.log.reader import FileActions
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
 
 __all__ = [
     "CommitFailedError",
@@ -146,7 +145,7 @@ class Transaction:
         engine_info: str | None = None,
         user_metadata: str | None = None,
         post_commit: bool = True,
-        owner: Table | None = None,
+        owner: TableOwner | None = None,
     ) -> None:
         self.store = store
         #: The :class:`~deltalog.table.Table` that started this transaction: it learns the committed
@@ -712,7 +711,7 @@ class Transaction:
         self._committed_version = version
 
 def start_transaction(
-    table: Table,
+    table: TableOwner,
     operation: Operation,
     *,
     isolation_level: str | None = None,
