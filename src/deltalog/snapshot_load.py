@@ -5,6 +5,7 @@ committer needs no table: it sits below it.
 
 Example:
     >>> from deltalog.storage import InMemoryLogStore
+    >>> from deltalog.log.segment import list_log
     >>> import pyarrow as pa, deltalog
     >>> store = InMemoryLogStore("memory://load-doc")
     >>> _ = deltalog.write_table("memory://load-doc", pa.table({"x": [1]}), store=store)
@@ -22,14 +23,14 @@ from typing import TYPE_CHECKING, Protocol
 from deltalog.errors import CorruptLogError
 from deltalog.log.paths import LogFile
 from deltalog.log.replay import advance, replay
-from deltalog.log.segment import LogSegment, build_segment, list_log
+from deltalog.log.segment import LogSegment, build_segment
 from deltalog.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from deltalog.log.reader import FileActions
     from deltalog.storage import LogStore
 
-__all__ = ["SnapshotSource", "advance_snapshot", "extend_snapshot", "list_log", "load_snapshot"]
+__all__ = ["SnapshotSource", "advance_snapshot", "extend_snapshot", "load_snapshot"]
 
 
 class SnapshotSource(Protocol):

@@ -158,7 +158,12 @@ def committed_snapshot(txn: Transaction, version: int, payload: bytes) -> Snapsh
     """The snapshot at ``version`` from what this writer holds: its read snapshot, the winners it read
     while catching up and its own commit's bytes -- no listing, no log file read again (one ``stat`` of
     its commit file for the modification time). ``None`` when they do not cover every version since the
-    read snapshot, or a winner changed the metadata (the caller then reads the log)."""
+    read snapshot, or a winner changed the metadata (the caller then reads the log).
+
+    Example:
+        >>> committed_snapshot(txn, 8, payload).version                              # doctest: +SKIP
+        8
+    """
     base = txn.snapshot
     if base is None:
         return None
