@@ -267,8 +267,10 @@ def after_commit(txn: Transaction, version: int, payload: bytes) -> tuple[str, .
                 after = committed_snapshot(txn, version, payload)
                 if after is None:
                     listing = list_log(txn.store, txn.snapshot.version + 1)
-                    after = advance_snapshot(txn.snapshot, listing, version, verify_checksums=owner is None
-                                             or owner.verify_checksums) or table.snapshot(version)
+                    verify = owner is None or owner.verify_checksums
+                    after = advance_snapshot(txn.snapshot, listing, version, verify_checksums=verify)
+                    if after is None:  # a gap in the log (cleanup raced us): load the version
+                        after = table.snapshot(version)
             except (DeltaError, FileNotFoundError):
                 after = None  # post-commit loads the version itself
         if after is not None and after.version == version and owner is not None:
