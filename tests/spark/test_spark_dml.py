@@ -558,3 +558,54 @@ def test_merge_insert_skips_source_rows_matched_in_untouched_files(spark: Any, t
      .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
     want = sorted([(i, {1: "p", 5: "x", 11: "q"}.get(i, "a")) for i in range(20)] + [(30, "z"), (40, "r")])
     assert sorted(tuple(r) for r in DeltaTable.forPath(spark, path).toDF().collect()) == want
+
+
+@pytest.mark.parametrize("shared_sizes", [False, True], ids=["keyed", "by-path"])
+def test_merge_finds_matches_by_packed_row_key_or_by_path(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_sizes: bool
+) -> None:
+    """MERGE's first job (which target rows match, which files are touched) shuffles one ``long`` per
+    target row -- row index and file size packed (``read.keyed_rows``) -- when the sizes tell the files
+    apart, and the file's path and row index when two files share a size: same rows, same counts, and a
+    target row matched twice is refused either way. The target has a deletion vector already."""
+    from deltalog.spark.dml import _merge_run
+
+    path = str(tmp_path / "t")
+    props = {"delta.enableDeletionVectors": "true"}
+    blocks = [data(0, 40), data(40, 40), data(40, 40)] if shared_sizes else [data(0, 40), data(40, 41), data(81, 39)]
+    for i, block in enumerate(blocks):
+        deltalog.write_table(path, block, mode="append", properties=props if i == 0 else None)
+    delete(spark, path, "id = 45")
+    sizes = [r["size"] for r in live(path)]
+    assert (len(set(sizes)) < len(sizes)) == shared_sizes
+    keyed: list[bool] = []
+    real = _merge_run.keyed_rows
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        keyed.append(out is not None)
+        return out
+
+    monkeypatch.setattr(_merge_run, "keyed_rows", spy)
+    target = table_rows(path)
+    src_rows = [{"id": i, "k": 7, "v": -1.0, "s": "new"} for i in (1, 44, 45, 60, 110, 200)]
+    (merge(spark, path, frame_of(spark, src_rows).alias("s"), "t.id = s.id", target_alias="t")
+     .whenMatchedUpdate(set={"v": "s.v", "s": "'upd'"})
+     .whenNotMatchedInsertAll()
+     .whenNotMatchedBySourceDelete("t.id < 3")
+     .execute())
+    src_ids = {r["id"] for r in src_rows}
+    want = [dict(t, v=-1.0, s="upd") if t["id"] in src_ids else t for t in target if t["id"] >= 3 or t["id"] in src_ids]
+    want += [r for r in src_rows if r["id"] not in {t["id"] for t in target}]
+    check(spark, path, want)
+    m = last(path)["operationMetrics"]
+    updated = sum(1 for t in target if t["id"] in src_ids)
+    assert (m["numTargetRowsMatchedUpdated"], m["numTargetRowsNotMatchedBySourceDeleted"],
+            m["numTargetRowsInserted"]) == (str(updated), "2", str(3 if shared_sizes else 2))
+    assert keyed == [not shared_sizes]
+    v = version(path)
+    dup = 50 if shared_sizes else 85  # a row of the last file
+    twice = frame_of(spark, [{"id": dup, "v": 1.0}, {"id": dup, "v": 2.0}]).alias("s")
+    with pytest.raises(DeltaError, match="DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"):
+        merge(spark, path, twice, "t.id = s.id", target_alias="t").whenMatchedUpdate(set={"v": "s.v"}).execute()
+    assert version(path) == v and keyed == [not shared_sizes] * 2

@@ -56,7 +56,7 @@ def test_files_told_apart_by_size(spark: Any, tmp_path: Path, monkeypatch: pytes
     want = [i for i in range(300, 400) if i != 333]
     assert _ids(read(spark, path)) == want == sorted(table.snapshot().to_arrow().column("id").to_pylist())
     assert calls == [True]
-    assert _dv_scan._size_bits(table.snapshot().add_files()) is not None  # row index and size packed
+    assert _dv_scan.row_key_bits(table.snapshot().add_files()) is not None  # row index and size packed
 
 
 def _rewrite_adds(path: str, change: Any) -> None:
@@ -83,7 +83,7 @@ def test_without_row_counts_files_get_ids(spark: Any, tmp_path: Path, monkeypatc
     _rewrite_adds(path, lambda add: add.pop("stats", None))
     files = deltalog.Table(path).snapshot().add_files()
     assert files.column("stats").null_count == files.num_rows
-    assert _dv_scan._size_bits(files) is None
+    assert _dv_scan.row_key_bits(files) is None
     calls = _spy(monkeypatch)
     assert _ids(read(spark, path)) == [i for i in range(260) if i not in (3, 150, 255)]
     assert calls == [True]
@@ -124,3 +124,34 @@ def test_log_size_unlike_the_file_falls_back(spark: Any, tmp_path: Path, monkeyp
     finally:
         spark.conf.unset(FILE_INDEX_CONF)
     assert calls == [True, False]
+
+
+def test_keyed_rows_pack_row_index_and_file_size(spark: Any, tmp_path: Path) -> None:
+    """``read.keyed_rows``: each live row's key decodes to its file's size and its row index in that file
+    (deletion vectors applied); ``None`` where a size is shared, row counts are unknown or the scan is
+    not planned from the log."""
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(100, 150)), list(range(150, 400))])
+    table.delete([("id", "in", [3, 120, 151])], use_deletion_vectors=True)
+    files = table.snapshot().add_files()
+    keyed = read_module_.keyed_rows(spark, table.snapshot(), files)
+    assert keyed is not None
+    df, bits = keyed
+    assert df.columns == ["id", _dv_scan.ROW_KEY]
+    starts = {}  # file size -> first id of the file (ids are written in order)
+    for size, stats in zip(files.column("size").to_pylist(), files.column("stats").to_pylist(), strict=True):
+        starts[size] = json.loads(stats)["minValues"]["id"]
+    got = sorted((r["id"], r[_dv_scan.ROW_KEY]) for r in df.collect())
+    assert [i for i, _ in got] == [i for i in range(400) if i not in (3, 120, 151)]
+    for i, key in got:
+        size, row = key & ((1 << bits) - 1), key >> bits
+        assert starts[size] + row == i
+    spark.conf.set(FILE_INDEX_CONF, "paths")
+    try:
+        assert read_module_.keyed_rows(spark, table.snapshot(), files) is None
+    finally:
+        spark.conf.unset(FILE_INDEX_CONF)
+    _rewrite_adds(path, lambda add: add.pop("stats", None))
+    assert read_module_.keyed_rows(spark, deltalog.Table(path).snapshot(), files.drop(["stats"])) is None
+    shared = _table(str(tmp_path / "u"), [list(range(0, 100)), list(range(0, 100))])
+    assert read_module_.keyed_rows(spark, shared.snapshot(), shared.snapshot().add_files()) is None

@@ -37,12 +37,14 @@ from deltalog.errors import DeltaError
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
 
-__all__ = ["MAX_KEYED_FILES", "deleted_row_keys", "deleted_rows_per_file", "keyed_scan"]
+__all__ = ["MAX_KEYED_FILES", "ROW_KEY", "deleted_row_keys", "deleted_rows_per_file", "keyed_scan", "row_key_bits"]
 
 #: Above this many deletion-vector files the CASE that maps sizes to ids gets long; the path join is
 #: used instead (packed keys have no such limit).
 MAX_KEYED_FILES = 128
-_KEY = "__deltalog_dv_key"
+#: The packed ``row_index << bits | file_size`` column :func:`keyed_scan` keeps with ``keep_key``.
+ROW_KEY = "__deltalog_row_key"
+_KEY = ROW_KEY
 _ROW_BITS = 40  # row indexes below 2**40 (a trillion rows per file)
 
 
@@ -95,10 +97,15 @@ def deleted_row_keys(snapshot: Snapshot, files: pa.Table, uris: Sequence[str]) -
     })
 
 
-def _size_bits(files: pa.Table) -> int | None:
+def row_key_bits(files: pa.Table) -> int | None:
     """Bits for the file size in a packed ``row_index << bits | file_size`` key, or ``None`` when some
     file's ``numRecords`` is unknown or its row indexes would not fit in the bits left of a positive
-    ``long``."""
+    ``long``.
+
+    Example:
+        >>> row_key_bits(snap.add_files())                                       # doctest: +SKIP
+        14
+    """
     from deltalog.log.checkpoint_writer import parse_stats
 
     if "stats" not in files.column_names or files.num_rows == 0:
@@ -143,12 +150,15 @@ def _ids_by_size(
 
 
 def keyed_scan(
-    spark: Any, snapshot: Snapshot, files: pa.Table, raw: Any, columns: Sequence[str], *, sizes_from_log: bool = False
+    spark: Any, snapshot: Snapshot, files: pa.Table, raw: Any, columns: Sequence[str], *, sizes_from_log: bool = False,
+    keep_key: bool = False,
 ) -> Any | None:
     """``raw`` (Spark's parquet scan of ``files``, in which every file with a deletion vector is read
     whole) without the deleted rows, selecting ``columns``; ``None`` when the files cannot be told apart
     by size (the caller then joins on ``_metadata.file_path``). ``sizes_from_log``: ``raw`` was planned
     from the log (:mod:`deltalog.spark._log_index`), so ``_metadata.file_size`` is the log's size.
+    ``keep_key``: every row keeps its packed :data:`ROW_KEY` (``row_index << row_key_bits(files) |
+    file_size``) as a last column; ``None`` when the key cannot be packed or the sizes are not the log's.
 
     Example:
         >>> keyed_scan(spark, snap, files, spark.read.parquet(*paths), ["id"]).count()  # doctest: +SKIP
@@ -156,16 +166,21 @@ def keyed_scan(
     """
     from pyspark.sql import functions as F
 
+    bits = row_key_bits(files)
+    if keep_key and (bits is None or not sizes_from_log):  # every file's key must decode to the log's size
+        return None
     deleted = deleted_rows_per_file(snapshot, files)
-    bits = _size_bits(files)
     ids = _ids_by_size(snapshot, files, deleted, sizes_from_log=sizes_from_log, limit=bits is None)
     if ids is None:
         return None
     selected = [F.col(f"`{c.replace('`', '``')}`") for c in columns]
-    if not deleted:
-        return raw.select(*selected)
     size = F.col("_metadata.file_size")
     row = F.col("_metadata.row_index")
+    if not deleted:
+        if keep_key:
+            assert bits is not None
+            return raw.select(*selected, F.shiftleft(row, bits).bitwiseOR(size).alias(_KEY))
+        return raw.select(*selected)
     if bits is not None:  # row index above the size: unique per row of the scan, no per-file CASE
         key = F.shiftleft(row, bits).bitwiseOR(size)
         sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
@@ -179,6 +194,5 @@ def keyed_scan(
         keys = np.concatenate([(np.int64(n) << _ROW_BITS) | rows.astype(np.int64)
                                for n, (_, rows) in enumerate(deleted)])
     gone = spark.createDataFrame(pa.table({_KEY: pa.array(keys, pa.int64())}))
-    return (raw.select(*selected, key.alias(_KEY))
-            .join(F.broadcast(gone), on=_KEY, how="left_anti")
-            .drop(_KEY))
+    out = raw.select(*selected, key.alias(_KEY)).join(F.broadcast(gone), on=_KEY, how="left_anti")
+    return out if keep_key else out.drop(_KEY)

@@ -50,7 +50,7 @@ from deltalog.arrow.filters import Condition, normalize_filter, prune_files
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType, physical_name
 from deltalog.spark._common import load_snapshot, needs_cast, physical_field, spark_schema, spark_type
-from deltalog.spark._dv_scan import deleted_row_keys, keyed_scan
+from deltalog.spark._dv_scan import ROW_KEY, deleted_row_keys, keyed_scan, row_key_bits
 from deltalog.spark._files import FILE as _FILE
 from deltalog.spark._files import ROW as _ROW
 from deltalog.spark._files import check_keys as _check_join_keys
@@ -63,7 +63,7 @@ from deltalog.spark._skipping import attach, skipping_conditions
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
 
-__all__ = ["READ_OPTIONS", "read", "read_snapshot", "scan_rows"]
+__all__ = ["READ_OPTIONS", "keyed_rows", "read", "read_snapshot", "scan_rows"]
 
 #: Options ``spark.read.format("delta")`` accepts (case-insensitive), besides ``path``.
 READ_OPTIONS = ("versionAsOf", "timestampAsOf", "path")
@@ -214,6 +214,30 @@ def scan_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
     return _scan(spark, snapshot, files, fields, snapshot.column_mapping_mode, set(snapshot.partition_columns))
 
 
+def keyed_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> tuple[Any, int] | None:
+    """:func:`scan_rows` of ``files`` plus, last, each row's :data:`~deltalog.spark._dv_scan.ROW_KEY`: its row
+    index and its file's size (a file's key, when no two of ``files`` share a size) packed in one ``long``,
+    ``row_index << bits | size``; returns the frame and ``bits``. A number per row instead of the file's path
+    and row index (a string per row) for jobs that shuffle every row. ``None`` when the rows cannot be keyed
+    so: shared sizes, row counts missing from the statistics, scans not planned from the log, files read by
+    Arrow tasks or partition values joined on the path.
+
+    Example:
+        >>> df, bits = keyed_rows(spark, snap, snap.add_files())                       # doctest: +SKIP
+        >>> df.select((F.col(ROW_KEY) % (1 << bits)).alias("size")).distinct().count()  # doctest: +SKIP
+        4
+    """
+    if files.num_rows == 0 or len(set(files.column("size").to_pylist())) != files.num_rows:
+        return None
+    bits = row_key_bits(files)
+    if bits is None:
+        return None
+    fields = list(snapshot.schema.fields)
+    df = _scan_files(spark, snapshot, files, fields, snapshot.column_mapping_mode, set(snapshot.partition_columns),
+                     row_key=True)
+    return None if df is None else (df, bits)
+
+
 def _scan(
     spark: Any, snapshot: Snapshot, files: pa.Table, logical: list[StructField], mode: str, parts: set[str]
 ) -> Any:
@@ -230,8 +254,10 @@ def _scan(
 
 
 def _scan_files(
-    spark: Any, snapshot: Snapshot, files: pa.Table, logical: list[StructField], mode: str, parts: set[str]
+    spark: Any, snapshot: Snapshot, files: pa.Table, logical: list[StructField], mode: str, parts: set[str],
+    *, row_key: bool = False,
 ) -> Any:
+    """``row_key``: see :func:`keyed_rows` (``None`` when the rows cannot be keyed)."""
     from pyspark.sql import functions as F
 
     from deltalog.arrow.read import _resolve
@@ -249,6 +275,8 @@ def _scan_files(
     # ... and, when the directories provably spell the log's values, the partition columns as well.
     hive = native and bool(part_fields) and hive_layout_matches(files, part_all, keys)
     join_parts = bool(part_fields) and not hive
+    if row_key and (not native or join_parts):
+        return None
     read_fields = list(physical)
     from_log = False
     if native:
@@ -274,8 +302,11 @@ def _scan_files(
                            sizes=files.column("size").to_pylist())
     df = raw
     keyed = None
-    if native and has_dv and not join_parts:  # deleted rows found by file size + row index, no path
-        keyed = keyed_scan(spark, snapshot, files, raw, [f.name for f in read_fields], sizes_from_log=from_log)
+    if native and (has_dv or row_key) and not join_parts:  # deleted rows found by file size + row index, no path
+        keyed = keyed_scan(spark, snapshot, files, raw, [f.name for f in read_fields], sizes_from_log=from_log,
+                           keep_key=row_key)
+        if keyed is None and row_key:
+            return None
     if keyed is not None:
         df = keyed
     elif has_dv or join_parts:
@@ -304,7 +335,7 @@ def _scan_files(
             sources.append((by_name[f.name].name, f))
     casts = any(needs_cast(f, mode) for f in logical if f.name not in parts)
     current = [f.name for f in read_fields] if keyed is not None or not (has_dv or join_parts) else None
-    if not casts and current == [f.name for f in logical] == [c for c, _ in sources]:
+    if not casts and not row_key and current == [f.name for f in logical] == [c for c, _ in sources]:
         return df  # already the requested columns: a select would only cost driver round trips
     out = []
     for name, f in sources:
@@ -312,6 +343,8 @@ def _scan_files(
         if f.name not in parts and needs_cast(f, mode):
             col = col.cast(spark_type(f.type))  # positional: renames nested physical fields; wide decimals
         out.append(col.alias(f.name))
+    if row_key:
+        out.append(F.col(ROW_KEY))
     return df.select(*out)
 
 

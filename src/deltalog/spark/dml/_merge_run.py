@@ -23,6 +23,7 @@ from deltalog.protocol.schema import StructField, StructType, parse_schema
 from deltalog.spark._common import load_snapshot, open_table, spark_type
 from deltalog.spark._conf import auto_merge
 from deltalog.spark._defaults import default_value
+from deltalog.spark._dv_scan import ROW_KEY
 from deltalog.spark._identity import BOUND, identity_value, observe_files
 from deltalog.spark.dml._assign import assign, expression, resolve_column
 from deltalog.spark.dml._cdc import change_rows, records_changes, stage_change_files, write_change_files
@@ -50,6 +51,7 @@ from deltalog.spark.dml._scan import (
     target_scan,
 )
 from deltalog.spark.idempotent import claim_session_txn
+from deltalog.spark.read import keyed_rows
 from deltalog.txn.defaults import default_columns
 from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import IdentityGenerator, identity_columns, with_high_water_marks
@@ -454,15 +456,27 @@ class MergeRun:
         ]
         frame, t_here, s_here = self._frame(T, S, how)
         self._outputs(frame, T, S)  # assignments and their types are checked before any job runs
+        uris = file_uris(self.snap, candidates)
+        file_of, row_of, by_size = T[FILE], T[ROW], None
+        keyed = keyed_rows(self.b._spark, self.snap, candidates)
+        if keyed is not None:  # a long per row is shuffled with the target rows instead of the file's path
+            K, bits = keyed
+            K = K.withColumn(_T_PRESENT, F.lit(True))
+            K = K.alias(self.b._alias) if self.b._alias else K
+            frame, t_here, s_here = self._frame(K, S, how)
+            file_of, row_of = K[ROW_KEY].bitwiseAND(F.lit((1 << bits) - 1)), K[ROW_KEY]
+            by_size = dict(zip(candidates.column("size").to_pylist(), uris))
         # One group per matched target row (are there several source rows?), one per file and clause for the
         # unmatched ones: the aggregation shuffles about as many rows as matched, not the whole target.
         pairs = F.when(s_here, 1).otherwise(0)
         per_row = frame.filter(t_here).groupBy(
-            T[FILE].alias(FILE), F.when(s_here, T[ROW]).alias(ROW), F.when(~s_here, F.col(_ACTION)).alias("own")
+            file_of.alias(FILE), F.when(s_here, row_of).alias(ROW), F.when(~s_here, F.col(_ACTION)).alias("own")
         ).agg(F.count(F.lit(1)).alias("rows"), F.sum(pairs).alias("pairs"), F.min(_ACTION).alias("act"))
-        stats = per_row.groupBy(FILE, "act").agg(
+        stats = [r.asDict() for r in per_row.groupBy(FILE, "act").agg(
             F.sum(F.when(F.col("pairs") > 0, 1).otherwise(F.col("rows"))).alias("n"), F.max("pairs").alias("most")
-        ).collect()
+        ).collect()]
+        if by_size is not None:
+            stats = [{**r, FILE: by_size[r[FILE]]} for r in stats]
         scan_ms = self.timer.elapsed_ms()
         self._check_multiple_matches(stats)
         by_code = {self.codes[id(c)]: c for c in self.clauses}
@@ -480,7 +494,6 @@ class MergeRun:
             c = by_code[act]
             side = "Matched" if c.kind == MATCHED else "NotMatchedBySource"
             counts[f"numTargetRows{side}{'Updated' if c.action == 'update' else 'Deleted'}"] += n
-        uris = file_uris(self.snap, candidates)
         touched = candidates.filter(pa.array([u in touched_uris for u in uris], pa.bool_()))
         removed = touched.to_pylist()
         use_dvs = bool(removed) and uses_deletion_vectors(self.snap)
