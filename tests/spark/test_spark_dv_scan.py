@@ -155,3 +155,39 @@ def test_keyed_rows_pack_row_index_and_file_size(spark: Any, tmp_path: Path) -> 
     assert read_module_.keyed_rows(spark, deltalog.Table(path).snapshot(), files.drop(["stats"])) is None
     shared = _table(str(tmp_path / "u"), [list(range(0, 100)), list(range(0, 100))])
     assert read_module_.keyed_rows(spark, shared.snapshot(), shared.snapshot().add_files()) is None
+
+
+def test_keyed_rows_of_a_partitioned_table(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Partition values come from the directories (Hive layout) next to the packed key, which still
+    decodes to each row's file and row index; a MERGE keyed so gives the rows a Python merge gives."""
+    from deltalog.spark.dml import _merge_run, merge
+
+    path = str(tmp_path / "p")
+    for part, ids in (("a", range(0, 100)), ("b", range(100, 600)), ("c", range(600, 1600))):
+        deltalog.write_table(path, pa.table({"id": pa.array(list(ids), pa.int64()), "p": [part] * len(ids)}),
+                             mode="append", partition_by=["p"])
+    table = deltalog.Table(path)
+    files = table.snapshot().add_files()
+    keyed = read_module_.keyed_rows(spark, table.snapshot(), files)
+    assert keyed is not None
+    df, bits = keyed
+    assert df.columns == ["id", "p", _dv_scan.ROW_KEY]
+    first = {s: json.loads(st)["minValues"]["id"]
+             for s, st in zip(files.column("size").to_pylist(), files.column("stats").to_pylist(), strict=True)}
+    got = sorted((r["id"], r["p"], r[_dv_scan.ROW_KEY]) for r in df.collect())
+    assert [(i, p) for i, p, _ in got] == [(i, "a" if i < 100 else "b" if i < 600 else "c") for i in range(1600)]
+    assert all(first[key & ((1 << bits) - 1)] + (key >> bits) == i for i, _, key in got)
+    merged: list[bool] = []
+    real = _merge_run.keyed_rows
+
+    def spy(*args: Any) -> Any:
+        out = real(*args)
+        merged.append(out is not None)
+        return out
+
+    monkeypatch.setattr(_merge_run, "keyed_rows", spy)
+    source = spark.createDataFrame([(5, "a"), (650, "c"), (2000, "c")], "id BIGINT, p STRING").alias("s")
+    (merge(spark, path, source, "t.id = s.id AND t.p = s.p", target_alias="t")
+     .whenMatchedDelete().whenNotMatchedInsertAll().execute())
+    assert _ids(read(spark, path)) == [i for i in [*range(1600), 2000] if i not in (5, 650)]
+    assert merged == [True]
