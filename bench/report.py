@@ -88,7 +88,7 @@ def reason(r: Result) -> str:
     if r.workload == "spark-merge-large":
         return (
             "Measured once (`--large`: one warm-up and one timed run per side; 22 minutes for the whole "
-            "bench). The same two joins as the 500k-into-5M MERGE (1.11x), but on a 50M-row single-file "
+            "bench). The same two joins as the 500k-into-5M MERGE (1.11x-1.33x), but on a 50M-row single-file "
             "target every row is read by both: the first join (which files are touched, the multiple-match "
             "check) is no longer small next to the rewrite, and the hand-written job makes one pass. That first"
             " job now shuffles one `long` per target row (row index and file size packed, `read.keyed_rows`) "
@@ -110,7 +110,11 @@ def reason(r: Result) -> str:
             "join (only matched rows survive it), the second joins only the files holding matches and reads "
             "them without per-row keys when no deletion vectors, row ids or change data are involved. Keeping "
             "the first join for the second (persisting it) was measured slower here: caching 5M joined rows "
-            "cost more than joining again. A one-pass MERGE would need the touched files before writing."
+            "cost more than joining again. A one-pass MERGE would need the touched files before writing. "
+            "Between runs on this machine the ratio moved from 1.11x (3 runs each side, 2026-11-26 02:53) to "
+            "1.33x (18:17; the hand-written side's runs 9.6-14.3 s, deltalog's 15.7-21.4 s), and paired runs of "
+            "the same MERGE with and without the packed first-job key measured equal whole times (18.9 s and "
+            "18.7 s median)."
         )
     if r.workload.startswith("spark-delete") or r.workload.startswith("spark-update"):
         return (
