@@ -42,7 +42,7 @@ __all__ = ["MAX_KEYED_FILES", "ROW_KEY", "deleted_row_keys", "deleted_rows_per_f
 #: Above this many deletion-vector files the CASE that maps sizes to ids gets long; the path join is
 #: used instead (packed keys have no such limit).
 MAX_KEYED_FILES = 128
-#: The packed ``row_index << bits | file_size`` column :func:`keyed_scan` keeps with ``keep_key``.
+#: The packed ``row_index << bits | file_size`` column :func:`keyed_scan` keeps with ``key_bits``.
 ROW_KEY = "__deltalog_row_key"
 _KEY = ROW_KEY
 _ROW_BITS = 40  # row indexes below 2**40 (a trillion rows per file)
@@ -151,14 +151,15 @@ def _ids_by_size(
 
 def keyed_scan(
     spark: Any, snapshot: Snapshot, files: pa.Table, raw: Any, columns: Sequence[str], *, sizes_from_log: bool = False,
-    keep_key: bool = False,
+    key_bits: int | None = None,
 ) -> Any | None:
     """``raw`` (Spark's parquet scan of ``files``, in which every file with a deletion vector is read
     whole) without the deleted rows, selecting ``columns``; ``None`` when the files cannot be told apart
     by size (the caller then joins on ``_metadata.file_path``). ``sizes_from_log``: ``raw`` was planned
     from the log (:mod:`deltalog.spark._log_index`), so ``_metadata.file_size`` is the log's size.
-    ``keep_key``: every row keeps its packed :data:`ROW_KEY` (``row_index << row_key_bits(files) |
-    file_size``) as a last column; ``None`` when the key cannot be packed or the sizes are not the log's.
+    ``key_bits`` (:func:`row_key_bits` of ``files``, computed by the caller): every row keeps its packed
+    :data:`ROW_KEY` (``row_index << key_bits | file_size``) as a last column; ``None`` when the sizes are
+    not the log's.
 
     Example:
         >>> keyed_scan(spark, snap, files, spark.read.parquet(*paths), ["id"]).count()  # doctest: +SKIP
@@ -166,9 +167,10 @@ def keyed_scan(
     """
     from pyspark.sql import functions as F
 
-    bits = row_key_bits(files)
-    if keep_key and (bits is None or not sizes_from_log):  # every file's key must decode to the log's size
+    keep_key = key_bits is not None
+    if keep_key and not sizes_from_log:  # every file's key must decode to the log's size
         return None
+    bits = key_bits if keep_key else row_key_bits(files)
     deleted = deleted_rows_per_file(snapshot, files)
     ids = _ids_by_size(snapshot, files, deleted, sizes_from_log=sizes_from_log, limit=bits is None)
     if ids is None:

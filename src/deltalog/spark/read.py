@@ -234,7 +234,7 @@ def keyed_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> tuple[Any, in
         return None
     fields = list(snapshot.schema.fields)
     df = _scan_files(spark, snapshot, files, fields, snapshot.column_mapping_mode, set(snapshot.partition_columns),
-                     row_key=True)
+                     row_key=bits)
     return None if df is None else (df, bits)
 
 
@@ -255,9 +255,10 @@ def _scan(
 
 def _scan_files(
     spark: Any, snapshot: Snapshot, files: pa.Table, logical: list[StructField], mode: str, parts: set[str],
-    *, row_key: bool = False,
+    *, row_key: int | None = None,
 ) -> Any:
-    """``row_key``: see :func:`keyed_rows` (``None`` when the rows cannot be keyed)."""
+    """``row_key``: the bits of :func:`keyed_rows`' packed key, which the rows then carry (``None`` is
+    returned when they cannot)."""
     from pyspark.sql import functions as F
 
     from deltalog.arrow.read import _resolve
@@ -275,7 +276,7 @@ def _scan_files(
     # ... and, when the directories provably spell the log's values, the partition columns as well.
     hive = native and bool(part_fields) and hive_layout_matches(files, part_all, keys)
     join_parts = bool(part_fields) and not hive
-    if row_key and (not native or join_parts):
+    if row_key is not None and (not native or join_parts):
         return None
     read_fields = list(physical)
     from_log = False
@@ -302,10 +303,10 @@ def _scan_files(
                            sizes=files.column("size").to_pylist())
     df = raw
     keyed = None
-    if native and (has_dv or row_key) and not join_parts:  # deleted rows found by file size + row index, no path
+    if native and (has_dv or row_key is not None) and not join_parts:  # rows keyed by file size + row index, no path
         keyed = keyed_scan(spark, snapshot, files, raw, [f.name for f in read_fields], sizes_from_log=from_log,
-                           keep_key=row_key)
-        if keyed is None and row_key:
+                           key_bits=row_key)
+        if keyed is None and row_key is not None:
             return None
     if keyed is not None:
         df = keyed
@@ -335,7 +336,7 @@ def _scan_files(
             sources.append((by_name[f.name].name, f))
     casts = any(needs_cast(f, mode) for f in logical if f.name not in parts)
     current = [f.name for f in read_fields] if keyed is not None or not (has_dv or join_parts) else None
-    if not casts and not row_key and current == [f.name for f in logical] == [c for c, _ in sources]:
+    if not casts and row_key is None and current == [f.name for f in logical] == [c for c, _ in sources]:
         return df  # already the requested columns: a select would only cost driver round trips
     out = []
     for name, f in sources:
@@ -343,7 +344,7 @@ def _scan_files(
         if f.name not in parts and needs_cast(f, mode):
             col = col.cast(spark_type(f.type))  # positional: renames nested physical fields; wide decimals
         out.append(col.alias(f.name))
-    if row_key:
+    if row_key is not None:
         out.append(F.col(ROW_KEY))
     return df.select(*out)
 
