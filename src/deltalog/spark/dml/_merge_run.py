@@ -26,6 +26,7 @@ from deltalog.spark._defaults import default_value
 from deltalog.spark._dv_scan import ROW_KEY
 from deltalog.spark._identity import BOUND, identity_value, observe_files
 from deltalog.spark.dml._assign import assign, expression, resolve_column
+from deltalog.spark.dml._broadcast import broadcast_source
 from deltalog.spark.dml._cdc import change_rows, records_changes, stage_change_files, write_change_files
 from deltalog.spark.dml._jobs import (
     DmlResult,
@@ -179,6 +180,7 @@ class MergeRun:
         self.identity = IdentityGenerator(identity_columns(target, table=self.table.location), [],
                                           table=self.table.location)
         self.join_condition = F.expr(b._condition) if isinstance(b._condition, str) else b._condition
+        self.source_rows: int | None = None
 
     # --------------------------------------------------------------------------------- expressions
 
@@ -363,6 +365,12 @@ class MergeRun:
         T = scan.withColumn(_T_PRESENT, F.lit(True))
         return T.alias(self.b._alias) if self.b._alias else T
 
+    def _source_rows(self) -> int:
+        """``numSourceRows``, counted once (before the first job when it decides the broadcast)."""
+        if self.source_rows is None:
+            self.source_rows = int(self.b._source.count())
+        return self.source_rows
+
     def _metrics(self, scan_ms: int, **counts: int) -> dict[str, int]:
         total = self.timer.elapsed_ms()
         names = (
@@ -385,7 +393,7 @@ class MergeRun:
     ) -> DmlResult:
         """Stage removes (copy-on-write; with ``dv`` they are staged already) and adds, then commit."""
         try:
-            counts["numSourceRows"] = self.b._source.count()
+            counts["numSourceRows"] = self._source_rows()
         except BaseException:
             staged.cleanup()
             raise
@@ -457,21 +465,27 @@ class MergeRun:
         frame, t_here, s_here = self._frame(T, S, how)
         self._outputs(frame, T, S)  # assignments and their types are checked before any job runs
         uris = file_uris(self.snap, candidates)
-        file_of, row_of, by_size = T[FILE], T[ROW], None
+        file_of, row_of, by_size, frame_target = T[FILE], T[ROW], None, T
         keyed = keyed_rows(self.b._spark, self.snap, candidates)
         if keyed is not None:  # a long per row is shuffled with the target rows instead of the file's path
             K, bits = keyed
             K = K.withColumn(_T_PRESENT, F.lit(True))
-            K = K.alias(self.b._alias) if self.b._alias else K
+            K = frame_target = K.alias(self.b._alias) if self.b._alias else K
             frame, t_here, s_here = self._frame(K, S, how)
             file_of, row_of = K[ROW_KEY].bitwiseAND(F.lit((1 << bits) - 1)), K[ROW_KEY]
             by_size = dict(zip(candidates.column("size").to_pylist(), uris))
         # One group per matched target row (are there several source rows?), one per file and clause for the
         # unmatched ones: the aggregation shuffles about as many rows as matched, not the whole target.
-        pairs = F.when(s_here, 1).otherwise(0)
-        per_row = frame.filter(t_here).groupBy(
-            file_of.alias(FILE), F.when(s_here, row_of).alias(ROW), F.when(~s_here, F.col(_ACTION)).alias("own")
-        ).agg(F.count(F.lit(1)).alias("rows"), F.sum(pairs).alias("pairs"), F.min(_ACTION).alias("act"))
+        def first_job(frame: DataFrame, t_here: Column, s_here: Column) -> DataFrame:
+            pairs = F.when(s_here, 1).otherwise(0)
+            return frame.filter(t_here).groupBy(
+                file_of.alias(FILE), F.when(s_here, row_of).alias(ROW), F.when(~s_here, F.col(_ACTION)).alias("own")
+            ).agg(F.count(F.lit(1)).alias("rows"), F.sum(pairs).alias("pairs"), F.min(_ACTION).alias("act"))
+
+        per_row = first_job(frame, t_here, s_here)
+        if broadcast_source(self.b._spark, per_row, self._source_rows()):  # no shuffle of every target row
+            frame, t_here, s_here = self._frame(frame_target, F.broadcast(S), how)
+            per_row = first_job(frame, t_here, s_here)
         stats = [r.asDict() for r in per_row.groupBy(FILE, "act").agg(
             F.sum(F.when(F.col("pairs") > 0, 1).otherwise(F.col("rows"))).alias("n"), F.max("pairs").alias("most")
         ).collect()]
