@@ -87,20 +87,18 @@ def reason(r: Result) -> str:
         )
     if r.workload == "spark-merge-large":
         return (
-            "Measured once (`--large`: one warm-up and one timed run per side; 22 minutes for the whole "
-            "bench). The same two joins as the 500k-into-5M MERGE (1.11x-1.33x), but on a 50M-row single-file "
-            "target every row is read by both: the first join (which files are touched, the multiple-match "
-            "check) is no longer small next to the rewrite, and the hand-written job makes one pass. That first"
-            " job now shuffles one `long` per target row (row index and file size packed, `read.keyed_rows`) "
-            "instead of the file's path and row index. Paired runs in one session (keyed and by path "
-            "alternating, median `scanTimeMs` of the first job): 10M target rows 5.8 s keyed against 6.8 s by "
-            "path, but 5M rows 4.1 s against 3.5 s (shuffle compression makes the repeated path cheap on small "
-            "targets); whole MERGE times equal within the noise. At 50M the ratio stayed 1.56x (202.9 s against"
-            " 130.1 s; the run before, 240.4 s against 154.3 s). A job breakdown at 50M (Spark's job times, a "
-            "cold run): the first job 63 s (its sort-merge join of 50M target keys with the source, 2 shuffle "
-            "partitions), the write job 160 s against the hand-written 137 s. A shuffled hash join for the "
-            "first job (the source as build side, no sort of the target) measured slower at 20M rows (21-24 s "
-            "against 10-17 s)."
+            "Measured once (`--large`: one warm-up and one timed run per side). The same two joins as the "
+            "500k-into-5M MERGE, but on a 50M-row single-file target every row is read by both. The first job "
+            "(which files are touched, the multiple-match check) used to shuffle and sort all 50M target keys "
+            "to join them with the 5M-row source (Spark broadcasts only sides it estimates under 10 MB, and a "
+            "parquet source's estimate is its compressed size); it now broadcasts the source when "
+            "`numSourceRows` times Spark's row size of the source columns the job keeps fits "
+            "`spark.deltalog.merge.sourceBroadcastThreshold` (by default an eighth of the driver heap), so only "
+            "matched rows are shuffled. Paired runs in one session (broadcast and shuffled alternating, 3 "
+            "each): first job 20.5 s against 50 s, whole MERGE 164 s against 186 s (medians); the ratio went "
+            "from 1.56x to 1.16x. The write job is a full outer join (inserts need the unmatched source "
+            "rows), which Spark cannot broadcast: it has the hand-written job's plan shape. The first job "
+            "shuffles one `long` per matched target row (row index and file size packed, `read.keyed_rows`)."
         )
     if r.workload.startswith("spark-merge"):
         return (
@@ -114,7 +112,11 @@ def reason(r: Result) -> str:
             "Between runs on this machine the ratio moved from 1.11x (3 runs each side, 2026-11-26 02:53) to "
             "1.33x (18:17; the hand-written side's runs 9.6-14.3 s, deltalog's 15.7-21.4 s), and paired runs of "
             "the same MERGE with and without the packed first-job key measured equal whole times (18.9 s and "
-            "18.7 s median)."
+            "18.7 s median). Here the 500k-row source is broadcast in the first job with or without "
+            "`sourceBroadcastThreshold` (paired runs: 17.6 s and 18.3 s), and the write job has the hand-written "
+            "job's plan shape (a full outer join): the gap is the first job, about 4 s of the run. A MERGE "
+            "without inserts also broadcasts the source in its write job (the touched files left-joined with "
+            "it): 500k `whenMatchedUpdateAll` into 5M rows, 15.9 s against 18.1 s (paired medians)."
         )
     if r.workload.startswith("spark-delete") or r.workload.startswith("spark-update"):
         return (

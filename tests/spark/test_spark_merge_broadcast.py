@@ -62,30 +62,35 @@ def _table(tmp_path: Path) -> str:
     return path
 
 
+@pytest.mark.parametrize("inserts", [True, False], ids=["upsert", "update-only"])
 @pytest.mark.parametrize("limit", ["1g", "-1", "16"], ids=["broadcast", "off", "too-small"])
-def test_merge_first_job_broadcasts_the_source_when_it_fits(
-    spark: Any, tmp_path: Path, settings: Any, plans: list[str], limit: str
+def test_merge_broadcasts_the_source_when_it_fits(
+    spark: Any, tmp_path: Path, settings: Any, plans: list[str], limit: str, inserts: bool
 ) -> None:
+    """The first job always may; without inserts the write job (the touched files left-joined with the
+    source) may too. An upsert's write job is a full outer join, which Spark cannot broadcast."""
     path = _table(tmp_path)
     settings(_AUTO, "1")  # Spark itself broadcasts nothing: a broadcast join comes from the setting alone
     settings(SOURCE_BROADCAST_CONF, limit)
     before = arrow_rows(deltalog.Table(path).snapshot().to_arrow())
     src = [{"id": i, "k": 7, "v": -1.0, "s": "new"} for i in (1, 44, 45, 60, 119, 200, 201)]
     source = spark.createDataFrame(pa.Table.from_pylist(src)).alias("s")
-    result = (merge(spark, path, source, "t.id = s.id", target_alias="t")
-              .whenMatchedUpdate(set={"v": "s.v", "s": "'upd'"})
-              .whenNotMatchedInsertAll()
-              .execute())
-    first = [p for p in plans if "Join" in p][0]  # the first job's is the first plan with a join
-    assert ("BroadcastHashJoin" in first) == (limit == "1g"), first
-    assert ("SortMergeJoin" in first or "ShuffledHashJoin" in first) == (limit != "1g"), first
+    builder = merge(spark, path, source, "t.id = s.id", target_alias="t").whenMatchedUpdateAll()
+    (builder.whenNotMatchedInsertAll() if inserts else builder).execute()
+    joins = [p for p in plans if "Join" in p]
+    assert len(joins) == 2, joins  # the first job, then the write job
+    broadcast = limit == "1g"
+    for plan, can in zip(joins, (True, not inserts), strict=True):
+        assert ("BroadcastHashJoin" in plan) == (broadcast and can), plan
+        assert ("SortMergeJoin" in plan or "ShuffledHashJoin" in plan) == (not (broadcast and can)), plan
     ids = {r["id"] for r in src}
-    want = [dict(r, v=-1.0, s="upd") if r["id"] in ids else r for r in before]
-    want += [r for r in src if r["id"] > 119]
+    new = {r["id"]: r for r in src}
+    want = [new[r["id"]] if r["id"] in ids else r for r in before]
+    want += [r for r in src if r["id"] > 119] if inserts else []
     assert arrow_rows(deltalog.Table(path).snapshot().to_arrow()) == sorted(want, key=lambda r: r["id"])
     m = deltalog.Table(path).history(limit=1)[0]["operationMetrics"]
-    assert (m["numSourceRows"], m["numTargetRowsUpdated"], m["numTargetRowsInserted"]) == ("7", "5", "2")
-    assert result is not None
+    assert (m["numSourceRows"], m["numTargetRowsUpdated"], m["numTargetRowsInserted"]) == (
+        "7", "5", "2" if inserts else "0")
 
 
 def test_broadcast_threshold_settings(spark: Any, settings: Any) -> None:
