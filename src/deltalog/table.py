@@ -339,6 +339,7 @@ class Table:
         """
         from deltalog.commands.clone import clone_table
 
+        target = target if isinstance(target, Table) else Table(os.fspath(target))
         return clone_table(self, target, shallow=shallow, version=version, timestamp=timestamp, replace=replace,
                            properties=properties, clock=clock)
 

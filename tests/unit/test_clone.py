@@ -42,6 +42,22 @@ def source(root: Path, *, dvs: bool = False) -> deltalog.Table:
     return table
 
 
+def clone_of(source: deltalog.Table | Path, target: deltalog.Table | Path, **options: Any) -> Any:
+    """``clone_table`` of two tables (paths opened as tables)."""
+    def table(t: deltalog.Table | Path) -> deltalog.Table:
+        return t if isinstance(t, deltalog.Table) else deltalog.Table(str(t))
+
+    return clone_table(table(source), table(target), **options)
+
+
+def test_clone_table_takes_tables_not_paths(tmp_path: Path) -> None:
+    src = source(tmp_path / "src")
+    with pytest.raises(TypeError, match=r"clone target must be a table \(deltalog.Table\('.*c'\)\), not a path"):
+        clone_table(src, tmp_path / "c")  # type: ignore[arg-type]
+    assert not (tmp_path / "c").exists()
+    assert src.clone(tmp_path / "c", shallow=True).source_version == 2  # the facade opens a path target
+
+
 def log(root: Path, version: int) -> list[dict[str, Any]]:
     text = (root / "_delta_log" / f"{version:020d}.json").read_text()
     return [json.loads(line) for line in text.splitlines()]
@@ -58,7 +74,7 @@ def user_files(root: Path) -> set[str]:
 @pytest.mark.parametrize("shallow", [True, False])
 def test_clone_at_a_version_has_the_source_rows_then(tmp_path: Path, shallow: bool) -> None:
     src = source(tmp_path / "src")
-    res = clone_table(src, tmp_path / "c", shallow=shallow, version=1)
+    res = clone_of(src, tmp_path / "c", shallow=shallow, version=1)
     clone = deltalog.Table(str(tmp_path / "c"))
     assert res.version == 0 and res.source_version == 1 and res.is_shallow is shallow
     assert rows(clone.snapshot().to_arrow()) == rows(src.snapshot(1).to_arrow())
@@ -100,7 +116,7 @@ def test_clone_at_a_timestamp(tmp_path: Path) -> None:
 def test_clone_of_a_table_with_deletion_vectors(tmp_path: Path, shallow: bool) -> None:
     src = source(tmp_path / "src", dvs=True)
     assert src.snapshot().add_files().column("deletionVector").null_count < src.snapshot().num_files()
-    clone_table(src, tmp_path / "c", shallow=shallow)
+    clone_of(src, tmp_path / "c", shallow=shallow)
     clone = deltalog.Table(str(tmp_path / "c")).snapshot()
     assert rows(clone.to_arrow()) == rows(src.snapshot().to_arrow())
     assert sorted(r["id"] for r in clone.to_arrow().to_pylist()) == [i for i in range(15) if i not in (1, 6, 12)]
@@ -120,7 +136,7 @@ def test_clone_of_a_table_with_deletion_vectors(tmp_path: Path, shallow: bool) -
 def test_writes_to_a_shallow_clone_stay_in_the_clone(tmp_path: Path) -> None:
     src = source(tmp_path / "src")
     before = user_files(tmp_path / "src")
-    clone_table(src, tmp_path / "c", shallow=True)
+    clone_of(src, tmp_path / "c", shallow=True)
     c = str(tmp_path / "c")
     deltalog.write_table(c, data([100, 101], "z"), mode="append")
     deltalog.Table(c).delete([("p", "=", "a")])  # removes files of the source from the clone only
@@ -138,8 +154,8 @@ def test_writes_to_a_shallow_clone_stay_in_the_clone(tmp_path: Path) -> None:
 
 def test_deep_clone_survives_the_source_and_renames_clashing_files(tmp_path: Path) -> None:
     src = source(tmp_path / "src")
-    clone_table(src, tmp_path / "shallow", shallow=True)
-    clone_table(tmp_path / "shallow", tmp_path / "deep")  # a deep clone of a shallow clone: absolute paths
+    clone_of(src, tmp_path / "shallow", shallow=True)
+    clone_of(tmp_path / "shallow", tmp_path / "deep")  # a deep clone of a shallow clone: absolute paths
     shutil.rmtree(tmp_path / "src")
     deep = deltalog.Table(str(tmp_path / "deep")).snapshot()
     assert sorted(r["id"] for r in deep.to_arrow().to_pylist()) == list(range(15))
@@ -152,9 +168,9 @@ def test_replace_and_refusals_leave_the_target_unchanged(tmp_path: Path) -> None
     deltalog.write_table(str(t), pa.table({"x": [1]}))
     old_id = deltalog.Table(str(t)).snapshot().metadata.id
     with pytest.raises(InvalidArgumentError, match=r"already holds a Delta table.*replace=True"):
-        clone_table(src, t, shallow=True)
+        clone_of(src, t, shallow=True)
     assert deltalog.Table(str(t)).latest_version() == 0
-    res = clone_table(src, t, shallow=True, replace=True, properties={"delta.logRetentionDuration": "interval 2 days"})
+    res = clone_of(src, t, shallow=True, replace=True, properties={"delta.logRetentionDuration": "interval 2 days"})
     snap = deltalog.Table(str(t)).snapshot()
     assert res.version == 1 and res.num_removed_files == 1 and res.removed_files_size > 0
     assert snap.metadata.id == old_id and snap.properties["delta.logRetentionDuration"] == "interval 2 days"
@@ -165,12 +181,12 @@ def test_replace_and_refusals_leave_the_target_unchanged(tmp_path: Path) -> None
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "notes.txt").write_text("x")
     with pytest.raises(InvalidArgumentError, match="not empty"):
-        clone_table(src, tmp_path / "junk", shallow=True)
+        clone_of(src, tmp_path / "junk", shallow=True)
     assert not (tmp_path / "junk" / "_delta_log").exists()
     with pytest.raises(InvalidArgumentError, match="same location or one lies inside"):
-        clone_table(src, tmp_path / "src" / "inner", shallow=True)
+        clone_of(src, tmp_path / "src" / "inner", shallow=True)
     with pytest.raises(InvalidArgumentError, match="same location"):
-        clone_table(src, tmp_path / "src", shallow=True, replace=True)
+        clone_of(src, tmp_path / "src", shallow=True, replace=True)
 
 
 def test_a_failed_deep_copy_commits_nothing_and_leaves_no_files(tmp_path: Path) -> None:
@@ -178,7 +194,7 @@ def test_a_failed_deep_copy_commits_nothing_and_leaves_no_files(tmp_path: Path) 
     victim = src.snapshot().add_files().column("path").to_pylist()[-1].replace("%20", " ")
     os.remove(tmp_path / "src" / victim)
     with pytest.raises(DeltaError, match="could not copy"):
-        clone_table(src, tmp_path / "c", max_workers=1)
+        clone_of(src, tmp_path / "c", max_workers=1)
     assert not (tmp_path / "c" / "_delta_log").exists()
     assert not (tmp_path / "c").exists() or user_files(tmp_path / "c") == set()
 
@@ -190,7 +206,7 @@ def test_clone_carries_column_mapping_over(tmp_path: Path) -> None:
     src = deltalog.Table(str(rel))
     for shallow in (True, False):
         target = tmp_path / ("s" if shallow else "d")
-        clone_table(src, target, shallow=shallow)
+        clone_of(src, target, shallow=shallow)
         snap = deltalog.Table(str(target)).snapshot()
         assert snap.column_mapping_mode == "name"
         expected = src.snapshot().to_arrow()

@@ -54,12 +54,14 @@ from deltalog.log.crc import read_crc, verify_crc
 from deltalog.log.paths import LAST_CHECKPOINT, LOG_DIR, LogFile
 from deltalog.log.segment import complete_checkpoints, list_log, read_last_checkpoint
 from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor, local_path
+from deltalog.snapshot_load import SnapshotSource, load_snapshot
 from deltalog.txn.operations import Fsck
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
+    from deltalog.storage import LogStore
     from deltalog.txn.commit import CommitResult
+    from deltalog.txn.handle import TableHandle
 
 __all__ = ["CheckReport", "Problem", "Progress", "RepairResult", "check_table", "repair_table"]
 
@@ -170,7 +172,7 @@ class CheckReport:
         }
 
 
-def check_table(table: Table, *, deep: bool = False, progress: Progress | None = None) -> CheckReport:
+def check_table(table: TableHandle, *, deep: bool = False, progress: Progress | None = None) -> CheckReport:
     """Check ``table`` (see the module docstring); never raises for a damaged table, it reports.
 
     ``deep`` also verifies every version's ``.crc`` file (one replay per version with a checksum).
@@ -180,8 +182,6 @@ def check_table(table: Table, *, deep: bool = False, progress: Progress | None =
         >>> check_table(deltalog.Table("/data/events"), deep=True).ok           # doctest: +SKIP
         True
     """
-    from deltalog.table import Table
-
     report = CheckReport(table=table.location, version=None)
     step = progress or _no_progress
     step("log", 0, None)
@@ -189,7 +189,7 @@ def check_table(table: Table, *, deep: bool = False, progress: Progress | None =
     _check_log(report, files)
     report.checks["log"] = _status(report, "log")
     # Load without verifying the checksum: a disagreement is reported below, not raised.
-    reader = Table(table.location, store=table.store, verify_checksums=False)
+    reader = _Unverified(table.location, table.store)
     try:
         snapshot = reader.snapshot()
     except (UnsupportedFeatureError, TableNotFoundError):
@@ -209,6 +209,18 @@ def check_table(table: Table, *, deep: bool = False, progress: Progress | None =
     _check_files(report, snapshot, progress=step)
     report.checks["files"] = _status(report, "files")
     return report
+
+
+@dataclass
+class _Unverified:
+    """The table's snapshots loaded without checking them against ``.crc`` files (a disagreement is a
+    finding of the check, not an error)."""
+
+    location: str
+    store: LogStore
+
+    def snapshot(self, version: int | None = None) -> Snapshot:
+        return load_snapshot(self.store, self.location, version, verify_checksums=False)
 
 
 def _no_progress(phase: str, done: int, total: int | None) -> None:
@@ -275,7 +287,9 @@ def _check_log(report: CheckReport, files: list[LogFile]) -> None:
 # ----------------------------------------------------------------------------------------- checkpoint
 
 
-def _check_last_checkpoint(report: CheckReport, reader: Table, files: list[LogFile], snapshot: Snapshot) -> None:
+def _check_last_checkpoint(
+    report: CheckReport, reader: SnapshotSource, files: list[LogFile], snapshot: Snapshot
+) -> None:
     store = reader.store
     checkpoints = complete_checkpoints(files)
     path = f"{LOG_DIR}/{LAST_CHECKPOINT}"
@@ -338,7 +352,7 @@ def _check_last_checkpoint(report: CheckReport, reader: Table, files: list[LogFi
         )
 
 
-def _checkpoint_rows(reader: Table, parts: tuple[LogFile, ...]) -> int | None:
+def _checkpoint_rows(reader: SnapshotSource, parts: tuple[LogFile, ...]) -> int | None:
     store = reader.store
     total = 0
     try:
@@ -352,7 +366,7 @@ def _checkpoint_rows(reader: Table, parts: tuple[LogFile, ...]) -> int | None:
     return total
 
 
-def _files_at(reader: Table, snapshot: Snapshot, version: int) -> int | None:
+def _files_at(reader: SnapshotSource, snapshot: Snapshot, version: int) -> int | None:
     """Live files at the checkpoint's version (the latest snapshot when it *is* that checkpoint)."""
     if snapshot.segment.checkpoint_version == version and snapshot.version == version:
         return snapshot.num_files()
@@ -366,7 +380,8 @@ def _files_at(reader: Table, snapshot: Snapshot, version: int) -> int | None:
 
 
 def _check_crc(
-    report: CheckReport, reader: Table, files: list[LogFile], snapshot: Snapshot, *, deep: bool, progress: Progress
+    report: CheckReport, reader: SnapshotSource, files: list[LogFile], snapshot: Snapshot, *, deep: bool,
+    progress: Progress,
 ) -> None:
     with_crc = sorted(f.version for f in files if f.kind == "crc")
     versions = [v for v in with_crc if (v <= snapshot.version if deep else v == snapshot.version)]
@@ -521,7 +536,7 @@ class RepairResult:
 
 
 def repair_table(
-    table: Table,
+    table: TableHandle,
     *,
     report: CheckReport | None = None,
     dry_run: bool = False,

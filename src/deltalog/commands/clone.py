@@ -45,7 +45,7 @@ from dataclasses import replace as _replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
-from deltalog.errors import DeltaError, InvalidArgumentError, StorageError, TableNotFoundError
+from deltalog.errors import DeltaError, InvalidArgumentError, InvalidArgumentTypeError, StorageError, TableNotFoundError
 from deltalog.log.timestamps import TimestampLike
 from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor, local_path, z85_encode
 from deltalog.txn.operations import Clone
@@ -53,8 +53,8 @@ from deltalog.txn.operations import Clone
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.storage import LogStore
-    from deltalog.table import Table
     from deltalog.txn.commit import CommitResult
+    from deltalog.txn.handle import TableHandle
 
 __all__ = ["CloneResult", "clone_table"]
 
@@ -247,7 +247,7 @@ def _open_uri(uri: str) -> Any:
 # ------------------------------------------------------------------------------------------- clone
 
 
-def _source_snapshot(source: Table, version: int | None, timestamp: TimestampLike | None) -> Snapshot:
+def _source_snapshot(source: TableHandle, version: int | None, timestamp: TimestampLike | None) -> Snapshot:
     if version is not None and timestamp is not None:
         raise InvalidArgumentError("clone takes a version or a timestamp, not both", table=source.location)
     if version is not None:
@@ -259,7 +259,7 @@ def _source_snapshot(source: Table, version: int | None, timestamp: TimestampLik
     return source.snapshot()
 
 
-def _target_state(target: Table, replace_target: bool) -> Snapshot | None:
+def _target_state(target: TableHandle, replace_target: bool) -> Snapshot | None:
     """The target's current snapshot when replacing a table; refuses an occupied target otherwise."""
     try:
         snapshot = target.snapshot()
@@ -284,8 +284,8 @@ def _target_state(target: Table, replace_target: bool) -> Snapshot | None:
 
 
 def clone_table(
-    source: Table | str | os.PathLike[str],
-    target: Table | str | os.PathLike[str],
+    source: TableHandle,
+    target: TableHandle,
     *,
     shallow: bool = False,
     version: int | None = None,
@@ -299,15 +299,20 @@ def clone_table(
     docstring); returns the metrics. ``max_workers`` deep-clone copies run at a time.
 
     Example:
-        >>> clone_table("/data/events", "/backup/events", version=12).num_copied_files      # doctest: +SKIP
+        >>> clone_table(deltalog.Table("/data/events"), deltalog.Table("/backup/events"),
+        ...             version=12).num_copied_files                                 # doctest: +SKIP
         48
     """
     from deltalog.commands.restore import merge_protocols
-    from deltalog.table import Table as _Table
     from deltalog.txn.transaction import start_transaction
 
-    src_table = source if isinstance(source, _Table) else _Table(os.fspath(source))
-    dst_table = target if isinstance(target, _Table) else _Table(os.fspath(target))
+    for name, given in (("source", source), ("target", target)):
+        if isinstance(given, (str, os.PathLike)):
+            raise InvalidArgumentTypeError(
+                f"clone {name} must be a table (deltalog.Table({os.fspath(given)!r})), not a path; "
+                "Table.clone(target) takes a path for the target"
+            )
+    src_table, dst_table = source, target
     loc = dst_table.location
     src_root, dst_root = src_table.store.full_path(""), dst_table.store.full_path("")
     if _nested(src_root, dst_root):

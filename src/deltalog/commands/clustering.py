@@ -29,8 +29,8 @@ from deltalog.protocol.schema import StructField, StructType, physical_name
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
     from deltalog.txn.commit import CommitResult
+    from deltalog.txn.handle import TableHandle
 
 __all__ = ["CLUSTERING_DOMAIN", "MAX_COLUMNS", "PROVIDER", "cluster_by", "clustering_columns", "clustering_domain",
            "clustering_of"]
@@ -152,7 +152,7 @@ def clustering_of(snapshot: Snapshot) -> list[str] | None:
                               table=snapshot.table)
 
 
-def cluster_by(table: Table, columns: Sequence[str] | None, *, clock: Callable[[], int] | None = None
+def cluster_by(table: TableHandle, columns: Sequence[str] | None, *, clock: Callable[[], int] | None = None
                ) -> CommitResult:
     """Change the table's clustering columns in one ``CLUSTER BY`` commit (``ALTER TABLE ... CLUSTER BY``);
     ``None`` or ``[]`` is ``CLUSTER BY NONE``. A partitioned table cannot be clustered; files already

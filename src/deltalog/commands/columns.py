@@ -35,8 +35,8 @@ from deltalog.txn.operations import AddColumns, ChangeColumn
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
     from deltalog.txn.commit import CommitResult
+    from deltalog.txn.handle import TableHandle
 
 __all__ = ["add_columns", "change_column", "set_column_type"]
 
@@ -58,7 +58,7 @@ def _options(clock: Callable[[], int] | None, snapshot: Snapshot) -> dict[str, A
 
 
 def add_columns(
-    table: Table, fields: Sequence[StructField], *, clock: Callable[[], int] | None = None
+    table: TableHandle, fields: Sequence[StructField], *, clock: Callable[[], int] | None = None
 ) -> CommitResult:
     """Append ``fields`` to the table's schema in one ``ADD COLUMNS`` commit (see the module docstring).
 
@@ -108,7 +108,7 @@ def _nulls(snapshot: Snapshot, column: str) -> int:
 
 
 def change_column(
-    table: Table,
+    table: TableHandle,
     name: str,
     *,
     comment: str | None = None,
@@ -172,7 +172,7 @@ _SQL_TYPE_NAMES = {"bigint": "long", "int": "integer", "tinyint": "byte", "small
 
 
 def set_column_type(
-    table: Table, name: str, data_type: Any, *, clock: Callable[[], int] | None = None
+    table: TableHandle, name: str, data_type: Any, *, clock: Callable[[], int] | None = None
 ) -> CommitResult:
     """Widen column ``name`` to ``data_type`` (a :mod:`deltalog.protocol.schema` type or a name such as
     ``"bigint"``, ``"double"``, ``"decimal(12,2)"``) in one ``CHANGE COLUMN`` commit, without rewriting

@@ -49,7 +49,7 @@ from deltalog.txn.transaction import CommitResult
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
+    from deltalog.txn.handle import TableHandle
 
 __all__ = ["add_constraint", "drop_constraint"]
 
@@ -117,7 +117,9 @@ def _violations(snapshot: Snapshot, name: str, expr: Expression, loc: str) -> tu
     return bad, example
 
 
-def add_constraint(table: Table, name: str, expression: str, *, clock: Callable[[], int] | None = None) -> CommitResult:
+def add_constraint(
+    table: TableHandle, name: str, expression: str, *, clock: Callable[[], int] | None = None
+) -> CommitResult:
     """Add the CHECK constraint ``name`` in one ``ADD CONSTRAINT`` commit, after checking every
     existing row (see the module docstring). A constraint of that name (any case) must not exist.
 
@@ -160,7 +162,7 @@ def add_constraint(table: Table, name: str, expression: str, *, clock: Callable[
 
 
 def drop_constraint(
-    table: Table, name: str, *, if_exists: bool = False, clock: Callable[[], int] | None = None
+    table: TableHandle, name: str, *, if_exists: bool = False, clock: Callable[[], int] | None = None
 ) -> CommitResult:
     """Remove the CHECK constraint ``name`` (any case) in one ``DROP CONSTRAINT`` commit.
 

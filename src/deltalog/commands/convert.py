@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 from deltalog.arrow.write_schema import data_schema
 from deltalog.arrow.write_stats import stats_json
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
+from deltalog.log.segment import build_segment
 from deltalog.protocol.actions import Add, Format, Metadata
 from deltalog.protocol.partitions import (
     HIVE_DEFAULT_PARTITION,
@@ -52,7 +53,7 @@ from deltalog.protocol.partitions import (
     unescape_path_name,
 )
 from deltalog.protocol.schema import DataType, PrimitiveType, StructField, StructType
-from deltalog.storage import FileInfo, LogStore
+from deltalog.storage import FileInfo, LogStore, store_for
 from deltalog.txn.operations import Convert
 
 if TYPE_CHECKING:
@@ -263,23 +264,22 @@ def convert_to_delta(
         >>> convert_to_delta("/data/raw", partition_types={"hour": "string"}).partition_types  # doctest: +SKIP
         {'day': 'date', 'hour': 'string'}
     """
-    from deltalog.table import Table
-    from deltalog.txn.transaction import start_transaction
+    from deltalog.txn.transaction import Transaction
 
-    table = Table(location, store=store)
-    loc = table.location
+    loc = os.fspath(location)
+    store = store if store is not None else store_for(loc)
     step = progress or (lambda phase, done, total: None)
-    full = table.store.full_path("")
+    full = store.full_path("")
     if "://" not in full and not os.path.isdir(full):
         raise TableNotFoundError("no such directory", table=loc)
     try:
-        version = table.latest_version()
+        version = build_segment(store, table=loc).version
     except TableNotFoundError:
         pass
     else:
         raise InvalidArgumentError(f"already a Delta table (version {version}); nothing to convert", table=loc)
     step("listing", 0, None)
-    listed = [f for f in table.store.list_dir("", recursive=True) if not _is_hidden(f.path)]
+    listed = [f for f in store.list_dir("", recursive=True) if not _is_hidden(f.path)]
     infos = [f for f in listed if f.path.lower().endswith(".parquet")]
     step("listing", len(listed), len(listed))
     others = [f.path for f in listed if not f.path.lower().endswith(".parquet")]
@@ -313,7 +313,7 @@ def convert_to_delta(
     # Local footers read at ~40k/s in one thread (threads only add overhead); remote reads wait on I/O.
     workers = 1 if "://" not in full else min(8, len(infos))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for i, md in enumerate(pool.map(lambda info: _footer(table.store, info, loc), infos)):
+        for i, md in enumerate(pool.map(lambda info: _footer(store, info, loc), infos)):
             if i % 200 == 0:
                 step("footers", i, len(infos))
             footers.append(md)
@@ -346,9 +346,13 @@ def convert_to_delta(
     props = {str(k): str(v) for k, v in (properties or {}).items()}
     op = Convert(num_files=len(adds), partition_by=columns, collect_stats=collect_stats)
     options: dict[str, Any] = {} if clock is None else {"clock": clock}
-    txn = start_transaction(table, op, **options)
-    if txn.snapshot is not None:
+    try:
+        build_segment(store, table=loc)
+    except TableNotFoundError:
+        pass
+    else:
         raise InvalidArgumentError("a Delta table appeared at this location while converting", table=loc)
+    txn = Transaction(store, None, op, table=loc, **options)
     txn.update_metadata(
         Metadata(
             id=str(uuid.uuid4()),

@@ -41,7 +41,7 @@ from deltalog.txn.row_tracking import tracked_fields
 if TYPE_CHECKING:
     from deltalog.protocol.schema import StructField
     from deltalog.snapshot import FilterLike, Snapshot
-    from deltalog.table import Table
+    from deltalog.txn.handle import TableHandle
     from deltalog.txn.operations import Operation
     from deltalog.txn.transaction import Transaction
 
@@ -76,7 +76,7 @@ def uses_deletion_vectors(snapshot: Snapshot) -> bool:
 
 
 def delete(
-    table: Table,
+    table: TableHandle,
     predicate: FilterLike | None = None,
     *,
     use_deletion_vectors: bool | None = None,
@@ -105,7 +105,7 @@ def delete(
 
 
 def begin_dml(
-    table: Table,
+    table: TableHandle,
     snap: Snapshot,
     operation: Operation,
     predicate: FilterLike | None,
@@ -139,7 +139,7 @@ def begin_dml(
 
 
 def commit_dml(
-    table: Table,
+    table: TableHandle,
     snap: Snapshot,
     txn: Transaction,
     removed: list[dict[str, Any]],
@@ -202,7 +202,7 @@ def _live_records(row: Mapping[str, Any]) -> int:
 
 
 def _delete_rows(
-    table: Table,
+    table: TableHandle,
     snap: Snapshot,
     txn: Transaction,
     candidates: pa.Table,
@@ -303,7 +303,7 @@ def _wide_bounds(stats: str | None) -> str | None:
 
 
 def _rewrite(
-    table: Table, snap: Snapshot, txn: Transaction, survivors: list[pa.Table], written: list[str],
+    table: TableHandle, snap: Snapshot, txn: Transaction, survivors: list[pa.Table], written: list[str],
     tracked: tuple[StructField, StructField] | None = None,
 ) -> int:
     from deltalog.arrow.write_files import DataFileWriter

@@ -56,7 +56,7 @@ from deltalog.txn.writer_features import FEATURES, is_true
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
+    from deltalog.txn.handle import TableHandle
 
 __all__ = ["REMOVABLE_FEATURES", "DropFeatureResult", "drop_feature", "feature_traces", "protocol_without"]
 
@@ -105,11 +105,11 @@ class DropFeatureResult:
     steps: tuple[str, ...] = ()
 
 
-def _error(code: str, message: str, table: Table) -> FeatureDropError:
+def _error(code: str, message: str, table: TableHandle) -> FeatureDropError:
     return FeatureDropError(f"[{code}] {message}", table=table.location)
 
 
-def _canonical(name: Any, table: Table) -> str:
+def _canonical(name: Any, table: TableHandle) -> str:
     if not isinstance(name, str) or not name.strip():
         raise _error("DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE", f"a feature name is needed, got {name!r}",
                      table)
@@ -223,7 +223,7 @@ def _options(clock: _Clock | None, snapshot: Snapshot | None = None) -> dict[str
     return out
 
 
-def _set_conf(table: Table, snap: Snapshot, conf: dict[str, str], clock: _Clock | None) -> int:
+def _set_conf(table: TableHandle, snap: Snapshot, conf: dict[str, str], clock: _Clock | None) -> int:
     txn = table.transaction(SetTableProperties(properties={k: v for k, v in conf.items()
                                                            if conf.get(k) != snap.metadata.configuration.get(k)}),
                             **_options(clock, snap))
@@ -231,7 +231,7 @@ def _set_conf(table: Table, snap: Snapshot, conf: dict[str, str], clock: _Clock 
     return txn.commit().version
 
 
-def _rewrite_files(table: Table, snap: Snapshot, rows: list[dict[str, Any]], clock: _Clock | None,
+def _rewrite_files(table: TableHandle, snap: Snapshot, rows: list[dict[str, Any]], clock: _Clock | None,
                    *, purge: bool) -> int:
     """Rewrite ``rows`` (live files) with their kept rows in the table's current types, ``dataChange=false``."""
     from deltalog.arrow.read import kept_rows, read_file_rows, with_row_tracking_columns
@@ -292,7 +292,7 @@ def _old_type_files(snap: Snapshot) -> list[dict[str, Any]]:
     return out
 
 
-def _remove_traces(table: Table, feature: str, clock: _Clock | None) -> list[int]:
+def _remove_traces(table: TableHandle, feature: str, clock: _Clock | None) -> list[int]:
     """Commit what takes ``feature``'s traces out of the latest version; the versions committed."""
     versions: list[int] = []
     snap = table.snapshot()
@@ -330,7 +330,7 @@ def _remove_traces(table: Table, feature: str, clock: _Clock | None) -> list[int
     return versions
 
 
-def _commit_drop(table: Table, snap: Snapshot, feature: str, *, truncate: bool, protect: bool,
+def _commit_drop(table: TableHandle, snap: Snapshot, feature: str, *, truncate: bool, protect: bool,
                  clock: _Clock | None) -> tuple[int, Protocol]:
     conf = {k: v for k, v in snap.metadata.configuration.items()
             if k not in _PROPERTIES.get(feature, ()) and k.lower() != f"delta.feature.{feature.lower()}"}
@@ -345,7 +345,7 @@ def _commit_drop(table: Table, snap: Snapshot, feature: str, *, truncate: bool, 
     return txn.commit().version, protocol
 
 
-def _check_traces(table: Table, snap: Snapshot, feature: str, prepared: list[int]) -> None:
+def _check_traces(table: TableHandle, snap: Snapshot, feature: str, prepared: list[int]) -> None:
     traces = feature_traces(snap, feature)
     if traces:
         done = f"versions {prepared} removed traces, but " if prepared else ""
@@ -354,7 +354,7 @@ def _check_traces(table: Table, snap: Snapshot, feature: str, prepared: list[int
                      "(a concurrent writer may have added them); run the drop again", table)
 
 
-def _commit_traces(table: Table, snap: Snapshot, feature: str, version: int) -> str | None:
+def _commit_traces(table: TableHandle, snap: Snapshot, feature: str, version: int) -> str | None:
     """The first trace of ``feature`` in commit ``version`` (a history check for TRUNCATE HISTORY)."""
     from deltalog.log.reader import read_commit
 
@@ -375,7 +375,7 @@ def _commit_traces(table: Table, snap: Snapshot, feature: str, version: int) -> 
     return None
 
 
-def _truncate(table: Table, feature: str, prepared: list[int], clock: _Clock | None) -> tuple[int, Protocol, int]:
+def _truncate(table: TableHandle, feature: str, prepared: list[int], clock: _Clock | None) -> tuple[int, Protocol, int]:
     from deltalog.log.checkpoint_writer import write_checkpoint
     from deltalog.log.cleanup import cleanup_expired_logs
     from deltalog.log.timestamps import commit_timestamps
@@ -419,7 +419,7 @@ def _truncate(table: Table, feature: str, prepared: list[int], clock: _Clock | N
     return version, protocol, keep
 
 
-def drop_feature(table: Table, feature: str, *, truncate_history: bool = False, dry_run: bool = False,
+def drop_feature(table: TableHandle, feature: str, *, truncate_history: bool = False, dry_run: bool = False,
                  clock: _Clock | None = None) -> DropFeatureResult:
     """Drop ``feature`` from ``table``'s protocol (see the module docstring for the rules).
 
@@ -474,7 +474,7 @@ def drop_feature(table: Table, feature: str, *, truncate_history: bool = False, 
                              steps=steps)
 
 
-def _drop_protection(table: Table, snap: Snapshot, truncate: bool, clock: _Clock | None) -> DropFeatureResult:
+def _drop_protection(table: TableHandle, snap: Snapshot, truncate: bool, clock: _Clock | None) -> DropFeatureResult:
     from deltalog.log.cleanup import cleanup_expired_logs
     from deltalog.log.timestamps import commit_timestamps
 

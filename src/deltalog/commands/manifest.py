@@ -32,7 +32,7 @@ from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.protocol.partitions import partition_path
 
 if TYPE_CHECKING:
-    from deltalog.table import Table
+    from deltalog.txn.handle import TableHandle
 
 __all__ = ["MANIFEST_DIR", "ManifestResult", "generate_symlink_manifest"]
 
@@ -55,7 +55,7 @@ class ManifestResult:
     deleted: list[str] = field(default_factory=list)
 
 
-def _absolute(table: Table, path: str) -> str:
+def _absolute(table: TableHandle, path: str) -> str:
     """The data file's absolute path as manifest readers expect it (Hadoop's ``Path.toString``)."""
     if "://" in path or path.startswith("file:"):
         return path  # already absolute (a shallow clone's files)
@@ -63,7 +63,7 @@ def _absolute(table: Table, path: str) -> str:
     return full if "://" in full else "file:" + os.path.abspath(full)
 
 
-def generate_symlink_manifest(table: Table, *, version: int | None = None) -> ManifestResult:
+def generate_symlink_manifest(table: TableHandle, *, version: int | None = None) -> ManifestResult:
     """Write ``_symlink_format_manifest`` for the latest snapshot (or ``version``) of ``table``.
 
     Example:

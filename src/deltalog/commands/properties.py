@@ -43,7 +43,7 @@ from deltalog.txn.transaction import CommitResult
 from deltalog.txn.writer_features import is_true, upgrade_protocol
 
 if TYPE_CHECKING:
-    from deltalog.table import Table
+    from deltalog.txn.handle import TableHandle
 
 __all__ = [
     "KNOWN_PROPERTIES",
@@ -415,7 +415,7 @@ def _options(clock: Callable[[], int] | None, snapshot: Any) -> dict[str, Any]:
 
 
 def set_properties(
-    table: Table, properties: Mapping[str, str], *, clock: Callable[[], int] | None = None
+    table: TableHandle, properties: Mapping[str, str], *, clock: Callable[[], int] | None = None
 ) -> CommitResult:
     """Set table properties in one ``SET TBLPROPERTIES`` commit (see the module docstring for the rules).
 
@@ -444,7 +444,7 @@ def set_properties(
 
 
 def unset_properties(
-    table: Table, keys: Iterable[str], *, if_exists: bool = False, clock: Callable[[], int] | None = None
+    table: TableHandle, keys: Iterable[str], *, if_exists: bool = False, clock: Callable[[], int] | None = None
 ) -> CommitResult:
     """Remove table properties in one ``UNSET TBLPROPERTIES`` commit.
 

@@ -33,8 +33,8 @@ from deltalog.txn.operations import DropColumns, RenameColumn
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
     from deltalog.txn.commit import CommitResult
+    from deltalog.txn.handle import TableHandle
 
 __all__ = ["drop_columns", "rename_column"]
 
@@ -106,7 +106,7 @@ def _users(snapshot: Snapshot, chain: list[StructField]) -> list[str]:
     return out
 
 
-def _commit(table: Table, snapshot: Snapshot, op: Any, schema: StructType, partitions: Sequence[str],
+def _commit(table: TableHandle, snapshot: Snapshot, op: Any, schema: StructType, partitions: Sequence[str],
             clock: Callable[[], int] | None) -> CommitResult:
     from deltalog.txn.transaction import start_transaction
 
@@ -120,7 +120,7 @@ def _commit(table: Table, snapshot: Snapshot, op: Any, schema: StructType, parti
 
 
 def rename_column(
-    table: Table, column: str, new_name: str, *, clock: Callable[[], int] | None = None
+    table: TableHandle, column: str, new_name: str, *, clock: Callable[[], int] | None = None
 ) -> CommitResult:
     """Rename ``column`` (``a`` or ``a.b``) to ``new_name`` in one ``RENAME COLUMN`` commit (see the module
     docstring).
@@ -155,7 +155,7 @@ def rename_column(
 
 
 def drop_columns(
-    table: Table, columns: Sequence[str], *, if_exists: bool = False, clock: Callable[[], int] | None = None
+    table: TableHandle, columns: Sequence[str], *, if_exists: bool = False, clock: Callable[[], int] | None = None
 ) -> CommitResult | None:
     """Drop ``columns`` (paths) in one ``DROP COLUMNS`` commit (see the module docstring); with ``if_exists``
     missing ones are skipped (``None`` when nothing is left to drop).

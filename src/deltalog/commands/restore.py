@@ -36,7 +36,7 @@ from deltalog.txn.transaction import CommitResult
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
+    from deltalog.txn.handle import TableHandle
 
 __all__ = ["MissingRestoreFilesError", "RestoreResult", "merge_protocols", "restore"]
 
@@ -193,7 +193,7 @@ def _timestamp_text(ts: TimestampLike) -> str:
 
 
 def restore(
-    table: Table,
+    table: TableHandle,
     *,
     version: int | None = None,
     timestamp: TimestampLike | None = None,

@@ -40,7 +40,7 @@ from deltalog.txn.row_tracking import tracked_fields
 
 if TYPE_CHECKING:
     from deltalog.snapshot import FilterLike, Snapshot
-    from deltalog.table import Table
+    from deltalog.txn.handle import TableHandle
 
 __all__ = ["UpdateResult", "update"]
 
@@ -64,7 +64,7 @@ class UpdateResult:
 
 
 def update(
-    table: Table,
+    table: TableHandle,
     predicate: FilterLike | None,
     set: Mapping[str, Any],
     *,

@@ -54,7 +54,7 @@ from deltalog.txn.writer_features import check_writable
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
+    from deltalog.txn.handle import TableHandle
 
 __all__ = ["VacuumResult", "protected_paths", "store_relative_path", "vacuum"]
 
@@ -251,7 +251,7 @@ def _retention_ms(
 
 
 def vacuum(
-    table: Table,
+    table: TableHandle,
     *,
     retention_hours: float | None = None,
     dry_run: bool = True,
@@ -372,7 +372,7 @@ def vacuum(
     )
 
 
-def _end(table: Table, options: dict[str, Any], status: str, deleted: int, num_dirs: int) -> int:
+def _end(table: TableHandle, options: dict[str, Any], status: str, deleted: int, num_dirs: int) -> int:
     from deltalog.txn.transaction import start_transaction
 
     opts = {k: v for k, v in options.items() if k != "snapshot"}  # commit on top of VACUUM START
