@@ -1,4 +1,6 @@
-"""Whether a MERGE's first job broadcasts the source (:func:`broadcast_source`).
+"""Whether a MERGE job broadcasts the source (:func:`broadcast_source`): the first job always may, the
+write job when it left-joins the touched files with the source (no inserts; an upsert's full outer join
+cannot be broadcast).
 
 The first job joins the target's join keys with the source to find which target rows match. Spark
 broadcasts a join side only when its *estimate* is under ``spark.sql.autoBroadcastJoinThreshold`` (10 MB),
@@ -105,8 +107,8 @@ def estimated_bytes(job: Any, rows: int) -> int | None:
 
 
 def broadcast_source(spark: Any, job: Any, rows: int) -> bool:
-    """Whether the first job (``job``: target joined with the source, the source on the right) should
-    broadcast the source of ``rows`` rows (see the module docstring).
+    """Whether ``job`` (the target joined with the source, the source on the right) should broadcast the
+    source of ``rows`` rows (see the module docstring).
 
     Example:
         >>> broadcast_source(spark, target.join(source, "id"), 5_000_000)           # doctest: +SKIP
