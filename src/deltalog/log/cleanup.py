@@ -25,6 +25,7 @@ import json
 import logging
 import re
 import time
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -36,7 +37,7 @@ from deltalog.storage import LogStore
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
+    from deltalog.snapshot_load import SnapshotSource
 
 log = logging.getLogger(__name__)
 
@@ -149,20 +150,19 @@ def midnight_utc(ms: int) -> int:
     return ms - ms % _DAY_MS
 
 
-def _resolve(target: Table | Snapshot | LogStore) -> tuple[LogStore, Mapping[str, str], int | None, str]:
+def _resolve(target: SnapshotSource | Snapshot | LogStore) -> tuple[LogStore, Mapping[str, str], int | None, str]:
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
 
+    if not isinstance(target, Snapshot) and callable(getattr(target, "snapshot", None)):
+        target = typing.cast("SnapshotSource", target).snapshot()  # a table: its latest snapshot
     if isinstance(target, Snapshot):
         return target.store, target.properties, target.version, target.table
-    if isinstance(target, Table):
-        snap = target.snapshot()
-        return snap.store, snap.properties, snap.version, snap.table
-    return target, {}, None, target.root
+    store = typing.cast(LogStore, target)
+    return store, {}, None, store.root
 
 
 def cleanup_expired_logs(
-    target: Table | Snapshot | LogStore,
+    target: SnapshotSource | Snapshot | LogStore,
     *,
     retention: str | int | None = None,
     clock: Clock | None = None,
