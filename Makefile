@@ -36,14 +36,17 @@ typecheck: $(VENV)/.installed
 # Two lanes: the kernel suite (no JVM) followed by the Spark tests that start their own Spark processes
 # (marker own_jvm: programs, clusters, Connect, killed drivers) runs next to the Spark tests sharing one
 # session, which mostly wait on the JVM; the first lane's output follows, and either failing fails the target.
+# Each lane has its own --basetemp: two pytest processes sharing /tmp/pytest-of-<user> both clean up its old
+# directories when they finish, and one removing what the other is removing fails the run.
 test: lint typecheck $(AZURITE)
-	@rm -f .kernel-tests.log; \
+	@rm -f .kernel-tests.log; tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/deltalog-tests.XXXXXX"); \
 	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "not spark or own_jvm" -p no:cacheprovider --durations=10 \
-		> .kernel-tests.log 2>&1 & kernel=$$!; \
+		--basetemp="$$tmp/kernel" > .kernel-tests.log 2>&1 & kernel=$$!; \
 	echo "kernel suite and own-JVM Spark tests (pid $$kernel) run in the background; shared-session Spark suite:"; \
-	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "spark and not own_jvm" -p no:cacheprovider --durations=10 tests/spark; \
+	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "spark and not own_jvm" -p no:cacheprovider --durations=10 \
+		--basetemp="$$tmp/spark" tests/spark; \
 	spark=$$?; \
-	wait $$kernel; kernel=$$?; echo "kernel suite:"; cat .kernel-tests.log; rm -f .kernel-tests.log; \
+	wait $$kernel; kernel=$$?; echo "kernel suite:"; cat .kernel-tests.log; rm -f .kernel-tests.log; rm -rf "$$tmp"; \
 	test $$spark -eq 0 -a $$kernel -eq 0
 
 # The row-level concurrency property test with 3,000 examples (make test runs 150).
