@@ -17,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from deltalog.errors import CorruptLogError
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from deltalog.log.reader import FileActions
     from deltalog.storage import LogStore
 
-__all__ = ["SnapshotSource", "advance_snapshot", "extend_snapshot", "load_snapshot"]
+__all__ = ["LogSnapshots", "SnapshotSource", "advance_snapshot", "extend_snapshot", "load_snapshot"]
 
 
 class SnapshotSource(Protocol):
@@ -43,6 +43,25 @@ class SnapshotSource(Protocol):
     def snapshot(self, version: int | None = None) -> Snapshot:
         """The table at ``version`` (latest by default)."""
         ...
+
+
+@dataclass
+class LogSnapshots:
+    """A :class:`SnapshotSource` that reads each snapshot from the log (no cache), for code that has a store
+    and a location but no table object; ``verify_checksums=False`` skips the ``.crc`` check.
+
+    Example:
+        >>> LogSnapshots("/data/events", store, verify_checksums=False).snapshot(3).version  # doctest: +SKIP
+        3
+    """
+
+    location: str
+    store: LogStore
+    verify_checksums: bool = True
+
+    def snapshot(self, version: int | None = None) -> Snapshot:
+        """The table at ``version`` (latest by default), replayed from the log."""
+        return load_snapshot(self.store, self.location, version, verify_checksums=self.verify_checksums)
 
 
 def load_snapshot(store: LogStore, location: str, version: int | None, *, verify_checksums: bool = True) -> Snapshot:

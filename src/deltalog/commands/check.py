@@ -54,12 +54,11 @@ from deltalog.log.crc import read_crc, verify_crc
 from deltalog.log.paths import LAST_CHECKPOINT, LOG_DIR, LogFile
 from deltalog.log.segment import complete_checkpoints, list_log, read_last_checkpoint
 from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor, local_path
-from deltalog.snapshot_load import SnapshotSource, load_snapshot
+from deltalog.snapshot_load import LogSnapshots, SnapshotSource
 from deltalog.txn.operations import Fsck
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.storage import LogStore
     from deltalog.txn.commit import CommitResult
     from deltalog.txn.handle import TableHandle
 
@@ -189,7 +188,7 @@ def check_table(table: TableHandle, *, deep: bool = False, progress: Progress | 
     _check_log(report, files)
     report.checks["log"] = _status(report, "log")
     # Load without verifying the checksum: a disagreement is reported below, not raised.
-    reader = _Unverified(table.location, table.store)
+    reader = LogSnapshots(table.location, table.store, verify_checksums=False)
     try:
         snapshot = reader.snapshot()
     except (UnsupportedFeatureError, TableNotFoundError):
@@ -209,18 +208,6 @@ def check_table(table: TableHandle, *, deep: bool = False, progress: Progress | 
     _check_files(report, snapshot, progress=step)
     report.checks["files"] = _status(report, "files")
     return report
-
-
-@dataclass
-class _Unverified:
-    """The table's snapshots loaded without checking them against ``.crc`` files (a disagreement is a
-    finding of the check, not an error)."""
-
-    location: str
-    store: LogStore
-
-    def snapshot(self, version: int | None = None) -> Snapshot:
-        return load_snapshot(self.store, self.location, version, verify_checksums=False)
 
 
 def _no_progress(phase: str, done: int, total: int | None) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -141,6 +142,36 @@ def parse_int(value: Any, name: str) -> int:
         return int(value)
     except (TypeError, ValueError):
         raise InvalidArgumentError(f"option {name} must be an integer, got {value!r}") from None
+
+
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: Any) -> int | None:
+    """A byte count written as Spark writes them (``134217728``, ``128m``, ``1g``, ``10MB``, ``2KiB``), or
+    ``None`` when ``text`` is not one.
+
+    Example:
+        >>> parse_size("128m"), parse_size("10MB"), parse_size("1000"), parse_size("lots")
+        (134217728, 10485760, 1000, None)
+    """
+    m = _SIZE_RE.match(str(text))
+    return None if m is None else int(m.group(1)) << (10 * " kmgt".index(m.group(2).lower() or " "))
+
+
+def session_setting(spark: Any, key: str) -> str | None:
+    """The session's value of ``key``; ``None`` when unset, blank, or refused by the session (some Connect
+    servers refuse unknown keys).
+
+    Example:
+        >>> session_setting(spark, "spark.sql.shuffle.partitions")                   # doctest: +SKIP
+        '200'
+    """
+    try:
+        value = spark.conf.get(key, None)
+    except Exception:
+        return None
+    return None if value is None or str(value).strip() == "" else str(value)
 
 
 def parse_bool(value: Any, name: str) -> bool:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from deltalog.spark._common import parse_bool
+from deltalog.spark._common import parse_bool, session_setting
 
 __all__ = [
     "AUTO_MERGE_CONF",
@@ -56,14 +56,6 @@ REPLACE_WHERE_DATA_COLUMNS_CONF = "spark.databricks.delta.replaceWhere.dataColum
 REPLACE_WHERE_CHECK_CONF = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
 
 
-def _get(spark: Any, key: str) -> str | None:
-    try:
-        value = spark.conf.get(key, None)
-    except Exception:  # a session without that key (some Connect servers refuse unknown keys)
-        return None
-    return None if value is None or str(value).strip() == "" else str(value)
-
-
 def auto_merge(spark: Any) -> bool:
     """``spark.databricks.delta.schema.autoMerge.enabled`` (default false).
 
@@ -71,7 +63,7 @@ def auto_merge(spark: Any) -> bool:
         >>> auto_merge(spark)                                                       # doctest: +SKIP
         False
     """
-    return parse_bool(_get(spark, AUTO_MERGE_CONF) or "false", AUTO_MERGE_CONF)
+    return parse_bool(session_setting(spark, AUTO_MERGE_CONF) or "false", AUTO_MERGE_CONF)
 
 
 def retention_check(spark: Any) -> bool:
@@ -81,7 +73,7 @@ def retention_check(spark: Any) -> bool:
         >>> retention_check(spark)                                                  # doctest: +SKIP
         True
     """
-    return parse_bool(_get(spark, RETENTION_CHECK_CONF) or "true", RETENTION_CHECK_CONF)
+    return parse_bool(session_setting(spark, RETENTION_CHECK_CONF) or "true", RETENTION_CHECK_CONF)
 
 
 def replace_where_data_columns(spark: Any) -> bool:
@@ -91,7 +83,8 @@ def replace_where_data_columns(spark: Any) -> bool:
         >>> replace_where_data_columns(spark)                                       # doctest: +SKIP
         True
     """
-    return parse_bool(_get(spark, REPLACE_WHERE_DATA_COLUMNS_CONF) or "true", REPLACE_WHERE_DATA_COLUMNS_CONF)
+    value = session_setting(spark, REPLACE_WHERE_DATA_COLUMNS_CONF)
+    return parse_bool(value or "true", REPLACE_WHERE_DATA_COLUMNS_CONF)
 
 
 def replace_where_check(spark: Any) -> bool:
@@ -101,7 +94,7 @@ def replace_where_check(spark: Any) -> bool:
         >>> replace_where_check(spark)                                              # doctest: +SKIP
         True
     """
-    return parse_bool(_get(spark, REPLACE_WHERE_CHECK_CONF) or "true", REPLACE_WHERE_CHECK_CONF)
+    return parse_bool(session_setting(spark, REPLACE_WHERE_CHECK_CONF) or "true", REPLACE_WHERE_CHECK_CONF)
 
 
 def default_properties(spark: Any) -> dict[str, str]:
@@ -132,12 +125,12 @@ def write_defaults(spark: Any) -> dict[str, str]:
         {}
     """
     out: dict[str, str] = {}
-    mode = _get(spark, PARTITION_OVERWRITE_MODE_CONF)
+    mode = session_setting(spark, PARTITION_OVERWRITE_MODE_CONF)
     if mode is not None:
         out["partitionOverwriteMode"] = mode
     if auto_merge(spark):
         out["mergeSchema"] = "true"
-    metadata = _get(spark, USER_METADATA_CONF)
+    metadata = session_setting(spark, USER_METADATA_CONF)
     if metadata is not None:
         out["userMetadata"] = metadata
     return out

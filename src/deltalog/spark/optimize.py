@@ -72,7 +72,7 @@ from deltalog.errors import (
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
-from deltalog.spark._common import load_snapshot, open_table, spark_schema
+from deltalog.spark._common import load_snapshot, open_table, parse_size, spark_schema
 from deltalog.spark._zorder import (
     _BIN,
     _clustering_fields,
@@ -140,19 +140,16 @@ class OptimizeResult:
 # ------------------------------------------------------------------------------------- options
 
 
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
-
-
 def _bytes(value: Any, name: str, table: str) -> int:
     """A positive byte count from an int or a text such as ``134217728`` or ``128m``."""
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
     else:
-        m = _SIZE_RE.match(str(value))
-        if m is None:
+        parsed = parse_size(value)
+        if parsed is None:
             raise InvalidArgumentError(f"{name} must be a number of bytes (e.g. 134217728 or 128m), got {value!r}",
                                        table=table)
-        number = int(m.group(1)) << (10 * " kmgt".index(m.group(2).lower() or " "))
+        number = parsed
     if number <= 0:
         raise InvalidArgumentError(f"{name} must be positive, got {value!r}", table=table)
     return number

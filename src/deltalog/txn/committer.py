@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import typing
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.errors import CommitOutcomeUnknownError, DeltaError, StorageError, StorageIOError
@@ -30,7 +30,7 @@ from deltalog.log.reader import metadata_partition_keys, read_commits, read_comm
 from deltalog.log.segment import list_log
 from deltalog.protocol.actions import Action, Add, CommitInfo, DomainMetadata, Metadata, Protocol, action_to_json
 from deltalog.protocol.features import writer_features
-from deltalog.snapshot_load import SnapshotSource, advance_snapshot, extend_snapshot, load_snapshot
+from deltalog.snapshot_load import LogSnapshots, SnapshotSource, advance_snapshot, extend_snapshot
 from deltalog.txn.commit import ABSENT, LANDED, TAKEN, previous_commit_timing, publish_commit
 from deltalog.txn.conflicts import WinningCommit
 from deltalog.txn.row_tracking import DOMAIN as ROW_TRACKING
@@ -39,7 +39,6 @@ from deltalog.txn.writer_features import is_true
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.storage import LogStore
     from deltalog.txn.transaction import Transaction
 
 __all__ = [
@@ -189,17 +188,6 @@ class TableOwner(SnapshotSource, typing.Protocol):
         ...
 
 
-@dataclass
-class _Loader:
-    """Snapshots of a table for a transaction that was not started from a table object."""
-
-    location: str
-    store: LogStore
-
-    def snapshot(self, version: int | None = None) -> Snapshot:
-        return load_snapshot(self.store, self.location, version)
-
-
 def publish(txn: Transaction, version: int, payload: bytes) -> bool:
     """Put ``payload`` as commit ``version``; True when it is ours, False when another writer has it.
 
@@ -260,7 +248,7 @@ def after_commit(txn: Transaction, version: int, payload: bytes) -> tuple[str, .
 
     try:
         owner = txn._owner
-        table: SnapshotSource = owner if owner is not None else _Loader(txn.table, txn.store)
+        table: SnapshotSource = owner if owner is not None else LogSnapshots(txn.table, txn.store)
         after = None
         if txn.snapshot is not None:
             try:  # the winners already read and our own commit; else only those are read, not the whole log

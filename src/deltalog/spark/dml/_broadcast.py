@@ -23,17 +23,15 @@ Example:
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
+from deltalog.spark._common import parse_size, session_setting
 
 __all__ = ["SOURCE_BROADCAST_CONF", "broadcast_source", "estimated_bytes", "parse_bytes", "threshold"]
 
 SOURCE_BROADCAST_CONF = "spark.deltalog.merge.sourceBroadcastThreshold"
 _MAX_DEFAULT = 1 << 30
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
-          "t": 1 << 40, "tb": 1 << 40}
 
 
 def parse_bytes(text: str, *, setting: str = SOURCE_BROADCAST_CONF) -> int:
@@ -43,41 +41,33 @@ def parse_bytes(text: str, *, setting: str = SOURCE_BROADCAST_CONF) -> int:
         >>> parse_bytes("1g"), parse_bytes("512k"), parse_bytes("1000")
         (1073741824, 524288, 1000)
     """
-    m = re.fullmatch(r"\s*(-?\d+)\s*([a-zA-Z]*)\s*", str(text))
-    unit = m.group(2).lower() if m else None
-    if m is None or unit not in _UNITS:
+    text = str(text).strip()
+    size = parse_size(text[1:] if text.startswith("-") else text)
+    if size is None:
         raise InvalidArgumentError(
             f"{setting}={text!r} is not a byte count: use a number of bytes, optionally with a k, m or g "
             "suffix (e.g. 256m), or -1 to turn it off"
         )
-    return int(m.group(1)) * _UNITS[unit] if int(m.group(1)) >= 0 else -1
-
-
-def _conf(spark: Any, key: str) -> str | None:
-    try:
-        value = spark.conf.get(key, None)
-    except Exception:  # a session that refuses the key
-        return None
-    return None if value is None or not str(value).strip() else str(value)
+    return -1 if text.startswith("-") else size
 
 
 def threshold(spark: Any) -> int:
-    """The largest estimated source (bytes) the first job broadcasts; ``-1``: never (see the module).
+    """The largest estimated source (bytes) a MERGE job broadcasts; ``-1``: never (see the module).
 
     Example:
         >>> threshold(spark)                                                        # doctest: +SKIP
         238551040
     """
-    auto = _conf(spark, "spark.sql.autoBroadcastJoinThreshold")
+    auto = session_setting(spark, "spark.sql.autoBroadcastJoinThreshold")
     if auto is not None and parse_bytes(auto, setting="spark.sql.autoBroadcastJoinThreshold") < 0:
         return -1
-    own = _conf(spark, SOURCE_BROADCAST_CONF)
+    own = session_setting(spark, SOURCE_BROADCAST_CONF)
     if own is not None:
         return parse_bytes(own)
     try:
         heap = int(spark._jvm.java.lang.Runtime.getRuntime().maxMemory())
     except Exception:  # no JVM at hand (Spark Connect): the driver's configured memory
-        heap = parse_bytes(_conf(spark, "spark.driver.memory") or "1g", setting="spark.driver.memory")
+        heap = parse_bytes(session_setting(spark, "spark.driver.memory") or "1g", setting="spark.driver.memory")
     return min(_MAX_DEFAULT, heap // 8)
 
 
