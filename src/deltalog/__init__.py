@@ -9,7 +9,6 @@ Example:
 
 from __future__ import annotations
 
-from deltalog.arrow.changes import read_changes
 from deltalog.arrow.write import WriteResult, write_table
 from deltalog.errors import (
     ConcurrentAppendException,
@@ -29,9 +28,9 @@ from deltalog.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from deltalog.log.changes import ChangeDataNotRecordedError
+from deltalog.feed.changes import ChangeDataNotRecordedError
 from deltalog.snapshot import Snapshot
-from deltalog.table import Table
+from deltalog.table import Table, read_changes
 
 __version__ = "0.1.0"
 

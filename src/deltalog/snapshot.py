@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from deltalog.arrow.filters import FilterLike
+from deltalog.arrow.read import read_snapshot
 from deltalog.log.replay import TableState
 from deltalog.log.segment import LogSegment
 from deltalog.protocol.actions import CommitInfo, Metadata, Protocol
@@ -26,8 +28,6 @@ if TYPE_CHECKING:
     from deltalog.protocol.schema import StructType
     from deltalog.storage import LogStore
 
-#: ``[(column, op, value), ...]`` (AND) or a ``pyarrow.compute.Expression`` (rows only).
-FilterLike = Sequence[tuple[str, str, Any]] | Any
 
 
 class Snapshot:
@@ -181,8 +181,6 @@ class Snapshot:
             pyarrow.Table
             id: int64
         """
-        from deltalog.arrow.read import read_snapshot
-
         return read_snapshot(self, columns=columns, filter=filter)
 
 

@@ -28,6 +28,7 @@ from deltalog.storage import LogStore, store_for
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from deltalog.arrow.filters import FilterLike
     from deltalog.commands.clone import CloneResult
     from deltalog.commands.delete import DeleteResult
     from deltalog.commands.drop_feature import DropFeatureResult
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from deltalog.commands.update import UpdateResult
     from deltalog.commands.vacuum import VacuumResult
     from deltalog.log.checkpoint_writer import CheckpointResult
-    from deltalog.snapshot import FilterLike
     from deltalog.txn.operations import Operation
     from deltalog.txn.transaction import CommitResult, Transaction
 
@@ -167,15 +167,15 @@ class Table:
     ) -> pa.Table:
         """The change data feed of versions ``starting_version..ending_version`` (or timestamps) as one
         ``pyarrow.Table`` with ``_change_type``, ``_commit_version``, ``_commit_timestamp`` (see
-        :func:`deltalog.arrow.changes.read_changes`).
+        :func:`deltalog.arrow.changes.table_changes`).
 
         Example:
             >>> Table("/data/events").changes(starting_version=3).num_rows  # doctest: +SKIP
             12
         """
-        from deltalog.arrow.changes import read_changes
+        from deltalog.arrow.changes import table_changes
 
-        return read_changes(
+        return table_changes(
             self, starting_version=starting_version, ending_version=ending_version,
             starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp, columns=columns,
         )
@@ -500,6 +500,34 @@ class Table:
 
         return change_column(self, name, comment=comment, nullable=nullable, default=default,
                              drop_default=drop_default, clock=clock)
+
+
+def read_changes(
+    table: Table | str | os.PathLike[str],
+    *,
+    starting_version: int | str | None = None,
+    ending_version: int | str | None = None,
+    starting_timestamp: TimestampLike | None = None,
+    ending_timestamp: TimestampLike | None = None,
+    columns: Sequence[str] | None = None,
+) -> pa.Table:
+    """The change data feed of ``table`` (a :class:`Table` or a path) for the versions
+    ``starting_version..ending_version`` (inclusive; or by timestamps; no end means the latest version) as
+    one ``pyarrow.Table`` with ``_change_type``, ``_commit_version`` and ``_commit_timestamp``; see
+    :func:`deltalog.arrow.changes.table_changes` for the rules and errors.
+
+    Example:
+        >>> read_changes("/data/events", starting_version=0).group_by("_change_type").aggregate(
+        ...     [("_change_type", "count")]).to_pylist()                            # doctest: +SKIP
+        [{'_change_type': 'insert', '_change_type_count': 120}, ...]
+    """
+    from deltalog.arrow.changes import table_changes
+
+    return table_changes(
+        table if isinstance(table, Table) else Table(table), starting_version=starting_version,
+        ending_version=ending_version, starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp,
+        columns=columns,
+    )
 
 
 def _ict_enablement(snapshot: Snapshot) -> int | None:

@@ -16,7 +16,7 @@ from checks import CORPUS
 
 import deltalog
 from deltalog.errors import InvalidArgumentError, VersionNotFoundError
-from deltalog.log.changes import ChangeDataNotRecordedError, iter_commit_changes, resolve_range
+from deltalog.feed.changes import ChangeDataNotRecordedError, iter_commit_changes, resolve_range
 
 DATA = CORPUS / "kernel-rs-data"
 

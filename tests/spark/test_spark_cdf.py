@@ -20,7 +20,7 @@ from sparkutil import data
 import deltalog
 from deltalog.arrow.changes import changes_by_type
 from deltalog.errors import InvalidArgumentError, VersionNotFoundError
-from deltalog.log.changes import ChangeDataNotRecordedError
+from deltalog.feed.changes import ChangeDataNotRecordedError
 from deltalog.spark.cdf import read_changes
 from deltalog.spark.dml import delete, merge, update
 

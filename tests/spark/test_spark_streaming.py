@@ -216,7 +216,7 @@ def test_idempotent_merge_per_batch(spark: Any, tmp_path: Path) -> None:
 
 
 def test_streaming_change_feed_matches_the_batch_change_feed(spark: Any, tmp_path: Path) -> None:
-    from deltalog.arrow.changes import read_changes
+    from deltalog import read_changes
 
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     deltalog.write_table(a, pa.table({"id": pa.array([1, 2, 3], pa.int64()), "p": ["x", "y", "y"]}),

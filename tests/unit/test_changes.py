@@ -1,4 +1,4 @@
-"""The change data feed planner (:mod:`deltalog.log.changes`) and the kernel's Arrow reader of it, on
+"""The change data feed planner (:mod:`deltalog.feed.changes`) and the kernel's Arrow reader of it, on
 tables written here: enablement rules, version and timestamp ranges, commit timestamps (file times and
 in-commit timestamps), deletion-vector deletes by the kernel, hand-crafted logs."""
 
@@ -18,7 +18,7 @@ import deltalog
 from deltalog.arrow.changes import changes_by_type
 from deltalog.commands.properties import set_properties
 from deltalog.errors import InvalidArgumentError, SchemaError, VersionNotFoundError
-from deltalog.log.changes import (
+from deltalog.feed.changes import (
     ChangeDataNotRecordedError,
     ChangeFile,
     iter_commit_changes,

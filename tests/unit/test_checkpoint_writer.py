@@ -18,7 +18,6 @@ from deltalog.log.checkpoint_writer import (
     build_checkpoint,
     canonical_json,
     json_checksum,
-    parse_stats,
     part_of,
     spark_hash,
     write_checkpoint,
@@ -26,6 +25,7 @@ from deltalog.log.checkpoint_writer import (
 )
 from deltalog.log.cleanup import parse_interval_ms
 from deltalog.log.segment import read_last_checkpoint
+from deltalog.log.stats_parsed import parse_stats
 from deltalog.storage import InMemoryLogStore, LocalLogStore, LogStore
 
 CORPUS = Path("/work/shared/conformance")

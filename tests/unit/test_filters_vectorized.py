@@ -78,7 +78,7 @@ def test_vectorized_skipping_matches_the_per_file_comparison(stats: list[str | N
 def test_unreadable_statistics_parse_as_null_next_to_missing_ones() -> None:
     """A file whose stats are not JSON gets null parsed stats (checkpoint ``stats_parsed`` and skipping
     alike), not zeros -- zeros would claim an empty file."""
-    from deltalog.log.checkpoint_writer import parse_stats
+    from deltalog.log.stats_parsed import parse_stats
 
     target = pa.struct([pa.field("numRecords", pa.int64()), pa.field("minValues", pa.struct([("i", pa.int64())]))])
     parsed = parse_stats(pa.array([None, "{not json", '{"numRecords": 2, "minValues": {"i": 4}}'], pa.string()),

@@ -1,4 +1,4 @@
-"""The streaming planner (deltalog.log.tail) without Spark: positions, admission control, skipped and
+"""The streaming planner (deltalog.feed.tail) without Spark: positions, admission control, skipped and
 refused commits, starting points, data loss, and reading the planned files."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import deltalog
 from deltalog.arrow.read import read_file_rows
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, VersionNotFoundError
-from deltalog.log.tail import (
+from deltalog.feed.tail import (
     AdmissionLimit,
     LogTail,
     StreamPosition,

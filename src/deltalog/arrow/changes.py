@@ -1,6 +1,6 @@
 """The kernel's change data feed reader: the row changes of a version range as one ``pyarrow.Table``.
 
-The plan comes from :mod:`deltalog.log.changes` (``cdc`` files where a commit has them, whole ``add`` /
+The plan comes from :mod:`deltalog.feed.changes` (``cdc`` files where a commit has them, whole ``add`` /
 ``remove`` files and deletion-vector updates otherwise); each planned file is read with the kernel's
 reader (column mapping, partition values from the log, columns missing from older files as nulls) and
 only its changed rows are kept. The result has the table's columns (schema of the end version), then
@@ -16,7 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,7 @@ import pyarrow as pa
 
 from deltalog.arrow.read import _read_file, kept_rows
 from deltalog.errors import InvalidArgumentError, SchemaError
-from deltalog.log.changes import (
+from deltalog.feed.changes import (
     CDF_COLUMNS,
     CHANGE_TYPE,
     COMMIT_TIMESTAMP,
@@ -39,9 +38,9 @@ from deltalog.protocol.schema import PrimitiveType, StructField, StructType
 from deltalog.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from deltalog.table import Table
+    from deltalog.txn.handle import TableHandle
 
-__all__ = ["CDF_ARROW_FIELDS", "change_schema", "changes_by_type", "read_changes"]
+__all__ = ["CDF_ARROW_FIELDS", "change_schema", "changes_by_type", "table_changes"]
 
 #: Arrow fields of the three columns the change data feed adds.
 CDF_ARROW_FIELDS = (
@@ -108,8 +107,8 @@ def _read_change_file(
     return data.select(schema.names).cast(schema)
 
 
-def read_changes(
-    table: Table | str | os.PathLike[str],
+def table_changes(
+    t: TableHandle,
     *,
     starting_version: int | str | None = None,
     ending_version: int | str | None = None,
@@ -117,22 +116,20 @@ def read_changes(
     ending_timestamp: TimestampLike | None = None,
     columns: Sequence[str] | None = None,
 ) -> pa.Table:
-    """The change data feed of ``table`` (a :class:`~deltalog.Table` or a path) for the versions
+    """The change data feed of table ``t`` (a :class:`~deltalog.Table`; :func:`deltalog.read_changes` also
+    takes a path) for the versions
     ``starting_version..ending_version`` (inclusive; or by timestamps, see
-    :func:`deltalog.log.changes.resolve_range`; no end means the latest version).
+    :func:`deltalog.feed.changes.resolve_range`; no end means the latest version).
 
     ``columns`` selects columns (table columns and/or the CDF columns). Errors name the rule: no start,
     a start after the latest version, an end before the start, a version without change data
-    (:class:`~deltalog.log.changes.ChangeDataNotRecordedError`).
+    (:class:`~deltalog.feed.changes.ChangeDataNotRecordedError`).
 
     Example:
-        >>> read_changes("/data/events", starting_version=0).group_by("_change_type").aggregate(
+        >>> table_changes(deltalog.Table("/data/events"), starting_version=0).group_by("_change_type").aggregate(
         ...     [("_change_type", "count")]).to_pylist()                            # doctest: +SKIP
         [{'_change_type': 'insert', '_change_type_count': 120}, ...]
     """
-    from deltalog.table import Table
-
-    t = table if isinstance(table, Table) else Table(table)
     start, end = resolve_range(
         t, starting_version=starting_version, ending_version=ending_version,
         starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp,
@@ -161,7 +158,7 @@ def changes_by_type(changes: pa.Table) -> Mapping[str, int]:
     """Row counts per ``_change_type`` of a change feed table (a convenience for checks and logs).
 
     Example:
-        >>> changes_by_type(read_changes("/data/events", starting_version=0))        # doctest: +SKIP
+        >>> changes_by_type(deltalog.read_changes("/data/events", starting_version=0))        # doctest: +SKIP
         {'insert': 120, 'delete': 3}
     """
     out: dict[str, int] = {}

@@ -17,7 +17,7 @@ import datetime as dt
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -26,8 +26,33 @@ import pyarrow.compute as pc
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType, contains_variant, physical_name, type_string
 
-if TYPE_CHECKING:
-    from deltalog.snapshot import Snapshot
+#: ``[(column, op, value), ...]`` (AND) or a ``pyarrow.compute.Expression`` (rows only).
+FilterLike = Sequence[tuple[str, str, Any]] | Any
+
+
+class FileListing(Protocol):
+    """What pruning needs of a table version (a :class:`~deltalog.Snapshot` is one): its name and version
+    for messages, its schema, partition columns, column mapping mode and live files. The Arrow engine
+    takes this instead of the ``Snapshot`` class, so the snapshot can read its rows through the engine
+    without the two modules importing each other."""
+
+    @property
+    def table(self) -> str: ...
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def schema(self) -> StructType: ...
+
+    @property
+    def partition_columns(self) -> tuple[str, ...]: ...
+
+    @property
+    def column_mapping_mode(self) -> str: ...
+
+    def add_files(self) -> pa.Table: ...
+
 
 OPS = {"=": "equal", "==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal",
        ">": "greater", ">=": "greater_equal", "in": "in", "not in": "not in"}
@@ -125,7 +150,7 @@ def row_mask(table: pa.Table, conditions: Sequence[Condition]) -> pc.Expression:
     return expr
 
 
-def prune_files(snapshot: Snapshot, conditions: Sequence[Condition]) -> pa.Table:
+def prune_files(snapshot: FileListing, conditions: Sequence[Condition]) -> pa.Table:
     """The live files that may hold matching rows: partition pruning, then min/max skipping."""
     files = snapshot.add_files()
     if not conditions or files.num_rows == 0:
@@ -220,7 +245,7 @@ def _excluded_by_stats(stats: Any, conds: Sequence[Condition], schema: StructTyp
     """Per file, whether its min/max statistics prove that no row matches ``conds`` (all of them numeric,
     string or date columns): one vectorized parse of every file's statistics, as :func:`_may_match`
     decides file by file (a missing, null or unusable statistic never excludes a file)."""
-    from deltalog.log.checkpoint_writer import parse_stats
+    from deltalog.log.stats_parsed import parse_stats
 
     keys = {c.column: physical_name(schema.field(c.column), mode) for c in conds}
     types = {keys[c.column]: _fast_type(schema.field(c.column).type) for c in conds}
@@ -305,4 +330,4 @@ def _may_match(stats_json: str, conds: Sequence[Condition], schema: StructType, 
     return True
 
 
-__all__ = ["Condition", "normalize_filter", "prune_files", "row_mask", "stats_keep"]
+__all__ = ["Condition", "FileListing", "FilterLike", "normalize_filter", "prune_files", "row_mask", "stats_keep"]

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import os
+import typing
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -21,18 +22,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog.arrow.filters import Condition, normalize_filter, prune_files, row_mask
+from deltalog.arrow.filters import Condition, FileListing, FilterLike, normalize_filter, prune_files, row_mask
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from deltalog.protocol.schema import StructType, physical_name, to_arrow_type, to_logical
-from deltalog.storage.log_store import scheme_of, store_of_uri
+from deltalog.storage.locations import scheme_of, store_of_uri
 from deltalog.storage.object_store import OBJECT_SCHEMES
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import FilterLike, Snapshot
+    from deltalog.storage import LogStore
+
+
+class ReadableSnapshot(FileListing, typing.Protocol):
+    """What the reader needs of a table version (a :class:`~deltalog.Snapshot` is one): what pruning needs
+    (:class:`~deltalog.arrow.filters.FileListing`) and the store its files are read from."""
+
+    @property
+    def store(self) -> LogStore: ...
 
 
 def read_snapshot(
-    snapshot: Snapshot, *, columns: Sequence[str] | None = None, filter: FilterLike | None = None
+    snapshot: ReadableSnapshot, *, columns: Sequence[str] | None = None, filter: FilterLike | None = None
 ) -> pa.Table:
     """Read ``snapshot`` (see :meth:`deltalog.Snapshot.to_arrow`)."""
     schema = snapshot.schema
@@ -61,7 +70,7 @@ def read_snapshot(
 
 
 def read_file_rows(
-    snapshot: Snapshot, add: dict[str, Any], *, apply_deletion_vector: bool = True
+    snapshot: ReadableSnapshot, add: dict[str, Any], *, apply_deletion_vector: bool = True
 ) -> pa.Table:
     """Every column of one live file (a row of ``add_files()``) as logical rows; without
     ``apply_deletion_vector`` the rows keep their physical positions (row ``i`` is row index ``i``).
@@ -76,7 +85,7 @@ def read_file_rows(
 
 
 def _read_file(
-    snapshot: Snapshot, add: dict[str, Any], needed: list[str], out_schema: pa.Schema, *, apply_dv: bool = True
+    snapshot: ReadableSnapshot, add: dict[str, Any], needed: list[str], out_schema: pa.Schema, *, apply_dv: bool = True
 ) -> pa.Table:
     schema = snapshot.schema
     mode = snapshot.column_mapping_mode
@@ -129,7 +138,9 @@ def _read_file(
     return pa.Table.from_arrays(columns, schema=out_schema)
 
 
-def _partition_column(raw: str | None, dtype: Any, n: int, snapshot: Snapshot, column: str, path: str) -> pa.Array:
+def _partition_column(
+    raw: str | None, dtype: Any, n: int, snapshot: ReadableSnapshot, column: str, path: str
+) -> pa.Array:
     from deltalog.protocol.partitions import log_partition_array
 
     typed = log_partition_array(
@@ -140,11 +151,11 @@ def _partition_column(raw: str | None, dtype: Any, n: int, snapshot: Snapshot, c
     return pa.array([value.as_py()] * n, to_arrow_type(dtype)) if n else pa.array([], to_arrow_type(dtype))
 
 
-def _apply_dv(snapshot: Snapshot, add: dict[str, Any], data: pa.Table, num_rows: int) -> pa.Table:
+def _apply_dv(snapshot: ReadableSnapshot, add: dict[str, Any], data: pa.Table, num_rows: int) -> pa.Table:
     return data.filter(pa.array(kept_rows(snapshot, add, num_rows)))
 
 
-def file_arrow_schema(snapshot: Snapshot, add: dict[str, Any]) -> pa.Schema:
+def file_arrow_schema(snapshot: ReadableSnapshot, add: dict[str, Any]) -> pa.Schema:
     """The Arrow schema of one live file's parquet footer (physical names), read without its data.
 
     Example:
@@ -155,7 +166,7 @@ def file_arrow_schema(snapshot: Snapshot, add: dict[str, Any]) -> pa.Schema:
     return pq.ParquetFile(_open(snapshot, add["path"], path, add.get("size"))).schema_arrow
 
 
-def with_row_tracking_columns(snapshot: Snapshot, add: dict[str, Any], data: pa.Table, names: tuple[str, str]
+def with_row_tracking_columns(snapshot: ReadableSnapshot, add: dict[str, Any], data: pa.Table, names: tuple[str, str]
                               ) -> pa.Table:
     """``data`` (every physical row of one live file, deletion vector not applied) with each row's id and
     commit version appended as columns ``names`` -- the file's materialized value where it has one, else
@@ -186,7 +197,7 @@ def with_row_tracking_columns(snapshot: Snapshot, add: dict[str, Any], data: pa.
     return data.append_column(names[0], out[0]).append_column(names[1], out[1])
 
 
-def kept_rows(snapshot: Snapshot, add: dict[str, Any], num_rows: int) -> Any:
+def kept_rows(snapshot: ReadableSnapshot, add: dict[str, Any], num_rows: int) -> Any:
     """Boolean numpy mask of the rows of a live file its deletion vector keeps (all True without one).
 
     Example:
@@ -252,7 +263,7 @@ def _read_dv_bytes(path: str, offset: int, length: int) -> bytes:
         return read_local_bytes(os.path.join(directory, matches[0]), offset, length)
 
 
-def _open(snapshot: Snapshot, log_path: str, resolved: str, size: int | None = None) -> Any:
+def _open(snapshot: ReadableSnapshot, log_path: str, resolved: str, size: int | None = None) -> Any:
     """What pyarrow opens: the local path, or a file whose reads are ranged requests through the store."""
     if "://" not in resolved:
         return resolved
@@ -265,7 +276,7 @@ def _open(snapshot: Snapshot, log_path: str, resolved: str, size: int | None = N
     return resolved  # another URI: pyarrow's own filesystems may know it
 
 
-def _resolve(snapshot: Snapshot, path: str) -> str:
+def _resolve(snapshot: ReadableSnapshot, path: str) -> str:
     """Turn a log path (URL-encoded relative path or absolute URI) into something pyarrow opens."""
     if path.startswith("file:"):
         rest = path[5:]
@@ -279,4 +290,4 @@ def _resolve(snapshot: Snapshot, path: str) -> str:
     return snapshot.store.full_path(unquote(path))
 
 
-__all__ = ["Condition", "dv_reader", "kept_rows", "read_file_rows", "read_snapshot"]
+__all__ = ["Condition", "ReadableSnapshot", "dv_reader", "kept_rows", "read_file_rows", "read_snapshot"]

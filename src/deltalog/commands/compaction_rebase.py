@@ -36,6 +36,8 @@ from urllib.parse import unquote
 
 import numpy as np
 
+from deltalog.commands.dv_actions import dv_rows, enabled, readd_with_dv, same_dv
+
 if TYPE_CHECKING:
     from deltalog.txn.conflicts import WinningCommit
     from deltalog.txn.transaction import Transaction
@@ -104,12 +106,11 @@ def _live_adds(txn: Transaction, paths: list[str]) -> dict[str, dict[str, Any]]:
 def _taken_out(txn: Transaction, path: str, start: Mapping[str, Any] | None, ids: np.ndarray) -> np.ndarray:
     """Row ids of the rows of ``path`` the loser took out: newly deleted by its deletion vector, or every
     live row when it removed the file outright."""
-    from deltalog.commands.dv_rebase import _rows
 
-    before = _rows(txn, start)
+    before = dv_rows(txn.store, start)
     re_added = next((a for a in txn._adds if a.path == path), None)
     if re_added is not None:
-        rows = np.setdiff1d(_rows(txn, re_added.deletionVector), before, assume_unique=True)
+        rows = np.setdiff1d(dv_rows(txn.store, re_added.deletionVector), before, assume_unique=True)
     else:
         rows = np.setdiff1d(np.arange(ids.size, dtype=np.uint64), before, assume_unique=True)
     return ids[rows.astype(np.int64)]
@@ -123,7 +124,6 @@ def rebase_onto_compaction(txn: Transaction, winner: WinningCommit) -> WinningCo
         >>> rebase_onto_compaction(txn, winner).removed                            # doctest: +SKIP
         ()
     """
-    from deltalog.commands.dv_rebase import _same, enabled
 
     if not is_compaction(winner) or (txn.snapshot is not None and not enabled(txn.snapshot.properties,
                                                                               table=txn.table)):
@@ -143,7 +143,7 @@ def rebase_onto_compaction(txn: Transaction, winner: WinningCommit) -> WinningCo
     wanted: list[np.ndarray] = []
     for r in changed:
         old = live.get(r["path"])
-        if old is None or not _same(r.get("deletionVector"), mine[r["path"]].deletionVector):
+        if old is None or not same_dv(r.get("deletionVector"), mine[r["path"]].deletionVector):
             return winner  # not the file version this transaction read: the checks decide
         ids = _row_ids(txn, old, column)
         if ids is None:
@@ -169,11 +169,9 @@ def rebase_onto_compaction(txn: Transaction, winner: WinningCommit) -> WinningCo
 def _restate(txn: Transaction, winner: WinningCommit, paths: set[str],
              hits: list[tuple[Mapping[str, Any], np.ndarray]]) -> None:
     from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES, write_deletion_vectors
-    from deltalog.commands.delete import readd_with_dv
-    from deltalog.commands.dv_rebase import _rows
     from deltalog.txn.commit import remove_action
 
-    bitmaps = [np.union1d(_rows(txn, add.get("deletionVector")), positions.astype(np.uint64)).astype(np.uint64)
+    bitmaps = [np.union1d(dv_rows(txn.store, add.get("deletionVector")), positions.astype(np.uint64)).astype(np.uint64)
                for add, positions in hits]
     descriptors = write_deletion_vectors(txn.store, bitmaps, inline_max_bytes=INLINE_DV_MAX_BYTES)
     txn.resolver_files.extend({rel for d in descriptors if (rel := d.relative_path()) is not None})

@@ -33,14 +33,15 @@ import pyarrow.compute as pc
 
 from deltalog.arrow.filters import Condition, normalize_filter, row_mask
 from deltalog.arrow.read import kept_rows, read_file_rows, with_row_tracking_columns
+from deltalog.commands.dv_actions import readd_with_dv
 from deltalog.errors import InvalidArgumentError
-from deltalog.protocol.actions import Add
 from deltalog.txn.operations import Delete
 from deltalog.txn.row_tracking import tracked_fields
 
 if TYPE_CHECKING:
+    from deltalog.arrow.filters import FilterLike
     from deltalog.protocol.schema import StructField
-    from deltalog.snapshot import FilterLike, Snapshot
+    from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
     from deltalog.txn.operations import Operation
     from deltalog.txn.transaction import Transaction
@@ -272,34 +273,6 @@ def _readd_with_dvs(
     for (row, _), dv in zip(files, descriptors, strict=True):
         txn.add_file(readd_with_dv(row, dv.to_dict()))
     return len(files)
-
-
-def readd_with_dv(row: Mapping[str, Any], dv: Mapping[str, Any]) -> Add:
-    """The ``add`` that puts a live file (its row from ``Snapshot.add_files().to_pylist()``) back with the
-    deletion vector ``dv``: everything else kept, stats marked as no longer tight.
-
-    Example:
-        >>> dv = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1,
-        ...       "sizeInBytes": 36, "cardinality": 2}
-        >>> readd_with_dv({"path": "a.parquet", "size": 3, "modificationTime": 1}, dv).deletionVector["cardinality"]
-        2
-    """
-    return Add(path=row["path"], partitionValues=dict(row.get("partitionValues") or []), size=int(row["size"]),
-               modificationTime=int(row["modificationTime"]), dataChange=True, stats=_wide_bounds(row.get("stats")),
-               tags=dict(row["tags"]) if row.get("tags") else None, deletionVector=dict(dv),
-               baseRowId=row.get("baseRowId"), defaultRowCommitVersion=row.get("defaultRowCommitVersion"))
-
-
-def _wide_bounds(stats: str | None) -> str | None:
-    """Stats stay valid as bounds after a delete, but are no longer tight."""
-    if not stats:
-        return stats
-    try:
-        parsed = json.loads(stats)
-    except ValueError:
-        return None
-    parsed["tightBounds"] = False
-    return json.dumps(parsed, separators=(",", ":"))
 
 
 def _rewrite(

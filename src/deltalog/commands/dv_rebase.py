@@ -32,17 +32,15 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES, read_deletion_vector, write_deletion_vectors
+from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES, write_deletion_vectors
 from deltalog.commands.compaction_rebase import rebase_onto_compaction
-from deltalog.errors import InvalidArgumentError
+from deltalog.commands.dv_actions import ROW_LEVEL_CONCURRENCY, describe_rows, dv_rows, enabled, same_dv
 from deltalog.protocol.actions import Add, Remove
-from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor
 
 if TYPE_CHECKING:
     from deltalog.txn.conflicts import WinningCommit
@@ -50,53 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ROW_LEVEL_CONCURRENCY", "enabled", "rebase_deletion_vectors"]
 
-#: The table property that turns row-level concurrency off (``false``) or on (``true``, the default).
-ROW_LEVEL_CONCURRENCY = "deltalog.rowLevelConcurrency"
-
 log = logging.getLogger(__name__)
-
-
-def enabled(configuration: Mapping[str, str], *, table: str | None = None) -> bool:
-    """Whether a table's properties allow row-level concurrency (``deltalog.rowLevelConcurrency``,
-    default ``true``); any value but ``true`` / ``false`` is an error naming the property.
-
-    Example:
-        >>> enabled({}), enabled({"deltalog.rowLevelConcurrency": "FALSE"})
-        (True, False)
-    """
-    value = configuration.get(ROW_LEVEL_CONCURRENCY, "true").strip().lower()
-    if value not in ("true", "false"):
-        raise InvalidArgumentError(
-            f"table property {ROW_LEVEL_CONCURRENCY} must be true or false, not "
-            f"{configuration[ROW_LEVEL_CONCURRENCY]!r}",
-            table=table,
-        )
-    return value == "true"
-
-
-def _describe_rows(rows: np.ndarray) -> str:
-    shown = ", ".join(str(int(r)) for r in rows[:5])
-    more = f" and {rows.size - 5} more" if rows.size > 5 else ""
-    return f"row{'s' if rows.size > 1 else ''} {shown}{more}"
-
-
-def _rows(txn: Transaction, dv: Mapping[str, Any] | None) -> np.ndarray:
-    if not dv:
-        return np.empty(0, dtype=np.uint64)
-    from deltalog.arrow.read import dv_reader
-
-    descriptor = {k: v for k, v in dv.items() if v is not None}
-    return read_deletion_vector(descriptor, txn.store.full_path(""), read_bytes=dv_reader(txn.store))
-
-
-def _unique_id(dv: Mapping[str, Any]) -> str:
-    return DeletionVectorDescriptor.from_dict({k: v for k, v in dv.items() if v is not None}).unique_id
-
-
-def _same(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
-    if not a or not b:
-        return not a and not b
-    return _unique_id(a) == _unique_id(b)
 
 
 def _candidates(txn: Transaction, winner: WinningCommit) -> list[str]:
@@ -147,14 +99,14 @@ def rebase_deletion_vectors(txn: Transaction, winner: WinningCommit) -> WinningC
         mine_remove = next(r for r in txn._removes if r.path == path)
         mine_add = next(a for a in txn._adds if a.path == path)
         w_before, w_after = w_removed[path].get("deletionVector"), w_added[path].get("deletionVector")
-        if not _same(w_before, mine_remove.deletionVector):
+        if not same_dv(w_before, mine_remove.deletionVector):
             continue  # the two did not start from the same deletion vector: leave it to the checks
-        start = _rows(txn, w_before)
-        theirs = np.setdiff1d(_rows(txn, w_after), start, assume_unique=True)
-        mine = np.setdiff1d(_rows(txn, mine_add.deletionVector), start, assume_unique=True)
+        start = dv_rows(txn.store, w_before)
+        theirs = np.setdiff1d(dv_rows(txn.store, w_after), start, assume_unique=True)
+        mine = np.setdiff1d(dv_rows(txn.store, mine_add.deletionVector), start, assume_unique=True)
         both = np.intersect1d(theirs, mine, assume_unique=True)
         if both.size:  # both deleted (or updated) one row: a real conflict, its message names the rows
-            txn.row_overlaps[path] = f"both deleted or updated {_describe_rows(both)} of it"
+            txn.row_overlaps[path] = f"both deleted or updated {describe_rows(both)} of it"
             continue
         union = np.union1d(np.union1d(start, theirs), mine).astype(np.uint64)
         new_remove = replace(mine_remove, deletionVector=dict(w_after) if w_after else None)

@@ -39,7 +39,8 @@ from deltalog.txn.operations import Update
 from deltalog.txn.row_tracking import tracked_fields
 
 if TYPE_CHECKING:
-    from deltalog.snapshot import FilterLike, Snapshot
+    from deltalog.arrow.filters import FilterLike
+    from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
 
 __all__ = ["UpdateResult", "update"]

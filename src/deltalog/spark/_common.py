@@ -31,7 +31,7 @@ from deltalog.protocol.schema import (
     physical_name,
 )
 from deltalog.storage import LocalLogStore
-from deltalog.storage.log_store import StoreRef
+from deltalog.storage.locations import StoreRef
 from deltalog.storage.object_store import ObjectLogStore
 from deltalog.table import Table
 

@@ -106,7 +106,7 @@ def row_key_bits(files: pa.Table) -> int | None:
         >>> row_key_bits(snap.add_files())                                       # doctest: +SKIP
         14
     """
-    from deltalog.log.checkpoint_writer import parse_stats
+    from deltalog.log.stats_parsed import parse_stats
 
     if "stats" not in files.column_names or files.num_rows == 0:
         return None

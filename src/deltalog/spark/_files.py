@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from deltalog.errors import DeltaError
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType, parse_schema
-from deltalog.storage.log_store import StoreRef
+from deltalog.storage.locations import StoreRef
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -243,7 +243,7 @@ def _arrow_scan(
 def _open(store: Any, path: str, size: int | None) -> Any:
     from urllib.parse import unquote
 
-    from deltalog.storage.log_store import scheme_of, store_of_uri
+    from deltalog.storage.locations import scheme_of, store_of_uri
 
     if "://" in path or path.startswith("/"):
         root = store.full_path("").rstrip("/") + "/"

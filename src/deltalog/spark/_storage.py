@@ -37,7 +37,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from deltalog.errors import InvalidArgumentError
-from deltalog.storage.log_store import scheme_of
+from deltalog.storage.locations import scheme_of
 from deltalog.storage.object_store import AZURE_SCHEMES, GCS_SCHEMES, OBJECT_SCHEMES, S3_SCHEMES
 
 __all__ = [

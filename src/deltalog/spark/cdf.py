@@ -1,7 +1,7 @@
 """The change data feed as a Spark DataFrame (batch): ``spark.read.format("delta").option("readChangeFeed",
 "true").option("startingVersion", a).option("endingVersion", b).load(path)``.
 
-The kernel plans the changes (:mod:`deltalog.log.changes`: ``cdc`` files where a commit wrote them,
+The kernel plans the changes (:mod:`deltalog.feed.changes`: ``cdc`` files where a commit wrote them,
 whole ``add``/``remove`` files and deletion-vector updates otherwise); Spark reads the planned files with
 its own parquet scan -- no row reaches the driver:
 
@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError
-from deltalog.log.changes import (
+from deltalog.feed.changes import (
     CHANGE_TYPE,
     COMMIT_TIMESTAMP,
     COMMIT_VERSION,
@@ -177,7 +177,7 @@ def _output_fields(snapshot: Snapshot) -> list[StructField]:
 
 
 def changes_dataframe(spark: Any, snapshot: Snapshot, plan: list[CommitChanges]) -> DataFrame:
-    """The change rows of planned commits (from :func:`~deltalog.log.changes.iter_commit_changes`) as a
+    """The change rows of planned commits (from :func:`~deltalog.feed.changes.iter_commit_changes`) as a
     DataFrame, read with the schema of ``snapshot`` -- the entry point a streaming change feed shares.
 
     Example:

@@ -85,7 +85,7 @@ from deltalog.spark.dml._row_ids import tracked_fields
 from deltalog.spark.dml._scan import FILE, ROW, _partition_table, file_uris, quoted, target_scan
 from deltalog.spark.read import scan_rows
 from deltalog.spark.write import _FILE_DDL, _FILE_SCHEMA, _chunks, _RunWriter, _task_error
-from deltalog.storage.log_store import StoreRef
+from deltalog.storage.locations import StoreRef
 from deltalog.txn.operations import Optimize
 from deltalog.txn.transaction import Transaction
 

@@ -87,7 +87,7 @@ from deltalog.spark._native import native_write_ok, write_native
 from deltalog.spark.idempotent import session_txn
 from deltalog.spark.replace_where import ReplaceWhere, overwrite_where, parse_replace_where
 from deltalog.storage import LocalLogStore, LogStore
-from deltalog.storage.log_store import StoreRef
+from deltalog.storage.locations import StoreRef
 from deltalog.txn.identity import with_high_water_marks
 from deltalog.txn.operations import CreateTableAsSelect, Write
 from deltalog.txn.predicates import ReadPredicate

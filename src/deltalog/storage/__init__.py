@@ -12,7 +12,8 @@ Example:
 from __future__ import annotations
 
 from deltalog.storage.local import LocalLogStore
-from deltalog.storage.log_store import FileInfo, LogStore, register_scheme, store_for
+from deltalog.storage.locations import register_scheme, store_for
+from deltalog.storage.log_store import FileInfo, LogStore
 from deltalog.storage.memory import InMemoryLogStore
 
 __all__ = ["FileInfo", "InMemoryLogStore", "LocalLogStore", "LogStore", "register_scheme", "store_for"]

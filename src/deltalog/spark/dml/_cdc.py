@@ -29,11 +29,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from deltalog.log.changes import CHANGE_TYPE, cdf_enabled
+from deltalog.feed.changes import CHANGE_TYPE, cdf_enabled
 from deltalog.protocol.actions import AddCDCFile, Metadata
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
 from deltalog.spark.dml._scan import quoted
-from deltalog.storage.log_store import StoreRef
+from deltalog.storage.locations import StoreRef
 
 if TYPE_CHECKING:
     from deltalog.arrow.write_files import WrittenFile

@@ -41,7 +41,7 @@ from deltalog.errors import DeltaError, SchemaError
 from deltalog.protocol.actions import Add, Metadata
 from deltalog.protocol.schema import StructType
 from deltalog.spark.dml._scan import FILE, ROW, file_uris, num_records, quoted
-from deltalog.storage.log_store import StoreRef
+from deltalog.storage.locations import StoreRef
 from deltalog.txn.writer_features import (
     AppendOnlyError,
     check_writable,

@@ -1,7 +1,7 @@
 """Structured Streaming with Delta tables: ``readStream.format("delta")`` and ``writeStream.format("delta")``.
 
 * :mod:`deltalog.spark.streaming.source` -- the streaming source (a Python streaming data source
-  planned by the kernel's :class:`deltalog.log.tail.LogTail`); imports pyspark, so it is loaded only
+  planned by the kernel's :class:`deltalog.feed.tail.LogTail`); imports pyspark, so it is loaded only
   when a stream is read;
 * :mod:`deltalog.spark.streaming.sink` -- the exactly-once sink (``foreachBatch`` + ``txn``).
 

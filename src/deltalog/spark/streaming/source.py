@@ -3,7 +3,7 @@
 Mechanism: PySpark's **Python streaming data source** (``pyspark.sql.datasource``), registered under
 :data:`SOURCE_NAME` by :func:`register_source`; the routing of :mod:`deltalog.spark.session` sends
 ``readStream.format("delta").load(path)`` there (the JVM has no ``delta`` provider). Planning is the
-kernel's (:class:`deltalog.log.tail.LogTail`): offsets are log positions in delta-spark's offset JSON,
+kernel's (:class:`deltalog.feed.tail.LogTail`): offsets are log positions in delta-spark's offset JSON,
 admission control takes whole files up to ``maxFilesPerTrigger`` (default 1000) and/or
 ``maxBytesPerTrigger``, ``Trigger.AvailableNow`` stops at the version current when the query started,
 OPTIMIZE-style ``dataChange=false`` commits are skipped, commits removing data fail the stream unless
@@ -13,7 +13,7 @@ latest snapshot and then its changes by default; with ``startingVersion`` (or ``
 ``startingTimestamp`` the *changes* from that commit on (not that version's snapshot). A query
 restarted from its checkpoint location resumes from its last offset (these options are then ignored).
 With ``readChangeFeed=true`` the stream carries the change data feed instead (the kernel's
-:mod:`deltalog.log.changes` plan): the table's columns plus ``_change_type``, ``_commit_version`` and
+:mod:`deltalog.feed.changes` plan): the table's columns plus ``_change_type``, ``_commit_version`` and
 ``_commit_timestamp``; the starting snapshot arrives as inserts, later commits as their inserts,
 deletes and update pre/post-images, and deletes do not fail the stream.
 
@@ -52,8 +52,8 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError
-from deltalog.log.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
-from deltalog.log.tail import AdmissionLimit, IndexedFile, LogTail, StreamPosition, TailOptions, file_reader_snapshot
+from deltalog.feed.changes import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION
+from deltalog.feed.tail import AdmissionLimit, IndexedFile, LogTail, StreamPosition, TailOptions, file_reader_snapshot
 from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.schema import PrimitiveType, StructField
 from deltalog.snapshot import Snapshot
@@ -317,7 +317,7 @@ def stream_fields(snapshot: Snapshot, *, change_feed: bool) -> list[StructField]
 
 def _read_changes(snap: Snapshot, f: IndexedFile) -> pa.Table:
     from deltalog.arrow.changes import _ChangeFileView, _read_change_file, change_schema
-    from deltalog.log.changes import ChangeFile
+    from deltalog.feed.changes import ChangeFile
 
     a = f.add
     change = ChangeFile(a["kind"], a["path"], dict(a.get("partitionValues") or []), a.get("size"), a["changeType"],

@@ -25,14 +25,14 @@ Commits are checked as they are reached:
   the earliest commit still there.
 
 With ``change_feed=True`` the units are the **change data feed** instead (planned by
-:func:`deltalog.log.changes.iter_commit_changes`): the starting snapshot's rows as inserts, then each
+:func:`deltalog.feed.changes.iter_commit_changes`): the starting snapshot's rows as inserts, then each
 commit's change files (``cdc`` files, or its added / removed files as inserts / deletes); nothing is
 refused for removing data, and each file carries ``kind``, ``changeType``, ``selectionVector`` and the
 commit's ``commitTimestamp`` (epoch ms).
 
 Example:
     >>> import pyarrow as pa, deltalog
-    >>> from deltalog.log.tail import AdmissionLimit, LogTail
+    >>> from deltalog.feed.tail import AdmissionLimit, LogTail
     >>> _ = deltalog.write_table("memory://tail-doc", pa.table({"x": [1]}))
     >>> _ = deltalog.write_table("memory://tail-doc", pa.table({"x": [2]}), mode="append")
     >>> tail = LogTail(deltalog.Table("memory://tail-doc"))
@@ -66,7 +66,7 @@ from deltalog.protocol.schema import DataType, StructType, parse_schema, physica
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
+    from deltalog.txn.handle import TableHandle
 
 __all__ = [
     "AdmissionLimit",
@@ -296,7 +296,7 @@ class LogTail:
 
     def __init__(
         self,
-        table: Table,
+        table: TableHandle,
         *,
         metadata: Metadata | None = None,
         options: TailOptions | None = None,
@@ -476,7 +476,7 @@ class LogTail:
         rows = [{k: r.get(k) for k in _FILE_KEYS} for r in snap.add_files().select(list(_FILE_KEYS)).to_pylist()]
         rows.sort(key=lambda r: (r.get("modificationTime") or 0, r["path"]))
         if self.change_feed:
-            from deltalog.log.changes import cdf_enabled
+            from deltalog.feed.changes import cdf_enabled
 
             if not cdf_enabled(snap.metadata):
                 raise DeltaError(
@@ -497,7 +497,7 @@ class LogTail:
 
     def _change_units(self, commits: list[LogFile]) -> None:
         """Plan the change files of ``commits`` (consecutive, not cached yet) in one pass."""
-        from deltalog.log.changes import iter_commit_changes
+        from deltalog.feed.changes import iter_commit_changes
 
         for c in iter_commit_changes(self.table, commits[0].version, commits[-1].version):
             if c.metadata is not None:

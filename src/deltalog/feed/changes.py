@@ -50,7 +50,7 @@ from deltalog.protocol.features import check_readable
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.table import Table
+    from deltalog.txn.handle import TableHandle
 
 __all__ = [
     "CDF_COLUMNS",
@@ -167,11 +167,11 @@ def _as_version(value: Any, name: str, table: str) -> int:
     return out
 
 
-def _commits(table: Table) -> list[LogFile]:
+def _commits(table: TableHandle) -> list[LogFile]:
     return [f for f in list_log(table.store, 0) if f.kind == "commit"]
 
 
-def _timestamps(table: Table, commits: list[LogFile]) -> list[int]:
+def _timestamps(table: TableHandle, commits: list[LogFile]) -> list[int]:
     latest = table.snapshot()
     props = latest.properties
     ict_from: int | None = None
@@ -181,7 +181,7 @@ def _timestamps(table: Table, commits: list[LogFile]) -> list[int]:
 
 
 def resolve_range(
-    table: Table,
+    table: TableHandle,
     *,
     starting_version: int | str | None = None,
     ending_version: int | str | None = None,
@@ -317,7 +317,7 @@ def _pv(raw: Any) -> dict[str, str | None] | None:
 class _Previous:
     """The snapshot before a commit, loaded only when a ``remove`` lacks its partition values."""
 
-    def __init__(self, table: Table, version: int) -> None:
+    def __init__(self, table: TableHandle, version: int) -> None:
         self.table, self.version = table, version
         self._files: dict[str, Mapping[str, Any]] | None = None
 
@@ -366,7 +366,7 @@ def _file_changes(
 
 
 def iter_commit_changes(
-    table: Table,
+    table: TableHandle,
     start: int,
     end: int | None = None,
     *,
@@ -432,7 +432,7 @@ def iter_commit_changes(
         yield CommitChanges(commit.version, ts, tuple(files), info, md, proto)
 
 
-def read_commit_with_keys(table: Table, commit: LogFile, metadata: Metadata) -> FileActions:
+def read_commit_with_keys(table: TableHandle, commit: LogFile, metadata: Metadata) -> FileActions:
     """One commit's actions, partition values read as verbatim strings for ``metadata``'s partition
     columns (see :func:`deltalog.log.reader.read_commits`).
 
