@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from deltalog.errors import InvalidArgumentError, SchemaError
+from deltalog.protocol.conform import to_logical
 from deltalog.protocol.schema import (
     COLUMN_MAPPING_ID_KEY,
     COLUMN_MAPPING_NESTED_IDS_KEY,
@@ -32,7 +33,6 @@ from deltalog.protocol.schema import (
     physical_arrow_schema,
     physical_name,
     to_arrow_type,
-    to_logical,
     type_string,
 )
 

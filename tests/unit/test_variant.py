@@ -22,8 +22,9 @@ import deltalog
 from deltalog.arrow.filters import Condition, _may_match
 from deltalog.errors import InvalidArgumentError, InvalidTableError, UnsupportedFeatureError
 from deltalog.protocol.actions import Protocol
+from deltalog.protocol.conform import to_logical
 from deltalog.protocol.features import check_readable
-from deltalog.protocol.schema import VARIANT, contains_variant, parse_schema, to_arrow_type, to_logical
+from deltalog.protocol.schema import VARIANT, contains_variant, parse_schema, to_arrow_type
 from deltalog.protocol.variant import to_python, to_python_list
 from deltalog.storage import LocalLogStore
 

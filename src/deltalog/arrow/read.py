@@ -24,7 +24,8 @@ import pyarrow.parquet as pq
 
 from deltalog.arrow.filters import Condition, FileListing, FilterLike, normalize_filter, prune_files, row_mask
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, UnsupportedFeatureError
-from deltalog.protocol.schema import StructType, physical_name, to_arrow_type, to_logical
+from deltalog.protocol.conform import to_logical
+from deltalog.protocol.schema import StructType, physical_name, to_arrow_type
 from deltalog.storage.locations import scheme_of, store_of_uri
 from deltalog.storage.object_store import OBJECT_SCHEMES
 

@@ -47,7 +47,8 @@ from deltalog.commands.properties import PropertyChange, plan_properties
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
 from deltalog.protocol.actions import Format, Metadata, Protocol
 from deltalog.protocol.column_mapping import mapping_mode, with_column_mapping
-from deltalog.protocol.schema import ArrayType, MapType, StructType, parse_schema, to_logical
+from deltalog.protocol.conform import to_logical
+from deltalog.protocol.schema import ArrayType, MapType, StructType, parse_schema
 from deltalog.storage import LogStore
 from deltalog.table import Table
 from deltalog.txn.constraints import check_expressions, check_table_constraints
