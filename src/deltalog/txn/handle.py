@@ -1,5 +1,5 @@
-"""What a command needs of a table (:class:`TableHandle`), so :mod:`deltalog.commands` takes a table
-without importing the :class:`~deltalog.table.Table` facade that calls it.
+"""What a command needs of a table (:class:`TableHandle`), so :mod:`deltalog.commands` and
+:mod:`deltalog.feed` take a table without importing the :class:`~deltalog.table.Table` facade that calls them.
 
 A :class:`~deltalog.table.Table` is a ``TableHandle``: its location and store, its snapshots (by version
 or timestamp), its newest version, and transactions started on it (which tell it what they commit).
