@@ -100,17 +100,25 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
-#: The one circle left in the kernel: the commit step was split out of ``Transaction`` into its own module
-#: and is typed against the class it serves (a ``TYPE_CHECKING`` import); the class calls it.
-KNOWN_CIRCLES = [["deltalog.txn.committer", "deltalog.txn.transaction"]]
+#: Circles kept on purpose, each a split of one piece of code that the halves' types tie back together:
+#: the commit step split out of ``Transaction`` (typed against the class it serves); one MERGE's execution
+#: split out of ``DeltaMergeBuilder`` (typed against the builder it runs); and the SQL front end, whose
+#: dispatcher and statement modules (DDL, DML, commands, catalog) call each other's parsing helpers.
+KNOWN_CIRCLES = sorted([
+    ["deltalog.txn.committer", "deltalog.txn.transaction"],
+    ["deltalog.spark.dml._merge_run", "deltalog.spark.dml.merge"],
+    sorted(["deltalog.spark.builder", "deltalog.spark.sql", "deltalog.spark.sql.catalog", "deltalog.spark.sql.commands",
+            "deltalog.spark.sql.ddl", "deltalog.spark.sql.dml", "deltalog.spark.sql.frontend",
+            "deltalog.spark.sql.refs", "deltalog.spark.table"]),
+])
 
 
-def test_kernel_modules_form_no_import_circles() -> None:
-    kernel = {_module_name(p): p for p in PACKAGE.rglob("*.py") if "spark" not in p.relative_to(PACKAGE).parts}
+def test_modules_form_no_import_circles_but_the_known_ones() -> None:
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph = {
-        name: {i for i in _imports(path) if i in kernel and i not in (name, "deltalog")}
-        for name, path in kernel.items()
-    }
+        name: {i for i in _imports(path) if i in modules and i not in (name, "deltalog", "deltalog.spark")}
+        for name, path in modules.items()
+    }  # the package faces (deltalog, deltalog.spark) re-export everything: not a layer
     assert _cycles(graph) == KNOWN_CIRCLES
 
 

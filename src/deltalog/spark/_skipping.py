@@ -33,7 +33,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -230,6 +230,7 @@ class _State:
     prune: tuple[Condition, ...]
     steps: tuple[tuple[str, tuple[Any, ...], dict[str, Any]], ...]
     unchanged: frozenset[str]
+    rescan: Callable[..., Any]  # read_snapshot, passed in by its module (which attaches this one)
 
 
 _TRACKED = ("filter", "where", "select", "selectExpr", "withColumn", "withColumns", "withColumnRenamed",
@@ -370,9 +371,7 @@ def _replay(spark: Any, state: _State, base: type, *, carry: bool = False) -> An
     has the row-tracking ``_metadata`` struct (:mod:`deltalog.spark._row_metadata`), which every
     ``select`` step keeps; the caller drops it."""
     from deltalog.spark._row_metadata import METADATA
-    from deltalog.spark.read import read_snapshot
-
-    df = read_snapshot(spark, state.snapshot, where=state.where, columns=state.columns, prune=state.prune,
+    df = state.rescan(spark, state.snapshot, where=state.where, columns=state.columns, prune=state.prune,
                        row_metadata=carry)
     for name, args, kwargs in state.steps:
         if carry and name == "select":
@@ -509,14 +508,16 @@ def attach(
     where: Any = None,
     columns: Sequence[str] | None = None,
     prune: Sequence[Condition] = (),
+    rescan: Callable[..., Any],
 ) -> Any:
-    """Make ``df`` -- ``read_snapshot(spark, snapshot, where=where, columns=columns)`` -- re-plan its scan
+    """Make ``df`` -- ``rescan(spark, snapshot, where=where, columns=columns)``, ``rescan`` being
+    :func:`~deltalog.spark.read.read_snapshot` -- re-plan its scan
     with file skipping on ``filter`` / ``where``, directly or after ``select`` / ``withColumn(s)`` /
     ``withColumn(s)Renamed`` / ``drop`` / other filters; returns ``df``. Frames whose class cannot be
     swapped are returned unchanged.
 
     Example:
-        >>> attach(read_snapshot(spark, snap), snap).select("id").filter("id > 3")  # doctest: +SKIP
+        >>> attach(read_snapshot(spark, snap), snap, rescan=read_snapshot).filter("id > 3")  # doctest: +SKIP
         DataFrame[id: bigint]
     """
     names = list(columns) if columns is not None else snapshot.schema.field_names
@@ -527,5 +528,6 @@ def attach(
         prune=tuple(prune),
         steps=(),
         unchanged=frozenset(n.lower() for n in names),
+        rescan=rescan,
     )
     return _attach_state(df, state)

@@ -35,8 +35,8 @@ from deltalog.errors import (
 )
 from deltalog.protocol.schema import DecimalType, PrimitiveType, StructField, StructType
 from deltalog.spark._storage import is_connect
+from deltalog.spark._write_job import task_error
 from deltalog.spark.dml._scan import quoted
-from deltalog.spark.write import _task_error
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -255,7 +255,7 @@ def _zorder_frame(
         try:
             sampled = sample.select(_BIN, *keys).toArrow()
         except Exception as exc:
-            raise _task_error(exc, table) from None
+            raise task_error(exc, table) from None
         bounds, z_bounds = _driver_bounds(sampled, keys, bits, files)
     else:
         bounds, z_bounds = _spark_bounds(sample, keys, bits, files, table)
@@ -381,7 +381,7 @@ def _spark_bounds(sample: DataFrame, keys: tuple[str, ...], bits: int, files: Ma
     try:
         collected = quantiles.collect()
     except Exception as exc:
-        raise _task_error(exc, table) from None
+        raise task_error(exc, table) from None
     bounds = {
         int(r[_BIN]): tuple(_edges(np.array([v for v in (r[k] or []) if v is not None], dtype=np.float64))
                             for k in keys)
@@ -400,7 +400,7 @@ def _spark_bounds(sample: DataFrame, keys: tuple[str, ...], bits: int, files: Ma
         try:
             z_rows = agg.collect()
         except Exception as exc:
-            raise _task_error(exc, table) from None
+            raise task_error(exc, table) from None
         for r in z_rows:
             b, qs = int(r[_BIN]), [v for v in (r[_Z] or []) if v is not None]
             if files.get(b, 1) > 1 and qs:

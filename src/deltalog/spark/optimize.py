@@ -73,6 +73,7 @@ from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
 from deltalog.spark._common import load_snapshot, open_table, parse_size, spark_schema
+from deltalog.spark._write_job import FILE_DDL, FILE_SCHEMA, RunWriter, chunks, task_error
 from deltalog.spark._zorder import (
     _BIN,
     _clustering_fields,
@@ -84,7 +85,6 @@ from deltalog.spark.dml._jobs import Staged, check_can_write
 from deltalog.spark.dml._row_ids import tracked_fields
 from deltalog.spark.dml._scan import FILE, ROW, _partition_table, file_uris, quoted, target_scan
 from deltalog.spark.read import scan_rows
-from deltalog.spark.write import _FILE_DDL, _FILE_SCHEMA, _chunks, _RunWriter, _task_error
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.operations import Optimize
 from deltalog.txn.transaction import Transaction
@@ -283,7 +283,7 @@ def _file_rows(files: list[WrittenFile]) -> pa.RecordBatch:
             }
             for f in files
         ],
-        schema=_FILE_SCHEMA,
+        schema=FILE_SCHEMA,
     )
 
 
@@ -293,10 +293,10 @@ def _rewrite_task(spec: _RewriteSpec, batches: Iterable[pa.RecordBatch]) -> Iter
     plan = _Plan(None, spec.metadata, spec.schema, False, None)
     names = spec.schema.field_names
     done: list[WrittenFile] = []
-    writer: _RunWriter | None = None
+    writer: RunWriter | None = None
     current: int | None = None
     try:
-        for chunk in _chunks(batches):
+        for chunk in chunks(batches):
             bins = chunk.column(chunk.schema.names.index(_BIN)).to_numpy(zero_copy_only=False)
             data = pa.Table.from_batches([chunk]).select(names)
             bounds = [0, *(np.flatnonzero(bins[1:] != bins[:-1]) + 1).tolist(), len(bins)]
@@ -305,7 +305,7 @@ def _rewrite_task(spec: _RewriteSpec, batches: Iterable[pa.RecordBatch]) -> Iter
                     if writer is not None:
                         closing, writer = writer, None
                         done.extend(closing.close())
-                    writer = _RunWriter(store, spec.schema, spec.metadata.partitionColumns,
+                    writer = RunWriter(store, spec.schema, spec.metadata.partitionColumns,
                                         target_file_size=spec.target_file_size,
                                         column_mapping=mapping_mode(spec.metadata.configuration))
                     current = int(bins[begin])
@@ -353,11 +353,11 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
         ordered = tagged.repartition(tasks, F.col(_BIN)).sortWithinPartitions(_BIN, FILE, ROW)
     # Files roll over only at twice the limit: a bin (or a Z-range) becomes one file.
     spec = _RewriteSpec(StoreRef.of(snap.store), snap.table, schema, snap.metadata, 2 * max_file_size)
-    job = ordered.select(*data, F.col(_BIN)).mapInArrow(functools.partial(_rewrite_task, spec), _FILE_DDL)
+    job = ordered.select(*data, F.col(_BIN)).mapInArrow(functools.partial(_rewrite_task, spec), FILE_DDL)
     try:
         rows = job.collect()
     except Exception as exc:
-        raise _task_error(exc, snap.table) from None
+        raise task_error(exc, snap.table) from None
     files = [
         WrittenFile(path=r["path"], rel_path=r["rel_path"], partition_values=json.loads(r["partition_values"]),
                     size=int(r["size"]), num_records=int(r["num_records"]), stats=r["stats"],

@@ -196,7 +196,7 @@ def read_snapshot(
     if row_metadata:
         return df
     # Later filters (directly or after select / withColumn / ...) re-plan this scan with file skipping.
-    return attach(df, snapshot, where=where, columns=columns, prune=prune)
+    return attach(df, snapshot, where=where, columns=columns, prune=prune, rescan=read_snapshot)
 
 
 def scan_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:

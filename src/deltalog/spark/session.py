@@ -43,6 +43,7 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark._errors import spark_errors
+from deltalog.spark._recorded import recorded_state, session_of_reader, writer_dataframe
 
 __all__ = [
     "LEAN_JVM_OPTIONS",
@@ -72,7 +73,6 @@ _RUNTIME_CONF = (
 )
 #: Serial GC and the C1 JIT only: ~40% less JVM memory and faster start-up for a small local session.
 LEAN_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
-_STATE = "_deltalog_state"
 _LOCK = threading.Lock()
 _ORIGINALS: dict[tuple[type, str], Callable[..., Any]] = {}
 
@@ -317,15 +317,6 @@ def _stream_classes() -> tuple[list[type], list[type]]:
     return [*readers, ConnectStreamReader], [*writers, ConnectStreamWriter]
 
 
-def _state(obj: Any) -> dict[str, Any]:
-    state: dict[str, Any] | None = obj.__dict__.get(_STATE)
-    if state is None:
-        state = {"format": None, "options": {}, "mode": None, "partitionBy": None, "clusterBy": None,
-                 "schema": False}
-        obj.__dict__[_STATE] = state
-    return state
-
-
 def _is_delta(source: Any) -> bool:
     return isinstance(source, str) and source.strip().lower() == "delta"
 
@@ -374,7 +365,7 @@ def _install() -> None:
 
 def _recording_format(original: Callable[..., Any]) -> Callable[..., Any]:
     def format(self: Any, source: str) -> Any:
-        _state(self)["format"] = source
+        recorded_state(self)["format"] = source
         return original(self, source)
 
     return format
@@ -382,7 +373,7 @@ def _recording_format(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _recording_option(original: Callable[..., Any]) -> Callable[..., Any]:
     def option(self: Any, key: str, value: Any) -> Any:
-        _state(self)["options"][key] = value
+        recorded_state(self)["options"][key] = value
         return original(self, key, value)
 
     return option
@@ -390,7 +381,7 @@ def _recording_option(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _recording_options(original: Callable[..., Any]) -> Callable[..., Any]:
     def options(self: Any, **opts: Any) -> Any:
-        _state(self)["options"].update(opts)
+        recorded_state(self)["options"].update(opts)
         return original(self, **opts)
 
     return options
@@ -398,7 +389,7 @@ def _recording_options(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _recording_schema(original: Callable[..., Any]) -> Callable[..., Any]:
     def schema(self: Any, schema: Any) -> Any:
-        _state(self)["schema"] = True
+        recorded_state(self)["schema"] = True
         return original(self, schema)
 
     return schema
@@ -407,7 +398,7 @@ def _recording_schema(original: Callable[..., Any]) -> Callable[..., Any]:
 def _recording_mode(original: Callable[..., Any]) -> Callable[..., Any]:
     def mode(self: Any, saveMode: Any) -> Any:
         if saveMode is not None:
-            _state(self)["mode"] = saveMode
+            recorded_state(self)["mode"] = saveMode
         return original(self, saveMode)
 
     return mode
@@ -415,7 +406,7 @@ def _recording_mode(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _recording_output_mode(original: Callable[..., Any]) -> Callable[..., Any]:
     def outputMode(self: Any, outputMode: str) -> Any:
-        _state(self)["mode"] = outputMode
+        recorded_state(self)["mode"] = outputMode
         return original(self, outputMode)
 
     return outputMode
@@ -425,7 +416,7 @@ def _recording_foreach(original: Callable[..., Any]) -> Callable[..., Any]:
     """``foreachBatch`` / ``foreach``: Spark then ignores the format, and so does deltalog's routing."""
 
     def foreach(self: Any, f: Any) -> Any:
-        _state(self)["foreach"] = True
+        recorded_state(self)["foreach"] = True
         return original(self, f)
 
     return foreach
@@ -434,7 +425,7 @@ def _recording_foreach(original: Callable[..., Any]) -> Callable[..., Any]:
 def _recording_partition_by(original: Callable[..., Any]) -> Callable[..., Any]:
     def partitionBy(self: Any, *cols: Any) -> Any:
         flat = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else list(cols)
-        _state(self)["partitionBy"] = flat
+        recorded_state(self)["partitionBy"] = flat
         return original(self, *cols)
 
     return partitionBy
@@ -443,14 +434,10 @@ def _recording_partition_by(original: Callable[..., Any]) -> Callable[..., Any]:
 def _recording_cluster_by(original: Callable[..., Any]) -> Callable[..., Any]:
     def clusterBy(self: Any, *cols: Any) -> Any:
         flat = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else list(cols)
-        _state(self)["clusterBy"] = flat
+        recorded_state(self)["clusterBy"] = flat
         return original(self, *cols)
 
     return clusterBy
-
-
-def _session_of_reader(reader: Any) -> Any:
-    return reader.__dict__.get("_spark") or reader.__dict__.get("_client")
 
 
 def _refuse_read_schema(schema: Any, state: dict[str, Any]) -> None:
@@ -462,7 +449,7 @@ def _refuse_read_schema(schema: Any, state: dict[str, Any]) -> None:
 
 def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
     def load(self: Any, path: Any = None, format: Any = None, schema: Any = None, **options: Any) -> Any:
-        state = _state(self)
+        state = recorded_state(self)
         if not _is_delta(format if format is not None else state["format"]):
             return original(self, path, format, schema, **options)
         from deltalog.spark._common import option_map
@@ -472,7 +459,7 @@ def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
         from deltalog.spark.cdf import is_change_feed_read, load_changes
 
         if is_change_feed_read({**state["options"], **options}):  # readChangeFeed: deltalog.spark.cdf
-            return load_changes(_session_of_reader(self), path, {**state["options"], **options})
+            return load_changes(session_of_reader(self), path, {**state["options"], **options})
         opts = option_map({**state["options"], **options}, READ_OPTIONS, what="Delta read")
         hadoop = {k: v for k, v in opts.items() if not k.startswith("delta.") and k not in READ_OPTIONS}
         opts = {k: v for k, v in opts.items() if k in READ_OPTIONS}
@@ -480,7 +467,7 @@ def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
         if not isinstance(target, str):
             raise InvalidArgumentError(f"a Delta read needs exactly one table path, got {target!r}")
         return read(
-            _session_of_reader(self),
+            session_of_reader(self),
             target,
             versionAsOf=opts.get("versionAsOf"),
             timestampAsOf=opts.get("timestampAsOf"),
@@ -492,7 +479,7 @@ def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
     def load(self: Any, path: Any = None, format: Any = None, schema: Any = None, **options: Any) -> Any:
-        state = _state(self)
+        state = recorded_state(self)
         if not _is_delta(format if format is not None else state["format"]):
             return original(self, path, format, schema, **options)
         from deltalog.spark._storage import storage_options_for
@@ -501,8 +488,8 @@ def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
 
         _refuse_read_schema(schema, state)
         opts = StreamReadOptions.parse({**state["options"], **options}, path)  # fail here, not in a worker
-        register_source(_session_of_reader(self))
-        storage = storage_options_for(opts.path, {**state["options"], **options}, spark=_session_of_reader(self))
+        register_source(session_of_reader(self))
+        storage = storage_options_for(opts.path, {**state["options"], **options}, spark=session_of_reader(self))
         if storage:  # the source's Python workers have no session: the options travel with the source
             options = {**options, STORAGE_OPTION: json.dumps(storage)}
         return original(self, opts.path, SOURCE_NAME, None, **options)
@@ -515,7 +502,7 @@ def _routed_start(original: Callable[..., Any]) -> Callable[..., Any]:
         self: Any, path: Any = None, format: Any = None, outputMode: Any = None, partitionBy: Any = None,
         queryName: Any = None, **options: Any,
     ) -> Any:
-        state = _state(self)
+        state = recorded_state(self)
         if not _is_delta(format if format is not None else state["format"]) or state.get("foreach"):
             return original(self, path, format, outputMode, partitionBy, queryName, **options)
         from deltalog.spark.streaming.sink import sink_batch_function
@@ -537,20 +524,11 @@ def _routed_start(original: Callable[..., Any]) -> Callable[..., Any]:
     return spark_errors(start)
 
 
-def _writer_dataframe(writer: Any) -> Any:
-    df = writer.__dict__.get("_df")
-    if type(df).__name__ == "DataFrame":
-        return df
-    from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
-
-    return ConnectDataFrame(df, writer.__dict__["_spark"])
-
-
 def _routed_save(original: Callable[..., Any]) -> Callable[..., Any]:
     def save(
         self: Any, path: Any = None, format: Any = None, mode: Any = None, partitionBy: Any = None, **options: Any
     ) -> None:
-        state = _state(self)
+        state = recorded_state(self)
         if not _is_delta(format if format is not None else state["format"]):
             return original(self, path, format, mode, partitionBy, **options)  # type: ignore[no-any-return]
         from deltalog.spark.write import write
@@ -562,7 +540,7 @@ def _routed_save(original: Callable[..., Any]) -> Callable[..., Any]:
             raise InvalidArgumentError(f"a Delta write needs a table path, got {target!r}")
         parts = partitionBy if partitionBy is not None else state["partitionBy"]
         chosen = mode if mode is not None else state["mode"]
-        write(_writer_dataframe(self), target, mode=chosen, partitionBy=parts, clusterBy=state["clusterBy"], **opts)
+        write(writer_dataframe(self), target, mode=chosen, partitionBy=parts, clusterBy=state["clusterBy"], **opts)
         return None
 
     return spark_errors(save)

@@ -11,7 +11,7 @@ rewrites the files it partly matches.) Then one Spark job, of one of two kinds:
   fields, columns exactly the table's) go through Spark's own parquet writer into a staging directory;
   the driver reads the footers for the statistics and moves the files into the table
   (:mod:`deltalog.spark._native`) -- moving rows through Python costs more than the whole write;
-* otherwise ``df.mapInArrow`` runs :func:`_write_task` in every task: incoming Arrow batches are
+* otherwise ``df.mapInArrow`` runs the write job of :mod:`deltalog.spark._write_job` in every task: Arrow batches are
   gathered into large chunks, conformed to the table schema, checked against NOT NULL columns,
   invariants and CHECK constraints (and the ``replaceWhere`` predicate), and written with pyarrow's
   ``ParquetWriter`` by the kernel's :class:`~deltalog.arrow.write_files.DataFileWriter` (large row
@@ -37,17 +37,13 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import functools
-import itertools
 import json
-import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog.arrow.write import (
     _OP_MODES,
@@ -57,13 +53,11 @@ from deltalog.arrow.write import (
     _Plan,
     _plan,
     _preflight,
-    _write_batches,
 )
-from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile
+from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, WrittenFile
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
-from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
-from deltalog.protocol.schema import StructType, parse_schema, physical_name
+from deltalog.protocol.schema import parse_schema, physical_name
 from deltalog.spark._common import open_table, option_map, parse_bool, parse_int, session_of
 from deltalog.spark._conf import (
     REPLACE_WHERE_DATA_COLUMNS_CONF,
@@ -84,13 +78,13 @@ from deltalog.spark._identity import (
     with_identity,
 )
 from deltalog.spark._native import native_write_ok, write_native
+from deltalog.spark._write_job import TaskSpec, run_job, task_error
 from deltalog.spark.idempotent import session_txn
 from deltalog.spark.replace_where import ReplaceWhere, overwrite_where, parse_replace_where
 from deltalog.storage import LocalLogStore, LogStore
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.identity import with_high_water_marks
 from deltalog.txn.operations import CreateTableAsSelect, Write
-from deltalog.txn.predicates import ReadPredicate
 from deltalog.txn.transaction import CommitResult, Transaction
 from deltalog.txn.writer_features import check_never_writable
 
@@ -122,21 +116,6 @@ WRITE_OPTIONS = (
     "maxRecordsPerFile",
     "path",
 )
-_CHUNK_ROWS = 1_000_000
-_CHUNK_BYTES = 64 * 1024 * 1024
-_FILE_FIELDS = (
-    ("path", pa.string()),
-    ("rel_path", pa.string()),
-    ("partition_values", pa.string()),
-    ("size", pa.int64()),
-    ("num_records", pa.int64()),
-    ("stats", pa.string()),
-    ("modification_time", pa.int64()),
-)
-_FILE_SCHEMA = pa.schema(_FILE_FIELDS)
-_FILE_DDL = ", ".join(f"{n} {'string' if t == pa.string() else 'bigint'}" for n, t in _FILE_FIELDS)
-
-
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -233,143 +212,6 @@ def _parse_options(mode: Any, options: Mapping[str, Any], table: str) -> _Option
     )
 
 
-# ----------------------------------------------------------------------------------------- executor
-
-
-class _RunWriter(DataFileWriter):
-    """The kernel's file writer for input sorted by the partition columns: rows are split into runs of
-    equal partition values (no per-batch grouping), and a value's file is finished when the next
-    value starts, so each task holds one open file at a time.
-
-    Files dictionary-encode string and binary columns only (pyarrow's default encodes every column):
-    a dictionary of unique numbers makes files larger and Spark's scan of them ~25% slower, which is
-    why parquet-mr falls back to plain encoding for them."""
-
-    def _parquet_options(self) -> dict[str, Any]:
-        return {"compression": "snappy", "use_dictionary": _dictionary_columns(self._file_schema)}
-
-    def write(self, table: pa.Table) -> None:
-        if not self.partition_columns or table.num_rows == 0:
-            super().write(table)
-            return
-        starts = _run_starts(table, self.partition_columns)
-        bounds = [*starts, table.num_rows]
-        for begin, end in itertools.pairwise(bounds):
-            first = table.slice(begin, 1).select(self.partition_columns).to_pylist()[0]
-            values = self.partition_values(first)
-            key = tuple(values.values())
-            for other in [k for k in self._open if k != key]:
-                self._finish(other)
-            self._append(key, values, table.slice(begin, end - begin))
-
-
-def _dictionary_columns(schema: pa.Schema) -> list[str]:
-    """Column paths (``a.b`` inside structs) of the string and binary leaves of ``schema``."""
-    out: list[str] = []
-
-    def visit(t: pa.DataType, path: str) -> None:
-        if pa.types.is_struct(t):
-            for i in range(t.num_fields):
-                visit(t.field(i).type, f"{path}.{t.field(i).name}")
-        elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
-                or pa.types.is_large_binary(t):
-            out.append(path)
-
-    for f in schema:
-        visit(f.type, f.name)
-    return out
-
-
-def _run_starts(table: pa.Table, columns: Sequence[str]) -> list[int]:
-    """Row indices where the partition values differ from the previous row (always including 0)."""
-    n = table.num_rows
-    if n < 2:
-        return [0]
-    change: Any = None
-    for name in columns:
-        col = table.column(name).combine_chunks()
-        cur, prev = col.slice(1), col.slice(0, n - 1)
-        diff: Any = pc.fill_null(pc.not_equal(cur, prev), False)
-        diff = pc.or_(diff, pc.xor(pc.is_null(cur), pc.is_null(prev)))
-        if pa.types.is_floating(col.type):
-            both_nan = pc.and_(pc.fill_null(pc.is_nan(cur), False), pc.fill_null(pc.is_nan(prev), False))
-            diff = pc.and_(diff, pc.invert(both_nan))
-        change = diff if change is None else pc.or_(change, diff)
-    idx = pc.indices_nonzero(change).to_numpy() + 1
-    return [0, *(int(i) for i in idx)]
-
-
-def _chunks(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Gather Spark's small Arrow batches into chunks of up to ~1M rows / 64 MB."""
-    pending: list[pa.RecordBatch] = []
-    rows = size = 0
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        pending.append(batch)
-        rows += batch.num_rows
-        size += batch.nbytes
-        if rows >= _CHUNK_ROWS or size >= _CHUNK_BYTES:
-            yield _combine(pending)
-            pending, rows, size = [], 0, 0
-    if pending:
-        yield _combine(pending)
-
-
-def _combine(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
-    if len(batches) == 1:
-        return batches[0]
-    combined: pa.RecordBatch = pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
-    return combined
-
-
-@dataclass(frozen=True)
-class _TaskSpec:
-    store: StoreRef
-    table: str
-    schema: StructType
-    metadata: Metadata
-    predicate: ReadPredicate | None
-    target_file_size: int
-    max_records: int | None = None
-
-
-def _write_task(spec: _TaskSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Runs in a Spark task: write the task's rows as data files, yield one row per file."""
-    store = spec.store.open()
-    writer = _RunWriter(
-        store,
-        spec.schema,
-        spec.metadata.partitionColumns,
-        target_file_size=spec.target_file_size,
-        max_records_per_file=spec.max_records,
-        column_mapping=mapping_mode(spec.metadata.configuration),
-    )
-    plan = _Plan(None, spec.metadata, spec.schema, False, spec.predicate)
-    try:
-        _write_batches(writer, _chunks(batches), plan, spec.table)
-        files = writer.close()
-    except BaseException:
-        writer.abort()
-        raise
-    if files:
-        yield pa.RecordBatch.from_pylist(
-            [
-                {
-                    "path": f.path,
-                    "rel_path": f.rel_path,
-                    "partition_values": json.dumps(f.partition_values),
-                    "size": f.size,
-                    "num_records": f.num_records,
-                    "stats": f.stats,
-                    "modification_time": f.modification_time,
-                }
-                for f in files
-            ],
-            schema=_FILE_SCHEMA,
-        )
-
-
 # ------------------------------------------------------------------------------------------- driver
 
 
@@ -394,61 +236,6 @@ def _arrow_schema(df: Any, table: str) -> pa.Schema:
             f"the DataFrame's schema cannot be stored in a Delta table: {exc.message}", table=table
         ) from None
     return delta_schema.to_arrow_schema()
-
-
-_ERROR_LINE = re.compile(r"^(deltalog(?:\.\w+)*)\.(\w+): (.*)$", re.MULTILINE)
-
-
-def _task_error(exc: Exception, table: str) -> Exception:
-    """The deltalog error a task raised, rebuilt from Spark's PythonException text (no JVM trace)."""
-    text = str(exc)
-    found = _ERROR_LINE.findall(text)
-    if found:
-        module, name, message = found[-1]
-        try:
-            import importlib
-
-            cls = getattr(importlib.import_module(module), name)
-            if isinstance(cls, type) and issubclass(cls, DeltaError):
-                return cls(message)
-        except (ImportError, AttributeError, TypeError):
-            pass
-        return DeltaError(message)
-    if "No module named 'deltalog'" in text:
-        return DeltaError(
-            "Spark's Python workers cannot import deltalog: install deltalog where the executors run (or ship it "
-            "with spark.submit.pyFiles) and point PYSPARK_PYTHON at that interpreter",
-            table=table,
-        )
-    return exc
-
-
-def _run_job(df: Any, spec: _TaskSpec) -> list[WrittenFile]:
-    from pyspark.sql import functions as F
-
-    parts = list(spec.metadata.partitionColumns)
-    source = df
-    present = {c.lower() for c in df.columns}
-    sort_by = [c for c in parts if c.lower() in present]
-    if sort_by:
-        source = df.sortWithinPartitions(*[F.col("`" + c.replace("`", "``") + "`") for c in sort_by])
-    job = source.mapInArrow(functools.partial(_write_task, spec), _FILE_DDL)
-    try:
-        rows = job.collect()
-    except Exception as exc:
-        raise _task_error(exc, spec.table) from None
-    return [
-        WrittenFile(
-            path=r["path"],
-            rel_path=r["rel_path"],
-            partition_values=json.loads(r["partition_values"]),
-            size=int(r["size"]),
-            num_records=int(r["num_records"]),
-            stats=r["stats"],
-            modification_time=int(r["modification_time"]),
-        )
-        for r in rows
-    ]
 
 
 def _dynamic_overwrite(txn: Transaction, plan: _Plan, files: list[WrittenFile], opts: _Options) -> CommitResult:
@@ -512,11 +299,11 @@ def _write_data(
         try:
             return write_native(df, store, plan.schema)
         except Exception as exc:
-            raise _task_error(exc, loc) from None
+            raise task_error(exc, loc) from None
     predicate = plan.predicate if check else None
-    spec = _TaskSpec(StoreRef.of(store), loc, plan.schema, plan.metadata, predicate, opts.target_file_size,
+    spec = TaskSpec(StoreRef.of(store), loc, plan.schema, plan.metadata, predicate, opts.target_file_size,
                      opts.max_records)
-    return _run_job(df, spec)
+    return run_job(df, spec)
 
 
 def _rebase_identity(frame: Any, base_df: Any, identity: Any) -> Any:

@@ -149,20 +149,20 @@ def write_change_files(df: DataFrame, table: Table, schema: StructType, metadata
     from pyspark.sql import functions as F
 
     from deltalog.arrow.write_files import WrittenFile
+    from deltalog.spark._write_job import TaskSpec, run_job
     from deltalog.spark.dml._jobs import _target_file_size, spark_error
-    from deltalog.spark.write import _run_job, _TaskSpec
 
     base = StoreRef.of(table.store)
     cdc_schema = _change_schema(schema)
     # Change rows are copies of rows already checked (or being checked by the data write): no
     # constraints, invariants or NOT NULL checks here, only the layout of the table.
     cdc_metadata = replace(metadata, schemaString=cdc_schema.to_json(), configuration={})
-    spec = _TaskSpec(
+    spec = TaskSpec(
         StoreRef(table.store.full_path(CHANGE_DATA_DIR), base.options), table.location, cdc_schema, cdc_metadata, None,
         _target_file_size(metadata),
     )
     try:
-        files = _run_job(df.select(*[F.col(quoted(f.name)) for f in cdc_schema.fields]), spec)
+        files = run_job(df.select(*[F.col(quoted(f.name)) for f in cdc_schema.fields]), spec)
     except Exception as exc:
         raise spark_error(exc, table.location) from None
     return [

@@ -270,15 +270,15 @@ def write_rows(df: DataFrame, table: Table, schema: StructType, metadata: Metada
     from pyspark.sql import functions as F
 
     from deltalog.spark._generated import recompute_generated
+    from deltalog.spark._write_job import TaskSpec, run_job
     from deltalog.spark.dml._row_ids import written_fields
-    from deltalog.spark.write import _run_job, _TaskSpec
 
     kept = written_fields(metadata, df.columns)  # row tracking: moved rows keep their ids
     full = StructType((*schema.fields, *kept)) if kept else schema
-    spec = _TaskSpec(StoreRef.of(table.store), table.location, full, metadata, None, _target_file_size(metadata))
+    spec = TaskSpec(StoreRef.of(table.store), table.location, full, metadata, None, _target_file_size(metadata))
     df = recompute_generated(df, schema)  # generated columns follow the rows' final values
     try:
-        return _run_job(df.select(*[F.col(quoted(f.name)) for f in full.fields]), spec)
+        return run_job(df.select(*[F.col(quoted(f.name)) for f in full.fields]), spec)
     except Exception as exc:
         raise spark_error(exc, table.location) from None
 

@@ -15,28 +15,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from deltalog.spark._recorded import recorded_state, session_of_reader, writer_dataframe
+
 __all__ = ["patches"]
 
 Make = Callable[[Callable[..., Any]], Callable[..., Any]]
 _V2 = "_deltalog_v2"
 
 
-def _state(obj: Any) -> dict[str, Any]:
-    from deltalog.spark.session import _state as session_state
-
-    return session_state(obj)
-
-
 def _save_as_table(original: Callable[..., Any]) -> Callable[..., Any]:
     def saveAsTable(self: Any, name: str, format: Any = None, mode: Any = None, partitionBy: Any = None,
                     **options: Any) -> Any:
-        from deltalog.spark.session import _writer_dataframe
         from deltalog.spark.sql.tables import save_as_table
 
-        state = _state(self)
+        state = recorded_state(self)
         fmt = format if format is not None else state["format"]
         handled = save_as_table(
-            _writer_dataframe(self), name, fmt=fmt, mode=mode if mode is not None else state["mode"],
+            writer_dataframe(self), name, fmt=fmt, mode=mode if mode is not None else state["mode"],
             partition_by=partitionBy if partitionBy is not None else state["partitionBy"],
             options={**state["options"], **options}, cluster_by=state["clusterBy"],
         )
@@ -49,12 +44,11 @@ def _save_as_table(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _insert_into(original: Callable[..., Any]) -> Callable[..., Any]:
     def insertInto(self: Any, tableName: str, overwrite: Any = None) -> Any:
-        from deltalog.spark.session import _writer_dataframe
         from deltalog.spark.sql.tables import insert_into
 
-        mode = _state(self)["mode"]
+        mode = recorded_state(self)["mode"]
         over = overwrite if overwrite is not None else (str(mode).lower() == "overwrite" if mode else False)
-        if insert_into(_writer_dataframe(self), tableName, over):
+        if insert_into(writer_dataframe(self), tableName, over):
             return None
         return original(self, tableName, overwrite)
 
@@ -66,7 +60,7 @@ def _to_table(original: Callable[..., Any]) -> Callable[..., Any]:
                 queryName: Any = None, **options: Any) -> Any:
         from deltalog.spark.sql.tables import catalog_delta
 
-        state = _state(self)
+        state = recorded_state(self)
         fmt = format if format is not None else state["format"]
         spark = self.__dict__.get("_spark") or getattr(getattr(self, "_df", None), "sparkSession", None)
         found = catalog_delta(spark, tableName) if spark is not None else None
@@ -96,10 +90,9 @@ def _spark_table(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _reader_table(original: Callable[..., Any]) -> Callable[..., Any]:
     def table(self: Any, tableName: str) -> Any:
-        from deltalog.spark.session import _session_of_reader
         from deltalog.spark.sql.tables import read_table
 
-        found = read_table(_session_of_reader(self), tableName, _state(self)["options"])
+        found = read_table(session_of_reader(self), tableName, recorded_state(self)["options"])
         return found if found is not None else original(self, tableName)
 
     return table
