@@ -143,7 +143,7 @@ def raw_sql(spark: Any, text: str) -> Any:
         >>> raw_sql(spark, "SHOW TABLES").count()                               # doctest: +SKIP
         2
     """
-    from deltalog.spark.sql.frontend import original_sql
+    from deltalog.spark.sql.shared import original_sql
 
     return original_sql(spark)(text)
 

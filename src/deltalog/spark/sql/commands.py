@@ -21,8 +21,8 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark.sql.dialect import DIALECT
-from deltalog.spark.sql.frontend import internal, refuse, syntax_error
 from deltalog.spark.sql.refs import TableRef, resolve, timestamp_of
+from deltalog.spark.sql.shared import internal, refuse, syntax_error
 
 __all__ = ["handle", "run_command"]
 

@@ -27,8 +27,8 @@ from deltalog.spark.sql.catalog import (
     raw_sql,
 )
 from deltalog.spark.sql.dialect import DIALECT
-from deltalog.spark.sql.frontend import refuse
 from deltalog.spark.sql.refs import TableRef, read_ref, resolve, resolve_table, rewrite_query
+from deltalog.spark.sql.shared import refuse
 from deltalog.txn.defaults import CURRENT_DEFAULT, FEATURE_PROPERTY
 
 __all__ = ["create_table", "empty_result", "handle"]

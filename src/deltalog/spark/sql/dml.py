@@ -21,8 +21,8 @@ from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType
 from deltalog.spark.sql.catalog import forget, raw_sql
 from deltalog.spark.sql.dialect import DIALECT
-from deltalog.spark.sql.frontend import refuse
 from deltalog.spark.sql.refs import TableRef, read_ref, resolve_table, rewrite_query
+from deltalog.spark.sql.shared import refuse
 from deltalog.txn.defaults import default_columns
 from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import identity_columns

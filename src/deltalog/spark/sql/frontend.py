@@ -24,15 +24,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from deltalog.errors import InvalidArgumentError, SqlSyntaxError
 from deltalog.spark.sql.dialect import DIALECT
+from deltalog.spark.sql.shared import ORIGINALS, STATE, internal, original_sql
 
-__all__ = ["install", "original_sql", "refuse", "run_sql", "syntax_error", "uninstall"]
+__all__ = ["install", "run_sql", "uninstall"]
 
 
-_ORIGINALS: dict[Any, Callable[..., Any]] = {}
 _LOCK = threading.Lock()
-_STATE = threading.local()
 _KEYWORDS = ("delta", "vacuum", "optimize", "restore", "history", "detail", "convert", "generate", "fsck",
              "merge", "update", "delete", "insert", "create", "replace", "alter", "tblproperties", "table_changes",
              " as of", "@", "drop", "describe", "clone", "truncate")
@@ -65,14 +63,14 @@ def install() -> None:
 
     with _LOCK:
         for cls in _session_classes():
-            if cls in _ORIGINALS:
+            if cls in ORIGINALS:
                 continue
             original = cls.sql
-            _ORIGINALS[cls] = original
+            ORIGINALS[cls] = original
 
             def routed(self: Any, sqlQuery: str, args: Any = None, *, _original: Any = original,
                        **kwargs: Any) -> Any:
-                if getattr(_STATE, "depth", 0):  # deltalog's own statements go straight to Spark
+                if getattr(STATE, "depth", 0):  # deltalog's own statements go straight to Spark
                     return _original(self, sqlQuery, args, **kwargs)
                 return run_sql(self, sqlQuery, args, **kwargs)
 
@@ -87,43 +85,9 @@ def uninstall() -> None:
         >>> uninstall()                                                         # doctest: +SKIP
     """
     with _LOCK:
-        for cls, original in _ORIGINALS.items():
+        for cls, original in ORIGINALS.items():
             cls.sql = original
-        _ORIGINALS.clear()
-
-
-def original_sql(spark: Any) -> Callable[..., Any]:
-    """Spark's own ``sql`` bound to ``spark`` (what deltalog uses for its internal statements).
-
-    Example:
-        >>> original_sql(spark)("SELECT 1").first()[0]                          # doctest: +SKIP
-        1
-    """
-    for cls in type(spark).__mro__:
-        if cls in _ORIGINALS:
-            original = _ORIGINALS[cls]
-            return lambda text, args=None, **kw: original(spark, text, args, **kw)
-    return spark.sql  # type: ignore[no-any-return]
-
-
-class _Internal:
-    """While inside, ``spark.sql`` goes straight to Spark (deltalog's own catalog statements)."""
-
-    def __enter__(self) -> None:
-        _STATE.depth = getattr(_STATE, "depth", 0) + 1
-
-    def __exit__(self, *exc: object) -> None:
-        _STATE.depth -= 1
-
-
-def internal() -> _Internal:
-    """A context in which ``spark.sql`` is Spark's own.
-
-    Example:
-        >>> with internal():                                                    # doctest: +SKIP
-        ...     spark.sql("SHOW TABLES")
-    """
-    return _Internal()
+        ORIGINALS.clear()
 
 
 def _parse(text: str) -> Any:
@@ -198,15 +162,18 @@ def _mentions_delta_tables(spark: Any, text: str) -> bool:
 def _dispatch(spark: Any, expression: Any, text: str, args: Any, kwargs: dict[str, Any]) -> Any:
     from sqlglot import exp
 
-    from deltalog.spark.sql import commands, ddl, dml
+    from deltalog.spark.sql.commands import handle as command
+    from deltalog.spark.sql.commands import run_command
+    from deltalog.spark.sql.ddl import handle as ddl
+    from deltalog.spark.sql.dml import handle as dml
     from deltalog.spark.sql.refs import rewrite_query
 
     if isinstance(expression, exp.Command):
-        handled = commands.run_command(spark, text)
+        handled = run_command(spark, text)
         if handled is not None:
             return handled
         return original_sql(spark)(text, args, **kwargs)
-    handlers: list[Callable[[Any, Any, str], Any]] = [ddl.handle, dml.handle, commands.handle]
+    handlers: list[Callable[[Any, Any, str], Any]] = [ddl, dml, command]
     for handler in handlers:
         result = handler(spark, expression, text)
         if result is not None:
@@ -216,30 +183,3 @@ def _dispatch(spark: Any, expression: Any, text: str, args: Any, kwargs: dict[st
         if rewritten.frames:
             return rewritten.sql(spark, args, **kwargs)
     return original_sql(spark)(text, args, **kwargs)
-
-
-def refuse(statement: str, why: str) -> InvalidArgumentError:
-    """The error for a Delta statement deltalog cannot run: names the statement and why.
-
-    Example:
-        >>> str(refuse("ALTER TABLE t RENAME TO u", "renaming a Delta table is not supported"))
-        'cannot run ALTER TABLE t RENAME TO u: renaming a Delta table is not supported'
-    """
-    shown = " ".join(statement.split())
-    if len(shown) > 160:
-        shown = shown[:157] + "..."
-    return InvalidArgumentError(f"cannot run {shown}: {why}")
-
-
-def syntax_error(statement: str, why: str) -> SqlSyntaxError:
-    """The error for a Delta statement that does not parse (PySpark's ``ParseException`` at the Spark API,
-    as delta-spark's parser raises): names the statement and what is wrong.
-
-    Example:
-        >>> str(syntax_error("DESCRIBE HISTORY", "a table name is missing"))
-        '[PARSE_SYNTAX_ERROR] a table name is missing in: DESCRIBE HISTORY'
-    """
-    shown = " ".join(statement.split())
-    if len(shown) > 160:
-        shown = shown[:157] + "..."
-    return SqlSyntaxError(f"[PARSE_SYNTAX_ERROR] {why} in: {shown}")

@@ -339,7 +339,7 @@ class Rewritten:
             >>> rewrite_query(spark, parse("SELECT * FROM delta.`/t`")).sql(spark).count()  # doctest: +SKIP
             3
         """
-        from deltalog.spark.sql.frontend import original_sql
+        from deltalog.spark.sql.shared import original_sql
 
         return original_sql(spark)(self.text, args, **{**kwargs, **self.frames})
 

@@ -1,0 +1,84 @@
+"""What the SQL statement modules share with the front end (:mod:`deltalog.spark.sql.frontend`), below
+both: Spark's own ``sql`` (:func:`original_sql`, kept by the front end when it patches ``SparkSession.sql``),
+a context in which ``spark.sql`` is Spark's own (:func:`internal`), and the errors a Delta statement raises
+(:func:`refuse`, :func:`syntax_error`).
+
+Example:
+    >>> str(refuse("VACUUM t RETAIN -1 HOURS", "the retention must not be negative"))
+    'cannot run VACUUM t RETAIN -1 HOURS: the retention must not be negative'
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from deltalog.errors import InvalidArgumentError, SqlSyntaxError
+
+__all__ = ["ORIGINALS", "STATE", "internal", "original_sql", "refuse", "syntax_error"]
+
+#: ``SparkSession.sql`` of each patched session class, before the front end patched it.
+ORIGINALS: dict[Any, Callable[..., Any]] = {}
+#: ``depth`` > 0 while deltalog runs its own statements (they go straight to Spark).
+STATE = threading.local()
+
+
+def _shown(statement: str) -> str:
+    shown = " ".join(statement.split())
+    return shown[:157] + "..." if len(shown) > 160 else shown
+
+
+def original_sql(spark: Any) -> Callable[..., Any]:
+    """Spark's own ``sql`` bound to ``spark`` (what deltalog uses for its internal statements).
+
+    Example:
+        >>> original_sql(spark)("SELECT 1").first()[0]                          # doctest: +SKIP
+        1
+    """
+    for cls in type(spark).__mro__:
+        if cls in ORIGINALS:
+            original = ORIGINALS[cls]
+            return lambda text, args=None, **kw: original(spark, text, args, **kw)
+    return spark.sql  # type: ignore[no-any-return]
+
+
+class _Internal:
+    """While inside, ``spark.sql`` goes straight to Spark (deltalog's own catalog statements)."""
+
+    def __enter__(self) -> None:
+        STATE.depth = getattr(STATE, "depth", 0) + 1
+
+    def __exit__(self, *exc: object) -> None:
+        STATE.depth -= 1
+
+
+def internal() -> _Internal:
+    """A context in which ``spark.sql`` is Spark's own.
+
+    Example:
+        >>> with internal():                                                    # doctest: +SKIP
+        ...     spark.sql("SHOW TABLES")
+    """
+    return _Internal()
+
+
+def refuse(statement: str, why: str) -> InvalidArgumentError:
+    """The error for a Delta statement deltalog cannot run: names the statement and why.
+
+    Example:
+        >>> str(refuse("ALTER TABLE t RENAME TO u", "renaming a Delta table is not supported"))
+        'cannot run ALTER TABLE t RENAME TO u: renaming a Delta table is not supported'
+    """
+    return InvalidArgumentError(f"cannot run {_shown(statement)}: {why}")
+
+
+def syntax_error(statement: str, why: str) -> SqlSyntaxError:
+    """The error for a Delta statement that does not parse (PySpark's ``ParseException`` at the Spark API,
+    as delta-spark's parser raises): names the statement and what is wrong.
+
+    Example:
+        >>> str(syntax_error("DESCRIBE HISTORY", "a table name is missing"))
+        '[PARSE_SYNTAX_ERROR] a table name is missing in: DESCRIBE HISTORY'
+    """
+    return SqlSyntaxError(f"[PARSE_SYNTAX_ERROR] {why} in: {_shown(statement)}")
