@@ -24,7 +24,7 @@ from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor
 if TYPE_CHECKING:
     from deltalog.storage import LogStore
 
-__all__ = ["ROW_LEVEL_CONCURRENCY", "describe_rows", "dv_rows", "enabled", "readd_with_dv", "same_dv"]
+__all__ = ["ROW_LEVEL_CONCURRENCY", "describe_rows", "dv_rows", "enabled", "readd_with_dv", "same_dv", "wide_bounds"]
 
 #: The table property that turns row-level concurrency off (``false``) or on (``true``, the default).
 ROW_LEVEL_CONCURRENCY = "deltalog.rowLevelConcurrency"
@@ -105,13 +105,19 @@ def readd_with_dv(row: Mapping[str, Any], dv: Mapping[str, Any]) -> Add:
         2
     """
     return Add(path=row["path"], partitionValues=dict(row.get("partitionValues") or []), size=int(row["size"]),
-               modificationTime=int(row["modificationTime"]), dataChange=True, stats=_wide_bounds(row.get("stats")),
+               modificationTime=int(row["modificationTime"]), dataChange=True, stats=wide_bounds(row.get("stats")),
                tags=dict(row["tags"]) if row.get("tags") else None, deletionVector=dict(dv),
                baseRowId=row.get("baseRowId"), defaultRowCommitVersion=row.get("defaultRowCommitVersion"))
 
 
-def _wide_bounds(stats: str | None) -> str | None:
-    """Stats stay valid as bounds after a delete, but are no longer tight."""
+def wide_bounds(stats: str | None) -> str | None:
+    """A file's ``stats`` after rows of it are deleted: still valid bounds, but no longer tight
+    (``tightBounds: false``); unreadable stats are dropped.
+
+    Example:
+        >>> wide_bounds('{"numRecords":3,"tightBounds":true}')
+        '{"numRecords":3,"tightBounds":false}'
+    """
     if not stats:
         return stats
     try:

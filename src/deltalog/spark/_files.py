@@ -28,15 +28,16 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
-from deltalog.protocol.schema import PrimitiveType, StructField, StructType, parse_schema
+from deltalog.protocol.schema import PrimitiveType, StructField, StructType, parse_schema, physical_name
 from deltalog.storage.locations import StoreRef
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
 
-__all__ = ["FILE", "ROW", "file_key", "file_keys", "parquet_scan", "uses_native_io"]
+__all__ = ["FILE", "ROW", "file_key", "file_keys", "parquet_scan", "partition_table", "uses_native_io"]
 
 #: Column of a scan holding the row's data file key.
 FILE = "__deltalog_file"
@@ -314,3 +315,24 @@ def _scan_task(spec: _ScanSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[p
                         arrays.append(pa.array(range(position, position + batch.num_rows), pa.int64()))
                     position += batch.num_rows
                     yield pa.RecordBatch.from_arrays(arrays, schema=out_schema)
+
+
+def partition_table(files: pa.Table, uris: list[str], fields: list[StructField], mode: str) -> pa.Table:
+    """One row per file: its key (``uris``) in :data:`FILE` and its typed partition values, one column per
+    partition field (looked up by physical name, then by logical name); joined to a scan on :data:`FILE`.
+
+    Example:
+        >>> partition_table(snap.add_files(), file_keys(snap, snap.add_files()), fields, "none")  # doctest: +SKIP
+        pyarrow.Table
+    """
+    from deltalog.protocol.partitions import partition_array
+
+    pv = files.column("partitionValues").combine_chunks()
+    columns: dict[str, Any] = {FILE: pa.array(uris, pa.string())}
+    for f in fields:
+        key = physical_name(f, mode)
+        raw = pc.map_lookup(pv, pa.scalar(key, pa.string()), "first")
+        if key != f.name and raw.null_count == len(raw):
+            raw = pc.map_lookup(pv, pa.scalar(f.name, pa.string()), "first")
+        columns[f.name] = partition_array(raw, f.type)
+    return pa.table(columns)

@@ -73,6 +73,7 @@ from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
 from deltalog.spark._common import load_snapshot, open_table, parse_size, spark_schema
+from deltalog.spark._files import partition_table
 from deltalog.spark._write_job import FILE_DDL, FILE_SCHEMA, RunWriter, chunks, task_error
 from deltalog.spark._zorder import (
     _BIN,
@@ -83,7 +84,7 @@ from deltalog.spark._zorder import (
 )
 from deltalog.spark.dml._jobs import Staged, check_can_write
 from deltalog.spark.dml._row_ids import tracked_fields
-from deltalog.spark.dml._scan import FILE, ROW, _partition_table, file_uris, quoted, target_scan
+from deltalog.spark.dml._scan import FILE, ROW, file_uris, quoted, target_scan
 from deltalog.spark.read import scan_rows
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.operations import Optimize
@@ -240,7 +241,7 @@ def _select_files(spark: Any, snap: Snapshot, filters: Sequence[str]) -> pa.Tabl
         return files
     fields = [snap.schema.field(p) for p in snap.partition_columns]
     ids = [str(i) for i in range(files.num_rows)]
-    ptable = _partition_table(files, ids, fields, snap.column_mapping_mode)
+    ptable = partition_table(files, ids, fields, snap.column_mapping_mode)
     key = StructField(FILE, PrimitiveType("string"), False, {})
     df = spark.createDataFrame(ptable, spark_schema([key, *fields]))
     for sql in filters:

@@ -54,7 +54,7 @@ from deltalog.spark._dv_scan import ROW_KEY, deleted_row_keys, keyed_scan, row_k
 from deltalog.spark._files import FILE as _FILE
 from deltalog.spark._files import ROW as _ROW
 from deltalog.spark._files import check_keys as _check_join_keys
-from deltalog.spark._files import file_keys, parquet_scan, uses_native_io
+from deltalog.spark._files import file_keys, parquet_scan, partition_table, uses_native_io
 from deltalog.spark._files import scan_error as _scan_error
 from deltalog.spark._hive import hive_layout_matches
 from deltalog.spark._log_index import log_indexed, usable
@@ -325,7 +325,7 @@ def _scan_files(
                 ddf = spark.createDataFrame(deleted, spark_schema(_key_fields(with_row=True)))
                 df = df.join(F.broadcast(ddf), on=[_FILE, _ROW], how="left_anti")
         if join_parts:
-            ptable = _partition_table(files, uris, part_fields, mode)
+            ptable = partition_table(files, uris, part_fields, mode)
             pdf = spark.createDataFrame(ptable, spark_schema([*_key_fields(with_row=False), *part_fields]))
             df = df.join(F.broadcast(pdf), on=_FILE, how="inner")
     sources = []  # (column of df, logical field)
@@ -354,19 +354,3 @@ def _key_fields(*, with_row: bool) -> list[StructField]:
     if with_row:
         fields.append(StructField(_ROW, PrimitiveType("long"), False, {}))
     return fields
-
-
-def _partition_table(files: pa.Table, uris: list[str], fields: list[StructField], mode: str) -> pa.Table:
-    from deltalog.protocol.partitions import partition_array
-
-    pv = files.column("partitionValues").combine_chunks()
-    columns: dict[str, Any] = {_FILE: pa.array(uris, pa.string())}
-    for f in fields:
-        key = physical_name(f, mode)
-        raw = pc.map_lookup(pv, pa.scalar(key, pa.string()), "first")
-        if key != f.name and raw.null_count == len(raw):
-            raw = pc.map_lookup(pv, pa.scalar(f.name, pa.string()), "first")
-        columns[f.name] = partition_array(raw, f.type)
-    return pa.table(columns)
-
-

@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES
+from deltalog.commands.dv_actions import wide_bounds
 from deltalog.errors import DeltaError, SchemaError
 from deltalog.protocol.actions import Add, Metadata
 from deltalog.protocol.schema import StructType
@@ -467,18 +468,6 @@ class DvOutcome:
     dvs_removed: int = 0
 
 
-def _loose_stats(stats: str | None) -> str | None:
-    """Stats stay valid bounds after rows are deleted, but are no longer tight."""
-    if not stats:
-        return stats
-    try:
-        parsed = json.loads(stats)
-    except ValueError:
-        return None
-    parsed["tightBounds"] = False
-    return json.dumps(parsed, separators=(",", ":"))
-
-
 def apply_dv_results(
     txn: Transaction, snapshot: Snapshot, candidates: pa.Table, results: list[DvResult], staged: Staged
 ) -> DvOutcome:
@@ -519,7 +508,7 @@ def apply_dv_results(
                 size=row["size"],
                 modificationTime=row["modificationTime"],
                 dataChange=True,
-                stats=_loose_stats(row.get("stats")),
+                stats=wide_bounds(row.get("stats")),
                 tags=dict(row["tags"]) if row.get("tags") else None,
                 deletionVector=dict(r.dv),
                 baseRowId=row.get("baseRowId"),

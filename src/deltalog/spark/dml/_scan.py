@@ -25,14 +25,13 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from deltalog.arrow.filters import Condition, normalize_filter
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
-from deltalog.protocol.schema import PrimitiveType, StructField, StructType, physical_name
+from deltalog.protocol.schema import PrimitiveType, StructField, StructType
 from deltalog.spark._common import needs_cast, physical_field, spark_schema, spark_type
 from deltalog.spark._dv_scan import deleted_row_keys
-from deltalog.spark._files import FILE, ROW, file_keys, parquet_scan
+from deltalog.spark._files import FILE, ROW, file_keys, parquet_scan, partition_table
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -362,20 +361,6 @@ def _key_fields(*, with_row: bool) -> list[StructField]:
     return fields
 
 
-def _partition_table(files: pa.Table, uris: list[str], fields: list[StructField], mode: str) -> pa.Table:
-    from deltalog.protocol.partitions import partition_array
-
-    pv = files.column("partitionValues").combine_chunks()
-    columns: dict[str, Any] = {FILE: pa.array(uris, pa.string())}
-    for f in fields:
-        key = physical_name(f, mode)
-        raw = pc.map_lookup(pv, pa.scalar(key, pa.string()), "first")
-        if key != f.name and raw.null_count == len(raw):
-            raw = pc.map_lookup(pv, pa.scalar(f.name, pa.string()), "first")
-        columns[f.name] = partition_array(raw, f.type)
-    return pa.table(columns)
-
-
 def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted: bool = True,
                 row_ids: bool = False, file_columns: Mapping[str, pa.Array] | None = None) -> DataFrame:
     """Every column of the table's rows in ``files`` (an ``add_files()`` table) plus :data:`FILE` and
@@ -444,5 +429,5 @@ def partition_frame(spark: Any, snapshot: Snapshot, files: pa.Table) -> DataFram
     """
     parts = set(snapshot.partition_columns)
     part_fields = [f for f in snapshot.schema.fields if f.name in parts]
-    table = _partition_table(files, file_uris(snapshot, files), part_fields, snapshot.column_mapping_mode)
+    table = partition_table(files, file_uris(snapshot, files), part_fields, snapshot.column_mapping_mode)
     return spark.createDataFrame(table, spark_schema([*_key_fields(with_row=False), *part_fields]))
