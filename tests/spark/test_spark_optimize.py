@@ -313,14 +313,14 @@ def test_zorder_values_from_spark_expressions_match_the_python_task(spark: Any) 
     keys = (f"{z._KEY}0", f"{z._KEY}1")
     schema = StructType([StructField("id", LongType()), StructField(keys[0], DoubleType()),
                          StructField(keys[1], DoubleType())])
-    frame = spark.createDataFrame(values, schema).select("id", *keys, F.lit(0).cast("long").alias(z._BIN))
-    sample = pa.table({z._BIN: pa.array([0] * 700, pa.int64()),
+    frame = spark.createDataFrame(values, schema).select("id", *keys, F.lit(0).cast("long").alias(z.BIN))
+    sample = pa.table({z.BIN: pa.array([0] * 700, pa.int64()),
                        keys[0]: pa.array([v[1] for v in values[:700]], pa.float64()),
                        keys[1]: pa.array([v[2] for v in values[:700]], pa.float64())})
     bits = 10
     bounds, z_bounds = z._driver_bounds(sample, keys, bits, {0: 7})
     spec = z._ZSpec(keys, bounds, bits, z_bounds, {0: 0}, {0: 7}, tuple(range(100, 107)))
-    out = StructType([StructField("id", LongType()), StructField(z._BIN, LongType(), False),
+    out = StructType([StructField("id", LongType()), StructField(z.BIN, LongType(), False),
                       StructField(z._Z, LongType(), False), StructField(z._TASK, LongType(), False)])
     python = {r["id"]: tuple(r)[1:] for r in
               frame.mapInArrow(functools.partial(z._zorder_task, spec), out).collect()}

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from deltalog.arrow.read import _read_file, kept_rows
+from deltalog.arrow.read import kept_rows, read_file
 from deltalog.errors import InvalidArgumentError, SchemaError
 from deltalog.feed.changes import (
     CDF_COLUMNS,
@@ -50,7 +50,7 @@ CDF_ARROW_FIELDS = (
 )
 
 
-class _ChangeFileView(Snapshot):
+class ChangeFileView(Snapshot):
     """The end snapshot seen with ``_change_type`` as one more data column (how change data files
     store it), so the kernel's file reader reads it like any other column."""
 
@@ -89,13 +89,13 @@ def _mask(view: Snapshot, f: ChangeFile, n: int) -> Any:
     return keep
 
 
-def _read_change_file(
+def read_change_file(
     view: Snapshot, f: ChangeFile, version: int, timestamp_ms: int, names: list[str], schema: pa.Schema
 ) -> pa.Table:
     add = {"path": f.path, "partitionValues": dict(f.partition_values)}
     cols = [*names, CHANGE_TYPE] if f.kind == "cdc" else names
     arrow_logical = view.schema.to_arrow_schema()
-    data = _read_file(view, add, cols, pa.schema([arrow_logical.field(c) for c in cols]), apply_dv=False)
+    data = read_file(view, add, cols, pa.schema([arrow_logical.field(c) for c in cols]), apply_dv=False)
     if f.deletion_vector or f.selection_vector:
         data = data.filter(pa.array(_mask(view, f, data.num_rows)))
     n = data.num_rows
@@ -142,14 +142,14 @@ def table_changes(
             raise InvalidArgumentError(
                 f"unknown column(s) {unknown or [columns]}; the change data feed has {schema.names}", table=t.location
             )
-    view = _ChangeFileView(end_snap)
+    view = ChangeFileView(end_snap)
     names = end_snap.schema.field_names
     pieces: list[pa.Table] = []
     start_snap = end_snap if start == end else None
     plan = list(iter_commit_changes(t, start, end, start_snapshot=start_snap))  # every check before any read
     for commit in plan:
         for f in commit.files:
-            pieces.append(_read_change_file(view, f, commit.version, commit.timestamp, names, schema))
+            pieces.append(read_change_file(view, f, commit.version, commit.timestamp, names, schema))
     result = pa.concat_tables(pieces) if pieces else schema.empty_table()
     return result if columns is None else result.select(list(columns))
 

@@ -61,7 +61,7 @@ def read_snapshot(
     if expression is not None:
         needed = [f.name for f in schema.fields]
     out_schema = pa.schema([logical.field(n) for n in needed])
-    pieces = [_read_file(snapshot, row, needed, out_schema) for row in files.to_pylist()]
+    pieces = [read_file(snapshot, row, needed, out_schema) for row in files.to_pylist()]
     result = pa.concat_tables(pieces) if pieces else out_schema.empty_table()
     if conditions:
         result = result.filter(row_mask(result, conditions))
@@ -82,19 +82,19 @@ def read_file_rows(
         1000
     """
     logical = snapshot.schema.to_arrow_schema()
-    return _read_file(snapshot, add, logical.names, logical, apply_dv=apply_deletion_vector)
+    return read_file(snapshot, add, logical.names, logical, apply_dv=apply_deletion_vector)
 
 
-def _read_file(
+def read_file(
     snapshot: ReadableSnapshot, add: dict[str, Any], needed: list[str], out_schema: pa.Schema, *, apply_dv: bool = True
 ) -> pa.Table:
     schema = snapshot.schema
     mode = snapshot.column_mapping_mode
     partition_cols = set(snapshot.partition_columns)
     data_fields = [f for f in schema.fields if f.name not in partition_cols and f.name in needed]
-    path = _resolve(snapshot, add["path"])
+    path = resolve_path(snapshot, add["path"])
     try:
-        pf = pq.ParquetFile(_open(snapshot, add["path"], path, add.get("size")))
+        pf = pq.ParquetFile(open_data_file(snapshot, add["path"], path, add.get("size")))
         # Project physical columns when they can be matched by name; id mode needs the whole file.
         wanted = None
         if mode != "id":
@@ -163,8 +163,8 @@ def file_arrow_schema(snapshot: ReadableSnapshot, add: dict[str, Any]) -> pa.Sch
         >>> file_arrow_schema(snap, snap.add_files().to_pylist()[0]).names  # doctest: +SKIP
         ['id', 'value']
     """
-    path = _resolve(snapshot, add["path"])
-    return pq.ParquetFile(_open(snapshot, add["path"], path, add.get("size"))).schema_arrow
+    path = resolve_path(snapshot, add["path"])
+    return pq.ParquetFile(open_data_file(snapshot, add["path"], path, add.get("size"))).schema_arrow
 
 
 def with_row_tracking_columns(snapshot: ReadableSnapshot, add: dict[str, Any], data: pa.Table, names: tuple[str, str]
@@ -181,8 +181,8 @@ def with_row_tracking_columns(snapshot: ReadableSnapshot, add: dict[str, Any], d
 
     num_rows = data.num_rows
 
-    path = _resolve(snapshot, add["path"])
-    pf = pq.ParquetFile(_open(snapshot, add["path"], path, add.get("size")))
+    path = resolve_path(snapshot, add["path"])
+    pf = pq.ParquetFile(open_data_file(snapshot, add["path"], path, add.get("size")))
     present = [n for n in names if n in pf.schema_arrow.names]
     stored = pf.read(columns=present) if present else pa.table({})
     base, version = add.get("baseRowId"), add.get("defaultRowCommitVersion")
@@ -264,7 +264,7 @@ def _read_dv_bytes(path: str, offset: int, length: int) -> bytes:
         return read_local_bytes(os.path.join(directory, matches[0]), offset, length)
 
 
-def _open(snapshot: ReadableSnapshot, log_path: str, resolved: str, size: int | None = None) -> Any:
+def open_data_file(snapshot: ReadableSnapshot, log_path: str, resolved: str, size: int | None = None) -> Any:
     """What pyarrow opens: the local path, or a file whose reads are ranged requests through the store."""
     if "://" not in resolved:
         return resolved
@@ -277,7 +277,7 @@ def _open(snapshot: ReadableSnapshot, log_path: str, resolved: str, size: int | 
     return resolved  # another URI: pyarrow's own filesystems may know it
 
 
-def _resolve(snapshot: ReadableSnapshot, path: str) -> str:
+def resolve_path(snapshot: ReadableSnapshot, path: str) -> str:
     """Turn a log path (URL-encoded relative path or absolute URI) into something pyarrow opens."""
     if path.startswith("file:"):
         rest = path[5:]

@@ -71,7 +71,7 @@ __all__ = ["MODES", "TableExistsError", "WriteResult", "write_table"]
 #: Accepted values of ``mode``.
 MODES = ("append", "overwrite", "error", "ignore")
 _SCHEMA_MODES = (None, "merge", "overwrite")
-_OP_MODES = {"append": "Append", "overwrite": "Overwrite", "error": "ErrorIfExists", "ignore": "Ignore"}
+OP_MODES = {"append": "Append", "overwrite": "Overwrite", "error": "ErrorIfExists", "ignore": "Ignore"}
 
 
 class TableExistsError(DeltaError):
@@ -149,7 +149,7 @@ def _batches(data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
 # ---------------------------------------------------------------------------------------- planning
 
 
-def _check_partition_columns(schema: StructType, partition_by: Sequence[str], table: str) -> None:
+def check_partition_columns(schema: StructType, partition_by: Sequence[str], table: str) -> None:
     names = schema.field_names
     for c in partition_by:
         if c not in names:
@@ -210,7 +210,7 @@ def _predicate_mask(data: pa.Table, predicate: ReadPredicate) -> pa.ChunkedArray
 
 
 @dataclass
-class _Plan:
+class WritePlan:
     snapshot: Any
     metadata: Metadata
     schema: StructType
@@ -263,7 +263,7 @@ def _check_new_constraints(change: PropertyChange | None, schema: StructType, lo
         check_expressions(schema.to_arrow_schema().empty_table(), new, table_name=loc)
 
 
-def _plan(
+def plan_write(
     table: Table,
     snapshot: Any,
     arrow_schema: pa.Schema,
@@ -278,7 +278,7 @@ def _plan(
     clock: Callable[[], int],
     replace: bool = False,
     cluster_by: Sequence[str] | None = None,
-) -> _Plan:
+) -> WritePlan:
     """What a write commits: schema, partitioning, properties, protocol. ``replace`` (``REPLACE TABLE`` /
     ``CREATE OR REPLACE``): the table's properties become exactly ``properties``, as when it was created."""
     loc = table.location
@@ -287,7 +287,7 @@ def _plan(
     if snapshot is None:
         schema, _ = resolve_schema(StructType(), arrow_schema, "overwrite", table=loc)
         parts = list(partition_by or [])
-        _check_partition_columns(schema, parts, loc)
+        check_partition_columns(schema, parts, loc)
         _check_new_constraints(change, schema, loc)
         conf = change.configuration if change is not None else {}
         md = with_column_mapping(_new_metadata(schema, parts, conf, name, description, clock()), None, table=loc)
@@ -295,7 +295,7 @@ def _plan(
         protocol = change.protocol(None, md, table=loc) if change is not None and change.changes_protocol else None
         clustering = clustering_domain(schema, list(cluster_by), partition_columns=parts, configuration=conf,
                                        table=loc) if cluster_by else None
-        return _Plan(None, md, schema, True, _read_predicate(predicate, md, loc), protocol, clustering)
+        return WritePlan(None, md, schema, True, _read_predicate(predicate, md, loc), protocol, clustering)
     old = snapshot.metadata
     table_schema: StructType = snapshot.schema
     widen = is_true(snapshot.metadata.configuration, "delta.enableTypeWidening")  # wider data widens the column
@@ -310,7 +310,7 @@ def _plan(
             )
         parts = list(partition_by)
         changed = True
-    _check_partition_columns(schema, parts, loc)
+    check_partition_columns(schema, parts, loc)
     _check_new_constraints(change, schema, loc)
     conf = change.configuration if change is not None else dict(old.configuration)
     if replace:
@@ -350,7 +350,7 @@ def _plan(
                     "change it with ALTER TABLE ... CLUSTER BY (Table.cluster_by)", table=loc)
             clustering = clustering_domain(schema, list(cluster_by), partition_columns=parts,
                                            configuration=md.configuration, table=loc)
-    return _Plan(snapshot, md, schema, meta_changed, _read_predicate(predicate, md, loc), protocol, clustering)
+    return WritePlan(snapshot, md, schema, meta_changed, _read_predicate(predicate, md, loc), protocol, clustering)
 
 
 def _read_predicate(predicate: Sequence[Sequence[Any]] | None, md: Metadata, loc: str) -> ReadPredicate | None:
@@ -368,7 +368,7 @@ def _read_predicate(predicate: Sequence[Sequence[Any]] | None, md: Metadata, loc
     return pred
 
 
-def _sql_literal(value: Any) -> str:
+def sql_literal(value: Any) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, bool):
@@ -387,9 +387,9 @@ def _predicate_sql(predicate: Sequence[Sequence[Any]]) -> list[str]:
     out = []
     for column, op, value in predicate:
         if str(op).lower() in ("in", "not in"):
-            text = "(" + ", ".join(_sql_literal(v) for v in value) + ")"
+            text = "(" + ", ".join(sql_literal(v) for v in value) + ")"
         else:
-            text = _sql_literal(value)
+            text = sql_literal(value)
         out.append(f"{column} {op} {text}")
     return out
 
@@ -485,7 +485,7 @@ def write_table(
         arrow_schema, batches = _with_filled(arrow_schema, batches, fill_defaults, snapshot.schema, table.location)
     if snapshot is not None and schema_mode != "overwrite" and generated_columns(snapshot.schema):
         arrow_schema, batches = _with_filled(arrow_schema, batches, fill_generated, snapshot.schema, table.location)
-    plan = _plan(
+    plan = plan_write(
         table,
         snapshot,
         arrow_schema,
@@ -500,7 +500,7 @@ def write_table(
         cluster_by=cluster_by,
     )
     op = Write(
-        mode=_OP_MODES[mode],
+        mode=OP_MODES[mode],
         partition_by=tuple(plan.metadata.partitionColumns),
         predicate=_predicate_sql(predicate) if predicate is not None else None,
     )
@@ -515,19 +515,19 @@ def write_table(
                 skipped=True,
                 skip_reason=f"txn {txn[0]!r} already at version {have}",
             )
-    _preflight(transaction, plan, mode, table.location)
+    preflight(transaction, plan, mode, table.location)
     writer = DataFileWriter(
         table.store, plan.schema, plan.metadata.partitionColumns, target_file_size=target_file_size, clock=clock,
         column_mapping=mapping_mode(plan.metadata.configuration),
     )
     # The files are deleted on failure only while no commit can reference them (see Transaction.discardable).
     with transaction.discard_unless_committed(writer.abort):
-        rows = _write_batches(writer, batches, plan, table.location)
+        rows = write_batches(writer, batches, plan, table.location)
         files = writer.close()
         if identity and identity.high_water_marks():
             plan.metadata = with_high_water_marks(plan.metadata, identity.high_water_marks())
             plan.metadata_changed = True
-        result = _commit(transaction, plan, files, mode, txn)
+        result = commit_plan(transaction, plan, files, mode, txn)
     return WriteResult(
         version=result.version,
         num_files=len(files),
@@ -569,7 +569,7 @@ def _with_filled(
     return full, filled()
 
 
-def _preflight(txn: Transaction, plan: _Plan, mode: str, loc: str) -> None:
+def preflight(txn: Transaction, plan: WritePlan, mode: str, loc: str) -> None:
     """Stage the plan's protocol, and refuse early (before any data file is written) what the commit
     would refuse."""
     base = plan.snapshot.protocol if plan.snapshot is not None else None
@@ -582,7 +582,7 @@ def _preflight(txn: Transaction, plan: _Plan, mode: str, loc: str) -> None:
         check_append_only(plan.metadata, [(first, True)], table=loc)
 
 
-def _write_batches(writer: DataFileWriter, batches: Iterator[pa.RecordBatch], plan: _Plan, loc: str) -> int:
+def write_batches(writer: DataFileWriter, batches: Iterator[pa.RecordBatch], plan: WritePlan, loc: str) -> int:
     rows = 0
     target = plan.schema
     for batch in batches:
@@ -609,8 +609,8 @@ def _write_batches(writer: DataFileWriter, batches: Iterator[pa.RecordBatch], pl
     return rows
 
 
-def _commit(
-    txn: Transaction, plan: _Plan, files: list[WrittenFile], mode: str, app: tuple[str, int] | None
+def commit_plan(
+    txn: Transaction, plan: WritePlan, files: list[WrittenFile], mode: str, app: tuple[str, int] | None
 ) -> CommitResult:
     if plan.metadata_changed:
         txn.update_metadata(plan.metadata)

@@ -124,9 +124,9 @@ def _absolute_uri(log_path: str, root_uri: str) -> str:
 
 def _local(log_path: str, snapshot: Snapshot) -> str:
     """Where a source data file is (a local path, or a URI for other stores)."""
-    from deltalog.arrow.read import _resolve
+    from deltalog.arrow.read import resolve_path
 
-    return _resolve(snapshot, log_path)
+    return resolve_path(snapshot, log_path)
 
 
 def _nested(a: str, b: str) -> bool:
@@ -333,13 +333,13 @@ def clone_table(
     metadata = _clone_metadata(snap, conf, current, now)
     protocol = snap.protocol if current is None else merge_protocols(current.protocol, snap.protocol)
 
-    from deltalog.commands.restore import _add_from_row
+    from deltalog.commands.restore import add_from_row
 
     copier = None if shallow else _Copier(snap, dst_table.store, loc, max_workers)
     root_uri = _root_uri(src_table.store)
     adds = []
     for row in rows:
-        add = _add_from_row(row)
+        add = add_from_row(row)
         dv = add.deletionVector
         if copier is not None:
             new_dv = copier.deletion_vector(dv, add.path) if dv else None

@@ -95,7 +95,7 @@ def delete(
     """
     snap = table.snapshot()
     txn, conditions, expression, dvs = begin_dml(
-        table, snap, Delete(predicate=_describe(predicate)), predicate,
+        table, snap, Delete(predicate=describe_predicate(predicate)), predicate,
         use_deletion_vectors=use_deletion_vectors, clock=clock,
     )
     candidates = txn.read_candidates(conditions, exact=expression is None)
@@ -174,7 +174,7 @@ def commit_dml(
     return result.version, added
 
 
-def _describe(predicate: Any) -> str | None:
+def describe_predicate(predicate: Any) -> str | None:
     if predicate is None:
         return None
     if isinstance(predicate, pc.Expression):
@@ -221,7 +221,7 @@ def _delete_rows(
         if tracked is not None:
             data = with_row_tracking_columns(snap, row, data, (tracked[0].name, tracked[1].name))
         keep = kept_rows(snap, row, data.num_rows)
-        hit = _matches(data, conditions, expression) & keep
+        hit = matching_rows(data, conditions, expression) & keep
         n_hit = int(hit.sum())
         if n_hit == 0:
             continue
@@ -247,7 +247,7 @@ def _delete_rows(
     )
 
 
-def _matches(data: pa.Table, conditions: list[Condition], expression: pc.Expression | None) -> np.ndarray:
+def matching_rows(data: pa.Table, conditions: list[Condition], expression: pc.Expression | None) -> np.ndarray:
     if not conditions and expression is None:
         return np.ones(data.num_rows, dtype=bool)
     import pyarrow.dataset as ds

@@ -272,7 +272,7 @@ def _check_against_table(props: Mapping[str, str], configuration: Mapping[str, s
         )
 
 
-def _raise_versions(protocol: Protocol, reader: int | None, writer: int | None, table: str) -> Protocol:
+def raise_versions(protocol: Protocol, reader: int | None, writer: int | None, table: str) -> Protocol:
     """``protocol`` with versions raised to ``reader``/``writer``; lowering a version is refused."""
     for name, want, have in (
         ("delta.minReaderVersion", reader, protocol.minReaderVersion),
@@ -351,7 +351,7 @@ class PropertyChange:
             protocol = upgrade_protocol(current, metadata, extra_features=self.features)
         except UnsupportedFeatureError as exc:
             raise UnsupportedFeatureError(exc.message, feature=exc.feature, table=table) from None
-        return _raise_versions(
+        return raise_versions(
             protocol, self.versions.get("delta.minReaderVersion"), self.versions.get("delta.minWriterVersion"), table
         )
 

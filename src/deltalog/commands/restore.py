@@ -128,7 +128,7 @@ def _as_dict(value: Any) -> dict[str, Any] | None:
     return dict(value)
 
 
-def _add_from_row(row: Mapping[str, Any]) -> Add:
+def add_from_row(row: Mapping[str, Any]) -> Add:
     dv = row.get("deletionVector")
     return Add(
         path=row["path"],
@@ -252,7 +252,7 @@ def restore(
         txn.update_metadata(new_metadata)
     txn.remove_files(to_remove, data_change=True)
     for row in to_add:
-        txn.add_file(_add_from_row(row))
+        txn.add_file(add_from_row(row))
 
     restored_size = sum(int(r.get("size") or 0) for r in to_add)
     removed_size = sum(int(r.get("size") or 0) for r in to_remove)

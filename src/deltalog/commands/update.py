@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.arrow.read import kept_rows, read_file_rows, with_row_tracking_columns
-from deltalog.commands.delete import _describe, _matches, begin_dml, commit_dml
+from deltalog.commands.delete import begin_dml, commit_dml, describe_predicate, matching_rows
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.operations import Update
 from deltalog.txn.row_tracking import tracked_fields
@@ -83,7 +83,7 @@ def update(
     snap = table.snapshot()
     assignments = _assignments(snap, set)
     txn, conditions, expression, dvs = begin_dml(
-        table, snap, Update(predicate=_describe(predicate)), predicate,
+        table, snap, Update(predicate=describe_predicate(predicate)), predicate,
         use_deletion_vectors=use_deletion_vectors, clock=clock,
     )
     candidates = txn.read_candidates(conditions, exact=expression is None)
@@ -95,7 +95,7 @@ def update(
     for row in candidates.to_pylist():
         data = read_file_rows(snap, row, apply_deletion_vector=False)
         keep = kept_rows(snap, row, data.num_rows)
-        hit = _matches(data, conditions, expression) & keep
+        hit = matching_rows(data, conditions, expression) & keep
         if not hit.any():
             continue
         if tracked is not None:

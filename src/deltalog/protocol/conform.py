@@ -18,17 +18,17 @@ import pyarrow.compute as pc
 
 from deltalog.errors import SchemaError, UnsupportedFeatureError
 from deltalog.protocol.schema import (
-    _PARQUET_FIELD_ID,
-    _VARIANT_STRUCT,
+    PARQUET_FIELD_ID,
     VARIANT,
+    VARIANT_STRUCT,
     ArrayType,
     DataType,
     MapType,
     StructType,
-    _check_mode,
-    _join,
-    _nulls,
+    check_mapping_mode,
     field_id,
+    join_path,
+    null_array,
     physical_name,
     to_arrow_type,
     type_string,
@@ -53,13 +53,13 @@ def to_logical(data: pa.Table, schema: StructType, mode: str) -> pa.Table:
         >>> to_logical(pa.table({"col-n": pa.array([1, 2], pa.int32())}), s, "name").to_pydict()
         {'n': [1, 2], 'm': [None, None]}
     """
-    m = _check_mode(mode)
+    m = check_mapping_mode(mode)
     matches = _match_fields(list(data.schema), schema, m)
     columns: list[pa.ChunkedArray[Any]] = []
     for f, idx in zip(schema.fields, matches, strict=True):
         at = to_arrow_type(f.type)
         if idx is None:
-            chunks = [_nulls(data.num_rows, at)]
+            chunks = [null_array(data.num_rows, at)]
         else:
             chunks = [_conform(c, f.type, m, f.name) for c in data.column(idx).chunks]
         columns.append(pa.chunked_array(chunks, type=at))  # type: ignore[call-overload,unused-ignore]
@@ -67,7 +67,7 @@ def to_logical(data: pa.Table, schema: StructType, mode: str) -> pa.Table:
 
 
 def _arrow_field_id(f: pa.Field[Any]) -> int | None:
-    raw = (f.metadata or {}).get(_PARQUET_FIELD_ID)
+    raw = (f.metadata or {}).get(PARQUET_FIELD_ID)
     try:
         return int(raw) if raw is not None else None
     except ValueError:
@@ -106,13 +106,13 @@ def _conform(arr: pa.Array[Any], dt: DataType, mode: str, path: str) -> pa.Array
     target = to_arrow_type(dt)
     if dt == VARIANT:
         _check_unshredded(arr, path)
-        return _conform_struct(arr, _VARIANT_STRUCT, target, "none", path)
+        return _conform_struct(arr, VARIANT_STRUCT, target, "none", path)
     if isinstance(dt, StructType):
         return _conform_struct(arr, dt, target, mode, path)
     if isinstance(dt, (ArrayType, MapType)):
         return _conform_nested(arr, dt, target, mode, path)
     if pa.types.is_null(arr.type) or arr.null_count == len(arr):
-        return _nulls(len(arr), target)
+        return null_array(len(arr), target)
     if arr.type == target:
         return arr
     try:
@@ -150,16 +150,16 @@ def _mismatch(arr: pa.Array[Any], dt: DataType, path: str) -> SchemaError:
 
 def _conform_struct(arr: pa.Array[Any], dt: StructType, target: pa.DataType, mode: str, path: str) -> pa.Array[Any]:
     if pa.types.is_null(arr.type):
-        return _nulls(len(arr), target)
+        return null_array(len(arr), target)
     if not isinstance(arr, pa.StructArray):
         raise _mismatch(arr, dt, path)
     file_fields = [arr.type.field(i) for i in range(arr.type.num_fields)]
     children = []
     for f, idx in zip(dt.fields, _match_fields(file_fields, dt, mode), strict=True):
         if idx is None:
-            children.append(_nulls(len(arr), to_arrow_type(f.type)))
+            children.append(null_array(len(arr), to_arrow_type(f.type)))
         else:
-            children.append(_conform(arr.field(idx), f.type, mode, _join(path, f.name)))
+            children.append(_conform(arr.field(idx), f.type, mode, join_path(path, f.name)))
     mask = arr.is_null() if arr.null_count else None
     if not children:  # an empty struct: nothing to zip, build from the validity alone
         validity = None if mask is None else pc.invert(mask).buffers()[1]
@@ -173,7 +173,7 @@ def _conform_nested(
 ) -> pa.Array[Any]:
     t = pa.types
     if t.is_null(arr.type):
-        return _nulls(len(arr), target)
+        return null_array(len(arr), target)
     nested: Any = arr  # a list-like or map array; the stubs type the common base only
     if isinstance(dt, MapType):
         if not t.is_map(arr.type):
@@ -190,11 +190,11 @@ def _conform_nested(
     mask = nested.is_null() if nested.null_count else None
     result: pa.Array[Any]
     if isinstance(dt, MapType):
-        k = _conform(nested.keys.slice(start, end - start), dt.key_type, mode, _join(path, "key"))
-        v = _conform(nested.items.slice(start, end - start), dt.value_type, mode, _join(path, "value"))
+        k = _conform(nested.keys.slice(start, end - start), dt.key_type, mode, join_path(path, "key"))
+        v = _conform(nested.items.slice(start, end - start), dt.value_type, mode, join_path(path, "value"))
         result = pa.MapArray.from_arrays(offsets, k, v, type=target, mask=mask)  # type: ignore[call-overload,unused-ignore]
     else:
         child = nested.values.slice(start, end - start)
-        values = _conform(child, dt.element_type, mode, _join(path, "element"))
+        values = _conform(child, dt.element_type, mode, join_path(path, "element"))
         result = pa.ListArray.from_arrays(offsets, values, type=target, mask=mask)
     return result

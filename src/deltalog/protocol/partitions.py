@@ -66,7 +66,7 @@ def _invalid(raw: object, dtype: DataType, why: str = "") -> InvalidArgumentErro
     return InvalidArgumentError(f"invalid partition value {raw!r} for type {type_string(dtype)}{extra}")
 
 
-def _parse_timestamp_text(text: str, *, utc: bool) -> dt.datetime:
+def parse_timestamp_text(text: str, *, utc: bool) -> dt.datetime:
     """Parse a protocol timestamp string; ``utc`` gives an aware UTC result, else a naive one.
 
     Raises ``ValueError`` on malformed input (callers turn it into their own error).
@@ -91,7 +91,7 @@ def _parse_timestamp_text(text: str, *, utc: bool) -> dt.datetime:
     return (value - offset).replace(tzinfo=dt.UTC)
 
 
-def _parse_date_text(text: str) -> dt.date:
+def parse_date_text(text: str) -> dt.date:
     m = _DATE_RE.fullmatch(text.strip())
     if m is None:
         raise ValueError("not a date")
@@ -158,9 +158,9 @@ def parse_partition_value(raw: str | None, dtype: DataType) -> Any:
                 raise ValueError("expected true or false")
             return raw.lower() == "true"
         if name == "date":
-            return _parse_date_text(raw)
+            return parse_date_text(raw)
         if name in ("timestamp", "timestamp_ntz"):
-            return _parse_timestamp_text(raw, utc=name == "timestamp")
+            return parse_timestamp_text(raw, utc=name == "timestamp")
         if name == "binary":
             try:
                 return raw.encode("latin-1")

@@ -61,7 +61,7 @@ __all__ = [
 COLUMN_MAPPING_ID_KEY = "delta.columnMapping.id"
 COLUMN_MAPPING_PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
 COLUMN_MAPPING_NESTED_IDS_KEY = "delta.columnMapping.nested.ids"
-_PARQUET_FIELD_ID = b"PARQUET:field_id"
+PARQUET_FIELD_ID = b"PARQUET:field_id"
 _MODES = ("none", "name", "id")
 
 PRIMITIVE_TYPE_NAMES = frozenset(
@@ -83,7 +83,7 @@ def _check_unique(names: Sequence[str], path: str) -> None:
         seen[n.lower()] = n
 
 
-def _join(path: str, name: str) -> str:
+def join_path(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
@@ -259,7 +259,7 @@ DataType: TypeAlias = PrimitiveType | DecimalType | ArrayType | MapType | Struct
 
 VARIANT = PrimitiveType("variant")
 _BINARY = PrimitiveType("binary")
-_VARIANT_STRUCT = StructType((StructField("value", _BINARY, False), StructField("metadata", _BINARY, False)))
+VARIANT_STRUCT = StructType((StructField("value", _BINARY, False), StructField("metadata", _BINARY, False)))
 
 
 # ---------------------------------------------------------------------------------------------- JSON
@@ -320,11 +320,11 @@ def parse_data_type(obj: Any, path: str = "") -> DataType:
         _check_unique([f.name for f in fields], path)
         return StructType(fields)
     if kind == "array":
-        elem = parse_data_type(_require(obj, "elementType", (str, dict), path), _join(path, "element"))
+        elem = parse_data_type(_require(obj, "elementType", (str, dict), path), join_path(path, "element"))
         return ArrayType(elem, _require(obj, "containsNull", bool, path))
     if kind == "map":
-        key = parse_data_type(_require(obj, "keyType", (str, dict), path), _join(path, "key"))
-        value = parse_data_type(_require(obj, "valueType", (str, dict), path), _join(path, "value"))
+        key = parse_data_type(_require(obj, "keyType", (str, dict), path), join_path(path, "key"))
+        value = parse_data_type(_require(obj, "valueType", (str, dict), path), join_path(path, "value"))
         return MapType(key, value, _require(obj, "valueContainsNull", bool, path))
     raise SchemaError(f"unknown complex type {kind!r}{where}")
 
@@ -342,8 +342,8 @@ def _require(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], path:
 def _parse_field(obj: Any, path: str, index: int) -> StructField:
     if not isinstance(obj, dict):
         raise SchemaError(f"field #{index} of {path or 'the schema'!r} is not an object")
-    name = _require(obj, "name", str, _join(path, f"#{index}"))
-    fpath = _join(path, name)
+    name = _require(obj, "name", str, join_path(path, f"#{index}"))
+    fpath = join_path(path, name)
     dt = parse_data_type(_require(obj, "type", (str, dict), fpath), fpath)
     nullable = _require(obj, "nullable", bool, fpath)
     metadata = _require(obj, "metadata", dict, fpath) if "metadata" in obj else {}
@@ -425,7 +425,7 @@ def _map_type(key: pa.Field[Any] | pa.DataType, value: pa.Field[Any]) -> pa.Data
     return pa.map_(key, value)  # type: ignore[call-overload,no-any-return,unused-ignore]
 
 
-def _nulls(length: int, at: pa.DataType) -> pa.Array[Any]:
+def null_array(length: int, at: pa.DataType) -> pa.Array[Any]:
     return pa.nulls(length, at)  # type: ignore[call-overload,no-any-return,unused-ignore]
 
 
@@ -438,7 +438,7 @@ def to_arrow_type(dt: DataType) -> pa.DataType:
     """
     if isinstance(dt, PrimitiveType):
         if dt.name == "variant":
-            return to_arrow_type(_VARIANT_STRUCT)
+            return to_arrow_type(VARIANT_STRUCT)
         return _TO_ARROW[dt.name]
     if isinstance(dt, DecimalType):
         return pa.decimal128(dt.precision, dt.scale)
@@ -530,10 +530,10 @@ def from_arrow_type(at: pa.DataType, path: str = "") -> DataType:
         t.is_large_list_view(at)
     ):
         vf = at.value_field  # type: ignore[attr-defined,unused-ignore]
-        return ArrayType(from_arrow_field(vf, _join(path, "element")), vf.nullable)
+        return ArrayType(from_arrow_field(vf, join_path(path, "element")), vf.nullable)
     if t.is_map(at):
-        key = from_arrow_type(at.key_type, _join(path, "key"))
-        return MapType(key, from_arrow_field(at.item_field, _join(path, "value")), at.item_field.nullable)
+        key = from_arrow_type(at.key_type, join_path(path, "key"))
+        return MapType(key, from_arrow_field(at.item_field, join_path(path, "value")), at.item_field.nullable)
     if t.is_struct(at):
         return _struct_from_arrow([at.field(i) for i in range(at.num_fields)], path)
     raise SchemaError(f"column {path or '<value>'!r} has Arrow type {at}, which Delta cannot store")
@@ -541,14 +541,14 @@ def from_arrow_type(at: pa.DataType, path: str = "") -> DataType:
 
 def _struct_from_arrow(fields: list[pa.Field[Any]], path: str) -> StructType:
     _check_unique([f.name for f in fields], path)
-    out = [StructField(f.name, from_arrow_field(f, _join(path, f.name)), f.nullable) for f in fields]
+    out = [StructField(f.name, from_arrow_field(f, join_path(path, f.name)), f.nullable) for f in fields]
     return StructType(tuple(out))
 
 
 # ------------------------------------------------------------------------------------ column mapping
 
 
-def _check_mode(mode: str) -> str:
+def check_mapping_mode(mode: str) -> str:
     m = (mode or "none").lower()
     if m not in _MODES:
         raise InvalidArgumentError(f"unknown column mapping mode {mode!r} (expected none, name or id)")
@@ -563,7 +563,7 @@ def physical_name(field: StructField, mode: str) -> str:
         >>> physical_name(f, "name"), physical_name(f, "none")
         ('col-1', 'a')
     """
-    if _check_mode(mode) == "none":
+    if check_mapping_mode(mode) == "none":
         return field.name
     value = field.metadata.get(COLUMN_MAPPING_PHYSICAL_NAME_KEY)
     if value is None:
@@ -595,7 +595,7 @@ def _as_id(value: Any, what: str) -> int | None:
 
 
 def _id_metadata(fid: int | None) -> dict[bytes, bytes] | None:
-    return None if fid is None else {_PARQUET_FIELD_ID: str(fid).encode()}
+    return None if fid is None else {PARQUET_FIELD_ID: str(fid).encode()}
 
 
 def physical_arrow_schema(schema: StructType, mode: str) -> pa.Schema:
@@ -609,7 +609,7 @@ def physical_arrow_schema(schema: StructType, mode: str) -> pa.Schema:
         >>> physical_arrow_schema(StructType((f,)), "id").field("col-a").metadata
         {b'PARQUET:field_id': b'3'}
     """
-    m = _check_mode(mode)
+    m = check_mapping_mode(mode)
     return pa.schema([_physical_field(f, m) for f in schema.fields])
 
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import InvalidArgumentError
-from deltalog.protocol.partitions import _parse_date_text, _parse_timestamp_text
+from deltalog.protocol.partitions import parse_date_text, parse_timestamp_text
 from deltalog.protocol.schema import DataType, DecimalType, PrimitiveType, type_string
 
 __all__ = ["FileStats", "stat_value", "stats_parsed_to_json"]
@@ -270,14 +270,14 @@ def _stat_value(dtype: DataType, v: Any) -> Any:
     if name in ("date", "timestamp", "timestamp_ntz", "binary") and not isinstance(v, str):
         raise TypeError("expected a string")
     if name == "date":
-        return _parse_date_text(v)
+        return parse_date_text(v)
     if name == "timestamp":
-        return _parse_timestamp_text(v, utc=True)
+        return parse_timestamp_text(v, utc=True)
     if name == "timestamp_ntz":
         try:
-            return _parse_timestamp_text(v, utc=False)
+            return parse_timestamp_text(v, utc=False)
         except ValueError:  # a writer that put an offset on it: keep the UTC wall clock
-            return _parse_timestamp_text(v, utc=True).replace(tzinfo=None)
+            return parse_timestamp_text(v, utc=True).replace(tzinfo=None)
     if name == "binary":
         return v.encode("latin-1")
     if name == "variant":  # an encoded variant value; not comparable with literals, returned as stored

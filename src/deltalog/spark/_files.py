@@ -65,10 +65,10 @@ def file_key(snapshot: Snapshot, log_path: str) -> str:
         >>> file_key(snap, "p=a%20b/x.parquet")                                     # doctest: +SKIP
         'file:/data/t/p=a%20b/x.parquet'
     """
-    from deltalog.arrow.read import _resolve
+    from deltalog.arrow.read import resolve_path
     from deltalog.spark._common import spark_file_uri
 
-    resolved = _resolve(snapshot, log_path)
+    resolved = resolve_path(snapshot, log_path)
     if "://" not in resolved:
         return spark_file_uri(resolved)
     scheme, _, rest = resolved.partition("://")
@@ -132,7 +132,7 @@ def _native_scan(
 ) -> DataFrame:
     from pyspark.sql import functions as F
 
-    from deltalog.arrow.read import _resolve
+    from deltalog.arrow.read import resolve_path
     from deltalog.spark._common import spark_schema
     from deltalog.spark._log_index import log_indexed, usable
 
@@ -142,7 +142,7 @@ def _native_scan(
         if sizes_mtimes is not None and usable(spark, table=snapshot.table):
             raw = log_indexed(spark, reader, uris, *sizes_mtimes, hive=False)
         else:
-            raw = reader.parquet(*[_resolve(snapshot, p) for p in log_paths])
+            raw = reader.parquet(*[resolve_path(snapshot, p) for p in log_paths])
     except Exception as exc:
         raise scan_error(exc, snapshot) from None
     if not keys:
@@ -241,7 +241,7 @@ def _arrow_scan(
     return listing.mapInArrow(functools.partial(_scan_task, spec), spark_schema(out_fields))
 
 
-def _open(store: Any, path: str, size: int | None) -> Any:
+def open_file(store: Any, path: str, size: int | None) -> Any:
     from urllib.parse import unquote
 
     from deltalog.storage.locations import scheme_of, store_of_uri
@@ -279,7 +279,7 @@ def _fetch(store: Any, item: dict[str, Any], table: str) -> Any:
             from urllib.parse import unquote
 
             return pa.BufferReader(store.read(unquote(path)))
-        return _open(store, path, size)
+        return open_file(store, path, size)
     except FileNotFoundError:
         raise DeltaError(f"[DELTA_FILE_NOT_FOUND] a data file listed in the log does not exist: {path}",
                          table=table) from None

@@ -86,7 +86,7 @@ def _needs_row_checks(schema_json: Any) -> bool:
 
 def native_write_ok(spark: Any, df: Any, plan: Any, *, explicit_target: bool) -> bool:
     """True when ``df`` can be written with Spark's parquet writer (see the module docstring); ``plan`` is
-    the kernel's write plan (``deltalog.arrow.write._Plan``).
+    the kernel's write plan (``deltalog.arrow.write.WritePlan``).
 
     Example:
         >>> native_write_ok(spark, spark.range(3), plan, explicit_target=False)   # doctest: +SKIP

@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.arrow.write import _Plan, _write_batches
+from deltalog.arrow.write import WritePlan, write_batches
 from deltalog.arrow.write_files import DataFileWriter, WrittenFile
 from deltalog.errors import DeltaError
 from deltalog.protocol.actions import Metadata
@@ -160,9 +160,9 @@ def _write_task(spec: TaskSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[p
         max_records_per_file=spec.max_records,
         column_mapping=mapping_mode(spec.metadata.configuration),
     )
-    plan = _Plan(None, spec.metadata, spec.schema, False, spec.predicate)
+    plan = WritePlan(None, spec.metadata, spec.schema, False, spec.predicate)
     try:
-        _write_batches(writer, chunks(batches), plan, spec.table)
+        write_batches(writer, chunks(batches), plan, spec.table)
         files = writer.close()
     except BaseException:
         writer.abort()

@@ -3,7 +3,7 @@ each Z-order column becomes an order-preserving ``double``, ranges come from qua
 every row gets its Z-value and output file in one Python task (see :mod:`deltalog.spark.optimize`).
 
 Example:
-    >>> _zorder_columns(spark, snap, ["x", "y"])[0].name                         # doctest: +SKIP
+    >>> zorder_columns(spark, snap, ["x", "y"])[0].name                         # doctest: +SKIP
     'x'
 """
 
@@ -46,7 +46,7 @@ DataFrame = Any  # pyspark.sql.DataFrame (classic or Connect)
 
 ZORDER_STATS_CHECK_CONF = "spark.databricks.delta.optimize.zorder.checkStatsCollection.enabled"
 
-_BIN = "__deltalog_bin"
+BIN = "__deltalog_bin"
 _Z = "__deltalog_z"
 _TASK = "__deltalog_task"
 _KEY = "__deltalog_key"
@@ -59,7 +59,7 @@ _NUMERIC = ("byte", "short", "integer", "long", "float", "double")
 #: by two Spark passes.
 _DRIVER_SAMPLE_ROWS = 2_000_000
 
-def _conf(spark: Any, key: str) -> str | None:
+def zorder_conf(spark: Any, key: str) -> str | None:
     try:
         value = spark.conf.get(key, None)
     except Exception:
@@ -67,7 +67,7 @@ def _conf(spark: Any, key: str) -> str | None:
     return None if value is None else str(value)
 
 
-def _zorder_columns(spark: Any, snap: Snapshot, columns: Sequence[str]) -> list[StructField]:
+def zorder_columns(spark: Any, snap: Snapshot, columns: Sequence[str]) -> list[StructField]:
     """The Z-order columns resolved to data columns (errors name the column and the rule)."""
     where: dict[str, Any] = {"table": snap.table, "version": snap.version}
     if not columns:
@@ -92,7 +92,7 @@ def _zorder_columns(spark: Any, snap: Snapshot, columns: Sequence[str]) -> list[
         if any(o.name == f.name for o in out):
             raise InvalidArgumentError(f"Z-order column {f.name} is listed twice", **where)
         out.append(f)
-    check = (_conf(spark, ZORDER_STATS_CHECK_CONF) or "true").strip().lower() != "false"
+    check = (zorder_conf(spark, ZORDER_STATS_CHECK_CONF) or "true").strip().lower() != "false"
     with_stats = stats_columns(snap.schema, snap.partition_columns, snap.metadata.configuration)
     missing = [f.name for f in out if f.name.lower() not in with_stats]
     if check and missing:
@@ -105,7 +105,7 @@ def _zorder_columns(spark: Any, snap: Snapshot, columns: Sequence[str]) -> list[
 
 
 def _path_column(f: StructField) -> Any:
-    """The column of ``f``; a nested clustering column (see :func:`_clustering_fields`) is reached
+    """The column of ``f``; a nested clustering column (see :func:`clustering_fields`) is reached
     through its struct parents."""
     from pyspark.sql import functions as F
 
@@ -119,7 +119,7 @@ def _path_column(f: StructField) -> Any:
 _PATH = "deltalog.path"
 
 
-def _clustering_fields(snap: Snapshot, columns: Sequence[str]) -> list[StructField]:
+def clustering_fields(snap: Snapshot, columns: Sequence[str]) -> list[StructField]:
     """The clustering columns as fields named by their paths, typed by the leaf they name."""
     out = []
     for path in columns:
@@ -177,12 +177,12 @@ class _ZSpec:
 
 def _zorder_task(spec: _ZSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Runs in a Spark task: the rows' Z-values (range numbers of the keys interleaved) and, unless
-    sampling, their output task: ``_BIN`` becomes the task's index and ``_TASK`` its partitioning key."""
+    sampling, their output task: ``BIN`` becomes the task's index and ``_TASK`` its partitioning key."""
     for batch in batches:
         if batch.num_rows == 0:
             continue
         names = batch.schema.names
-        bins = batch.column(names.index(_BIN)).to_numpy(zero_copy_only=False)
+        bins = batch.column(names.index(BIN)).to_numpy(zero_copy_only=False)
         keys = [
             pc.fill_null(batch.column(names.index(k)), pa.scalar(-np.inf, pa.float64())).to_numpy(zero_copy_only=False)
             for k in spec.keys
@@ -196,7 +196,7 @@ def _zorder_task(spec: _ZSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa
                 ids[i][rows] = range_ids(values[rows], bounds[i] if bounds else None)
         z = interleave_bits(ids, bits=spec.bits)
         if spec.task_keys is None:
-            yield pa.RecordBatch.from_arrays([pa.array(bins, pa.int64()), pa.array(z, pa.int64())], names=[_BIN, _Z])
+            yield pa.RecordBatch.from_arrays([pa.array(bins, pa.int64()), pa.array(z, pa.int64())], names=[BIN, _Z])
             continue
         task = np.zeros(batch.num_rows, dtype=np.int64)
         for b in distinct:
@@ -205,11 +205,11 @@ def _zorder_task(spec: _ZSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa
             local = np.zeros(int(rows.sum()), dtype=np.int64) if edges is None or not len(edges) else (
                 np.searchsorted(edges, z[rows], side="right"))
             task[rows] = spec.offsets[int(b)] + np.minimum(local, spec.files[int(b)] - 1)
-        keep = [i for i, n in enumerate(names) if n not in spec.keys and n != _BIN]
+        keep = [i for i, n in enumerate(names) if n not in spec.keys and n != BIN]
         yield pa.RecordBatch.from_arrays(
             [batch.column(i) for i in keep]
             + [pa.array(task, pa.int64()), pa.array(z, pa.int64()), pa.array(np.asarray(spec.task_keys)[task])],
-            names=[names[i] for i in keep] + [_BIN, _Z, _TASK],
+            names=[names[i] for i in keep] + [BIN, _Z, _TASK],
         )
 
 
@@ -227,7 +227,7 @@ def _task_keys(spark: Any, tasks: int) -> tuple[int, ...]:
         span *= 4
 
 
-def _zorder_frame(
+def zorder_frame(
     spark: Any, tagged: DataFrame, columns: list[StructField], bins: list[Bin], table: str
 ) -> DataFrame:
     """The rows with their Z-value, one shuffle partition per output file, sorted by Z.
@@ -249,11 +249,11 @@ def _zorder_frame(
     per_bin = _SAMPLE_ROWS_PER_RANGE << bits
     counts = bin_rows(bins)  # the files' stats are parsed once, for the fractions and the driver-side choice
     fractions = fractions_for(counts, per_bin)
-    sample = keyed if fractions is None else keyed.sampleBy(_BIN, fractions, seed=17)
+    sample = keyed if fractions is None else keyed.sampleBy(BIN, fractions, seed=17)
     files = {i: b.num_output_files for i, b in enumerate(bins)}
     if counts is not None and sum(min(n, per_bin) for n in counts) <= _DRIVER_SAMPLE_ROWS:
         try:
-            sampled = sample.select(_BIN, *keys).toArrow()
+            sampled = sample.select(BIN, *keys).toArrow()
         except Exception as exc:
             raise task_error(exc, table) from None
         bounds, z_bounds = _driver_bounds(sampled, keys, bits, files)
@@ -262,14 +262,14 @@ def _zorder_frame(
     offsets = dict(zip(files, itertools.accumulate([0, *files.values()])))
     tasks = sum(files.values())
     spec = _ZSpec(keys, bounds, bits, z_bounds, offsets, files, _task_keys(spark, tasks))
-    kept = [f for f in keyed.schema.fields if f.name not in keys and f.name != _BIN]
-    out_schema = SparkStruct([*kept, SparkField(_BIN, LongType(), False), SparkField(_Z, LongType(), False),
+    kept = [f for f in keyed.schema.fields if f.name not in keys and f.name != BIN]
+    out_schema = SparkStruct([*kept, SparkField(BIN, LongType(), False), SparkField(_Z, LongType(), False),
                               SparkField(_TASK, LongType(), False)])
     if len(bins) == 1 and files[0] <= _MAX_CASE_FILES and not is_connect(spark):
         with_z = _jvm_zorder(keyed, spec, [f.name for f in kept])
     else:
         with_z = keyed.mapInArrow(functools.partial(_zorder_task, spec), out_schema)
-    return with_z.repartition(tasks, F.col(_TASK)).sortWithinPartitions(_BIN, _Z)
+    return with_z.repartition(tasks, F.col(_TASK)).sortWithinPartitions(BIN, _Z)
 
 
 #: A single bin split into at most this many files gets its Z-values and files from Spark expressions.
@@ -322,9 +322,9 @@ def _jvm_zorder(keyed: DataFrame, spec: _ZSpec, kept: list[str]) -> DataFrame:
     task = F.least(local, F.lit(spec.files[0] - 1)).cast("long") + F.lit(spec.offsets[0])
     keys = F.array(*[F.lit(t) for t in spec.task_keys or (0,)])
     frame = frame.select(*[F.col(quoted(c)) for c in kept], z.cast("long").alias(_Z))
-    frame = frame.select(*[F.col(quoted(c)) for c in kept], task.alias(_BIN), F.col(_Z))
-    return frame.select(*[F.col(quoted(c)) for c in kept], F.col(_BIN), F.col(_Z),
-                        F.element_at(keys, (F.col(_BIN) + 1).cast("int")).cast("long").alias(_TASK))
+    frame = frame.select(*[F.col(quoted(c)) for c in kept], task.alias(BIN), F.col(_Z))
+    return frame.select(*[F.col(quoted(c)) for c in kept], F.col(BIN), F.col(_Z),
+                        F.element_at(keys, (F.col(BIN) + 1).cast("int")).cast("long").alias(_TASK))
 
 
 def _edges(bounds: np.ndarray) -> np.ndarray:
@@ -348,7 +348,7 @@ def _driver_bounds(sample: pa.Table, keys: tuple[str, ...], bits: int, files: Ma
     """Key range bounds and output-file Z bounds per bin from a sample collected to the driver: exact
     quantiles of the sample, the sample's Z-values computed by the tasks' own code."""
     probs = range_probabilities(bits)
-    bins = sample.column(_BIN).to_numpy(zero_copy_only=False)
+    bins = sample.column(BIN).to_numpy(zero_copy_only=False)
     bounds: dict[int, tuple[np.ndarray, ...]] = {}
     for b in np.unique(bins):
         rows = sample.filter(pa.array(bins == b))
@@ -358,7 +358,7 @@ def _driver_bounds(sample: pa.Table, keys: tuple[str, ...], bits: int, files: Ma
     z_bounds: dict[int, np.ndarray] = {}
     if max(files.values(), default=1) > 1 and sample.num_rows:
         zs = pa.Table.from_batches(list(_zorder_task(_ZSpec(keys, bounds, bits), sample.to_batches())))
-        zbins = zs.column(_BIN).to_numpy(zero_copy_only=False)
+        zbins = zs.column(BIN).to_numpy(zero_copy_only=False)
         z = zs.column(_Z).to_numpy(zero_copy_only=False)
         for b, n in files.items():
             rows = z[zbins == b]
@@ -377,13 +377,13 @@ def _spark_bounds(sample: DataFrame, keys: tuple[str, ...], bits: int, files: Ma
     from pyspark.sql.types import StructType as SparkStruct
 
     probs = range_probabilities(bits)
-    quantiles = sample.groupBy(_BIN).agg(*[F.percentile_approx(k, probs, _QUANTILE_ACCURACY).alias(k) for k in keys])
+    quantiles = sample.groupBy(BIN).agg(*[F.percentile_approx(k, probs, _QUANTILE_ACCURACY).alias(k) for k in keys])
     try:
         collected = quantiles.collect()
     except Exception as exc:
         raise task_error(exc, table) from None
     bounds = {
-        int(r[_BIN]): tuple(_edges(np.array([v for v in (r[k] or []) if v is not None], dtype=np.float64))
+        int(r[BIN]): tuple(_edges(np.array([v for v in (r[k] or []) if v is not None], dtype=np.float64))
                             for k in keys)
         for r in collected
     }
@@ -393,16 +393,16 @@ def _spark_bounds(sample: DataFrame, keys: tuple[str, ...], bits: int, files: Ma
         grid = max(1024, 4 * most)
         sampled_z = sample.mapInArrow(
             functools.partial(_zorder_task, _ZSpec(keys, bounds, bits)),
-            SparkStruct([SparkField(_BIN, LongType(), False), SparkField(_Z, LongType(), False)]),
+            SparkStruct([SparkField(BIN, LongType(), False), SparkField(_Z, LongType(), False)]),
         )
-        agg = sampled_z.groupBy(_BIN).agg(
+        agg = sampled_z.groupBy(BIN).agg(
             F.percentile_approx(_Z, [k / grid for k in range(1, grid)], _QUANTILE_ACCURACY).alias(_Z))
         try:
             z_rows = agg.collect()
         except Exception as exc:
             raise task_error(exc, table) from None
         for r in z_rows:
-            b, qs = int(r[_BIN]), [v for v in (r[_Z] or []) if v is not None]
+            b, qs = int(r[BIN]), [v for v in (r[_Z] or []) if v is not None]
             if files.get(b, 1) > 1 and qs:
                 picks = [min(len(qs) - 1, round(k * grid / files[b]) - 1) for k in range(1, files[b])]
                 z_bounds[b] = np.unique(np.array([qs[i] for i in picks], dtype=np.int64))

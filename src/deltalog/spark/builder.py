@@ -34,9 +34,9 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from deltalog.arrow.write import TableExistsError, _check_partition_columns
+from deltalog.arrow.write import TableExistsError, check_partition_columns
 from deltalog.commands.clustering import CLUSTERING_DOMAIN, clustering_domain
-from deltalog.commands.properties import _raise_versions, validate_properties
+from deltalog.commands.properties import raise_versions, validate_properties
 from deltalog.errors import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
 from deltalog.protocol.actions import Format, Metadata, Protocol
 from deltalog.protocol.schema import parse_schema
@@ -117,7 +117,7 @@ class IdentityGenerator:
     step: int = 1
 
 
-def _identity_field_metadata(name: str, dtype: Any, generator: Any, *, always: bool) -> dict[str, Any]:
+def identity_field_metadata(name: str, dtype: Any, generator: Any, *, always: bool) -> dict[str, Any]:
     from pyspark.sql.types import LongType
 
     from deltalog.txn.identity import identity_metadata
@@ -240,7 +240,7 @@ class DeltaColumnBuilder:
             raise InvalidArgumentError(f"column {self._name!r}: dataType is required before build()")
         metadata: dict[str, Any] = {"comment": self._comment} if self._comment is not None else {}
         if self._identity is not None:
-            metadata.update(_identity_field_metadata(self._name, self._type, self._identity[0],
+            metadata.update(identity_field_metadata(self._name, self._type, self._identity[0],
                                                      always=self._identity[1]))
         elif self._generation is not None:
             metadata.update(generated_metadata(self._generation))
@@ -348,9 +348,9 @@ class DeltaTableBuilder:
         if isinstance(generatedAlwaysAs, str):
             metadata.update(generated_metadata(generatedAlwaysAs))
         elif generatedAlwaysAs is not None:
-            metadata.update(_identity_field_metadata(colName, dtype, generatedAlwaysAs, always=True))
+            metadata.update(identity_field_metadata(colName, dtype, generatedAlwaysAs, always=True))
         elif generatedByDefaultAs is not None:
-            metadata.update(_identity_field_metadata(colName, dtype, generatedByDefaultAs, always=False))
+            metadata.update(identity_field_metadata(colName, dtype, generatedByDefaultAs, always=False))
         self._fields.append(
             {"name": colName, "type": dtype.jsonValue(), "nullable": nullable, "metadata": metadata}
         )
@@ -456,7 +456,7 @@ class DeltaTableBuilder:
     def _execute_named(self, identifier: str) -> DeltaTable:
         """``execute()`` for a catalog name: the table at the entry's location, registering a new entry."""
         from deltalog.spark.sql.catalog import forget, lookup, parse_name, raw_sql
-        from deltalog.spark.sql.ddl import _CreateSpec, _register
+        from deltalog.spark.sql.ddl import CreateSpec, register_table
 
         name = parse_name(identifier)
         entry = lookup(self._spark, name)
@@ -477,8 +477,8 @@ class DeltaTableBuilder:
         from deltalog.spark._common import spark_schema
 
         schema = parse_schema(json.dumps({"type": "struct", "fields": self._fields}), table=identifier)
-        spec = _CreateSpec(partitions=list(self._partitions), comment=self._comment)
-        location, _ = _register(self._spark, name, spark_schema(list(schema.fields)), spec, self._location)
+        spec = CreateSpec(partitions=list(self._partitions), comment=self._comment)
+        location, _ = register_table(self._spark, name, spark_schema(list(schema.fields)), spec, self._location)
         try:
             self._location, self._name = location, None
             result = self.execute()
@@ -503,7 +503,7 @@ class DeltaTableBuilder:
                                            table=loc)
             seen.add(f["name"].lower())
         schema = parse_schema(json.dumps({"type": "struct", "fields": self._fields}), table=loc)
-        _check_partition_columns(schema, self._partitions, loc)
+        check_partition_columns(schema, self._partitions, loc)
         from deltalog.spark._conf import default_properties
 
         # spark.databricks.delta.properties.defaults.* apply to tables created, as in delta-spark
@@ -536,7 +536,7 @@ class DeltaTableBuilder:
             protocol = upgrade_protocol(base, metadata, extra_features=features)
         except UnsupportedFeatureError as exc:
             raise UnsupportedFeatureError(exc.message, feature=exc.feature, table=loc) from None
-        protocol = _raise_versions(
+        protocol = raise_versions(
             protocol, versions.get("delta.minReaderVersion"), versions.get("delta.minWriterVersion"), loc
         )
         if snapshot is not None:
@@ -584,7 +584,7 @@ def upgrade_table_protocol(table: Table, reader_version: int, writer_version: in
     for name, value, limit in (("readerVersion", reader_version, 3), ("writerVersion", writer_version, 7)):
         if value > limit:
             raise InvalidArgumentError(f"{name} {value} is not supported (at most {limit})", table=table.location)
-    new = _raise_versions(old, max(reader_version, old.minReaderVersion), max(writer_version, old.minWriterVersion),
+    new = raise_versions(old, max(reader_version, old.minReaderVersion), max(writer_version, old.minWriterVersion),
                           table.location)
     if new == old:
         return None

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from deltalog.arrow.write import _Plan, _write_batches
+from deltalog.arrow.write import WritePlan, write_batches
 from deltalog.arrow.write_files import WrittenFile
 from deltalog.commands.clustering import CLUSTERING_DOMAIN, PROVIDER, clustering_of
 from deltalog.commands.optimize_plan import (
@@ -76,11 +76,11 @@ from deltalog.spark._common import load_snapshot, open_table, parse_size, spark_
 from deltalog.spark._files import partition_table
 from deltalog.spark._write_job import FILE_DDL, FILE_SCHEMA, RunWriter, chunks, task_error
 from deltalog.spark._zorder import (
-    _BIN,
-    _clustering_fields,
-    _conf,
-    _zorder_columns,
-    _zorder_frame,
+    BIN,
+    clustering_fields,
+    zorder_columns,
+    zorder_conf,
+    zorder_frame,
 )
 from deltalog.spark.dml._jobs import Staged, check_can_write
 from deltalog.spark.dml._row_ids import tracked_fields
@@ -162,7 +162,7 @@ def _file_sizes(
     loc = snap.table
     if max_file_size is not None:
         limit = _bytes(max_file_size, "max_file_size", loc)
-    elif (conf := _conf(spark, MAX_FILE_SIZE_CONF)) is not None:
+    elif (conf := zorder_conf(spark, MAX_FILE_SIZE_CONF)) is not None:
         limit = _bytes(conf, MAX_FILE_SIZE_CONF, loc)
     elif "delta.targetFileSize" in snap.metadata.configuration:
         limit = _bytes(snap.metadata.configuration["delta.targetFileSize"], "delta.targetFileSize", loc)
@@ -170,7 +170,7 @@ def _file_sizes(
         limit = DEFAULT_MAX_FILE_SIZE
     if min_file_size is not None:
         return limit, _bytes(min_file_size, "min_file_size", loc)
-    conf = _conf(spark, MIN_FILE_SIZE_CONF)
+    conf = zorder_conf(spark, MIN_FILE_SIZE_CONF)
     return limit, (_bytes(conf, MIN_FILE_SIZE_CONF, loc) if conf is not None else limit)
 
 
@@ -179,16 +179,16 @@ def _file_sizes(
 
 def _referenced_columns(sql: str) -> list[str] | None:
     """First names of the column references of a SQL condition (``None`` when it cannot be parsed)."""
-    from deltalog.txn.sql_expr import UnsupportedExpressionError, _Node, _Parser
+    from deltalog.txn.sql_expr import SqlNode, SqlParser, UnsupportedExpressionError
 
     try:
-        root = _Parser(sql).parse()
+        root = SqlParser(sql).parse()
     except UnsupportedExpressionError:
         return None
     found: list[str] = []
 
     def visit(item: Any) -> None:
-        if isinstance(item, _Node):
+        if isinstance(item, SqlNode):
             if item.kind == "col":
                 found.append(str(item.args[0]))
                 return
@@ -291,14 +291,14 @@ def _file_rows(files: list[WrittenFile]) -> pa.RecordBatch:
 def _rewrite_task(spec: _RewriteSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Runs in a Spark task over rows sorted by bin: a new file (set) per bin; one row per file."""
     store = spec.store.open()
-    plan = _Plan(None, spec.metadata, spec.schema, False, None)
+    plan = WritePlan(None, spec.metadata, spec.schema, False, None)
     names = spec.schema.field_names
     done: list[WrittenFile] = []
     writer: RunWriter | None = None
     current: int | None = None
     try:
         for chunk in chunks(batches):
-            bins = chunk.column(chunk.schema.names.index(_BIN)).to_numpy(zero_copy_only=False)
+            bins = chunk.column(chunk.schema.names.index(BIN)).to_numpy(zero_copy_only=False)
             data = pa.Table.from_batches([chunk]).select(names)
             bounds = [0, *(np.flatnonzero(bins[1:] != bins[:-1]) + 1).tolist(), len(bins)]
             for begin, end in itertools.pairwise(bounds):
@@ -310,7 +310,7 @@ def _rewrite_task(spec: _RewriteSpec, batches: Iterable[pa.RecordBatch]) -> Iter
                                         target_file_size=spec.target_file_size,
                                         column_mapping=mapping_mode(spec.metadata.configuration))
                     current = int(bins[begin])
-                _write_batches(writer, iter(data.slice(begin, end - begin).to_batches()), plan, spec.table)
+                write_batches(writer, iter(data.slice(begin, end - begin).to_batches()), plan, spec.table)
         if writer is not None:
             closing, writer = writer, None
             done.extend(closing.close())
@@ -340,21 +340,21 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
     if zorder and len(bins) == 1 and not tracked:
         # One bin: the plain read scan (no per-row file path, deleted rows dropped), no join to tag rows.
         scan = scan_rows(spark, snap, chosen)
-        tagged = scan.select(*data, F.lit(0).cast("long").alias(_BIN))
+        tagged = scan.select(*data, F.lit(0).cast("long").alias(BIN))
     else:
         binmap = pa.table({FILE: pa.array(file_uris(snap, chosen), _STR),
-                           _BIN: pa.array([b for b, _ in members], _I64)})
+                           BIN: pa.array([b for b, _ in members], _I64)})
         scan = target_scan(spark, snap, chosen, drop_deleted=True, row_ids=True)
         tagged = scan.join(F.broadcast(spark.createDataFrame(binmap)), on=FILE, how="inner")
     if zorder:
-        ordered = _zorder_frame(spark, tagged.select(*data, F.col(_BIN)), zorder, bins, snap.table)
+        ordered = zorder_frame(spark, tagged.select(*data, F.col(BIN)), zorder, bins, snap.table)
         tasks = sum(b.num_output_files for b in bins)
     else:
         tasks = len(bins)
-        ordered = tagged.repartition(tasks, F.col(_BIN)).sortWithinPartitions(_BIN, FILE, ROW)
+        ordered = tagged.repartition(tasks, F.col(BIN)).sortWithinPartitions(BIN, FILE, ROW)
     # Files roll over only at twice the limit: a bin (or a Z-range) becomes one file.
     spec = _RewriteSpec(StoreRef.of(snap.store), snap.table, schema, snap.metadata, 2 * max_file_size)
-    job = ordered.select(*data, F.col(_BIN)).mapInArrow(functools.partial(_rewrite_task, spec), FILE_DDL)
+    job = ordered.select(*data, F.col(BIN)).mapInArrow(functools.partial(_rewrite_task, spec), FILE_DDL)
     try:
         rows = job.collect()
     except Exception as exc:
@@ -491,8 +491,8 @@ def _optimize_once(
     table = open_table(path)
     snap = load_snapshot(table.location)
     clustering = _clustering(snap, zorder_by, full)
-    zorder = (_zorder_columns(spark, snap, list(zorder_by)) if zorder_by
-              else _clustering_fields(snap, clustering) if clustering else [])
+    zorder = (zorder_columns(spark, snap, list(zorder_by)) if zorder_by
+              else clustering_fields(snap, clustering) if clustering else [])
     limit, small = _file_sizes(spark, snap, max_file_size, min_file_size)
     selected = _select_files(spark, snap, list(where))
     rows = selected.to_pylist()

@@ -261,7 +261,7 @@ def _scan_files(
     returned when they cannot)."""
     from pyspark.sql import functions as F
 
-    from deltalog.arrow.read import _resolve
+    from deltalog.arrow.read import resolve_path
 
     schema = snapshot.schema
     part_all = [schema.field(c) for c in snapshot.partition_columns]
@@ -295,7 +295,7 @@ def _scan_files(
                 raw = log_indexed(spark, reader, file_keys(snapshot, files), files.column("size").to_pylist(),
                                   files.column("modificationTime").to_pylist(), hive=hive)
             else:
-                raw = reader.parquet(*[_resolve(snapshot, p) for p in log_paths])
+                raw = reader.parquet(*[resolve_path(snapshot, p) for p in log_paths])
         except Exception as exc:
             raise _scan_error(exc, snapshot) from None
     else:  # object store without a Hadoop connector: Arrow tasks read the files (keys come with the rows)

@@ -76,7 +76,7 @@ from deltalog.spark.dml._scan import (
 )
 
 if TYPE_CHECKING:
-    from deltalog.arrow.write import _Plan
+    from deltalog.arrow.write import WritePlan
     from deltalog.arrow.write_files import WrittenFile
     from deltalog.snapshot import Snapshot
     from deltalog.table import Table
@@ -134,14 +134,14 @@ def _sql_name(name: str) -> str:
 
 
 def _render(conditions: Sequence[tuple[str, str, Any]]) -> str:
-    from deltalog.arrow.write import _sql_literal
+    from deltalog.arrow.write import sql_literal
 
     out = []
     for column, op, value in conditions:
         if op.strip().lower() in ("in", "not in"):
-            rendered = "(" + ", ".join(_sql_literal(v) for v in value) + ")"
+            rendered = "(" + ", ".join(sql_literal(v) for v in value) + ")"
         else:
-            rendered = _sql_literal(value)
+            rendered = sql_literal(value)
         out.append(f"{_sql_name(column)} {op.strip().upper()} {rendered}")
     return " AND ".join(out)
 
@@ -210,10 +210,10 @@ def parse_replace_where(where: Any, table: str) -> ReplaceWhere:
     sql = str(where)
     if not sql.strip():
         raise InvalidArgumentError("replaceWhere is an empty condition", table=table)
-    from deltalog.txn.sql_expr import UnsupportedExpressionError, _Parser
+    from deltalog.txn.sql_expr import SqlParser, UnsupportedExpressionError
 
     try:
-        simple_conds: tuple[tuple[str, str, Any], ...] | None = tuple(_simple(_Parser(sql).parse()))
+        simple_conds: tuple[tuple[str, str, Any], ...] | None = tuple(_simple(SqlParser(sql).parse()))
     except UnsupportedExpressionError:
         simple_conds = None
     return ReplaceWhere(sql, sql, simple_conds)
@@ -222,10 +222,10 @@ def parse_replace_where(where: Any, table: str) -> ReplaceWhere:
 def _references(sql: str) -> list[tuple[str, ...]] | None:
     """The column paths a SQL condition reads; ``None`` when it cannot be told (outside the kernel's SQL
     subset) or the condition calls a nondeterministic function."""
-    from deltalog.txn.sql_expr import UnsupportedExpressionError, _Node, _Parser
+    from deltalog.txn.sql_expr import SqlNode, SqlParser, UnsupportedExpressionError
 
     try:
-        node = _Parser(sql).parse()
+        node = SqlParser(sql).parse()
     except UnsupportedExpressionError:
         return None
     out: list[tuple[str, ...]] = []
@@ -234,7 +234,7 @@ def _references(sql: str) -> list[tuple[str, ...]] | None:
         n = pending.pop()
         if isinstance(n, tuple):
             pending.extend(n)
-        elif isinstance(n, _Node):
+        elif isinstance(n, SqlNode):
             if n.kind == "col":
                 out.append(tuple(str(p) for p in n.args))
             elif n.kind == "func" and str(n.args[0]).lower() in _NONDETERMINISTIC:
@@ -347,7 +347,7 @@ def _replaced(
 
 
 def _change_files(
-    spark: Any, table: Table, snapshot: Snapshot, plan: _Plan, touched: Touched, cond: Column, df: DataFrame
+    spark: Any, table: Table, snapshot: Snapshot, plan: WritePlan, touched: Touched, cond: Column, df: DataFrame
 ) -> list[WrittenFile]:
     """Change data files: the replaced rows (``delete``) and the written ones (``insert``)."""
     from pyspark.sql import functions as F
@@ -369,7 +369,7 @@ def overwrite_where(
     df: DataFrame,
     table: Table,
     txn: Transaction,
-    plan: _Plan,
+    plan: WritePlan,
     where: ReplaceWhere,
     write_data: Callable[[DataFrame], list[WrittenFile]],
     *,

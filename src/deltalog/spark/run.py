@@ -85,7 +85,7 @@ def patch_session_builder() -> None:
     """
     from pyspark.sql import SparkSession
 
-    from deltalog.spark.session import _drop_delta_jvm_settings, _log_dropped, register
+    from deltalog.spark.session import drop_delta_jvm_settings, log_dropped, register
 
     builder_cls = SparkSession.Builder
     for name in ("getOrCreate", "create"):
@@ -95,7 +95,7 @@ def patch_session_builder() -> None:
         _PATCHED[name] = original
 
         def routed(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            _log_dropped(_drop_delta_jvm_settings(self))
+            log_dropped(drop_delta_jvm_settings(self))
             return register(_original(self, *args, **kwargs))
 
         functools.update_wrapper(routed, original)
@@ -105,7 +105,7 @@ def patch_session_builder() -> None:
 def _clean_submit_args() -> None:
     """``--packages io.delta:...`` in ``PYSPARK_SUBMIT_ARGS`` (how ``pyspark --packages`` passes them) is
     dropped, other packages kept."""
-    from deltalog.spark.session import _log_dropped
+    from deltalog.spark.session import log_dropped
 
     raw = os.environ.get("PYSPARK_SUBMIT_ARGS")
     if not raw:
@@ -128,7 +128,7 @@ def _clean_submit_args() -> None:
         i += 1
     if dropped:
         os.environ["PYSPARK_SUBMIT_ARGS"] = shlex.join(out)
-        _log_dropped(["--packages " + ",".join(dropped)])
+        log_dropped(["--packages " + ",".join(dropped)])
 
 
 def _worker_path() -> None:

@@ -91,7 +91,7 @@ def configure(builder: Any, *, raw_local_fs: bool = False) -> Any:
     Example:
         >>> spark = configure(SparkSession.builder.master("local[2]")).getOrCreate()  # doctest: +SKIP
     """
-    _log_dropped(_drop_delta_jvm_settings(builder))
+    log_dropped(drop_delta_jvm_settings(builder))
     for key, value in RECOMMENDED_CONF.items():
         builder = builder.config(key, value)
     if raw_local_fs:
@@ -123,13 +123,13 @@ _DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 _LOG = logging.getLogger("deltalog.spark")
 
 
-def _log_dropped(dropped: list[str]) -> None:
+def log_dropped(dropped: list[str]) -> None:
     if dropped:
         _LOG.warning("deltalog: ignoring delta-spark's JVM settings (%s); deltalog routes Delta reads, writes and "
                      "SQL itself", ", ".join(dropped))
 
 
-def _drop_delta_jvm_settings(builder: Any) -> list[str]:
+def drop_delta_jvm_settings(builder: Any) -> list[str]:
     """Take delta-spark's JVM settings out of a builder (see :func:`configure`); returns what was dropped."""
     options = getattr(builder, "_options", None)
     dropped: list[str] = []
@@ -234,7 +234,7 @@ def register(spark: Any) -> Any:
     from deltalog.spark.sql import install as install_sql
 
     install_sql()
-    _log_dropped(_drop_delta_runtime_settings(spark))
+    log_dropped(_drop_delta_runtime_settings(spark))
     try:  # the streaming source; load() registers it too, so a session without Python data sources still works
         from deltalog.spark.streaming import register_source
 

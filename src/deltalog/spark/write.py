@@ -46,13 +46,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltalog.arrow.write import (
-    _OP_MODES,
+    OP_MODES,
     TableExistsError,
+    WritePlan,
     WriteResult,
-    _commit,
-    _Plan,
-    _plan,
-    _preflight,
+    commit_plan,
+    plan_write,
+    preflight,
 )
 from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, WrittenFile
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
@@ -238,7 +238,7 @@ def _arrow_schema(df: Any, table: str) -> pa.Schema:
     return delta_schema.to_arrow_schema()
 
 
-def _dynamic_overwrite(txn: Transaction, plan: _Plan, files: list[WrittenFile], opts: _Options) -> CommitResult:
+def _dynamic_overwrite(txn: Transaction, plan: WritePlan, files: list[WrittenFile], opts: _Options) -> CommitResult:
     """``partitionOverwriteMode=dynamic``: replace exactly the partitions the new files fall in. Each
     written partition is recorded as a read predicate (a concurrent write into one of them conflicts,
     one into any other partition does not); a partition with a null value is recorded as a read of the
@@ -269,12 +269,12 @@ def _dynamic_overwrite(txn: Transaction, plan: _Plan, files: list[WrittenFile], 
 
 
 def _commit_files(
-    txn: Transaction, plan: _Plan, files: list[WrittenFile], opts: _Options
+    txn: Transaction, plan: WritePlan, files: list[WrittenFile], opts: _Options
 ) -> CommitResult:
     if opts.dynamic and plan.metadata.partitionColumns:
         return _dynamic_overwrite(txn, plan, files, opts)
     if opts.data_change:
-        return _commit(txn, plan, files, opts.mode, opts.txn)
+        return commit_plan(txn, plan, files, opts.mode, opts.txn)
     # dataChange=false (rearranging files without changing rows): same actions, flagged accordingly.
     if plan.metadata_changed:
         txn.update_metadata(plan.metadata)
@@ -289,7 +289,7 @@ def _commit_files(
 
 
 def _write_data(
-    df: Any, spark: Any, store: LogStore, plan: _Plan, opts: _Options, loc: str, *, check: bool = True
+    df: Any, spark: Any, store: LogStore, plan: WritePlan, opts: _Options, loc: str, *, check: bool = True
 ) -> list[WrittenFile]:
     """Write ``df`` as new data files of the table (nothing is committed): Spark's parquet writer when it
     can (local tables), else the ``mapInArrow`` job -- whose tasks write through the table's store (object
@@ -422,7 +422,7 @@ def write(
         df = with_identity(df, identity, partitions=bound)
     if snapshot is not None and opts.schema_mode != "overwrite":  # computed / checked generated columns
         df = with_generated(df, snapshot.schema, table=loc)
-    plan = _plan(
+    plan = plan_write(
         table,
         snapshot,
         _arrow_schema(df, loc),
@@ -438,7 +438,7 @@ def write(
         cluster_by=[clusterBy] if isinstance(clusterBy, str) else (list(clusterBy) if clusterBy else None),
     )
     op: Write = Write(
-        mode=_OP_MODES[opts.mode],
+        mode=OP_MODES[opts.mode],
         partition_by=tuple(plan.metadata.partitionColumns),
         predicate=[where.text] if where is not None else None,
     )
@@ -458,7 +458,7 @@ def write(
                 skip_reason=f"txn {txn_id[0]!r} already at version {have}",
             )
         opts = replace(opts, txn=txn_id)
-    _preflight(txn, plan, opts.mode, loc)
+    preflight(txn, plan, opts.mode, loc)
     store = table.store
     check = where is None or replace_where_check(spark)  # delta-spark's replaceWhere.constraintCheck.enabled
 

@@ -3,7 +3,7 @@ reference implementation stores them; the operations themselves are in :mod:`del
 (data changes and maintenance) and :mod:`deltalog.txn.operations_ddl` (table definition).
 
 Example:
-    >>> _json(["a"])
+    >>> json_param(["a"])
     '["a"]'
 """
 
@@ -17,12 +17,12 @@ from typing import Any, ClassVar
 __all__ = ["Operation"]
 
 
-def _json(value: Any) -> str:
+def json_param(value: Any) -> str:
     """Compact JSON text, the way parameter values are stored (a list becomes ``'["a"]'``)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _predicates(value: str | Sequence[str] | None) -> list[str]:
+def predicate_list(value: str | Sequence[str] | None) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):

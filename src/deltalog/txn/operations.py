@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from deltalog.errors import InvalidArgumentError
-from deltalog.txn.operation_base import Operation, _json, _predicates
+from deltalog.txn.operation_base import Operation, json_param, predicate_list
 from deltalog.txn.operations_ddl import (
     AddColumns,
     AddConstraint,
@@ -104,9 +104,9 @@ class Write(Operation):
 
     def parameters(self) -> dict[str, str | None]:
         """Mode, partition columns and, for a selective overwrite, the predicate."""
-        out: dict[str, str | None] = {"mode": self.mode, "partitionBy": _json(list(self.partition_by))}
+        out: dict[str, str | None] = {"mode": self.mode, "partitionBy": json_param(list(self.partition_by))}
         if self.predicate is not None:
-            out["predicate"] = _json(_predicates(self.predicate))
+            out["predicate"] = json_param(predicate_list(self.predicate))
         return out
 
     def metric_names(self) -> tuple[str, ...]:
@@ -142,8 +142,8 @@ class CreateTable(Operation):
         return {
             "isManaged": "false",
             "description": self.description,
-            "partitionBy": _json(list(self.partition_by)),
-            "properties": _json(dict(self.properties)),
+            "partitionBy": json_param(list(self.partition_by)),
+            "properties": json_param(dict(self.properties)),
         }
 
     def metric_names(self) -> tuple[str, ...]:
@@ -200,7 +200,7 @@ class Convert(Operation):
         """File count, partition columns, whether stats were collected, and the source format."""
         return {
             "numFiles": str(self.num_files),
-            "partitionedBy": _json(list(self.partition_by)),
+            "partitionedBy": json_param(list(self.partition_by)),
             "collectStats": "true" if self.collect_stats else "false",
             "sourceFormat": self.source_format,
         }
@@ -225,7 +225,7 @@ class Delete(Operation):
 
     def parameters(self) -> dict[str, str | None]:
         """The delete condition as a JSON list of SQL strings."""
-        return {"predicate": _json(_predicates(self.predicate))}
+        return {"predicate": json_param(predicate_list(self.predicate))}
 
     def metric_names(self) -> tuple[str, ...]:
         """Files added and removed, rows deleted and copied."""
@@ -277,7 +277,7 @@ class Update(Operation):
 
     def parameters(self) -> dict[str, str | None]:
         """The update condition as a JSON list of SQL strings."""
-        return {"predicate": _json(_predicates(self.predicate))}
+        return {"predicate": json_param(predicate_list(self.predicate))}
 
     def metric_names(self) -> tuple[str, ...]:
         """Files added and removed, rows updated and copied."""
@@ -311,10 +311,10 @@ class Merge(Operation):
     def parameters(self) -> dict[str, str | None]:
         """Join condition and per-clause predicates, each JSON text."""
         return {
-            "predicate": _json(_predicates(self.predicate)),
-            "matchedPredicates": _json([dict(p) for p in self.matched_predicates]),
-            "notMatchedPredicates": _json([dict(p) for p in self.not_matched_predicates]),
-            "notMatchedBySourcePredicates": _json([dict(p) for p in self.not_matched_by_source_predicates]),
+            "predicate": json_param(predicate_list(self.predicate)),
+            "matchedPredicates": json_param([dict(p) for p in self.matched_predicates]),
+            "notMatchedPredicates": json_param([dict(p) for p in self.not_matched_predicates]),
+            "notMatchedBySourcePredicates": json_param([dict(p) for p in self.not_matched_by_source_predicates]),
         }
 
     def metric_names(self) -> tuple[str, ...]:
@@ -345,10 +345,10 @@ class Optimize(Operation):
 
     def parameters(self) -> dict[str, str | None]:
         """Predicate and Z-order columns as JSON lists (and the clustering columns of a clustered table)."""
-        out: dict[str, str | None] = {"predicate": _json(_predicates(self.predicate)),
-                                      "zOrderBy": _json(list(self.z_order_by))}
+        out: dict[str, str | None] = {"predicate": json_param(predicate_list(self.predicate)),
+                                      "zOrderBy": json_param(list(self.z_order_by))}
         if self.cluster_by is not None:
-            out["clusterBy"] = _json(list(self.cluster_by))
+            out["clusterBy"] = json_param(list(self.cluster_by))
         return out
 
     def metric_names(self) -> tuple[str, ...]:
@@ -450,7 +450,7 @@ class Reorg(Operation):
 
     def parameters(self) -> dict[str, str | None]:
         """Predicate (JSON list) and whether deletion vectors were purged."""
-        return {"predicate": _json(_predicates(self.predicate)), "applyPurge": str(self.apply_purge).lower()}
+        return {"predicate": json_param(predicate_list(self.predicate)), "applyPurge": str(self.apply_purge).lower()}
 
     def metric_names(self) -> tuple[str, ...]:
         """Files and bytes added and removed."""
@@ -483,6 +483,6 @@ class CreateTableAsSelect(Write):
         return {
             "isManaged": "true" if self.managed else "false",
             "description": self.description,
-            "partitionBy": _json(list(self.partition_by)),
-            "properties": _json(dict(self.properties)),
+            "partitionBy": json_param(list(self.partition_by)),
+            "properties": json_param(dict(self.properties)),
         }

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from deltalog.txn.operation_base import Operation, _json
+from deltalog.txn.operation_base import Operation, json_param
 
 __all__ = [
     "AddColumns",
@@ -44,7 +44,7 @@ class SetTableProperties(Operation):
 
     def parameters(self) -> dict[str, str | None]:
         """The properties set, as JSON text."""
-        return {"properties": _json(dict(self.properties))}
+        return {"properties": json_param(dict(self.properties))}
 
     def metric_names(self) -> tuple[str, ...]:
         """No metrics."""
@@ -67,7 +67,7 @@ class UnsetTableProperties(Operation):
 
     def parameters(self) -> dict[str, str | None]:
         """The keys removed and whether missing keys were tolerated."""
-        return {"properties": _json(list(self.keys)), "ifExists": "true" if self.if_exists else "false"}
+        return {"properties": json_param(list(self.keys)), "ifExists": "true" if self.if_exists else "false"}
 
     def metric_names(self) -> tuple[str, ...]:
         """No metrics."""
@@ -140,7 +140,7 @@ class UpgradeProtocol(Operation):
 
     def parameters(self) -> dict[str, str | None]:
         """The new protocol as JSON text."""
-        return {"newProtocol": _json(dict(self.new_protocol))}
+        return {"newProtocol": json_param(dict(self.new_protocol))}
 
     def metric_names(self) -> tuple[str, ...]:
         """No metrics."""
@@ -162,7 +162,7 @@ class AddColumns(Operation):
 
     def parameters(self) -> dict[str, str | None]:
         """The added columns, as delta-spark records them."""
-        return {"columns": _json([{"column": dict(c)} for c in self.columns])}
+        return {"columns": json_param([{"column": dict(c)} for c in self.columns])}
 
     def metric_names(self) -> tuple[str, ...]:
         """No metrics."""
@@ -257,7 +257,7 @@ class DropColumns(Operation):
 
     def parameters(self) -> dict[str, str | None]:
         """The dropped paths as a JSON list."""
-        return {"columns": _json(list(self.columns))}
+        return {"columns": json_param(list(self.columns))}
 
     def metric_names(self) -> tuple[str, ...]:
         """No metrics."""
@@ -279,7 +279,7 @@ class ChangeColumn(Operation):
 
     def parameters(self) -> dict[str, str | None]:
         """The column as it is now."""
-        return {"column": _json(dict(self.column))}
+        return {"column": json_param(dict(self.column))}
 
     def metric_names(self) -> tuple[str, ...]:
         """No metrics."""

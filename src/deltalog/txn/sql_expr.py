@@ -113,12 +113,12 @@ _Eval = Callable[[pa.Table], Value]
 
 
 @dataclass(frozen=True)
-class _Node:
+class SqlNode:
     kind: str  # lit, col, unary, binary, isnull, in, between, like, func
     args: tuple[Any, ...]
 
 
-class _Parser:
+class SqlParser:
     """Precedence climbing: OR < AND < NOT < comparison/IS/IN/BETWEEN/LIKE < + - < * / % < unary."""
 
     def __init__(self, sql: str) -> None:
@@ -147,43 +147,43 @@ class _Parser:
             found = tok.text or "the end"
             raise UnsupportedExpressionError(f"expected {text!r} at position {tok.pos}, found {found!r}")
 
-    def parse(self) -> _Node:
+    def parse(self) -> SqlNode:
         node = self.or_()
         if self.peek().kind != "end":
             tok = self.peek()
             raise UnsupportedExpressionError(f"unexpected {tok.text!r} at position {tok.pos}")
         return node
 
-    def or_(self) -> _Node:
+    def or_(self) -> SqlNode:
         node = self.and_()
         while self.accept("kw", "OR"):
-            node = _Node("binary", ("OR", node, self.and_()))
+            node = SqlNode("binary", ("OR", node, self.and_()))
         return node
 
-    def and_(self) -> _Node:
+    def and_(self) -> SqlNode:
         node = self.not_()
         while self.accept("kw", "AND"):
-            node = _Node("binary", ("AND", node, self.not_()))
+            node = SqlNode("binary", ("AND", node, self.not_()))
         return node
 
-    def not_(self) -> _Node:
+    def not_(self) -> SqlNode:
         if self.accept("kw", "NOT"):
-            return _Node("unary", ("NOT", self.not_()))
+            return SqlNode("unary", ("NOT", self.not_()))
         return self.predicate()
 
-    def predicate(self) -> _Node:
+    def predicate(self) -> SqlNode:
         left = self.additive()
         while True:
             tok = self.peek()
             if tok.kind == "op" and tok.text in ("=", "==", "!=", "<>", "<", "<=", ">", ">=", "<=>"):
                 self.take()
                 op = {"==": "=", "<>": "!="}.get(tok.text, tok.text)
-                left = _Node("binary", (op, left, self.additive()))
+                left = SqlNode("binary", (op, left, self.additive()))
                 continue
             if self.accept("kw", "IS"):
                 negate = self.accept("kw", "NOT")
                 self.expect("kw", "NULL")
-                left = _Node("isnull", (left, negate))
+                left = SqlNode("isnull", (left, negate))
                 continue
             negate = False
             if tok.kind == "kw" and tok.text == "NOT" and self.peek(1).text in ("IN", "BETWEEN", "LIKE"):
@@ -195,51 +195,51 @@ class _Parser:
                 while self.accept("op", ","):
                     items.append(self.or_())
                 self.expect("op", ")")
-                left = _Node("in", (left, tuple(items), negate))
+                left = SqlNode("in", (left, tuple(items), negate))
             elif self.accept("kw", "BETWEEN"):
                 lo = self.additive()
                 self.expect("kw", "AND")
                 hi = self.additive()
-                left = _Node("between", (left, lo, hi, negate))
+                left = SqlNode("between", (left, lo, hi, negate))
             elif self.accept("kw", "LIKE"):
-                left = _Node("like", (left, self.additive(), negate))
+                left = SqlNode("like", (left, self.additive(), negate))
             else:
                 return left
 
-    def additive(self) -> _Node:
+    def additive(self) -> SqlNode:
         node = self.multiplicative()
         while self.peek().kind == "op" and self.peek().text in ("+", "-"):
             op = self.take().text
-            node = _Node("binary", (op, node, self.multiplicative()))
+            node = SqlNode("binary", (op, node, self.multiplicative()))
         return node
 
-    def multiplicative(self) -> _Node:
+    def multiplicative(self) -> SqlNode:
         node = self.unary()
         while self.peek().kind == "op" and self.peek().text in ("*", "/", "%"):
             op = self.take().text
-            node = _Node("binary", (op, node, self.unary()))
+            node = SqlNode("binary", (op, node, self.unary()))
         return node
 
-    def unary(self) -> _Node:
+    def unary(self) -> SqlNode:
         if self.accept("op", "-"):
-            return _Node("unary", ("-", self.unary()))
+            return SqlNode("unary", ("-", self.unary()))
         if self.accept("op", "+"):
             return self.unary()
         return self.primary()
 
-    def primary(self) -> _Node:
+    def primary(self) -> SqlNode:
         tok = self.take()
         if tok.kind == "num":
-            return _Node("lit", (_number(tok.text),))
+            return SqlNode("lit", (_number(tok.text),))
         if tok.kind == "str":
-            return _Node("lit", (tok.text,))
+            return SqlNode("lit", (tok.text,))
         if tok.kind == "kw":
             if tok.text in ("TRUE", "FALSE"):
-                return _Node("lit", (tok.text == "TRUE",))
+                return SqlNode("lit", (tok.text == "TRUE",))
             if tok.text == "NULL":
-                return _Node("lit", (None,))
+                return SqlNode("lit", (None,))
             if tok.text in ("DATE", "TIMESTAMP") and self.peek().kind == "str":
-                return _Node("lit", (_typed_literal(tok.text, self.take().text),))
+                return SqlNode("lit", (_typed_literal(tok.text, self.take().text),))
         if tok.kind == "op" and tok.text == "(":
             node = self.or_()
             self.expect("op", ")")
@@ -259,23 +259,23 @@ class _Parser:
                 depth += {"(": 1, ")": -1}.get(nxt.text, 0)
                 words.append(nxt.text)
             self.expect("op", ")")
-            return _Node("cast", (value, _arrow_type(" ".join(words)), tok.text.upper() == "TRY_CAST"))
+            return SqlNode("cast", (value, _arrow_type(" ".join(words)), tok.text.upper() == "TRY_CAST"))
         if tok.kind == "id":
             if self.accept("op", "("):
-                args: list[_Node] = []
+                args: list[SqlNode] = []
                 if not self.accept("op", ")"):
                     args.append(self.or_())
                     while self.accept("op", ","):
                         args.append(self.or_())
                     self.expect("op", ")")
-                return _Node("func", (tok.text.lower(), tuple(args)))
+                return SqlNode("func", (tok.text.lower(), tuple(args)))
             path = [tok.text]
             while self.accept("op", "."):
                 nxt = self.take()
                 if nxt.kind not in ("id", "kw"):
                     raise UnsupportedExpressionError(f"expected a field name after '.' at {nxt.pos}")
                 path.append(nxt.text)
-            return _Node("col", tuple(path))
+            return SqlNode("col", tuple(path))
         raise UnsupportedExpressionError(f"unexpected {tok.text or 'end of expression'!r} at position {tok.pos}")
 
 
@@ -403,7 +403,7 @@ class Expression:
         [True, False]
     """
 
-    def __init__(self, sql: str, node: _Node) -> None:
+    def __init__(self, sql: str, node: SqlNode) -> None:
         self.sql = sql
         self._node = node
 
@@ -420,7 +420,7 @@ class Expression:
         out: list[tuple[str, ...]] = []
 
         def walk(n: Any) -> None:
-            if isinstance(n, _Node):
+            if isinstance(n, SqlNode):
                 if n.kind == "col":
                     out.append(n.args)
                     return
@@ -447,7 +447,7 @@ class Expression:
         out: pa.Array[Any] | pa.ChunkedArray[Any] = result
         return out
 
-    def _eval(self, n: _Node, t: pa.Table) -> Value:
+    def _eval(self, n: SqlNode, t: pa.Table) -> Value:
         kind, args = n.kind, n.args
         if kind == "lit":
             return _literal(args[0], None)
@@ -480,7 +480,7 @@ class Expression:
             return _cast(self._eval(args[0], t), args[1], safe=args[2])
         raise UnsupportedExpressionError(f"unsupported expression node {kind}")  # pragma: no cover
 
-    def _operands(self, left: _Node, right: _Node, t: pa.Table) -> tuple[Value, Value]:
+    def _operands(self, left: SqlNode, right: SqlNode, t: pa.Table) -> tuple[Value, Value]:
         lv = None if left.kind == "lit" else self._eval(left, t)
         rv = None if right.kind == "lit" else self._eval(right, t)
         if lv is None:
@@ -489,7 +489,7 @@ class Expression:
             rv = _literal(right.args[0], lv)
         return lv, rv
 
-    def _binary(self, op: str, left: _Node, right: _Node, t: pa.Table) -> Value:
+    def _binary(self, op: str, left: SqlNode, right: SqlNode, t: pa.Table) -> Value:
         if op in ("AND", "OR"):
             return _call("and_kleene" if op == "AND" else "or_kleene", self._eval(left, t), self._eval(right, t))
         lv, rv = self._operands(left, right, t)
@@ -503,7 +503,7 @@ class Expression:
             return _call("divide", _as_float(lv), _as_float(rv))
         return _call(_ARITH[op], lv, rv)
 
-    def _in(self, left: _Node, items: tuple[_Node, ...], negate: bool, t: pa.Table) -> Value:
+    def _in(self, left: SqlNode, items: tuple[SqlNode, ...], negate: bool, t: pa.Table) -> Value:
         value = self._eval(left, t)
         result: Value | None = None
         for item in items:
@@ -513,7 +513,7 @@ class Expression:
         assert result is not None
         return _call("invert", result) if negate else result
 
-    def _func(self, name: str, args: tuple[_Node, ...], t: pa.Table) -> Value:
+    def _func(self, name: str, args: tuple[SqlNode, ...], t: pa.Table) -> Value:
         values = [self._eval(a, t) for a in args]
         unary = {
             "abs": "abs_checked",
@@ -621,4 +621,4 @@ def compile_expression(sql: str) -> Expression:
     """
     if not isinstance(sql, str) or not sql.strip():
         raise UnsupportedExpressionError(f"empty constraint expression {sql!r}")
-    return Expression(sql, _Parser(sql).parse())
+    return Expression(sql, SqlParser(sql).parse())

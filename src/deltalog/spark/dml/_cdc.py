@@ -150,7 +150,7 @@ def write_change_files(df: DataFrame, table: Table, schema: StructType, metadata
 
     from deltalog.arrow.write_files import WrittenFile
     from deltalog.spark._write_job import TaskSpec, run_job
-    from deltalog.spark.dml._jobs import _target_file_size, spark_error
+    from deltalog.spark.dml._jobs import spark_error, target_file_size
 
     base = StoreRef.of(table.store)
     cdc_schema = _change_schema(schema)
@@ -159,7 +159,7 @@ def write_change_files(df: DataFrame, table: Table, schema: StructType, metadata
     cdc_metadata = replace(metadata, schemaString=cdc_schema.to_json(), configuration={})
     spec = TaskSpec(
         StoreRef(table.store.full_path(CHANGE_DATA_DIR), base.options), table.location, cdc_schema, cdc_metadata, None,
-        _target_file_size(metadata),
+        target_file_size(metadata),
     )
     try:
         files = run_job(df.select(*[F.col(quoted(f.name)) for f in cdc_schema.fields]), spec)

@@ -249,7 +249,7 @@ class Staged:
 # ------------------------------------------------------------------------------------- writing
 
 
-def _target_file_size(metadata: Metadata) -> int:
+def target_file_size(metadata: Metadata) -> int:
     from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE
 
     try:
@@ -276,7 +276,7 @@ def write_rows(df: DataFrame, table: Table, schema: StructType, metadata: Metada
 
     kept = written_fields(metadata, df.columns)  # row tracking: moved rows keep their ids
     full = StructType((*schema.fields, *kept)) if kept else schema
-    spec = TaskSpec(StoreRef.of(table.store), table.location, full, metadata, None, _target_file_size(metadata))
+    spec = TaskSpec(StoreRef.of(table.store), table.location, full, metadata, None, target_file_size(metadata))
     df = recompute_generated(df, schema)  # generated columns follow the rows' final values
     try:
         return run_job(df.select(*[F.col(quoted(f.name)) for f in full.fields]), spec)
@@ -397,9 +397,9 @@ def _dv_task(spec: _DvSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Re
 
 def _task_input(store: Any, log_path: str, size: int | None) -> Any:
     """A data file named in the log, opened through ``store`` inside a task (local path or ranged reads)."""
-    from deltalog.spark._files import _open
+    from deltalog.spark._files import open_file
 
-    return _open(store, log_path, size)
+    return open_file(store, log_path, size)
 
 
 def run_dv_job(matches: DataFrame, snapshot: Snapshot, candidates: pa.Table) -> list[DvResult]:

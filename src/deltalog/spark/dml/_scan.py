@@ -240,10 +240,10 @@ def pruning_conditions(
         return [], True
     if not isinstance(condition, str):
         return [], False
-    from deltalog.txn.sql_expr import UnsupportedExpressionError, _Parser
+    from deltalog.txn.sql_expr import SqlParser, UnsupportedExpressionError
 
     try:
-        node = _Parser(condition).parse()
+        node = SqlParser(condition).parse()
     except UnsupportedExpressionError:
         return [], False
     schema = snapshot.schema
@@ -280,9 +280,9 @@ def footer_rows(snapshot: Snapshot, row: Mapping[str, Any]) -> int:
     """
     import pyarrow.parquet as pq
 
-    from deltalog.arrow.read import _open
+    from deltalog.arrow.read import open_data_file
 
-    source = _open(snapshot, row["path"], local_file(snapshot, row["path"]), row.get("size"))
+    source = open_data_file(snapshot, row["path"], local_file(snapshot, row["path"]), row.get("size"))
     return int(pq.ParquetFile(source).metadata.num_rows)
 
 
@@ -293,9 +293,9 @@ def local_file(snapshot: Snapshot, log_path: str) -> str:
         >>> local_file(snap, "p=a%20b/x.parquet")                                  # doctest: +SKIP
         '/data/t/p=a b/x.parquet'
     """
-    from deltalog.arrow.read import _resolve
+    from deltalog.arrow.read import resolve_path
 
-    return _resolve(snapshot, log_path)
+    return resolve_path(snapshot, log_path)
 
 
 def file_uris(snapshot: Snapshot, files: pa.Table) -> list[str]:

@@ -409,7 +409,7 @@ def _clone(
     from deltalog.commands.clone import clone_table
     from deltalog.spark._common import open_table
     from deltalog.spark.sql.catalog import TableName, forget, lookup, raw_sql
-    from deltalog.spark.sql.ddl import _register, _spec
+    from deltalog.spark.sql.ddl import create_spec, register_table
 
     table = exp.to_table(target_text, dialect=DIALECT)
     is_path = (table.db or "").lower() == "delta" and getattr(table.this, "quoted", False)
@@ -425,9 +425,9 @@ def _clone(
         src = open_table(source.location).snapshot(at.get("version"), timestamp=at.get("timestamp"))
         from deltalog.spark._common import spark_schema
 
-        spec = _spec(exp.Create(this=table))
+        spec = create_spec(exp.Create(this=table))
         spec.partitions = list(src.partition_columns)
-        target_location, _ = _register(spark, name, spark_schema(list(src.schema.fields)), spec, location)
+        target_location, _ = register_table(spark, name, spark_schema(list(src.schema.fields)), spec, location)
         registered = True
     assert target_location is not None
     try:

@@ -78,7 +78,7 @@ def handle(spark: Any, expression: Any, text: str) -> Any:
 
 
 @dataclass
-class _CreateSpec:
+class CreateSpec:
     columns: list[Any] = field(default_factory=list)
     partitions: list[str] = field(default_factory=list)
     partition_columns: list[Any] = field(default_factory=list)
@@ -89,10 +89,10 @@ class _CreateSpec:
     clustering: list[str] | None = None
 
 
-def _spec(expression: Any) -> _CreateSpec:
+def create_spec(expression: Any) -> CreateSpec:
     from sqlglot import exp
 
-    spec = _CreateSpec()
+    spec = CreateSpec()
     if isinstance(expression.this, exp.Schema):
         spec.columns = list(expression.this.expressions)
     props = expression.args.get("properties")
@@ -205,7 +205,7 @@ def _struct_from_columns(spark: Any, columns: list[Any], *, identity: bool = Tru
     from pyspark.sql.types import StructField, StructType
     from sqlglot import exp
 
-    from deltalog.spark.builder import IdentityGenerator, _identity_field_metadata
+    from deltalog.spark.builder import IdentityGenerator, identity_field_metadata
     from deltalog.txn.generated import generated_metadata
 
     plain, generators, expressions, defaults = [], {}, {}, {}
@@ -261,7 +261,7 @@ def _struct_from_columns(spark: Any, columns: list[Any], *, identity: bool = Tru
                             {**(f.metadata or {}), **generated_metadata(expressions[f.name])})
         if f.name in generators:
             generator, always = generators[f.name]
-            meta = {**(f.metadata or {}), **_identity_field_metadata(f.name, f.dataType, generator, always=always)}
+            meta = {**(f.metadata or {}), **identity_field_metadata(f.name, f.dataType, generator, always=always)}
             f = StructField(f.name, f.dataType, f.nullable, meta)
         fields.append(f)
     return StructType(fields)
@@ -293,7 +293,7 @@ def create_table(spark: Any, expression: Any, text: str, *, must_exist: bool = F
     """
     from sqlglot import exp
 
-    spec = _spec(expression)
+    spec = create_spec(expression)
     table = expression.this.this if isinstance(expression.this, exp.Schema) else expression.this
     name, path = _target(spark, table)
     if path is None and (spec.provider or "").lower() != "delta":
@@ -330,7 +330,7 @@ def create_table(spark: Any, expression: Any, text: str, *, must_exist: bool = F
             struct = _struct_from_columns(spark, [*spec.columns, *spec.partition_columns])
         else:  # CREATE TABLE t USING DELTA LOCATION '<a Delta table>': its schema and partitioning come from the log
             struct, spec.partitions = _log_schema(location, text)
-        location, managed = _register(spark, name, struct, spec, location)
+        location, managed = register_table(spark, name, struct, spec, location)
         registered = True
     assert location is not None
     try:
@@ -376,7 +376,9 @@ def _exists(location: str) -> bool:
     return True
 
 
-def _register(spark: Any, name: TableName, struct: Any, spec: _CreateSpec, location: str | None) -> tuple[str, bool]:
+def register_table(
+    spark: Any, name: TableName, struct: Any, spec: CreateSpec, location: str | None
+) -> tuple[str, bool]:
     """Create the catalog entry (``USING delta``); returns the table's location and whether it is managed."""
     ensure_source(spark)
     columns = ", ".join(f"`{f.name.replace('`', '``')}` {f.dataType.simpleString()}" for f in struct.fields)
@@ -392,7 +394,7 @@ def _register(spark: Any, name: TableName, struct: Any, spec: _CreateSpec, locat
 
 
 def _create_empty(
-    spark: Any, location: str, spec: _CreateSpec, *, replace: bool, must_exist: bool, if_not_exists: bool,
+    spark: Any, location: str, spec: CreateSpec, *, replace: bool, must_exist: bool, if_not_exists: bool,
     registering: bool,
 ) -> None:
     from deltalog.spark.builder import DeltaTableBuilder
@@ -425,7 +427,7 @@ def _create_empty(
     builder.execute()
 
 
-def _check_same_schema(spark: Any, location: str, spec: _CreateSpec) -> None:
+def _check_same_schema(spark: Any, location: str, spec: CreateSpec) -> None:
     from deltalog.spark._common import load_snapshot
 
     given = _struct_from_columns(spark, spec.columns)
@@ -445,7 +447,7 @@ def _type_obj(f: Any) -> Any:
 
 
 def _create_as_select(
-    spark: Any, df: Any, location: str, spec: _CreateSpec, *, replace: bool, managed: bool, exists: bool,
+    spark: Any, df: Any, location: str, spec: CreateSpec, *, replace: bool, managed: bool, exists: bool,
     if_not_exists: bool,
 ) -> None:
     from deltalog.spark.write import write

@@ -63,13 +63,13 @@ def read_table(spark: Any, name: str, options: Mapping[str, Any] | None = None) 
     return read(spark, found.location, versionAsOf=opts.get("versionAsOf"), timestampAsOf=opts.get("timestampAsOf"))
 
 
-def _register(spark: Any, name: TableName, df: Any, partitions: Sequence[str], path: str | None,
+def register_table(spark: Any, name: TableName, df: Any, partitions: Sequence[str], path: str | None,
               comment: str | None = None) -> tuple[str, bool]:
-    from deltalog.spark.sql.ddl import _CreateSpec, _register
+    from deltalog.spark.sql.ddl import CreateSpec, register_table
 
     ensure_source(spark)
-    spec = _CreateSpec(partitions=list(partitions), comment=comment)
-    return _register(spark, name, df.schema, spec, path)
+    spec = CreateSpec(partitions=list(partitions), comment=comment)
+    return register_table(spark, name, df.schema, spec, path)
 
 
 def _drop(spark: Any, name: TableName) -> None:
@@ -123,7 +123,7 @@ def save_as_table(
         forget(spark, tn)
         return True
     parts = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
-    location, managed = _register(spark, tn, df, parts, path)
+    location, managed = register_table(spark, tn, df, parts, path)
     try:
         write(df, location, mode="errorifexists" if chosen != "overwrite" else "overwrite", partitionBy=parts or None,
               clusterBy=cluster_by, _statement={"kind": "CREATE TABLE AS SELECT", "managed": managed}, **opts)
@@ -211,7 +211,7 @@ def write_v2(state: Mapping[str, Any], action: str, condition: Any = None) -> bo
               **opts)
         forget(spark, tn)
         return True
-    location, managed = _register(spark, tn, df, parts, opts.pop("path", None))
+    location, managed = register_table(spark, tn, df, parts, opts.pop("path", None))
     try:
         write(df, location, mode="errorifexists", partitionBy=parts or None,
               _statement={"kind": "CREATE TABLE AS SELECT", "managed": managed, "properties": props}, **opts)

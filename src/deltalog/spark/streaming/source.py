@@ -316,14 +316,14 @@ def stream_fields(snapshot: Snapshot, *, change_feed: bool) -> list[StructField]
 
 
 def _read_changes(snap: Snapshot, f: IndexedFile) -> pa.Table:
-    from deltalog.arrow.changes import _ChangeFileView, _read_change_file, change_schema
+    from deltalog.arrow.changes import ChangeFileView, change_schema, read_change_file
     from deltalog.feed.changes import ChangeFile
 
     a = f.add
     change = ChangeFile(a["kind"], a["path"], dict(a.get("partitionValues") or []), a.get("size"), a["changeType"],
                         a.get("deletionVector"), a.get("selectionVector"))
-    view = _ChangeFileView(snap)
-    return _read_change_file(view, change, f.version, int(a["commitTimestamp"]), snap.schema.field_names,
+    view = ChangeFileView(snap)
+    return read_change_file(view, change, f.version, int(a["commitTimestamp"]), snap.schema.field_names,
                              change_schema(snap))
 
 
@@ -332,7 +332,7 @@ def read_files(context: _Context, files: Sequence[IndexedFile]) -> Iterator[pa.R
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType as SparkStruct
 
-    from deltalog.arrow.read import _resolve, read_file_rows
+    from deltalog.arrow.read import read_file_rows, resolve_path
 
     table = open_table(context.location, storage_options=dict(context.storage))
     snap = file_reader_snapshot(table.store, context.protocol, context.metadata, version=context.version,
@@ -340,7 +340,7 @@ def read_files(context: _Context, files: Sequence[IndexedFile]) -> Iterator[pa.R
     target = to_arrow_schema(SparkStruct.fromJson(json.loads(context.schema_json)), timezone="UTC")
     root = table.store.full_path("").rstrip("/") + "/"
     for f in files:
-        local = _resolve(snap, f.add["path"])
+        local = resolve_path(snap, f.add["path"])
         present = os.path.exists(local) if "://" not in local else (
             table.store.exists(local[len(root):]) if local.startswith(root) else True)
         if not present:
