@@ -145,6 +145,12 @@ def test_max_file_size_splits_bins_and_large_files_stay(spark: Any, tmp_path: Pa
     assert m.numFilesRemoved + m.totalFilesSkipped == 8
     assert len(live(path)) == 8 - m.numFilesRemoved + m.numFilesAdded
     same_rows(spark, path, 7)
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", " ")  # blank: unset, as every setting
+    try:
+        m = DeltaTable.forPath(spark, path).optimize().executeCompaction().first().metrics
+    finally:
+        spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+    assert m.numFilesAdded == 1 and len(live(path)) == 1  # the default limit (1 GiB) takes every file
 
 
 def test_compaction_purges_rows_deleted_by_deletion_vectors(spark: Any, tmp_path: Path) -> None:

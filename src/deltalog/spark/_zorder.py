@@ -34,6 +34,7 @@ from deltalog.errors import (
     InvalidArgumentError,
 )
 from deltalog.protocol.schema import DecimalType, PrimitiveType, StructField, StructType
+from deltalog.spark._common import session_setting
 from deltalog.spark._storage import is_connect
 from deltalog.spark._write_job import task_error
 from deltalog.spark.dml._scan import quoted
@@ -58,13 +59,6 @@ _NUMERIC = ("byte", "short", "integer", "long", "float", "double")
 #: Z-value bounds come from one pass (as Spark's range partitioner samples); larger ones are aggregated
 #: by two Spark passes.
 _DRIVER_SAMPLE_ROWS = 2_000_000
-
-def zorder_conf(spark: Any, key: str) -> str | None:
-    try:
-        value = spark.conf.get(key, None)
-    except Exception:
-        return None
-    return None if value is None else str(value)
 
 
 def zorder_columns(spark: Any, snap: Snapshot, columns: Sequence[str]) -> list[StructField]:
@@ -92,7 +86,7 @@ def zorder_columns(spark: Any, snap: Snapshot, columns: Sequence[str]) -> list[S
         if any(o.name == f.name for o in out):
             raise InvalidArgumentError(f"Z-order column {f.name} is listed twice", **where)
         out.append(f)
-    check = (zorder_conf(spark, ZORDER_STATS_CHECK_CONF) or "true").strip().lower() != "false"
+    check = (session_setting(spark, ZORDER_STATS_CHECK_CONF) or "true").strip().lower() != "false"
     with_stats = stats_columns(snap.schema, snap.partition_columns, snap.metadata.configuration)
     missing = [f.name for f in out if f.name.lower() not in with_stats]
     if check and missing:

@@ -72,14 +72,13 @@ from deltalog.errors import (
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
-from deltalog.spark._common import load_snapshot, open_table, parse_size, spark_schema
+from deltalog.spark._common import load_snapshot, open_table, parse_size, session_setting, spark_schema
 from deltalog.spark._files import partition_table
 from deltalog.spark._write_job import FILE_DDL, FILE_SCHEMA, RunWriter, chunks, task_error
 from deltalog.spark._zorder import (
     BIN,
     clustering_fields,
     zorder_columns,
-    zorder_conf,
     zorder_frame,
 )
 from deltalog.spark.dml._jobs import Staged, check_can_write
@@ -162,7 +161,7 @@ def _file_sizes(
     loc = snap.table
     if max_file_size is not None:
         limit = _bytes(max_file_size, "max_file_size", loc)
-    elif (conf := zorder_conf(spark, MAX_FILE_SIZE_CONF)) is not None:
+    elif (conf := session_setting(spark, MAX_FILE_SIZE_CONF)) is not None:
         limit = _bytes(conf, MAX_FILE_SIZE_CONF, loc)
     elif "delta.targetFileSize" in snap.metadata.configuration:
         limit = _bytes(snap.metadata.configuration["delta.targetFileSize"], "delta.targetFileSize", loc)
@@ -170,7 +169,7 @@ def _file_sizes(
         limit = DEFAULT_MAX_FILE_SIZE
     if min_file_size is not None:
         return limit, _bytes(min_file_size, "min_file_size", loc)
-    conf = zorder_conf(spark, MIN_FILE_SIZE_CONF)
+    conf = session_setting(spark, MIN_FILE_SIZE_CONF)
     return limit, (_bytes(conf, MIN_FILE_SIZE_CONF, loc) if conf is not None else limit)
 
 
