@@ -117,8 +117,7 @@ def table_changes(
     columns: Sequence[str] | None = None,
 ) -> pa.Table:
     """The change data feed of table ``t`` (a :class:`~deltalog.Table`; :func:`deltalog.read_changes` also
-    takes a path) for the versions
-    ``starting_version..ending_version`` (inclusive; or by timestamps, see
+    takes a path) for the versions ``starting_version..ending_version`` (inclusive; or by timestamps, see
     :func:`deltalog.feed.changes.resolve_range`; no end means the latest version).
 
     ``columns`` selects columns (table columns and/or the CDF columns). Errors name the rule: no start,
