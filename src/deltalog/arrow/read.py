@@ -220,6 +220,26 @@ def kept_rows(snapshot: ReadableSnapshot, add: dict[str, Any], num_rows: int) ->
     return deletion_mask(descriptor, root, num_rows, read_bytes=reader)
 
 
+def deleted_rows(store: Any, dv: Any) -> Any:
+    """The row indexes (a sorted ``uint64`` numpy array) a deletion vector -- an ``add.deletionVector`` dict,
+    or none -- deletes, read through ``store`` (see :func:`dv_reader`).
+
+    Example:
+        >>> from deltalog.arrow.deletion_vectors import inline_descriptor
+        >>> from deltalog.storage import InMemoryLogStore
+        >>> deleted_rows(InMemoryLogStore(), inline_descriptor([3, 4, 7]).to_dict()).tolist()
+        [3, 4, 7]
+    """
+    import numpy as np
+
+    from deltalog.arrow.deletion_vectors import read_deletion_vector
+
+    if not dv:
+        return np.empty(0, dtype=np.uint64)
+    descriptor = {k: v for k, v in dv.items() if v is not None}
+    return read_deletion_vector(descriptor, store.full_path(""), read_bytes=dv_reader(store))
+
+
 def dv_reader(store: Any) -> Any:
     """How deletion-vector bytes are read for a table on ``store``: local files directly (with the tolerant
     name match of :func:`_read_dv_bytes`), other stores by ranged reads through the store (a DV file of
@@ -291,4 +311,4 @@ def resolve_path(snapshot: ReadableSnapshot, path: str) -> str:
     return snapshot.store.full_path(unquote(path))
 
 
-__all__ = ["Condition", "ReadableSnapshot", "dv_reader", "kept_rows", "read_file_rows", "read_snapshot"]
+__all__ = ["Condition", "ReadableSnapshot", "deleted_rows", "dv_reader", "kept_rows", "read_file_rows", "read_snapshot"]

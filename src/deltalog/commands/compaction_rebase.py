@@ -36,7 +36,8 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from deltalog.commands.dv_actions import dv_rows, enabled, readd_with_dv, same_dv
+from deltalog.arrow.read import deleted_rows
+from deltalog.commands.dv_actions import enabled, readd_with_dv, same_dv
 
 if TYPE_CHECKING:
     from deltalog.txn.conflicts import WinningCommit
@@ -107,10 +108,10 @@ def _taken_out(txn: Transaction, path: str, start: Mapping[str, Any] | None, ids
     """Row ids of the rows of ``path`` the loser took out: newly deleted by its deletion vector, or every
     live row when it removed the file outright."""
 
-    before = dv_rows(txn.store, start)
+    before = deleted_rows(txn.store, start)
     re_added = next((a for a in txn._adds if a.path == path), None)
     if re_added is not None:
-        rows = np.setdiff1d(dv_rows(txn.store, re_added.deletionVector), before, assume_unique=True)
+        rows = np.setdiff1d(deleted_rows(txn.store, re_added.deletionVector), before, assume_unique=True)
     else:
         rows = np.setdiff1d(np.arange(ids.size, dtype=np.uint64), before, assume_unique=True)
     return ids[rows.astype(np.int64)]
@@ -171,8 +172,10 @@ def _restate(txn: Transaction, winner: WinningCommit, paths: set[str],
     from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES, write_deletion_vectors
     from deltalog.txn.commit import remove_action
 
-    bitmaps = [np.union1d(dv_rows(txn.store, add.get("deletionVector")), positions.astype(np.uint64)).astype(np.uint64)
-               for add, positions in hits]
+    bitmaps = [
+        np.union1d(deleted_rows(txn.store, add.get("deletionVector")), positions.astype(np.uint64)).astype(np.uint64)
+        for add, positions in hits
+    ]
     descriptors = write_deletion_vectors(txn.store, bitmaps, inline_max_bytes=INLINE_DV_MAX_BYTES)
     txn.resolver_files.extend({rel for d in descriptors if (rel := d.relative_path()) is not None})
     now = txn._clock()

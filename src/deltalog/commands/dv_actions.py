@@ -1,5 +1,5 @@
-"""What the commands that write deletion vectors share: the row-level concurrency switch, the rows a
-deletion vector names, and the ``add`` that puts a file back with a new deletion vector. Used by DELETE and
+"""What the commands that write deletion vectors share: the row-level concurrency switch and the ``add``
+that puts a file back with a new deletion vector. Used by DELETE and
 UPDATE (:mod:`deltalog.commands.delete`) and by the two rebases of a losing DML commit
 (:mod:`deltalog.commands.dv_rebase`, :mod:`deltalog.commands.compaction_rebase`), below all three.
 
@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from deltalog.arrow.deletion_vectors import read_deletion_vector
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.actions import Add
 from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor
 
-if TYPE_CHECKING:
-    from deltalog.storage import LogStore
-
-__all__ = ["ROW_LEVEL_CONCURRENCY", "describe_rows", "dv_rows", "enabled", "readd_with_dv", "same_dv", "wide_bounds"]
+__all__ = ["ROW_LEVEL_CONCURRENCY", "describe_rows", "enabled", "readd_with_dv", "same_dv", "wide_bounds"]
 
 #: The table property that turns row-level concurrency off (``false``) or on (``true``, the default).
 ROW_LEVEL_CONCURRENCY = "deltalog.rowLevelConcurrency"
@@ -58,23 +54,6 @@ def describe_rows(rows: np.ndarray) -> str:
     shown = ", ".join(str(int(r)) for r in rows[:5])
     more = f" and {rows.size - 5} more" if rows.size > 5 else ""
     return f"row{'s' if rows.size > 1 else ''} {shown}{more}"
-
-
-def dv_rows(store: LogStore, dv: Mapping[str, Any] | None) -> np.ndarray:
-    """The rows a deletion vector (an ``add.deletionVector`` dict, or none) deletes, read from ``store``.
-
-    Example:
-        >>> from deltalog.arrow.deletion_vectors import inline_descriptor
-        >>> from deltalog.storage import InMemoryLogStore
-        >>> dv_rows(InMemoryLogStore(), inline_descriptor([3, 4, 7]).to_dict()).tolist()
-        [3, 4, 7]
-    """
-    if not dv:
-        return np.empty(0, dtype=np.uint64)
-    from deltalog.arrow.read import dv_reader
-
-    descriptor = {k: v for k, v in dv.items() if v is not None}
-    return read_deletion_vector(descriptor, store.full_path(""), read_bytes=dv_reader(store))
 
 
 def _unique_id(dv: Mapping[str, Any]) -> str:

@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES, write_deletion_vectors
+from deltalog.arrow.read import deleted_rows
 from deltalog.commands.compaction_rebase import rebase_onto_compaction
-from deltalog.commands.dv_actions import ROW_LEVEL_CONCURRENCY, describe_rows, dv_rows, enabled, same_dv
+from deltalog.commands.dv_actions import ROW_LEVEL_CONCURRENCY, describe_rows, enabled, same_dv
 from deltalog.protocol.actions import Add, Remove
 
 if TYPE_CHECKING:
@@ -101,9 +102,9 @@ def rebase_deletion_vectors(txn: Transaction, winner: WinningCommit) -> WinningC
         w_before, w_after = w_removed[path].get("deletionVector"), w_added[path].get("deletionVector")
         if not same_dv(w_before, mine_remove.deletionVector):
             continue  # the two did not start from the same deletion vector: leave it to the checks
-        start = dv_rows(txn.store, w_before)
-        theirs = np.setdiff1d(dv_rows(txn.store, w_after), start, assume_unique=True)
-        mine = np.setdiff1d(dv_rows(txn.store, mine_add.deletionVector), start, assume_unique=True)
+        start = deleted_rows(txn.store, w_before)
+        theirs = np.setdiff1d(deleted_rows(txn.store, w_after), start, assume_unique=True)
+        mine = np.setdiff1d(deleted_rows(txn.store, mine_add.deletionVector), start, assume_unique=True)
         both = np.intersect1d(theirs, mine, assume_unique=True)
         if both.size:  # both deleted (or updated) one row: a real conflict, its message names the rows
             txn.row_overlaps[path] = f"both deleted or updated {describe_rows(both)} of it"

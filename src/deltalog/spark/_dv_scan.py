@@ -55,19 +55,16 @@ def deleted_rows_per_file(snapshot: Snapshot, files: pa.Table) -> list[tuple[int
         >>> deleted_rows_per_file(snap, snap.add_files())[0][1][:3]             # doctest: +SKIP
         array([ 7, 107, 207], dtype=uint64)
     """
-    from deltalog.arrow.deletion_vectors import read_deletion_vector
-    from deltalog.arrow.read import dv_reader
+    from deltalog.arrow.read import deleted_rows
 
-    root = snapshot.store.full_path("")
     out: list[tuple[int, np.ndarray]] = []
     dvs = files.column("deletionVector").to_pylist()
     paths = files.column("path").to_pylist()
     for i, (dv, path) in enumerate(zip(dvs, paths, strict=True)):
         if not dv:
             continue
-        descriptor = {k: v for k, v in dv.items() if v is not None}
         try:
-            rows = read_deletion_vector(descriptor, root, read_bytes=dv_reader(snapshot.store))
+            rows = deleted_rows(snapshot.store, dv)
         except DeltaError as exc:
             raise DeltaError(f"deletion vector of {path} cannot be read: {exc.message}",
                              table=snapshot.table, version=snapshot.version) from None

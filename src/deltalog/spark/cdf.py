@@ -286,10 +286,8 @@ def _entries(snapshot: Snapshot, entries: list[tuple[CommitChanges, ChangeFile]]
 
 
 def _dv_rows(snapshot: Snapshot, entries: list[tuple[CommitChanges, ChangeFile]], which: str) -> pa.Table:
-    from deltalog.arrow.deletion_vectors import read_deletion_vector
-    from deltalog.arrow.read import dv_reader
+    from deltalog.arrow.read import deleted_rows
 
-    root = snapshot.store.full_path("")
     ids: list[np.ndarray] = []
     rows: list[np.ndarray] = []
     for i, (_, f) in enumerate(entries):
@@ -297,7 +295,7 @@ def _dv_rows(snapshot: Snapshot, entries: list[tuple[CommitChanges, ChangeFile]]
         if not dv:
             continue
         try:
-            idx = read_deletion_vector(dict(dv), root, read_bytes=dv_reader(snapshot.store))
+            idx = deleted_rows(snapshot.store, dv)
         except (DeltaError, OSError) as exc:
             raise DeltaError(
                 f"deletion vector of {f.path} cannot be read: {exc}", table=snapshot.table, version=snapshot.version

@@ -336,13 +336,13 @@ def _finish_file(
 ) -> None:
     import pyarrow.parquet as pq
 
-    from deltalog.arrow.deletion_vectors import read_deletion_vector, serialize_bitmap
-    from deltalog.arrow.read import dv_reader
+    from deltalog.arrow.deletion_vectors import serialize_bitmap
+    from deltalog.arrow.read import deleted_rows
 
     log_path, size, old_dv, total = spec.files[uri]
     store = spec.store.open()
     new = np.unique(np.concatenate(parts)).astype(np.uint64)
-    old = read_deletion_vector(old_dv, store.full_path(""), read_bytes=dv_reader(store)) if old_dv else None
+    old = deleted_rows(store, old_dv) if old_dv else None
     union = new if old is None or old.size == 0 else np.union1d(old, new)
     added = int(union.size - (0 if old is None else old.size))
     if total is None:
