@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
+import uuid
 from typing import Any
 
 import pyarrow as pa
@@ -93,33 +94,97 @@ def test_commits_through_the_lock_table_use_delta_sparks_layout(
 def test_a_writer_that_died_after_claiming_a_version_is_finished_by_the_next_reader(
     ignoring: tuple[str, dict[str, str]], moto_server: Any
 ) -> None:
-    import boto3
-
-    import emulators
-
     uri, opts = ignoring
     opts = locked(opts, moto_server, "delta_log_recovery")
     deltalog.write_table(uri, row(0), storage_options=opts)
-    # what a writer leaves when it dies between claiming version 1 and copying it into the log:
-    from deltalog.arrow.write_files import DataFileWriter
-    from deltalog.protocol.actions import CommitInfo, action_to_json
-
-    store = store_for(uri, options=opts)
-    writer = DataFileWriter(store, deltalog.Table(uri, storage_options=opts).snapshot().schema, [])
-    writer.write(row(1))
-    [written] = writer.close()
-    body = "\n".join([action_to_json(CommitInfo(operation="WRITE", timestamp=int(time.time() * 1000))),
-                      action_to_json(written.to_add())]) + "\n"
-    store.put_unconditional(f"_delta_log/.tmp/{1:020d}.json.dead", body.encode())  # type: ignore[attr-defined]
-    client = boto3.client("dynamodb", endpoint_url=moto_server.endpoint, region_name=emulators.REGION,
-                          aws_access_key_id=emulators.ACCESS_KEY, aws_secret_access_key=emulators.SECRET_KEY)
-    client.put_item(TableName="delta_log_recovery", Item={
-        "tablePath": {"S": uri}, "fileName": {"S": f"{1:020d}.json"},
-        "tempPath": {"S": f".tmp/{1:020d}.json.dead"}, "complete": {"S": "false"}})
+    _claim_without_copy(uri, opts, moto_server, "delta_log_recovery", 1, 1)  # and dies
     snap = deltalog.Table(uri, storage_options=opts).snapshot()
     assert snap.version == 1 and snap.to_arrow().num_rows == 2  # the reader finished the dead writer's commit
     deltalog.write_table(uri, row(2), mode="append", storage_options=opts)
     assert deltalog.Table(uri, storage_options=opts).snapshot().version == 2
+
+
+def _add_of(uri: str, opts: dict[str, str], value: int) -> Any:
+    """The ``add`` of a new data file holding ``row(value)`` (nothing committed)."""
+    from deltalog.arrow.write_files import DataFileWriter
+
+    schema = deltalog.Table(uri, storage_options=opts).snapshot().schema
+    writer = DataFileWriter(store_for(uri, options=opts), schema, [])
+    writer.write(row(value))
+    [written] = writer.close()
+    return written.to_add()
+
+
+def _claim_without_copy(uri: str, opts: dict[str, str], moto_server: Any, lock_table: str, version: int,
+                        value: int) -> None:
+    """What a writer leaves between claiming ``version`` in the lock table and copying it into the log."""
+    import boto3
+
+    import emulators
+    from deltalog.protocol.actions import CommitInfo, action_to_json
+
+    store = store_for(uri, options=opts)
+    body = "\n".join([action_to_json(CommitInfo(operation="WRITE", timestamp=int(time.time() * 1000))),
+                      action_to_json(_add_of(uri, opts, value))]) + "\n"
+    temp = f".tmp/{version:020d}.json.{uuid.uuid4()}"
+    store.put_unconditional(f"_delta_log/{temp}", body.encode())  # type: ignore[attr-defined]
+    client = boto3.client("dynamodb", endpoint_url=moto_server.endpoint, region_name=emulators.REGION,
+                          aws_access_key_id=emulators.ACCESS_KEY, aws_secret_access_key=emulators.SECRET_KEY)
+    client.put_item(TableName=lock_table, Item={
+        "tablePath": {"S": uri}, "fileName": {"S": f"{version:020d}.json"},
+        "tempPath": {"S": temp}, "complete": {"S": "false"}})
+
+
+def test_a_writer_losing_to_a_claim_not_yet_in_the_log_commits_next(
+    ignoring: tuple[str, dict[str, str]], moto_server: Any
+) -> None:
+    """The race the concurrent test hits now and then: the winner claimed version 1 in the lock table but
+    has not copied it into the log when the loser's claim fails. The loser copies the winner's commit for
+    it (so it can read what won) and commits version 2, instead of an unknown outcome."""
+    from deltalog.txn.operations import Write
+    from deltalog.txn.transaction import start_transaction
+
+    uri, opts = ignoring
+    opts = locked(opts, moto_server, "delta_log_in_flight")
+    deltalog.write_table(uri, row(0), storage_options=opts)
+    table = deltalog.Table(uri, storage_options=opts)
+    txn = start_transaction(table, Write(mode="Append"))  # reads version 0
+    txn.add_file(_add_of(uri, opts, 2))
+    _claim_without_copy(uri, opts, moto_server, "delta_log_in_flight", 1, 1)
+    assert not store_for(uri, options=opts).exists(f"_delta_log/{1:020d}.json")
+    assert txn.commit().version == 2
+    snap = deltalog.Table(uri, storage_options=opts).snapshot()
+    assert snap.version == 2 and sorted(snap.to_arrow().column("id").to_pylist()) == [0, 1, 2]
+    assert check_table(deltalog.Table(uri, storage_options=opts)).ok
+
+
+def test_a_claim_the_client_retried_after_a_lost_response_is_ours(
+    ignoring: tuple[str, dict[str, str]], moto_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim that succeeded but whose response was lost is retried by the DynamoDB client, and the retry
+    fails its condition: the entry names this writer's temporary file, so the commit is ours and lands."""
+    from botocore.client import BaseClient
+
+    uri, opts = ignoring
+    opts = locked(opts, moto_server, "delta_log_retried")
+    deltalog.write_table(uri, row(0), storage_options=opts)
+    real = BaseClient._make_api_call
+    lost: list[str] = []
+
+    def answer_lost(self: Any, operation: str, params: dict[str, Any]) -> Any:
+        out = real(self, operation, params)
+        if operation == "PutItem" and "ConditionExpression" in params and not lost:
+            lost.append(params["Item"]["tempPath"]["S"])  # stored; the client's retry then fails the condition
+            raise self.exceptions.ConditionalCheckFailedException(
+                {"Error": {"Code": "ConditionalCheckFailedException", "Message": "The conditional request failed"}},
+                operation)
+        return out
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", answer_lost)
+    assert deltalog.write_table(uri, row(1), mode="append", storage_options=opts).version == 1
+    assert len(lost) == 1
+    snap = deltalog.Table(uri, storage_options=opts).snapshot()
+    assert snap.version == 1 and sorted(snap.to_arrow().column("id").to_pylist()) == [0, 1]
 
 
 def _appender(uri: str, opts: dict[str, str], writer: int, count: int) -> list[int]:

@@ -9,8 +9,13 @@ delta-spark's ``S3DynamoDBLogStore`` (same table layout, so both can write one t
   complete, ``expireTime`` (epoch seconds, for DynamoDB's TTL);
 * to commit ``N``: write the content to ``_delta_log/.tmp/<N>.json.<uuid>``; put the entry
   ``(tablePath, N.json, tempPath, complete=false)`` on condition ``attribute_not_exists(fileName)`` --
-  *this* is the put-if-absent, and a failed condition means another writer owns version ``N``; copy the
-  temporary file to ``_delta_log/<N>.json``; mark the entry complete with an expiry a day later;
+  *this* is the put-if-absent, and a failed condition means another writer owns version ``N`` -- unless the
+  entry names this writer's own temporary file (the client retried a put whose response was lost), and then
+  the commit is ours; copy the temporary file to ``_delta_log/<N>.json``; mark the entry complete with an
+  expiry a day later;
+* a writer that lost ``N`` to an entry not yet complete copies the winner's temporary file into the log for
+  it (the same bytes the winner copies), so that it can read the winning commit and check its conflicts
+  instead of finding a version that is claimed but not in the log;
 * before listing the log, a reader looks at the table's newest entry and, if a writer died between the
   entry and the copy, finishes the copy for it (the content is in the temporary file).
 
@@ -140,11 +145,37 @@ class DynamoDBLockTable:
                 ConditionExpression="attribute_not_exists(fileName)",
             )
         except client.exceptions.ConditionalCheckFailedException:
-            store.delete(f"{_LOG}/{temp}")
-            raise FileExistsError(17, "another writer holds this version in the lock table", file_name) from None
+            entry = self._entry(file_name)
+            if entry is not None and entry.get("tempPath") == temp:
+                pass  # our own claim: the client retried a put whose first response was lost
+            else:
+                if entry is not None:  # unread, it might be ours: a reader's repair then needs the file
+                    store.delete(f"{_LOG}/{temp}")
+                    if entry.get("complete") != "true":
+                        self._help(store, file_name, entry)
+                raise FileExistsError(17, "another writer holds this version in the lock table", file_name) from None
         except Exception as exc:
             raise self._named(exc, f"claiming {file_name}") from None
         self._finish(store, file_name, temp, data)
+
+    def _entry(self, file_name: str) -> dict[str, str] | None:
+        """The entry of ``file_name`` (consistent read), or None when it cannot be read."""
+        try:
+            item = self._client.get_item(
+                TableName=self.name, Key={"tablePath": {"S": self.table_path}, "fileName": {"S": file_name}},
+                ConsistentRead=True,
+            ).get("Item")
+        except Exception:
+            return None  # the caller treats the version as another writer's
+        return None if not item else {k: next(iter(v.values())) for k, v in item.items()}
+
+    def _help(self, store: Any, file_name: str, entry: dict[str, str]) -> None:
+        """Finish another writer's claimed commit (copy its temporary file into the log), so that a loser
+        reading the commit back finds it instead of a version that is claimed but not yet in the log. The
+        winner may be finishing it at the same moment: both copy the same bytes. A failure is left to the
+        winner (or to the next reader's :meth:`repair`)."""
+        with contextlib.suppress(Exception):
+            self._finish(store, file_name, entry["tempPath"], None)
 
     def _finish(self, store: Any, file_name: str, temp: str, data: bytes | None) -> None:
         """Copy the temporary file to the commit file (if it is not there yet) and mark the entry complete."""
