@@ -306,16 +306,24 @@ NEXT_ROW = pa.table({"id": pa.array([10_000], pa.int64()), "part": ["z"], "x": [
 
 
 def cases_for(points: list[str], every: bool, modes_allowed: tuple[str, ...] = MODES) -> list[tuple[int, str, str]]:
-    """(step, phase, mode) cases: all of them, or a deterministic sample that still visits every step."""
+    """(step, phase, mode) cases: all of them, or a deterministic sample that still visits every step once
+    (the phase alternates from step to step, both for the last one; the mode rotates).
+
+    Example:
+        >>> cases_for(["write_new", "link"], False, ("interrupt", "eio"))
+        [(0, 'before', 'interrupt'), (1, 'before', 'eio'), (1, 'after', 'interrupt')]
+    """
     out: list[tuple[int, str, str]] = []
     n = len(points)
     for k, name in enumerate(points):
         for phase in ("before", "after"):
+            if not every and k < n - 1 and phase != ("before", "after")[k % 2]:
+                continue
             modes = [m for m in modes_allowed if m != "torn" or (name == "write_new" and phase == "before")]
             if phase == "after":
                 modes = [m for m in modes if m != "kill" or k == n - 1]  # kill after k == kill before k+1
             if not every:
-                modes = [modes[(k * 2 + (phase == "after")) % len(modes)]] if modes else []
+                modes = [modes[(k + (phase == "after")) % len(modes)]] if modes else []
             out += [(k, phase, m) for m in modes]
     return out
 

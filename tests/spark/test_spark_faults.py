@@ -113,7 +113,7 @@ DRIVER = textwrap.dedent('''
 @pytest.mark.own_jvm
 def test_spark_merge_survives_process_death(rs: Any, tmp_path: Path) -> None:
     """A Spark driver killed before a storage step of MERGE (every step with DELTALOG_FAULTS=all; else the
-    publish of the commit file and the step after it) leaves the old or the new table, never a broken one."""
+    link that publishes the commit file) leaves the old or the new table, never a broken one."""
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     src = str(Path(deltalog.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join([src, env.get("PYTHONPATH", "")])
@@ -134,18 +134,18 @@ def test_spark_merge_survives_process_death(rs: Any, tmp_path: Path) -> None:
                               timeout=600)
 
     # The first driver runs the reference MERGE (the expected table, the number of storage steps), then
-    # the MERGE killed at step 1: one JVM start fewer.
-    first = run(tmp_path / "kill-1", 1, reference=tmp_path / "reference")
+    # the MERGE killed at step 2 (before the link that publishes the commit): one JVM start fewer.
+    first = run(tmp_path / "kill-2", 2, reference=tmp_path / "reference")
     assert "POINTS" in first.stdout, first.stderr[-3000:]
     points = int(first.stdout.split("POINTS", 1)[1].split()[0])
     expected = faultkit.versions_rows(str(tmp_path / "reference" / "t"), before[0])
     expected[before[0]] = before[1]
-    steps = range(points) if EVERY else [1, 2]  # write_new of the commit's temp file, then its link
+    steps = range(points) if EVERY else [2]  # after write_new of the commit's temp file, before its link
     assert points > 2
     problems = []
     for step in steps:
         root = tmp_path / f"kill-{step}"
-        done = first if step == 1 else run(root, step)
+        done = first if step == 2 else run(root, step)
         if done.returncode not in (faultkit.KILL_EXIT, 0):
             problems.append(f"step {step}: exit {done.returncode}: {done.stderr[-2000:]}")
             continue
