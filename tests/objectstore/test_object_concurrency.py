@@ -19,7 +19,7 @@ from deltalog.commands.check import check_table
 
 pytestmark = pytest.mark.objectstore
 
-WRITERS, APPENDS = 6, 15
+WRITERS, APPENDS = 4, 10  # 40 racing commits per store
 
 
 @pytest.fixture(params=["s3", "azure"])

@@ -1,4 +1,4 @@
-"""The Spark benchmarks of issue 15 run end to end at tiny sizes in one driver process (one JVM): scans over
+"""The Spark benchmarks of issue 15 run end to end at tiny sizes in two driver processes: scans over
 many files (``bench/scan_planning.py``), MERGE / DELETE / UPDATE / OPTIMIZE against hand-written jobs and
 delta-rs (``bench/spark_dml.py``), and DELETE with deletion vectors plus the scans after it
 (``bench/dml_dv.py``). They record what the issue counts -- no status/list call per data file in deltalog's
@@ -16,20 +16,25 @@ from pathlib import Path
 
 import pytest
 
-# Not marked own_jvm although its driver is a child process: make test runs it in the shared-session lane,
-# which is the shorter of the two.
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 
-DRIVER = textwrap.dedent('''
+# Each test runs its benchmarks in a driver process of its own; the scans and the deletion-vector DELETE are
+# marked own_jvm so that make test runs them in the other lane, beside the shared-session Spark tests.
+SCANS = textwrap.dedent('''
     import sys
     sys.path.insert(0, sys.argv[1])
-    import dml_dv, scan_planning, spark_dml
+    import dml_dv, scan_planning
     common = ["--quick", "--results-dir", sys.argv[2], "--data-dir", sys.argv[3]]
     assert scan_planning.main([*common, "--files", "20", "60"]) == 0
-    assert spark_dml.main(common) == 0
     assert dml_dv.main([*common, "--rows", "40000", "--files", "4"]) == 0
+''')
+DML = textwrap.dedent('''
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    import spark_dml
+    assert spark_dml.main(["--quick", "--results-dir", sys.argv[2], "--data-dir", sys.argv[3]]) == 0
 ''')
 
 
@@ -39,14 +44,27 @@ def _result(results: Path, workload: str) -> dict[str, object]:
     return doc
 
 
-def test_spark_benchmarks_quick(tmp_path: Path) -> None:
+def _run(driver: str, tmp_path: Path) -> tuple[Path, dict[str, str]]:
     results = tmp_path / "results"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MPLCONFIGDIR": str(tmp_path / "mpl")}
     proc = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(ROOT / "bench"), str(results), str(tmp_path / "data")],
+        [sys.executable, "-c", driver, str(ROOT / "bench"), str(results), str(tmp_path / "data")],
         capture_output=True, text=True, timeout=1200, check=False, env=env,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return results, env
+
+
+def _report(results: Path, env: dict[str, str], tmp_path: Path) -> str:
+    report = tmp_path / "performance.md"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "report.py"), "--results-dir", str(results),
+                    "--out", str(report)], check=True, env=env, capture_output=True)
+    return report.read_text()
+
+
+@pytest.mark.own_jvm
+def test_spark_scan_benchmarks_quick(tmp_path: Path) -> None:
+    results, env = _run(SCANS, tmp_path)
     for n in (20, 60):
         extra = _result(results, f"spark-scan-files-{n}")["extra"]
         assert isinstance(extra, dict)
@@ -54,16 +72,21 @@ def test_spark_benchmarks_quick(tmp_path: Path) -> None:
         assert extra["anchor_files_discovered"] == n == extra["paths_files_discovered"]
     selective = _result(results, "spark-scan-selective")["extra"]
     assert isinstance(selective, dict) and selective["files_read"] == selective["matching_files"] == 1
-    for workload in ("spark-merge", "spark-merge-deltars", "spark-delete-cow", "spark-update-cow", "spark-delete-dv",
-                     "spark-update-dv", "spark-optimize-compact-deltars", "spark-zorder-deltars",
-                     "spark-zorder-sortwrite", "spark-scan-dv-all", "spark-scan-dv-one"):
+    for workload in ("spark-scan-dv-all", "spark-scan-dv-one"):
         _result(results, workload)
     dml_dv = _result(results, "dml-dv")["extra"]
     assert isinstance(dml_dv, dict)
     assert dml_dv["deleted_rows"] == 400 and dml_dv["files_with_deletion_vector"] == 4
-    report = tmp_path / "performance.md"
-    subprocess.run([sys.executable, str(ROOT / "bench" / "report.py"), "--results-dir", str(results),
-                    "--out", str(report)], check=True, env=env, capture_output=True)
-    text = report.read_text()
+    text = _report(results, env, tmp_path)
     assert "| 60 |" in text and (tmp_path / "performance_scan_files.png").exists()
-    assert "spark-scan-dv-one" in text and "spark-zorder-sortwrite" in text
+    assert "spark-scan-dv-one" in text
+
+
+def test_spark_dml_benchmarks_quick(tmp_path: Path) -> None:
+    results, env = _run(DML, tmp_path)
+    for workload in ("spark-merge", "spark-merge-deltars", "spark-delete-cow", "spark-update-cow", "spark-delete-dv",
+                     "spark-update-dv", "spark-optimize-compact-deltars", "spark-zorder-deltars",
+                     "spark-zorder-sortwrite"):
+        _result(results, workload)
+    text = _report(results, env, tmp_path)
+    assert "spark-merge" in text and "spark-zorder-sortwrite" in text
