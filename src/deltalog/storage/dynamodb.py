@@ -149,7 +149,7 @@ class DynamoDBLockTable:
             if entry is not None and entry.get("tempPath") == temp:
                 pass  # our own claim: the client retried a put whose first response was lost
             else:
-                if entry is not None:  # unread, it might be ours: a reader's repair then needs the file
+                if entry is not None:  # an entry that cannot be read might be ours: its file stays for a repair
                     store.delete(f"{_LOG}/{temp}")
                     if entry.get("complete") != "true":
                         self._help(store, file_name, entry)
