@@ -54,6 +54,11 @@ def _option(options: Mapping[str, Any], *names: str) -> str | None:
     return None
 
 
+def _plain(item: Mapping[str, Any]) -> dict[str, str]:
+    """A DynamoDB item (``{"fileName": {"S": "..."}, ...}``) as plain ``{name: value}``."""
+    return {k: next(iter(v.values())) for k, v in item.items()}
+
+
 class DynamoDBLockTable:
     """The lock table of one Delta table (see the module docstring). ``table_path`` is the table's URI as
     it is stored in ``tablePath`` (``s3://bucket/path``, no trailing ``/``).
@@ -167,7 +172,7 @@ class DynamoDBLockTable:
             ).get("Item")
         except Exception:
             return None  # the caller treats the version as another writer's
-        return None if not item else {k: next(iter(v.values())) for k, v in item.items()}
+        return _plain(item) if item else None
 
     def _help(self, store: Any, file_name: str, entry: dict[str, str]) -> None:
         """Finish another writer's claimed commit (copy its temporary file into the log), so that a loser
@@ -212,7 +217,7 @@ class DynamoDBLockTable:
         items = found.get("Items") or []
         if not items:
             return None
-        return {k: next(iter(v.values())) for k, v in items[0].items()}
+        return _plain(items[0])
 
     def repair(self, store: Any) -> None:
         """Finish the newest commit if its writer died after claiming it (see the module docstring).
