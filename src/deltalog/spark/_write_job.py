@@ -32,7 +32,7 @@ from deltalog.protocol.schema import StructType
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.predicates import ReadPredicate
 
-__all__ = ["FILE_DDL", "FILE_SCHEMA", "RunWriter", "TaskSpec", "chunks", "run_job", "task_error"]
+__all__ = ["FILE_DDL", "FILE_SCHEMA", "RunWriter", "TaskSpec", "chunks", "run_job", "run_tallied", "task_error"]
 
 _CHUNK_ROWS = 1_000_000
 _CHUNK_BYTES = 64 * 1024 * 1024
@@ -47,6 +47,9 @@ _FILE_FIELDS = (
 )
 FILE_SCHEMA = pa.schema(_FILE_FIELDS)
 FILE_DDL = ", ".join(f"{n} {'string' if t == pa.string() else 'bigint'}" for n, t in _FILE_FIELDS)
+#: a tallying job's task rows: the files, then one row (no path) with the task's counts as JSON
+_TALLY_SCHEMA = FILE_SCHEMA.append(pa.field("tally", pa.string()))
+_TALLY_DDL = FILE_DDL + ", tally string"
 
 
 
@@ -147,10 +150,27 @@ class TaskSpec:
     predicate: ReadPredicate | None
     target_file_size: int
     max_records: int | None = None
+    #: a ``bigint`` column of tags, not written: the tasks count the rows per tag (see :func:`run_tallied`)
+    #: and write only the rows whose tag is not negative (nor null)
+    tally: str | None = None
+
+
+def _tallied(batches: Iterable[pa.RecordBatch], column: str, counts: dict[int, int]) -> Iterator[pa.RecordBatch]:
+    """``batches`` without the tag column and the rows of a negative tag; each tag's rows added to ``counts``."""
+    for batch in batches:
+        tags = batch.column(column)
+        seen = pc.value_counts(tags).to_pylist()
+        for entry in seen:
+            if entry["values"] is not None:
+                counts[entry["values"]] = counts.get(entry["values"], 0) + entry["counts"]
+        if any(entry["values"] is None or entry["values"] < 0 for entry in seen):
+            batch = batch.filter(pc.greater_equal(tags, 0))
+        yield batch.drop_columns([column])
 
 
 def _write_task(spec: TaskSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Runs in a Spark task: write the task's rows as data files, yield one row per file."""
+    """Runs in a Spark task: write the task's rows as data files, yield one row per file (and, when the
+    job tallies, one row of counts)."""
     store = spec.store.open()
     writer = RunWriter(
         store,
@@ -161,28 +181,30 @@ def _write_task(spec: TaskSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[p
         column_mapping=mapping_mode(spec.metadata.configuration),
     )
     plan = WritePlan(None, spec.metadata, spec.schema, False, spec.predicate)
+    counts: dict[int, int] = {}
+    rows = chunks(batches) if spec.tally is None else _tallied(chunks(batches), spec.tally, counts)
     try:
-        write_batches(writer, chunks(batches), plan, spec.table)
+        write_batches(writer, rows, plan, spec.table)
         files = writer.close()
     except BaseException:
         writer.abort()
         raise
-    if files:
-        yield pa.RecordBatch.from_pylist(
-            [
-                {
-                    "path": f.path,
-                    "rel_path": f.rel_path,
-                    "partition_values": json.dumps(f.partition_values),
-                    "size": f.size,
-                    "num_records": f.num_records,
-                    "stats": f.stats,
-                    "modification_time": f.modification_time,
-                }
-                for f in files
-            ],
-            schema=FILE_SCHEMA,
-        )
+    out: list[dict[str, Any]] = [
+        {
+            "path": f.path,
+            "rel_path": f.rel_path,
+            "partition_values": json.dumps(f.partition_values),
+            "size": f.size,
+            "num_records": f.num_records,
+            "stats": f.stats,
+            "modification_time": f.modification_time,
+        }
+        for f in files
+    ]
+    if spec.tally is not None:
+        out.append({"tally": json.dumps(sorted(counts.items()))})
+    if out:
+        yield pa.RecordBatch.from_pylist(out, schema=FILE_SCHEMA if spec.tally is None else _TALLY_SCHEMA)
 
 
 _ERROR_LINE = re.compile(r"^(deltalog(?:\.\w+)*)\.(\w+): (.*)$", re.MULTILINE)
@@ -213,6 +235,25 @@ def task_error(exc: Exception, table: str) -> Exception:
 
 
 def run_job(df: Any, spec: TaskSpec) -> list[WrittenFile]:
+    """Write ``df``'s rows as data files of ``spec.table`` in one Spark job (see the module docstring).
+
+    Example:
+        >>> [f.num_records for f in run_job(df, spec)]                                  # doctest: +SKIP
+        [1000]
+    """
+    return run_tallied(df, spec)[0]
+
+
+def run_tallied(df: Any, spec: TaskSpec) -> tuple[list[WrittenFile], dict[int, int]]:
+    """:func:`run_job`, and with ``spec.tally`` the number of rows per tag over the whole job: what a caller
+    learns about the rows while they are written instead of in a job of its own (e.g. a MERGE's matches).
+    Counted from the tasks' results, so a retried task is counted once.
+
+    Example:
+        >>> files, counts = run_tallied(df, replace(spec, tally="tag"))                 # doctest: +SKIP
+        >>> counts
+        {1: 990, -2: 10}
+    """
     from pyspark.sql import functions as F
 
     parts = list(spec.metadata.partitionColumns)
@@ -221,12 +262,18 @@ def run_job(df: Any, spec: TaskSpec) -> list[WrittenFile]:
     sort_by = [c for c in parts if c.lower() in present]
     if sort_by:
         source = df.sortWithinPartitions(*[F.col("`" + c.replace("`", "``") + "`") for c in sort_by])
-    job = source.mapInArrow(functools.partial(_write_task, spec), FILE_DDL)
+    job = source.mapInArrow(functools.partial(_write_task, spec), FILE_DDL if spec.tally is None else _TALLY_DDL)
     try:
-        rows = job.collect()
+        collected = job.collect()
     except Exception as exc:
         raise task_error(exc, spec.table) from None
-    return [
+    counts: dict[int, int] = {}
+    for r in collected:
+        if spec.tally is not None and r["tally"] is not None:
+            for tag, n in json.loads(r["tally"]):
+                counts[int(tag)] = counts.get(int(tag), 0) + int(n)
+    rows = [r for r in collected if r["path"] is not None]
+    files = [
         WrittenFile(
             path=r["path"],
             rel_path=r["rel_path"],
@@ -238,3 +285,4 @@ def run_job(df: Any, spec: TaskSpec) -> list[WrittenFile]:
         )
         for r in rows
     ]
+    return files, counts

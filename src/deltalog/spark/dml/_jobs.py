@@ -69,6 +69,7 @@ __all__ = [
     "run_dv_job",
     "spark_error",
     "write_rows",
+    "write_tallied",
 ]
 
 DataFrame = Any  # pyspark.sql.DataFrame (classic or Connect)
@@ -268,18 +269,34 @@ def write_rows(df: DataFrame, table: Table, schema: StructType, metadata: Metada
         >>> [f.num_records for f in write_rows(df, table, snap.schema, snap.metadata)]  # doctest: +SKIP
         [120]
     """
+    return write_tallied(df, table, schema, metadata)[0]
+
+
+def write_tallied(
+    df: DataFrame, table: Table, schema: StructType, metadata: Metadata, *, tally: str | None = None
+) -> tuple[list[WrittenFile], dict[int, int]]:
+    """:func:`write_rows`; with ``tally``, ``df``'s ``bigint`` column of that name is not written but
+    counted: the rows per tag over the job (rows of a negative tag are counted and not written).
+
+    Example:
+        >>> files, counts = write_tallied(df, table, schema, md, tally="tag")         # doctest: +SKIP
+        >>> counts
+        {4: 118, -6: 2}
+    """
     from pyspark.sql import functions as F
 
     from deltalog.spark._generated import recompute_generated
-    from deltalog.spark._write_job import TaskSpec, run_job
+    from deltalog.spark._write_job import TaskSpec, run_tallied
     from deltalog.spark.dml._row_ids import written_fields
 
     kept = written_fields(metadata, df.columns)  # row tracking: moved rows keep their ids
     full = StructType((*schema.fields, *kept)) if kept else schema
-    spec = TaskSpec(StoreRef.of(table.store), table.location, full, metadata, None, target_file_size(metadata))
+    spec = TaskSpec(StoreRef.of(table.store), table.location, full, metadata, None, target_file_size(metadata),
+                    tally=tally)
     df = recompute_generated(df, schema)  # generated columns follow the rows' final values
+    columns = [F.col(quoted(f.name)) for f in full.fields]
     try:
-        return run_job(df.select(*[F.col(quoted(f.name)) for f in full.fields]), spec)
+        return run_tallied(df.select(*columns, *([F.col(quoted(tally))] if tally else [])), spec)
     except Exception as exc:
         raise spark_error(exc, table.location) from None
 

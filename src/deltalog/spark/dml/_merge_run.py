@@ -40,6 +40,7 @@ from deltalog.spark.dml._jobs import (
     spark_error,
     write_rows,
 )
+from deltalog.spark.dml._merge_one_pass import one_pass, one_pass_applies
 from deltalog.spark.dml._row_ids import tracked_fields
 from deltalog.spark.dml._scan import (
     FILE,
@@ -143,6 +144,9 @@ def _new_fields(target: StructType, source: DataFrame, clauses: Sequence[Clause]
 
 class MergeRun:
     """One execution of a :class:`MergeBuilder` (see the module docstring)."""
+
+    #: the joined rows' column holding the code of the clause that acts on the row (< 0: copy or drop)
+    ACTION = _ACTION
 
     def __init__(self, b: MergeBuilder) -> None:
         from pyspark.sql import functions as F
@@ -464,6 +468,10 @@ class MergeRun:
         ]
         frame, t_here, s_here = self._frame(T, S, how)
         self._outputs(frame, T, S)  # assignments and their types are checked before any job runs
+        if one_pass_applies(self, candidates):
+            done = one_pass(self, S, candidates)
+            if done is not None:
+                return done
         uris = file_uris(self.snap, candidates)
         file_of, row_of, by_size, frame_target = T[FILE], T[ROW], None, T
         keyed = keyed_rows(self.b._spark, self.snap, candidates)
@@ -605,17 +613,26 @@ class MergeRun:
         changes = change_rows(frame, kind, old, self._outputs(frame, T, S), self.schema)
         staged.cdc.extend(write_change_files(changes, self.table, self.schema, self.metadata))
 
-    def _check_multiple_matches(self, stats: Sequence[Any]) -> None:
+    def multiple_matches_allowed(self) -> bool:
+        """Whether a target row may match several source rows: without WHEN MATCHED clauses, or when the
+        only one is an unconditional DELETE (every matched pair deletes the row: unambiguous)."""
         if not self.matched:
-            return
+            return True
         only = self.matched[0]
-        if len(self.matched) == 1 and only.action == "delete" and only.condition is None:
-            return  # every matched pair deletes the row: unambiguous
+        return len(self.matched) == 1 and only.action == "delete" and only.condition is None
+
+    def _check_multiple_matches(self, stats: Sequence[Any]) -> None:
+        if self.multiple_matches_allowed():
+            return
         if any(r["most"] is not None and int(r["most"]) > 1 for r in stats):
-            raise DeltaError(
-                "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE] Cannot perform Merge as multiple source "
-                "rows matched and attempted to modify the same target row in the Delta table in possibly "
-                f"conflicting ways. ON condition: {describe(self.b._condition)}. Preprocess the source (e.g. "
-                "deduplicate it on the merge keys) so that each target row matches at most one source row",
-                table=self.table.location,
-            )
+            raise self.multiple_matches_error()
+
+    def multiple_matches_error(self) -> DeltaError:
+        """The error of a merge where a target row matched several source rows."""
+        return DeltaError(
+            "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE] Cannot perform Merge as multiple source "
+            "rows matched and attempted to modify the same target row in the Delta table in possibly "
+            f"conflicting ways. ON condition: {describe(self.b._condition)}. Preprocess the source (e.g. "
+            "deduplicate it on the merge keys) so that each target row matches at most one source row",
+            table=self.table.location,
+        )

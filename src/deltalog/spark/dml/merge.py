@@ -24,7 +24,11 @@ it should be deterministic):
    a third job marks the updated / deleted target rows in the touched files' deletion vectors.
    Without ``whenNotMatched`` clauses the second join reads the touched files only. With the change
    data feed on, one more job writes the change data files (pre/post-images, deletes, inserts; see
-   :mod:`~deltalog.spark.dml._cdc`); an insert-only merge needs none.
+   :mod:`~deltalog.spark.dml._cdc`); an insert-only merge needs none;
+4. **one job** when the pruning leaves a single target file and the table has no deletion vectors, row
+   tracking or change data feed (:mod:`~deltalog.spark.dml._merge_one_pass`): the write job runs at once
+   and the multiple-match check and the clause counts come from counts observed while it writes; if no
+   target row was acted on, its files are deleted and the merge runs as in 3 (the file stays in place).
 
 With ``withSchemaEvolution()`` the source columns missing from the target are added to the table schema
 by ``*All`` clauses (target columns missing from the source keep their value / are null). Metrics are
