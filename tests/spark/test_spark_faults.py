@@ -63,6 +63,9 @@ def scenarios(spark: Any) -> list[faultkit.Scenario]:
             deltars_rows=False,
         ),
         faultkit.Scenario("spark merge", created, merge),
+        # one file: the MERGE writes in one job (``_merge_one_pass``)
+        faultkit.Scenario("spark merge into one file", lambda r: deltalog.write_table(
+            os.path.join(r, "t"), data(range(0, 40))), merge),
         faultkit.Scenario("spark optimize", created, lambda r: table(r).optimize().executeCompaction()),
         faultkit.Scenario("spark append", created, append),
     ]
