@@ -56,7 +56,6 @@ def _delete_duplicates(b: Any) -> Any:  # an unconditional DELETE may match a ta
 
 
 CASES: dict[str, tuple[Callable[[Any], Any], list[int]]] = {
-    "upsert": (_upsert, [3, 4, 50, 119, 300, 301]),
     "every-kind": (_every_kind, [3, 4, 8, 50, 119, 300, 301, 302]),
     "updates-only": (_updates_only, [0, 7, 64, 500]),
     "by-source-delete": (_by_source_delete, [1, 2, 3]),
