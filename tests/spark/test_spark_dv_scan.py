@@ -191,3 +191,43 @@ def test_keyed_rows_of_a_partitioned_table(spark: Any, tmp_path: Path, monkeypat
      .whenMatchedDelete().whenNotMatchedInsertAll().execute())
     assert _ids(read(spark, path)) == [i for i in [*range(1600), 2000] if i not in (5, 650)]
     assert merged == [True]
+
+
+def _plan(df: Any) -> str:
+    return str(df._jdf.queryExecution().executedPlan().toString())
+
+
+@pytest.mark.parametrize("limit", [None, 8], ids=["bit-test", "over-the-limit-joins"])
+def test_one_deletion_vector_is_a_bit_test_without_a_join(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int | None
+) -> None:
+    """One file with a deletion vector: each of its rows' bits is tested in a constant (no join); rows at
+    word edges (63, 64, 127: the sign bit of a word) and past the last deleted row are kept or dropped right.
+    Above ``BIT_TEST_MAX_ROWS`` the anti join is used, with the same rows."""
+    if limit is not None:
+        monkeypatch.setattr(_dv_scan, "BIT_TEST_MAX_ROWS", limit)
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 300)), list(range(300, 400)), list(range(400, 450))])
+    gone = {0, 62, 63, 64, 127, 128, 200}
+    table.delete([("id", "in", sorted(gone))], use_deletion_vectors=True)
+    assert sum(1 for d in table.snapshot().add_files().column("deletionVector").to_pylist() if d) == 1
+    df = read(spark, path)
+    want = [i for i in range(450) if i not in gone]
+    assert _ids(df) == want == sorted(table.snapshot().to_arrow().column("id").to_pylist())
+    assert ("Join" in _plan(df)) == (limit is not None)
+
+
+def test_bit_test_tells_the_deleted_file_apart_by_size(spark: Any, tmp_path: Path) -> None:
+    """A scan of several files of which one deletes rows: the bit test applies to that file's rows only
+    (told apart by ``_metadata.file_size``); the same row indexes of the other files stay."""
+    from deltalog.arrow.read import resolve_path
+
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(100, 150)), list(range(150, 400))])
+    table.delete([("id", "in", [1, 5, 70])], use_deletion_vectors=True)
+    snap = table.snapshot()
+    files = snap.add_files()
+    raw = spark.read.parquet(*[resolve_path(snap, p) for p in files.column("path").to_pylist()])
+    out = _dv_scan.keyed_scan(spark, snap, files, raw, ["id"])
+    assert out is not None and "Join" not in _plan(out)
+    assert _ids(out) == [i for i in range(400) if i not in (1, 5, 70)]

@@ -110,7 +110,8 @@ def test_only_files_with_a_deletion_vector_are_joined(spark: Any, tmp_path: Path
     assert 0 < dvs.null_count < snap.num_files()  # some files carry a deletion vector, some do not
     got = read(spark, path)
     plan = got._jdf.queryExecution().executedPlan().toString()
-    assert "Union" in plan and "LeftAnti" in plan
+    # the file with the deletion vector is scanned apart: its rows' bits tested in a constant, no join
+    assert "Union" in plan and "getbit" in plan and "LeftAnti" not in plan
     same_rows(got, snap.to_arrow())
     assert got.count() == 397 and got.filter("id IN (1, 5, 9)").count() == 0
 

@@ -15,7 +15,11 @@ two files of the scan share a size, and ``_metadata.file_size`` is a number Spar
   a deletion vector get a null key and keep every row). Each deleted row's key is built the same way on
   the driver from the decoded deletion vectors;
 * a broadcast ``left_anti`` join on that single ``long`` key drops the deleted rows (Spark's hash join
-  on one long key probes an array-backed map).
+  on one long key probes an array-backed map);
+* except when one file of the scan deletes rows (its deleted rows below :data:`BIT_TEST_MAX_ROWS`): then
+  each row's ``row_index`` bit is tested in that deletion vector, a constant ``array<bigint>`` in the plan
+  (no key, no join, no job to broadcast the deleted rows; the file told apart by its size when the scan
+  has others).
 
 Example:
     >>> keyed_scan(spark, snap, files, raw, columns)                           # doctest: +SKIP
@@ -24,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -37,11 +42,17 @@ from deltalog.errors import DeltaError
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
 
-__all__ = ["MAX_KEYED_FILES", "ROW_KEY", "deleted_row_keys", "deleted_rows_per_file", "keyed_scan", "row_key_bits"]
+__all__ = [
+    "BIT_TEST_MAX_ROWS", "MAX_KEYED_FILES", "ROW_KEY", "deleted_row_keys", "deleted_rows_per_file", "keyed_scan",
+    "row_key_bits",
+]
 
 #: Above this many deletion-vector files the CASE that maps sizes to ids gets long; the path join is
 #: used instead (packed keys have no such limit).
 MAX_KEYED_FILES = 128
+#: A scan with one deletion vector tests each row's bit in it (a constant of ``max deleted row / 64`` longs)
+#: when its deleted rows lie below this; else, and with several deletion vectors, the anti join.
+BIT_TEST_MAX_ROWS = 1 << 22
 #: The packed ``row_index << bits | file_size`` column :func:`keyed_scan` keeps with ``key_bits``.
 ROW_KEY = "__deltalog_row_key"
 _KEY = ROW_KEY
@@ -146,6 +157,33 @@ def _ids_by_size(
     return ids
 
 
+def _bit(rows: np.ndarray) -> Any:
+    """1 for a scan row whose ``_metadata.row_index`` is among ``rows`` (one file's deleted row indexes),
+    else 0: the row's bit tested in the deletion vector as one constant ``array<bigint>`` (a JSON string
+    Spark's optimizer parses once)."""
+    from pyspark.sql import functions as F
+
+    indexes = rows.astype(np.uint64)
+    words = np.zeros(int(indexes.max()) // 64 + 1, dtype=np.uint64)
+    np.bitwise_or.at(words, indexes >> np.uint64(6), np.left_shift(np.uint64(1), indexes & np.uint64(63)))
+    bitmap = F.from_json(F.lit(json.dumps(words.view(np.int64).tolist())), "array<bigint>")
+    row = F.col("_metadata.row_index")
+    word = F.shiftright(row, 6)
+    bit = F.getbit(F.element_at(bitmap, (word + 1).cast("int")), row.bitwiseAND(63).cast("int"))
+    return F.when(word < F.lit(len(words)), bit).otherwise(F.lit(0))
+
+
+def _not_deleted(rows: np.ndarray, size: int | None) -> Any:
+    """True for the rows of a scan that ``rows`` (one file's deleted row indexes) does not delete; that
+    file's ``size`` tells it apart (``_metadata.file_size``), ``None`` when it is the scan's only file. One
+    bitmap only: a CASE over 16 files' bitmaps measured slower than the anti join (5.2 s against 4.1 s on
+    10M rows)."""
+    from pyspark.sql import functions as F
+
+    keep = _bit(rows) == 0
+    return keep if size is None else keep | (F.col("_metadata.file_size") != F.lit(size))
+
+
 def keyed_scan(
     spark: Any, snapshot: Snapshot, files: pa.Table, raw: Any, columns: Sequence[str], *, sizes_from_log: bool = False,
     key_bits: int | None = None,
@@ -180,6 +218,9 @@ def keyed_scan(
             assert bits is not None
             return raw.select(*selected, F.shiftleft(row, bits).bitwiseOR(size).alias(_KEY))
         return raw.select(*selected)
+    if not keep_key and len(deleted) == 1 and int(deleted[0][1].max()) < BIT_TEST_MAX_ROWS:
+        own = None if files.num_rows == 1 else int(files.column("size")[deleted[0][0]].as_py())
+        return raw.filter(_not_deleted(deleted[0][1], own)).select(*selected)
     if bits is not None:  # row index above the size: unique per row of the scan, no per-file CASE
         key = F.shiftleft(row, bits).bitwiseOR(size)
         sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
