@@ -41,9 +41,6 @@ __all__ = ["one_pass", "one_pass_applies"]
 DataFrame = Any
 
 _TAG = "__deltalog_tag"
-#: clause codes start at -2 (drop) and -1 (copy): shifted to positive values, so a tag's sign can mean
-#: "write" (positive) or "count only" (negative)
-_DROP, _SHIFT = -2, 3
 
 
 def one_pass_applies(run: MergeRun, candidates: Any) -> bool:
@@ -73,19 +70,22 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     T = run._target(candidates, keys=False)  # the read scan: no per-row file or row index
     how = "full" if run.not_matched else "left"
     frame, t_here, s_here = run._frame(T, S, how)
+    outputs = run._outputs(frame, T, S)  # the assignments and their types are checked before any job runs
     if how == "left" and broadcast_source(spark, frame, run._source_rows()):  # the target rows stay in place
         frame, t_here, s_here = run._frame(T, F.broadcast(S), how)
+        outputs = run._outputs(frame, T, S)
     action = F.col(run.ACTION)
-    sides = [(c, "Matched") for c in run.matched] + [(c, "NotMatchedBySource") for c in run.by_source]
-    codes = {run.codes[id(c)]: (c, side) for c, side in sides}
-    deletes = [code for code, (c, _) in codes.items() if c.action == "delete"] or [_DROP]
+    deletes = [run.codes[id(c)] for c in run.matched + run.by_source if c.action == "delete"] or [run.DROP]
+    # the clause codes start at the run's DROP: shifted to start at 1, so a tag's sign can mean "write"
+    # (positive) or "count only" (negative)
+    shift = 1 - run.DROP
     keep = t_here & ~action.isin(deletes)
     wanted = (keep | (~t_here & (action >= 0))) if run.not_matched else keep
     # every target row travels to the write tasks, which count them by tag (clause, matched or not) and
     # write the wanted ones; source rows that are not inserted are dropped here
-    key = (action + _SHIFT) * 4 + F.when(t_here, 2).otherwise(0) + F.when(s_here, 1).otherwise(0)
+    key = (action + shift) * 4 + F.when(t_here, 2).otherwise(0) + F.when(s_here, 1).otherwise(0)
     tag = F.when(wanted, key).otherwise(-key).cast("long")
-    rows = frame.filter(t_here | wanted).select(*run._outputs(frame, T, S), tag.alias(_TAG))
+    rows = frame.filter(t_here | wanted).select(*outputs, tag.alias(_TAG))
     staged = Staged(run.table.store)
     scan_ms = run.timer.elapsed_ms()
     try:
@@ -97,7 +97,7 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
             k = abs(t)
             if not k & 2:  # a source row (inserted)
                 continue
-            per_code[(k >> 2) - _SHIFT] = per_code.get((k >> 2) - _SHIFT, 0) + n
+            per_code[(k >> 2) - shift] = per_code.get((k >> 2) - shift, 0) + n
             if k & 1:
                 pairs += n
             else:
@@ -109,12 +109,7 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     except BaseException:
         staged.cleanup()
         raise
-    counts = dict.fromkeys(
-        ("numTargetRowsMatchedUpdated", "numTargetRowsMatchedDeleted", "numTargetRowsNotMatchedBySourceUpdated",
-         "numTargetRowsNotMatchedBySourceDeleted"), 0,
-    )
-    for code, (c, side) in codes.items():
-        counts[f"numTargetRows{side}{'Updated' if c.action == 'update' else 'Deleted'}"] += per_code.get(code, 0)
+    counts = run.clause_counts(per_code)
     if run.matched and run.multiple_matches_allowed():  # one unconditional DELETE: count rows, not pairs
         counts["numTargetRowsMatchedDeleted"] = target_rows - alone
     acted = sum(counts.values())

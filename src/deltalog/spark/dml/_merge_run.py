@@ -72,6 +72,9 @@ MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE = "matched", "notMatched", "notMatch
 _KIND_TEXT = {MATCHED: "MATCHED", NOT_MATCHED: "NOT MATCHED", NOT_MATCHED_BY_SOURCE: "NOT MATCHED BY SOURCE"}
 _CODE_BASE = {MATCHED: 0, NOT_MATCHED_BY_SOURCE: 1000, NOT_MATCHED: 2000}
 _COPY, _DROP = -1, -2
+#: the per-clause metrics of the target rows a WHEN MATCHED / NOT MATCHED BY SOURCE clause acted on
+_CLAUSE_METRICS = ("numTargetRowsMatchedUpdated", "numTargetRowsMatchedDeleted",
+                   "numTargetRowsNotMatchedBySourceUpdated", "numTargetRowsNotMatchedBySourceDeleted")
 _T_PRESENT, _S_PRESENT, _ACTION = "__deltalog_target", "__deltalog_source", "__deltalog_action"
 
 
@@ -147,6 +150,8 @@ class MergeRun:
 
     #: the joined rows' column holding the code of the clause that acts on the row (< 0: copy or drop)
     ACTION = _ACTION
+    #: the smallest code: a row that is neither written nor copied (an unmatched source row not inserted)
+    DROP = _DROP
 
     def __init__(self, b: MergeBuilder) -> None:
         from pyspark.sql import functions as F
@@ -375,6 +380,20 @@ class MergeRun:
             self.source_rows = int(self.b._source.count())
         return self.source_rows
 
+    def clause_counts(self, per_code: Mapping[int, int]) -> dict[str, int]:
+        """delta-spark's four per-clause metrics from the number of target rows each clause code acted on.
+
+        Example:
+            >>> run.clause_counts({0: 3})["numTargetRowsMatchedUpdated"]               # doctest: +SKIP
+            3
+        """
+        counts = dict.fromkeys(_CLAUSE_METRICS, 0)
+        for c in self.matched + self.by_source:
+            side = "Matched" if c.kind == MATCHED else "NotMatchedBySource"
+            counts[f"numTargetRows{side}{'Updated' if c.action == 'update' else 'Deleted'}"] += \
+                per_code.get(self.codes[id(c)], 0)
+        return counts
+
     def _metrics(self, scan_ms: int, **counts: int) -> dict[str, int]:
         total = self.timer.elapsed_ms()
         names = (
@@ -466,12 +485,12 @@ class MergeRun:
         how = {(True, True): "full", (True, False): "right", (False, True): "left", (False, False): "inner"}[
             (bool(self.not_matched), bool(self.by_source))
         ]
-        frame, t_here, s_here = self._frame(T, S, how)
-        self._outputs(frame, T, S)  # assignments and their types are checked before any job runs
-        if one_pass_applies(self, candidates):
+        if one_pass_applies(self, candidates):  # it checks the assignments before its job, as below
             done = one_pass(self, S, candidates)
             if done is not None:
                 return done
+        frame, t_here, s_here = self._frame(T, S, how)
+        self._outputs(frame, T, S)  # assignments and their types are checked before any job runs
         uris = file_uris(self.snap, candidates)
         file_of, row_of, by_size, frame_target = T[FILE], T[ROW], None, T
         keyed = keyed_rows(self.b._spark, self.snap, candidates)
@@ -501,21 +520,16 @@ class MergeRun:
             stats = [{**r, FILE: by_size[r[FILE]]} for r in stats]
         scan_ms = self.timer.elapsed_ms()
         self._check_multiple_matches(stats)
-        by_code = {self.codes[id(c)]: c for c in self.clauses}
-        counts = dict.fromkeys(
-            ("numTargetRowsMatchedUpdated", "numTargetRowsMatchedDeleted", "numTargetRowsNotMatchedBySourceUpdated",
-             "numTargetRowsNotMatchedBySourceDeleted"), 0,
-        )
         touched_uris: set[str] = set()
         matched_uris = {r[FILE] for r in stats if r["most"] is not None and int(r["most"]) > 0}
+        per_code: dict[int, int] = {}
         for r in stats:
-            act, n = r["act"], int(r["n"])
+            act = r["act"]
             if act is None or act < 0:
                 continue
             touched_uris.add(r[FILE])
-            c = by_code[act]
-            side = "Matched" if c.kind == MATCHED else "NotMatchedBySource"
-            counts[f"numTargetRows{side}{'Updated' if c.action == 'update' else 'Deleted'}"] += n
+            per_code[act] = per_code.get(act, 0) + int(r["n"])
+        counts = self.clause_counts(per_code)
         touched = candidates.filter(pa.array([u in touched_uris for u in uris], pa.bool_()))
         removed = touched.to_pylist()
         use_dvs = bool(removed) and uses_deletion_vectors(self.snap)
