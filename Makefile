@@ -7,12 +7,10 @@ PY := $(VENV)/bin/python
 
 .PHONY: demo demo-s3 test test-property test-faults lint typecheck conformance bench docs clean
 
-# --no-compile: byte-compiling every installed module (pyspark, pandas, ...) was half of the install's 110 s;
-# Python compiles the modules a run imports when it first imports them.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --no-compile -e '.[test,spark]'
+	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $@
 
 # azurite (Azure's blob emulator, from npm) for the object-store tests; moto comes with the test extras.
@@ -41,8 +39,11 @@ typecheck: $(VENV)/.installed
 # Each lane has its own --basetemp: two pytest processes sharing /tmp/pytest-of-<user> both clean up its old
 # directories when they finish, and one removing what the other is removing fails the run.
 # The set-up steps are independent of each other (pip and npm; then ruff and mypy), so they run side by side.
+# deltalog's own modules (and the benchmarks') are byte-compiled first: with PYTHONDONTWRITEBYTECODE=1 (common in CI images) every
+# process the suite starts (Spark's Python workers, the writer processes, the programs) would compile them again.
 test:
 	@$(MAKE) --no-print-directory -j3 lint typecheck $(AZURITE)
+	@$(PY) -m compileall -q src bench
 	@rm -f .kernel-tests.log; tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/deltalog-tests.XXXXXX"); \
 	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "not spark or own_jvm" -p no:cacheprovider --durations=10 \
 		--basetemp="$$tmp/kernel" > .kernel-tests.log 2>&1 & kernel=$$!; \
