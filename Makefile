@@ -39,8 +39,9 @@ typecheck: $(VENV)/.installed
 # Each lane has its own --basetemp: two pytest processes sharing /tmp/pytest-of-<user> both clean up its old
 # directories when they finish, and one removing what the other is removing fails the run.
 # The set-up steps are independent of each other (pip and npm; then ruff and mypy), so they run side by side.
-# deltalog's own modules (and the benchmarks') are byte-compiled first: with PYTHONDONTWRITEBYTECODE=1 (common in CI images) every
-# process the suite starts (Spark's Python workers, the writer processes, the programs) would compile them again.
+# deltalog's own modules (and the benchmarks') are byte-compiled first: with PYTHONDONTWRITEBYTECODE=1
+# (common in CI images) every process the suite starts (Spark's Python workers, the writer processes, the
+# programs) would compile them again.
 test:
 	@$(MAKE) --no-print-directory -j3 lint typecheck $(AZURITE)
 	@$(PY) -m compileall -q src bench
