@@ -133,7 +133,7 @@ def run_commits(em: Any, *, quick: bool) -> Result:
 def _many_files(path: Path, files: int) -> None:
     """A table of ``files`` small parquet files (10 rows each), one commit."""
     import deltalog
-    from deltalog.arrow.write_stats import stats_json
+    from deltalog.data.write_stats import stats_json
     from deltalog.protocol.actions import Add, Format, Metadata
     from deltalog.protocol.schema import StructType
     from deltalog.txn.operations import Write

@@ -6,7 +6,7 @@ A table of ``--rows`` rows (``id``, and ``x``, ``y`` uniform random integers in 
 by Spark as ``--files`` files, then Z-ordered by ``(x, y)`` into about as many files
 (``max_file_size`` = table size / ``--files``). Four queries -- a point and a 1% range on ``x``, the
 same on ``y`` -- are measured twice over: the fraction of the files the kernel's min/max skipping keeps
-(:func:`deltalog.arrow.filters.prune_files`), and the time of the Spark query
+(:func:`deltalog.data.filters.prune_files`), and the time of the Spark query
 (``deltalog.spark.read(spark, path, where=[...]).count()``). "Before" is the table at the version
 before the ``OPTIMIZE`` (time travel: the old files are still there), so before and after runs
 alternate, after one warm-up each.
@@ -46,7 +46,7 @@ def queries() -> list[tuple[str, list[tuple[str, str, int]]]]:
 def files_kept(path: str, version: int | None, conditions: list[tuple[str, str, int]]) -> tuple[int, int]:
     """(files the kernel's skipping keeps, live files) at ``version`` (``None``: latest)."""
     import deltalog
-    from deltalog.arrow.filters import normalize_filter, prune_files
+    from deltalog.data.filters import normalize_filter, prune_files
 
     snap = deltalog.Table(path).snapshot(version)
     conds, _ = normalize_filter(conditions, snap.schema, table=path)

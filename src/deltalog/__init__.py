@@ -31,8 +31,7 @@ from deltalog.errors import (
 from deltalog.feed.changes import ChangeDataNotRecordedError
 from deltalog.snapshot import Snapshot
 from deltalog.table import Table, read_changes
-
-__version__ = "0.1.0"
+from deltalog.version import __version__
 
 __all__ = [
     "ChangeDataNotRecordedError",

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from deltalog.arrow.filters import FilterLike
-from deltalog.arrow.read import read_snapshot
+from deltalog.data.filters import FilterLike
+from deltalog.data.read import read_snapshot
 from deltalog.log.replay import TableState
 from deltalog.log.segment import LogSegment
 from deltalog.protocol.actions import CommitInfo, Metadata, Protocol

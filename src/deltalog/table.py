@@ -28,13 +28,13 @@ from deltalog.storage import LogStore, store_for
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from deltalog.arrow.filters import FilterLike
     from deltalog.commands.clone import CloneResult
     from deltalog.commands.delete import DeleteResult
     from deltalog.commands.drop_feature import DropFeatureResult
     from deltalog.commands.restore import RestoreResult
     from deltalog.commands.update import UpdateResult
     from deltalog.commands.vacuum import VacuumResult
+    from deltalog.data.filters import FilterLike
     from deltalog.log.checkpoint_writer import CheckpointResult
     from deltalog.txn.operations import Operation
     from deltalog.txn.transaction import CommitResult, Transaction
@@ -167,13 +167,13 @@ class Table:
     ) -> pa.Table:
         """The change data feed of versions ``starting_version..ending_version`` (or timestamps) as one
         ``pyarrow.Table`` with ``_change_type``, ``_commit_version``, ``_commit_timestamp`` (see
-        :func:`deltalog.arrow.changes.table_changes`).
+        :func:`deltalog.feed.rows.table_changes`).
 
         Example:
             >>> Table("/data/events").changes(starting_version=3).num_rows  # doctest: +SKIP
             12
         """
-        from deltalog.arrow.changes import table_changes
+        from deltalog.feed.rows import table_changes
 
         return table_changes(
             self, starting_version=starting_version, ending_version=ending_version,
@@ -514,14 +514,14 @@ def read_changes(
     """The change data feed of ``table`` (a :class:`Table` or a path) for the versions
     ``starting_version..ending_version`` (inclusive; or by timestamps; no end means the latest version) as
     one ``pyarrow.Table`` with ``_change_type``, ``_commit_version`` and ``_commit_timestamp``; see
-    :func:`deltalog.arrow.changes.table_changes` for the rules and errors.
+    :func:`deltalog.feed.rows.table_changes` for the rules and errors.
 
     Example:
         >>> read_changes("/data/events", starting_version=0).group_by("_change_type").aggregate(
         ...     [("_change_type", "count")]).to_pylist()                            # doctest: +SKIP
         [{'_change_type': 'insert', '_change_type_count': 120}, ...]
     """
-    from deltalog.arrow.changes import table_changes
+    from deltalog.feed.rows import table_changes
 
     return table_changes(
         table if isinstance(table, Table) else Table(table), starting_version=starting_version,

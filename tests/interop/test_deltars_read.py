@@ -105,7 +105,7 @@ def test_filters_prune_partitions_and_skip_files(tmp_path: Path) -> None:
     got = snap.to_arrow(columns=["id"], filter=[("id", ">=", 105)])
     assert got.column_names == ["id"]
     assert sorted(got.column("id").to_pylist()) == list(range(105, 100 + N))
-    from deltalog.arrow.filters import normalize_filter, prune_files
+    from deltalog.data.filters import normalize_filter, prune_files
 
     conds, _ = normalize_filter([("id", ">=", 105)], snap.schema, table="t")
     assert prune_files(snap, conds).num_rows < snap.num_files()  # min/max skipping dropped files

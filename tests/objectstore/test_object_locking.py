@@ -106,7 +106,7 @@ def test_a_writer_that_died_after_claiming_a_version_is_finished_by_the_next_rea
 
 def _add_of(uri: str, opts: dict[str, str], value: int) -> Any:
     """The ``add`` of a new data file holding ``row(value)`` (nothing committed)."""
-    from deltalog.arrow.write_files import DataFileWriter
+    from deltalog.data.write_files import DataFileWriter
 
     schema = deltalog.Table(uri, storage_options=opts).snapshot().schema
     writer = DataFileWriter(store_for(uri, options=opts), schema, [])

@@ -18,9 +18,9 @@ import spark_deltars_worker
 from sparkutil import data
 
 import deltalog
-from deltalog.arrow.changes import changes_by_type
 from deltalog.errors import InvalidArgumentError, VersionNotFoundError
 from deltalog.feed.changes import ChangeDataNotRecordedError
+from deltalog.feed.rows import changes_by_type
 from deltalog.spark.cdf import read_changes
 from deltalog.spark.dml import delete, merge, update
 

@@ -220,7 +220,7 @@ def test_one_deletion_vector_is_a_bit_test_without_a_join(
 def test_bit_test_tells_the_deleted_file_apart_by_size(spark: Any, tmp_path: Path) -> None:
     """A scan of several files of which one deletes rows: the bit test applies to that file's rows only
     (told apart by ``_metadata.file_size``); the same row indexes of the other files stay."""
-    from deltalog.arrow.read import resolve_path
+    from deltalog.data.read import resolve_path
 
     path = str(tmp_path / "t")
     table = _table(path, [list(range(0, 100)), list(range(100, 150)), list(range(150, 400))])

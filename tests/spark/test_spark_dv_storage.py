@@ -20,7 +20,7 @@ from pyroaring import BitMap64
 from sparkutil import arrow_rows, rows, version
 
 import deltalog
-from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES, serialize_bitmap
+from deltalog.data.deletion_vectors import INLINE_DV_MAX_BYTES, serialize_bitmap
 from deltalog.protocol.deletion_vectors import z85_decode
 from deltalog.spark.dml import delete, merge, update
 

@@ -16,7 +16,7 @@ import spark_deltars_worker
 from sparkutil import arrow_rows, data_files, rows, version
 
 import deltalog
-from deltalog.arrow.filters import normalize_filter, prune_files
+from deltalog.data.filters import normalize_filter, prune_files
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark import DeltaTable
 from deltalog.txn.operations import Delete

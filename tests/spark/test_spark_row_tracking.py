@@ -139,7 +139,7 @@ def test_row_ids_in_spark_reads(spark: Any, tmp_path: Path) -> None:
 
 def _row_ids_live(path: str) -> dict[int, tuple[int, int]]:
     """id -> (row id, row commit version) of the live rows (deletion vectors applied), from files and log."""
-    from deltalog.arrow.read import kept_rows
+    from deltalog.data.read import kept_rows
 
     snap = deltalog.Table(path).snapshot()
     rid, rcv = snap.properties[ROW_ID_COLUMN], snap.properties[COMMIT_VERSION_COLUMN]

@@ -15,7 +15,6 @@ import pytest
 from logbuilder import add, commit_info, metadata, protocol, remove, write_commit
 
 import deltalog
-from deltalog.arrow.changes import changes_by_type
 from deltalog.commands.properties import set_properties
 from deltalog.errors import InvalidArgumentError, SchemaError, VersionNotFoundError
 from deltalog.feed.changes import (
@@ -24,6 +23,7 @@ from deltalog.feed.changes import (
     iter_commit_changes,
     resolve_range,
 )
+from deltalog.feed.rows import changes_by_type
 from deltalog.protocol.actions import Add
 from deltalog.storage import LocalLogStore
 from deltalog.txn.operations import Write

@@ -35,8 +35,8 @@ def compact(table: deltalog.Table, *, only: set[int] | None = None) -> int:
     ``dataChange=false``."""
     import json
 
-    from deltalog.arrow.read import kept_rows, read_file_rows, with_row_tracking_columns
-    from deltalog.arrow.write_files import DataFileWriter
+    from deltalog.data.read import kept_rows, read_file_rows, with_row_tracking_columns
+    from deltalog.data.write_files import DataFileWriter
     from deltalog.protocol.schema import StructType
     from deltalog.txn.row_tracking import tracked_fields
 
@@ -70,7 +70,7 @@ def _rows(path: str) -> list[tuple[int, int]]:
 
 def _row_ids(path: str) -> dict[int, int]:
     """id value -> row id of every live row (materialized value, else baseRowId + index)."""
-    from deltalog.arrow.read import kept_rows, read_file_rows, with_row_tracking_columns
+    from deltalog.data.read import kept_rows, read_file_rows, with_row_tracking_columns
     from deltalog.txn.row_tracking import tracked_fields
 
     snap = deltalog.Table(path).snapshot()

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from deltalog.arrow.write_files import DataFileWriter
+from deltalog.data.write_files import DataFileWriter
 from deltalog.protocol.schema import parse_schema
 from deltalog.storage import InMemoryLogStore
 

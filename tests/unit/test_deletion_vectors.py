@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyroaring import BitMap
 
-from deltalog.arrow.deletion_vectors import (
+from deltalog.data.deletion_vectors import (
     MAGIC_PORTABLE,
     MAX_ROW_INDEX,
     deletion_mask,

@@ -1,4 +1,4 @@
-"""Min/max file skipping vectorized over every file's statistics (:func:`deltalog.arrow.filters.prune_files`)
+"""Min/max file skipping vectorized over every file's statistics (:func:`deltalog.data.filters.prune_files`)
 decides exactly as the file-by-file comparison does, for numeric, string and date columns, with missing,
 null, all-null and unusable statistics, and with literals of another kind than the column (a fractional
 value on an integer column is compared exactly, not truncated)."""
@@ -13,7 +13,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deltalog.arrow.filters import Condition, _may_match, stats_keep
+from deltalog.data.filters import Condition, _may_match, stats_keep
 from deltalog.protocol.schema import parse_schema
 
 SCHEMA = parse_schema(json.dumps({"type": "struct", "fields": [

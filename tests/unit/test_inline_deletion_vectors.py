@@ -1,7 +1,7 @@
 """Inline deletion vectors as writers produce them: the Z85 encoding of the serialized bitmap (the
 protocol's "Deletion Vector Descriptor" section), checked as the exact inverse of our decoder, against the
 protocol's JSON example and the inline DVs of the conformance corpus, and the size threshold of
-:func:`deltalog.arrow.deletion_vectors.store_deletion_vectors`."""
+:func:`deltalog.data.deletion_vectors.store_deletion_vectors`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pyroaring import BitMap
 
-from deltalog.arrow.deletion_vectors import (
+from deltalog.data.deletion_vectors import (
     INLINE_DV_MAX_BYTES,
     MAGIC_PORTABLE,
     inline_descriptor,

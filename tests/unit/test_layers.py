@@ -1,7 +1,7 @@
-"""Imports point down: the kernel's lower layers never import the ``Table`` facade that calls them
-(commands and the change feed take a :class:`~deltalog.txn.handle.TableHandle`), nor Spark, and no two
-kernel modules import each other, directly or through others (counting imports inside functions and in
-``TYPE_CHECKING`` blocks)."""
+"""Imports point down: each module imports only from its own layer or lower ones (``LAYERS``, the README's
+layout), so the kernel's lower layers never import the ``Table`` facade that calls them (commands and the
+change feed take a :class:`~deltalog.txn.handle.TableHandle`), nor Spark, and no two kernel modules import
+each other, directly or through others (counting imports inside functions and in ``TYPE_CHECKING`` blocks)."""
 
 from __future__ import annotations
 
@@ -120,6 +120,53 @@ def test_modules_form_no_import_circles_but_the_known_ones() -> None:
         for name, path in modules.items()
     }  # the package faces (deltalog, deltalog.spark) re-export everything: not a layer
     assert _cycles(graph) == KNOWN_CIRCLES
+
+
+#: The layers, lowest first: a module may import (at run time) only from its own layer or the ones below.
+#: ``data`` is the kernel's data-file engine in Arrow (pruning, deletion vectors, reading and writing files);
+#: ``arrow`` is the Arrow front end (``write_table``), beside Spark's and the CLI. Typing-only imports (in
+#: ``TYPE_CHECKING`` blocks) may name a higher layer's class: the log's writers are typed against the snapshot
+#: they write, without depending on it.
+LAYERS: list[set[str]] = [
+    {"errors", "version"},
+    {"protocol", "storage"},
+    {"log"},
+    {"data"},
+    {"snapshot", "snapshot_load"},
+    {"txn"},
+    {"commands"},
+    {"feed"},
+    {"table"},
+    {"arrow", "spark", "cli"},
+]
+
+
+def _layer(module: str) -> int:
+    """``module``'s layer; the package face (``deltalog``, and names imported from it) is above them all."""
+    parts = module.split(".")
+    return next((i for i, units in enumerate(LAYERS) if len(parts) > 1 and parts[1] in units), len(LAYERS))
+
+
+def test_every_package_and_module_is_in_a_layer() -> None:
+    units = {p.relative_to(PACKAGE).parts[0].removesuffix(".py") for p in PACKAGE.iterdir()
+             if p.suffix == ".py" or (p / "__init__.py").exists()}
+    assert units - {"__init__"} == set().union(*LAYERS)
+
+
+def test_imports_point_down_the_layers() -> None:
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    upward = []
+    for name, path in sorted(modules.items()):
+        own = _layer(name)
+        for imported in sorted(_imports(path, runtime=True)):
+            if imported.split(".")[0] == "deltalog" and _layer(imported) > own:
+                upward.append(f"{name} -> {imported}")
+    assert upward == []
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    assert _layer("deltalog.log.cleanup") < _layer("deltalog.snapshot") < _layer("deltalog.table")
+    assert _layer("deltalog.spark.table") < _layer("deltalog") == _layer("deltalog.Table")
 
 
 def test_the_circle_finder_finds_circles() -> None:

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pytest
 
 import deltalog
-from deltalog.arrow.filters import normalize_filter, prune_files
+from deltalog.data.filters import normalize_filter, prune_files
 from deltalog.errors import InvalidArgumentError
 
 

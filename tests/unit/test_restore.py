@@ -12,11 +12,11 @@ import pyarrow as pa
 import pytest
 
 import deltalog
-from deltalog.arrow.deletion_vectors import write_deletion_vectors
 from deltalog.arrow.write import write_table
 from deltalog.commands.properties import set_properties
 from deltalog.commands.restore import MissingRestoreFilesError, RestoreResult, merge_protocols, restore
 from deltalog.commands.vacuum import vacuum
+from deltalog.data.deletion_vectors import write_deletion_vectors
 from deltalog.errors import DeltaError, InvalidArgumentError, VersionNotFoundError
 from deltalog.protocol.actions import Add, Protocol
 from deltalog.txn.operations import Delete

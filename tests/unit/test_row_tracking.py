@@ -75,7 +75,7 @@ def _row_ids(path: str) -> dict[int, tuple[int, int]]:
         data = pq.read_table(Path(path) / f["path"])
         keep = [True] * data.num_rows
         if f["deletionVector"]:
-            from deltalog.arrow.read import kept_rows
+            from deltalog.data.read import kept_rows
 
             keep = list(kept_rows(snap, f, data.num_rows))
         ids = data.column(rid).to_pylist() if rid in data.column_names else [None] * data.num_rows

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import deltalog
-from deltalog.arrow.read import read_file_rows
+from deltalog.data.read import read_file_rows
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, VersionNotFoundError
 from deltalog.feed.tail import (
     AdmissionLimit,

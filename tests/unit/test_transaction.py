@@ -682,7 +682,7 @@ def test_metadata_changes_are_not_downgraded_to_snapshot_isolation() -> None:
 
 @pytest.mark.parametrize(("exact", "conflict"), [(True, False), (False, True)])
 def test_read_candidates_records_the_predicate_or_the_whole_table(exact: bool, conflict: bool) -> None:
-    from deltalog.arrow.filters import Condition
+    from deltalog.data.filters import Condition
 
     t = new_table()
     commit_adds(t, add("a1.parquet", "a"), add("b1.parquet", "b"))

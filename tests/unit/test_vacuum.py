@@ -13,9 +13,9 @@ import pytest
 from logbuilder import add, commit_info, metadata, protocol, remove, write_commit
 
 import deltalog
-from deltalog.arrow.deletion_vectors import write_deletion_vectors
 from deltalog.arrow.write import write_table
 from deltalog.commands.vacuum import VacuumResult, store_relative_path, vacuum
+from deltalog.data.deletion_vectors import write_deletion_vectors
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.protocol.actions import Add
 from deltalog.storage import InMemoryLogStore

@@ -19,7 +19,7 @@ import pytest
 from logbuilder import commit_info, metadata, protocol, write_commit
 
 import deltalog
-from deltalog.arrow.filters import Condition, _may_match
+from deltalog.data.filters import Condition, _may_match
 from deltalog.errors import InvalidArgumentError, InvalidTableError, UnsupportedFeatureError
 from deltalog.protocol.actions import Protocol
 from deltalog.protocol.conform import to_logical

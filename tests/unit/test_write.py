@@ -428,7 +428,7 @@ def test_concurrent_appends_all_commit(tmp_path: Path) -> None:
 
 
 def test_many_partitions_limit_open_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from deltalog.arrow import write_files
+    from deltalog.data import write_files
 
     monkeypatch.setattr(write_files, "MAX_OPEN_FILES", 3)
     batch = pa.record_batch({"id": pa.array(range(10), pa.int64()), "p": [i % 10 for i in range(10)]})

@@ -1,8 +1,8 @@
 """``write_table``: write Arrow (or pandas) data to a Delta table through a transaction.
 
-The data is conformed to the table's schema (:mod:`deltalog.arrow.write_schema`), checked against
+The data is conformed to the table's schema (:mod:`deltalog.data.write_schema`), checked against
 NOT NULL columns, column invariants and CHECK constraints (:mod:`deltalog.txn.constraints`), written as
-parquet files (:mod:`deltalog.arrow.write_files`) and committed with ``add`` (and, for overwrites,
+parquet files (:mod:`deltalog.data.write_files`) and committed with ``add`` (and, for overwrites,
 ``remove``) actions by :class:`deltalog.txn.transaction.Transaction`. If anything fails before the
 commit, the data files written so far are deleted (best effort); a crash in between leaves only
 unreferenced files, which vacuum removes later.
@@ -40,10 +40,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile
-from deltalog.arrow.write_schema import resolve_schema
 from deltalog.commands.clustering import CLUSTERING_DOMAIN, clustering_domain, clustering_of
 from deltalog.commands.properties import PropertyChange, plan_properties
+from deltalog.data.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile
+from deltalog.data.write_schema import resolve_schema
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
 from deltalog.protocol.actions import Format, Metadata, Protocol
 from deltalog.protocol.column_mapping import mapping_mode, with_column_mapping

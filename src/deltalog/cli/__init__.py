@@ -51,7 +51,7 @@ _EPILOG = (
 
 
 def _version() -> str:
-    from deltalog import __version__
+    from deltalog.version import __version__
 
     return __version__
 

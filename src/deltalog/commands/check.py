@@ -483,7 +483,7 @@ def _check_dv(report: CheckReport, snapshot: Snapshot, log_path: str, dv: dict[s
 
 def _suffix_match(store: Any, rel: str) -> bool:
     """Exactly one file in ``rel``'s directory has a name ending with ``rel``'s name (see
-    :func:`deltalog.arrow.read._read_dv_bytes`)."""
+    :func:`deltalog.data.read._read_dv_bytes`)."""
     directory, _, name = rel.rpartition("/")
     try:
         matches = [f for f in store.list_dir(directory) if f.name.endswith(name) and f.name != name]

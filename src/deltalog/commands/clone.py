@@ -124,7 +124,7 @@ def _absolute_uri(log_path: str, root_uri: str) -> str:
 
 def _local(log_path: str, snapshot: Snapshot) -> str:
     """Where a source data file is (a local path, or a URI for other stores)."""
-    from deltalog.arrow.read import resolve_path
+    from deltalog.data.read import resolve_path
 
     return resolve_path(snapshot, log_path)
 

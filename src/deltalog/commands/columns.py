@@ -98,7 +98,7 @@ def add_columns(
 
 
 def _nulls(snapshot: Snapshot, column: str) -> int:
-    from deltalog.arrow.read import read_file_rows
+    from deltalog.data.read import read_file_rows
 
     count = 0
     for add in snapshot.add_files().to_pylist():

@@ -36,8 +36,8 @@ from urllib.parse import unquote
 
 import numpy as np
 
-from deltalog.arrow.read import deleted_rows
 from deltalog.commands.dv_actions import enabled, readd_with_dv, same_dv
+from deltalog.data.read import deleted_rows
 
 if TYPE_CHECKING:
     from deltalog.txn.conflicts import WinningCommit
@@ -169,7 +169,7 @@ def rebase_onto_compaction(txn: Transaction, winner: WinningCommit) -> WinningCo
 
 def _restate(txn: Transaction, winner: WinningCommit, paths: set[str],
              hits: list[tuple[Mapping[str, Any], np.ndarray]]) -> None:
-    from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES, write_deletion_vectors
+    from deltalog.data.deletion_vectors import INLINE_DV_MAX_BYTES, write_deletion_vectors
     from deltalog.txn.commit import remove_action
 
     bitmaps = [

@@ -94,7 +94,7 @@ def _compile(name: str, sql: Any, snapshot: Snapshot, loc: str) -> Expression:
 
 def _violations(snapshot: Snapshot, name: str, expr: Expression, loc: str) -> tuple[int, str | None]:
     """Live rows for which ``expr`` is false or null, and a description of the first one."""
-    from deltalog.arrow.read import read_file_rows
+    from deltalog.data.read import read_file_rows
 
     bad, example = 0, None
     for add in snapshot.add_files().to_pylist():

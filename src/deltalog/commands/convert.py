@@ -12,7 +12,7 @@ Nothing is rewritten: the log gets one ``add`` per parquet file. Steps:
    columns, in its order, and its types are used;
 3. read every footer (several at a time on remote stores): the table schema is the files' schemas
    merged (conflicting types are refused) followed by the partition columns; ``add.stats`` comes from
-   the footer (:func:`deltalog.arrow.write_stats.stats_json`; no min/max for floating-point columns, as
+   the footer (:func:`deltalog.data.write_stats.stats_json`; no min/max for floating-point columns, as
    a footer cannot tell whether a column holds NaN); ``collect_stats=False`` leaves it out;
 4. commit protocol, metadata and the adds as version 0 through the transaction API, as a ``CONVERT``
    commit with delta-spark's parameters (``numFiles``, ``partitionedBy``, ``collectStats``,
@@ -41,8 +41,8 @@ from urllib.parse import quote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from deltalog.arrow.write_schema import data_schema
-from deltalog.arrow.write_stats import stats_json
+from deltalog.data.write_schema import data_schema
+from deltalog.data.write_stats import stats_json
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
 from deltalog.log.segment import build_segment
 from deltalog.protocol.actions import Add, Format, Metadata

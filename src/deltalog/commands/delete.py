@@ -31,15 +31,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.arrow.filters import Condition, normalize_filter, row_mask
-from deltalog.arrow.read import kept_rows, read_file_rows, with_row_tracking_columns
 from deltalog.commands.dv_actions import readd_with_dv
+from deltalog.data.filters import Condition, normalize_filter, row_mask
+from deltalog.data.read import kept_rows, read_file_rows, with_row_tracking_columns
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.operations import Delete
 from deltalog.txn.row_tracking import tracked_fields
 
 if TYPE_CHECKING:
-    from deltalog.arrow.filters import FilterLike
+    from deltalog.data.filters import FilterLike
     from deltalog.protocol.schema import StructField
     from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
@@ -263,7 +263,7 @@ def _readd_with_dvs(
     snap: Snapshot, txn: Transaction, files: list[tuple[dict[str, Any], np.ndarray]], written: list[str]
 ) -> int:
     """Re-add each file with a deletion vector holding all its deleted rows (old and new)."""
-    from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES, write_deletion_vectors
+    from deltalog.data.deletion_vectors import INLINE_DV_MAX_BYTES, write_deletion_vectors
 
     # small DVs inline in the log, as the Spark DML commands store them; the others in one new file
     descriptors = write_deletion_vectors(
@@ -279,7 +279,7 @@ def _rewrite(
     table: TableHandle, snap: Snapshot, txn: Transaction, survivors: list[pa.Table], written: list[str],
     tracked: tuple[StructField, StructField] | None = None,
 ) -> int:
-    from deltalog.arrow.write_files import DataFileWriter
+    from deltalog.data.write_files import DataFileWriter
     from deltalog.protocol.schema import StructType
 
     schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema

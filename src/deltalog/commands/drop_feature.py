@@ -234,8 +234,8 @@ def _set_conf(table: TableHandle, snap: Snapshot, conf: dict[str, str], clock: _
 def _rewrite_files(table: TableHandle, snap: Snapshot, rows: list[dict[str, Any]], clock: _Clock | None,
                    *, purge: bool) -> int:
     """Rewrite ``rows`` (live files) with their kept rows in the table's current types, ``dataChange=false``."""
-    from deltalog.arrow.read import kept_rows, read_file_rows, with_row_tracking_columns
-    from deltalog.arrow.write_files import DataFileWriter
+    from deltalog.data.read import kept_rows, read_file_rows, with_row_tracking_columns
+    from deltalog.data.write_files import DataFileWriter
     from deltalog.protocol.schema import StructType
     from deltalog.txn.row_tracking import tracked_fields
 
@@ -273,7 +273,7 @@ def _rewrite_files(table: TableHandle, snap: Snapshot, rows: list[dict[str, Any]
 
 def _old_type_files(snap: Snapshot) -> list[dict[str, Any]]:
     """Live files whose parquet schema holds a column with ``delta.typeChanges`` in an older type."""
-    from deltalog.arrow.read import file_arrow_schema
+    from deltalog.data.read import file_arrow_schema
     from deltalog.protocol.column_mapping import physical_schema
 
     changed = [f for f in snap.schema.fields if _schema_type_changes(json.dumps(f.metadata, default=str))]

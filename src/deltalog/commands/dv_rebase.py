@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES, write_deletion_vectors
-from deltalog.arrow.read import deleted_rows
 from deltalog.commands.compaction_rebase import rebase_onto_compaction
 from deltalog.commands.dv_actions import ROW_LEVEL_CONCURRENCY, describe_rows, enabled, same_dv
+from deltalog.data.deletion_vectors import INLINE_DV_MAX_BYTES, write_deletion_vectors
+from deltalog.data.read import deleted_rows
 from deltalog.protocol.actions import Add, Remove
 
 if TYPE_CHECKING:

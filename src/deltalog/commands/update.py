@@ -32,14 +32,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.arrow.read import kept_rows, read_file_rows, with_row_tracking_columns
 from deltalog.commands.delete import begin_dml, commit_dml, describe_predicate, matching_rows
+from deltalog.data.read import kept_rows, read_file_rows, with_row_tracking_columns
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.operations import Update
 from deltalog.txn.row_tracking import tracked_fields
 
 if TYPE_CHECKING:
-    from deltalog.arrow.filters import FilterLike
+    from deltalog.data.filters import FilterLike
     from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
 

@@ -216,7 +216,7 @@ def _is_hidden(parts: list[str], partition_prefixes: tuple[str, ...]) -> bool:
 
 def _dv_suffix_protected(path: str, protected_dvs: set[tuple[str, str]]) -> bool:
     """DV files some writers store under a prefixed name (``<prefix>deletion_vector_<uuid>.bin``) are
-    found by readers by their suffix (see :mod:`deltalog.arrow.read`); keep them as well."""
+    found by readers by their suffix (see :mod:`deltalog.data.read`); keep them as well."""
     directory, _, name = path.rpartition("/")
     m = _DV_NAME.search(name)
     return m is not None and (directory, m.group(0)) in protected_dvs

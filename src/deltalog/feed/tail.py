@@ -205,7 +205,7 @@ class _Unit:
 
 def file_reader_snapshot(store: Any, protocol: Protocol, metadata: Metadata, *, version: int, table: str) -> Snapshot:
     """A :class:`~deltalog.Snapshot` that knows only ``protocol`` and ``metadata`` (no file list): what
-    :func:`deltalog.arrow.read.read_file_rows` needs to read files a planner chose, on a worker, without
+    :func:`deltalog.data.read.read_file_rows` needs to read files a planner chose, on a worker, without
     replaying the log there.
 
     Example:

@@ -151,12 +151,12 @@ def midnight_utc(ms: int) -> int:
 
 
 def _resolve(target: SnapshotSource | Snapshot | LogStore) -> tuple[LogStore, Mapping[str, str], int | None, str]:
-    from deltalog.snapshot import Snapshot
-
-    if not isinstance(target, Snapshot) and callable(getattr(target, "snapshot", None)):
+    # told apart by shape, not class: the log sits below the snapshot and never imports it
+    if callable(getattr(target, "snapshot", None)):
         target = typing.cast("SnapshotSource", target).snapshot()  # a table: its latest snapshot
-    if isinstance(target, Snapshot):
-        return target.store, target.properties, target.version, target.table
+    if hasattr(target, "segment") and hasattr(target, "properties"):
+        snap = typing.cast("Snapshot", target)
+        return snap.store, snap.properties, snap.version, snap.table
     store = typing.cast(LogStore, target)
     return store, {}, None, store.root
 

@@ -2,7 +2,7 @@
 
 A descriptor says *where* the bitmap of deleted rows lives (a file next to the table, a file at an
 absolute URI, or inline in the log, base-85 encoded) and how many rows it deletes. Reading the bitmap
-itself lives in :mod:`deltalog.arrow.deletion_vectors`; this module is pure metadata plus the Z85 codec.
+itself lives in :mod:`deltalog.data.deletion_vectors`; this module is pure metadata plus the Z85 codec.
 
 Example:
     >>> dv = DeletionVectorDescriptor.from_dict(
@@ -61,7 +61,7 @@ def z85_encode(data: bytes) -> str:
 
     This is delta-spark's ``Base85Codec.encodeBytes``: an inline DV's ``sizeInBytes`` keeps the unpadded
     length and readers drop the padding after decoding (:func:`z85_decode` and the slice in
-    :func:`deltalog.arrow.deletion_vectors.read_deletion_vector`). The Rust ``z85`` crate's ``'#'`` tail,
+    :func:`deltalog.data.deletion_vectors.read_deletion_vector`). The Rust ``z85`` crate's ``'#'`` tail,
     which :func:`z85_decode` accepts, is never written: delta-spark cannot read it.
 
     Example:

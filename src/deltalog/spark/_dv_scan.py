@@ -66,7 +66,7 @@ def deleted_rows_per_file(snapshot: Snapshot, files: pa.Table) -> list[tuple[int
         >>> deleted_rows_per_file(snap, snap.add_files())[0][1][:3]             # doctest: +SKIP
         array([ 7, 107, 207], dtype=uint64)
     """
-    from deltalog.arrow.read import deleted_rows
+    from deltalog.data.read import deleted_rows
 
     out: list[tuple[int, np.ndarray]] = []
     dvs = files.column("deletionVector").to_pylist()

@@ -65,7 +65,7 @@ def file_key(snapshot: Snapshot, log_path: str) -> str:
         >>> file_key(snap, "p=a%20b/x.parquet")                                     # doctest: +SKIP
         'file:/data/t/p=a%20b/x.parquet'
     """
-    from deltalog.arrow.read import resolve_path
+    from deltalog.data.read import resolve_path
     from deltalog.spark._common import spark_file_uri
 
     resolved = resolve_path(snapshot, log_path)
@@ -132,7 +132,7 @@ def _native_scan(
 ) -> DataFrame:
     from pyspark.sql import functions as F
 
-    from deltalog.arrow.read import resolve_path
+    from deltalog.data.read import resolve_path
     from deltalog.spark._common import spark_schema
     from deltalog.spark._log_index import log_indexed, usable
 

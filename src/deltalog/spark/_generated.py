@@ -21,7 +21,7 @@ from deltalog.protocol.schema import StructType
 from deltalog.txn.generated import generated_columns
 
 if TYPE_CHECKING:
-    from deltalog.arrow.filters import Condition
+    from deltalog.data.filters import Condition
 
 __all__ = ["generated_partition_conditions", "recompute_generated", "with_generated"]
 
@@ -110,7 +110,7 @@ def generated_partition_conditions(texts: Sequence[str], snapshot: Any) -> list[
         >>> generated_partition_conditions(["ts >= '2024-05-03 10:00:00'"], snap)         # doctest: +SKIP
         [('ts', Condition(column='day', op='>=', value=datetime.date(2024, 5, 1)))]
     """
-    from deltalog.arrow.filters import normalize_filter
+    from deltalog.data.filters import normalize_filter
 
     schema = snapshot.schema
     derived: dict[str, tuple[str, str]] = {}  # source column (lower) -> (partition column, kind)

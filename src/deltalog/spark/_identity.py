@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from deltalog.arrow.write_files import WrittenFile
+from deltalog.data.write_files import WrittenFile
 from deltalog.protocol.schema import StructType
 from deltalog.txn.identity import IdentityColumn, IdentityGenerator
 

@@ -36,8 +36,8 @@ from urllib.parse import quote
 
 import pyarrow.parquet as pq
 
-from deltalog.arrow.write_files import WrittenFile
-from deltalog.arrow.write_stats import stats_json
+from deltalog.data.write_files import WrittenFile
+from deltalog.data.write_stats import stats_json
 from deltalog.protocol.schema import StructType
 from deltalog.storage import LocalLogStore
 

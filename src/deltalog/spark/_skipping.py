@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from deltalog.arrow.filters import Condition
+    from deltalog.data.filters import Condition
     from deltalog.snapshot import Snapshot
 
 __all__ = ["attach", "condition_sql", "skipping_conditions"]

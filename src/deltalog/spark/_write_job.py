@@ -1,6 +1,6 @@
 """The Spark write job: each task writes its rows as Delta data files through the kernel's file writer
 (``mapInArrow``, one open file per task for input sorted by the partition columns) and returns one row
-per file; the driver collects those rows (never the data) into :class:`~deltalog.arrow.write_files.WrittenFile`
+per file; the driver collects those rows (never the data) into :class:`~deltalog.data.write_files.WrittenFile`
 objects for the commit. Used by appends and overwrites (:mod:`deltalog.spark.write`), DML rewrites,
 change data and OPTIMIZE.
 
@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.arrow.write import WritePlan, write_batches
-from deltalog.arrow.write_files import DataFileWriter, WrittenFile
+from deltalog.data.write_files import DataFileWriter, WrittenFile
 from deltalog.errors import DeltaError
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode

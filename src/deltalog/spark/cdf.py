@@ -160,7 +160,7 @@ def read_changes(
             f"[DELTA_MISSING_DELTA_TABLE] {loc} is not a Delta table ({exc.message})", table=loc
         ) from None
     end_snap = table.snapshot(end)
-    from deltalog.arrow.changes import change_schema
+    from deltalog.feed.rows import change_schema
 
     change_schema(end_snap)  # refuses tables whose columns clash with the CDF columns
     plan = list(iter_commit_changes(table, start, end, start_snapshot=end_snap if start == end else None))
@@ -286,7 +286,7 @@ def _entries(snapshot: Snapshot, entries: list[tuple[CommitChanges, ChangeFile]]
 
 
 def _dv_rows(snapshot: Snapshot, entries: list[tuple[CommitChanges, ChangeFile]], which: str) -> pa.Table:
-    from deltalog.arrow.read import deleted_rows
+    from deltalog.data.read import deleted_rows
 
     ids: list[np.ndarray] = []
     rows: list[np.ndarray] = []

@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from deltalog import errors
+import deltalog.errors as errors
 from deltalog.errors import (
     DeltaError,
     InvalidArgumentError,

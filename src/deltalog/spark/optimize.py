@@ -52,7 +52,6 @@ import numpy as np
 import pyarrow as pa
 
 from deltalog.arrow.write import WritePlan, write_batches
-from deltalog.arrow.write_files import WrittenFile
 from deltalog.commands.clustering import CLUSTERING_DOMAIN, PROVIDER, clustering_of
 from deltalog.commands.optimize_plan import (
     DEFAULT_MAX_FILE_SIZE,
@@ -62,6 +61,7 @@ from deltalog.commands.optimize_plan import (
     size_percentiles,
     size_summary,
 )
+from deltalog.data.write_files import WrittenFile
 from deltalog.errors import (
     ConcurrentModificationException,
     InvalidArgumentError,

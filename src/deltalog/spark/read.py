@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.arrow.filters import Condition, normalize_filter, prune_files
+from deltalog.data.filters import Condition, normalize_filter, prune_files
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType, physical_name
 from deltalog.spark._common import load_snapshot, needs_cast, physical_field, spark_schema, spark_type
@@ -261,7 +261,7 @@ def _scan_files(
     returned when they cannot)."""
     from pyspark.sql import functions as F
 
-    from deltalog.arrow.read import resolve_path
+    from deltalog.data.read import resolve_path
 
     schema = snapshot.schema
     part_all = [schema.field(c) for c in snapshot.partition_columns]

@@ -77,7 +77,7 @@ from deltalog.spark.dml._scan import (
 
 if TYPE_CHECKING:
     from deltalog.arrow.write import WritePlan
-    from deltalog.arrow.write_files import WrittenFile
+    from deltalog.data.write_files import WrittenFile
     from deltalog.snapshot import Snapshot
     from deltalog.table import Table
     from deltalog.txn.transaction import CommitResult, Transaction

@@ -132,9 +132,7 @@ def _clean_submit_args() -> None:
 
 
 def _worker_path() -> None:
-    import deltalog
-
-    src = os.path.dirname(os.path.dirname(os.path.abspath(deltalog.__file__)))
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the dir holding deltalog/
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if src not in (os.path.abspath(p) for p in paths):
         os.environ["PYTHONPATH"] = os.pathsep.join([src, *paths])

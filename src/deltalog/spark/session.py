@@ -197,13 +197,11 @@ def local_session(
     """
     from pyspark.sql import SparkSession
 
-    import deltalog
-
     if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
         raise InvalidArgumentError(f"cores must be a positive int, got {cores!r}")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    src = os.path.dirname(os.path.dirname(os.path.abspath(deltalog.__file__)))  # the dir holding deltalog/
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the dir holding deltalog/
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if src not in (os.path.abspath(p) for p in paths):
         os.environ["PYTHONPATH"] = os.pathsep.join([src, *paths])

@@ -14,7 +14,7 @@ rewrites the files it partly matches.) Then one Spark job, of one of two kinds:
 * otherwise ``df.mapInArrow`` runs the write job of :mod:`deltalog.spark._write_job` in every task: Arrow batches are
   gathered into large chunks, conformed to the table schema, checked against NOT NULL columns,
   invariants and CHECK constraints (and the ``replaceWhere`` predicate), and written with pyarrow's
-  ``ParquetWriter`` by the kernel's :class:`~deltalog.arrow.write_files.DataFileWriter` (large row
+  ``ParquetWriter`` by the kernel's :class:`~deltalog.data.write_files.DataFileWriter` (large row
   groups, statistics from the footer, partition columns not stored in the files);
 * partitioned writes sort each Spark partition by the partition columns first
   (``sortWithinPartitions``), so each task writes one file per partition value (Hive-style
@@ -54,7 +54,7 @@ from deltalog.arrow.write import (
     plan_write,
     preflight,
 )
-from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE, WrittenFile
+from deltalog.data.write_files import DEFAULT_TARGET_FILE_SIZE, WrittenFile
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import parse_schema, physical_name

@@ -80,9 +80,10 @@ from deltalog.txn.writer_features import (
     is_true,
     upgrade_protocol,
 )
+from deltalog.version import __version__
 
 if TYPE_CHECKING:
-    from deltalog.arrow.filters import Condition
+    from deltalog.data.filters import Condition
     from deltalog.log.paths import LogFile
     from deltalog.log.reader import FileActions
     from deltalog.snapshot import Snapshot
@@ -104,8 +105,6 @@ def default_engine_info() -> str:
         >>> default_engine_info().startswith("deltalog/")
         True
     """
-    from deltalog import __version__
-
     return f"deltalog/{__version__}"
 
 
@@ -344,7 +343,7 @@ class Transaction:
 
     def read_candidates(self, conditions: Sequence[Condition], *, exact: bool = True) -> pa.Table:
         """The live files of the read snapshot that kernel ``conditions`` (already typed, from
-        :func:`~deltalog.arrow.filters.normalize_filter` or a SQL condition) may match, by partition values
+        :func:`~deltalog.data.filters.normalize_filter` or a SQL condition) may match, by partition values
         and min/max stats, recorded as read. The conditions are recorded as the read predicate when they
         say everything the read depends on; with none, or ``exact=False`` (the read also filters rows by
         something no predicate can name), the whole table is.
@@ -353,7 +352,7 @@ class Transaction:
             >>> txn.read_candidates([Condition("day", "=", "2024-01-01")]).num_rows   # doctest: +SKIP
             3
         """
-        from deltalog.arrow.filters import prune_files
+        from deltalog.data.filters import prune_files
 
         if self.snapshot is None:
             raise InvalidArgumentError("there is no table to read candidate files from", table=self.table)

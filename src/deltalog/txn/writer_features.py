@@ -24,7 +24,7 @@ implied by a legacy writer version). Features fall in three groups here:
 * :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.
   implied by a legacy writer version, but unused): none today;
   ``variantType`` / ``variantType-preview`` (unshredded variants: a struct of ``value`` / ``metadata``
-  binaries, no min/max statistics, see :mod:`deltalog.arrow.write_variants`);
+  binaries, no min/max statistics, see :mod:`deltalog.data.write_variants`);
 * everything else (``icebergCompatV1/V2``, ``catalogManaged``, ...) -- refused.
 
 Example:

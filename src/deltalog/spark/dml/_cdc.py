@@ -36,7 +36,7 @@ from deltalog.spark.dml._scan import quoted
 from deltalog.storage.locations import StoreRef
 
 if TYPE_CHECKING:
-    from deltalog.arrow.write_files import WrittenFile
+    from deltalog.data.write_files import WrittenFile
     from deltalog.snapshot import Snapshot
     from deltalog.table import Table
     from deltalog.txn.transaction import Transaction
@@ -148,7 +148,7 @@ def write_change_files(df: DataFrame, table: Table, schema: StructType, metadata
     """
     from pyspark.sql import functions as F
 
-    from deltalog.arrow.write_files import WrittenFile
+    from deltalog.data.write_files import WrittenFile
     from deltalog.spark._write_job import TaskSpec, run_job
     from deltalog.spark.dml._jobs import spark_error, target_file_size
 

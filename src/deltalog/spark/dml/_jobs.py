@@ -4,7 +4,7 @@
   delete are shuffled by file and sorted, so each file's rows arrive in one task, contiguously; the task
   (:func:`_dv_task`) reads the file's current deletion vector (inline or in a file), builds the union
   bitmap, keeps it inline in the log when it serializes to at most
-  :data:`~deltalog.arrow.deletion_vectors.INLINE_DV_MAX_BYTES` bytes and writes the larger bitmaps of its
+  :data:`~deltalog.data.deletion_vectors.INLINE_DV_MAX_BYTES` bytes and writes the larger bitmaps of its
   files into one ``deletion_vector_<uuid>.bin`` next to the table (no file when all are small). The
   driver only collects one small row per touched file (the new descriptor, the counts);
 * :func:`write_rows` -- writes rows as new data files with the Spark writer of
@@ -36,8 +36,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.arrow.deletion_vectors import INLINE_DV_MAX_BYTES
 from deltalog.commands.dv_actions import wide_bounds
+from deltalog.data.deletion_vectors import INLINE_DV_MAX_BYTES
 from deltalog.errors import DeltaError, SchemaError
 from deltalog.protocol.actions import Add, Metadata
 from deltalog.protocol.schema import StructType
@@ -51,7 +51,7 @@ from deltalog.txn.writer_features import (
 )
 
 if TYPE_CHECKING:
-    from deltalog.arrow.write_files import WrittenFile
+    from deltalog.data.write_files import WrittenFile
     from deltalog.snapshot import Snapshot
     from deltalog.table import Table
     from deltalog.txn.transaction import CommitResult, Transaction
@@ -251,7 +251,7 @@ class Staged:
 
 
 def target_file_size(metadata: Metadata) -> int:
-    from deltalog.arrow.write_files import DEFAULT_TARGET_FILE_SIZE
+    from deltalog.data.write_files import DEFAULT_TARGET_FILE_SIZE
 
     try:
         size = int(metadata.configuration.get("delta.targetFileSize", DEFAULT_TARGET_FILE_SIZE))
@@ -353,8 +353,8 @@ def _finish_file(
 ) -> None:
     import pyarrow.parquet as pq
 
-    from deltalog.arrow.deletion_vectors import serialize_bitmap
-    from deltalog.arrow.read import deleted_rows
+    from deltalog.data.deletion_vectors import serialize_bitmap
+    from deltalog.data.read import deleted_rows
 
     log_path, size, old_dv, total = spec.files[uri]
     store = spec.store.open()
@@ -377,7 +377,7 @@ def _dv_task(spec: _DvSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Re
     """Runs in a Spark task over ``(file, row)`` sorted by file: one new bitmap per file (old deletion
     vector included), small ones inline, the others written into one new deletion vector file; yields
     one row per file."""
-    from deltalog.arrow.deletion_vectors import store_deletion_vectors
+    from deltalog.data.deletion_vectors import store_deletion_vectors
 
     bitmaps: list[tuple[bytes, int]] = []
     pending: list[tuple[str, int]] = []
@@ -421,7 +421,7 @@ def _task_input(store: Any, log_path: str, size: int | None) -> Any:
 
 def run_dv_job(matches: DataFrame, snapshot: Snapshot, candidates: pa.Table) -> list[DvResult]:
     """Mark the ``(FILE, ROW)`` rows of ``matches`` deleted: the tasks build the new deletion vectors
-    (inline when at most :data:`~deltalog.arrow.deletion_vectors.INLINE_DV_MAX_BYTES` bytes, else in new
+    (inline when at most :data:`~deltalog.data.deletion_vectors.INLINE_DV_MAX_BYTES` bytes, else in new
     deletion vector files); returns one :class:`DvResult` per touched file (nothing is committed).
 
     Example:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltalog.arrow.filters import Condition
 from deltalog.commands.delete import uses_deletion_vectors
+from deltalog.data.filters import Condition
 from deltalog.errors import DeltaError, InvalidArgumentError
 from deltalog.protocol.column_mapping import with_column_mapping
 from deltalog.protocol.schema import StructField, StructType, parse_schema

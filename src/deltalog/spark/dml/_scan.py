@@ -2,7 +2,7 @@
 
 * :func:`pruning_conditions` turns the simple part of a SQL condition (top-level ``AND`` of ``column op
   literal``, ``IN``, ``BETWEEN``) into the kernel's conditions, used for partition pruning and min/max
-  skipping (:func:`~deltalog.arrow.filters.prune_files`) and as the transaction's read predicate. Only
+  skipping (:func:`~deltalog.data.filters.prune_files`) and as the transaction's read predicate. Only
   conjuncts whose meaning is the same in Spark and in the kernel are kept (no timestamps -- the session
   time zone --, no ``>``/``>=``/``!=`` on floating point -- NaN sorts last in Spark --); a dropped
   conjunct only means fewer files are skipped, never a wrong result: Spark evaluates the whole condition.
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltalog.arrow.filters import Condition, normalize_filter
+from deltalog.data.filters import Condition, normalize_filter
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
 from deltalog.spark._common import needs_cast, physical_field, spark_schema, spark_type
@@ -280,7 +280,7 @@ def footer_rows(snapshot: Snapshot, row: Mapping[str, Any]) -> int:
     """
     import pyarrow.parquet as pq
 
-    from deltalog.arrow.read import open_data_file
+    from deltalog.data.read import open_data_file
 
     source = open_data_file(snapshot, row["path"], local_file(snapshot, row["path"]), row.get("size"))
     return int(pq.ParquetFile(source).metadata.num_rows)
@@ -293,7 +293,7 @@ def local_file(snapshot: Snapshot, log_path: str) -> str:
         >>> local_file(snap, "p=a%20b/x.parquet")                                  # doctest: +SKIP
         '/data/t/p=a b/x.parquet'
     """
-    from deltalog.arrow.read import resolve_path
+    from deltalog.data.read import resolve_path
 
     return resolve_path(snapshot, log_path)
 

@@ -366,12 +366,12 @@ def _empty(spark: Any) -> Any:
 
 
 def _exists(location: str) -> bool:
-    import deltalog
+    from deltalog.errors import TableNotFoundError
     from deltalog.spark._common import open_table
 
     try:
         open_table(location).snapshot()
-    except deltalog.errors.TableNotFoundError:
+    except TableNotFoundError:
         return False
     return True
 

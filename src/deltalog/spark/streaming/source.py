@@ -18,7 +18,7 @@ With ``readChangeFeed=true`` the stream carries the change data feed instead (th
 deletes and update pre/post-images, and deletes do not fail the stream.
 
 Reading: each Spark task reads a group of files with the kernel's Arrow reader
-(:func:`deltalog.arrow.read.read_file_rows`: partition values from the log, deletion vectors, column
+(:func:`deltalog.data.read.read_file_rows`: partition values from the log, deletion vectors, column
 mapping, missing columns as nulls) and yields Arrow batches in the stream's schema -- the table's
 schema when the stream was loaded. A file deleted under the stream (VACUUM) fails the task naming the
 file and the version that added it, or is skipped with ``failOnDataLoss=false``.
@@ -304,7 +304,7 @@ def stream_fields(snapshot: Snapshot, *, change_feed: bool) -> list[StructField]
     """
     fields = list(snapshot.schema.fields)
     if change_feed:
-        from deltalog.arrow.changes import change_schema
+        from deltalog.feed.rows import change_schema
 
         change_schema(snapshot)  # refuses tables whose columns use the reserved names
         fields += [
@@ -316,8 +316,8 @@ def stream_fields(snapshot: Snapshot, *, change_feed: bool) -> list[StructField]
 
 
 def _read_changes(snap: Snapshot, f: IndexedFile) -> pa.Table:
-    from deltalog.arrow.changes import ChangeFileView, change_schema, read_change_file
     from deltalog.feed.changes import ChangeFile
+    from deltalog.feed.rows import ChangeFileView, change_schema, read_change_file
 
     a = f.add
     change = ChangeFile(a["kind"], a["path"], dict(a.get("partitionValues") or []), a.get("size"), a["changeType"],
@@ -332,7 +332,7 @@ def read_files(context: _Context, files: Sequence[IndexedFile]) -> Iterator[pa.R
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType as SparkStruct
 
-    from deltalog.arrow.read import read_file_rows, resolve_path
+    from deltalog.data.read import read_file_rows, resolve_path
 
     table = open_table(context.location, storage_options=dict(context.storage))
     snap = file_reader_snapshot(table.store, context.protocol, context.metadata, version=context.version,

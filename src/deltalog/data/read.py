@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog.arrow.filters import Condition, FileListing, FilterLike, normalize_filter, prune_files, row_mask
+from deltalog.data.filters import Condition, FileListing, FilterLike, normalize_filter, prune_files, row_mask
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from deltalog.protocol.conform import to_logical
 from deltalog.protocol.schema import StructType, physical_name, to_arrow_type
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 class ReadableSnapshot(FileListing, typing.Protocol):
     """What the reader needs of a table version (a :class:`~deltalog.Snapshot` is one): what pruning needs
-    (:class:`~deltalog.arrow.filters.FileListing`) and the store its files are read from."""
+    (:class:`~deltalog.data.filters.FileListing`) and the store its files are read from."""
 
     @property
     def store(self) -> LogStore: ...
@@ -207,7 +207,7 @@ def kept_rows(snapshot: ReadableSnapshot, add: dict[str, Any], num_rows: int) ->
     """
     import numpy as np
 
-    from deltalog.arrow.deletion_vectors import deletion_mask
+    from deltalog.data.deletion_vectors import deletion_mask
     from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor
 
     if not add.get("deletionVector"):
@@ -225,14 +225,14 @@ def deleted_rows(store: Any, dv: Any) -> Any:
     or none -- deletes, read through ``store`` (see :func:`dv_reader`).
 
     Example:
-        >>> from deltalog.arrow.deletion_vectors import inline_descriptor
+        >>> from deltalog.data.deletion_vectors import inline_descriptor
         >>> from deltalog.storage import InMemoryLogStore
         >>> deleted_rows(InMemoryLogStore(), inline_descriptor([3, 4, 7]).to_dict()).tolist()
         [3, 4, 7]
     """
     import numpy as np
 
-    from deltalog.arrow.deletion_vectors import read_deletion_vector
+    from deltalog.data.deletion_vectors import read_deletion_vector
 
     if not dv:
         return np.empty(0, dtype=np.uint64)
@@ -269,7 +269,7 @@ def _read_dv_bytes(path: str, offset: int, length: int) -> bytes:
     """Read a DV file; when the protocol's file name is absent, accept the one file in that directory
     whose name *ends* with it. Spark's own test builds prefix DV file names (a test-only setting), and
     tables written that way are otherwise unreadable by any engine; the match must be unique."""
-    from deltalog.arrow.deletion_vectors import read_local_bytes
+    from deltalog.data.deletion_vectors import read_local_bytes
 
     try:
         return read_local_bytes(path, offset, length)

@@ -4,7 +4,7 @@
 them by partition values (partition columns are *not* stored in the files), buffers rows into row
 groups and rolls to a new file once ``target_file_size`` bytes are written. Each finished file
 becomes a :class:`WrittenFile` with its ``add`` action fields; statistics come from the footer
-(:func:`deltalog.arrow.write_stats.stats_json`). Files are streamed to their final path through
+(:func:`deltalog.data.write_stats.stats_json`). Files are streamed to their final path through
 ``LogStore.open_output`` (a local file fsynced on close; a buffered put elsewhere).
 
 Example:
@@ -32,8 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog.arrow.write_stats import stats_json
-from deltalog.arrow.write_variants import fill_variant_table
+from deltalog.data.write_stats import stats_json
+from deltalog.data.write_variants import fill_variant_table
 from deltalog.protocol.actions import Add
 from deltalog.protocol.column_mapping import physical_schema
 from deltalog.protocol.partitions import partition_path, serialize_partition_value

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from deltalog.arrow.read import kept_rows, read_file
+from deltalog.data.read import kept_rows, read_file
 from deltalog.errors import InvalidArgumentError, SchemaError
 from deltalog.feed.changes import (
     CDF_COLUMNS,
