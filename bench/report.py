@@ -25,6 +25,15 @@ DOCS = harness.ROOT / "docs"
 PLOT_NAME = "performance_snapshot_load.png"
 SCAN_PLOT_NAME = "performance_scan_files.png"
 
+def _against_copy_on_write(r: Result) -> str:
+    """`` and than copy-on-write (N x)`` from the run's variants, or nothing if the run has none."""
+    extra = r.extra or {}
+    on, cow = extra.get("on"), extra.get("copy-on-write")
+    if not (isinstance(on, dict) and isinstance(cow, dict) and cow.get("per_s")):
+        return ""
+    return f" and than copy-on-write ({on['per_s'] / cow['per_s']:.1f}x)"
+
+
 def _attempts_bound(r: Result) -> str:
     """The most row-level concurrency can gain on a CPU-bound run: attempts per committed statement with it off."""
     off = r.extra.get("off") if r.extra else None
@@ -73,7 +82,7 @@ def reason(r: Result) -> str:
     if r.workload == "row-concurrency":
         return (
             "No statement aborts with row-level concurrency on (that part holds), and it commits more statements "
-            "per second than with it off or copy-on-write (about 3x), but not 4x: 8 "
+            f"per second than with it off ({r.ratio:.2f}x){_against_copy_on_write(r)}, but not 4x: 8 "
             "CPU-bound writer processes share 2 cores, so throughput is CPU time per committed statement. With it "
             "off an aborted attempt (1.3-1.4 per committed statement) wastes one statement's work; with it on "
             "there is no waste, but each lost race costs a catch-up (reading the winners' commits, rebasing the "

@@ -31,7 +31,25 @@ if TYPE_CHECKING:
 
 
 class Snapshot:
-    """The state of a Delta table at :attr:`version`: protocol, metadata, schema and live files."""
+    """The state of a Delta table at :attr:`version`: protocol, metadata, schema and live files.
+
+    Immutable: a newer commit does not change it. Get one from :meth:`deltalog.Table.snapshot` (the latest
+    version, or an older one for time travel).
+
+    Example:
+        >>> import deltalog, pyarrow as pa
+        >>> _ = deltalog.write_table("memory://snapshot-doc", pa.table({"id": [1, 2], "day": ["a", "b"]}),
+        ...                          partition_by=["day"], properties={"delta.appendOnly": "true"})
+        >>> snap = deltalog.Table("memory://snapshot-doc").snapshot()
+        >>> snap.version, snap.num_files(), snap.partition_columns
+        (0, 2, ('day',))
+        >>> snap.properties["delta.appendOnly"], snap.column_mapping_mode
+        ('true', 'none')
+        >>> (snap.protocol.minReaderVersion, snap.protocol.minWriterVersion), snap.has_feature("appendOnly")
+        ((1, 2), True)
+        >>> snap.commit_info.operation, snap.to_arrow(columns=["id"]).num_rows
+        ('WRITE', 2)
+    """
 
     def __init__(self, store: LogStore, segment: LogSegment, state: TableState, *, table: str) -> None:
         self._store = store
@@ -45,32 +63,62 @@ class Snapshot:
 
     @property
     def version(self) -> int:
-        """The table version this snapshot shows."""
+        """The table version this snapshot shows.
+
+        Example:
+            >>> snap.version                                                # doctest: +SKIP
+            3
+        """
         return self._state.version
 
     @property
     def store(self) -> LogStore:
-        """The storage the table lives in."""
+        """The storage the table lives in.
+
+        Example:
+            >>> snap.store.root                                             # doctest: +SKIP
+            '/data/events'
+        """
         return self._store
 
     @property
     def state(self) -> TableState:
-        """The reconciled log state (actions as objects, files as Arrow) — for checkpoints and checksums."""
+        """The reconciled log state (actions as objects, files as Arrow) — for checkpoints and checksums.
+
+        Example:
+            >>> snap.state.files.num_rows == snap.num_files()               # doctest: +SKIP
+            True
+        """
         return self._state
 
     @property
     def segment(self) -> LogSegment:
-        """The log files this snapshot was reconstructed from."""
+        """The log files this snapshot was reconstructed from.
+
+        Example:
+            >>> snap.segment.version                                        # doctest: +SKIP
+            3
+        """
         return self._segment
 
     @property
     def protocol(self) -> Protocol:
-        """The table's ``protocol`` action."""
+        """The table's ``protocol`` action.
+
+        Example:
+            >>> snap.protocol.minReaderVersion                              # doctest: +SKIP
+            1
+        """
         return self._state.protocol
 
     @property
     def metadata(self) -> Metadata:
-        """The table's ``metaData`` action."""
+        """The table's ``metaData`` action.
+
+        Example:
+            >>> snap.metadata.partitionColumns                              # doctest: +SKIP
+            ['day']
+        """
         return self._state.metadata
 
     @cached_property
@@ -100,22 +148,42 @@ class Snapshot:
 
     @property
     def partition_columns(self) -> tuple[str, ...]:
-        """Logical names of the partition columns, in partition order."""
+        """Logical names of the partition columns, in partition order.
+
+        Example:
+            >>> snap.partition_columns                                      # doctest: +SKIP
+            ('day',)
+        """
         return tuple(self.metadata.partitionColumns)
 
     @property
     def properties(self) -> Mapping[str, str]:
-        """Table properties (``metaData.configuration``), e.g. ``delta.appendOnly``."""
+        """Table properties (``metaData.configuration``), e.g. ``delta.appendOnly``.
+
+        Example:
+            >>> snap.properties.get("delta.appendOnly")                     # doctest: +SKIP
+            'true'
+        """
         return self.metadata.configuration
 
     @property
     def column_mapping_mode(self) -> str:
-        """``none``, ``name`` or ``id`` (``delta.columnMapping.mode``)."""
+        """``none``, ``name`` or ``id`` (``delta.columnMapping.mode``).
+
+        Example:
+            >>> snap.column_mapping_mode                                    # doctest: +SKIP
+            'none'
+        """
         return self.properties.get("delta.columnMapping.mode", "none")
 
     @property
     def commit_info(self) -> CommitInfo | None:
-        """The ``commitInfo`` of the commit that produced this version, if it is in the segment."""
+        """The ``commitInfo`` of the commit that produced this version, if it is in the segment.
+
+        Example:
+            >>> snap.commit_info.operation                                  # doctest: +SKIP
+            'WRITE'
+        """
         return self._state.commit_info
 
     def add_files(self) -> pa.Table:
@@ -128,11 +196,21 @@ class Snapshot:
         return self._state.files
 
     def tombstones(self) -> pa.Table:
-        """``remove`` actions still in the reconciled state (files a vacuum may delete later)."""
+        """``remove`` actions still in the reconciled state (files a vacuum may delete later).
+
+        Example:
+            >>> snap.tombstones().num_rows                                  # doctest: +SKIP
+            0
+        """
         return self._state.tombstones
 
     def num_files(self) -> int:
-        """Number of live data files."""
+        """Number of live data files.
+
+        Example:
+            >>> snap.num_files()                                            # doctest: +SKIP
+            2
+        """
         n: int = self._state.files.num_rows
         return n
 
@@ -148,21 +226,41 @@ class Snapshot:
 
     @property
     def app_transactions(self) -> Mapping[str, int]:
-        """Every application id with its latest ``txn`` version."""
+        """Every application id with its latest ``txn`` version.
+
+        Example:
+            >>> snap.app_transactions                                       # doctest: +SKIP
+            {'nightly-etl': 41}
+        """
         return {k: v.version for k, v in self._state.txns.items()}
 
     def domain_metadata(self, domain: str) -> str | None:
-        """The configuration string of a (not removed) metadata domain, or ``None``."""
+        """The configuration string of a (not removed) metadata domain, or ``None``.
+
+        Example:
+            >>> snap.domain_metadata("delta.clustering")                    # doctest: +SKIP
+            '{"clusteringColumns":[["id"]]}'
+        """
         d = self._state.domains.get(domain)
         return None if d is None else d.configuration
 
     @property
     def domains(self) -> Mapping[str, str]:
-        """All live metadata domains with their configuration."""
+        """All live metadata domains with their configuration.
+
+        Example:
+            >>> list(snap.domains)                                          # doctest: +SKIP
+            ['delta.clustering']
+        """
         return {k: v.configuration for k, v in self._state.domains.items()}
 
     def has_feature(self, feature: str) -> bool:
-        """True when the protocol lists (or implies) the table feature."""
+        """True when the protocol lists (or implies) the table feature.
+
+        Example:
+            >>> snap.has_feature("deletionVectors")                         # doctest: +SKIP
+            False
+        """
         return is_feature_active(self.protocol, feature)
 
     def to_arrow(
