@@ -131,14 +131,6 @@ def _clean_submit_args() -> None:
         log_dropped(["--packages " + ",".join(dropped)])
 
 
-def _worker_path() -> None:
-    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the dir holding deltalog/
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if src not in (os.path.abspath(p) for p in paths):
-        os.environ["PYTHONPATH"] = os.pathsep.join([src, *paths])
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``argv[0]`` (a Python file) with ``argv[1:]`` as its arguments, delta-spark's API served by
     deltalog (see the module docstring). Returns the program's exit code (``SystemExit`` is honoured).
@@ -156,8 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.path.isfile(job):
         raise InvalidArgumentError(f"deltalog run: {job!r} is not a file (give the path of a PySpark program)")
     install_delta_aliases()
+    from deltalog.spark.session import put_on_worker_path
+
     _clean_submit_args()
-    _worker_path()
+    put_on_worker_path()
     patch_session_builder()
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [job, *args[1:]]

@@ -173,6 +173,22 @@ def _drop_delta_runtime_settings(spark: Any) -> list[str]:
     return dropped
 
 
+def put_on_worker_path() -> None:
+    """Let the Python workers of a local session import this deltalog: its directory goes first on
+    ``PYTHONPATH`` (once), and they run this interpreter unless ``PYSPARK_PYTHON`` says otherwise.
+
+    Example:
+        >>> put_on_worker_path()                                                     # doctest: +SKIP
+        >>> os.environ["PYTHONPATH"].split(os.pathsep)[0].endswith("src")            # doctest: +SKIP
+        True
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the dir holding deltalog/
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if src not in (os.path.abspath(p) for p in paths):
+        os.environ["PYTHONPATH"] = os.pathsep.join([src, *paths])
+
+
 def local_session(
     app_name: str = "deltalog",
     *,
@@ -200,11 +216,7 @@ def local_session(
     if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
         raise InvalidArgumentError(f"cores must be a positive int, got {cores!r}")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the dir holding deltalog/
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if src not in (os.path.abspath(p) for p in paths):
-        os.environ["PYTHONPATH"] = os.pathsep.join([src, *paths])
+    put_on_worker_path()
     settings = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
