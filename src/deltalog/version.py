@@ -1,4 +1,5 @@
-"""deltalog's version, in a module of its own so that every layer can name it (``commitInfo.engineInfo``).
+"""deltalog's version, in a module of its own so that every layer can name it (``commitInfo.engineInfo``); the
+distribution's version is read from here too (``pyproject.toml``: ``[tool.setuptools.dynamic]``), so it is written once.
 
 Example:
     >>> from deltalog.version import __version__

@@ -183,6 +183,10 @@ def test_help_documents_exit_codes(cli: CLI) -> None:
 def test_version_option(cli: CLI) -> None:
     r = cli("--version")
     assert r.code == EXIT_OK and deltalog.__version__ in r.out
+    # the installed distribution takes its version from deltalog/version.py (pyproject's dynamic version)
+    import importlib.metadata
+
+    assert importlib.metadata.version("deltalog") == deltalog.__version__
 
 
 def test_bad_timestamp_is_a_delta_error(cli: CLI, table: Path) -> None:
