@@ -101,13 +101,14 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 #: Circles kept on purpose, each a split of one piece of code that the halves' types tie back together:
-#: the commit step split out of ``Transaction`` (typed against the class it serves); one MERGE's execution
-#: split out of ``DeltaMergeBuilder`` (typed against the builder it runs), with its one-job path split out of
-#: the run (``_merge_one_pass``, typed against the run whose joins it uses); and delta-spark's API shape, where
-#: ``DeltaTable.create()`` returns a ``DeltaTableBuilder`` whose ``execute()`` returns a ``DeltaTable``, and
-#: SQL's CREATE (``sql.ddl``) and table commands (``sql.commands``) build and return both.
+#: the commit step and the writer-rule checks split out of ``Transaction`` (typed against the class they
+#: serve); one MERGE's execution split out of ``DeltaMergeBuilder`` (typed against the builder it runs), with
+#: its one-job path split out of the run (``_merge_one_pass``, typed against the run whose joins it uses);
+#: and delta-spark's API shape, where ``DeltaTable.create()`` returns a ``DeltaTableBuilder`` whose
+#: ``execute()`` returns a ``DeltaTable``, and SQL's CREATE (``sql.ddl``) and table commands
+#: (``sql.commands``) build and return both.
 KNOWN_CIRCLES = sorted([
-    ["deltalog.txn.committer", "deltalog.txn.transaction"],
+    ["deltalog.txn.committer", "deltalog.txn.transaction", "deltalog.txn.validation"],
     ["deltalog.spark.dml._merge_one_pass", "deltalog.spark.dml._merge_run", "deltalog.spark.dml.merge"],
     ["deltalog.spark.builder", "deltalog.spark.sql.commands", "deltalog.spark.sql.ddl", "deltalog.spark.table"],
 ])

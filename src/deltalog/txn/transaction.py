@@ -36,7 +36,6 @@ from deltalog.errors import (
     InvalidArgumentError,
     StorageError,
     TableNotFoundError,
-    UnsupportedFeatureError,
 )
 from deltalog.protocol.actions import (
     Action,
@@ -50,13 +49,11 @@ from deltalog.protocol.actions import (
     Txn,
 )
 from deltalog.protocol.column_mapping import with_column_mapping
-from deltalog.protocol.features import writer_features
 from deltalog.storage import LogStore
 from deltalog.txn.commit import (
     CommitFailedError,
     CommitResult,
     RetryPolicy,
-    dv_key,
     operation_metrics,
     remove_action,
 )
@@ -70,15 +67,10 @@ from deltalog.txn.conflicts import (
 )
 from deltalog.txn.operations import Operation
 from deltalog.txn.predicates import Column, ReadPredicate, columns_of, file_may_match
-from deltalog.txn.row_tracking import check_no_moved_rows, with_materialized_names
+from deltalog.txn.row_tracking import with_materialized_names
+from deltalog.txn.validation import already_committed, validate
 from deltalog.txn.writer_features import (
-    check_append_only,
-    check_change_data_feed,
     check_never_writable,
-    check_no_downgrade,
-    check_writable,
-    is_true,
-    upgrade_protocol,
 )
 from deltalog.version import __version__
 
@@ -498,107 +490,6 @@ class Transaction:
         """
         self.add_action(DomainMetadata(domain=domain, configuration=configuration, removed=removed))
 
-    # ------------------------------------------------------------------------------------ validating
-
-    def _already_committed(self) -> bool:
-        if self.snapshot is None:
-            return False
-        for a in self._others:
-            if isinstance(a, Txn):
-                have = self.snapshot.txn_version(a.appId)
-                if have is not None and have >= a.version:
-                    return True
-        return False
-
-    def _validate(self) -> tuple[Protocol | None, Metadata]:
-        """Writer rules; returns (protocol action to write or None, effective metadata)."""
-        self._check_action_counts()
-        metadata = self.metadata
-        if metadata is None:
-            raise TableNotFoundError(
-                "the table does not exist and this transaction stages no metaData to create it",
-                table=self.table,
-            )
-        self._check_partition_values(metadata)
-        check_append_only(metadata, ((r.path, r.dataChange) for r in self._removes), table=self.table)
-        # Re-adding a removed path (a deletion-vector update) rewrites no rows: change data feed
-        # readers derive its deleted rows from the two deletion vectors, as delta-spark's DELETE relies on.
-        dv_updates = {r.path for r in self._removes if r.dataChange}
-        check_change_data_feed(
-            metadata,
-            rewrites_rows=self.operation.rewrites_rows,
-            data_adds=sum(1 for a in self._adds if a.dataChange and a.path not in dv_updates),
-            data_removes=sum(1 for r in self._removes if r.dataChange),
-            cdc_files=sum(1 for o in self._others if isinstance(o, AddCDCFile)),
-            table=self.table,
-        )
-        protocol = self._resolve_protocol(metadata)
-        if "rowTracking" in writer_features(protocol or self.protocol or Protocol(1, 1)):
-            if not self.keeps_row_ids:
-                check_no_moved_rows(self.operation, self._adds, self._removes, table=self.table)
-            was = self.snapshot is not None and is_true(self.snapshot.properties, "delta.enableRowTracking")
-            if not was and is_true(metadata.configuration, "delta.enableRowTracking") and \
-                    self.snapshot is not None and self.snapshot.num_files():
-                raise UnsupportedFeatureError(
-                    "enabling row tracking on a table that has files needs a backfill of their row ids, which "
-                    "deltalog does not do; enable it when the table is created", feature="rowTracking",
-                    table=self.table)
-        return protocol, metadata
-
-    def _check_action_counts(self) -> None:
-        where: dict[str, Any] = {"table": self.table}
-        if len(self._metadata) > 1:
-            raise InvalidArgumentError("a commit may hold at most one metaData action", **where)
-        if len(self._protocol) > 1:
-            raise InvalidArgumentError("a commit may hold at most one protocol action", **where)
-        for kind, actions in (("add", self._adds), ("remove", self._removes)):
-            seen: set[tuple[str, str | None]] = set()
-            for a in actions:
-                key = dv_key(a)
-                if key in seen:
-                    raise InvalidArgumentError(
-                        f"duplicate {kind} action for file {a.path}"
-                        + (f" with deletion vector {key[1]}" if key[1] else "")
-                        + "; each (path, deletion vector) may appear once per commit",
-                        **where,
-                    )
-                seen.add(key)
-        apps = [a.appId for a in self._others if isinstance(a, Txn)]
-        if len(apps) != len(set(apps)):
-            raise InvalidArgumentError("a commit may hold at most one txn action per application id", **where)
-
-    def _resolve_protocol(self, metadata: Metadata) -> Protocol | None:
-        """The protocol action to write (staged and/or upgraded for ``metadata``), or None."""
-        if self._protocol and self.snapshot is not None:
-            dropping = getattr(self.operation, "feature_name", None) if self.operation.name == "DROP FEATURE" else None
-            check_no_downgrade(self.snapshot.protocol, self._protocol[-1], table=self.table, dropping=dropping)
-        staged = [o for o in self._others if isinstance(o, DomainMetadata)]
-        domains = ["domainMetadata"] if staged else []
-        if any(o.domain == "delta.clustering" and not o.removed for o in staged):  # liquid clustering
-            domains.append("clustering")
-        base = self.protocol
-        needed = upgrade_protocol(base, metadata, extra_features=domains, table=self.table)
-        new_protocol: Protocol | None = needed if (base is None or needed != base) else None
-        if self._protocol and new_protocol is None:
-            new_protocol = self._protocol[-1]
-        final = new_protocol or base
-        assert final is not None
-        check_writable(final, metadata, adds_data=bool(self._adds) and self.operation.writes_data_files,
-                       table=self.table)
-        return new_protocol
-
-    def _check_partition_values(self, metadata: Metadata) -> None:
-        if metadata.configuration.get("delta.columnMapping.mode", "none") != "none":
-            return
-        expected = set(metadata.partitionColumns)
-        for a in self._adds:
-            if set(a.partitionValues) != expected:
-                raise InvalidArgumentError(
-                    f"add action for {a.path} has partition values for {sorted(a.partitionValues)}, but "
-                    f"the table is partitioned by {sorted(expected)}",
-                    table=self.table,
-                )
-
     def _current(self) -> CurrentTransaction:
         changes_data = any(a.dataChange for a in self._adds) or any(r.dataChange for r in self._removes)
         return CurrentTransaction(
@@ -650,10 +541,10 @@ class Transaction:
         started = time.monotonic()
         if user_metadata is not None:
             self.user_metadata = user_metadata
-        if self._already_committed():
+        if already_committed(self):
             self._committed = True
             return CommitResult(version=self.read_version, operation=self.operation.name, skipped=True, attempts=0)
-        protocol, metadata = self._validate()
+        protocol, metadata = validate(self)
         op_metrics = operation_metrics(self.operation, self._adds, self._removes, metrics)
         txn_id = str(uuid.uuid4())
         current = self._current()
