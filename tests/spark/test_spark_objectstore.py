@@ -153,6 +153,21 @@ def test_native_io_forced_without_a_connector_says_what_to_add(spark: Any, s3: t
         spark.conf.unset(IO_CONF)
 
 
+def test_a_hadoop_file_system_configured_for_the_scheme_is_used(spark: Any) -> None:
+    """Whether the JVM has a file system for a scheme is remembered per session, but keyed by the configured
+    ``fs.<scheme>.impl``: setting one (here a class every Hadoop has) is seen at once, and so is removing it."""
+    from deltalog.spark._storage import native_io
+
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    assert not native_io(spark, "s3a://bucket/t") and not native_io(spark, "s3a://bucket/t")
+    conf.set("fs.s3a.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
+    try:
+        assert native_io(spark, "s3a://bucket/t")
+    finally:
+        conf.unset("fs.s3a.impl")
+    assert not native_io(spark, "s3a://bucket/t")
+
+
 def deltalog_table_rows() -> Any:
     import pyarrow as pa
 

@@ -291,6 +291,13 @@ def native_io(spark: Any, location: str) -> bool:
     return has_fs
 
 
+#: Whether a classic session's JVM has a Hadoop file system for a scheme, by (application id, scheme, the
+#: configured ``fs.<scheme>.impl``): Hadoop answers "none" by raising, which costs about 70 ms through py4j and
+#: would be paid by every read of an object-store table. The classes a running JVM can load do not change;
+#: a different ``fs.<scheme>.impl`` setting is asked again.
+_HADOOP_FS: dict[tuple[str, str, str | None], bool] = {}
+
+
 def _has_hadoop_fs(spark: Any, scheme: str) -> bool:
     if is_connect(spark):
         try:
@@ -298,9 +305,15 @@ def _has_hadoop_fs(spark: Any, scheme: str) -> bool:
         except Exception:
             return False
     try:
-        jvm = spark.sparkContext._jvm
-        conf = spark.sparkContext._jsc.hadoopConfiguration()
-        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
+        context = spark.sparkContext
+        conf = context._jsc.hadoopConfiguration()
+        key = (str(context.applicationId), scheme, conf.get(f"fs.{scheme}.impl"))
     except Exception:
         return False
-    return True
+    if key not in _HADOOP_FS:
+        try:
+            context._jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
+            _HADOOP_FS[key] = True
+        except Exception:
+            _HADOOP_FS[key] = False
+    return _HADOOP_FS[key]
