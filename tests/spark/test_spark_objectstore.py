@@ -153,6 +153,31 @@ def test_native_io_forced_without_a_connector_says_what_to_add(spark: Any, s3: t
         spark.conf.unset(IO_CONF)
 
 
+def test_session_hadoop_settings_are_read_whole(spark: Any) -> None:
+    """The live Hadoop configuration and the session's ``spark.hadoop.*`` settings are read as whole maps
+    (one py4j call each): the same keys and values as copying them entry by entry, odd characters included,
+    the session's setting winning over the Hadoop one."""
+    from deltalog.spark._storage import _PREFIXES, session_hadoop_conf
+
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    conf.set("fs.s3a.access.key", 'k=,"v\\ é')
+    conf.set("fs.s3a.endpoint", "http://hadoop:1")
+    spark.conf.set("spark.hadoop.fs.s3a.endpoint", "http://session:2")
+    try:
+        read = session_hadoop_conf(spark)
+        copied: dict[str, str] = {}
+        for prefix in _PREFIXES:
+            props = conf.getPropsWithPrefix(prefix)
+            copied.update({prefix + str(k): str(props.get(k)) for k in props.keySet().toArray()})
+        copied["fs.s3a.endpoint"] = "http://session:2"
+    finally:
+        conf.unset("fs.s3a.access.key")
+        conf.unset("fs.s3a.endpoint")
+        spark.conf.unset("spark.hadoop.fs.s3a.endpoint")
+    assert read == copied and len(read) > 20
+    assert read["fs.s3a.access.key"] == 'k=,"v\\ é' and read["fs.s3a.endpoint"] == "http://session:2"
+
+
 def test_a_hadoop_file_system_configured_for_the_scheme_is_used(spark: Any) -> None:
     """Whether the JVM has a file system for a scheme is remembered per session, but keyed by the configured
     ``fs.<scheme>.impl``: setting one (here a class every Hadoop has) is seen at once, and so is removing it."""

@@ -176,24 +176,52 @@ def session_hadoop_conf(spark: Any) -> dict[str, str]:
     """
     out: dict[str, str] = {}
     jsc = getattr(getattr(spark, "sparkContext", None), "_jsc", None) if not is_connect(spark) else None
+    mapper = None
     if jsc is not None:  # the live Hadoop configuration (its defaults included) ...
+        try:
+            mapper = spark.sparkContext._jvm.com.fasterxml.jackson.databind.ObjectMapper()
+        except Exception:
+            mapper = None
         try:
             hconf = jsc.hadoopConfiguration()
             for prefix in _PREFIXES:
-                props = hconf.getPropsWithPrefix(prefix)
-                for key in props.keySet().toArray():
-                    out[prefix + str(key)] = str(props.get(key))
+                props = _java_map(mapper, hconf.getPropsWithPrefix(prefix))
+                out.update((prefix + key, value) for key, value in props.items())
         except Exception:
             pass
     try:  # ... overridden by the session's spark.hadoop.* settings (spark.conf.set at runtime included)
-        every = spark.conf.getAll
-        items = every() if callable(every) else every
-        for key, value in dict(items).items():
+        items = None
+        if jsc is not None:
+            try:
+                items = _java_map(mapper, spark._jsparkSession.conf().getAllAsJava())
+            except Exception:
+                items = None
+        if items is None:
+            every = spark.conf.getAll
+            items = dict(every() if callable(every) else every)
+        for key, value in items.items():
             if key.startswith("spark.hadoop.") and key[len("spark.hadoop."):].startswith(_PREFIXES):
                 out[key[len("spark.hadoop."):]] = str(value)
     except Exception:
         pass
     return out
+
+
+def _java_map(mapper: Any, jmap: Any) -> dict[str, str]:
+    """A ``java.util.Map`` of strings as a dict, in one py4j call: JSON written by ``mapper``, an
+    ``ObjectMapper`` of the Jackson that Spark ships. Copying the map entry by entry through py4j takes two
+    calls per key (the Hadoop defaults alone hold about a hundred ``fs.s3a.*`` keys: 50-70 ms per map, paid
+    on every object-store operation); without ``mapper`` (or if it fails) that is what happens."""
+    import json
+
+    if mapper is not None:
+        try:
+            loaded = json.loads(mapper.writeValueAsString(jmap))
+            if isinstance(loaded, dict):
+                return {str(k): str(v) for k, v in loaded.items() if v is not None}
+        except Exception:
+            pass
+    return {str(k): str(jmap.get(k)) for k in jmap.keySet().toArray()}
 
 
 def is_connect(spark: Any) -> bool:
