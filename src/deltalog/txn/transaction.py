@@ -3,11 +3,11 @@
 A :class:`Transaction` is bound to a table and the snapshot it read (none for a table that does not
 exist yet). It records what it depends on -- read predicates, files, the whole table, application
 transaction ids -- and stages actions. :meth:`Transaction.commit` validates the staged actions against
-the writer rules (:mod:`deltalog.txn.writer_features`), upgrades the protocol when the metadata needs a
-feature, and writes ``_delta_log/<version>.json`` **only** with an atomic put-if-absent. When another
-writer won that version, the commits between the read version and the new latest are read and checked
-for logical conflicts (:mod:`deltalog.txn.conflicts`); without one, the commit is retried at the next
-version after an exponential backoff with jitter, a bounded number of times.
+the writer rules (:mod:`deltalog.txn.validation`, :mod:`deltalog.txn.writer_features`), upgrades the
+protocol when the metadata needs a feature, and writes ``_delta_log/<version>.json`` **only** with an
+atomic put-if-absent. When another writer won that version, the commits between the read version and the
+new latest are read and checked for logical conflicts (:mod:`deltalog.txn.conflicts`); without one, the
+commit is retried at the next version after an exponential backoff with jitter, a bounded number of times.
 
 Example:
     >>> from deltalog.storage import InMemoryLogStore
@@ -69,9 +69,7 @@ from deltalog.txn.operations import Operation
 from deltalog.txn.predicates import Column, ReadPredicate, columns_of, file_may_match
 from deltalog.txn.row_tracking import with_materialized_names
 from deltalog.txn.validation import already_committed, validate
-from deltalog.txn.writer_features import (
-    check_never_writable,
-)
+from deltalog.txn.writer_features import check_never_writable
 from deltalog.version import __version__
 
 if TYPE_CHECKING:

@@ -41,8 +41,8 @@ __all__ = ["already_committed", "validate"]
 
 
 def already_committed(txn: Transaction) -> bool:
-    """Whether every application transaction (``txn`` action) staged by ``txn`` is already recorded at
-    the same or a later version in the snapshot it read: the commit is then skipped (idempotent writes).
+    """Whether an application transaction (``txn`` action) staged by ``txn`` is already recorded at the
+    same or a later version in the snapshot it read: the commit is then skipped (idempotent writes).
 
     Example:
         >>> already_committed(txn)                                       # doctest: +SKIP
