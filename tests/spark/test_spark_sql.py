@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import uuid
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -592,3 +593,36 @@ def test_non_delta_statements_pass_through(spark: Any, tmp_path: Path) -> None:
         assert described[0].col_name == "x"
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_data_sources_are_registered_when_first_needed(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """register() registers no Python data source (the first one a JVM registers costs about 2 s); looking up
+    a catalog Delta table registers the ``delta`` provider, so Spark's own paths that meet it find it."""
+    from pyspark.sql.datasource import DataSourceRegistration
+
+    from deltalog.spark import register, streaming
+    from deltalog.spark.sql import catalog
+
+    calls: list[str] = []
+    original = DataSourceRegistration.register
+
+    def recording(self: Any, source: Any) -> None:
+        calls.append(source.name())
+        original(self, source)
+
+    monkeypatch.setattr(DataSourceRegistration, "register", recording)
+    monkeypatch.setattr(catalog, "_REGISTERED", set())  # as in a session that registered nothing yet
+    monkeypatch.setattr(streaming, "_REGISTERED", weakref.WeakSet())
+    register(spark)
+    assert calls == []
+    name = f"lazy_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE TABLE {name} (id BIGINT) USING delta")
+    try:
+        monkeypatch.setattr(catalog, "_REGISTERED", set())  # as in a session that never created one
+        calls.clear()
+        entry = catalog.lookup(spark, name, cached=False)
+        assert entry is not None and entry.is_delta and calls == ["delta"]
+        catalog.lookup(spark, name, cached=False)
+        assert calls == ["delta"]  # once per session
+    finally:
+        spark.sql(f"DROP TABLE {name}")

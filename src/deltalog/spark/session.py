@@ -245,18 +245,11 @@ def register(spark: Any) -> Any:
 
     install_sql()
     log_dropped(_drop_delta_runtime_settings(spark))
-    try:  # the streaming source; load() registers it too, so a session without Python data sources still works
-        from deltalog.spark.streaming import register_source
-
-        register_source(spark)
-    except Exception:
-        pass
-    try:  # the provider of catalog tables USING delta (deltalog reads and writes them itself)
-        from deltalog.spark.sql.catalog import ensure_source
-
-        ensure_source(spark)
-    except Exception:
-        pass
+    # deltalog's two Python data sources -- the streaming source and the ``delta`` provider of catalog tables --
+    # are registered when first needed (a delta stream loaded; a catalog Delta table created or looked up), not
+    # here: the first Python data source a JVM registers costs about 2 s (Spark scans the Python path for data
+    # source plugins in a Python process of its own), which a job that never streams nor uses catalog tables
+    # would pay at every start.
     for key in _RUNTIME_CONF:
         try:
             current = spark.conf.get(key, None)

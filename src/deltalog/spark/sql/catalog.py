@@ -2,7 +2,8 @@
 
 A catalog Delta table is an ordinary entry of Spark's catalog whose provider is ``delta``: Spark accepts
 ``CREATE TABLE ... USING delta`` once a Python data source of that name is registered
-(:class:`DeltaCatalogSource`), lists the table, drops it (a managed table's directory with it) and keeps
+(:class:`DeltaCatalogSource`; :func:`ensure_source` does it when a catalog Delta table is first created or
+looked up in the session), lists the table, drops it (a managed table's directory with it) and keeps
 its location. deltalog reads and writes the table at that location itself, so reads take deltalog's
 fast path (Spark's parquet scan) rather than the data source's. Lookups ask the session catalog
 directly on classic sessions (about 2 ms) and run ``SHOW TABLE EXTENDED`` on Connect sessions (the one
@@ -18,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from dataclasses import dataclass
@@ -235,6 +237,11 @@ def lookup(spark: Any, name: TableName | str, *, cached: bool = True) -> Catalog
     if entry is _UNKNOWN:
         entry = _sql_lookup(spark, tn)
     assert not isinstance(entry, _Unknown)
+    if entry is not None and entry.is_delta:
+        # a catalog Delta table is in use: from now on Spark's own paths that meet it find the ``delta``
+        # provider (and its message saying how to read the table) instead of "data source not found"
+        with contextlib.suppress(Exception):
+            ensure_source(spark)
     if cache is not None:
         cache[key] = entry
     return entry
