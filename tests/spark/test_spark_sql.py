@@ -600,7 +600,7 @@ def test_data_sources_are_registered_when_first_needed(spark: Any, monkeypatch: 
     a catalog Delta table registers the ``delta`` provider, so Spark's own paths that meet it find it."""
     from pyspark.sql.datasource import DataSourceRegistration
 
-    from deltalog.spark import register, streaming
+    from deltalog.spark import _sources, register
     from deltalog.spark.sql import catalog
 
     calls: list[str] = []
@@ -611,14 +611,13 @@ def test_data_sources_are_registered_when_first_needed(spark: Any, monkeypatch: 
         original(self, source)
 
     monkeypatch.setattr(DataSourceRegistration, "register", recording)
-    monkeypatch.setattr(catalog, "_REGISTERED", set())  # as in a session that registered nothing yet
-    monkeypatch.setattr(streaming, "_REGISTERED", weakref.WeakSet())
+    monkeypatch.setattr(_sources, "_REGISTERED", weakref.WeakKeyDictionary())  # a session that registered nothing
     register(spark)
     assert calls == []
     name = f"lazy_{uuid.uuid4().hex[:8]}"
     spark.sql(f"CREATE TABLE {name} (id BIGINT) USING delta")
     try:
-        monkeypatch.setattr(catalog, "_REGISTERED", set())  # as in a session that never created one
+        monkeypatch.setattr(_sources, "_REGISTERED", weakref.WeakKeyDictionary())  # as if it never created one
         calls.clear()
         entry = catalog.lookup(spark, name, cached=False)
         assert entry is not None and entry.is_delta and calls == ["delta"]

@@ -42,7 +42,6 @@ __all__ = [
 ]
 
 _LOCK = threading.Lock()
-_REGISTERED: set[int] = set()
 _SCOPE = threading.local()
 
 
@@ -188,11 +187,9 @@ def ensure_source(spark: Any) -> None:
     Example:
         >>> ensure_source(spark)                                                # doctest: +SKIP
     """
-    key = id(spark)
-    if key in _REGISTERED:
-        return
-    spark.dataSource.register(_source_class())
-    _REGISTERED.add(key)
+    from deltalog.spark._sources import register_once
+
+    register_once(spark, "delta", _source_class)
 
 
 @dataclass(frozen=True)

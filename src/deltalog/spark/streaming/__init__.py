@@ -16,13 +16,9 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import weakref
 from typing import Any
 
 __all__ = ["register_source"]
-
-_REGISTERED: weakref.WeakSet[Any] = weakref.WeakSet()  # sessions the source is registered with
 
 
 def register_source(spark: Any) -> None:
@@ -32,15 +28,7 @@ def register_source(spark: Any) -> None:
     Example:
         >>> register_source(spark)                                       # doctest: +SKIP
     """
-    from deltalog.spark.streaming.source import DeltaStreamDataSource
+    from deltalog.spark._sources import register_once
+    from deltalog.spark.streaming.source import SOURCE_NAME, DeltaStreamDataSource
 
-    try:
-        known = spark in _REGISTERED
-    except TypeError:  # not weak-referenceable: register every time (harmless, just repeated)
-        known = False
-    if known:
-        return
-    spark.dataSource.register(DeltaStreamDataSource)
-    with contextlib.suppress(TypeError):
-        _REGISTERED.add(spark)
-
+    register_once(spark, SOURCE_NAME, lambda: DeltaStreamDataSource)
