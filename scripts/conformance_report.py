@@ -50,6 +50,10 @@ WHY_NOT = {
     "icebergCompatV1": "refused: writers must keep the table convertible to Iceberg (column mapping on, no "
                        "deletion vectors, and more), which deltalog does not enforce",
     "icebergCompatV2": "refused: as `icebergCompatV1`; dropping the feature (`drop ✓`) makes the table writable",
+    "geospatial": "refused: geometry and geography columns",
+    "variantShredding": "refused: deltalog writes variants unshredded only; reads put shredded files back "
+                        "together (tests/unit/test_variant_shredding.py, tests/spark/test_spark_variant_shredding.py)",
+    "variantShredding-preview": "as `variantShredding`",
 }
 
 

@@ -17,7 +17,6 @@ import pyarrow.parquet as pq
 import pytest
 
 import deltalog
-from deltalog.errors import UnsupportedFeatureError
 from deltalog.protocol.schema import VARIANT, ArrayType, StructField, StructType
 from deltalog.protocol.variant import to_python, to_python_list
 from deltalog.spark import DeltaTable
@@ -98,13 +97,6 @@ def test_time_travel_filters_and_variant_functions(spark: Any) -> None:
     assert late.count() == 2 and len(late.inputFiles()) == 1  # min/max skipping on id still applies
     assert df.filter("variant_get(v, '$.key', 'int') = 5").count() == 1
     assert df.selectExpr("sum(variant_get(struct_of_variants.v, '$.key', 'int'))").first()[0] == 4950 + 1
-
-
-def test_shredded_variant_tables_are_refused(spark: Any) -> None:
-    path = str(corpus("delta-kernel-defaults/spark-shredded-variant-preview-delta"))
-    with pytest.raises(UnsupportedFeatureError, match="shredded variants") as info:
-        spark.read.format("delta").load(path)
-    assert info.value.feature == "variantShredding-preview"
 
 
 @pytest.fixture

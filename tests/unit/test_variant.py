@@ -1,6 +1,7 @@
-"""Variant columns (the ``variantType`` table feature, unshredded): the protocol gate, the schema and
-Arrow shape, reads of the corpus tables (decoded and compared with the values their generator wrote),
-refused filters and shredded files, kernel writes, and the binary decoder."""
+"""Variant columns (the ``variantType`` table feature; shredded files reassembled): the protocol gate, the
+schema and Arrow shape, reads of the corpus tables (decoded and compared with the values their generator
+wrote), refused filters, kernel writes, and the binary decoder. The reassembly itself:
+test_variant_shredding.py."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from logbuilder import commit_info, metadata, protocol, write_commit
 
 import deltalog
 from deltalog.data.filters import Condition, _may_match
-from deltalog.errors import InvalidArgumentError, InvalidTableError, UnsupportedFeatureError
+from deltalog.errors import InvalidArgumentError, InvalidTableError
 from deltalog.protocol.actions import Protocol
 from deltalog.protocol.conform import to_logical
 from deltalog.protocol.features import check_readable
@@ -38,11 +39,8 @@ READABLE = [
     "kernel-rs-data/unshredded-variant",
     "delta-golden-extra/spark-variant-checkpoint",
     "delta-kernel-defaults/spark-variant-checkpoint",
-]
-SHREDDED = [
+    # needs variantShredding-preview, but its files hold the same variants unshredded
     "delta-kernel-defaults/spark-shredded-variant-preview-delta",
-    "delta-spark/variant-stats-no-checkpoint",
-    "delta-spark/variant-stats-nested-no-checkpoint",
 ]
 UNSHREDDED_ARROW = pa.struct([pa.field("value", pa.binary(), False), pa.field("metadata", pa.binary(), False)])
 
@@ -63,29 +61,46 @@ def test_variant_type_is_a_readable_feature(feature: str) -> None:
 
 
 @pytest.mark.parametrize("shredding", ["variantShredding", "variantShredding-preview"])
-def test_shredded_variant_tables_are_refused_naming_shredding(shredding: str) -> None:
+def test_shredded_variant_tables_are_readable(shredding: str) -> None:
     features = ("deletionVectors", shredding, "variantType")
-    with pytest.raises(UnsupportedFeatureError, match="shredded variants") as info:
-        check_readable(Protocol(3, 7, features, features), table="t")
-    assert info.value.feature == shredding and info.value.table == "t"
+    check_readable(Protocol(3, 7, features, features), table="t")
 
 
-@pytest.mark.parametrize("name", SHREDDED)
-def test_shredded_corpus_tables_are_refused(name: str) -> None:
-    with pytest.raises(UnsupportedFeatureError) as info:
-        deltalog.Table(corpus(name)).snapshot()
-    assert info.value.feature == "variantShredding-preview"
-    assert str(corpus(name)) in str(info.value)
+def _variant(column: Any, field: str | None = None) -> list[Any]:
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    return to_python_list(array.field(field) if field else array)
 
 
-def test_a_shredded_data_file_is_refused_even_without_the_feature() -> None:
+def test_shredded_corpus_tables_read_as_their_generators_wrote() -> None:
+    """Spark-written tables whose files shred the variants (typed_value columns: an object's fields as
+    int64 and string, a bare int64), two of them with deletion vectors; the values follow each table's
+    generator (and equal Spark's own reads of the same files, checked when this reader was written)."""
+    data = deltalog.Table(corpus("delta-spark/variant-stats-no-checkpoint")).snapshot().to_arrow()
+    ids = data.column("i").to_pylist()
+    assert sorted(ids) == list(range(100, 110))
+    assert _variant(data.column("v")) == [{"id": i - 100, "name": str(110 - i)} for i in ids]
+    assert _variant(data.column("nv"), "v") == [{"id": i - 90, "name": str(120 - i)} for i in ids]
+
+    data = deltalog.Table(corpus("delta-spark/variant-stats-nested-no-checkpoint")).snapshot().to_arrow()
+    ids = data.column("i").to_pylist()
+    assert len(ids) == 10 and _variant(data.column("s"), "v") == [{"name": f"item_{i}", "value": i} for i in ids]
+
+    data = deltalog.Table(corpus("delta-spark/variant-stats-with-struct-no-checkpoint")).snapshot().to_arrow()
+    keys = [s["i"] for s in data.column("s").to_pylist()]
+    assert len(keys) == 10 and _variant(data.column("v")) == [{"key": k} for k in keys]
+
+    data = deltalog.Table(corpus("delta-spark/variant-stats-state-reconstruction")).snapshot().to_arrow()
+    assert _variant(data.column("v")) == [0]
+
+
+def test_a_shredded_data_file_is_reassembled_even_without_the_feature() -> None:
     # Real shredded data (a typed_value column) read as if the table only needed variantType.
     table = corpus("delta-spark/variant-stats-no-checkpoint")
     data = pq.read_table(sorted(table.glob("*.parquet"))[0])
     schema = parse_schema('{"type":"struct","fields":[{"name":"v","type":"variant","nullable":true,"metadata":{}}]}')
-    with pytest.raises(UnsupportedFeatureError, match="column 'v' is a shredded variant") as info:
-        to_logical(data.select(["v"]), schema, "none")
-    assert info.value.feature == "variantShredding"
+    out = to_logical(data.select(["v"]), schema, "none")
+    assert out.schema.field("v").type == UNSHREDDED_ARROW
+    assert _variant(out.column("v"))[0] == {"id": 0, "name": "10"}
 
 
 # ----------------------------------------------------------------------------------------- schema

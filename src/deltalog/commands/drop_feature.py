@@ -81,6 +81,10 @@ REMOVABLE_FEATURES: frozenset[str] = frozenset(_READER_WRITER + _WRITER)
 _WHY_NOT = {
     "columnMapping": "dropping it needs every data file rewritten with logical column names, which deltalog "
                      "does not do yet",
+    "variantShredding": "dropping it needs every shredded data file rewritten unshredded, which deltalog does not "
+                        "do yet",
+    "variantShredding-preview": "dropping it needs every shredded data file rewritten unshredded, which deltalog "
+                                "does not do yet",
 }
 _Clock = Callable[[], int]
 

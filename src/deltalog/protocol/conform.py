@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.errors import SchemaError, UnsupportedFeatureError
+from deltalog.errors import SchemaError
 from deltalog.protocol.schema import (
     PARQUET_FIELD_ID,
     VARIANT,
@@ -33,6 +33,7 @@ from deltalog.protocol.schema import (
     to_arrow_type,
     type_string,
 )
+from deltalog.protocol.shredding import is_shredded, unshred
 
 __all__ = ["to_logical"]
 
@@ -105,6 +106,8 @@ def _conform(arr: pa.Array[Any], dt: DataType, mode: str, path: str) -> pa.Array
         arr = arr.dictionary_decode()
     target = to_arrow_type(dt)
     if dt == VARIANT:
+        if is_shredded(arr.type):
+            arr = unshred(arr, path)
         _check_unshredded(arr, path)
         return _conform_struct(arr, VARIANT_STRUCT, target, "none", path)
     if isinstance(dt, StructType):
@@ -128,12 +131,6 @@ def _check_unshredded(arr: pa.Array[Any], path: str) -> None:
     if pa.types.is_null(at):
         return
     names = [at.field(i).name for i in range(at.num_fields)] if pa.types.is_struct(at) else []
-    if "typed_value" in names:
-        raise UnsupportedFeatureError(
-            f"column {path!r} is a shredded variant (a typed_value column in the data file), which deltalog "
-            "cannot reassemble yet",
-            feature="variantShredding",
-        )
     binary = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_binary_view)
     if sorted(names) != ["metadata", "value"] or not all(
         any(p(at.field(n).type) for p in binary) for n in names

@@ -1,20 +1,20 @@
 """Table features and the protocol gate: which tables this build of deltalog may read (and write).
 
-Variants are read unshredded only: ``variantType`` / ``variantType-preview`` are supported, but a table
-that also needs ``variantShredding`` (or its preview) is refused, naming that feature, since its data
-files may hold ``typed_value`` columns the kernel cannot reassemble.
+Variants are read shredded or not: ``variantType`` / ``variantType-preview`` and ``variantShredding`` /
+``variantShredding-preview`` are supported for reading (:mod:`deltalog.protocol.shredding` puts shredded
+columns back together). Tables needing ``catalogManaged`` or ``geospatial`` are refused, naming the feature.
 
 Example:
     >>> check_readable(Protocol(minReaderVersion=1, minWriterVersion=2), table="t")
-    >>> check_readable(Protocol(3, 7, ("variantType",), ("variantType",)), table="t")
     >>> shredded = ("variantShredding-preview", "variantType")
     >>> check_readable(Protocol(3, 7, shredded, shredded), table="t")
+    >>> check_readable(Protocol(3, 7, ("geospatial",), ("geospatial",)), table="t")
     Traceback (most recent call last):
     ...
-    deltalog.errors.UnsupportedFeatureError: table needs reader feature 'variantShredding-preview' \
-(shredded variants: typed_value columns deltalog cannot reassemble yet), which deltalog does not \
-support yet (supported: columnMapping, deletionVectors, timestampNtz, typeWidening, typeWidening-preview, \
-v2Checkpoint, vacuumProtocolCheck, variantType, variantType-preview) [table t]
+    deltalog.errors.UnsupportedFeatureError: table needs reader feature 'geospatial' (geometry and geography \
+columns), which deltalog does not support yet (supported: columnMapping, deletionVectors, timestampNtz, \
+typeWidening, typeWidening-preview, v2Checkpoint, vacuumProtocolCheck, variantShredding, \
+variantShredding-preview, variantType, variantType-preview) [table t]
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
         "typeWidening-preview",
         "v2Checkpoint",
         "vacuumProtocolCheck",
+        "variantShredding",
+        "variantShredding-preview",
         "variantType",
         "variantType-preview",
     }
@@ -39,8 +41,8 @@ SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
 
 #: Why some unsupported reader features are refused (added to the error message).
 _UNSUPPORTED_WHY: dict[str, str] = {
-    "variantShredding": "shredded variants: typed_value columns deltalog cannot reassemble yet",
-    "variantShredding-preview": "shredded variants: typed_value columns deltalog cannot reassemble yet",
+    "catalogManaged": "its catalog ratifies commits; deltalog reads and commits through storage only",
+    "geospatial": "geometry and geography columns",
 }
 
 #: Features implied by legacy (pre-table-features) reader versions.

@@ -79,7 +79,7 @@ def _decimal(buf: bytes, pos: int, width: int) -> Decimal:
     scale = _uint(buf, pos, 1)
     if scale > 38:
         raise _Malformed(f"decimal scale {scale} is above 38")
-    return Decimal(_int(buf, pos + 1, width)).scaleb(-scale)
+    return Decimal(f"{_int(buf, pos + 1, width)}E-{scale}")  # exact; scaleb would round to 28 digits
 
 
 def _sized(buf: bytes, pos: int) -> bytes:

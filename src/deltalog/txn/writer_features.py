@@ -149,7 +149,10 @@ FEATURES: dict[str, FeatureInfo] = {
         FeatureInfo("icebergCompatV2", False, None),
         FeatureInfo("variantType", True, None),
         FeatureInfo("variantType-preview", True, None),
+        FeatureInfo("variantShredding", True, None),
+        FeatureInfo("variantShredding-preview", True, None),
         FeatureInfo("catalogManaged", True, None),
+        FeatureInfo("geospatial", True, None),
     )
 }
 
