@@ -1,7 +1,8 @@
 """Shredded variants against Spark as the oracle: Spark writes parquet files whose variant column is shredded
-by a forced schema (objects with nested arrays and objects, arrays, every primitive type), and the kernel's
-reassembly (:func:`deltalog.protocol.shredding.unshred`) decodes to the same values as Spark's own read of the
-same files; the corpus's shredded Delta tables read the same through ``format("delta")`` and the kernel."""
+by a forced schema (objects with nested arrays and objects, an object of every primitive type, an array, bare
+numbers), and the kernel's reassembly (:func:`deltalog.protocol.shredding.unshred`) decodes to the same values
+as Spark's own read of the same files; the corpus's shredded Delta tables read the same through
+``format("delta")`` and the kernel."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import glob
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -53,27 +55,26 @@ VALUES = [
     "CAST(NULL AS VARIANT)",
 ]
 
-#: Shredding schemas Spark is told to write (``typed_value``'s type).
+_TYPED_FIELDS = ("named_struct('i8', CAST(5 AS TINYINT), 'i16', CAST(300 AS SMALLINT), 'i32', 70000, 'i64', "
+                 "9000000000, 'f', CAST(1.5 AS FLOAT), 'd', 1e300D, 'dec4', CAST(1.25 AS DECIMAL(9,2)), 'dec8', "
+                 "CAST(123456789012.3456 AS DECIMAL(18,4)), 'dec16', "
+                 "CAST('1234567890123456789012345678901.5' AS DECIMAL(38,1)), 'dt', DATE'2024-02-29', 'ts', "
+                 "TIMESTAMP'2024-01-02 03:04:05.000006', 'ntz', TIMESTAMP_NTZ'2024-01-02 03:04:05.000006', "
+                 "'bin', X'00FF', 'b', true, 's', 'text', 'extra', 1)")
+VALUES += [
+    f"to_variant_object({_TYPED_FIELDS})",  # every field of the second schema, typed as it says
+    "to_variant_object(named_struct('i8', 'no', 'ts', 5, 'dec4', 1.5D, 'b', 'x', 'other', DATE'2000-01-01'))",
+]
+
+#: Shredding schemas Spark is told to write (``typed_value``'s type): objects (with nested arrays and
+#: objects; with a field of every primitive type), an array, a bare number.
 SCHEMAS = [
-    "a bigint, b string, c array<bigint>",
-    "a string, d struct<e: double, f: int>",
+    "a bigint, b string, c array<bigint>, d struct<e: double, f: int>",
+    "i8 tinyint, i16 smallint, i32 int, i64 bigint, f float, d double, dec4 decimal(9,2), dec8 decimal(18,4), "
+    "dec16 decimal(38,1), dt date, ts timestamp, ntz timestamp_ntz, bin binary, b boolean, s string",
     "array<string>",
-    "array<bigint>",
-    "decimal(9,2)",
-    "decimal(18,4)",
-    "decimal(38,1)",
-    "date",
-    "timestamp",
-    "timestamp_ntz",
-    "binary",
-    "double",
-    "float",
-    "boolean",
-    "tinyint",
-    "smallint",
-    "int",
     "bigint",
-    "string",
+    "decimal(38,1)",
 ]
 
 
@@ -97,12 +98,17 @@ def shredded_files(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> list
     return out
 
 
-@pytest.mark.parametrize("index", range(len(SCHEMAS)), ids=SCHEMAS)
+@pytest.mark.parametrize("index", range(len(SCHEMAS)), ids=[s.split(",")[0] for s in SCHEMAS])
 def test_reassembly_matches_spark_reading_the_same_file(spark: Any, shredded_files: list[Any], index: int) -> None:
     schema, directory = shredded_files[index]
     (path,) = glob.glob(f"{directory}/*.parquet")
     data = pq.read_table(path).sort_by("id")
     assert is_shredded(data.schema.field("v").type), f"Spark did not shred with {schema}"
+    typed = data.column("v").combine_chunks().field("typed_value")
+    assert typed.null_count < len(typed), f"no row was shredded with {schema}"
+    if pa.types.is_struct(typed.type) and typed.type.get_field_index("dec16") >= 0:  # every type was typed
+        for i in range(typed.type.num_fields):
+            assert typed.field(i).field("typed_value").null_count < len(typed), typed.type.field(i).name
     ours = to_python_list(unshred(data.column("v").combine_chunks(), "v"))
     theirs = _spark_values(spark.read.parquet(directory).orderBy("id").collect())
     assert len(ours) == len(VALUES)
