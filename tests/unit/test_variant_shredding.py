@@ -186,3 +186,18 @@ def test_shredded_variants_inside_arrays_and_maps_are_reassembled_on_read() -> N
         == [[1, "x"], [3]]
     values = out.column("m").combine_chunks().values.field("value")  # map entries, in order
     assert to_python_list(values) == [1, "x", 3]
+
+
+def test_null_rows_are_not_looked_into() -> None:
+    # a null variant whose children hold what would be an error in a row that is not null
+    arr = shredded([EMPTY, EMPTY], [b"\x0c\x01", b"\x0c\x02"], pa.array([5, None]), mask=[True, False])
+    out = unshred(arr, "v")
+    assert out.is_null().to_pylist() == [True, False] and to_python_list(out) == [None, 2]
+    # the same inside a null object and a null shredded field
+    bad_pair = pair([b"\x0c\x01"], pa.array([5]))
+    objects = pa.StructArray.from_arrays([bad_pair], names=["a"], mask=pa.array([True]))
+    assert to_python_list(unshred(shredded([KEYS_AB], [b"\x0c\x07"], objects), "v")) == [7]
+    fields = pa.StructArray.from_arrays([pa.array([b"\x0c\x01"], pa.binary()), pa.array([5])],
+                                        names=["value", "typed_value"], mask=pa.array([True]))
+    objects = pa.StructArray.from_arrays([fields], names=["a"])
+    assert to_python_list(unshred(shredded([KEYS_AB], [None], objects), "v")) == [{}]

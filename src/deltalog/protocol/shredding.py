@@ -315,8 +315,9 @@ def _pair(t: pa.DataType, path: str) -> _Encode:
 
     def encode(arr: pa.Array[Any], keys: list[_Keys]) -> _Column:
         valid = arr.is_valid().to_pylist()
-        values = arr.field("value").to_pylist() if has_value else [None] * len(arr)
-        encoded = typed(arr.field("typed_value"), keys) if typed is not None else [None] * len(arr)
+        children = dict(zip([f.name for f in arr.type], arr.flatten(), strict=True))  # null where arr is null
+        values = children["value"].to_pylist() if has_value else [None] * len(arr)
+        encoded = typed(children["typed_value"], keys) if typed is not None else [None] * len(arr)
         out: _Column = []
         for i, (ok, value, typed_value) in enumerate(zip(valid, values, encoded, strict=True)):
             if not ok or typed_value is None:
@@ -353,7 +354,7 @@ def _shredded_object(t: pa.StructType, path: str) -> _Encode:
     fields = [_pair(t.field(i).type, f"{path}.{name}") for i, name in enumerate(names)]
 
     def encode(arr: pa.Array[Any], keys: list[_Keys]) -> _Column:
-        columns = [field(arr.field(i), keys) for i, field in enumerate(fields)]
+        columns = [field(child, keys) for child, field in zip(arr.flatten(), fields, strict=True)]
         out: _Column = []
         for row, ok in enumerate(arr.is_valid().to_pylist()):
             if not ok:
@@ -411,7 +412,8 @@ def unshred(arr: pa.Array[Any], path: str) -> pa.StructArray:
             except (_Bad, UnicodeDecodeError) as exc:
                 raise _BadRow(row, str(exc)) from None
             keys.append(found)
-        top = pa.StructArray.from_arrays([arr.field(n) for n in parts], names=parts)
+        top = pa.StructArray.from_arrays([arr.field(n) for n in parts], names=parts,  # null rows: not looked at
+                                         mask=arr.is_null() if arr.null_count else None)
         values = encode(top, keys)
     except _BadRow as bad:
         raise SchemaError(f"column {path!r}: row {bad.row} is not a valid shredded variant ({bad.args[0]})") from None
