@@ -7,10 +7,13 @@ PY := $(VENV)/bin/python
 
 .PHONY: demo demo-s3 test test-property test-faults lint typecheck conformance bench docs clean
 
+# pip byte-compiles what it installs on one core (about a minute for pyspark, pandas and the rest); compileall
+# does the same work on every core.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,spark]'
+	$(PY) -m pip install -q --no-compile -e '.[test,spark]'
+	$(PY) -m compileall -q -j0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
 	touch $@
 
 # azurite (Azure's blob emulator, from npm) for the object-store tests; moto comes with the test extras.

@@ -78,7 +78,8 @@ def compact_copy() -> Callable[[str], int]:
 @pytest.fixture(scope="session")
 def moto_server() -> Iterator[Any]:
     """moto's S3 (and DynamoDB) server on 127.0.0.1 for the whole session."""
-    pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install 'deltalog[test]')")
+    pytest.importorskip("moto.server", reason="moto's server (moto[s3,dynamodb], flask, flask-cors) is not "
+                        "installed (pip install 'deltalog[test]')")
     import emulators
 
     emulator = emulators.start_moto()

@@ -129,6 +129,9 @@ def test_variant_tables_are_written(spark: Any, tmp_path: Path, variant_copy: Pa
         kernel = deltalog.Table(path).snapshot().to_arrow(columns=["id", "v"]).to_pylist()
         assert {r["id"]: r["v"] and to_python(r["v"]["metadata"], r["v"]["value"]) for r in kernel} == want
         assert dict(duckdb_rows(path, ["id", "v"])) == want
+        for file in deltalog.Table(path).snapshot().add_files().column("path").to_pylist():
+            # Spark 4.3 shreds variants in parquet files by default; a table without variantShredding must not
+            assert "typed_value" not in str(pq.read_schema(Path(path) / file)), file
 
     check(new, {i: {"a": i} for i in range(4)})
     spark.sql(f"INSERT INTO delta.`{new}` SELECT 9, parse_json('[1, 2]'), named_struct('w', parse_json('null'))")
