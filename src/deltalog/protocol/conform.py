@@ -1,6 +1,6 @@
 """A table read from a Parquet data file, conformed to the table's *logical* schema (:func:`to_logical`):
-columns matched by name, physical name or Parquet field id, renamed, widened, and those missing from the
-file filled with nulls.
+columns matched by name, physical name or Parquet field id, renamed, widened, shredded variants put back
+together (:mod:`deltalog.protocol.shredding`), and those missing from the file filled with nulls.
 
 Example:
     >>> from deltalog.protocol.schema import PrimitiveType, StructField, StructType

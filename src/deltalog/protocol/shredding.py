@@ -13,8 +13,9 @@ was not shredded (variant-encoded) and ``typed_value`` the shredded part, as
 
 Per pair: only ``value`` set is that (variant-encoded) value; only ``typed_value`` set is the typed value;
 neither set is a missing object field (at the top level: a variant null); both set is only allowed for a
-partly shredded object. :func:`unshred` encodes the typed parts and merges them, row by row; anything
-else raises :class:`~deltalog.errors.SchemaError` naming the column.
+partly shredded object. :func:`unshred` encodes the typed parts column by column (fixed-width values
+vectorized) and assembles objects and arrays row by row; anything else raises
+:class:`~deltalog.errors.SchemaError` naming the column and the row.
 
 Example:
     >>> import pyarrow as pa
