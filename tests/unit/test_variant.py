@@ -73,7 +73,7 @@ def _variant(column: Any, field: str | None = None) -> list[Any]:
 
 def test_shredded_corpus_tables_read_as_their_generators_wrote() -> None:
     """Spark-written tables whose files shred the variants (typed_value columns: an object's fields as
-    int64 and string, a bare int64), two of them with deletion vectors; the values follow each table's
+    int64 and string, a bare int64), two of them on tables that allow deletion vectors; the values follow each table's
     generator (and equal Spark's own reads of the same files, checked when this reader was written)."""
     data = deltalog.Table(corpus("delta-spark/variant-stats-no-checkpoint")).snapshot().to_arrow()
     ids = data.column("i").to_pylist()
