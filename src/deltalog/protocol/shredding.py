@@ -40,15 +40,12 @@ import numpy as np
 import pyarrow as pa
 
 from deltalog.errors import SchemaError
+from deltalog.protocol.variant import PRIMITIVES, SIZED, Malformed, dictionary, layout, read_uint
 
 __all__ = ["is_shredded", "unshred"]
 
 _NULL = b"\x00"
 _EXACT = Context(prec=80)
-
-
-class _Bad(Exception):
-    pass
 
 
 def is_shredded(arr_type: pa.DataType) -> bool:
@@ -79,6 +76,7 @@ def _string(text: str) -> bytes:
 
 
 _Column = list[bytes | None]
+_Field = tuple[str, int, bytes]  # an object field: (name, field id, encoded value)
 
 
 def _per_value(encode: Callable[[Any], bytes]) -> Callable[[pa.Array[Any]], _Column]:
@@ -148,56 +146,33 @@ def _primitive(t: pa.DataType) -> Callable[[pa.Array[Any]], _Column] | None:
 
 # -- reading the parts of an encoded value ---------------------------------------------------------------
 
-def _uint(buf: bytes, pos: int, size: int) -> int:
-    if pos + size > len(buf):
-        raise _Bad(f"a value runs past the end of its {len(buf)} bytes")
-    return int.from_bytes(buf[pos : pos + size], "little")
-
-
-_PRIMITIVE_SIZES = {0: 0, 1: 0, 2: 0, 3: 1, 4: 2, 5: 4, 6: 8, 7: 8, 8: 5, 9: 9, 10: 17, 11: 4, 12: 8, 13: 8,
-                    14: 4, 17: 8, 18: 8, 19: 8, 20: 16}
-
-
-def _layout(buf: bytes, pos: int) -> tuple[int, int, int, int, int]:
-    """(count, ids at, id size, offsets at, offset size) of the object or array at ``pos``."""
-    head = buf[pos]
-    basic, header = head & 0x03, head >> 2
-    offset_size = (header & 0x03) + 1
-    id_size = ((header >> 2) & 0x03) + 1 if basic == 2 else 0
-    large = (header >> (4 if basic == 2 else 2)) & 0x01
-    count_size = 4 if large else 1
-    count = _uint(buf, pos + 1, count_size)
-    ids_at = pos + 1 + count_size
-    return count, ids_at, id_size, ids_at + id_size * count, offset_size
-
-
 def _size(buf: bytes, pos: int) -> int:
     """The number of bytes of the encoded value at ``pos``."""
-    head = _uint(buf, pos, 1)
+    head = read_uint(buf, pos, 1)
     basic, header = head & 0x03, head >> 2
     if basic == 0:
-        if header in (15, 16):
-            return 5 + _uint(buf, pos + 1, 4)
-        if header not in _PRIMITIVE_SIZES:
-            raise _Bad(f"unknown primitive type id {header}")
-        return 1 + _PRIMITIVE_SIZES[header]
+        if header in SIZED:
+            return 5 + read_uint(buf, pos + 1, 4)
+        if header not in PRIMITIVES:
+            raise Malformed(f"unknown primitive type id {header}")
+        return 1 + PRIMITIVES[header][0]
     if basic == 1:
         return 1 + header
-    count, _, _, offsets_at, offset_size = _layout(buf, pos)
+    count, _, _, offsets_at, offset_size = layout(buf, pos)
     data_at = offsets_at + offset_size * (count + 1)
-    return data_at - pos + _uint(buf, offsets_at + offset_size * count, offset_size)
+    return data_at - pos + read_uint(buf, offsets_at + offset_size * count, offset_size)
 
 
 def _object_fields(buf: bytes) -> list[tuple[int, bytes]]:
     """The (field id, encoded value) pairs of the object ``buf`` holds."""
     if not buf or buf[0] & 0x03 != 2:
-        raise _Bad("value holds no object, but typed_value holds shredded object fields")
-    count, ids_at, id_size, offsets_at, offset_size = _layout(buf, 0)
+        raise Malformed("value holds no object, but typed_value holds shredded object fields")
+    count, ids_at, id_size, offsets_at, offset_size = layout(buf, 0)
     data_at = offsets_at + offset_size * (count + 1)
     fields = []
     for i in range(count):
-        start = data_at + _uint(buf, offsets_at + offset_size * i, offset_size)
-        fields.append((_uint(buf, ids_at + id_size * i, id_size), buf[start : start + _size(buf, start)]))
+        start = data_at + read_uint(buf, offsets_at + offset_size * i, offset_size)
+        fields.append((read_uint(buf, ids_at + id_size * i, id_size), buf[start : start + _size(buf, start)]))
     return fields
 
 
@@ -218,7 +193,7 @@ def _array(values: list[bytes]) -> bytes:
     return b"".join(out + values)
 
 
-def _object(fields: list[tuple[str, int, bytes]]) -> bytes:
+def _object(fields: list[_Field]) -> bytes:
     """An object of (name, field id, encoded value) fields, ids in the order of their names."""
     fields.sort(key=itemgetter(0))
     values = [f[2] for f in fields]
@@ -241,14 +216,7 @@ class _Keys:
     __slots__ = ("ids", "names")
 
     def __init__(self, metadata: bytes) -> None:
-        header = _uint(metadata, 0, 1)
-        if header & 0x0F != 1:
-            raise _Bad(f"metadata version {header & 0x0F} is not 1")
-        size = (header >> 6) + 1
-        count = _uint(metadata, 1, size)
-        offsets = [_uint(metadata, 1 + size * (i + 1), size) for i in range(count + 1)]
-        start = 1 + size * (count + 2)
-        self.names = [metadata[start + offsets[i] : start + offsets[i + 1]].decode("utf-8") for i in range(count)]
+        self.names = dictionary(metadata)
         self.ids = {name: i for i, name in enumerate(self.names)}
 
 
@@ -256,7 +224,7 @@ _NO_KEYS = _Keys(b"\x01\x00\x00")
 
 
 class _BadRow(Exception):
-    """A :class:`_Bad` at a position of the array being encoded."""
+    """A :class:`~deltalog.protocol.variant.Malformed` at a position of the array being encoded."""
 
     def __init__(self, row: int, why: str) -> None:
         super().__init__(why)
@@ -267,10 +235,9 @@ _Encode = Callable[[Any, list[_Keys]], _Column]
 
 
 def _typed(t: pa.DataType, path: str) -> _Encode:
-    """The column encoder of ``typed_value`` of type ``t``: the encoded values, ``None`` where null;
+    """The column encoder of a ``typed_value`` of type ``t`` other than shredded object fields (those are
+    :func:`_shredded_object`'s): the encoded values, ``None`` where null;
     ``keys`` holds each position's metadata dictionary."""
-    if pa.types.is_struct(t):
-        return _shredded_object(t, path)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return _shredded_array(t, path)
     primitive = _primitive(t)
@@ -309,15 +276,21 @@ def _pair(t: pa.DataType, path: str) -> _Encode:
     ``None`` where the field is missing."""
     if not pa.types.is_struct(t) or (t.get_field_index("value") < 0 and t.get_field_index("typed_value") < 0):
         raise SchemaError(f"column {path!r}: a shredded field must be a struct of value and typed_value, not {t}")
-    has_typed = t.get_field_index("typed_value") >= 0
-    typed = _typed(t.field("typed_value").type, f"{path}.typed_value") if has_typed else None
-    is_object = has_typed and pa.types.is_struct(t.field("typed_value").type)
+    typed_type = t.field("typed_value").type if t.get_field_index("typed_value") >= 0 else None
+    shredded_object = None
+    typed = None
+    if typed_type is not None and pa.types.is_struct(typed_type):
+        shredded_object = _shredded_object(typed_type, f"{path}.typed_value")
+    elif typed_type is not None:
+        typed = _typed(typed_type, f"{path}.typed_value")
     has_value = t.get_field_index("value") >= 0
 
     def encode(arr: pa.Array[Any], keys: list[_Keys]) -> _Column:
         valid = arr.is_valid().to_pylist()
         children = dict(zip([f.name for f in arr.type], arr.flatten(), strict=True))  # null where arr is null
         values = children["value"].to_pylist() if has_value else [None] * len(arr)
+        if shredded_object is not None:
+            return shredded_object(children["typed_value"], keys, valid, values)
         encoded = typed(children["typed_value"], keys) if typed is not None else [None] * len(arr)
         out: _Column = []
         for i, (ok, value, typed_value) in enumerate(zip(valid, values, encoded, strict=True)):
@@ -325,41 +298,39 @@ def _pair(t: pa.DataType, path: str) -> _Encode:
                 out.append(None if not ok or value is None else bytes(value))
             elif value is None:
                 out.append(typed_value)
-            elif not is_object:
-                raise _BadRow(i, "both value and typed_value are set for a value that is not an object")
             else:
-                try:
-                    out.append(_merge(typed_value, bytes(value), keys[i]))
-                except _Bad as bad:
-                    raise _BadRow(i, str(bad)) from None
+                raise _BadRow(i, "both value and typed_value are set for a value that is not an object")
         return out
 
     return encode
 
 
-def _merge(shredded: bytes, rest: bytes, keys: _Keys) -> bytes:
-    """A partly shredded object: the shredded fields plus the others, kept in ``rest``."""
-    fields = dict(_object_fields(shredded))
-    for fid, raw in _object_fields(rest):
-        if fid in fields:
-            name = keys.names[fid] if fid < len(keys.names) else fid
-            raise _Bad(f"the field {name!r} is both shredded and in value")
-        fields[fid] = raw
-    if any(fid >= len(keys.names) for fid in fields):
-        raise _Bad(f"value names a field id beyond the metadata dictionary ({len(keys.names)} keys)")
-    return _object([(keys.names[fid], fid, raw) for fid, raw in fields.items()])
+def _unshredded_fields(value: bytes, shredded: list[_Field], keys: _Keys) -> list[_Field]:
+    """The fields of a partly shredded object kept in ``value``; none may be shredded as well."""
+    taken = {fid for _, fid, _ in shredded}
+    out = []
+    for fid, raw in _object_fields(value):
+        if fid >= len(keys.names):
+            raise Malformed(f"value names a field id beyond the metadata dictionary ({len(keys.names)} keys)")
+        if fid in taken:
+            raise Malformed(f"the field {keys.names[fid]!r} is both shredded and in value")
+        out.append((keys.names[fid], fid, raw))
+    return out
 
 
-def _shredded_object(t: pa.StructType, path: str) -> _Encode:
+def _shredded_object(t: pa.StructType, path: str) -> Callable[[Any, list[_Keys], list[bool], list[Any]], _Column]:
+    """The column encoder of a pair whose ``typed_value`` holds shredded object fields: given the pair's
+    validity and ``value`` column, the encoded objects. Where ``value`` is set too, the object is partly
+    shredded and its other fields are in ``value``; where ``typed_value`` is null, ``value`` is the value."""
     names = [t.field(i).name for i in range(t.num_fields)]
     fields = [_pair(t.field(i).type, f"{path}.{name}") for i, name in enumerate(names)]
 
-    def encode(arr: pa.Array[Any], keys: list[_Keys]) -> _Column:
+    def encode(arr: pa.Array[Any], keys: list[_Keys], valid: list[bool], values: list[Any]) -> _Column:
         columns = [field(child, keys) for child, field in zip(arr.flatten(), fields, strict=True)]
         out: _Column = []
-        for row, ok in enumerate(arr.is_valid().to_pylist()):
-            if not ok:
-                out.append(None)
+        for row, (ok, typed_ok, value) in enumerate(zip(valid, arr.is_valid().to_pylist(), values, strict=True)):
+            if not ok or not typed_ok:
+                out.append(None if not ok or value is None else bytes(value))
                 continue
             present = []
             for name, column in zip(names, columns, strict=True):
@@ -370,6 +341,11 @@ def _shredded_object(t: pa.StructType, path: str) -> _Encode:
                 if fid is None:
                     raise _BadRow(row, f"the shredded field {name!r} is not in the row's metadata dictionary")
                 present.append((name, fid, encoded))
+            if value is not None:
+                try:
+                    present += _unshredded_fields(bytes(value), present, keys[row])
+                except Malformed as bad:
+                    raise _BadRow(row, str(bad)) from None
             out.append(_object(present))
         return out
 
@@ -410,7 +386,7 @@ def unshred(arr: pa.Array[Any], path: str) -> pa.StructArray:
                 found = cache.get(metadata)
                 if found is None:
                     found = cache[metadata] = _Keys(metadata)
-            except (_Bad, UnicodeDecodeError) as exc:
+            except (Malformed, UnicodeDecodeError) as exc:
                 raise _BadRow(row, str(exc)) from None
             keys.append(found)
         top = pa.StructArray.from_arrays([arr.field(n) for n in parts], names=parts,  # null rows: not looked at
@@ -418,7 +394,7 @@ def unshred(arr: pa.Array[Any], path: str) -> pa.StructArray:
         values = encode(top, keys)
     except _BadRow as bad:
         raise SchemaError(f"column {path!r}: row {bad.row} is not a valid shredded variant ({bad.args[0]})") from None
-    except (_Bad, IndexError, UnicodeDecodeError, OverflowError, struct.error) as exc:
+    except (Malformed, IndexError, UnicodeDecodeError, OverflowError, struct.error) as exc:
         raise SchemaError(f"column {path!r}: a row is not a valid shredded variant ({exc})") from None
     out = [None if not ok else (_NULL if v is None else v) for ok, v in zip(valid, values, strict=True)]
     return pa.StructArray.from_arrays(

@@ -36,120 +36,141 @@ _EPOCH_NTZ = dt.datetime(1970, 1, 1)
 _EPOCH_DATE = dt.date(1970, 1, 1)
 
 
-class _Malformed(Exception):
-    pass
+class Malformed(Exception):
+    """A variant's bytes break the encoding (raised by the readers here and in
+    :mod:`deltalog.protocol.shredding`; the public functions turn it into a named error)."""
 
 
 def _take(buf: bytes, pos: int, size: int) -> bytes:
     if pos < 0 or size < 0 or pos + size > len(buf):
-        raise _Malformed(f"reading {size} byte(s) at offset {pos} runs past the end ({len(buf)} bytes)")
+        raise Malformed(f"reading {size} byte(s) at offset {pos} runs past the end ({len(buf)} bytes)")
     return buf[pos : pos + size]
 
 
-def _uint(buf: bytes, pos: int, size: int) -> int:
+def read_uint(buf: bytes, pos: int, size: int) -> int:
+    """The little-endian unsigned integer of ``size`` bytes at ``pos`` (:class:`Malformed` past the end).
+
+    Example:
+        >>> read_uint(b"\\x01\\x02", 0, 2)
+        513
+    """
     return int.from_bytes(_take(buf, pos, size), "little")
 
 
-def _int(buf: bytes, pos: int, size: int) -> int:
-    return int.from_bytes(_take(buf, pos, size), "little", signed=True)
+def dictionary(metadata: bytes) -> list[str]:
+    """The object keys of a ``metadata`` binary, by id.
 
-
-def _float(buf: bytes, pos: int, size: int) -> float:
-    value: float = struct.unpack("<d" if size == 8 else "<f", _take(buf, pos, size))[0]
-    return value
-
-
-def _dictionary(metadata: bytes) -> list[str]:
-    header = _uint(metadata, 0, 1)
+    Example:
+        >>> dictionary(b"\\x01\\x01\\x00\\x03key")
+        ['key']
+    """
+    header = read_uint(metadata, 0, 1)
     if header & 0x0F != 1:
-        raise _Malformed(f"metadata version {header & 0x0F} is not 1")
+        raise Malformed(f"metadata version {header & 0x0F} is not 1")
     size = (header >> 6) + 1
-    count = _uint(metadata, 1, size)
-    offsets = [_uint(metadata, 1 + size * (i + 1), size) for i in range(count + 1)]
+    count = read_uint(metadata, 1, size)
+    offsets = [read_uint(metadata, 1 + size * (i + 1), size) for i in range(count + 1)]
     start = 1 + size * (count + 2)
     strings = []
     for i in range(count):
         if offsets[i] > offsets[i + 1]:
-            raise _Malformed("metadata string offsets decrease")
+            raise Malformed("metadata string offsets decrease")
         strings.append(_take(metadata, start + offsets[i], offsets[i + 1] - offsets[i]).decode("utf-8"))
     return strings
 
 
-def _decimal(buf: bytes, pos: int, width: int) -> Decimal:
-    scale = _uint(buf, pos, 1)
+def layout(buf: bytes, pos: int) -> tuple[int, int, int, int, int]:
+    """(count, ids at, id size, offsets at, offset size) of the object or array whose header byte is at
+    ``pos``; arrays have no ids (size 0). The values start after the ``count + 1`` offsets.
+
+    Example:
+        >>> layout(b"\\x03\\x02\\x00\\x02\\x03\\x0c\\x01\\x00", 0)      # [1, null]
+        (2, 2, 0, 2, 1)
+    """
+    head = read_uint(buf, pos, 1)
+    basic, header = head & 0x03, head >> 2
+    offset_size = (header & 0x03) + 1
+    id_size = ((header >> 2) & 0x03) + 1 if basic == 2 else 0
+    large = (header >> (4 if basic == 2 else 2)) & 0x01
+    count_size = 4 if large else 1
+    count = read_uint(buf, pos + 1, count_size)
+    ids_at = pos + 1 + count_size
+    return count, ids_at, id_size, ids_at + id_size * count, offset_size
+
+
+def _int(raw: bytes) -> int:
+    return int.from_bytes(raw, "little", signed=True)
+
+
+def _float(raw: bytes) -> float:
+    value: float = struct.unpack("<d" if len(raw) == 8 else "<f", raw)[0]
+    return value
+
+
+def _decimal(raw: bytes) -> Decimal:
+    scale = raw[0]
     if scale > 38:
-        raise _Malformed(f"decimal scale {scale} is above 38")
-    return Decimal(f"{_int(buf, pos + 1, width)}E-{scale}")  # exact; scaleb would round to 28 digits
-
-
-def _sized(buf: bytes, pos: int) -> bytes:
-    return _take(buf, pos + 4, _uint(buf, pos, 4))
+        raise Malformed(f"decimal scale {scale} is above 38")
+    return Decimal(f"{_int(raw[1:])}E-{scale}")  # exact; scaleb would round to 28 digits
 
 
 def _micros(epoch: dt.datetime, micros: int) -> dt.datetime:
     return epoch + dt.timedelta(microseconds=micros)
 
 
-_PRIMITIVES: dict[int, Callable[[bytes, int], Any]] = {
-    0: lambda b, p: None,
-    1: lambda b, p: True,
-    2: lambda b, p: False,
-    3: lambda b, p: _int(b, p, 1),
-    4: lambda b, p: _int(b, p, 2),
-    5: lambda b, p: _int(b, p, 4),
-    6: lambda b, p: _int(b, p, 8),
-    7: lambda b, p: _float(b, p, 8),
-    8: lambda b, p: _decimal(b, p, 4),
-    9: lambda b, p: _decimal(b, p, 8),
-    10: lambda b, p: _decimal(b, p, 16),
-    11: lambda b, p: _EPOCH_DATE + dt.timedelta(days=_int(b, p, 4)),
-    12: lambda b, p: _micros(_EPOCH, _int(b, p, 8)),
-    13: lambda b, p: _micros(_EPOCH_NTZ, _int(b, p, 8)),
-    14: lambda b, p: _float(b, p, 4),
-    15: _sized,
-    16: lambda b, p: _sized(b, p).decode("utf-8"),
-    17: lambda b, p: _micros(_EPOCH_NTZ, _int(b, p, 8)).time(),
-    18: lambda b, p: _micros(_EPOCH, _int(b, p, 8) // 1000),
-    19: lambda b, p: _micros(_EPOCH_NTZ, _int(b, p, 8) // 1000),
-    20: lambda b, p: uuid.UUID(bytes=_take(b, p, 16)),
+# Primitive type id -> (bytes after the header byte, decoder of those bytes); binary (15) and string (16)
+# are sized: a 4-byte length, then the bytes.
+PRIMITIVES: dict[int, tuple[int, Callable[[bytes], Any]]] = {
+    0: (0, lambda r: None),
+    1: (0, lambda r: True),
+    2: (0, lambda r: False),
+    3: (1, _int),
+    4: (2, _int),
+    5: (4, _int),
+    6: (8, _int),
+    7: (8, _float),
+    8: (5, _decimal),  # a scale byte, then the unscaled value
+    9: (9, _decimal),
+    10: (17, _decimal),
+    11: (4, lambda r: _EPOCH_DATE + dt.timedelta(days=_int(r))),
+    12: (8, lambda r: _micros(_EPOCH, _int(r))),
+    13: (8, lambda r: _micros(_EPOCH_NTZ, _int(r))),
+    14: (4, _float),
+    17: (8, lambda r: _micros(_EPOCH_NTZ, _int(r)).time()),
+    18: (8, lambda r: _micros(_EPOCH, _int(r) // 1000)),
+    19: (8, lambda r: _micros(_EPOCH_NTZ, _int(r) // 1000)),
+    20: (16, lambda r: uuid.UUID(bytes=r)),
 }
+SIZED: dict[int, Callable[[bytes], Any]] = {15: bytes, 16: lambda r: r.decode("utf-8")}
 
 
 def _value(buf: bytes, pos: int, keys: list[str], depth: int) -> Any:
     if depth > 500:
-        raise _Malformed("values are nested more than 500 levels deep")
-    head = _uint(buf, pos, 1)
+        raise Malformed("values are nested more than 500 levels deep")
+    head = read_uint(buf, pos, 1)
     basic, header = head & 0x03, head >> 2
     if basic == 0:
-        decode = _PRIMITIVES.get(header)
-        if decode is None:
-            raise _Malformed(f"unknown primitive type id {header}")
-        return decode(buf, pos + 1)
+        if header in SIZED:
+            return SIZED[header](_take(buf, pos + 5, read_uint(buf, pos + 1, 4)))
+        if header not in PRIMITIVES:
+            raise Malformed(f"unknown primitive type id {header}")
+        width, decode = PRIMITIVES[header]
+        return decode(_take(buf, pos + 1, width))
     if basic == 1:
         return _take(buf, pos + 1, header).decode("utf-8")
-    offset_size = (header & 0x03) + 1
-    if basic == 2:
-        id_size = ((header >> 2) & 0x03) + 1
-        large = (header >> 4) & 0x01
-    else:
-        id_size = 0
-        large = (header >> 2) & 0x01
-    count_size = 4 if large else 1
-    count = _uint(buf, pos + 1, count_size)
-    ids_at = pos + 1 + count_size
-    offsets_at = ids_at + id_size * count
+    count, ids_at, id_size, offsets_at, offset_size = layout(buf, pos)
     data_at = offsets_at + offset_size * (count + 1)
-    offsets = [_uint(buf, offsets_at + offset_size * i, offset_size) for i in range(count + 1)]
+    offsets = [read_uint(buf, offsets_at + offset_size * i, offset_size) for i in range(count + 1)]
     values = [_value(buf, data_at + offsets[i], keys, depth + 1) for i in range(count)]
     if basic == 3:
         return values
     out: dict[str, Any] = {}
     for i, v in enumerate(values):
-        key_id = _uint(buf, ids_at + id_size * i, id_size)
+        key_id = read_uint(buf, ids_at + id_size * i, id_size)
         if key_id >= len(keys):
-            raise _Malformed(f"object field id {key_id} is not in the metadata dictionary ({len(keys)} keys)")
+            raise Malformed(f"object field id {key_id} is not in the metadata dictionary ({len(keys)} keys)")
         if keys[key_id] in out:
-            raise _Malformed(f"object has the key {keys[key_id]!r} twice")
+            raise Malformed(f"object has the key {keys[key_id]!r} twice")
         out[keys[key_id]] = v
     return out
 
@@ -168,9 +189,9 @@ def to_python(metadata: bytes, value: bytes) -> Any:
     if metadata is None or value is None:
         raise InvalidArgumentError("malformed variant (null metadata or value: a shredded or null variant?)")
     try:
-        keys = _dictionary(bytes(metadata))
+        keys = dictionary(bytes(metadata))
         return _value(bytes(value), 0, keys, 0)
-    except (_Malformed, UnicodeDecodeError, OverflowError, ValueError, struct.error) as exc:
+    except (Malformed, UnicodeDecodeError, OverflowError, ValueError, struct.error) as exc:
         raise InvalidArgumentError(f"malformed variant ({exc})") from None
 
 
