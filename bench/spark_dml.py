@@ -57,13 +57,15 @@ def _copy(src: Path, dst: Path) -> Path:
 class Bench:
     """One Spark session and the options; each ``run_*`` saves its results."""
 
-    def __init__(self, args: argparse.Namespace, work: Path) -> None:
+    def __init__(self, args: argparse.Namespace, work: Path, spark: Any = None) -> None:
         self.args, self.work = args, work
         self.quick = bool(args.quick)
         self.repeat = args.repeat or (1 if self.quick else 3)
         self.results_dir = harness.results_dir_for(args)
         self.results_dir.mkdir(parents=True, exist_ok=True)
-        self.spark = harness.spark_session("deltalog-spark-dml-bench", **{"spark.driver.memory": "4g"})
+        self.own_session = spark is None
+        self.spark = spark if spark is not None else harness.spark_session(
+            "deltalog-spark-dml-bench", **{"spark.driver.memory": "4g"})
 
     def save(self, workload: str, title: str, ours: list[float], anchor: list[float], anchor_name: str,
              target: float, **params: Any) -> None:
@@ -251,7 +253,14 @@ class Bench:
                   "Spark repartitionByRange + sortWithinPartitions + write", 1.5, rows=rows, files=nfiles)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
+    """Run the workloads named by ``argv`` (see the module's docstring); ``spark`` is a session to use
+    (and leave running) instead of a new one, as the suite's smoke test does.
+
+    Example:
+        >>> main(["--quick", "--only", "dml"])                                  # doctest: +SKIP
+        0
+    """
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     harness.common_args(parser)
     parser.add_argument("--only", nargs="+", choices=("merge", "dml", "optimize"), default=None)
@@ -261,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     parts = args.only or ["merge", "dml", "optimize"]
     args.data_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="spark-dml-", dir=args.data_dir))
-    bench = Bench(args, work)
+    bench = Bench(args, work, spark)
     try:
         if "merge" in parts:
             bench.run_merge(*((20_000, 2_000) if bench.quick else (5_000_000, 500_000)), "")
@@ -272,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         if "optimize" in parts:
             bench.run_optimize()
     finally:
-        bench.spark.stop()
+        if bench.own_session:
+            bench.spark.stop()
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps({"done": parts}))
     return 0

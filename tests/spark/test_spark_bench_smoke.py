@@ -1,4 +1,4 @@
-"""The Spark benchmarks of issue 15 run end to end at tiny sizes in two driver processes: scans over
+"""The Spark benchmarks of issue 15 run end to end at tiny sizes: scans over
 many files (``bench/scan_planning.py``), MERGE / DELETE / UPDATE / OPTIMIZE against hand-written jobs and
 delta-rs (``bench/spark_dml.py``), and DELETE with deletion vectors plus the scans after it
 (``bench/dml_dv.py``). They record what the issue counts -- no status/list call per data file in deltalog's
@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,8 +21,9 @@ pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Each test runs its benchmarks in a driver process of its own; the scans and the deletion-vector DELETE are
-# marked own_jvm so that make test runs them in the other lane, beside the shared-session Spark tests.
+# The scans and the deletion-vector DELETE run in a driver process of their own (marked own_jvm, so that
+# make test runs them in the other lane, beside the shared-session Spark tests); the DML benchmarks run
+# in the shared session.
 SCANS = textwrap.dedent('''
     import sys
     sys.path.insert(0, sys.argv[1])
@@ -29,12 +31,6 @@ SCANS = textwrap.dedent('''
     common = ["--quick", "--results-dir", sys.argv[2], "--data-dir", sys.argv[3]]
     assert scan_planning.main([*common, "--files", "20", "60"]) == 0
     assert dml_dv.main([*common, "--rows", "40000", "--files", "4"]) == 0
-''')
-DML = textwrap.dedent('''
-    import sys
-    sys.path.insert(0, sys.argv[1])
-    import spark_dml
-    assert spark_dml.main(["--quick", "--results-dir", sys.argv[2], "--data-dir", sys.argv[3]]) == 0
 ''')
 
 
@@ -82,8 +78,19 @@ def test_spark_scan_benchmarks_quick(tmp_path: Path) -> None:
     assert "spark-scan-dv-one" in text
 
 
-def test_spark_dml_benchmarks_quick(tmp_path: Path) -> None:
-    results, env = _run(DML, tmp_path)
+def test_spark_dml_benchmarks_quick(spark: Any, tmp_path: Path) -> None:
+    """In the suite's shared session (the bench leaves a session it was given running)."""
+    results = tmp_path / "results"
+    argv = ["--quick", "--results-dir", str(results), "--data-dir", str(tmp_path / "data")]
+    sys.path.insert(0, str(ROOT / "bench"))  # the benchmarks import each other by module name
+    try:
+        import spark_dml
+
+        assert spark_dml.main(argv, spark=spark) == 0
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    assert spark.range(1).count() == 1  # still running
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MPLCONFIGDIR": str(tmp_path / "mpl")}
     for workload in ("spark-merge", "spark-merge-deltars", "spark-delete-cow", "spark-update-cow", "spark-delete-dv",
                      "spark-update-dv", "spark-optimize-compact-deltars", "spark-zorder-deltars",
                      "spark-zorder-sortwrite"):
