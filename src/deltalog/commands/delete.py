@@ -5,7 +5,8 @@ on partition columns alone removes whole files without reading them. Otherwise e
 handled one of two ways:
 
 * **deletion vectors** (merge-on-read) when the table has ``delta.enableDeletionVectors=true`` and the
-  ``deletionVectors`` feature: the deleted row positions are merged with the file's existing deletion
+  ``deletionVectors`` feature: only the columns the conditions test are read (all of them for a
+  ``pyarrow.compute`` expression), the deleted row positions are merged with the file's existing deletion
   vector into a new one (all new DVs of one DELETE go into one ``deletion_vector_<uuid>.bin``) and the
   file is re-added with it (``tightBounds: false`` in its stats, the data file untouched);
 * **copy-on-write** otherwise: the surviving rows are written to new files and the old file removed.
@@ -33,7 +34,7 @@ import pyarrow.compute as pc
 
 from deltalog.commands.dv_actions import readd_with_dv
 from deltalog.data.filters import Condition, normalize_filter, row_mask
-from deltalog.data.read import kept_rows, read_file_rows, with_row_tracking_columns
+from deltalog.data.read import kept_rows, read_file, read_file_rows, with_row_tracking_columns
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.operations import Delete
 from deltalog.txn.row_tracking import tracked_fields
@@ -216,8 +217,11 @@ def _delete_rows(
     survivors: list[pa.Table] = []
     deleted = copied = 0
     tracked = None if dvs else tracked_fields(snap.protocol, snap.metadata)  # row tracking: copies keep ids
+    # With deletion vectors no row is copied: only the columns the conditions test are read.
+    only = _condition_columns(snap, conditions) if dvs and expression is None else None
     for row in candidates.to_pylist():
-        data = read_file_rows(snap, row, apply_deletion_vector=False)
+        data = read_file_rows(snap, row, apply_deletion_vector=False) if only is None else \
+            read_file(snap, row, only.names, only, apply_dv=False)
         if tracked is not None:
             data = with_row_tracking_columns(snap, row, data, (tracked[0].name, tracked[1].name))
         keep = kept_rows(snap, row, data.num_rows)
@@ -245,6 +249,13 @@ def _delete_rows(
         num_added_files=added, num_deletion_vectors_added=len(dv_files), num_copied_rows=copied,
         used_deletion_vectors=dvs,
     )
+
+
+def _condition_columns(snap: Snapshot, conditions: list[Condition]) -> pa.Schema | None:
+    """The logical columns ``conditions`` test, in the table's order (``None``: none, read everything)."""
+    tested = {c.column for c in conditions}
+    fields = [f for f in snap.schema.to_arrow_schema() if f.name in tested]
+    return pa.schema(fields) if fields else None
 
 
 def matching_rows(data: pa.Table, conditions: list[Condition], expression: pc.Expression | None) -> np.ndarray:
