@@ -152,3 +152,37 @@ def test_deletion_vector_deletes_read_only_the_tested_columns(tmp_path: Path, mo
     assert all(sorted(names) == ["id", "part", "v"] for names in reads)
     ids = table.snapshot().to_arrow().column("id").to_pylist()
     assert 5 not in ids and 6 not in ids and len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("command", ["delete", "update"])
+def test_copy_on_write_reads_every_column_only_of_files_with_a_match(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Matches are found from the tested columns; the whole file is read only where a row matched (here
+    the second file's v range holds 60.25, but no row does)."""
+    import deltalog.data.read as read_module
+
+    table = _make(tmp_path, dvs=False)
+    before = table.snapshot().to_arrow()
+    reads: list[tuple[str, list[str]]] = []
+    real = read_module.read_file
+
+    def recording(snap: object, add: dict[str, object], needed: list[str], *args: object, **kw: object) -> pa.Table:
+        reads.append((str(add["path"]), list(needed)))
+        return real(snap, add, needed, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(read_module, "read_file", recording)
+    monkeypatch.setattr("deltalog.commands.delete.read_file", recording)
+    where = [("v", "in", [25.5, 60.25])]
+    if command == "delete":
+        assert delete(table, where).num_deleted_rows == 1
+    else:
+        assert table.update_rows(where, {"v": -1.0}).num_updated_rows == 1
+    probed = [path for path, names in reads if names == ["v"]]
+    whole = [path for path, names in reads if sorted(names) == ["id", "part", "v"]]
+    assert len(probed) == 2 and len(whole) == 1 and len(reads) == 3 and whole[0] in probed
+    after = {r["id"]: r["v"] for r in table.snapshot().to_arrow().to_pylist()}
+    expected = {r["id"]: r["v"] for r in before.to_pylist() if r["id"] != 51}
+    if command == "update":
+        expected[51] = -1.0
+    assert after == expected

@@ -5,12 +5,13 @@ on partition columns alone removes whole files without reading them. Otherwise e
 handled one of two ways:
 
 * **deletion vectors** (merge-on-read) when the table has ``delta.enableDeletionVectors=true`` and the
-  ``deletionVectors`` feature: only the columns the conditions test are read (all of them for a
-  ``pyarrow.compute`` expression), the deleted row positions are merged with the file's existing deletion
+  ``deletionVectors`` feature: the deleted row positions are merged with the file's existing deletion
   vector into a new one (all new DVs of one DELETE go into one ``deletion_vector_<uuid>.bin``) and the
   file is re-added with it (``tightBounds: false`` in its stats, the data file untouched);
 * **copy-on-write** otherwise: the surviving rows are written to new files and the old file removed.
 
+Matches are found by reading only the columns the conditions test (every column for a
+``pyarrow.compute`` expression); copy-on-write then reads the whole file, and only where a row matched.
 A file whose every remaining row matches is simply removed. The transaction records the predicate and
 the files it read, so concurrent writers to other partitions or files do not conflict.
 
@@ -217,18 +218,15 @@ def _delete_rows(
     survivors: list[pa.Table] = []
     deleted = copied = 0
     tracked = None if dvs else tracked_fields(snap.protocol, snap.metadata)  # row tracking: copies keep ids
-    # With deletion vectors no row is copied: only the columns the conditions test are read.
-    only = _condition_columns(snap, conditions) if dvs and expression is None else None
+    tested = condition_columns(snap, conditions, expression)
     for row in candidates.to_pylist():
-        data = read_file_rows(snap, row, apply_deletion_vector=False) if only is None else \
-            read_file(snap, row, only.names, only, apply_dv=False)
+        found = file_matches(snap, row, conditions, expression, tested, every_column=not dvs)
+        if found is None:
+            continue
+        data, keep, hit = found
         if tracked is not None:
             data = with_row_tracking_columns(snap, row, data, (tracked[0].name, tracked[1].name))
-        keep = kept_rows(snap, row, data.num_rows)
-        hit = matching_rows(data, conditions, expression) & keep
         n_hit = int(hit.sum())
-        if n_hit == 0:
-            continue
         deleted += n_hit
         removed.append(row)
         remaining = keep & ~hit
@@ -251,11 +249,46 @@ def _delete_rows(
     )
 
 
-def _condition_columns(snap: Snapshot, conditions: list[Condition]) -> pa.Schema | None:
-    """The logical columns ``conditions`` test, in the table's order (``None``: none, read everything)."""
+def condition_columns(snap: Snapshot, conditions: list[Condition], expression: pc.Expression | None
+                      ) -> pa.Schema | None:
+    """The logical columns ``conditions`` test, in the table's order; ``None`` when they are not known
+    (a ``pyarrow.compute`` expression) or there are none.
+
+    Example:
+        >>> condition_columns(snap, [Condition("id", "=", 5)], None).names        # doctest: +SKIP
+        ['id']
+    """
+    if expression is not None:
+        return None
     tested = {c.column for c in conditions}
     fields = [f for f in snap.schema.to_arrow_schema() if f.name in tested]
     return pa.schema(fields) if fields else None
+
+
+def file_matches(
+    snap: Snapshot, add: dict[str, Any], conditions: list[Condition], expression: pc.Expression | None,
+    tested: pa.Schema | None, *, every_column: bool,
+) -> tuple[pa.Table, np.ndarray, np.ndarray] | None:
+    """One candidate file of a DML statement: its physical rows (every column with ``every_column``, else
+    at least the ``tested`` ones), the rows its deletion vector keeps, and the kept rows that match;
+    ``None`` when no row matches. Only the ``tested`` columns (:func:`condition_columns`) are read to
+    find the matches, and every column only from a file where a row matches.
+
+    Example:
+        >>> file_matches(snap, add, [Condition("id", "=", 5)], None, tested, every_column=False)  # doctest: +SKIP
+        (pyarrow.Table ..., array([ True, ...]), array([False, ...]))
+    """
+    if tested is None:
+        data = read_file_rows(snap, add, apply_deletion_vector=False)
+    else:
+        data = read_file(snap, add, tested.names, tested, apply_dv=False)
+    keep = kept_rows(snap, add, data.num_rows)
+    hit = matching_rows(data, conditions, expression) & keep
+    if not hit.any():
+        return None
+    if every_column and tested is not None and len(tested) < len(snap.schema.fields):
+        data = read_file_rows(snap, add, apply_deletion_vector=False)
+    return data, keep, hit
 
 
 def matching_rows(data: pa.Table, conditions: list[Condition], expression: pc.Expression | None) -> np.ndarray:

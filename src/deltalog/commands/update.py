@@ -32,8 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.commands.delete import begin_dml, commit_dml, describe_predicate, matching_rows
-from deltalog.data.read import kept_rows, read_file_rows, with_row_tracking_columns
+from deltalog.commands.delete import begin_dml, commit_dml, condition_columns, describe_predicate, file_matches
+from deltalog.data.read import with_row_tracking_columns
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.operations import Update
 from deltalog.txn.row_tracking import tracked_fields
@@ -92,12 +92,12 @@ def update(
     dv_files: list[tuple[dict[str, Any], np.ndarray]] = []
     out: list[pa.Table] = []
     updated = copied = 0
+    tested = condition_columns(snap, conditions, expression)
     for row in candidates.to_pylist():
-        data = read_file_rows(snap, row, apply_deletion_vector=False)
-        keep = kept_rows(snap, row, data.num_rows)
-        hit = matching_rows(data, conditions, expression) & keep
-        if not hit.any():
+        found = file_matches(snap, row, conditions, expression, tested, every_column=True)
+        if found is None:
             continue
+        data, keep, hit = found
         if tracked is not None:
             data = with_row_tracking_columns(snap, row, data, (tracked[0].name, tracked[1].name))
         updated += int(hit.sum())
