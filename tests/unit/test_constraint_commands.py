@@ -161,3 +161,38 @@ def test_functions_need_an_existing_table(tmp_path: Path) -> None:
         add_constraint(table, "pos", "id > 0")
     with pytest.raises(TableNotFoundError):
         drop_constraint(table, "pos", if_exists=True)
+
+
+def test_existing_rows_are_checked_from_the_named_columns_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    """ADD CONSTRAINT reads only the columns its expression names (any case), SET NOT NULL only its column;
+    an expression naming no column reads whole rows, so a constant false one still finds every row."""
+    import deltalog.data.read as read_module
+
+    wide = rows([1, None, 3]).append_column("blob", pa.array([b"x" * 100] * 3))
+    table = make(tmp_path, wide, rows([4]).append_column("blob", pa.array([b"y"])))
+    reads: list[list[str]] = []
+    real = read_module.read_file
+
+    def recording(snap: object, add: dict[str, object], needed: list[str], *args: object, **kw: object) -> pa.Table:
+        reads.append(list(needed))
+        return real(snap, add, needed, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(read_module, "read_file", recording)
+    with pytest.raises(ConstraintViolationError, match=r"1 rows? in .* violate .*ID > 0"):
+        table.add_constraint("pos", "ID > 0")  # the null id
+    assert reads == [["id"], ["id"]]
+    reads.clear()
+    table.add_constraint("tag", "part = 'a'")
+    assert reads == [["part"], ["part"]]
+    reads.clear()
+    with pytest.raises(ConstraintViolationError, match="4 rows"):
+        table.add_constraint("never", "1 = 0")
+    assert reads == [["id", "part", "blob"]] * 2
+    reads.clear()
+    with pytest.raises(Exception, match="null"):
+        table.change_column("id", nullable=False)
+    assert reads == [["id"], ["id"]]
+    reads.clear()
+    table.change_column("part", nullable=False)
+    assert reads == [["part"], ["part"]] and table.snapshot().schema.field("part").nullable is False

@@ -98,11 +98,11 @@ def add_columns(
 
 
 def _nulls(snapshot: Snapshot, column: str) -> int:
-    from deltalog.data.read import read_file_rows
+    from deltalog.data.read import read_file_columns
 
     count = 0
     for add in snapshot.add_files().to_pylist():
-        data = read_file_rows(snapshot, add)
+        data = read_file_columns(snapshot, add, [column])
         count += int(pc.sum(pc.is_null(data.column(column)).cast("int64")).as_py() or 0)
     return count
 

@@ -94,11 +94,12 @@ def _compile(name: str, sql: Any, snapshot: Snapshot, loc: str) -> Expression:
 
 def _violations(snapshot: Snapshot, name: str, expr: Expression, loc: str) -> tuple[int, str | None]:
     """Live rows for which ``expr`` is false or null, and a description of the first one."""
-    from deltalog.data.read import read_file_rows
+    from deltalog.data.read import read_file_columns
 
     bad, example = 0, None
+    columns = {path[0] for path in expr.columns()}
     for add in snapshot.add_files().to_pylist():
-        data = read_file_rows(snapshot, add)
+        data = read_file_columns(snapshot, add, columns)  # only the columns the expression names
         if not data.num_rows:
             continue
         try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import typing
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -83,6 +83,25 @@ def read_file_rows(
     """
     logical = snapshot.schema.to_arrow_schema()
     return read_file(snapshot, add, logical.names, logical, apply_dv=apply_deletion_vector)
+
+
+def read_file_columns(snapshot: ReadableSnapshot, add: dict[str, Any], names: Iterable[str]) -> pa.Table:
+    """The top-level columns ``names`` (matched without regard to case, in the table's order) of one live
+    file's logical rows, its deletion vector applied; every column when ``names`` is empty or names a
+    column the table does not have (so that evaluating an expression on the result fails as it would on
+    the whole row).
+
+    Example:
+        >>> read_file_columns(snap, snap.add_files().to_pylist()[0], ["id"]).column_names  # doctest: +SKIP
+        ['id']
+    """
+    logical = snapshot.schema.to_arrow_schema()
+    wanted = {n.lower() for n in names}
+    fields = [f for f in logical if f.name.lower() in wanted]
+    if not fields or len({f.name.lower() for f in fields}) < len(wanted):
+        return read_file(snapshot, add, logical.names, logical)
+    projected = pa.schema(fields)
+    return read_file(snapshot, add, projected.names, projected)
 
 
 def read_file(
@@ -311,4 +330,7 @@ def resolve_path(snapshot: ReadableSnapshot, path: str) -> str:
     return snapshot.store.full_path(unquote(path))
 
 
-__all__ = ["Condition", "ReadableSnapshot", "deleted_rows", "dv_reader", "kept_rows", "read_file_rows", "read_snapshot"]
+__all__ = [
+    "Condition", "ReadableSnapshot", "deleted_rows", "dv_reader", "kept_rows", "read_file_columns", "read_file_rows",
+    "read_snapshot",
+]
