@@ -95,3 +95,26 @@ def test_fractional_literal_on_an_integer_column_is_not_truncated(table: deltalo
     assert _ids(got) == [100]  # not "< 100"
     got = table.snapshot().to_arrow(columns=["id"], filter=[("id", "<", 101.5), ("id", ">", 99.5)])
     assert _ids(got) == [100, 101]
+
+
+def test_files_read_side_by_side_come_back_in_the_logs_order_each_filtered(tmp_path: Path) -> None:
+    """Several files are read at once; the result keeps the log's file order, each file is filtered as it
+    is read, and a failing file is the error whichever file fails."""
+    from deltalog.data.read import read_file_rows
+
+    path = tmp_path / "many"
+    for i in range(20):
+        deltalog.write_table(path, pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64()),
+                                             "k": pa.array([j % 3 for j in range(10)], pa.int64())}), mode="append")
+    snap = deltalog.Table(path).snapshot()
+    in_log_order = [read_file_rows(snap, row) for row in snap.add_files().to_pylist()]
+    assert snap.to_arrow().column("id").to_pylist() == pa.concat_tables(in_log_order).column("id").to_pylist()
+    expected = [i for t in in_log_order for i, k in zip(t["id"].to_pylist(), t["k"].to_pylist(), strict=True)
+                if k == 1]
+    assert snap.to_arrow(columns=["id"], filter=[("k", "=", 1)]).column("id").to_pylist() == expected
+    assert snap.to_arrow(columns=["id"], filter=pc.field("k") == 1).column("id").to_pylist() == expected
+    assert snap.to_arrow(filter=[("k", "=", 9)]).schema == snap.to_arrow().schema  # nothing matches: typed
+    victim = snap.add_files().column("path")[13].as_py()
+    (path / victim).unlink()
+    with pytest.raises(deltalog.DeltaError, match=f"{victim}.*does not exist"):
+        snap.to_arrow()

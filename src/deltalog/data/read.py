@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import typing
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -41,6 +42,9 @@ class ReadableSnapshot(FileListing, typing.Protocol):
     def store(self) -> LogStore: ...
 
 
+_READERS = 8  # files read at once by read_snapshot
+
+
 def read_snapshot(
     snapshot: ReadableSnapshot, *, columns: Sequence[str] | None = None, filter: FilterLike | None = None
 ) -> pa.Table:
@@ -61,13 +65,22 @@ def read_snapshot(
     if expression is not None:
         needed = [f.name for f in schema.fields]
     out_schema = pa.schema([logical.field(n) for n in needed])
-    pieces = [read_file(snapshot, row, needed, out_schema) for row in files.to_pylist()]
-    result = pa.concat_tables(pieces) if pieces else out_schema.empty_table()
-    if conditions:
-        result = result.filter(row_mask(result, conditions))
-    if expression is not None:
-        result = result.filter(expression)
-    return result.select(names)
+
+    def matching(row: dict[str, Any]) -> pa.Table:  # each file filtered as it is read: memory ~ the result
+        data = read_file(snapshot, row, needed, out_schema)
+        if conditions:
+            data = data.filter(row_mask(data, conditions))
+        if expression is not None:
+            data = data.filter(expression)
+        return data.select(names)
+
+    rows = files.to_pylist()
+    if len(rows) > 1:  # pyarrow decodes without the GIL, and an object store answers each file's reads
+        with ThreadPoolExecutor(max_workers=min(_READERS, len(rows))) as pool:  # after a round trip
+            pieces = list(pool.map(matching, rows))  # in the log's order
+    else:
+        pieces = [matching(row) for row in rows]
+    return pa.concat_tables(pieces) if pieces else out_schema.empty_table().select(names)
 
 
 def read_file_rows(
