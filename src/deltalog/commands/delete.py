@@ -11,7 +11,8 @@ handled one of two ways:
 * **copy-on-write** otherwise: the surviving rows are written to new files and the old file removed.
 
 Matches are found by reading only the columns the conditions test (every column for a
-``pyarrow.compute`` expression); copy-on-write then reads the whole file, and only where a row matched.
+``pyarrow.compute`` expression), several files at once; copy-on-write then reads the whole file, and
+only where a row matched.
 A file whose every remaining row matches is simply removed. The transaction records the predicate and
 the files it read, so concurrent writers to other partitions or files do not conflict.
 
@@ -35,7 +36,7 @@ import pyarrow.compute as pc
 
 from deltalog.commands.dv_actions import readd_with_dv
 from deltalog.data.filters import Condition, normalize_filter, row_mask
-from deltalog.data.read import kept_rows, read_file, read_file_rows, with_row_tracking_columns
+from deltalog.data.read import kept_rows, map_files, read_file, read_file_rows, with_row_tracking_columns
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.operations import Delete
 from deltalog.txn.row_tracking import tracked_fields
@@ -219,8 +220,9 @@ def _delete_rows(
     deleted = copied = 0
     tracked = None if dvs else tracked_fields(snap.protocol, snap.metadata)  # row tracking: copies keep ids
     tested = condition_columns(snap, conditions, expression)
-    for row in candidates.to_pylist():
-        found = file_matches(snap, row, conditions, expression, tested, every_column=not dvs)
+    rows = candidates.to_pylist()
+    probed = map_files(lambda r: file_matches(snap, r, conditions, expression, tested, every_column=not dvs), rows)
+    for row, found in zip(rows, probed, strict=True):
         if found is None:
             continue
         data, keep, hit = found

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.commands.delete import begin_dml, commit_dml, condition_columns, describe_predicate, file_matches
-from deltalog.data.read import with_row_tracking_columns
+from deltalog.data.read import map_files, with_row_tracking_columns
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.operations import Update
 from deltalog.txn.row_tracking import tracked_fields
@@ -93,8 +93,9 @@ def update(
     out: list[pa.Table] = []
     updated = copied = 0
     tested = condition_columns(snap, conditions, expression)
-    for row in candidates.to_pylist():
-        found = file_matches(snap, row, conditions, expression, tested, every_column=True)
+    rows = candidates.to_pylist()
+    probed = map_files(lambda r: file_matches(snap, r, conditions, expression, tested, every_column=True), rows)
+    for row, found in zip(rows, probed, strict=True):
         if found is None:
             continue
         data, keep, hit = found

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import os
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -42,7 +42,24 @@ class ReadableSnapshot(FileListing, typing.Protocol):
     def store(self) -> LogStore: ...
 
 
-_READERS = 8  # files read at once by read_snapshot
+_READERS = 8  # files read at once by map_files
+
+_T = TypeVar("_T")
+
+
+def map_files(read: Callable[[dict[str, Any]], _T], rows: list[dict[str, Any]]) -> list[_T]:
+    """``read`` applied to each file (a row of ``add_files()``), up to eight files at once, the results in
+    the order of ``rows``: pyarrow decodes without holding the GIL, and an object store answers each
+    file's reads after a round trip. The first failing file's error is raised.
+
+    Example:
+        >>> map_files(lambda row: row["path"], snap.add_files().to_pylist())       # doctest: +SKIP
+        ['part-00000-....parquet', 'part-00001-....parquet']
+    """
+    if len(rows) < 2:
+        return [read(row) for row in rows]
+    with ThreadPoolExecutor(max_workers=min(_READERS, len(rows))) as pool:
+        return list(pool.map(read, rows))
 
 
 def read_snapshot(
@@ -74,12 +91,7 @@ def read_snapshot(
             data = data.filter(expression)
         return data.select(names)
 
-    rows = files.to_pylist()
-    if len(rows) > 1:  # pyarrow decodes without the GIL, and an object store answers each file's reads
-        with ThreadPoolExecutor(max_workers=min(_READERS, len(rows))) as pool:  # after a round trip
-            pieces = list(pool.map(matching, rows))  # in the log's order
-    else:
-        pieces = [matching(row) for row in rows]
+    pieces = map_files(matching, files.to_pylist())
     return pa.concat_tables(pieces) if pieces else out_schema.empty_table().select(names)
 
 
@@ -344,6 +356,6 @@ def resolve_path(snapshot: ReadableSnapshot, path: str) -> str:
 
 
 __all__ = [
-    "Condition", "ReadableSnapshot", "deleted_rows", "dv_reader", "kept_rows", "read_file_columns", "read_file_rows",
-    "read_snapshot",
+    "Condition", "ReadableSnapshot", "deleted_rows", "dv_reader", "kept_rows", "map_files", "read_file_columns",
+    "read_file_rows", "read_snapshot",
 ]
