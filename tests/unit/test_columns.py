@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import deltalog
@@ -55,3 +56,33 @@ def test_change_column_comment_and_nullability(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError, match="COLUMN_NOT_FOUND"):
         t.change_column("nope", comment="x")
     assert [h["operation"] for h in t.history(limit=3)] == ["CHANGE COLUMN"] * 3
+
+
+@pytest.mark.parametrize("mode", ["none", "name"])
+def test_set_not_null_trusts_statistics_that_count_no_null(tmp_path: Path, mode: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files whose statistics count no null in the column (under its physical name) are not read; files
+    without statistics, or whose count is not zero, are (a null in a deleted row is not a violation)."""
+    import deltalog.data.read as read_module
+
+    path = tmp_path / "t"
+    props = {"delta.columnMapping.mode": mode, "delta.enableDeletionVectors": "true"}
+    deltalog.write_table(path, pa.table({"x": pa.array([1, 2], pa.int64())}), properties=props)
+    deltalog.write_table(path, pa.table({"x": pa.array([3, None, 4], pa.int64())}), mode="append")
+    t = deltalog.Table(path)
+    t.delete([("x", "=", 3)])  # the file keeps its statistics (one null), a deletion vector hides row 0
+    read: list[str] = []
+    real = read_module.read_file_columns
+
+    def recording(snap: object, add: dict[str, object], names: object) -> pa.Table:
+        read.append(str(add["path"]))
+        return real(snap, add, names)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(read_module, "read_file_columns", recording)
+    with pytest.raises(ConstraintViolationError, match="1 row"):
+        t.change_column("x", nullable=False)
+    assert len(read) == 1  # only the file whose statistics count a null
+    t.delete(pc.field("x").is_null())
+    read.clear()
+    t.change_column("x", nullable=False)
+    assert len(read) == 1 and not t.snapshot().schema.field("x").nullable  # the null is a deleted row now

@@ -97,11 +97,26 @@ def add_columns(
     return txn.commit()
 
 
+def _stats_say_no_nulls(add: dict[str, Any], physical: str) -> bool:
+    """Whether the file's statistics count no null in ``physical`` (counted over every physical row, so
+    a zero holds for the live rows too); ``False`` when they do not say."""
+    try:
+        count = json.loads(add.get("stats") or "{}").get("nullCount", {}).get(physical)
+    except (ValueError, AttributeError):
+        return False
+    return type(count) is int and count == 0
+
+
 def _nulls(snapshot: Snapshot, column: str) -> int:
+    """Null values of the top-level ``column`` in the live rows; files whose statistics count no null
+    in it are not read."""
     from deltalog.data.read import read_file_columns
 
+    physical = physical_name(snapshot.schema.field(column), snapshot.column_mapping_mode)
     count = 0
     for add in snapshot.add_files().to_pylist():
+        if _stats_say_no_nulls(add, physical):
+            continue
         data = read_file_columns(snapshot, add, [column])
         count += int(pc.sum(pc.is_null(data.column(column)).cast("int64")).as_py() or 0)
     return count
