@@ -121,18 +121,17 @@ def test_scattered_deletes_go_to_a_deletion_vector_file(tmp_path: Path) -> None:
 def test_deletion_vector_deletes_read_only_the_tested_columns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Merge-on-read copies no row, so only the columns the conditions test are read from each file (all of
     them for a pyarrow expression, whose columns are not known); the result is the same as by hand."""
-    import deltalog.commands.delete as delete_module
+    import deltalog.data.read as read_module
 
     table = _make(tmp_path, dvs=True)
     reads: list[list[str]] = []
-    real = delete_module.read_file
+    real = read_module.read_file
 
     def recording(snap: object, add: dict[str, object], needed: list[str], *args: object, **kw: object) -> pa.Table:
         reads.append(list(needed))
         return real(snap, add, needed, *args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(delete_module, "read_file", recording)
-    monkeypatch.setattr("deltalog.data.read.read_file", recording)
+    monkeypatch.setattr(read_module, "read_file", recording)
     before = table.snapshot().to_arrow()
     conditions = [("v", ">", 40.0), ("part", "=", "a"), ("id", "<", 250)]
     result = delete(table, conditions)
@@ -172,7 +171,6 @@ def test_copy_on_write_reads_every_column_only_of_files_with_a_match(
         return real(snap, add, needed, *args, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(read_module, "read_file", recording)
-    monkeypatch.setattr("deltalog.commands.delete.read_file", recording)
     where = [("v", "in", [25.5, 60.25])]
     if command == "delete":
         assert delete(table, where).num_deleted_rows == 1

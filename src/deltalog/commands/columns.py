@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructField, StructType, physical_name
+from deltalog.protocol.stats import FileStats
 from deltalog.txn.constraints import ConstraintViolationError
 from deltalog.txn.defaults import CURRENT_DEFAULT, default_metadata
 from deltalog.txn.operations import AddColumns, ChangeColumn
@@ -99,11 +100,12 @@ def add_columns(
 
 def _stats_say_no_nulls(add: dict[str, Any], physical: str) -> bool:
     """Whether the file's statistics count no null in ``physical`` (counted over every physical row, so
-    a zero holds for the live rows too); ``False`` when they do not say."""
+    a zero holds for the live rows too); ``False`` when they do not say (or cannot be parsed)."""
     try:
-        count = json.loads(add.get("stats") or "{}").get("nullCount", {}).get(physical)
-    except (ValueError, AttributeError):
+        stats = FileStats.from_json(add.get("stats"))
+    except InvalidArgumentError:
         return False
+    count = stats.null_count.get(physical) if stats is not None else None
     return type(count) is int and count == 0
 
 

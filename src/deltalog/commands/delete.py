@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from deltalog.commands.dv_actions import readd_with_dv
 from deltalog.data.filters import Condition, normalize_filter, row_mask
-from deltalog.data.read import kept_rows, map_files, read_file, read_file_rows, with_row_tracking_columns
+from deltalog.data.read import kept_rows, map_files, read_file_columns, read_file_rows, with_row_tracking_columns
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.operations import Delete
 from deltalog.txn.row_tracking import tracked_fields
@@ -219,9 +219,8 @@ def _delete_rows(
     survivors: list[pa.Table] = []
     deleted = copied = 0
     tracked = None if dvs else tracked_fields(snap.protocol, snap.metadata)  # row tracking: copies keep ids
-    tested = condition_columns(snap, conditions, expression)
     rows = candidates.to_pylist()
-    probed = map_files(lambda r: file_matches(snap, r, conditions, expression, tested, every_column=not dvs), rows)
+    probed = map_files(lambda r: file_matches(snap, r, conditions, expression, every_column=not dvs), rows)
     for row, found in zip(rows, probed, strict=True):
         if found is None:
             continue
@@ -251,44 +250,27 @@ def _delete_rows(
     )
 
 
-def condition_columns(snap: Snapshot, conditions: list[Condition], expression: pc.Expression | None
-                      ) -> pa.Schema | None:
-    """The logical columns ``conditions`` test, in the table's order; ``None`` when they are not known
-    (a ``pyarrow.compute`` expression) or there are none.
-
-    Example:
-        >>> condition_columns(snap, [Condition("id", "=", 5)], None).names        # doctest: +SKIP
-        ['id']
-    """
-    if expression is not None:
-        return None
-    tested = {c.column for c in conditions}
-    fields = [f for f in snap.schema.to_arrow_schema() if f.name in tested]
-    return pa.schema(fields) if fields else None
-
-
 def file_matches(
-    snap: Snapshot, add: dict[str, Any], conditions: list[Condition], expression: pc.Expression | None,
-    tested: pa.Schema | None, *, every_column: bool,
+    snap: Snapshot, add: dict[str, Any], conditions: list[Condition], expression: pc.Expression | None, *,
+    every_column: bool,
 ) -> tuple[pa.Table, np.ndarray, np.ndarray] | None:
     """One candidate file of a DML statement: its physical rows (every column with ``every_column``, else
-    at least the ``tested`` ones), the rows its deletion vector keeps, and the kept rows that match;
-    ``None`` when no row matches. Only the ``tested`` columns (:func:`condition_columns`) are read to
-    find the matches, and every column only from a file where a row matches.
+    at least the ones the conditions test), the rows its deletion vector keeps, and the kept rows that
+    match; ``None`` when no row matches. Only the columns the conditions test are read to find the matches
+    (every column for an ``expression``, whose columns are not known), and every column only from a file
+    where a row matches.
 
     Example:
-        >>> file_matches(snap, add, [Condition("id", "=", 5)], None, tested, every_column=False)  # doctest: +SKIP
+        >>> file_matches(snap, add, [Condition("id", "=", 5)], None, every_column=False)  # doctest: +SKIP
         (pyarrow.Table ..., array([ True, ...]), array([False, ...]))
     """
-    if tested is None:
-        data = read_file_rows(snap, add, apply_deletion_vector=False)
-    else:
-        data = read_file(snap, add, tested.names, tested, apply_dv=False)
+    tested = {c.column for c in conditions} if expression is None else set()
+    data = read_file_columns(snap, add, tested, apply_deletion_vector=False)
     keep = kept_rows(snap, add, data.num_rows)
     hit = matching_rows(data, conditions, expression) & keep
     if not hit.any():
         return None
-    if every_column and tested is not None and len(tested) < len(snap.schema.fields):
+    if every_column and data.num_columns < len(snap.schema.fields):
         data = read_file_rows(snap, add, apply_deletion_vector=False)
     return data, keep, hit
 

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.commands.delete import begin_dml, commit_dml, condition_columns, describe_predicate, file_matches
+from deltalog.commands.delete import begin_dml, commit_dml, describe_predicate, file_matches
 from deltalog.data.read import map_files, with_row_tracking_columns
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.operations import Update
@@ -92,9 +92,8 @@ def update(
     dv_files: list[tuple[dict[str, Any], np.ndarray]] = []
     out: list[pa.Table] = []
     updated = copied = 0
-    tested = condition_columns(snap, conditions, expression)
     rows = candidates.to_pylist()
-    probed = map_files(lambda r: file_matches(snap, r, conditions, expression, tested, every_column=True), rows)
+    probed = map_files(lambda r: file_matches(snap, r, conditions, expression, every_column=True), rows)
     for row, found in zip(rows, probed, strict=True):
         if found is None:
             continue

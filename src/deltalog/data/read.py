@@ -110,11 +110,13 @@ def read_file_rows(
     return read_file(snapshot, add, logical.names, logical, apply_dv=apply_deletion_vector)
 
 
-def read_file_columns(snapshot: ReadableSnapshot, add: dict[str, Any], names: Iterable[str]) -> pa.Table:
+def read_file_columns(
+    snapshot: ReadableSnapshot, add: dict[str, Any], names: Iterable[str], *, apply_deletion_vector: bool = True
+) -> pa.Table:
     """The top-level columns ``names`` (matched without regard to case, in the table's order) of one live
-    file's logical rows, its deletion vector applied; every column when ``names`` is empty or names a
-    column the table does not have (so that evaluating an expression on the result fails as it would on
-    the whole row).
+    file's logical rows (without ``apply_deletion_vector``, every physical row, as :func:`read_file_rows`);
+    every column when ``names`` is empty or names a column the table does not have (so that evaluating an
+    expression on the result fails as it would on the whole row).
 
     Example:
         >>> read_file_columns(snap, snap.add_files().to_pylist()[0], ["id"]).column_names  # doctest: +SKIP
@@ -123,10 +125,8 @@ def read_file_columns(snapshot: ReadableSnapshot, add: dict[str, Any], names: It
     logical = snapshot.schema.to_arrow_schema()
     wanted = {n.lower() for n in names}
     fields = [f for f in logical if f.name.lower() in wanted]
-    if not fields or len({f.name.lower() for f in fields}) < len(wanted):
-        return read_file(snapshot, add, logical.names, logical)
-    projected = pa.schema(fields)
-    return read_file(snapshot, add, projected.names, projected)
+    projected = pa.schema(fields) if fields and len({f.name.lower() for f in fields}) == len(wanted) else logical
+    return read_file(snapshot, add, projected.names, projected, apply_dv=apply_deletion_vector)
 
 
 def read_file(
