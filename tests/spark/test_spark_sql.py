@@ -393,9 +393,19 @@ def test_show_tblproperties(target: Target) -> None:
     people(target)
     shown = target.sql("SHOW TBLPROPERTIES {t}")
     assert shown.columns == ["key", "value"]
-    rows = dict(tuple(r) for r in shown.collect())
-    assert rows["owner"] == "data-eng"
+    rows = [tuple(r) for r in shown.collect()]
+    # as delta-spark: the configuration and the protocol's versions, sorted by key
+    assert rows == [("delta.appendOnly", "false"), ("delta.minReaderVersion", "1"),
+                    ("delta.minWriterVersion", "2"), ("owner", "data-eng")]
     assert target.rows("SHOW TBLPROPERTIES {t} ('owner')") == [("owner", "data-eng")]
+    assert target.rows("SHOW TBLPROPERTIES {t} ('delta.minWriterVersion')") == [("delta.minWriterVersion", "2")]
+    extended = {r.col_name: r.data_type for r in target.sql("DESCRIBE TABLE EXTENDED {t}").collect()}
+    assert extended["Table Properties"] == \
+        "[delta.appendOnly=false,delta.minReaderVersion=1,delta.minWriterVersion=2,owner=data-eng]"
+    target.sql("ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    rows = [tuple(r) for r in target.sql("SHOW TBLPROPERTIES {t}").collect()]  # each table feature: supported
+    assert ("delta.feature.deletionVectors", "supported") in rows and ("delta.minReaderVersion", "3") in rows
+    assert [k for k, _ in rows] == sorted(k for k, _ in rows)
 
 
 def test_generate_manifest_and_fsck(target: Target) -> None:

@@ -156,9 +156,13 @@ def test_schema_mismatch_merge_schema_and_overwrite_schema(spark: Any, tmp_path:
     write(frame(spark, 0, 4), p)
     files = data_files(p)
     wider = frame(spark, 10, 2).withColumn("extra", F.lit(1.5))
-    with pytest.raises(SchemaError, match="extra: table \\(missing\\) vs data double"):
+    with pytest.raises(SchemaError, match="extra: table \\(missing\\) vs data double") as err:
         wider.write.format("delta").mode("append").save(p)
+    # the advice names the writer's options, not the kernel's keywords
+    assert '.option("mergeSchema", "true")' in str(err.value) and "schema_mode" not in str(err.value)
     assert version(p) == 0 and data_files(p) == files  # refused before any job ran
+    with pytest.raises(InvalidArgumentError, match=r'partitioned by \[\], not \[.id.\].*option\("overwriteSchema"'):
+        frame(spark, 10, 2).write.format("delta").mode("append").partitionBy("id").save(p)
     wider.write.format("delta").mode("append").option("mergeSchema", "true").save(p)
     got = rows(read(spark, p))
     assert [r["extra"] for r in got] == [None, None, None, None, 1.5, 1.5]

@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 from deltalog.commands.clustering import CLUSTERING_DOMAIN, clustering_domain, clustering_of
 from deltalog.commands.properties import PropertyChange, plan_properties
 from deltalog.data.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile
-from deltalog.data.write_schema import resolve_schema
+from deltalog.data.write_schema import SchemaRemedies, resolve_schema
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
 from deltalog.protocol.actions import Format, Metadata, Protocol
 from deltalog.protocol.column_mapping import mapping_mode, with_column_mapping
@@ -278,9 +278,12 @@ def plan_write(
     clock: Callable[[], int],
     replace: bool = False,
     cluster_by: Sequence[str] | None = None,
+    remedies: SchemaRemedies | None = None,
 ) -> WritePlan:
     """What a write commits: schema, partitioning, properties, protocol. ``replace`` (``REPLACE TABLE`` /
-    ``CREATE OR REPLACE``): the table's properties become exactly ``properties``, as when it was created."""
+    ``CREATE OR REPLACE``): the table's properties become exactly ``properties``, as when it was created.
+    ``remedies``: how the caller's API merges or replaces a schema, for the advice of a mismatch error."""
+    remedies = remedies or SchemaRemedies()
     loc = table.location
     change = _property_change(properties if not replace else dict(properties or {}), None if replace else snapshot,
                               loc)
@@ -299,13 +302,14 @@ def plan_write(
     old = snapshot.metadata
     table_schema: StructType = snapshot.schema
     widen = is_true(snapshot.metadata.configuration, "delta.enableTypeWidening")  # wider data widens the column
-    schema, changed = resolve_schema(table_schema, arrow_schema, schema_mode, table=loc, widen=widen)
+    schema, changed = resolve_schema(table_schema, arrow_schema, schema_mode, table=loc, widen=widen,
+                                     remedies=remedies)
     parts = list(old.partitionColumns)
     if partition_by is not None and list(partition_by) != parts:
         if schema_mode != "overwrite":
             raise InvalidArgumentError(
                 f"the table is partitioned by {parts}, not {list(partition_by)}; to change the partitioning "
-                'overwrite it with mode="overwrite" and schema_mode="overwrite"',
+                f"write with {remedies.overwrite}",
                 table=loc,
             )
         parts = list(partition_by)

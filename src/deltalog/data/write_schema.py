@@ -25,7 +25,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
@@ -42,7 +42,24 @@ from deltalog.protocol.schema import (
 )
 from deltalog.protocol.type_widening import can_widen, widened
 
-__all__ = ["data_schema", "describe_type", "resolve_schema"]
+__all__ = ["SchemaRemedies", "data_schema", "describe_type", "resolve_schema"]
+
+
+
+@dataclass(frozen=True)
+class SchemaRemedies:
+    """How the caller's API says "merge the data's schema into the table's" (``merge``) and "replace the
+    table's schema" (``overwrite``), for the advice of schema and partitioning mismatch errors. The
+    defaults are the kernel's (:func:`deltalog.write_table`); Spark writes name their writer options.
+
+    Example:
+        >>> SchemaRemedies().merge
+        'schema_mode="merge"'
+    """
+
+    merge: str = 'schema_mode="merge"'
+    overwrite: str = 'mode="overwrite" with schema_mode="overwrite"'
+
 
 _INT_RANK = {"byte": 1, "short": 2, "integer": 3, "long": 4}
 _INT_DIGITS = {"byte": 3, "short": 5, "integer": 10, "long": 20}
@@ -185,9 +202,10 @@ def _strict_problems(table_s: StructType, data_s: StructType) -> list[str]:
 
 def resolve_schema(
     table_schema: StructType, data: pa.Schema, schema_mode: str | None, *, table: str | None = None,
-    widen: bool = False,
+    widen: bool = False, remedies: SchemaRemedies | None = None,
 ) -> tuple[StructType, bool]:
-    """The schema to write with and whether it differs from ``table_schema`` (see the module docstring).
+    """The schema to write with and whether it differs from ``table_schema`` (see the module docstring);
+    ``remedies`` words the advice of a mismatch.
 
     Example:
         >>> t = StructType.from_arrow_schema(pa.schema([("a", pa.int64())]))
@@ -198,6 +216,7 @@ def resolve_schema(
 pass schema_mode="merge" to add new columns or widen types, or mode="overwrite" with \
 schema_mode="overwrite" to replace the schema [table t]
     """
+    remedies = remedies or SchemaRemedies()
     incoming = data_schema(data, table=table)
     if schema_mode == "overwrite":
         return incoming, not _same(incoming, table_schema)
@@ -210,9 +229,8 @@ schema_mode="overwrite" to replace the schema [table t]
     problems = _strict_problems(table_schema, incoming)
     if problems:
         raise SchemaError(
-            "data does not match the table schema: " + "; ".join(problems) + '; pass schema_mode="merge" '
-            'to add new columns or widen types, or mode="overwrite" with schema_mode="overwrite" to '
-            "replace the schema",
+            "data does not match the table schema: " + "; ".join(problems) + f"; pass {remedies.merge} to "
+            f"add new columns or widen types, or {remedies.overwrite} to replace the schema",
             table=table,
         )
     return table_schema, False

@@ -129,6 +129,24 @@ def load_snapshot(
         ) from None
 
 
+def table_properties(snap: Snapshot) -> dict[str, str]:
+    """The properties delta-spark shows for a table (``SHOW TBLPROPERTIES``, ``DESCRIBE EXTENDED``), sorted by
+    key: the ``metaData.configuration`` (without ``path``), the protocol's ``delta.minReaderVersion`` /
+    ``delta.minWriterVersion``, and ``delta.feature.<name> = supported`` for each table feature.
+
+    Example:
+        >>> table_properties(load_snapshot("/data/events"))                           # doctest: +SKIP
+        {'delta.appendOnly': 'true', 'delta.minReaderVersion': '1', 'delta.minWriterVersion': '2'}
+    """
+    out = {k: v for k, v in snap.metadata.configuration.items() if k != "path"}
+    protocol = snap.protocol
+    out["delta.minReaderVersion"] = str(protocol.minReaderVersion)
+    out["delta.minWriterVersion"] = str(protocol.minWriterVersion)
+    for name in {*(protocol.readerFeatures or ()), *(protocol.writerFeatures or ())}:
+        out[f"delta.feature.{name}"] = "supported"
+    return dict(sorted(out.items()))
+
+
 def parse_int(value: Any, name: str) -> int:
     """An option value as an int (options set with ``.option()`` arrive as strings).
 

@@ -55,6 +55,7 @@ from deltalog.arrow.write import (
     preflight,
 )
 from deltalog.data.write_files import DEFAULT_TARGET_FILE_SIZE, WrittenFile
+from deltalog.data.write_schema import SchemaRemedies
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import parse_schema, physical_name
@@ -91,7 +92,15 @@ from deltalog.txn.writer_features import check_never_writable
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
 
-__all__ = ["SAVE_MODES", "WRITE_OPTIONS", "write"]
+__all__ = ["SAVE_MODES", "SPARK_REMEDIES", "WRITE_OPTIONS", "write"]
+
+#: A schema mismatch's advice in the writer's terms (the options below; SQL reaches the same setting
+#: through the session).
+SPARK_REMEDIES = SchemaRemedies(
+    merge='.option("mergeSchema", "true") (or the session setting spark.databricks.delta.schema.autoMerge.'
+          'enabled=true)',
+    overwrite='.mode("overwrite") and .option("overwriteSchema", "true")',
+)
 
 #: Spark save modes (case-insensitive) and the kernel mode each one means.
 SAVE_MODES = {
@@ -436,6 +445,7 @@ def write(
         clock=_now_ms,
         replace=_statement is not None and "REPLACE" in str(_statement.get("kind", "")),
         cluster_by=[clusterBy] if isinstance(clusterBy, str) else (list(clusterBy) if clusterBy else None),
+        remedies=SPARK_REMEDIES,
     )
     op: Write = Write(
         mode=OP_MODES[opts.mode],

@@ -317,17 +317,17 @@ def _fsck(spark: Any, r: _Reader) -> Any:
 
 
 def _show_properties(spark: Any, r: _Reader) -> Any:
-    from deltalog.spark._common import load_snapshot
+    from deltalog.spark._common import load_snapshot, table_properties
 
     r.expect("SHOW", "TBLPROPERTIES")
     ref = _spark_table(spark, r, "(")
-    props = dict(load_snapshot(ref.location).properties)
+    props = table_properties(load_snapshot(ref.location))
     rest = r.rest().strip()
     if rest.startswith("(") and rest.endswith(")"):
         key = _unquote(rest[1:-1])
         value = props.get(key, f"Table {ref.shown} does not have property: {key}")
         return spark.createDataFrame([(key, value)], "key string, value string")
-    return spark.createDataFrame(sorted(props.items()), "key string, value string")
+    return spark.createDataFrame(list(props.items()), "key string, value string")
 
 
 def _alter(spark: Any, r: _Reader) -> Any:

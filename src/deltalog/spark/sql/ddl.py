@@ -591,7 +591,7 @@ def _alter_column(spark: Any, table: Any, action: Any, text: str) -> None:
 
 def _describe(spark: Any, expression: Any) -> Any:
     """``DESCRIBE [TABLE] [EXTENDED]`` of a Delta table: its columns (and partitioning) from the log."""
-    from deltalog.spark._common import load_snapshot, spark_type
+    from deltalog.spark._common import load_snapshot, spark_type, table_properties
 
     ref = resolve_table(spark, expression.this)
     if ref is None:
@@ -605,7 +605,8 @@ def _describe(spark: Any, expression: Any) -> Any:
         rows += [("", "", ""), ("# Detailed Table Information", "", ""),
                  ("Name", ref.shown, ""), ("Location", ref.location, ""), ("Provider", "delta", ""),
                  ("Type", "MANAGED" if ref.managed else "EXTERNAL", ""),
-                 ("Table Properties", "[" + ", ".join(f"{k}={v}" for k, v in snap.properties.items()) + "]", "")]
+                 ("Table Properties", "[" + ",".join(f"{k}={v}" for k, v in table_properties(snap).items()) + "]",
+                  "")]
     return spark.createDataFrame(rows, "col_name string, data_type string, comment string")
 
 
