@@ -149,6 +149,7 @@ def test_drop_constraint(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError, match="does not exist") as info:
         table.drop_constraint("pos")
     assert table.location in str(info.value)
+    assert "DROP CONSTRAINT IF EXISTS (if_exists=True)" in str(info.value)
     assert table.latest_version() == 3
     res = table.drop_constraint("pos", if_exists=True)
     assert res.version == 4

@@ -164,7 +164,7 @@ def test_column_mapping_mode_changes() -> None:
 
 def test_unset_missing_keys() -> None:
     table = new_table("props-missing", conf={"delta.futureThing": "1"})
-    with pytest.raises(InvalidArgumentError, match="not set"):
+    with pytest.raises(InvalidArgumentError, match=r"not set.*UNSET TBLPROPERTIES IF EXISTS, or if_exists=True"):
         unset_properties(table, ["owner"])
     with pytest.raises(InvalidArgumentError, match="unknown table property"):
         unset_properties(table, ["delta.typo"])

@@ -184,7 +184,7 @@ def drop_constraint(
         have = sorted(k[len(_PREFIX) :] for k in conf if k.lower().startswith(_PREFIX))
         raise InvalidArgumentError(
             f"cannot drop CHECK constraint {name!r}: it does not exist (the table's CHECK constraints: {have}); "
-            "pass if_exists=True to ignore a missing constraint",
+            "DROP CONSTRAINT IF EXISTS (if_exists=True) ignores a missing constraint",
             table=loc,
         )
     old = conf.pop(found) if found is not None else None

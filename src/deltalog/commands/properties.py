@@ -498,8 +498,8 @@ def unset_properties(
         present = [k for k in conf if k == key or (key.startswith("delta.") and k.lower() == key.lower())]
         if not present and not if_exists:
             raise InvalidArgumentError(
-                f"table property {key!r} is not set on the table; nothing to unset (pass if_exists=True to "
-                "ignore missing keys)",
+                f"table property {key!r} is not set on the table; nothing to unset (UNSET TBLPROPERTIES IF EXISTS, "
+                "or if_exists=True, ignores missing keys)",
                 table=loc,
             )
         for k in present:

@@ -243,8 +243,9 @@ def _retention_ms(
             f"delta.deletedFileRetentionDuration ({configured_ms / _HOUR_MS:g} hours). Vacuuming with it "
             "can delete files that concurrent readers and writers still use, and files that time travel "
             "to recent versions needs, which corrupts those readers or makes the versions unreadable. Use "
-            "a retention of at least the table's setting, or pass enforce_retention_duration=False if you "
-            "are sure no operation on the table runs longer than the retention you give",
+            "a retention of at least the table's setting or, if you are sure no operation on the table runs "
+            "longer than the retention you give, turn the check off (enforce_retention_duration=False; in Spark "
+            "the session setting spark.databricks.delta.retentionDurationCheck.enabled=false)",
             table=table,
         )
     return specified, specified
