@@ -21,6 +21,7 @@ import deltalog
 from deltalog.errors import InvalidArgumentError, VersionNotFoundError
 from deltalog.feed.changes import ChangeDataNotRecordedError
 from deltalog.feed.rows import changes_by_type
+from deltalog.protocol.schema import physical_name
 from deltalog.spark.cdf import read_changes
 from deltalog.spark.dml import delete, merge, update
 
@@ -33,9 +34,10 @@ Row = dict[str, Any]
 
 
 
-def make(tmp_path: Path, *, partitioned: bool = False, dvs: bool = False) -> str:
+def make(tmp_path: Path, *, partitioned: bool = False, dvs: bool = False, mapping: bool = False) -> str:
     path = str(tmp_path / "t")
-    props = {"delta.enableChangeDataFeed": "true", **({"delta.enableDeletionVectors": "true"} if dvs else {})}
+    props = {"delta.enableChangeDataFeed": "true", **({"delta.enableDeletionVectors": "true"} if dvs else {}),
+             **({"delta.columnMapping.mode": "name"} if mapping else {})}
     deltalog.write_table(path, data(0, 30), mode="append", partition_by=["k"] if partitioned else None,
                          properties=props)
     deltalog.write_table(path, data(30, 30), mode="append")
@@ -84,8 +86,12 @@ def check_cdc_commit(path: str, version: int, *, cdc: bool) -> None:
         assert os.path.getsize(local) == body["size"]
         names = pq.read_schema(local).names
         assert "_change_type" in names and not set(snap.partition_columns) & set(names)
-        if snap.partition_columns:
-            assert body["path"].split("/")[1] == f"k={body['partitionValues']['k']}"
+        # the columns are named as in the data files: physical names under column mapping
+        data_names = pq.read_schema(os.path.join(path, snap.add_files().column("path")[0].as_py())).names
+        assert names == [*data_names, "_change_type"]
+        if snap.partition_columns:  # keyed and laid out as the data files: by physical name
+            k = physical_name(snap.schema.field("k"), snap.column_mapping_mode)
+            assert body["path"].split("/")[1] == f"{k}={body['partitionValues'][k]}"
     for p in snap.add_files().column("path").to_pylist():
         assert "_change_type" not in pq.read_schema(os.path.join(path, p)).names
 
@@ -98,10 +104,11 @@ def check_readers_agree(spark: Any, path: str, version: int, expected: list[Row]
     assert {r["_commit_version"] for r in via_spark} == {version}
 
 
-@pytest.mark.parametrize(("partitioned", "dvs"), [(False, False), (True, False), (False, True)],
-                         ids=["plain", "partitioned", "dv"])
-def test_delete(spark: Any, tmp_path: Path, partitioned: bool, dvs: bool) -> None:
-    path = make(tmp_path, partitioned=partitioned, dvs=dvs)
+@pytest.mark.parametrize(("partitioned", "dvs", "mapping"),
+                         [(False, False, False), (True, False, False), (False, True, False), (False, False, True)],
+                         ids=["plain", "partitioned", "dv", "column-mapping"])
+def test_delete(spark: Any, tmp_path: Path, partitioned: bool, dvs: bool, mapping: bool) -> None:
+    path = make(tmp_path, partitioned=partitioned, dvs=dvs, mapping=mapping)
     before = current(path)
     res = delete(spark, path, "id % 4 = 1 AND id < 50")
     gone = [r for r in before if r["id"] % 4 == 1 and r["id"] < 50]
@@ -122,9 +129,11 @@ def test_partition_delete_needs_no_change_files(spark: Any, tmp_path: Path) -> N
     check_readers_agree(spark, path, res.version or -1, expect("delete", [r for r in before if r["k"] == 1]))
 
 
-@pytest.mark.parametrize(("partitioned", "dvs"), [(False, False), (True, True)], ids=["plain", "partitioned-dv"])
-def test_update(spark: Any, tmp_path: Path, partitioned: bool, dvs: bool) -> None:
-    path = make(tmp_path, partitioned=partitioned, dvs=dvs)
+@pytest.mark.parametrize(("partitioned", "dvs", "mapping"),
+                         [(False, False, False), (True, True, False), (True, True, True)],
+                         ids=["plain", "partitioned-dv", "partitioned-dv-column-mapping"])
+def test_update(spark: Any, tmp_path: Path, partitioned: bool, dvs: bool, mapping: bool) -> None:
+    path = make(tmp_path, partitioned=partitioned, dvs=dvs, mapping=mapping)
     before = current(path)
     res = update(spark, path, "id >= 10 AND id < 25", {"v": "coalesce(v, 0) + 100", "s": "'upd'"})
     hit = [r for r in before if 10 <= r["id"] < 25]
@@ -148,10 +157,11 @@ def run_merge(spark: Any, path: str, source: list[Row]) -> Any:
     )
 
 
-@pytest.mark.parametrize(("partitioned", "dvs"), [(False, False), (True, False), (False, True)],
-                         ids=["plain", "partitioned", "dv"])
-def test_merge(spark: Any, tmp_path: Path, partitioned: bool, dvs: bool) -> None:
-    path = make(tmp_path, partitioned=partitioned, dvs=dvs)
+@pytest.mark.parametrize(("partitioned", "dvs", "mapping"),
+                         [(False, False, False), (True, False, False), (False, True, False), (False, False, True)],
+                         ids=["plain", "partitioned", "dv", "column-mapping"])
+def test_merge(spark: Any, tmp_path: Path, partitioned: bool, dvs: bool, mapping: bool) -> None:
+    path = make(tmp_path, partitioned=partitioned, dvs=dvs, mapping=mapping)
     before = current(path)
     source = [
         {"id": i, "k": i % 3, "v": float(i), "s": "gone" if i % 2 else "new"} for i in range(40, 52)

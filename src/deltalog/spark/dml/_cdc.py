@@ -12,7 +12,8 @@ What each command records (as delta-spark does):
 
 Once a commit has change data files, readers take its changes from them alone, so a command that
 writes any covers every row it changed. Files go to ``_change_data/`` (Hive-style partition directories
-below it, partition columns not stored in the files), hold the table's columns plus ``_change_type``,
+below it, partition columns not stored in the files), hold the table's columns (by their physical names
+under column mapping, as data files) plus ``_change_type``,
 and are committed as ``cdc`` actions with ``dataChange=false``. The table's data files never contain
 ``_change_type``. The rows are written by one more Spark job (``mapInArrow``, the writer of
 :mod:`deltalog.spark.write`), which evaluates the command's scan or join again.
@@ -31,7 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.feed.changes import CHANGE_TYPE, cdf_enabled
 from deltalog.protocol.actions import AddCDCFile, Metadata
-from deltalog.protocol.schema import PrimitiveType, StructField, StructType
+from deltalog.protocol.column_mapping import MODE_KEY, mapping_mode
+from deltalog.protocol.schema import (
+    COLUMN_MAPPING_ID_KEY,
+    COLUMN_MAPPING_PHYSICAL_NAME_KEY,
+    PrimitiveType,
+    StructField,
+    StructType,
+)
 from deltalog.spark.dml._scan import quoted
 from deltalog.storage.locations import StoreRef
 
@@ -58,6 +66,7 @@ DataFrame = Any
 Column = Any
 
 _KIND = "__deltalog_change"
+_MAPPING_KEYS = (COLUMN_MAPPING_ID_KEY, COLUMN_MAPPING_PHYSICAL_NAME_KEY)
 _POST = ("update_postimage", "insert")
 
 
@@ -133,7 +142,12 @@ def updated_rows(df: DataFrame, schema: StructType, new: Sequence[Column]) -> Da
 
 
 def _change_schema(schema: StructType) -> StructType:
-    fields = tuple(replace(f, nullable=True, metadata={}) for f in schema.fields)
+    """The table's columns, nullable and without constraints, defaults or generation expressions, but with
+    their column mapping (change data files name columns as data files do); then ``_change_type``."""
+    fields = tuple(
+        replace(f, nullable=True, metadata={k: v for k, v in f.metadata.items() if k in _MAPPING_KEYS})
+        for f in schema.fields
+    )
     return StructType((*fields, StructField(CHANGE_TYPE, PrimitiveType("string"), True, {})))
 
 
@@ -156,7 +170,10 @@ def write_change_files(df: DataFrame, table: Table, schema: StructType, metadata
     cdc_schema = _change_schema(schema)
     # Change rows are copies of rows already checked (or being checked by the data write): no
     # constraints, invariants or NOT NULL checks here, only the layout of the table.
-    cdc_metadata = replace(metadata, schemaString=cdc_schema.to_json(), configuration={})
+    # Column mapping stays: under it change data files hold the physical column names, as data files do.
+    mode = mapping_mode(metadata.configuration)
+    cdc_metadata = replace(metadata, schemaString=cdc_schema.to_json(),
+                           configuration={MODE_KEY: mode} if mode != "none" else {})
     spec = TaskSpec(
         StoreRef(table.store.full_path(CHANGE_DATA_DIR), base.options), table.location, cdc_schema, cdc_metadata, None,
         target_file_size(metadata),
