@@ -316,6 +316,43 @@ def test_optimize_and_zorder(target: Target) -> None:
     assert target.rows("SELECT sum(id) FROM {t}") == [(sum(range(3)) + sum(range(10, 13)),)]
 
 
+def test_reorg_purge(target: Target) -> None:
+    from deltalog.errors import InvalidArgumentError, SqlSyntaxError
+
+    target.sql("CREATE TABLE {t} (id BIGINT, k INT) USING DELTA PARTITIONED BY (k) "
+               "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    for i in range(2):
+        target.sql(f"INSERT INTO {{t}} VALUES ({i}, 0), ({i + 10}, 0), ({i + 20}, 1), ({i + 30}, 1)")
+    target.sql("DELETE FROM {t} WHERE id IN (0, 20, 21)")
+    live = sorted(target.rows("SELECT id, k FROM {t}"))
+
+    def with_dvs() -> list[str]:
+        files = target.table().snapshot().add_files()
+        return sorted(str(dict(p)["k"]) for p, dv in zip(files.column("partitionValues").to_pylist(),
+                                                  files.column("deletionVector").to_pylist(), strict=True) if dv)
+
+    assert with_dvs() == ["0", "1", "1"]
+    metrics = target.sql("REORG TABLE {t} WHERE k = 1 APPLY (PURGE)").first().metrics
+    # only the files with deletion vectors, each partition's bin-packed into one: both k=1 files
+    assert (metrics.numFilesRemoved, metrics.numFilesAdded) == (2, 1)
+    assert metrics.deletionVectorStats.numDeletionVectorRowsRemoved == 2
+    assert with_dvs() == ["0"] and sorted(target.rows("SELECT id, k FROM {t}")) == live
+    assert target.sql("REORG TABLE {t} APPLY (PURGE)").first().metrics.numFilesRemoved == 1  # the k=0 one
+    assert with_dvs() == [] and sorted(target.rows("SELECT id, k FROM {t}")) == live
+    assert len(target.table().snapshot().add_files()) == 3  # the file without a deletion vector stays
+    last = target.table().history(limit=1)[0]
+    assert last["operation"] == "REORG" and last["operationParameters"]["applyPurge"] == "true"
+    assert target.sql("REORG TABLE {t} APPLY (PURGE)").first().metrics.numFilesRemoved == 0  # nothing to do
+    version = target.version()
+    with pytest.raises(InvalidArgumentError, match="UniForm"):
+        target.sql("REORG TABLE {t} APPLY (UPGRADE UNIFORM(ICEBERG_COMPAT_VERSION = 2))")
+    with pytest.raises(SqlSyntaxError, match="APPLY takes"):
+        target.sql("REORG TABLE {t} APPLY (COMPACT)")
+    with pytest.raises(InvalidArgumentError, match="REORG filter references non-partition column 'id'"):
+        target.sql("REORG TABLE {t} WHERE id = 1 APPLY (PURGE)")
+    assert target.version() == version
+
+
 def test_vacuum(target: Target, spark: Any) -> None:
     target.sql("CREATE TABLE {t} (id INT) USING DELTA")
     target.sql("INSERT INTO {t} VALUES (1)")

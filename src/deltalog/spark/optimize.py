@@ -86,7 +86,7 @@ from deltalog.spark.dml._row_ids import tracked_fields
 from deltalog.spark.dml._scan import FILE, ROW, file_uris, quoted, target_scan
 from deltalog.spark.read import scan_rows
 from deltalog.storage.locations import StoreRef
-from deltalog.txn.operations import Optimize
+from deltalog.txn.operations import Optimize, Reorg
 from deltalog.txn.transaction import Transaction
 
 if TYPE_CHECKING:
@@ -201,26 +201,26 @@ def _referenced_columns(sql: str) -> list[str] | None:
     return found
 
 
-def _non_partition_error(column: str, snap: Snapshot) -> InvalidArgumentError:
+def _non_partition_error(column: str, snap: Snapshot, command: str) -> InvalidArgumentError:
     parts = list(snap.partition_columns)
     return InvalidArgumentError(
-        f"[DELTA_NON_PARTITION_COLUMN_REFERENCE] the OPTIMIZE filter references non-partition column "
+        f"[DELTA_NON_PARTITION_COLUMN_REFERENCE] the {command} filter references non-partition column "
         f"{column!r}; only the partition columns may be referenced: {parts}",
         table=snap.table, version=snap.version,
     )
 
 
-def _check_filter(sql: str, snap: Snapshot) -> None:
+def _check_filter(sql: str, snap: Snapshot, command: str) -> None:
     if not isinstance(sql, str) or not sql.strip():
-        raise InvalidArgumentError(f"an OPTIMIZE partition filter must be a non-empty SQL string, got {sql!r}",
+        raise InvalidArgumentError(f"an {command} partition filter must be a non-empty SQL string, got {sql!r}",
                                    table=snap.table)
     parts = {p.lower() for p in snap.partition_columns}
     for name in _referenced_columns(sql) or []:
         if name.lower() not in parts:
             if snap.schema.get(name) is not None or name.lower() in {n.lower() for n in snap.schema.field_names}:
-                raise _non_partition_error(name, snap)
+                raise _non_partition_error(name, snap, command)
             raise InvalidArgumentError(
-                f"[UNRESOLVED_COLUMN] the OPTIMIZE filter {sql!r} references unknown column {name!r}; the "
+                f"[UNRESOLVED_COLUMN] the {command} filter {sql!r} references unknown column {name!r}; the "
                 f"partition columns are {list(snap.partition_columns)}",
                 table=snap.table, version=snap.version,
             )
@@ -229,13 +229,14 @@ def _check_filter(sql: str, snap: Snapshot) -> None:
 _UNRESOLVED = re.compile(r"name `([^`]+)` cannot be resolved")
 
 
-def _select_files(spark: Any, snap: Snapshot, filters: Sequence[str]) -> pa.Table:
-    """The live files whose partition values satisfy every filter (evaluated by Spark)."""
+def _select_files(spark: Any, snap: Snapshot, filters: Sequence[str], command: str) -> pa.Table:
+    """The live files whose partition values satisfy every filter (evaluated by Spark); ``command`` names the
+    statement in errors."""
     from pyspark.sql import functions as F
 
     files = snap.add_files()
     for sql in filters:
-        _check_filter(sql, snap)
+        _check_filter(sql, snap, command)
     if not filters or files.num_rows == 0:
         return files
     fields = [snap.schema.field(p) for p in snap.partition_columns]
@@ -250,9 +251,9 @@ def _select_files(spark: Any, snap: Snapshot, filters: Sequence[str]) -> pa.Tabl
         except Exception as exc:
             unresolved = _UNRESOLVED.search(str(exc))
             if unresolved and snap.schema.get(unresolved.group(1)) is not None:
-                raise _non_partition_error(unresolved.group(1), snap) from None
+                raise _non_partition_error(unresolved.group(1), snap, command) from None
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InvalidArgumentError(f"the OPTIMIZE partition filter {sql!r} is invalid: {first}",
+            raise InvalidArgumentError(f"the {command} partition filter {sql!r} is invalid: {first}",
                                        table=snap.table) from None
     keep = sorted(int(r[0]) for r in df.select(FILE).collect())
     return files.take(pa.array(keep, pa.int64()))
@@ -448,10 +449,15 @@ def optimize(
     max_file_size: int | str | None = None,
     min_file_size: int | str | None = None,
     full: bool = False,
+    purge: bool = False,
 ) -> OptimizeResult:
     """Compact the table at ``path`` (or, with ``zorder_by``, Z-order it) in one ``OPTIMIZE`` commit; see
     the module docstring. ``where``: SQL filters on partition columns (AND). ``max_file_size`` /
     ``min_file_size`` (bytes, or text like ``"128m"``) override the session and table settings.
+
+    ``purge=True`` is delta-spark's ``REORG TABLE ... APPLY (PURGE)``: only the files with a deletion vector
+    are rewritten (bin-packed toward the size limit, small files without one are left alone), so that the
+    deleted rows are gone from the data files; the commit is a ``REORG`` (``applyPurge``), ``dataChange=false``.
 
     On a liquid-clustered table (:mod:`deltalog.commands.clustering`) OPTIMIZE clusters instead: the files
     not yet clustered (``clusteringProvider`` unset) -- every file with ``full=True`` (``OPTIMIZE t FULL``)
@@ -467,9 +473,13 @@ def optimize(
     started = int(time.time() * 1000)
     if isinstance(where, str) or isinstance(zorder_by, str):
         raise InvalidArgumentError("where and zorder_by take lists of strings", table=str(path))
+    if purge and (zorder_by or full):
+        raise InvalidArgumentError("a purge (REORG ... APPLY (PURGE)) neither Z-orders nor re-clusters",
+                                   table=str(path))
     for attempt in range(1, _ATTEMPTS + 1):
         try:
-            return _optimize_once(spark, path, where, zorder_by, max_file_size, min_file_size, full, started)
+            return _optimize_once(spark, path, where, zorder_by, max_file_size, min_file_size, full, started,
+                                  purge=purge)
         except ConcurrentModificationException as exc:
             # a concurrent DML statement changed files this OPTIMIZE rewrote: compaction is never worth
             # failing the job for -- plan again on the new snapshot (the files written are deleted)
@@ -485,18 +495,20 @@ _ATTEMPTS = 3
 
 def _optimize_once(
     spark: Any, path: str, where: Sequence[str], zorder_by: Sequence[str], max_file_size: int | str | None,
-    min_file_size: int | str | None, full: bool, started: int,
+    min_file_size: int | str | None, full: bool, started: int, *, purge: bool = False,
 ) -> OptimizeResult:
     table = open_table(path)
     snap = load_snapshot(table.location)
-    clustering = _clustering(snap, zorder_by, full)
+    clustering = None if purge else _clustering(snap, zorder_by, full)
     zorder = (zorder_columns(spark, snap, list(zorder_by)) if zorder_by
               else clustering_fields(snap, clustering) if clustering else [])
     limit, small = _file_sizes(spark, snap, max_file_size, min_file_size)
-    selected = _select_files(spark, snap, list(where))
+    selected = _select_files(spark, snap, list(where), "REORG" if purge else "OPTIMIZE")
     rows = selected.to_pylist()
     if clustering and not full:  # incremental clustering: only the files written since
         rows = [r for r in rows if r.get("clusteringProvider") != PROVIDER]
+    if purge:  # the files with deleted rows only; no file is too small to be left alone (size limit 1 byte)
+        rows, small = [r for r in rows if r.get("deletionVector")], 1
     bins = plan_zorder(rows, max_file_size=limit) if zorder else plan_compaction(
         rows, max_file_size=limit, min_file_size=small)
     if not bins:
@@ -509,8 +521,9 @@ def _optimize_once(
     try:
         added, tasks = _rewrite(spark, snap, bins, zorder, limit)
         staged.data.extend(added)
-        op = Optimize(predicate=list(where) or None, z_order_by=tuple(f.name for f in zorder) if not clustering
-                      else (), cluster_by=tuple(clustering) if clustering else None)
+        op: Optimize | Reorg = Reorg(predicate=list(where) or None, apply_purge=True) if purge else Optimize(
+            predicate=list(where) or None, z_order_by=tuple(f.name for f in zorder) if not clustering else (),
+            cluster_by=tuple(clustering) if clustering else None)
         txn = Transaction(table.store, snap, op, table=table.location)
         rewritten = [f for b in bins for f in b.files]
         txn.read_files(str(f["path"]) for f in rewritten)

@@ -1,12 +1,13 @@
-"""Delta's own SQL commands: ``DESCRIBE HISTORY`` / ``DETAIL``, ``OPTIMIZE``, ``VACUUM``, ``RESTORE``,
-``CONVERT TO DELTA``, ``GENERATE``, ``FSCK REPAIR TABLE``, ``SHOW TBLPROPERTIES``, ``ALTER TABLE ... UNSET
-TBLPROPERTIES``, ``REPLACE TABLE`` and ``CREATE TABLE ... [SHALLOW|DEEP] CLONE``.
+"""Delta's own SQL commands: ``DESCRIBE HISTORY`` / ``DETAIL``, ``OPTIMIZE``, ``REORG TABLE ... APPLY
+(PURGE)``, ``VACUUM``, ``RESTORE``, ``CONVERT TO DELTA``, ``GENERATE``, ``FSCK REPAIR TABLE``, ``SHOW
+TBLPROPERTIES``, ``ALTER TABLE ... UNSET TBLPROPERTIES``, ``REPLACE TABLE`` and ``CREATE TABLE ...
+[SHALLOW|DEEP] CLONE``.
 
 sqlglot does not know most of these statements, so their words come from sqlglot's tokenizer and are
 read here in order; every embedded piece -- table names, conditions, column lists, literals -- is handed
 to sqlglot (table names) or Spark (conditions, partition schemas) as text. Results are delta-spark's
 DataFrames (``DESCRIBE HISTORY`` has the history columns, ``VACUUM`` a ``path`` column, ``RESTORE`` and
-``CLONE`` their metrics, ``OPTIMIZE`` ``path`` and ``metrics``).
+``CLONE`` their metrics, ``OPTIMIZE`` and ``REORG`` ``path`` and ``metrics``).
 
 Example:
     >>> spark.sql("VACUUM events RETAIN 200 HOURS DRY RUN").count()                # doctest: +SKIP
@@ -256,6 +257,24 @@ def _optimize(spark: Any, r: _Reader) -> Any:
     return builder.executeCompaction()
 
 
+def _reorg(spark: Any, r: _Reader) -> Any:
+    """``REORG TABLE t [WHERE partition predicate] APPLY (PURGE)``: rewrite the files with deletion vectors."""
+    from deltalog.spark.optimize import metrics_frame, optimize
+
+    r.expect("REORG", "TABLE")
+    ref = _table(spark, r, "WHERE", "APPLY")
+    where = [r.until("APPLY")] if r.take("WHERE") else []
+    r.expect("APPLY")
+    spec = r.until().strip()
+    inner = spec[1:-1].strip() if spec.startswith("(") and spec.endswith(")") else ""
+    if inner.upper().startswith("UPGRADE"):
+        raise refuse(r.text, "UniForm (APPLY (UPGRADE UNIFORM ...): Iceberg / Hudi metadata beside the Delta log) is "
+                     "not supported by deltalog; APPLY (PURGE) is")
+    if inner.upper() != "PURGE":
+        raise syntax_error(r.text, f"REORG TABLE ... APPLY takes (PURGE), got {spec[:40]!r}")
+    return metrics_frame(spark, optimize(spark, ref.location, where=where, purge=True))
+
+
 def _restore(spark: Any, r: _Reader) -> Any:
     r.expect("RESTORE")
     r.take("TABLE")
@@ -458,6 +477,7 @@ _COMMANDS: list[tuple[tuple[str, ...], Any]] = [
     (("DESCRIBE", "DETAIL"), _detail),
     (("VACUUM",), _vacuum),
     (("OPTIMIZE",), _optimize),
+    (("REORG", "TABLE"), _reorg),
     (("RESTORE",), _restore),
     (("CONVERT", "TO", "DELTA"), _convert),
     (("GENERATE",), _generate),

@@ -10,7 +10,7 @@ semantics stay. A Delta statement deltalog cannot run raises an error naming the
 The statements: :mod:`deltalog.spark.sql.ddl` (``CREATE`` / ``REPLACE`` / ``CLONE`` / ``CONVERT`` /
 ``ALTER TABLE`` / ``SHOW TBLPROPERTIES`` / ``DESCRIBE TABLE``), :mod:`deltalog.spark.sql.dml` (``INSERT``,
 ``UPDATE``, ``DELETE``, ``MERGE``) and :mod:`deltalog.spark.sql.commands` (``DESCRIBE HISTORY`` /
-``DETAIL``, ``OPTIMIZE``, ``VACUUM``, ``RESTORE``, ``GENERATE``, ``FSCK REPAIR TABLE``).
+``DETAIL``, ``OPTIMIZE``, ``REORG TABLE``, ``VACUUM``, ``RESTORE``, ``GENERATE``, ``FSCK REPAIR TABLE``).
 
 Example:
     >>> spark.sql("CREATE TABLE events (id BIGINT, day DATE) USING DELTA PARTITIONED BY (day)")  # doctest: +SKIP
@@ -31,7 +31,7 @@ __all__ = ["install", "run_sql", "uninstall"]
 
 
 _LOCK = threading.Lock()
-_KEYWORDS = ("delta", "vacuum", "optimize", "restore", "history", "detail", "convert", "generate", "fsck",
+_KEYWORDS = ("delta", "vacuum", "optimize", "reorg", "restore", "history", "detail", "convert", "generate", "fsck",
              "merge", "update", "delete", "insert", "create", "replace", "alter", "tblproperties", "table_changes",
              " as of", "@", "drop", "describe", "clone", "truncate")
 
