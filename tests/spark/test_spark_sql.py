@@ -175,6 +175,41 @@ def test_update_and_delete(target: Target) -> None:
     assert target.operations()[-3:] == ["UPDATE", "DELETE", "DELETE"]
 
 
+def test_dml_with_ctes_and_subqueries_over_delta_tables(target: Target, spark: Any, tmp_path: Path) -> None:
+    """Spark's ``WITH ... INSERT / MERGE / UPDATE / DELETE`` and ``IN (SELECT ... FROM <Delta table>)``
+    conditions: the CTEs and the Delta tables they read reach the statement, and no view is left behind."""
+    people(target)
+    staged = f"delta.`{tmp_path / 'staged'}`"
+    spark.sql(f"CREATE TABLE {staged} (id INT, name STRING, age INT) USING DELTA")
+    spark.sql(f"INSERT INTO {staged} VALUES (2, 'bo', 41), (3, 'cyd', 31), (9, 'ida', 50)")
+    views = {t.name for t in spark.catalog.listTables()}
+    target.sql(f"WITH young AS (SELECT id + 10 AS id, name, age FROM {staged} WHERE age < 45) "
+               "INSERT INTO {t} SELECT * FROM young")
+    target.sql(f"INSERT INTO {{t}} WITH old AS (SELECT id + 20 AS id, name, age FROM {staged} WHERE age > 45) "
+               "SELECT * FROM old")
+    assert target.rows("SELECT id FROM {t} WHERE id > 10 ORDER BY id") == [(12,), (13,), (29,)]
+    merged = target.sql(f"WITH src AS (SELECT * FROM {staged}), people AS (SELECT * FROM src WHERE id < 9) "
+                        "MERGE INTO {t} AS t USING people ON t.id = people.id "  # the CTE hides any table `people`
+                        "WHEN MATCHED THEN UPDATE SET t.name = people.name WHEN NOT MATCHED THEN INSERT *")
+    assert tuple(merged.first()) == (2, 2, 0, 0)
+    assert target.rows("SELECT id, name FROM {t} WHERE id <= 3 ORDER BY id") == [(1, "ann"), (2, "bo"), (3, "cyd")]
+    deleted = target.sql(f"DELETE FROM {{t}} WHERE id - 10 IN (SELECT id FROM {staged}) OR id = 29")
+    assert deleted.first()[0] == 3
+    updated = target.sql(f"WITH picked AS (SELECT id FROM {staged} WHERE age > 40), again AS (SELECT * FROM picked) "
+                         "UPDATE {t} SET age = 0 WHERE id IN (SELECT id FROM again)")
+    assert updated.first()[0] == 1
+    version = target.version()
+    from deltalog.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=r"DELTA_UNSUPPORTED_SUBQUERY.*target's column t\.id"):
+        target.sql("WITH x AS (SELECT 3 AS id) DELETE FROM {t} t WHERE EXISTS (SELECT 1 FROM x WHERE x.id = t.id)")
+    assert target.version() == version  # refused, not run with t.id taken for x.id
+    gone = target.sql("WITH x AS (SELECT 3 AS id) DELETE FROM {t} t WHERE t.id IN (SELECT id FROM x)")
+    assert gone.first()[0] == 1
+    assert target.rows("SELECT * FROM {t} ORDER BY id") == [(1, "ann", 30), (2, "bo", 0)]
+    assert {t.name for t in spark.catalog.listTables()} == views  # the reads' temporary views are gone
+
+
 def test_merge_with_every_clause_and_a_subquery_source(target: Target) -> None:
     people(target)
     result = target.sql("""

@@ -49,6 +49,17 @@ def test_for_path_is_delta_table_to_df_and_alias(spark: Any, table: str, tmp_pat
         DeltaTable.forName(spark, "no_such_table_anywhere")
 
 
+def test_delete_and_update_through_an_alias(spark: Any, table: str) -> None:
+    """As in delta-spark, ``alias("t")`` names the table in ``delete`` / ``update`` conditions and values."""
+    dt = DeltaTable.forPath(spark, table).alias("t")
+    dt.delete("t.id = 1 OR t.k = 0 AND t.id > 6")
+    dt.update("t.id = 2", {"id": "t.id + 100", "k": "t.k"})
+    assert sorted(r["id"] for r in rows(dt.toDF())) == [0, 3, 4, 5, 6, 7, 102]
+    dt.update(set={"id": "t.id * 2"})  # no condition: every row
+    assert sorted(r["id"] for r in rows(dt.toDF())) == [0, 6, 8, 10, 12, 14, 204]
+    assert DeltaTable.forPath(spark, table).history(1).first().operationParameters["predicate"] == "[]"
+
+
 def test_history_and_detail(spark: Any, table: str) -> None:
     dt = DeltaTable.forPath(spark, table)
     h = dt.history()

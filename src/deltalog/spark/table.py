@@ -529,7 +529,7 @@ class DeltaTable:
         """
         from deltalog.spark.dml import delete
 
-        delete(self._spark, self.path, condition)
+        delete(self._spark, self.path, self._unaliased(condition))
 
     def update(self, condition: Any = None, set: Mapping[str, Any] | None = None) -> None:
         """Set columns of the rows where ``condition`` holds (``None``: every row) in one ``UPDATE``
@@ -540,7 +540,17 @@ class DeltaTable:
         """
         from deltalog.spark.dml import update
 
-        update(self._spark, self.path, condition, set)
+        values = {k: self._unaliased(v) for k, v in set.items()} if isinstance(set, Mapping) else set
+        update(self._spark, self.path, self._unaliased(condition), values)
+
+    def _unaliased(self, expression: Any) -> Any:
+        """A SQL string naming columns by the :meth:`alias` (``t.id``) as the table's scan names them (``id``),
+        as delta-spark resolves them against the aliased table; other values as they are."""
+        if not self._alias or not isinstance(expression, str):
+            return expression
+        from deltalog.spark.sql.dialect import unqualified_sql
+
+        return unqualified_sql(expression, {self._alias.lower()})
 
     def merge(self, source: DataFrame, condition: Any) -> MergeBuilder:
         """A merge builder of ``source`` into this table on ``condition`` (SQL string or ``Column``); the

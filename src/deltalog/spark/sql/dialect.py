@@ -17,7 +17,7 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 
-__all__ = ["DIALECT", "DeltalogSpark"]
+__all__ = ["DIALECT", "DeltalogSpark", "unqualified", "unqualified_sql"]
 
 
 def _parse_json(self: Any, e: exp.ParseJSON) -> str:
@@ -33,3 +33,39 @@ class DeltalogSpark(Spark):
 
 #: The dialect name for ``sqlglot.parse_one(..., read=DIALECT)`` / ``expression.sql(dialect=DIALECT)``.
 DIALECT = "deltalogspark"
+
+
+def unqualified(node: Any, names: set[str]) -> Any:
+    """A copy of ``node`` whose columns qualified by one of ``names`` (lower case: the target table's name or
+    alias) lose the qualifier, outside subqueries (there a qualified name may be an outer reference).
+
+    Example:
+        >>> import sqlglot
+        >>> unqualified(sqlglot.parse_one("t.id = 1 AND s.v > t.v", read=DIALECT), {"t"}).sql(dialect=DIALECT)
+        'id = 1 AND s.v > v'
+    """
+
+    def strip(n: Any) -> Any:
+        if isinstance(n, exp.Column) and n.table and n.table.lower() in names and n.find_ancestor(exp.Select) is None:
+            return exp.Column(this=n.this)
+        return n
+
+    return node.copy().transform(strip)
+
+
+def unqualified_sql(text: str, names: set[str]) -> str:
+    """:func:`unqualified` of a SQL expression given as text; text sqlglot cannot parse is returned as it is
+    (Spark reports what is wrong with it).
+
+    Example:
+        >>> unqualified_sql("t.id = 1", {"t"})
+        'id = 1'
+    """
+    import sqlglot
+    from sqlglot.errors import ParseError
+
+    try:
+        node = sqlglot.parse_one(text, read=DIALECT)
+    except ParseError:
+        return text
+    return str(unqualified(node, names).sql(dialect=DIALECT))

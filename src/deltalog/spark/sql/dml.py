@@ -15,13 +15,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType
 from deltalog.spark.sql.catalog import forget, raw_sql
-from deltalog.spark.sql.dialect import DIALECT
-from deltalog.spark.sql.refs import TableRef, read_ref, resolve_table, rewrite_query
+from deltalog.spark.sql.dialect import DIALECT, unqualified
+from deltalog.spark.sql.refs import TableRef, read_ref, resolve_table, rewrite_condition, rewrite_query
 from deltalog.spark.sql.shared import refuse
 from deltalog.txn.defaults import default_columns
 from deltalog.txn.generated import generated_columns
@@ -50,16 +52,86 @@ def handle(spark: Any, expression: Any, text: str) -> Any:
     return None
 
 
+def _with_clause(node: Any) -> Any:
+    """The ``WITH`` clause of a statement or query (``None`` without one)."""
+    return node.args.get("with_") or node.args.get("with")
+
+
+def _under_ctes(statement: Any, query: Any) -> Any:
+    """``query`` (the source of an ``INSERT`` or ``MERGE``) with the statement's leading ``WITH`` clause
+    attached, so that it can name the CTEs: Spark allows ``WITH s AS (...) MERGE INTO t USING s ...`` and
+    ``WITH s AS (...) INSERT INTO t SELECT * FROM s``. A query with a ``WITH`` of its own keeps it after the
+    statement's CTEs; a ``VALUES`` list is returned as it is."""
+    outer = _with_clause(statement)
+    key = next((k for k in ("with_", "with") if k in type(query).arg_types), None)
+    if outer is None or key is None:
+        return query
+    query = query.copy()
+    own = _with_clause(query)
+    if own is None:
+        query.set(key, outer.copy())
+    else:
+        own.set("expressions", [*(e.copy() for e in outer.expressions), *own.expressions])
+    return query
+
+
+def _cte_names(statement: Any) -> set[str]:
+    outer = _with_clause(statement)
+    return {str(e.alias).lower() for e in outer.expressions} if outer is not None else set()
+
+
 def _strip(node: Any, names: set[str]) -> str:
     """SQL of ``node`` with column qualifiers naming the target (its name or alias) dropped."""
+    return str(unqualified(node, names).sql(dialect=DIALECT))
+
+
+@contextlib.contextmanager
+def _condition(spark: Any, statement: Any, node: Any, names: set[str], text: str) -> Iterator[str]:
+    """The SQL of an UPDATE / DELETE condition (target qualifiers dropped, as :func:`_strip`) for the time the
+    statement runs. Its subqueries may read Delta tables and the statement's CTEs
+    (``WITH s AS (...) DELETE FROM t WHERE id IN (SELECT id FROM s)``): the CTEs are written into the
+    condition as subqueries, and each Delta table read is a temporary view under a unique name until the
+    statement is done (a condition is a ``Column``, which cannot carry DataFrame arguments). A subquery
+    naming a column of the target by its qualifier (correlated) is refused: the target is not named in
+    the plan the condition runs in, and unqualified the column would mean the subquery's own."""
     from sqlglot import exp
 
-    def unqualify(n: Any) -> Any:
-        if isinstance(n, exp.Column) and n.table and n.table.lower() in names:
-            return exp.Column(this=n.this)
-        return n
+    if node.find(exp.Select) is None:
+        yield _strip(node, names)
+        return
+    for select in node.find_all(exp.Select):
+        outer = next((c for c in select.find_all(exp.Column) if c.table and c.table.lower() in names), None)
+        if outer is not None:
+            raise refuse(text, f"[DELTA_UNSUPPORTED_SUBQUERY] its condition's subquery refers to the target's "
+                         f"column {outer.sql(dialect=DIALECT)} (a correlated subquery), which deltalog does not "
+                         "run; use MERGE INTO the table USING the subquery's rows")
+    tree = unqualified(_inline_ctes(statement, node.copy()), names)
+    sql, frames = rewrite_condition(spark, tree)
+    try:
+        for name, df in frames.items():
+            df.createOrReplaceTempView(name)
+        yield sql
+    finally:
+        for name in frames:
+            spark.catalog.dropTempView(name)
 
-    return str(node.copy().transform(unqualify).sql(dialect=DIALECT))
+
+def _inline_ctes(statement: Any, tree: Any) -> Any:
+    """``tree`` with each reference to a CTE of ``statement``'s ``WITH`` clause replaced by the CTE's query
+    (a subquery under the reference's name), CTEs naming earlier ones included."""
+    from sqlglot import exp
+
+    outer = _with_clause(statement)
+    ctes = {str(c.alias).lower(): c.this for c in outer.expressions} if outer is not None else {}
+    for _ in range(len(ctes)):  # each round inlines one more level of CTEs naming CTEs
+        refs = [t for t in tree.find_all(exp.Table) if not t.db and t.name.lower() in ctes]
+        if not refs:
+            break
+        for t in refs:
+            alias = t.alias or t.name
+            t.replace(exp.Subquery(this=ctes[t.name.lower()].copy(),
+                                   alias=exp.TableAlias(this=exp.to_identifier(alias))))
+    return tree
 
 
 def _is_default(node: Any) -> bool:
@@ -143,7 +215,7 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
     if isinstance(query, exp.Values) and query.expressions and not expression.args.get("by_name"):
         query = _values_with_defaults(query, targets_for(len(query.expressions[0].expressions), listed),
                                       snap.schema)
-    df = rewrite_query(spark, query).sql(spark)
+    df = rewrite_query(spark, _under_ctes(expression, query)).sql(spark)
     if expression.args.get("by_name"):
         listed = list(df.columns)
     targets = targets_for(len(df.columns), listed)
@@ -232,8 +304,10 @@ def _update(spark: Any, expression: Any, text: str) -> Any:
         assignments[column.name] = _default_sql(load_snapshot(ref.location).schema, column.name) \
             if _is_default(eq.expression) else _strip(eq.expression, names)
     where = expression.args.get("where")
-    condition = _strip(where.this, names) if where is not None else None
-    result = update(spark, ref.location, condition, assignments)
+    with contextlib.ExitStack() as scope:
+        condition = scope.enter_context(_condition(spark, expression, where.this, names, text)) \
+            if where is not None else None
+        result = update(spark, ref.location, condition, assignments)
     _touch(spark, ref)
     return _rows(spark, {"num_affected_rows": int(result.metric("numUpdatedRows"))}, "num_affected_rows bigint")
 
@@ -250,8 +324,10 @@ def _delete(spark: Any, expression: Any, text: str) -> Any:
     if ref is None:
         return None
     where = expression.args.get("where")
-    condition = _strip(where.this, _target_names(table)) if where is not None else None
-    result = delete(spark, ref.location, condition)
+    with contextlib.ExitStack() as scope:
+        condition = scope.enter_context(_condition(spark, expression, where.this, _target_names(table), text)) \
+            if where is not None else None
+        result = delete(spark, ref.location, condition)
     _touch(spark, ref)
     return _rows(spark, {"num_affected_rows": int(result.metric("numDeletedRows"))}, "num_affected_rows bigint")
 
@@ -259,10 +335,15 @@ def _delete(spark: Any, expression: Any, text: str) -> Any:
 # -------------------------------------------------------------------------------------------- MERGE
 
 
-def _source_frame(spark: Any, using: Any) -> tuple[Any, str]:
+def _source_frame(spark: Any, using: Any, statement: Any) -> tuple[Any, str]:
     from sqlglot import exp
 
     alias = using.args.get("alias")
+    if isinstance(using, exp.Table) and not using.db and using.name.lower() in _cte_names(statement):
+        plain = using.copy()  # a CTE of the statement's WITH clause (it hides a table of that name)
+        plain.set("alias", None)
+        query = _under_ctes(statement, exp.select("*").from_(plain))
+        return rewrite_query(spark, query).sql(spark), alias.name if alias is not None and alias.name else using.name
     if isinstance(using, exp.Table):
         name = alias.name if alias is not None and alias.name else using.name
         ref = resolve_table(spark, using)
@@ -274,7 +355,7 @@ def _source_frame(spark: Any, using: Any) -> tuple[Any, str]:
     if isinstance(using, exp.Subquery):
         if alias is None or not alias.name:
             raise InvalidArgumentError("a MERGE source subquery needs an alias")
-        return rewrite_query(spark, using.this).sql(spark), alias.name
+        return rewrite_query(spark, _under_ctes(statement, using.this)).sql(spark), alias.name
     raise InvalidArgumentError(f"unsupported MERGE source: {using.sql(dialect=DIALECT)}")
 
 
@@ -291,7 +372,7 @@ def _merge(spark: Any, expression: Any, text: str) -> Any:
         return None
     alias = target.args.get("alias")
     target_alias = alias.name if alias is not None and alias.name else target.name
-    source, source_alias = _source_frame(spark, expression.args["using"])
+    source, source_alias = _source_frame(spark, expression.args["using"], expression)
     on = expression.args.get("on")
     if on is None:
         raise refuse(text, "MERGE needs an ON condition")

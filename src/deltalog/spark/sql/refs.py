@@ -24,7 +24,9 @@ from deltalog.errors import InvalidArgumentError
 from deltalog.spark.sql.catalog import TableName, lookup
 from deltalog.spark.sql.dialect import DIALECT
 
-__all__ = ["Rewritten", "TableRef", "expand_at_syntax", "resolve", "resolve_table", "rewrite_query"]
+__all__ = [
+    "Rewritten", "TableRef", "expand_at_syntax", "resolve", "resolve_table", "rewrite_condition", "rewrite_query",
+]
 
 
 
@@ -352,6 +354,32 @@ def rewrite_query(spark: Any, expression: Any) -> Rewritten:
         >>> rewrite_query(spark, parse("SELECT 1")).text                           # doctest: +SKIP
         'SELECT 1'
     """
+    frames = _replace_delta_tables(spark, expression)
+    text = expression.sql(dialect=DIALECT)
+    if frames:  # PySpark formats the text with str.format: the query's own braces are escaped
+        text = text.replace("{", "{{").replace("}", "}}")
+        for name in frames:
+            text = text.replace(name, "{" + name + "}")
+    return Rewritten(text, frames)
+
+
+def rewrite_condition(spark: Any, condition: Any) -> tuple[str, dict[str, Any]]:
+    """A condition (a sqlglot tree, e.g. a ``WHERE`` with ``IN (SELECT ...)`` subqueries) as SQL text whose
+    Delta table references are replaced by names for deltalog's reads, and those reads by name: the caller
+    registers them as temporary views while the condition is evaluated (a ``Column`` cannot carry
+    DataFrame arguments). ``condition`` is changed in place.
+
+    Example:
+        >>> rewrite_condition(spark, parse_condition("id IN (SELECT id FROM staged)"))  # doctest: +SKIP
+        ('id IN (SELECT id FROM __deltalog_ref0_1a2b3c4d AS `staged`)', {'__deltalog_ref0_1a2b3c4d': DataFrame[...]})
+    """
+    frames = _replace_delta_tables(spark, condition)
+    return condition.sql(dialect=DIALECT), frames
+
+
+def _replace_delta_tables(spark: Any, expression: Any) -> dict[str, Any]:
+    """Replace (in place) each Delta table reference and ``table_changes(...)`` call in ``expression`` by a
+    unique name; returns deltalog's read for each name."""
     from sqlglot import exp
 
     ctes = _cte_names(expression)
@@ -385,12 +413,7 @@ def rewrite_query(spark: Any, expression: Any) -> Rewritten:
     for func in list(expression.find_all(exp.Anonymous)):
         if str(func.name).lower() in _CHANGES and not isinstance(func.parent, exp.Table):
             func.replace(exp.Table(this=exp.to_identifier(placeholder(_changes_frame(spark, func)))))
-    text = expression.sql(dialect=DIALECT)
-    if frames:  # PySpark formats the text with str.format: the query's own braces are escaped
-        text = text.replace("{", "{{").replace("}", "}}")
-        for name in frames:
-            text = text.replace(name, "{" + name + "}")
-    return Rewritten(text, frames)
+    return frames
 
 
 _CHANGES = ("table_changes", "table_changes_by_path")
