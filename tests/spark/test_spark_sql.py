@@ -662,6 +662,41 @@ def test_streaming_to_table_and_foreach_batch_without_a_path(spark: Any, tmp_pat
         spark.sql(f"DROP TABLE IF EXISTS {name}")
 
 
+def test_stream_of_a_catalog_table_and_catalog_create_table(spark: Any, tmp_path: Path) -> None:
+    """``spark.readStream.table(name)`` streams a catalog Delta table through deltalog's source (it failed in
+    the catalog entry's data source); ``spark.catalog.createTable(..., source="delta")`` commits a Delta
+    table (it registered an entry without any log)."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from deltalog.arrow.write import TableExistsError
+    from deltalog.errors import InvalidArgumentError
+    from deltalog.spark import DeltaTable
+
+    made, over, bad, sink = (f"{p}_{uuid.uuid4().hex[:8]}" for p in ("made", "over", "bad", "sink"))
+    existing = str(tmp_path / "existing")
+    spark.range(3).write.format("delta").save(existing)
+    schema = StructType([StructField("id", LongType())])
+    try:
+        assert spark.catalog.createTable(made, source="delta", schema=schema, description="made here",
+                                         **{"delta.appendOnly": "true"}).count() == 0
+        detail = DeltaTable.forName(spark, made).detail().first()
+        assert detail.description == "made here" and detail.properties == {"delta.appendOnly": "true"}
+        assert deltalog.Table(detail.location).latest_version() == 0
+        with pytest.raises(TableExistsError, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
+            spark.catalog.createTable(made, source="delta", schema=schema)
+        assert spark.catalog.createTable(over, path=existing, source="delta").count() == 3  # its log's schema
+        with pytest.raises(InvalidArgumentError, match=r"unknown option\(s\) \['foo'\]"):
+            spark.catalog.createTable(bad, source="delta", schema=schema, foo="1")
+        assert not spark.catalog.tableExists(bad)
+        query = spark.readStream.table(over).writeStream.format("memory").queryName(sink) \
+            .trigger(availableNow=True).start()
+        query.awaitTermination()
+        assert sorted(r.id for r in spark.table(sink).collect()) == [0, 1, 2]
+    finally:
+        for name in (made, over, bad):
+            spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
 def test_non_delta_statements_pass_through(spark: Any, tmp_path: Path) -> None:
     name = f"pq_{uuid.uuid4().hex[:8]}"
     try:

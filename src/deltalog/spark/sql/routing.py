@@ -2,7 +2,9 @@
 
 Installed by :func:`deltalog.spark.register` with the rest of the routing (classic and Connect):
 ``DataFrameWriter.saveAsTable`` / ``insertInto``, ``DataFrame.writeTo`` and the ``DataFrameWriterV2``
-actions, ``DataStreamWriter.toTable``, ``SparkSession.table`` and ``DataFrameReader.table``. Each falls
+actions, ``DataStreamWriter.toTable``, ``SparkSession.table``, ``DataFrameReader.table`` and
+``DataStreamReader.table`` (a stream of a catalog Delta table is deltalog's streaming source) and
+``Catalog.createTable(..., source="delta")`` (a commit 0 as ``DeltaTable.create()``). Each falls
 back to Spark's own method when the table is not a Delta table (and no ``delta`` format was asked for).
 
 Example:
@@ -98,6 +100,67 @@ def _reader_table(original: Callable[..., Any]) -> Callable[..., Any]:
     return table
 
 
+def _stream_reader_table(original: Callable[..., Any]) -> Callable[..., Any]:
+    def table(self: Any, tableName: str) -> Any:
+        from deltalog.spark.sql.tables import catalog_delta
+
+        found = catalog_delta(session_of_reader(self), tableName)
+        if found is None:
+            return original(self, tableName)
+        return self.format("delta").load(found.location)  # deltalog's streaming source, options as given
+
+    return table
+
+
+def _catalog_create_table(original: Callable[..., Any]) -> Callable[..., Any]:
+    def createTable(self: Any, tableName: str, path: Any = None, source: Any = None, schema: Any = None,
+                    description: Any = None, **options: Any) -> Any:
+        from deltalog.arrow.write import TableExistsError
+        from deltalog.errors import InvalidArgumentError
+        from deltalog.spark._common import session_setting
+        from deltalog.spark.builder import DeltaTableBuilder
+
+        spark = self._sparkSession
+        fmt = source if source is not None else session_setting(spark, "spark.sql.sources.default")
+        if not (isinstance(fmt, str) and fmt.strip().lower() == "delta"):
+            return original(self, tableName, path, source, schema, description, **options)
+        where = path if path is not None else options.pop("path", None)
+        unknown = sorted(k for k in options if not k.startswith("delta."))
+        if unknown:
+            raise InvalidArgumentError(f"spark.catalog.createTable({tableName!r}, source='delta'): unknown option(s) "
+                                       f"{unknown}; Delta tables take table properties (delta.*) here",
+                                       table=tableName)
+        if schema is None and where is None:
+            raise InvalidArgumentError(f"spark.catalog.createTable({tableName!r}, source='delta') needs a schema, or "
+                                       "the path of an existing Delta table", table=tableName)
+        if schema is None:  # an existing Delta table registered with the schema of its log
+            from deltalog.spark.sql.catalog import parse_name
+
+            def literal(text: Any) -> str:
+                return "'" + str(text).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+            props = ", ".join(f"{literal(k)} = {literal(v)}" for k, v in options.items())
+            spark.sql(f"CREATE TABLE {parse_name(tableName).sql()} USING DELTA LOCATION {literal(where)}"
+                      + (f" COMMENT {literal(description)}" if description is not None else "")
+                      + (f" TBLPROPERTIES ({props})" if props else ""))
+            return spark.table(tableName)
+        builder = DeltaTableBuilder(spark, "create").tableName(tableName).addColumns(schema)
+        if where is not None:
+            builder = builder.location(str(where))
+        if description is not None:
+            builder = builder.comment(str(description))
+        for key, value in options.items():
+            builder = builder.property(key, str(value))
+        try:
+            builder.execute()
+        except TableExistsError:
+            raise TableExistsError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] cannot create table {tableName}: it already "
+                                   "exists (drop it first, or choose another name)", table=tableName) from None
+        return spark.table(tableName)
+
+    return createTable
+
+
 def _write_to(original: Callable[..., Any]) -> Callable[..., Any]:
     def writeTo(self: Any, table: str) -> Any:
         writer = original(self, table)
@@ -188,6 +251,10 @@ def patches() -> list[tuple[type, str, Make]]:
         out.append((cls, "table", _reader_table))
     for cls in _classes("pyspark.sql.streaming.readwriter", "DataStreamWriter"):
         out.append((cls, "toTable", _to_table))
+    for cls in _classes("pyspark.sql.streaming.readwriter", "DataStreamReader"):
+        out.append((cls, "table", _stream_reader_table))
+    for cls in _classes("pyspark.sql.catalog", "Catalog"):  # createExternalTable calls createTable
+        out.append((cls, "createTable", _catalog_create_table))
     for cls in _classes("pyspark.sql.session", "SparkSession"):
         out.append((cls, "table", _spark_table))
     for module in ("pyspark.sql.classic.dataframe", "pyspark.sql.connect.dataframe"):
