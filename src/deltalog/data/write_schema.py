@@ -45,7 +45,6 @@ from deltalog.protocol.type_widening import can_widen, widened
 __all__ = ["SchemaRemedies", "data_schema", "describe_type", "resolve_schema"]
 
 
-
 @dataclass(frozen=True)
 class SchemaRemedies:
     """How the caller's API says "merge the data's schema into the table's" (``merge``) and "replace the

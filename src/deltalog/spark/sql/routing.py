@@ -2,7 +2,7 @@
 
 Installed by :func:`deltalog.spark.register` with the rest of the routing (classic and Connect):
 ``DataFrameWriter.saveAsTable`` / ``insertInto``, ``DataFrame.writeTo`` and the ``DataFrameWriterV2``
-actions, ``DataStreamWriter.toTable``, ``SparkSession.table``, ``DataFrameReader.table`` and
+actions, ``DataStreamWriter.toTable``, ``SparkSession.table``, ``DataFrameReader.table``,
 ``DataStreamReader.table`` (a stream of a catalog Delta table is deltalog's streaming source) and
 ``Catalog.createTable(..., source="delta")`` (a commit 0 as ``DeltaTable.create()``). Each falls
 back to Spark's own method when the table is not a Delta table (and no ``delta`` format was asked for).
