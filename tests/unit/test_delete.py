@@ -100,6 +100,12 @@ def test_bad_input(tmp_path: Path) -> None:
         delete(table, [("id", "=", 1)], use_deletion_vectors=True)
     with pytest.raises(InvalidArgumentError, match="filter column 'nope'"):
         delete(table, [("nope", "=", 1)])
+    # not a filter at all: the filter's own error (it was an IndexError while naming the operation)
+    for bad in ("id = 1", [("id", "=")], 5):
+        with pytest.raises(InvalidArgumentError, match=r"filter must be a list|is not \(column, op, value\)"):
+            delete(table, bad)
+        with pytest.raises(InvalidArgumentError, match=r"filter must be a list|is not \(column, op, value\)"):
+            table.update_rows(bad, {"id": 0})
     table.set_properties({"delta.appendOnly": "true"})
     version = table.snapshot().version
     with pytest.raises(deltalog.DeltaError, match="append-only"):

@@ -26,7 +26,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -182,7 +182,10 @@ def describe_predicate(predicate: Any) -> str | None:
         return None
     if isinstance(predicate, pc.Expression):
         return str(predicate)
-    conds = [predicate] if isinstance(predicate, tuple) else list(predicate)
+    conds = [predicate] if isinstance(predicate, tuple) else predicate
+    if isinstance(conds, (str, bytes)) or not isinstance(conds, Sequence) or \
+            not all(isinstance(c, (tuple, list)) and len(c) == 3 for c in conds):
+        return repr(predicate)  # not a filter: normalize_filter refuses it, naming what is wrong
     return " AND ".join(f"{c[0]} {c[1]} {c[2]!r}" for c in conds)
 
 
