@@ -489,8 +489,6 @@ class MergeRun:
             done = one_pass(self, S, candidates)
             if done is not None:
                 return done
-        frame, t_here, s_here = self._frame(T, S, how)
-        self._outputs(frame, T, S)  # assignments and their types are checked before any job runs
         uris = file_uris(self.snap, candidates)
         file_of, row_of, by_size, frame_target = T[FILE], T[ROW], None, T
         keyed = keyed_rows(self.b._spark, self.snap, candidates)
@@ -498,9 +496,12 @@ class MergeRun:
             K, bits = keyed
             K = K.withColumn(_T_PRESENT, F.lit(True))
             K = frame_target = K.alias(self.b._alias) if self.b._alias else K
-            frame, t_here, s_here = self._frame(K, S, how)
             file_of, row_of = K[ROW_KEY].bitwiseAND(F.lit((1 << bits) - 1)), K[ROW_KEY]
             by_size = dict(zip(candidates.column("size").to_pylist(), uris))
+        # The plan is built broadcasting the source, the usual case; it is built again without the hint
+        # when the source is too large (each build costs a round of plan analysis in the JVM).
+        frame, t_here, s_here = self._frame(frame_target, F.broadcast(S), how)
+        self._outputs(frame, frame_target, S)  # assignments and their types are checked before any job runs
         # One group per matched target row (are there several source rows?), one per file and clause for the
         # unmatched ones: the aggregation shuffles about as many rows as matched, not the whole target.
         def first_job(frame: DataFrame, t_here: Column, s_here: Column) -> DataFrame:
@@ -510,8 +511,8 @@ class MergeRun:
             ).agg(F.count(F.lit(1)).alias("rows"), F.sum(pairs).alias("pairs"), F.min(_ACTION).alias("act"))
 
         per_row = first_job(frame, t_here, s_here)
-        if broadcast_source(self.b._spark, per_row, self._source_rows()):  # no shuffle of every target row
-            frame, t_here, s_here = self._frame(frame_target, F.broadcast(S), how)
+        if not broadcast_source(self.b._spark, per_row, self._source_rows()):  # else no shuffle of the target
+            frame, t_here, s_here = self._frame(frame_target, S, how)
             per_row = first_job(frame, t_here, s_here)
         stats = [r.asDict() for r in per_row.groupBy(FILE, "act").agg(
             F.sum(F.when(F.col("pairs") > 0, 1).otherwise(F.col("rows"))).alias("n"), F.max("pairs").alias("most")
