@@ -578,9 +578,9 @@ class MergeRun:
             in_touched = t_here if plain else t_here & T[FILE].isin(sorted(touched_uris))
         else:  # a target row's fate depends only on the source: join the touched files alone
             T = self._target(touched)
-            frame, t_here, _ = self._frame(T, S, "left")
-            if broadcast_source(self.b._spark, frame, self._source_rows()):  # the touched rows stay in place
-                frame, t_here, _ = self._frame(T, F.broadcast(S), "left")
+            frame, t_here, _ = self._frame(T, F.broadcast(S), "left")  # the touched rows stay in place
+            if not broadcast_source(self.b._spark, frame, self._source_rows()):  # unless the source is too large
+                frame, t_here, _ = self._frame(T, S, "left")
             in_touched = t_here
         keep = in_touched & (action.isin(updates) if use_dvs else ~action.isin(deletes))
         wanted = (keep | (~t_here & (action >= 0))) if self.not_matched else keep
