@@ -394,8 +394,12 @@ class Table:
 
         return drop_constraint(self, name, if_exists=if_exists, clock=clock)
 
-    def add_columns(self, fields: Sequence[Any], *, clock: Callable[[], int] | None = None) -> CommitResult:
-        """Append nullable columns (``StructField`` s) in one ``ADD COLUMNS`` commit.
+    def add_columns(
+        self, fields: Sequence[Any], *, after: Mapping[str, str | None] | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> CommitResult:
+        """Add nullable columns (``StructField`` s) in one ``ADD COLUMNS`` commit: appended, or placed by
+        ``after`` (``{"note": "id"}``: right after ``id``; ``{"note": None}``: first).
 
         Example:
             >>> from deltalog.protocol.schema import PrimitiveType, StructField
@@ -404,7 +408,7 @@ class Table:
         """
         from deltalog.commands.columns import add_columns
 
-        return add_columns(self, fields, clock=clock)
+        return add_columns(self, fields, after=after, clock=clock)
 
     def rename_column(self, column: str, new_name: str, *, clock: Callable[[], int] | None = None) -> CommitResult:
         """Rename a column (``a`` or ``a.b``) in one ``RENAME COLUMN`` commit; needs column mapping (see

@@ -458,11 +458,11 @@ def test_alter_table(target: Target) -> None:
     props = target.table().snapshot().properties
     assert props["team"] == "x" and "owner" not in props
     target.sql("ALTER TABLE {t} ADD COLUMNS (email STRING COMMENT 'work mail', score DOUBLE)")
-    target.sql("ALTER TABLE {t} ADD COLUMN nick STRING")
+    target.sql("ALTER TABLE {t} ADD COLUMN nick STRING AFTER name")
     target.sql("ALTER TABLE {t} ALTER COLUMN name COMMENT 'given name'")
     target.sql("ALTER TABLE {t} ALTER COLUMN id DROP NOT NULL")
     fields = {f.name: f for f in target.table().snapshot().schema.fields}
-    assert list(fields) == ["id", "name", "age", "email", "score", "nick"]
+    assert list(fields) == ["id", "name", "nick", "age", "email", "score"]
     assert fields["email"].metadata.get("comment") == "work mail"
     assert fields["name"].metadata.get("comment") == "given name"
     assert fields["id"].nullable

@@ -34,6 +34,23 @@ def test_add_columns_reads_old_rows_as_null_and_records_the_operation(tmp_path: 
     assert sorted(t.snapshot().to_arrow().column("z").to_pylist(), key=lambda v: (v is not None, v)) == [None, None, 7]
 
 
+def test_add_columns_at_a_position(tmp_path: Path) -> None:
+    t = make(tmp_path)
+    long = PrimitiveType("long")
+    t.add_columns([StructField(n, long, True, {}) for n in "abc"],
+                  after={"a": None, "b": "ID", "c": "b"})  # first; after id (any case); after one added before
+    assert t.snapshot().schema.field_names == ["a", "id", "b", "c", "s"]
+    params = json.loads(t.history(limit=1)[0]["operationParameters"]["columns"])
+    assert [(p["column"]["name"], p.get("position")) for p in params] == \
+        [("a", "FIRST"), ("b", "AFTER ID"), ("c", "AFTER b")]
+    assert t.snapshot().to_arrow().to_pylist()[0] == {"a": None, "id": 1, "b": None, "c": None, "s": "a"}
+    with pytest.raises(InvalidArgumentError, match=r"DELTA_COLUMN_NOT_FOUND.*AFTER 'nope'"):
+        t.add_columns([StructField("d", long, True, {})], after={"d": "nope"})
+    with pytest.raises(InvalidArgumentError, match=r"columns not being added: \['e'\]"):
+        t.add_columns([StructField("d", long, True, {})], after={"e": None})
+    assert t.snapshot().version == 1
+
+
 def test_add_columns_refuses_duplicates_and_not_null(tmp_path: Path) -> None:
     t = make(tmp_path)
     with pytest.raises(InvalidArgumentError, match="DUPLICATE"):

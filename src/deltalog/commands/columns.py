@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -59,13 +59,17 @@ def _options(clock: Callable[[], int] | None, snapshot: Snapshot) -> dict[str, A
 
 
 def add_columns(
-    table: TableHandle, fields: Sequence[StructField], *, clock: Callable[[], int] | None = None
+    table: TableHandle, fields: Sequence[StructField], *, after: Mapping[str, str | None] | None = None,
+    clock: Callable[[], int] | None = None,
 ) -> CommitResult:
-    """Append ``fields`` to the table's schema in one ``ADD COLUMNS`` commit (see the module docstring).
+    """Add ``fields`` to the table's schema in one ``ADD COLUMNS`` commit (see the module docstring): appended,
+    or placed by ``after`` (SQL's ``AFTER col`` / ``FIRST``): ``{"z": "id"}`` puts ``z`` right after the
+    top-level column ``id`` (one added before it included), ``{"z": None}`` first.
 
     Example:
         >>> add_columns(t, [StructField("z", PrimitiveType("integer"), True, {})]).version   # doctest: +SKIP
         5
+        >>> add_columns(t, [StructField("y", PrimitiveType("long"), True, {})], after={"y": "id"})  # doctest: +SKIP
     """
     loc = table.location
     new = list(fields)
@@ -89,13 +93,38 @@ def add_columns(
                 "added with a DEFAULT; add it without one, then set it with ALTER COLUMN ... SET DEFAULT "
                 "(change_column(default=...))", table=loc)
         existing.add(f.name.lower())
-    schema = StructType((*snapshot.schema.fields, *new))  # validates names (duplicates, nesting)
+    placed = _placed(list(snapshot.schema.fields), new, dict(after or {}), loc)
+    schema = StructType(tuple(placed))  # validates names (duplicates, nesting)
     from deltalog.txn.transaction import start_transaction
 
-    txn = start_transaction(table, AddColumns(columns=tuple(_field_obj(f) for f in new)),
+    positions = tuple(None if f.name not in (after or {}) else
+                      "FIRST" if (after or {})[f.name] is None else f"AFTER {(after or {})[f.name]}" for f in new)
+    txn = start_transaction(table, AddColumns(columns=tuple(_field_obj(f) for f in new), positions=positions),
                             **_options(clock, snapshot))
     txn.update_metadata(replace(snapshot.metadata, schemaString=schema.to_json()))
     return txn.commit()
+
+
+def _placed(fields: list[StructField], new: list[StructField], after: dict[str, str | None],
+            loc: str) -> list[StructField]:
+    """``fields`` with each of ``new`` appended, or inserted where ``after`` says (see :func:`add_columns`)."""
+    unknown = sorted(set(after) - {f.name for f in new})
+    if unknown:
+        raise InvalidArgumentError(f"ADD COLUMNS: positions given for columns not being added: {unknown}", table=loc)
+    for f in new:
+        if f.name not in after:
+            fields.append(f)
+        elif after[f.name] is None:
+            fields.insert(0, f)
+        else:
+            anchor = str(after[f.name])
+            at = next((i for i, g in enumerate(fields) if g.name.lower() == anchor.lower()), None)
+            if at is None:
+                raise InvalidArgumentError(
+                    f"[DELTA_COLUMN_NOT_FOUND] cannot add column {f.name!r} AFTER {anchor!r}: the table has no "
+                    f"top-level column {anchor!r} (columns: {[g.name for g in fields]})", table=loc)
+            fields.insert(at + 1, f)
+    return fields
 
 
 def _stats_say_no_nulls(add: dict[str, Any], physical: str) -> bool:

@@ -157,12 +157,16 @@ class AddColumns(Operation):
     """
 
     columns: tuple[Mapping[str, Any], ...] = ()
+    #: each column's place when one was given (``"FIRST"``, ``"AFTER id"``), else ``None`` (appended)
+    positions: tuple[str | None, ...] = ()
     NAME: ClassVar[str] = "ADD COLUMNS"
     CHANGES_DATA: ClassVar[bool] = False
 
     def parameters(self) -> dict[str, str | None]:
-        """The added columns, as delta-spark records them."""
-        return {"columns": json_param([{"column": dict(c)} for c in self.columns])}
+        """The added columns (and their positions, when given), as delta-spark records them."""
+        places = list(self.positions) + [None] * (len(self.columns) - len(self.positions))
+        return {"columns": json_param([{"column": dict(c), **({"position": p} if p else {})}
+                                       for c, p in zip(self.columns, places)])}
 
     def metric_names(self) -> tuple[str, ...]:
         """No metrics."""

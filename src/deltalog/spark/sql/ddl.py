@@ -546,9 +546,21 @@ def _add_columns(spark: Any, table: Any, columns: list[Any], text: str) -> None:
     from deltalog.protocol.schema import parse_schema
 
     _check_defaults(columns, "ALTER TABLE ADD COLUMNS", enabled=None)
-    struct = _struct_from_columns(spark, columns, identity=False)
+    after: dict[str, str | None] = {}
+    plain = []
+    for col in columns:  # ADD COLUMNS (c INT FIRST, d INT AFTER c): placed by the kernel
+        position = col.args.get("position")
+        if position is not None:
+            if str(position.args.get("position") or "").upper() == "FIRST":
+                after[col.name] = None
+            else:
+                after[col.name] = position.this.name
+            col = col.copy()
+            col.set("position", None)
+        plain.append(col)
+    struct = _struct_from_columns(spark, plain, identity=False)
     schema = parse_schema(struct.json())
-    table.add_columns(list(schema.fields))
+    table.add_columns(list(schema.fields), after=after or None)
 
 
 def _alter_column(spark: Any, table: Any, action: Any, text: str) -> None:
