@@ -19,7 +19,7 @@ from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.data.filters import Condition
 from deltalog.errors import DeltaError, InvalidArgumentError
 from deltalog.protocol.column_mapping import with_column_mapping
-from deltalog.protocol.schema import StructField, StructType, parse_schema
+from deltalog.protocol.schema import DataType, StructField, StructType, parse_schema
 from deltalog.spark._common import load_snapshot, open_table, spark_type
 from deltalog.spark._conf import auto_merge
 from deltalog.spark._defaults import default_value
@@ -145,6 +145,50 @@ def _new_fields(target: StructType, source: DataFrame, clauses: Sequence[Clause]
     return list(parse_schema(json.dumps({"type": "struct", "fields": fields})).fields)
 
 
+def _evolved_type(target: DataType, source: DataType) -> DataType:
+    """``target`` with the fields ``source`` has and it lacks, at any depth of structs (nullable, in the
+    source's order after the target's); other types stay the target's."""
+    if not (isinstance(target, StructType) and isinstance(source, StructType)):
+        return target
+    by_name = {f.name.lower(): f for f in source.fields}
+    fields = []
+    for f in target.fields:
+        match = by_name.pop(f.name.lower(), None)
+        fields.append(f if match is None else replace(f, type=_evolved_type(f.type, match.type)))
+    fields += [StructField(f.name, f.type, True, {}) for f in by_name.values()]
+    return StructType(tuple(fields))
+
+
+def _evolved_structs(target: StructType, source: DataFrame) -> list[StructField]:
+    """Schema evolution inside struct columns (``UPDATE SET *`` / ``INSERT *``, as delta-spark): each target
+    struct column gains the fields the source column of the same name has and it lacks."""
+    src = parse_schema(json.dumps({"type": "struct", "fields": [f.jsonValue() for f in source.schema.fields]}))
+    by_name = {f.name.lower(): f for f in src.fields}
+    out = []
+    for f in target.fields:
+        match = by_name.get(f.name.lower())
+        out.append(f if match is None else replace(f, type=_evolved_type(f.type, match.type)))
+    return out
+
+
+def _widened_struct(col: Column, old: DataType, new: DataType) -> Column:
+    """A struct value of type ``old`` as type ``new`` (which has more fields, at any depth): the new fields
+    are null, a null struct stays null."""
+    from pyspark.sql import functions as F
+
+    if not (isinstance(old, StructType) and isinstance(new, StructType)):
+        return col
+    have = {f.name.lower(): f for f in old.fields}
+    parts = []
+    for f in new.fields:
+        was = have.get(f.name.lower())
+        if was is None:
+            parts.append(F.lit(None).cast(spark_type(f.type)).alias(f.name))
+        else:
+            parts.append(_widened_struct(col.getField(was.name), was.type, f.type).alias(f.name))
+    return F.when(col.isNull(), F.lit(None).cast(spark_type(new))).otherwise(F.struct(*parts))
+
+
 class MergeRun:
     """One execution of a :class:`MergeBuilder` (see the module docstring)."""
 
@@ -179,12 +223,18 @@ class MergeRun:
         check_can_write(self.snap)
         target = self.snap.schema
         new = _new_fields(target, b._source, self.clauses, b._alias) if self.evolve else []
-        self.schema = StructType((*target.fields, *new)) if new else target
-        self.metadata = replace(self.snap.metadata, schemaString=self.schema.to_json()) if new else self.snap.metadata
-        if new:  # under column mapping the new columns get ids and physical names before any file is written
+        kept = _evolved_structs(target, b._source) if self.evolve and any(c.star for c in self.clauses) \
+            else list(target.fields)
+        changed = bool(new) or kept != list(target.fields)
+        self.schema = StructType((*kept, *new)) if changed else target
+        self.metadata = replace(self.snap.metadata, schemaString=self.schema.to_json()) if changed \
+            else self.snap.metadata
+        if changed:  # under column mapping the new columns get ids and physical names before any file is written
             self.metadata = with_column_mapping(self.metadata, self.snap.metadata, table=self.table.location)
             self.schema = parse_schema(self.metadata.schemaString or "")
         self.target_names = set(target.field_names)
+        #: the target's own type of each column whose struct type gained fields (its values are widened)
+        self.widened = {f.name: f.type for f, g in zip(target.fields, self.schema.fields) if f.type != g.type}
         self.source_names = {n.lower(): n for n in b._source.columns}
         self.identity = IdentityGenerator(identity_columns(target, table=self.table.location), [],
                                           table=self.table.location)
@@ -279,7 +329,7 @@ class MergeRun:
         action = F.col(_ACTION)
         for f in self.schema.fields:
             if T is not None and f.name in self.target_names:
-                default = T[quoted(f.name)]
+                default = self.target_value(T, f)
             else:
                 default = F.lit(None).cast(spark_type(f.type))
             chain: Column = None
@@ -291,6 +341,13 @@ class MergeRun:
                 chain = F.when(test, v) if chain is None else chain.when(test, v)
             out.append((default if chain is None else chain.otherwise(default)).alias(f.name))
         return out
+
+    def target_value(self, T: DataFrame, f: StructField) -> Column:
+        """Target column ``f`` of the joined rows, in the (possibly evolved) table type ``f.type``: a struct
+        that gained fields from the source gets them as nulls."""
+        col = T[quoted(f.name)]
+        old = self.widened.get(f.name)
+        return col if old is None else _widened_struct(col, old, f.type)
 
     def _identity_values(self, writers: list[Clause], values: dict[tuple[int, str], Column]) -> None:
         """Identity columns: inserted rows get generated values (explicit ones only for ``BY DEFAULT``
@@ -622,7 +679,7 @@ class MergeRun:
             .when(~t_here & (action >= 0), F.lit("insert"))
         )
         old = [
-            T[quoted(f.name)] if f.name in self.target_names else F.lit(None).cast(spark_type(f.type))
+            self.target_value(T, f) if f.name in self.target_names else F.lit(None).cast(spark_type(f.type))
             for f in self.schema.fields
         ]
         changes = change_rows(frame, kind, old, self._outputs(frame, T, S), self.schema)
