@@ -8,7 +8,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,7 @@ from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.data.filters import Condition
 from deltalog.errors import DeltaError, InvalidArgumentError
 from deltalog.protocol.column_mapping import with_column_mapping
-from deltalog.protocol.schema import DataType, StructField, StructType, parse_schema
+from deltalog.protocol.schema import StructField, StructType, parse_schema
 from deltalog.spark._common import load_snapshot, open_table, spark_type
 from deltalog.spark._conf import auto_merge
 from deltalog.spark._defaults import default_value
@@ -28,6 +27,7 @@ from deltalog.spark._identity import BOUND, identity_value, observe_files
 from deltalog.spark.dml._assign import assign, expression, resolve_column
 from deltalog.spark.dml._broadcast import broadcast_source
 from deltalog.spark.dml._cdc import change_rows, records_changes, stage_change_files, write_change_files
+from deltalog.spark.dml._evolve import evolved_structs, new_columns, widened_struct
 from deltalog.spark.dml._jobs import (
     DmlResult,
     DvOutcome,
@@ -117,78 +117,6 @@ def _check_clauses(clauses: Sequence[Clause], table: str) -> None:
             )
 
 
-def _new_fields(target: StructType, source: DataFrame, clauses: Sequence[Clause],
-                alias: str | None) -> list[StructField]:
-    """Source columns schema evolution adds to the target, in the source's order: every source column the
-    target lacks when a ``*`` clause exists, else those that an explicit ``set`` / ``values`` key names
-    (``new_col`` or ``t.new_col``), as delta-spark does."""
-    known = {n.lower() for n in target.field_names}
-    if any(c.star for c in clauses):
-        wanted = None
-    else:
-        wanted = set()
-        for c in clauses:
-            for key in (c.assignments or {}):
-                name = key.lower() if isinstance(key, str) else ""
-                if alias and name.startswith(alias.lower() + "."):
-                    name = name[len(alias) + 1:]
-                wanted.add(name)
-    extra = [f for f in source.schema.fields
-             if f.name.lower() not in known and (wanted is None or f.name.lower() in wanted)]
-    if not extra:
-        return []
-    fields = []
-    for f in extra:
-        node = f.jsonValue()
-        node["nullable"] = True
-        fields.append(node)
-    return list(parse_schema(json.dumps({"type": "struct", "fields": fields})).fields)
-
-
-def _evolved_type(target: DataType, source: DataType) -> DataType:
-    """``target`` with the fields ``source`` has and it lacks, at any depth of structs (nullable, in the
-    source's order after the target's); other types stay the target's."""
-    if not (isinstance(target, StructType) and isinstance(source, StructType)):
-        return target
-    by_name = {f.name.lower(): f for f in source.fields}
-    fields = []
-    for f in target.fields:
-        match = by_name.pop(f.name.lower(), None)
-        fields.append(f if match is None else replace(f, type=_evolved_type(f.type, match.type)))
-    fields += [StructField(f.name, f.type, True, {}) for f in by_name.values()]
-    return StructType(tuple(fields))
-
-
-def _evolved_structs(target: StructType, source: DataFrame) -> list[StructField]:
-    """Schema evolution inside struct columns (``UPDATE SET *`` / ``INSERT *``, as delta-spark): each target
-    struct column gains the fields the source column of the same name has and it lacks."""
-    src = parse_schema(json.dumps({"type": "struct", "fields": [f.jsonValue() for f in source.schema.fields]}))
-    by_name = {f.name.lower(): f for f in src.fields}
-    out = []
-    for f in target.fields:
-        match = by_name.get(f.name.lower())
-        out.append(f if match is None else replace(f, type=_evolved_type(f.type, match.type)))
-    return out
-
-
-def _widened_struct(col: Column, old: DataType, new: DataType) -> Column:
-    """A struct value of type ``old`` as type ``new`` (which has more fields, at any depth): the new fields
-    are null, a null struct stays null."""
-    from pyspark.sql import functions as F
-
-    if not (isinstance(old, StructType) and isinstance(new, StructType)):
-        return col
-    have = {f.name.lower(): f for f in old.fields}
-    parts = []
-    for f in new.fields:
-        was = have.get(f.name.lower())
-        if was is None:
-            parts.append(F.lit(None).cast(spark_type(f.type)).alias(f.name))
-        else:
-            parts.append(_widened_struct(col.getField(was.name), was.type, f.type).alias(f.name))
-    return F.when(col.isNull(), F.lit(None).cast(spark_type(new))).otherwise(F.struct(*parts))
-
-
 class MergeRun:
     """One execution of a :class:`MergeBuilder` (see the module docstring)."""
 
@@ -222,9 +150,10 @@ class MergeRun:
             refuse_append_only(self.snap, "MERGE")
         check_can_write(self.snap)
         target = self.snap.schema
-        new = _new_fields(target, b._source, self.clauses, b._alias) if self.evolve else []
-        kept = _evolved_structs(target, b._source) if self.evolve and any(c.star for c in self.clauses) \
-            else list(target.fields)
+        star = any(c.star for c in self.clauses)
+        keys = [k for c in self.clauses for k in (c.assignments or {})]
+        new = new_columns(target, b._source, star=star, keys=keys, alias=b._alias) if self.evolve else []
+        kept = evolved_structs(target, b._source) if self.evolve and star else list(target.fields)
         changed = bool(new) or kept != list(target.fields)
         self.schema = StructType((*kept, *new)) if changed else target
         self.metadata = replace(self.snap.metadata, schemaString=self.schema.to_json()) if changed \
@@ -347,7 +276,7 @@ class MergeRun:
         that gained fields from the source gets them as nulls."""
         col = T[quoted(f.name)]
         old = self.widened.get(f.name)
-        return col if old is None else _widened_struct(col, old, f.type)
+        return col if old is None else widened_struct(col, old, f.type)
 
     def _identity_values(self, writers: list[Clause], values: dict[tuple[int, str], Column]) -> None:
         """Identity columns: inserted rows get generated values (explicit ones only for ``BY DEFAULT``
