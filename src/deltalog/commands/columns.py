@@ -93,12 +93,12 @@ def add_columns(
                 "added with a DEFAULT; add it without one, then set it with ALTER COLUMN ... SET DEFAULT "
                 "(change_column(default=...))", table=loc)
         existing.add(f.name.lower())
-    placed = _placed(list(snapshot.schema.fields), new, dict(after or {}), loc)
-    schema = StructType(tuple(placed))  # validates names (duplicates, nesting)
+    places = dict(after or {})
+    schema = StructType(tuple(_placed(list(snapshot.schema.fields), new, places, loc)))  # validates names
     from deltalog.txn.transaction import start_transaction
 
-    positions = tuple(None if f.name not in (after or {}) else
-                      "FIRST" if (after or {})[f.name] is None else f"AFTER {(after or {})[f.name]}" for f in new)
+    positions = tuple(None if f.name not in places else "FIRST" if places[f.name] is None
+                      else f"AFTER {places[f.name]}" for f in new)
     txn = start_transaction(table, AddColumns(columns=tuple(_field_obj(f) for f in new), positions=positions),
                             **_options(clock, snapshot))
     txn.update_metadata(replace(snapshot.metadata, schemaString=schema.to_json()))

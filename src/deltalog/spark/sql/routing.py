@@ -134,10 +134,13 @@ def _catalog_create_table(original: Callable[..., Any]) -> Callable[..., Any]:
             raise InvalidArgumentError(f"spark.catalog.createTable({tableName!r}, source='delta') needs a schema, or "
                                        "the path of an existing Delta table", table=tableName)
         if schema is None:  # an existing Delta table registered with the schema of its log
+            from sqlglot import exp
+
             from deltalog.spark.sql.catalog import parse_name
+            from deltalog.spark.sql.dialect import DIALECT
 
             def literal(text: Any) -> str:
-                return "'" + str(text).replace("\\", "\\\\").replace("'", "\\'") + "'"
+                return str(exp.Literal.string(str(text)).sql(dialect=DIALECT))
 
             props = ", ".join(f"{literal(k)} = {literal(v)}" for k, v in options.items())
             spark.sql(f"CREATE TABLE {parse_name(tableName).sql()} USING DELTA LOCATION {literal(where)}"
