@@ -39,6 +39,20 @@ def test_set_and_unset_commit_metadata_updates() -> None:
     assert table.snapshot().metadata.id == snap.metadata.id  # same table, new configuration
 
 
+def test_comment_is_the_description() -> None:
+    """As in delta-spark, the ``comment`` property is the table's description, not configuration."""
+    table = new_table("props-comment")
+    set_properties(table, {"comment": "one row per click", "owner": "etl"})
+    snap = table.snapshot()
+    assert snap.metadata.description == "one row per click" and snap.properties == {"owner": "etl"}
+    unset_properties(table, ["comment"])
+    assert table.snapshot().metadata.description is None
+    with pytest.raises(InvalidArgumentError, match=r"no comment.*if_exists=True"):
+        unset_properties(table, ["comment"])
+    unset_properties(table, ["comment"], if_exists=True)
+    assert table.snapshot().properties == {"owner": "etl"}
+
+
 def test_keys_are_canonical_and_booleans_lower_case() -> None:
     table = new_table("props-canonical")
     set_properties(table, {"DELTA.CHECKPOINTINTERVAL": " 5 ", "delta.enableexpiredlogcleanup": "FALSE"})

@@ -13,6 +13,7 @@ checked the way the reference implementation checks them:
   ``delta.minReaderVersion`` / ``delta.minWriterVersion`` raise the protocol versions; none of these
   is stored in the configuration. Enabling a property that needs a feature (``delta.appendOnly``,
   ``delta.enableChangeDataFeed``, ``delta.enableDeletionVectors``, ...) upgrades the protocol too;
+* ``comment`` sets (and unsets) the table's description, as in delta-spark; it is not configuration;
 * CHECK constraints (``delta.constraints.*``) and properties deltalog maintains itself (in-commit
   timestamp enablement, column mapping ids) cannot be set or unset here (constraints are added with
   :meth:`deltalog.Table.add_constraint`, which checks the existing rows).
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from deltalog.txn.handle import TableHandle
 
 __all__ = [
+    "COMMENT",
     "KNOWN_PROPERTIES",
     "PropertyChange",
     "plan_properties",
@@ -53,6 +55,10 @@ __all__ = [
     "unset_properties",
     "validate_properties",
 ]
+
+#: The property that sets the table's description (``metadata.description``), as Spark's table catalogs
+#: name a table's comment.
+COMMENT = "comment"
 
 _BOOLEAN = "boolean"
 _INTERVAL = "interval"
@@ -430,8 +436,11 @@ def set_properties(
         raise InvalidArgumentError("set_properties needs at least one property", table=table.location)
     snapshot = table.snapshot()
     loc = table.location
-    change = plan_properties(props, configuration=snapshot.metadata.configuration, table=loc)
+    settings = {k: v for k, v in props.items() if k != COMMENT}
+    change = plan_properties(settings, configuration=snapshot.metadata.configuration, table=loc)
     metadata = replace(snapshot.metadata, configuration=change.configuration)
+    if COMMENT in props:  # as in delta-spark: the table's description, not a configuration key
+        metadata = replace(metadata, description=props[COMMENT])
     protocol = change.protocol(snapshot.protocol, metadata, table=loc)
 
     from deltalog.txn.transaction import start_transaction
@@ -463,7 +472,16 @@ def unset_properties(
     loc = table.location
     conf = dict(snapshot.metadata.configuration)
     canonical: list[str] = []
+    description = snapshot.metadata.description
     for raw in names:
+        if raw == COMMENT and COMMENT not in conf:  # the description (see set_properties)
+            if description is None and not if_exists:
+                raise InvalidArgumentError(
+                    "the table has no comment; nothing to unset (UNSET TBLPROPERTIES IF EXISTS, or "
+                    "if_exists=True, ignores missing keys)", table=loc)
+            description = None
+            canonical.append(raw)
+            continue
         try:
             key = _canonical_key(raw)
         except InvalidArgumentError:
@@ -508,7 +526,7 @@ def unset_properties(
     if not is_true(conf, _ICT):
         for k in _ICT_INFO:
             conf.pop(k, None)
-    metadata = replace(snapshot.metadata, configuration=conf)
+    metadata = replace(snapshot.metadata, configuration=conf, description=description)
 
     from deltalog.txn.transaction import start_transaction
 

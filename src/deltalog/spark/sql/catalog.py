@@ -310,6 +310,40 @@ def _information(text: str) -> dict[str, str]:
     return out
 
 
+def sync_schema(spark: Any, name: TableName, location: str) -> None:
+    """Bring the catalog's copy of a Delta table's columns up to date with its log, where Spark keeps
+    one it reads itself (classic sessions): Spark checks a ``CREATE VIEW`` against it and lists it in
+    ``SHOW CREATE TABLE`` / ``spark.catalog.listColumns``, while deltalog's reads follow the log.
+
+    Example:
+        >>> sync_schema(spark, parse_name("events"), "/spark-warehouse/events")      # doctest: +SKIP
+    """
+    import json
+
+    from deltalog.spark._common import load_snapshot, spark_schema
+
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None or (name.catalog and name.catalog.lower() != "spark_catalog"):
+        return
+    snapshot = load_snapshot(location)
+    parts = set(snapshot.partition_columns)
+    wanted = spark_schema([f for f in snapshot.schema.fields if f.name not in parts])
+    try:
+        jvm = spark._jvm
+        db = jvm.scala.Some(name.database) if name.database else jvm.scala.Option.empty()
+        ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name.table, db)
+        catalog = jsession.sessionState().catalog()
+        current = json.loads(str(catalog.getTableMetadata(ident).dataSchema().json()))
+    except Exception:  # a catalog this path does not understand: its copy stays as it is
+        return
+
+    def shape(struct: Any) -> list[tuple[str, str]]:
+        return [(f["name"], json.dumps(f["type"], sort_keys=True)) for f in struct["fields"]]
+
+    if shape(current) != shape(json.loads(wanted.json())):
+        catalog.alterTableDataSchema(ident, jvm.org.apache.spark.sql.types.DataType.fromJson(wanted.json()))
+
+
 def forget(spark: Any, name: TableName | str | None = None) -> None:
     """Drop remembered lookups (of ``name``, or all of the session's) after the catalog changed.
 

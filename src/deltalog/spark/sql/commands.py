@@ -294,7 +294,7 @@ def _unquote(text: str) -> str:
 
 
 def _convert(spark: Any, r: _Reader) -> Any:
-    from deltalog.spark.sql.ddl import empty_result
+    from deltalog.spark.sql.shared import empty_result
     from deltalog.spark.table import DeltaTable
 
     r.expect("CONVERT", "TO", "DELTA")
@@ -310,7 +310,7 @@ def _convert(spark: Any, r: _Reader) -> Any:
 
 
 def _generate(spark: Any, r: _Reader) -> Any:
-    from deltalog.spark.sql.ddl import empty_result
+    from deltalog.spark.sql.shared import empty_result
 
     r.expect("GENERATE")
     mode = r.literal()
@@ -353,7 +353,7 @@ def _alter(spark: Any, r: _Reader) -> Any:
     """``ALTER TABLE ... UNSET TBLPROPERTIES`` and ``CLUSTER BY NONE`` (the other ALTER forms are parsed by
     sqlglot)."""
     from deltalog.spark._common import open_table
-    from deltalog.spark.sql.ddl import empty_result
+    from deltalog.spark.sql.shared import empty_result
 
     r.expect("ALTER", "TABLE")
     ref = _spark_table(spark, r, "UNSET", "CLUSTER")
@@ -472,6 +472,22 @@ def _clone_result(spark: Any, result: Any) -> Any:
     return spark.createDataFrame([row], ddl)
 
 
+def _comment_null(spark: Any, r: _Reader) -> Any:
+    """``COMMENT ON TABLE | COLUMN x IS NULL`` (sqlglot parses only string comments)."""
+    from deltalog.spark.sql.table_ops import comment_on
+
+    r.expect("COMMENT", "ON")
+    kind = r.literal().upper()
+    target = r.until("IS")
+    r.expect("IS", "NULL")
+    if not r.done():
+        raise syntax_error(r.text, f"unexpected {r.rest()[:40]!r}")
+    result = comment_on(spark, kind, target, None, r.text)
+    if result is None:
+        raise _NotDelta
+    return result
+
+
 _COMMANDS: list[tuple[tuple[str, ...], Any]] = [
     (("DESCRIBE", "HISTORY"), _history),
     (("DESCRIBE", "DETAIL"), _detail),
@@ -486,4 +502,5 @@ _COMMANDS: list[tuple[tuple[str, ...], Any]] = [
     (("ALTER", "TABLE"), _alter),
     (("REPLACE", "TABLE"), _replace_table),
     (("CREATE",), _create),
+    (("COMMENT", "ON"), _comment_null),
 ]

@@ -25,25 +25,14 @@ from deltalog.spark.sql.catalog import (
     forget,
     lookup,
     raw_sql,
+    sync_schema,
 )
 from deltalog.spark.sql.dialect import DIALECT
 from deltalog.spark.sql.refs import TableRef, read_ref, resolve, resolve_table, rewrite_query
-from deltalog.spark.sql.shared import refuse
+from deltalog.spark.sql.shared import empty_result, refuse
 from deltalog.txn.defaults import CURRENT_DEFAULT, FEATURE_PROPERTY
 
 __all__ = ["create_table", "empty_result", "handle"]
-
-
-def empty_result(spark: Any) -> Any:
-    """What DDL statements return: an empty DataFrame without columns, as Spark's.
-
-    Example:
-        >>> empty_result(spark).columns                                           # doctest: +SKIP
-        []
-    """
-    from pyspark.sql.types import StructType
-
-    return spark.createDataFrame([], StructType([]))
 
 
 def handle(spark: Any, expression: Any, text: str) -> Any:
@@ -515,6 +504,7 @@ def _alter(spark: Any, expression: Any, text: str) -> Any:
             raise refuse(text, f"{action.sql(dialect=DIALECT)} is not supported on Delta tables by deltalog")
     if ref.name is not None:
         forget(spark, ref.name)
+        sync_schema(spark, ref.name, ref.location)
     return empty_result(spark)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType
-from deltalog.spark.sql.catalog import forget, raw_sql
+from deltalog.spark.sql.catalog import forget
 from deltalog.spark.sql.dialect import DIALECT, unqualified
 from deltalog.spark.sql.refs import TableRef, read_ref, resolve_table, rewrite_condition, rewrite_query
 from deltalog.spark.sql.shared import refuse
@@ -349,9 +349,9 @@ def _source_frame(spark: Any, using: Any, statement: Any) -> tuple[Any, str]:
         ref = resolve_table(spark, using)
         if ref is not None:
             return read_ref(spark, ref), name
-        plain = using.copy()  # another table or a view: Spark reads it
+        plain = using.copy()  # another table or a view: Spark reads it (deltalog the Delta tables of a view)
         plain.set("alias", None)
-        return raw_sql(spark, f"SELECT * FROM {plain.sql(dialect=DIALECT)}"), name
+        return rewrite_query(spark, exp.select("*").from_(plain)).sql(spark), name
     if isinstance(using, exp.Subquery):
         if alias is None or not alias.name:
             raise InvalidArgumentError("a MERGE source subquery needs an alias")

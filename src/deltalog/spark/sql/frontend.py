@@ -9,8 +9,10 @@ semantics stay. A Delta statement deltalog cannot run raises an error naming the
 
 The statements: :mod:`deltalog.spark.sql.ddl` (``CREATE`` / ``REPLACE`` / ``CLONE`` / ``CONVERT`` /
 ``ALTER TABLE`` / ``SHOW TBLPROPERTIES`` / ``DESCRIBE TABLE``), :mod:`deltalog.spark.sql.dml` (``INSERT``,
-``UPDATE``, ``DELETE``, ``MERGE``) and :mod:`deltalog.spark.sql.commands` (``DESCRIBE HISTORY`` /
-``DETAIL``, ``OPTIMIZE``, ``REORG TABLE``, ``VACUUM``, ``RESTORE``, ``GENERATE``, ``FSCK REPAIR TABLE``).
+``UPDATE``, ``DELETE``, ``MERGE``), :mod:`deltalog.spark.sql.commands` (``DESCRIBE HISTORY`` /
+``DETAIL``, ``OPTIMIZE``, ``REORG TABLE``, ``VACUUM``, ``RESTORE``, ``GENERATE``, ``FSCK REPAIR TABLE``) and
+:mod:`deltalog.spark.sql.table_ops` (``TRUNCATE TABLE``, ``COMMENT ON``, ``CACHE TABLE``); views over Delta
+tables are :mod:`deltalog.spark.sql.views`.
 
 Example:
     >>> spark.sql("CREATE TABLE events (id BIGINT, day DATE) USING DELTA PARTITIONED BY (day)")  # doctest: +SKIP
@@ -33,7 +35,7 @@ __all__ = ["install", "run_sql", "uninstall"]
 _LOCK = threading.Lock()
 _KEYWORDS = ("delta", "vacuum", "optimize", "reorg", "restore", "history", "detail", "convert", "generate", "fsck",
              "merge", "update", "delete", "insert", "create", "replace", "alter", "tblproperties", "table_changes",
-             " as of", "@", "drop", "describe", "clone", "truncate")
+             " as of", "@", "drop", "describe", "clone", "truncate", "comment", "cache")
 
 
 def _session_classes() -> list[Any]:
@@ -150,13 +152,10 @@ def _mentions_delta_tables(spark: Any, text: str) -> bool:
     expression = _parse(text)
     if expression is None:
         return False
-    from sqlglot import exp
-
-    from deltalog.spark.sql.refs import resolve_table
+    from deltalog.spark.sql.refs import reads_delta
 
     with internal():
-        return any(resolve_table(spark, t) is not None for t in expression.find_all(exp.Table)
-                   if not isinstance(t.this, (exp.Anonymous, exp.Func)))
+        return reads_delta(spark, expression)
 
 
 def _dispatch(spark: Any, expression: Any, text: str, args: Any, kwargs: dict[str, Any]) -> Any:
@@ -167,18 +166,23 @@ def _dispatch(spark: Any, expression: Any, text: str, args: Any, kwargs: dict[st
     from deltalog.spark.sql.ddl import handle as ddl
     from deltalog.spark.sql.dml import handle as dml
     from deltalog.spark.sql.refs import rewrite_query
+    from deltalog.spark.sql.table_ops import handle as table_op
 
     if isinstance(expression, exp.Command):
         handled = run_command(spark, text)
         if handled is not None:
             return handled
         return original_sql(spark)(text, args, **kwargs)
-    handlers: list[Callable[[Any, Any, str], Any]] = [ddl, dml, command]
+    if isinstance(expression, exp.Create) and str(expression.args.get("kind") or "").upper() == "VIEW":
+        from deltalog.spark.sql.views import create_view
+
+        return create_view(spark, expression, text, args, kwargs)
+    handlers: list[Callable[[Any, Any, str], Any]] = [ddl, dml, command, table_op]
     for handler in handlers:
         result = handler(spark, expression, text)
         if result is not None:
             return result
-    if isinstance(expression, (exp.Query, exp.Insert, exp.Create, exp.Describe)):
+    if isinstance(expression, (exp.Query, exp.Insert, exp.Create, exp.Describe, exp.Cache)):
         rewritten = rewrite_query(spark, expression)
         if rewritten.frames:
             return rewritten.sql(spark, args, **kwargs)

@@ -25,7 +25,8 @@ from deltalog.spark.sql.catalog import TableName, lookup
 from deltalog.spark.sql.dialect import DIALECT
 
 __all__ = [
-    "Rewritten", "TableRef", "expand_at_syntax", "resolve", "resolve_table", "rewrite_condition", "rewrite_query",
+    "Rewritten", "TableRef", "ViewDef", "delta_view", "expand_at_syntax", "reads_delta", "resolve", "resolve_table",
+    "rewrite_condition", "rewrite_query", "view_definition", "view_frame",
 ]
 
 
@@ -401,6 +402,12 @@ def _replace_delta_tables(spark: Any, expression: Any) -> dict[str, Any]:
             continue
         ref = resolve_table(spark, table)
         if ref is None:
+            view = None if isinstance(table.parent, exp.Describe) else delta_view(spark, table)
+            if view is not None:  # a view over Delta tables: its rows now, under the name the query uses
+                name = placeholder(view_frame(spark, view))
+                table.replace(exp.Table(this=exp.to_identifier(name),
+                                        alias=exp.TableAlias(this=exp.to_identifier(_alias(table) or table.name,
+                                                                                    quoted=True))))
             continue
         alias = ref.alias or table.name
         stars = _metadata_stars(table) if meta else None
@@ -437,3 +444,190 @@ def _changes_frame(spark: Any, func: Any) -> Any:
         else:
             options[f"{key}Timestamp"] = str(value)
     return load_changes(spark, ref.location, options)
+
+
+# ------------------------------------------------------------------------------------ views over Delta tables
+#
+# Spark keeps a view made of SQL as its text and analyses it again at each read; deltalog reads such a view
+# the same way, with its Delta tables replaced by deltalog's reads (see deltalog.spark.sql.views).
+
+
+_MAX_DEPTH = 32  # views of views: deeper than this is a cycle Spark itself would have refused
+
+
+@dataclass(frozen=True)
+class ViewDef:
+    """A view as the catalog keeps it: its SQL ``text``, the catalog and database it was created in
+    (``namespace``) and its column names."""
+
+    name: TableName
+    text: str
+    namespace: tuple[str, ...]
+    columns: tuple[str, ...]
+    temporary: bool
+
+
+def view_definition(spark: Any, name: TableName) -> ViewDef | None:
+    """The definition of the view ``name`` (temporary or persistent) when it was made from SQL text;
+    ``None`` for a table, an unknown name or a view made from a DataFrame (Spark keeps its plan instead).
+
+    Example:
+        >>> view_definition(spark, parse_name("recent")).text                    # doctest: +SKIP
+        "SELECT * FROM events WHERE day > '2024-01-01'"
+    """
+    if name.catalog and name.catalog.lower() != "spark_catalog":
+        return None
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:
+        return _sql_definition(spark, name)
+    try:
+        jvm = spark._jvm
+        catalog = jsession.sessionState().catalog()
+        db = jvm.scala.Some(name.database) if name.database else jvm.scala.Option.empty()
+        ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name.table, db)
+        temporary = bool(catalog.isTempView(ident))
+        if not temporary and (
+                (name.database and not catalog.databaseExists(name.database)) or not catalog.tableExists(ident)):
+            return None
+        meta = catalog.getTempViewOrPermanentTableMetadata(ident)
+        if str(meta.tableType().name()).upper() != "VIEW" or not meta.viewText().isDefined():
+            return None
+        namespace = tuple(str(p) for p in str(meta.viewCatalogAndNamespace().mkString("\x1f")).split("\x1f") if p)
+        columns = tuple(str(c) for c in meta.schema().fieldNames())
+        return ViewDef(name, str(meta.viewText().get()), namespace, columns, temporary)
+    except Exception:  # a catalog this path does not understand: ask with SQL
+        return _sql_definition(spark, name)
+
+
+def _sql_definition(spark: Any, name: TableName) -> ViewDef | None:
+    from deltalog.spark.sql.catalog import raw_sql
+
+    try:
+        rows = raw_sql(spark, f"DESCRIBE TABLE EXTENDED {name.sql()}").collect()
+    except Exception:
+        return None
+    columns: list[str] = []
+    info: dict[str, str] = {}
+    in_columns = True
+    for row in rows:
+        key, value = str(row[0] or "").strip(), str(row[1] or "").strip()
+        if not key or key.startswith("#"):
+            in_columns = False
+            continue
+        if in_columns:
+            columns.append(key)
+        else:
+            info.setdefault(key, value)
+    text = info.get("View Text")
+    if not text or info.get("Type", "VIEW").upper() != "VIEW":
+        return None
+    namespace = tuple(p.strip("`") for p in info.get("View Catalog and Namespace", "").split(".") if p)
+    return ViewDef(name, text, namespace, tuple(columns), False)
+
+
+def _name_of(table: Any) -> TableName | None:
+    from sqlglot import exp
+
+    if isinstance(table.this, (exp.Anonymous, exp.Func)) or not table.name:
+        return None
+    return TableName(table.name, table.db or None, table.catalog or None)
+
+
+def _is_temp_view(spark: Any, name: str) -> bool:
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:
+        return False
+    try:
+        return bool(jsession.sessionState().catalog().getTempView(name).isDefined())
+    except Exception:
+        return False
+
+
+def _parsed(spark: Any, view: ViewDef) -> Any:
+    """The view's text parsed, with its unqualified table names qualified by the view's database (what
+    Spark does when it reads the view back, whatever the current database is then)."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(view.text, dialect=DIALECT)
+    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
+    database = view.namespace[-1] if view.namespace else None
+    catalog = view.namespace[0] if len(view.namespace) > 1 else None
+    if database is None:
+        return tree
+    for table in tree.find_all(exp.Table):
+        if table.db or _name_of(table) is None or table.name.lower() in ctes:
+            continue
+        if view.temporary and _is_temp_view(spark, table.name):
+            continue
+        table.set("db", exp.to_identifier(database, quoted=True))
+        if catalog:
+            table.set("catalog", exp.to_identifier(catalog, quoted=True))
+    return tree
+
+
+def reads_delta(spark: Any, expression: Any, depth: int = 0) -> bool:
+    """Whether ``expression`` (a sqlglot tree) reads a Delta table: directly, through ``table_changes`` or
+    through views made of SQL text that do.
+
+    Example:
+        >>> reads_delta(spark, sqlglot.parse_one("SELECT * FROM recent"))        # doctest: +SKIP
+        True
+    """
+    from sqlglot import exp
+
+    ctes = {c.alias_or_name.lower() for c in expression.find_all(exp.CTE)}
+    for table in expression.find_all(exp.Table):
+        if isinstance(table.this, (exp.Anonymous, exp.Func)):
+            if str(getattr(table.this, "name", "")).lower() in ("table_changes", "table_changes_by_path"):
+                return True
+            continue
+        if not table.db and table.name.lower() in ctes:
+            continue
+        if resolve_table(spark, table) is not None or delta_view(spark, table, depth) is not None:
+            return True
+    return False
+
+
+def delta_view(spark: Any, table: Any, depth: int = 0) -> ViewDef | None:
+    """The definition of the view a sqlglot ``Table`` node names when that view reads Delta tables;
+    ``None`` otherwise (a table, a CTE, a view that reads none).
+
+    Example:
+        >>> delta_view(spark, exp.to_table("recent")).columns                    # doctest: +SKIP
+        ('id', 'day')
+    """
+    name = _name_of(table)
+    if name is None or depth > _MAX_DEPTH:
+        return None
+    view = view_definition(spark, name)
+    if view is None:
+        return None
+    try:
+        tree = _parsed(spark, view)
+    except Exception:  # text sqlglot cannot read: Spark reads the view itself
+        return None
+    return view if reads_delta(spark, tree, depth + 1) else None
+
+
+def view_frame(spark: Any, view: ViewDef) -> Any:
+    """The view's rows now: its text run with its Delta tables read by deltalog, under its column names.
+
+    Example:
+        >>> view_frame(spark, view_definition(spark, parse_name("recent"))).count()   # doctest: +SKIP
+        1200
+    """
+    from deltalog.spark.sql.shared import internal
+
+    tree = _parsed(spark, view)
+    with internal():
+        df = rewrite_query(spark, tree).sql(spark)
+    wanted = list(view.columns)
+    if not wanted or df.columns == wanted:
+        return df
+    lowered = {c.lower(): c for c in df.columns}
+    if all(c.lower() in lowered for c in wanted):
+        return df.select(*[df[lowered[c.lower()]].alias(c) for c in wanted])
+    if len(wanted) == len(df.columns):  # CREATE VIEW v (a, b) AS ...: the view's names, by position
+        return df.toDF(*wanted)
+    return df

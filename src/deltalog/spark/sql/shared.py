@@ -16,7 +16,7 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError, SqlSyntaxError
 
-__all__ = ["ORIGINALS", "STATE", "internal", "original_sql", "refuse", "syntax_error"]
+__all__ = ["ORIGINALS", "STATE", "empty_result", "internal", "original_sql", "refuse", "syntax_error"]
 
 #: ``SparkSession.sql`` of each patched session class, before the front end patched it.
 ORIGINALS: dict[Any, Callable[..., Any]] = {}
@@ -82,3 +82,15 @@ def syntax_error(statement: str, why: str) -> SqlSyntaxError:
         '[PARSE_SYNTAX_ERROR] a table name is missing in: DESCRIBE HISTORY'
     """
     return SqlSyntaxError(f"[PARSE_SYNTAX_ERROR] {why} in: {_shown(statement)}")
+
+
+def empty_result(spark: Any) -> Any:
+    """What DDL statements return: an empty DataFrame without columns, as Spark's.
+
+    Example:
+        >>> empty_result(spark).columns                                           # doctest: +SKIP
+        []
+    """
+    from pyspark.sql.types import StructType
+
+    return spark.createDataFrame([], StructType([]))

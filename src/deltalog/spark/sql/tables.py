@@ -21,6 +21,7 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError, TableNotFoundError
 from deltalog.spark.sql.catalog import TableName, ensure_source, forget, lookup, parse_name
+from deltalog.spark.sql.dialect import DIALECT
 
 __all__ = ["insert_into", "read_table", "save_as_table", "write_v2"]
 
@@ -58,9 +59,27 @@ def read_table(spark: Any, name: str, options: Mapping[str, Any] | None = None) 
 
     found = catalog_delta(spark, name)
     if found is None:
-        return None
+        return _view(spark, name, options)
     opts = option_map(dict(options or {}), READ_OPTIONS, what="Delta read")
     return read(spark, found.location, versionAsOf=opts.get("versionAsOf"), timestampAsOf=opts.get("timestampAsOf"))
+
+
+def _view(spark: Any, name: str, options: Mapping[str, Any] | None) -> Any:
+    """A view over Delta tables (see :mod:`deltalog.spark.sql.views`) read now; ``None`` for anything else."""
+    from sqlglot import exp
+
+    from deltalog.spark.sql.refs import delta_view, view_frame
+
+    try:
+        table = exp.to_table(name.strip(), dialect=DIALECT)
+    except Exception:
+        return None
+    view = delta_view(spark, table)
+    if view is None:
+        return None
+    if options:
+        raise InvalidArgumentError(f"{name} is a view: it takes no read options (got {sorted(options)})", table=name)
+    return view_frame(spark, view)
 
 
 def register_table(spark: Any, name: TableName, df: Any, partitions: Sequence[str], path: str | None,

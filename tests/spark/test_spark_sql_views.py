@@ -1,0 +1,111 @@
+"""Views over Delta catalog tables and Spark's table statements on Delta tables (``TRUNCATE TABLE``,
+``COMMENT ON``, ``CACHE TABLE``): what a delta-spark program that uses them sees."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import deltalog
+from deltalog.errors import InvalidArgumentError
+
+pytestmark = pytest.mark.spark
+
+
+def _rows(spark: Any, text: str) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in spark.sql(text).collect()]
+
+
+@pytest.fixture
+def names(spark: Any) -> Iterator[dict[str, str]]:
+    suffix = uuid.uuid4().hex[:8]
+    made = {k: f"{k}_{suffix}" for k in ("t", "other", "pv", "pv2", "tv", "db", "cached")}
+    yield made
+    for kind, key in (("VIEW", "pv2"), ("VIEW", "pv"), ("VIEW", "tv"), ("VIEW", "cached"), ("TABLE", "t"),
+                      ("TABLE", "other")):
+        spark.sql(f"DROP {kind} IF EXISTS {made[key]}")
+    spark.sql(f"DROP DATABASE IF EXISTS {made['db']} CASCADE")
+
+
+def test_views_over_delta_tables_read_the_latest_version(spark: Any, names: dict[str, str], tmp_path: Path) -> None:
+    t, pv, pv2, tv = names["t"], names["pv"], names["pv2"], names["tv"]
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, p STRING) USING DELTA PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'x'), (2, 'y')")
+    spark.sql(f"CREATE TEMP VIEW {tv} AS SELECT * FROM {t} WHERE id > 1")
+    spark.sql(f"CREATE VIEW {pv} AS SELECT id, p FROM {t} WHERE id > 1")
+    spark.sql(f"CREATE VIEW {pv2} (ident, part) AS SELECT * FROM {pv} WHERE p = 'x'")  # a view of a view
+    spark.sql(f"INSERT INTO {t} VALUES (3, 'x')")  # every view reads the table as it is now
+    assert _rows(spark, f"SELECT id FROM {tv} ORDER BY id") == [(2,), (3,)]
+    assert _rows(spark, f"SELECT * FROM {pv} ORDER BY id") == [(2, "y"), (3, "x")]
+    assert _rows(spark, f"SELECT * FROM {pv2}") == [(3, "x")]
+    assert spark.table(pv2).columns == ["ident", "part"]
+    assert spark.read.table(tv).count() == 2
+    assert _rows(spark, f"SELECT count(*) FROM {pv} JOIN {t} USING (id)") == [(2,)]
+    db = names["db"]
+    spark.sql(f"CREATE DATABASE {db}")
+    spark.sql(f"USE {db}")  # the view's own table names resolve where the view was made
+    try:
+        assert _rows(spark, f"SELECT ident FROM default.{pv2}") == [(3,)]
+    finally:
+        spark.sql("USE default")
+    other = names["other"]
+    spark.sql(f"CREATE TABLE {other} USING DELTA AS SELECT * FROM {pv}")
+    spark.sql(f"MERGE INTO {other} o USING {pv} v ON o.id = v.id WHEN MATCHED AND v.id = 3 THEN DELETE")
+    spark.sql(f"DELETE FROM {other} WHERE id IN (SELECT ident + 1 FROM {pv2})")
+    assert _rows(spark, f"SELECT * FROM {other}") == [(2, "y")]
+    assert [r[0] for r in _rows(spark, f"DESCRIBE {pv}")] == ["id", "p"]
+    spark.sql(f"ALTER TABLE {t} ADD COLUMNS (z INT)")  # Spark checks CREATE VIEW against the catalog's copy
+    spark.sql(f"CREATE OR REPLACE VIEW {pv} AS SELECT * FROM {t}")
+    assert spark.table(pv).columns == ["id", "z", "p"]
+
+    path_table = f"delta.`{tmp_path / 'by_path'}`"
+    spark.sql(f"CREATE TABLE {path_table} (id INT) USING DELTA")
+    version = deltalog.Table(str(tmp_path / "by_path")).latest_version()
+    for query, why in ((f"SELECT * FROM {path_table}", "by its path"),
+                       (f"SELECT * FROM {t} VERSION AS OF 0", "with time travel"),
+                       (f"SELECT * FROM table_changes('{t}', 0)", "change data feed")):
+        with pytest.raises(InvalidArgumentError, match=why):
+            spark.sql(f"CREATE TEMP VIEW refused_view AS {query}")
+    assert not spark.catalog.tableExists("refused_view")
+    assert deltalog.Table(str(tmp_path / "by_path")).latest_version() == version
+
+
+def test_truncate_comment_and_cache(spark: Any, names: dict[str, str]) -> None:
+    t = names["t"]
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, p STRING) USING DELTA PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'x'), (2, 'y')")
+    from deltalog.spark import DeltaTable
+
+    def description() -> Any:
+        return DeltaTable.forName(spark, t).detail().first()["description"]
+
+    spark.sql(f"COMMENT ON TABLE {t} IS 'one row per click'")
+    assert description() == "one row per click"
+    spark.sql(f"COMMENT ON TABLE {t} IS NULL")
+    assert description() is None
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('comment' = 'clicks')")  # as delta-spark: the description
+    assert description() == "clicks"
+    assert "comment" not in dict(_rows(spark, f"SHOW TBLPROPERTIES {t}"))
+    spark.sql(f"COMMENT ON COLUMN {t}.id IS 'the click'")
+    assert _rows(spark, f"DESCRIBE {t}")[0] == ("id", "bigint", "the click")
+
+    version = DeltaTable.forName(spark, t).history(1).first()["version"]
+    with pytest.raises(InvalidArgumentError, match="DELTA_TRUNCATE_TABLE_PARTITION_NOT_SUPPORTED"):
+        spark.sql(f"TRUNCATE TABLE {t} PARTITION (p = 'x')")
+    spark.sql(f"TRUNCATE TABLE {t}")
+    assert _rows(spark, f"SELECT count(*) FROM {t}") == [(0,)]
+    assert _rows(spark, f"SELECT count(*) FROM {t} VERSION AS OF {version}") == [(2,)]
+    assert DeltaTable.forName(spark, t).history(1).first()["version"] == version + 1
+
+    spark.sql(f"INSERT INTO {t} VALUES (5, 'x'), (6, 'y')")
+    with pytest.raises(InvalidArgumentError, match=r"cache a DataFrame instead"):
+        spark.sql(f"CACHE TABLE {t}")
+    cached = names["cached"]
+    spark.sql(f"CACHE TABLE {cached} AS SELECT * FROM {t} WHERE id > 5")
+    assert spark.catalog.isCached(cached)
+    spark.sql(f"INSERT INTO {t} VALUES (7, 'x')")
+    assert _rows(spark, f"SELECT id FROM {cached}") == [(6,)]  # the rows as they were when cached
