@@ -399,11 +399,15 @@ class Table:
         clock: Callable[[], int] | None = None,
     ) -> CommitResult:
         """Add nullable columns (``StructField`` s) in one ``ADD COLUMNS`` commit: appended, or placed by
-        ``after`` (``{"note": "id"}``: right after ``id``; ``{"note": None}``: first).
+        ``after`` (``{"note": "id"}``: right after ``id``; ``{"note": None}``: first). A ``(parent, field)``
+        pair adds a field to the struct column ``parent`` (``"address"``, ``"s.inner"``; ``element`` / ``key``
+        / ``value`` step into arrays and maps), placed by ``after`` keyed by its dotted path.
 
         Example:
             >>> from deltalog.protocol.schema import PrimitiveType, StructField
             >>> Table("/data/events").add_columns([StructField("note", PrimitiveType("string"), True, {})])
+            ... # doctest: +SKIP
+            >>> Table("/data/events").add_columns([("address", StructField("zip", PrimitiveType("string")))])
             ... # doctest: +SKIP
         """
         from deltalog.commands.columns import add_columns

@@ -459,17 +459,26 @@ def test_alter_table(target: Target) -> None:
     assert props["team"] == "x" and "owner" not in props
     target.sql("ALTER TABLE {t} ADD COLUMNS (email STRING COMMENT 'work mail', score DOUBLE)")
     target.sql("ALTER TABLE {t} ADD COLUMN nick STRING AFTER name")
+    target.sql("ALTER TABLE {t} ADD COLUMNS (address STRUCT<city: STRING>)")
+    target.sql("ALTER TABLE {t} ADD COLUMNS (address.zip STRING FIRST, address.street STRING)")  # nested fields
+    assert target.rows("SELECT address FROM {t} WHERE id = 1") == [(None,)]
+    target.sql("INSERT INTO {t} (id, name, age, address) VALUES (7, 'g', 70, named_struct('zip', 'z', 'city', 'c', "
+               "'street', 's'))")
+    assert target.rows("SELECT address.zip, address.street FROM {t} WHERE id = 7") == [("z", "s")]
+    target.sql("DELETE FROM {t} WHERE id = 7")
     target.sql("ALTER TABLE {t} ALTER COLUMN name COMMENT 'given name'")
     target.sql("ALTER TABLE {t} ALTER COLUMN id DROP NOT NULL")
     fields = {f.name: f for f in target.table().snapshot().schema.fields}
-    assert list(fields) == ["id", "name", "nick", "age", "email", "score"]
+    assert list(fields) == ["id", "name", "nick", "age", "email", "score", "address"]
+    assert [f.name for f in fields["address"].type.fields] == ["zip", "city", "street"]
     assert fields["email"].metadata.get("comment") == "work mail"
     assert fields["name"].metadata.get("comment") == "given name"
     assert fields["id"].nullable
     target.sql("ALTER TABLE {t} ALTER COLUMN name SET NOT NULL")
     assert not {f.name: f for f in target.table().snapshot().schema.fields}["name"].nullable
     assert target.rows("SELECT id, email FROM {t} WHERE id = 1") == [(1, None)]
-    assert target.operations()[-4:] == ["ADD COLUMNS", "CHANGE COLUMN", "CHANGE COLUMN", "CHANGE COLUMN"]
+    assert target.operations()[-7:] == ["ADD COLUMNS", "ADD COLUMNS", "WRITE", "DELETE", "CHANGE COLUMN",
+                                        "CHANGE COLUMN", "CHANGE COLUMN"]
 
 
 def test_show_tblproperties(target: Target) -> None:

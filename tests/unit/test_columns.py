@@ -51,6 +51,44 @@ def test_add_columns_at_a_position(tmp_path: Path) -> None:
     assert t.snapshot().version == 1
 
 
+@pytest.mark.parametrize("mapping", ["none", "name"])
+def test_add_columns_inside_structs_arrays_and_maps(tmp_path: Path, mapping: str) -> None:
+    rows = pa.table({
+        "id": pa.array([1], pa.int64()),
+        "s": pa.array([{"a": 1, "t": {"b": 2}}], pa.struct([("a", pa.int64()), ("t", pa.struct([("b", pa.int64())]))])),
+        "arr": pa.array([[{"x": 1}]], pa.list_(pa.struct([("x", pa.int64())]))),
+        "m": pa.array([[("k", {"v": 1})]], pa.map_(pa.string(), pa.struct([("v", pa.int64())]))),
+    })
+    deltalog.write_table(str(tmp_path), rows, properties={"delta.columnMapping.mode": mapping})
+    t = deltalog.Table(str(tmp_path))
+    long = PrimitiveType("long")
+    t.add_columns([("s", StructField("c", long, True, {})), (("s", "t"), StructField("d", long, True, {})),
+                   ("arr.element", StructField("y", long, True, {})), ("m.value", StructField("w", long, True, {})),
+                   ("s", StructField("first", long, True, {})), StructField("top", long, True, {})],
+                  after={"s.first": None, "s.t.d": None})
+    snap = t.snapshot()
+    s_type = snap.schema.field("s").type
+    assert [f.name for f in s_type.fields] == ["first", "a", "t", "c"]
+    assert [f.name for f in s_type.fields[2].type.fields] == ["d", "b"]
+    assert snap.to_arrow().to_pylist() == [{
+        "id": 1, "s": {"first": None, "a": 1, "t": {"d": None, "b": 2}, "c": None},
+        "arr": [{"x": 1, "y": None}], "m": [("k", {"v": 1, "w": None})], "top": None}]
+    logged = json.loads(t.history(limit=1)[0]["operationParameters"]["columns"])
+    assert [(c["column"]["name"], c.get("position")) for c in logged] == [
+        ("s.c", None), ("s.t.d", "FIRST"), ("arr.element.y", None), ("m.value.w", None), ("s.first", "FIRST"),
+        ("top", None)]
+    if mapping == "name":  # the new fields get ids and physical names like any new column
+        ids = [f.metadata.get("delta.columnMapping.id") for f in s_type.fields]
+        assert all(isinstance(i, int) for i in ids) and len(set(ids)) == 4
+    for bad, why in (((("s", "nope"), StructField("q", long, True, {})), "has no field 'nope'"),
+                     (("id", StructField("q", long, True, {})), "id is not a struct"),
+                     (("s", StructField("A", long, True, {})), "DUPLICATE.*'s.A'"),
+                     (("arr", StructField("q", long, True, {})), "arr is not a struct .*an array")):
+        with pytest.raises(InvalidArgumentError, match=why):
+            t.add_columns([bad])
+    assert t.snapshot().version == 1
+
+
 def test_add_columns_refuses_duplicates_and_not_null(tmp_path: Path) -> None:
     t = make(tmp_path)
     with pytest.raises(InvalidArgumentError, match="DUPLICATE"):

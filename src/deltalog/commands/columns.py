@@ -1,7 +1,8 @@
 """``ADD COLUMNS`` and ``CHANGE COLUMN``: schema changes that rewrite no data.
 
-* :func:`add_columns` appends top-level columns (nullable: existing rows read them as null) in one
-  ``ADD COLUMNS`` commit; a name already in the table (any case, as Spark resolves columns) is refused.
+* :func:`add_columns` adds columns -- top-level, or fields of struct columns at any depth -- (nullable:
+  existing rows read them as null) in one ``ADD COLUMNS`` commit, appended or placed (``FIRST`` / ``AFTER``);
+  a name already in its struct (any case, as Spark resolves columns) is refused.
 * :func:`change_column` changes a top-level column's comment, its default (``ALTER COLUMN ... SET / DROP
   DEFAULT``, :mod:`deltalog.txn.defaults`), or its nullability: ``nullable=True`` drops ``NOT NULL``;
   ``nullable=False`` sets it after checking that no live row holds a null there (delta-spark does the
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 
 from deltalog.errors import InvalidArgumentError
-from deltalog.protocol.schema import StructField, StructType, physical_name
+from deltalog.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, physical_name
 from deltalog.protocol.stats import FileStats
 from deltalog.txn.constraints import ConstraintViolationError
 from deltalog.txn.defaults import CURRENT_DEFAULT, default_metadata
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from deltalog.txn.commit import CommitResult
     from deltalog.txn.handle import TableHandle
 
-__all__ = ["add_columns", "change_column", "set_column_type"]
+__all__ = ["NewColumn", "add_columns", "change_column", "set_column_type"]
 
 
 def _identity_or_generated(metadata: dict[str, Any]) -> bool:
@@ -58,73 +59,134 @@ def _options(clock: Callable[[], int] | None, snapshot: Snapshot) -> dict[str, A
     return out
 
 
+#: What :func:`add_columns` takes for each column: a top-level field, or ``(parent, field)`` to add ``field``
+#: inside the struct column ``parent`` -- a path as a dotted string (``"s.inner"``) or a sequence of names
+#: (``("s", "inner")``), stepping into arrays with ``element`` and into maps with ``key`` / ``value``.
+NewColumn = StructField | tuple[str | Sequence[str], StructField]
+
+
 def add_columns(
-    table: TableHandle, fields: Sequence[StructField], *, after: Mapping[str, str | None] | None = None,
+    table: TableHandle, fields: Sequence[NewColumn], *, after: Mapping[str, str | None] | None = None,
     clock: Callable[[], int] | None = None,
 ) -> CommitResult:
     """Add ``fields`` to the table's schema in one ``ADD COLUMNS`` commit (see the module docstring): appended,
     or placed by ``after`` (SQL's ``AFTER col`` / ``FIRST``): ``{"z": "id"}`` puts ``z`` right after the
-    top-level column ``id`` (one added before it included), ``{"z": None}`` first.
+    column ``id`` of the same struct (one added before it included), ``{"z": None}`` first. A nested column
+    (``(parent, field)``, see :data:`NewColumn`) is appended to its struct, or placed by ``after`` keyed by its
+    dotted path (``{"s.x": "a"}``).
 
     Example:
         >>> add_columns(t, [StructField("z", PrimitiveType("integer"), True, {})]).version   # doctest: +SKIP
         5
         >>> add_columns(t, [StructField("y", PrimitiveType("long"), True, {})], after={"y": "id"})  # doctest: +SKIP
+        >>> add_columns(t, [("address", StructField("zip", PrimitiveType("string"), True, {}))])   # doctest: +SKIP
     """
     loc = table.location
-    new = list(fields)
+    new = [_new_column(c, loc) for c in fields]
     if not new:
         raise InvalidArgumentError("ADD COLUMNS needs at least one column", table=loc)
     snapshot = table.snapshot()
-    existing = {n.lower() for n in snapshot.schema.field_names}
-    for f in new:
-        if not isinstance(f, StructField):
-            raise InvalidArgumentError(f"ADD COLUMNS takes StructFields, got {type(f).__name__}", table=loc)
-        if f.name.lower() in existing:
-            raise InvalidArgumentError(
-                f"[DELTA_DUPLICATE_COLUMNS_FOUND] column {f.name!r} already exists in the table", table=loc)
+    places = dict(after or {})
+    unknown = sorted(set(places) - {_dotted(parent, f) for parent, f in new})
+    if unknown:
+        raise InvalidArgumentError(f"ADD COLUMNS: positions given for columns not being added: {unknown}", table=loc)
+    root: DataType = snapshot.schema
+    for parent, f in new:
         if not f.nullable:
             raise InvalidArgumentError(
-                f"[DELTA_NOT_NULL_COLUMN_NOT_ALLOWED] column {f.name!r} cannot be added as NOT NULL: the rows "
-                "already in the table would hold nulls; add it as nullable", table=loc)
+                f"[DELTA_NOT_NULL_COLUMN_NOT_ALLOWED] column {_dotted(parent, f)!r} cannot be added as NOT NULL: the "
+                "rows already in the table would hold nulls; add it as nullable", table=loc)
         if CURRENT_DEFAULT in f.metadata:  # the rows already written could not read the default (as delta-spark)
             raise InvalidArgumentError(
                 f"[WRONG_COLUMN_DEFAULTS_FOR_DELTA_ALTER_TABLE_ADD_COLUMN_NOT_SUPPORTED] column {f.name!r} cannot be "
                 "added with a DEFAULT; add it without one, then set it with ALTER COLUMN ... SET DEFAULT "
                 "(change_column(default=...))", table=loc)
-        existing.add(f.name.lower())
-    places = dict(after or {})
-    schema = StructType(tuple(_placed(list(snapshot.schema.fields), new, places, loc)))  # validates names
+        key = _dotted(parent, f)
+        root = _add_at(root, list(parent), f, places.get(key, _APPEND), loc, parent)
+    assert isinstance(root, StructType)
+    schema = StructType(root.fields)  # validates names
     from deltalog.txn.transaction import start_transaction
 
-    positions = tuple(None if f.name not in places else "FIRST" if places[f.name] is None
-                      else f"AFTER {places[f.name]}" for f in new)
-    txn = start_transaction(table, AddColumns(columns=tuple(_field_obj(f) for f in new), positions=positions),
+    def position(parent: tuple[str, ...], f: StructField) -> str | None:
+        key = _dotted(parent, f)
+        return None if key not in places else "FIRST" if places[key] is None else f"AFTER {places[key]}"
+
+    logged = tuple({**_field_obj(f), "name": _dotted(parent, f)} for parent, f in new)
+    txn = start_transaction(table, AddColumns(columns=logged, positions=tuple(position(p, f) for p, f in new)),
                             **_options(clock, snapshot))
     txn.update_metadata(replace(snapshot.metadata, schemaString=schema.to_json()))
     return txn.commit()
 
 
-def _placed(fields: list[StructField], new: list[StructField], after: dict[str, str | None],
-            loc: str) -> list[StructField]:
-    """``fields`` with each of ``new`` appended, or inserted where ``after`` says (see :func:`add_columns`)."""
-    unknown = sorted(set(after) - {f.name for f in new})
-    if unknown:
-        raise InvalidArgumentError(f"ADD COLUMNS: positions given for columns not being added: {unknown}", table=loc)
-    for f in new:
-        if f.name not in after:
-            fields.append(f)
-        elif after[f.name] is None:
-            fields.insert(0, f)
-        else:
-            anchor = str(after[f.name])
-            at = next((i for i, g in enumerate(fields) if g.name.lower() == anchor.lower()), None)
-            if at is None:
-                raise InvalidArgumentError(
-                    f"[DELTA_COLUMN_NOT_FOUND] cannot add column {f.name!r} AFTER {anchor!r}: the table has no "
-                    f"top-level column {anchor!r} (columns: {[g.name for g in fields]})", table=loc)
-            fields.insert(at + 1, f)
-    return fields
+_APPEND = object()  # no position given: the column goes last
+
+
+def _new_column(column: Any, loc: str) -> tuple[tuple[str, ...], StructField]:
+    if isinstance(column, StructField):
+        return (), column
+    if isinstance(column, tuple) and len(column) == 2 and isinstance(column[1], StructField):
+        path = column[0]
+        parts = tuple(path.split(".")) if isinstance(path, str) else tuple(path)
+        if not parts or not all(isinstance(p, str) and p for p in parts):
+            raise InvalidArgumentError(f"ADD COLUMNS: {path!r} is not a column path (e.g. 's' or 's.inner')", table=loc)
+        return parts, column[1]
+    raise InvalidArgumentError(
+        f"ADD COLUMNS takes StructFields or (parent path, StructField) pairs, got {type(column).__name__}", table=loc)
+
+
+def _dotted(parent: Sequence[str], f: StructField) -> str:
+    return ".".join([*parent, f.name])
+
+
+def _add_at(dtype: DataType, path: list[str], f: StructField, anchor: Any, loc: str,
+            full: tuple[str, ...]) -> DataType:
+    """``dtype`` with ``f`` added to the struct ``path`` leads to (placed by ``anchor``)."""
+    where = ".".join(full[:len(full) - len(path)]) or "the table"  # the struct reached so far
+    if path:
+        step, rest = path[0], path[1:]
+        if isinstance(dtype, StructType):
+            at = next((i for i, g in enumerate(dtype.fields) if g.name.lower() == step.lower()), None)
+            if at is not None:
+                fields = list(dtype.fields)
+                fields[at] = replace(fields[at], type=_add_at(fields[at].type, rest, f, anchor, loc, full))
+                return StructType(tuple(fields))
+        elif isinstance(dtype, ArrayType) and step.lower() == "element":
+            return replace(dtype, element_type=_add_at(dtype.element_type, rest, f, anchor, loc, full))
+        elif isinstance(dtype, MapType) and step.lower() in ("key", "value"):
+            if step.lower() == "key":
+                return replace(dtype, key_type=_add_at(dtype.key_type, rest, f, anchor, loc, full))
+            return replace(dtype, value_type=_add_at(dtype.value_type, rest, f, anchor, loc, full))
+        raise InvalidArgumentError(
+            f"[DELTA_COLUMN_NOT_FOUND] cannot add column {_dotted(full, f)!r}: {where} has no field {step!r} "
+            "(a path steps into arrays with 'element' and into maps with 'key' / 'value')", table=loc)
+    if not isinstance(dtype, StructType):
+        raise InvalidArgumentError(
+            f"cannot add column {_dotted(full, f)!r}: {where} is not a struct (it is {_type_name(dtype)})", table=loc)
+    fields = list(dtype.fields)
+    if any(g.name.lower() == f.name.lower() for g in fields):
+        raise InvalidArgumentError(
+            f"[DELTA_DUPLICATE_COLUMNS_FOUND] column {_dotted(full, f)!r} already exists in the table", table=loc)
+    if anchor is _APPEND:
+        fields.append(f)
+    elif anchor is None:
+        fields.insert(0, f)
+    else:
+        at = next((i for i, g in enumerate(fields) if g.name.lower() == str(anchor).lower()), None)
+        if at is None:
+            raise InvalidArgumentError(
+                f"[DELTA_COLUMN_NOT_FOUND] cannot add column {_dotted(full, f)!r} AFTER {anchor!r}: {where} has no "
+                f"{'top-level ' if not full else ''}column {anchor!r} (columns: {[g.name for g in fields]})",
+                table=loc)
+        fields.insert(at + 1, f)
+    return StructType(tuple(fields))
+
+
+def _type_name(dtype: DataType) -> str:
+    if isinstance(dtype, ArrayType):
+        return "an array"
+    if isinstance(dtype, MapType):
+        return "a map"
+    return str(getattr(dtype, "name", dtype))
 
 
 def _stats_say_no_nulls(add: dict[str, Any], physical: str) -> bool:

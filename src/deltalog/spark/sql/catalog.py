@@ -251,32 +251,76 @@ class _Unknown:
 _UNKNOWN = _Unknown()
 
 
+@dataclass(frozen=True)
+class JvmCatalog:
+    """The session catalog of a classic session and what naming a table in it takes, fetched once per
+    session (every py4j lookup of a JVM class is a round trip)."""
+
+    session: Any
+    catalog: Any
+    _ident: Any
+    _some: Any
+    _none: Any
+
+    def ident(self, tn: TableName) -> Any:
+        """The ``TableIdentifier`` of ``tn`` (its database, if any; the catalog part is the session's)."""
+        return self._ident(tn.table, self._some(tn.database) if tn.database else self._none)
+
+
+_JVM_CATALOGS: dict[int, JvmCatalog] = {}
+
+
+def jvm_catalog(spark: Any) -> JvmCatalog | None:
+    """The session catalog of ``spark`` (``None`` for Spark Connect sessions).
+
+    Example:
+        >>> jvm_catalog(spark).catalog.getCurrentDatabase()                      # doctest: +SKIP
+        'default'
+    """
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:
+        return None
+    found = _JVM_CATALOGS.get(id(jsession))
+    if found is not None and found.session is jsession:
+        return found
+    jvm = spark._jvm
+    made = JvmCatalog(jsession, jsession.sessionState().catalog(), jvm.org.apache.spark.sql.catalyst.TableIdentifier,
+                      jvm.scala.Some, jvm.scala.Option.empty())
+    _JVM_CATALOGS.clear()  # one session at a time in practice: never hold on to a stopped one
+    _JVM_CATALOGS[id(jsession)] = made
+    return made
+
+
+def _option(text: str) -> str:
+    """The value of a Scala ``Option`` printed as text (``Some(x)`` / ``None``), ``""`` for ``None``."""
+    return text[5:-1] if text.startswith("Some(") and text.endswith(")") else ""
+
+
 def _jvm_lookup(spark: Any, tn: TableName) -> CatalogEntry | _Unknown | None:
     """The session catalog asked directly (classic sessions, ``spark_catalog`` names)."""
-    jsession = getattr(spark, "_jsparkSession", None)
-    if jsession is None or (tn.catalog and tn.catalog.lower() != "spark_catalog"):
+    if tn.catalog and tn.catalog.lower() != "spark_catalog":
         return _UNKNOWN
     try:
-        jvm = spark._jvm
-        scala_some = jvm.scala.Some
-        none = jvm.scala.Option.empty()
-        catalog = jsession.sessionState().catalog()
+        jc = jvm_catalog(spark)
+        if jc is None:
+            return _UNKNOWN
+        catalog = jc.catalog
         if not tn.database and catalog.getTempView(tn.table).isDefined():
             return None
-        ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(
-            tn.table, scala_some(tn.database) if tn.database else none)
         if tn.database and not catalog.databaseExists(tn.database):
             return None
+        ident = jc.ident(tn)
         if not catalog.tableExists(ident):
             return None
         meta = catalog.getTableMetadata(ident)
+        provider = _option(str(meta.provider()))
+        kind = str(meta.tableType().name()).upper()
+        location = _option(str(meta.storage().locationUri()))
     except Exception:  # a catalog this path does not understand: ask with SQL
         return _UNKNOWN
-    provider = str(meta.provider().get()) if meta.provider().isDefined() else ""
-    if str(meta.tableType().name()).upper() == "VIEW":
+    if kind == "VIEW":
         provider = provider or "view"
-    location = str(meta.location().toString()) if meta.storage().locationUri().isDefined() else ""
-    return CatalogEntry(tn, provider, _local(location), str(meta.tableType().name()).upper() == "MANAGED")
+    return CatalogEntry(tn, provider, _local(location), kind == "MANAGED")
 
 
 def _sql_lookup(spark: Any, tn: TableName) -> CatalogEntry | None:
@@ -322,18 +366,15 @@ def sync_schema(spark: Any, name: TableName, location: str) -> None:
 
     from deltalog.spark._common import load_snapshot, spark_schema
 
-    jsession = getattr(spark, "_jsparkSession", None)
-    if jsession is None or (name.catalog and name.catalog.lower() != "spark_catalog"):
+    jc = jvm_catalog(spark)
+    if jc is None or (name.catalog and name.catalog.lower() != "spark_catalog"):
         return
     snapshot = load_snapshot(location)
     parts = set(snapshot.partition_columns)
     wanted = spark_schema([f for f in snapshot.schema.fields if f.name not in parts])
     try:
-        jvm = spark._jvm
-        db = jvm.scala.Some(name.database) if name.database else jvm.scala.Option.empty()
-        ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name.table, db)
-        catalog = jsession.sessionState().catalog()
-        current = json.loads(str(catalog.getTableMetadata(ident).dataSchema().json()))
+        ident = jc.ident(name)
+        current = json.loads(str(jc.catalog.getTableMetadata(ident).dataSchema().json()))
     except Exception:  # a catalog this path does not understand: its copy stays as it is
         return
 
@@ -341,7 +382,7 @@ def sync_schema(spark: Any, name: TableName, location: str) -> None:
         return [(f["name"], json.dumps(f["type"], sort_keys=True)) for f in struct["fields"]]
 
     if shape(current) != shape(json.loads(wanted.json())):
-        catalog.alterTableDataSchema(ident, jvm.org.apache.spark.sql.types.DataType.fromJson(wanted.json()))
+        jc.catalog.alterTableDataSchema(ident, spark._jvm.org.apache.spark.sql.types.DataType.fromJson(wanted.json()))
 
 
 def forget(spark: Any, name: TableName | str | None = None) -> None:

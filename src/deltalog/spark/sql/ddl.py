@@ -533,24 +533,30 @@ def _kernel_table(ref: TableRef) -> Any:
 
 
 def _add_columns(spark: Any, table: Any, columns: list[Any], text: str) -> None:
+    from sqlglot import exp
+
     from deltalog.protocol.schema import parse_schema
 
     _check_defaults(columns, "ALTER TABLE ADD COLUMNS", enabled=None)
     after: dict[str, str | None] = {}
     plain = []
-    for col in columns:  # ADD COLUMNS (c INT FIRST, d INT AFTER c): placed by the kernel
+    parents: list[tuple[str, ...]] = []
+    for col in columns:  # ADD COLUMNS (c INT FIRST, s.d INT AFTER c): placed by the kernel
+        col = col.copy()
+        parts = [i.name for i in col.this.flatten()] if isinstance(col.this, exp.Dot) else [col.name]
+        if len(parts) > 1:  # s.inner.d: the field d of the struct column s.inner
+            col.set("this", exp.to_identifier(parts[-1], quoted=True))
+        parents.append(tuple(parts[:-1]))
         position = col.args.get("position")
         if position is not None:
-            if str(position.args.get("position") or "").upper() == "FIRST":
-                after[col.name] = None
-            else:
-                after[col.name] = position.this.name
-            col = col.copy()
+            first = str(position.args.get("position") or "").upper() == "FIRST"
+            after[".".join(parts)] = None if first else position.this.name
             col.set("position", None)
         plain.append(col)
     struct = _struct_from_columns(spark, plain, identity=False)
     schema = parse_schema(struct.json())
-    table.add_columns(list(schema.fields), after=after or None)
+    table.add_columns([(parent, f) if parent else f for parent, f in zip(parents, schema.fields)],
+                      after=after or None)
 
 
 def _alter_column(spark: Any, table: Any, action: Any, text: str) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
-from deltalog.spark.sql.catalog import TableName, lookup
+from deltalog.spark.sql.catalog import TableName, jvm_catalog, lookup
 from deltalog.spark.sql.dialect import DIALECT
 
 __all__ = [
@@ -477,24 +477,25 @@ def view_definition(spark: Any, name: TableName) -> ViewDef | None:
     """
     if name.catalog and name.catalog.lower() != "spark_catalog":
         return None
-    jsession = getattr(spark, "_jsparkSession", None)
-    if jsession is None:
-        return _sql_definition(spark, name)
     try:
-        jvm = spark._jvm
-        catalog = jsession.sessionState().catalog()
-        db = jvm.scala.Some(name.database) if name.database else jvm.scala.Option.empty()
-        ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(name.table, db)
-        temporary = bool(catalog.isTempView(ident))
+        jc = jvm_catalog(spark)
+        if jc is None:
+            return _sql_definition(spark, name)
+        catalog = jc.catalog
+        temporary = not name.database and bool(catalog.getTempView(name.table).isDefined())
+        if not temporary and str(name.database or "").lower() == "global_temp":
+            temporary = bool(catalog.getGlobalTempView(name.table).isDefined())
+        ident = jc.ident(name)
         if not temporary and (
                 (name.database and not catalog.databaseExists(name.database)) or not catalog.tableExists(ident)):
             return None
         meta = catalog.getTempViewOrPermanentTableMetadata(ident)
-        if str(meta.tableType().name()).upper() != "VIEW" or not meta.viewText().isDefined():
+        text = meta.viewText()
+        if str(meta.tableType().name()).upper() != "VIEW" or not text.isDefined():
             return None
         namespace = tuple(str(p) for p in str(meta.viewCatalogAndNamespace().mkString("\x1f")).split("\x1f") if p)
         columns = tuple(str(c) for c in meta.schema().fieldNames())
-        return ViewDef(name, str(meta.viewText().get()), namespace, columns, temporary)
+        return ViewDef(name, str(text.get()), namespace, columns, temporary)
     except Exception:  # a catalog this path does not understand: ask with SQL
         return _sql_definition(spark, name)
 
@@ -534,11 +535,11 @@ def _name_of(table: Any) -> TableName | None:
 
 
 def _is_temp_view(spark: Any, name: str) -> bool:
-    jsession = getattr(spark, "_jsparkSession", None)
-    if jsession is None:
+    jc = jvm_catalog(spark)
+    if jc is None:
         return False
     try:
-        return bool(jsession.sessionState().catalog().getTempView(name).isDefined())
+        return bool(jc.catalog.getTempView(name).isDefined())
     except Exception:
         return False
 
@@ -599,6 +600,9 @@ def delta_view(spark: Any, table: Any, depth: int = 0) -> ViewDef | None:
     """
     name = _name_of(table)
     if name is None or depth > _MAX_DEPTH:
+        return None
+    entry = lookup(spark, name)  # remembered for the statement: a table is no view, at no further cost
+    if entry is not None and entry.provider.lower() not in ("", "view"):
         return None
     view = view_definition(spark, name)
     if view is None:
