@@ -114,7 +114,7 @@ def test_unsupported_clauses_are_refused_by_name(spark: Any, tables: tuple[str, 
     loc = _location(spark, name)
     version = deltalog.Table(loc).latest_version()
     refusals = {
-        f"ALTER TABLE {name} RENAME TO other_{name}": "RENAME",
+        f"ALTER TABLE delta.`{loc}` RENAME TO other_{name}": "named by its path",
         f"ALTER TABLE {name} ADD CONSTRAINT u UNIQUE (id)": "CHECK",
         f"UPDATE {name} SET v = s.v FROM (SELECT 1 AS id, 'z' AS v) s WHERE {name}.id = s.id": "MERGE INTO",
         f"MERGE INTO {name} t USING (SELECT 1 AS id) s ON t.id = s.id "

@@ -1,5 +1,6 @@
 """Views over Delta catalog tables and Spark's table statements on Delta tables (``TRUNCATE TABLE``,
-``COMMENT ON``, ``CACHE TABLE``): what a delta-spark program that uses them sees."""
+``COMMENT ON``, ``CACHE TABLE``, ``ALTER TABLE ... RENAME TO``): what a delta-spark program that uses them
+sees."""
 
 from __future__ import annotations
 
@@ -109,3 +110,28 @@ def test_truncate_comment_and_cache(spark: Any, names: dict[str, str]) -> None:
     assert spark.catalog.isCached(cached)
     spark.sql(f"INSERT INTO {t} VALUES (7, 'x')")
     assert _rows(spark, f"SELECT id FROM {cached}") == [(6,)]  # the rows as they were when cached
+
+
+def test_rename_managed_and_external_tables(spark: Any, names: dict[str, str], tmp_path: Path) -> None:
+    """A managed table's directory moves with its name (Spark's own rename), an external one stays."""
+    t, other = names["t"], names["other"]
+    spark.sql(f"CREATE TABLE {t} USING DELTA AS SELECT id FROM range(3)")
+    old = _detail_location(spark, t)
+    spark.sql(f"ALTER TABLE {t} RENAME TO {other}")
+    assert not spark.catalog.tableExists(t)
+    moved = _detail_location(spark, other)
+    assert moved != old and deltalog.Table(moved).latest_version() == 0
+    spark.sql(f"INSERT INTO {other} VALUES (7)")
+    assert _rows(spark, f"SELECT count(*) FROM {other}") == [(4,)]
+    external = str(tmp_path / "ext")
+    spark.sql(f"CREATE TABLE {t} (id INT) USING DELTA LOCATION '{external}'")
+    spark.sql(f"DROP TABLE {other}")
+    spark.sql(f"ALTER TABLE {t} RENAME TO {other}")
+    assert _detail_location(spark, other) == external
+
+
+def _detail_location(spark: Any, name: str) -> str:
+    from deltalog.spark import DeltaTable
+
+    location = str(DeltaTable.forName(spark, name).detail().first()["location"])
+    return location.removeprefix("file:")

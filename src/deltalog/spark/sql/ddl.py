@@ -464,8 +464,11 @@ def _alter(spark: Any, expression: Any, text: str) -> Any:
     ref = resolve_table(spark, expression.this)
     if ref is None:
         return None
+    actions = expression.args.get("actions") or []
+    if len(actions) == 1 and isinstance(actions[0], exp.AlterRename):
+        return _rename(spark, ref, actions[0], text)
     table = _kernel_table(ref)
-    for action in expression.args.get("actions") or []:
+    for action in actions:
         if isinstance(action, exp.AddConstraint):
             check = action.find(exp.CheckColumnConstraint)
             constraint = action.find(exp.Constraint)
@@ -505,6 +508,20 @@ def _alter(spark: Any, expression: Any, text: str) -> Any:
     if ref.name is not None:
         forget(spark, ref.name)
         sync_schema(spark, ref.name, ref.location)
+    return empty_result(spark)
+
+
+def _rename(spark: Any, ref: TableRef, action: Any, text: str) -> Any:
+    """``ALTER TABLE t RENAME TO u``: a catalog change, Spark's own (a managed table's directory moves with it,
+    an external table stays where it is); the log is untouched, its paths being relative to the table."""
+    if ref.name is None:
+        raise refuse(text, f"{ref.shown} is named by its path, and a path has no name to change; move the "
+                           "directory, or register the table (CREATE TABLE name USING DELTA LOCATION '...') and "
+                           "rename that")
+    raw_sql(spark, text)
+    forget(spark, ref.name)
+    new = action.this
+    forget(spark, TableName(new.name, new.db or None, new.catalog or None))
     return empty_result(spark)
 
 
