@@ -220,6 +220,26 @@ def test_dml_with_ctes_and_subqueries_over_delta_tables(catalog_target: Target, 
     assert {t.name for t in spark.catalog.listTables()} == views  # the reads' temporary views are gone
 
 
+def test_statements_with_python_arguments(catalog_target: Target, spark: Any) -> None:
+    """``spark.sql(text, **kwargs)``, PySpark's formatting of ``{df}`` / ``{value}`` (DataFrames become tables,
+    strings literals, columns references), in statements on a Delta table; optimizer hints naming it."""
+    from pyspark.sql import functions as F
+
+    target = catalog_target
+    people(target)
+    views = {t.name for t in spark.catalog.listTables()}
+    staged = spark.createDataFrame([(2, "bo", 41), (9, "ida", 50)], "id int, name string, age int")
+    spark.sql(f"INSERT INTO {target.ref} SELECT * FROM {{s}} WHERE id > {{n}}", s=staged, n=5)
+    spark.sql(f"MERGE INTO {target.ref} t USING {{s}} s ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.name = s.name",
+              s=staged)
+    spark.sql(f"UPDATE {target.ref} SET name = {{name}} WHERE id = {{i}}", name="o'neil", i=3)
+    spark.sql(f"DELETE FROM {target.ref} WHERE id IN (SELECT id + 8 FROM {{s}})", s=spark.range(1, 2))
+    rows = spark.sql(f"SELECT /*+ BROADCAST(t) */ {{c}}, t.name FROM {target.ref} t JOIN {{s}} s USING (id) ORDER BY 1",
+                     c=F.col("id"), s=spark.range(10)).collect()
+    assert [tuple(r) for r in rows] == [(1, "ann"), (2, "bo"), (3, "o'neil")]
+    assert {t.name for t in spark.catalog.listTables()} == views
+
+
 def test_merge_with_every_clause_and_a_subquery_source(target: Target) -> None:
     people(target)
     result = target.sql("""

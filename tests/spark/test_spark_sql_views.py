@@ -24,10 +24,10 @@ def _rows(spark: Any, text: str) -> list[tuple[Any, ...]]:
 @pytest.fixture
 def names(spark: Any) -> Iterator[dict[str, str]]:
     suffix = uuid.uuid4().hex[:8]
-    made = {k: f"{k}_{suffix}" for k in ("t", "other", "pv", "pv2", "tv", "db", "cached")}
+    made = {k: f"{k}_{suffix}" for k in ("t", "other", "odd", "pv", "pv2", "tv", "db", "cached")}
     yield made
     for kind, key in (("VIEW", "pv2"), ("VIEW", "pv"), ("VIEW", "tv"), ("VIEW", "cached"), ("TABLE", "t"),
-                      ("TABLE", "other")):
+                      ("TABLE", "other"), ("TABLE", "odd")):
         spark.sql(f"DROP {kind} IF EXISTS {made[key]}")
     spark.sql(f"DROP DATABASE IF EXISTS {made['db']} CASCADE")
 
@@ -60,6 +60,7 @@ def test_views_over_delta_tables_read_the_latest_version(spark: Any, names: dict
     assert _rows(spark, f"SELECT * FROM {other}") == [(2, "y")]
     assert [r[0] for r in _rows(spark, f"DESCRIBE {pv}")] == ["id", "p"]
     spark.sql(f"ALTER TABLE {t} ADD COLUMNS (z INT)")  # Spark checks CREATE VIEW against the catalog's copy
+    assert [c.name for c in spark.catalog.listColumns(t)] == ["id", "z", "p"]  # partition columns last, as Spark
     spark.sql(f"CREATE OR REPLACE VIEW {pv} AS SELECT * FROM {t}")
     assert spark.table(pv).columns == ["id", "z", "p"]
 
@@ -93,6 +94,16 @@ def test_truncate_comment_and_cache(spark: Any, names: dict[str, str]) -> None:
     assert "comment" not in dict(_rows(spark, f"SHOW TBLPROPERTIES {t}"))
     spark.sql(f"COMMENT ON COLUMN {t}.id IS 'the click'")
     assert _rows(spark, f"DESCRIBE {t}")[0] == ("id", "bigint", "the click")
+
+    odd = names["odd"]  # nested names that need quoting reach the catalog quoted
+    spark.sql(f"CREATE TABLE {odd} (`a b` STRUCT<`c d`: ARRAY<STRUCT<`e.f`: DECIMAL(5,1)>>>) USING DELTA")
+    assert "`a b` STRUCT<`c d`: ARRAY<STRUCT<`e.f`: DECIMAL(5,1)>>>" in spark.sql(f"SHOW CREATE TABLE {odd}").first()[0]
+    ddl = spark.sql(f"SHOW CREATE TABLE {t}").first()["createtab_stmt"]  # the log's table, re-creatable
+    assert ddl.startswith(f"CREATE TABLE spark_catalog.default.{t} (\n  id BIGINT COMMENT 'the click',\n  p STRING)\n"
+                          "USING delta\nPARTITIONED BY (p)\nCOMMENT 'clicks'\nTBLPROPERTIES (\n"), ddl
+    other = names["other"]
+    spark.sql(ddl.replace(t, other))
+    assert spark.sql(f"SHOW CREATE TABLE {other}").first()[0] == ddl.replace(t, other)
 
     version = DeltaTable.forName(spark, t).history(1).first()["version"]
     with pytest.raises(InvalidArgumentError, match="DELTA_TRUNCATE_TABLE_PARTITION_NOT_SUPPORTED"):

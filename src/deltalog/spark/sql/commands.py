@@ -488,6 +488,16 @@ def _comment_null(spark: Any, r: _Reader) -> Any:
     return result
 
 
+def _show_create(spark: Any, r: _Reader) -> Any:
+    from deltalog.spark.sql.table_ops import show_create_table
+
+    r.expect("SHOW", "CREATE", "TABLE")
+    ref = _spark_table(spark, r, "AS")
+    if not r.done():
+        raise refuse(r.text, "SHOW CREATE TABLE ... AS SERDE is for Hive tables; a Delta table has no SerDe")
+    return show_create_table(spark, ref)
+
+
 _COMMANDS: list[tuple[tuple[str, ...], Any]] = [
     (("DESCRIBE", "HISTORY"), _history),
     (("DESCRIBE", "DETAIL"), _detail),
@@ -503,4 +513,5 @@ _COMMANDS: list[tuple[tuple[str, ...], Any]] = [
     (("REPLACE", "TABLE"), _replace_table),
     (("CREATE",), _create),
     (("COMMENT", "ON"), _comment_null),
+    (("SHOW", "CREATE", "TABLE"), _show_create),
 ]

@@ -370,7 +370,11 @@ def register_table(
 ) -> tuple[str, bool]:
     """Create the catalog entry (``USING delta``); returns the table's location and whether it is managed."""
     ensure_source(spark)
-    columns = ", ".join(f"`{f.name.replace('`', '``')}` {f.dataType.simpleString()}" for f in struct.fields)
+    from deltalog.protocol.schema import parse_schema
+    from deltalog.spark.sql.table_ops import type_ddl
+
+    fields = parse_schema(struct.json()).fields  # quoted names at every depth (simpleString quotes none)
+    columns = ", ".join(f"`{f.name.replace('`', '``')}` {type_ddl(f.type)}" for f in fields)
     parts = f" PARTITIONED BY ({', '.join('`' + p + '`' for p in spec.partitions)})" if spec.partitions else ""
     where = f" LOCATION '{location.replace(chr(39), chr(92) + chr(39))}'" if location else ""
     comment = f" COMMENT '{spec.comment.replace(chr(39), chr(92) + chr(39))}'" if spec.comment else ""

@@ -21,7 +21,7 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType
-from deltalog.spark.sql.catalog import forget
+from deltalog.spark.sql.catalog import forget, sync_schema
 from deltalog.spark.sql.dialect import DIALECT, unqualified
 from deltalog.spark.sql.refs import TableRef, read_ref, resolve_table, rewrite_condition, rewrite_query
 from deltalog.spark.sql.shared import refuse
@@ -164,6 +164,7 @@ def _rows(spark: Any, values: dict[str, int], ddl: str) -> Any:
 def _touch(spark: Any, ref: TableRef) -> None:
     if ref.name is not None:
         forget(spark, ref.name)
+        sync_schema(spark, ref.name, ref.location)  # schema evolution: the catalog's copy follows
 
 
 # ------------------------------------------------------------------------------------------- INSERT

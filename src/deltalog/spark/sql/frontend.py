@@ -21,9 +21,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from deltalog.spark.sql.dialect import DIALECT
@@ -131,20 +133,67 @@ def run_sql(spark: Any, text: str, args: Any = None, **kwargs: Any) -> Any:
 
 
 def _run(spark: Any, text: str, args: Any, kwargs: dict[str, Any]) -> Any:
-    lowered = text.lower()
-    if not any(k in lowered for k in _KEYWORDS) and not _mentions_delta_tables(spark, text):
+    def as_given() -> Any:  # Spark runs the statement as the caller wrote it (PySpark formats ``kwargs``)
         return original_sql(spark)(text, args, **kwargs)
-    expression = _parse(text)
-    if expression is None:
-        from deltalog.spark.sql.commands import run_command
 
-        handled = run_command(spark, text)
-        if handled is not None:
-            return handled
-        return original_sql(spark)(text, args, **kwargs)
-    with internal():
-        result = _dispatch(spark, expression, text, args, kwargs)
-    return result
+    with _user_frames(spark, text, kwargs) as work:
+        lowered = work.lower()
+        if not any(k in lowered for k in _KEYWORDS) and not _mentions_delta_tables(spark, work):
+            return as_given()
+        expression = _parse(work)
+        if expression is None:
+            from deltalog.spark.sql.commands import run_command
+
+            handled = run_command(spark, work)
+            if handled is not None:
+                return handled
+            return as_given()
+        with internal():
+            return _dispatch(spark, expression, work, args, as_given)
+
+
+@contextlib.contextmanager
+def _user_frames(spark: Any, text: str, kwargs: dict[str, Any]) -> Iterator[str]:
+    """``text`` formatted with ``kwargs`` as PySpark formats them (``{x}`` becomes a SQL literal, a column
+    reference or, for a DataFrame, a table name), except that a DataFrame gets a name of deltalog's, which
+    the rewriting of the statement's tables replaces by the DataFrame itself (:func:`shared.user_frame`):
+    the caller's DataFrames then reach Spark along with deltalog's reads, in one statement."""
+    if not kwargs:
+        yield text
+        return
+    import string
+
+    from pyspark.sql import DataFrame
+
+    if getattr(spark, "_jsparkSession", None) is None:
+        from pyspark.sql.connect.sql_formatter import SQLStringFormatter as Formatter
+    else:
+        from pyspark.sql.sql_formatter import SQLStringFormatter as Formatter  # type: ignore[assignment]
+    pyspark_formatter = Formatter(spark)
+    frames: dict[str, Any] = {}
+
+    def convert(value: Any, field: str) -> Any:
+        if not isinstance(value, DataFrame):
+            return pyspark_formatter._convert_value(value, field)
+        for name, df in frames.items():
+            if df is value:
+                return name
+        name = f"__deltalog_arg{len(frames)}_{uuid.uuid4().hex[:8]}"
+        frames[name] = value
+        return name
+
+    class _Formatter(string.Formatter):
+        def get_field(self, field_name: str, args: Any, kw: Any) -> Any:
+            obj, first = super().get_field(field_name, args, kw)
+            return convert(obj, field_name), first
+
+    formatted = _Formatter().format(text, **kwargs)
+    previous = getattr(STATE, "user_frames", None)
+    STATE.user_frames = frames
+    try:
+        yield formatted
+    finally:
+        STATE.user_frames = previous
 
 
 def _mentions_delta_tables(spark: Any, text: str) -> bool:
@@ -158,7 +207,7 @@ def _mentions_delta_tables(spark: Any, text: str) -> bool:
         return reads_delta(spark, expression)
 
 
-def _dispatch(spark: Any, expression: Any, text: str, args: Any, kwargs: dict[str, Any]) -> Any:
+def _dispatch(spark: Any, expression: Any, text: str, args: Any, as_given: Callable[[], Any]) -> Any:
     from sqlglot import exp
 
     from deltalog.spark.sql.commands import handle as command
@@ -172,11 +221,11 @@ def _dispatch(spark: Any, expression: Any, text: str, args: Any, kwargs: dict[st
         handled = run_command(spark, text)
         if handled is not None:
             return handled
-        return original_sql(spark)(text, args, **kwargs)
+        return as_given()
     if isinstance(expression, exp.Create) and str(expression.args.get("kind") or "").upper() == "VIEW":
         from deltalog.spark.sql.views import create_view
 
-        return create_view(spark, expression, text, args, kwargs)
+        return create_view(spark, expression, text, as_given)
     handlers: list[Callable[[Any, Any, str], Any]] = [ddl, dml, command, table_op]
     for handler in handlers:
         result = handler(spark, expression, text)
@@ -185,5 +234,5 @@ def _dispatch(spark: Any, expression: Any, text: str, args: Any, kwargs: dict[st
     if isinstance(expression, (exp.Query, exp.Insert, exp.Create, exp.Describe, exp.Cache)):
         rewritten = rewrite_query(spark, expression)
         if rewritten.frames:
-            return rewritten.sql(spark, args, **kwargs)
-    return original_sql(spark)(text, args, **kwargs)
+            return rewritten.sql(spark, args)
+    return as_given()

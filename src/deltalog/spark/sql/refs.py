@@ -23,6 +23,7 @@ from typing import Any
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark.sql.catalog import TableName, jvm_catalog, lookup
 from deltalog.spark.sql.dialect import DIALECT
+from deltalog.spark.sql.shared import user_frame
 
 __all__ = [
     "Rewritten", "TableRef", "ViewDef", "delta_view", "expand_at_syntax", "reads_delta", "resolve", "resolve_table",
@@ -393,12 +394,20 @@ def _replace_delta_tables(spark: Any, expression: Any) -> dict[str, Any]:
         return name
 
     for table in list(expression.find_all(exp.Table)):
+        if table.find_ancestor(exp.Hint) is not None:  # /*+ BROADCAST(t) */ names the table's alias
+            continue
         func = table.this if isinstance(table.this, (exp.Anonymous, exp.Func)) else None
         if func is not None:
             if str(getattr(func, "name", "")).lower() in _CHANGES:
                 table.set("this", exp.to_identifier(placeholder(_changes_frame(spark, func))))
             continue
         if not table.db and table.name.lower() in ctes:
+            continue
+        given = None if table.db else user_frame(table.name)
+        if given is not None:  # spark.sql("... {df} ...", df=df): the caller's DataFrame
+            name = placeholder(given)
+            table.replace(exp.Table(this=exp.to_identifier(name),
+                                    alias=table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(name))))
             continue
         ref = resolve_table(spark, table)
         if ref is None:
@@ -582,6 +591,8 @@ def reads_delta(spark: Any, expression: Any, depth: int = 0) -> bool:
         if isinstance(table.this, (exp.Anonymous, exp.Func)):
             if str(getattr(table.this, "name", "")).lower() in ("table_changes", "table_changes_by_path"):
                 return True
+            continue
+        if table.find_ancestor(exp.Hint) is not None:
             continue
         if not table.db and table.name.lower() in ctes:
             continue

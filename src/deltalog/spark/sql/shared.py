@@ -16,12 +16,25 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError, SqlSyntaxError
 
-__all__ = ["ORIGINALS", "STATE", "empty_result", "internal", "original_sql", "refuse", "syntax_error"]
+__all__ = ["ORIGINALS", "STATE", "empty_result", "internal", "original_sql", "refuse", "syntax_error", "user_frame"]
 
 #: ``SparkSession.sql`` of each patched session class, before the front end patched it.
 ORIGINALS: dict[Any, Callable[..., Any]] = {}
-#: ``depth`` > 0 while deltalog runs its own statements (they go straight to Spark).
+#: ``depth`` > 0 while deltalog runs its own statements (they go straight to Spark); ``user_frames``: the
+#: DataFrames the caller's statement names through ``spark.sql(text, **kwargs)``, by deltalog's names for them.
 STATE = threading.local()
+
+
+def user_frame(name: str) -> Any:
+    """The caller's DataFrame that the statement being run names ``name`` (``spark.sql("... {df} ...",
+    df=df)``), or ``None``.
+
+    Example:
+        >>> user_frame("__deltalog_arg0_1a2b3c4d") is None                       # doctest: +SKIP
+        False
+    """
+    frames = getattr(STATE, "user_frames", None)
+    return frames.get(name) if frames else None
 
 
 def _shown(statement: str) -> str:

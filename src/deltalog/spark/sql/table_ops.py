@@ -1,5 +1,5 @@
-"""Spark's table statements that change or hold a Delta table: ``TRUNCATE TABLE``, ``COMMENT ON TABLE`` /
-``COMMENT ON COLUMN`` and ``CACHE TABLE``.
+"""Spark's table statements that change, show or hold a Delta table: ``TRUNCATE TABLE``, ``COMMENT ON TABLE``
+/ ``COMMENT ON COLUMN``, ``SHOW CREATE TABLE`` and ``CACHE TABLE``.
 
 * ``TRUNCATE TABLE t`` removes every row as ``DELETE FROM t`` does (one ``DELETE`` commit that removes
   every file; the files stay for time travel until ``VACUUM``); with a ``PARTITION`` clause it is refused as
@@ -7,6 +7,10 @@
 * ``COMMENT ON TABLE t IS '...' | NULL`` sets the table's description in the log (``DESCRIBE DETAIL``'s
   ``description``), as ``ALTER TABLE t SET TBLPROPERTIES ('comment' = '...')`` does; a catalog table's
   own comment follows. ``COMMENT ON COLUMN t.c IS '...'`` is ``ALTER TABLE t ALTER COLUMN c COMMENT '...'``.
+* ``SHOW CREATE TABLE t`` prints the statement that creates the table as its log describes it (columns with
+  ``NOT NULL``, defaults, generated and identity columns and comments; ``USING delta``; ``PARTITIONED BY`` or
+  ``CLUSTER BY``; the description; an external table's ``LOCATION``; the properties ``SHOW TBLPROPERTIES``
+  lists), in the layout Spark prints it, in its ``createtab_stmt`` column.
 * ``CACHE TABLE`` of a Delta table (or of a view over one) is refused, naming what to do instead: Spark's
   cache keys cached data by its query plan, and deltalog plans every read of the table anew (the latest
   version), so the cache would hold data no query reads. ``CACHE [LAZY] TABLE name AS SELECT ...`` over
@@ -29,7 +33,7 @@ from deltalog.spark.sql.dialect import DIALECT
 from deltalog.spark.sql.refs import TableRef, resolve_table
 from deltalog.spark.sql.shared import refuse
 
-__all__ = ["handle"]
+__all__ = ["comment_on", "handle", "show_create_table", "type_ddl"]
 
 
 def handle(spark: Any, expression: Any, text: str) -> Any:
@@ -165,3 +169,115 @@ def _cache_query(spark: Any, expression: Any, target: Any) -> Any:
     lazy = "LAZY " if expression.args.get("lazy") else ""
     raw_sql(spark, f"CACHE {lazy}TABLE {target.sql(dialect=DIALECT)}")
     return _empty(spark)
+
+
+def show_create_table(spark: Any, ref: TableRef) -> Any:
+    """``SHOW CREATE TABLE`` of a Delta table: one row, ``createtab_stmt`` (see the module docstring).
+
+    Example:
+        >>> print(show_create_table(spark, resolve(spark, "events")).first()[0])       # doctest: +SKIP
+        CREATE TABLE spark_catalog.default.events (
+          id BIGINT NOT NULL,
+          day DATE)
+        USING delta
+        PARTITIONED BY (day)
+        TBLPROPERTIES (
+          'delta.minReaderVersion' = '1',
+          'delta.minWriterVersion' = '2')
+    """
+    from deltalog.commands.clustering import clustering_of
+    from deltalog.spark._common import load_snapshot, table_properties
+
+    snapshot = load_snapshot(ref.location)
+    name = (".".join(_quoted(p) for p in ("spark_catalog", ref.name.database or _current_database(spark),
+                                          ref.name.table)) if ref.name is not None else ref.shown)
+    lines = [f"CREATE TABLE {name} ("]
+    columns = [f"  {_column_ddl(f)}" for f in snapshot.schema.fields]
+    lines.append(",\n".join(columns) + ")")
+    lines.append("USING delta")
+    clustering = clustering_of(snapshot)
+    if snapshot.partition_columns:
+        lines.append(f"PARTITIONED BY ({', '.join(_quoted(c) for c in snapshot.partition_columns)})")
+    elif clustering:
+        lines.append(f"CLUSTER BY ({', '.join(_quoted(c) for c in clustering)})")
+    if snapshot.metadata.description:
+        lines.append(f"COMMENT {_string(snapshot.metadata.description)}")
+    if ref.name is not None and not ref.managed:
+        lines.append(f"LOCATION {_string(ref.location)}")
+    props = table_properties(snapshot)
+    if props:
+        lines.append("TBLPROPERTIES (")
+        lines.append(",\n".join(f"  {_string(k)} = {_string(v)}" for k, v in props.items()) + ")")
+    return spark.createDataFrame([("\n".join(lines) + "\n",)], "createtab_stmt string")
+
+
+def _current_database(spark: Any) -> str:
+    return str(spark.catalog.currentDatabase())
+
+
+def _quoted(name: str) -> str:
+    """A name as Spark prints it: back-quoted only when it needs to be."""
+    import re
+
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else "`" + name.replace("`", "``") + "`"
+
+
+def _string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def type_ddl(dtype: Any) -> str:
+    """A Delta type as Spark's DDL spells it (``STRUCT<a: INT, `b c`: ARRAY<STRING>>``).
+
+    Example:
+        >>> from deltalog.protocol.schema import PrimitiveType
+        >>> type_ddl(PrimitiveType("decimal(10,2)"))
+        'DECIMAL(10,2)'
+    """
+    from deltalog.protocol.schema import ArrayType, DecimalType, MapType, StructType
+
+    if isinstance(dtype, DecimalType):
+        return f"DECIMAL({dtype.precision},{dtype.scale})"
+    if isinstance(dtype, StructType):
+        return "STRUCT<" + ", ".join(_field_ddl(f, nested=True) for f in dtype.fields) + ">"
+    if isinstance(dtype, ArrayType):
+        return f"ARRAY<{type_ddl(dtype.element_type)}>"
+    if isinstance(dtype, MapType):
+        return f"MAP<{type_ddl(dtype.key_type)}, {type_ddl(dtype.value_type)}>"
+    name = str(getattr(dtype, "name", dtype))
+    return _SPARK_NAMES.get(name, name.upper())
+
+
+_SPARK_NAMES = {"long": "BIGINT", "integer": "INT", "short": "SMALLINT", "byte": "TINYINT"}
+
+
+def _field_ddl(f: Any, *, nested: bool = False) -> str:
+    out = f"{_quoted(f.name)}{':' if nested else ''} {type_ddl(f.type)}"
+    if not f.nullable:
+        out += " NOT NULL"
+    comment = f.metadata.get("comment")
+    if comment is not None:
+        out += f" COMMENT {_string(str(comment))}"
+    return out
+
+
+def _column_ddl(f: Any) -> str:
+    """A top-level column as ``CREATE TABLE`` spells it, with its default, generation or identity."""
+    from deltalog.txn.defaults import CURRENT_DEFAULT
+    from deltalog.txn.generated import GENERATION_EXPRESSION
+    from deltalog.txn.identity import ALLOW_EXPLICIT, START, STEP
+
+    out = f"{_quoted(f.name)} {type_ddl(f.type)}"
+    if not f.nullable:
+        out += " NOT NULL"
+    meta = f.metadata
+    if meta.get(CURRENT_DEFAULT) is not None:
+        out += f" DEFAULT {meta[CURRENT_DEFAULT]}"
+    if meta.get(GENERATION_EXPRESSION) is not None:
+        out += f" GENERATED ALWAYS AS ({meta[GENERATION_EXPRESSION]})"
+    elif meta.get(START) is not None:
+        how = "BY DEFAULT" if str(meta.get(ALLOW_EXPLICIT)).lower() == "true" else "ALWAYS"
+        out += f" GENERATED {how} AS IDENTITY (START WITH {meta[START]} INCREMENT BY {meta.get(STEP, 1)})"
+    if meta.get("comment") is not None:
+        out += f" COMMENT {_string(str(meta['comment']))}"
+    return out

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError, TableNotFoundError
-from deltalog.spark.sql.catalog import TableName, ensure_source, forget, lookup, parse_name
+from deltalog.spark.sql.catalog import TableName, ensure_source, forget, lookup, parse_name, sync_schema
 from deltalog.spark.sql.dialect import DIALECT
 
 __all__ = ["insert_into", "read_table", "save_as_table", "write_v2"]
@@ -140,6 +140,7 @@ def save_as_table(
         else:
             write(df, entry.location, mode=chosen, partitionBy=partition_by, clusterBy=cluster_by, **opts)
         forget(spark, tn)
+        sync_schema(spark, tn, entry.location)  # mergeSchema / overwriteSchema: the catalog's copy follows
         return True
     parts = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
     location, managed = register_table(spark, tn, df, parts, path)
@@ -217,6 +218,7 @@ def write_v2(state: Mapping[str, Any], action: str, condition: Any = None) -> bo
         else:
             write(df, entry.location, mode="overwrite", partitionOverwriteMode="dynamic", **opts)
         forget(spark, tn)
+        sync_schema(spark, tn, entry.location)
         return True
     if action == "create" and entry is not None:
         raise InvalidArgumentError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] table {name} already exists", table=name)
@@ -229,6 +231,7 @@ def write_v2(state: Mapping[str, Any], action: str, condition: Any = None) -> bo
                           "CREATE OR REPLACE TABLE AS SELECT", "managed": entry.managed, "properties": props},
               **opts)
         forget(spark, tn)
+        sync_schema(spark, tn, entry.location)
         return True
     location, managed = register_table(spark, tn, df, parts, opts.pop("path", None))
     try:

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from deltalog.spark.sql.dialect import DIALECT
@@ -27,20 +28,20 @@ from deltalog.spark.sql.dialect import DIALECT
 __all__ = ["create_view"]
 
 
-def create_view(spark: Any, expression: Any, text: str, args: Any, kwargs: dict[str, Any]) -> Any:
+def create_view(spark: Any, expression: Any, text: str, as_given: Callable[[], Any]) -> Any:
     """Run ``CREATE [OR REPLACE] [TEMP] VIEW`` with Spark's own ``sql`` (Spark keeps the text and checks it
-    against the catalog); one whose query names a Delta table by path, with time travel or through
-    ``table_changes`` is refused, naming what to do instead.
+    against the catalog: ``as_given`` runs the statement as the caller wrote it); one whose query names a
+    Delta table by path, with time travel or through ``table_changes`` is refused, naming what to do instead.
 
     Example:
-        >>> create_view(spark, parse("CREATE VIEW v AS SELECT * FROM events"), text, None, {})  # doctest: +SKIP
+        >>> create_view(spark, parse("CREATE VIEW v AS SELECT * FROM events"), text, run)    # doctest: +SKIP
         DataFrame[]
     """
     from sqlglot import exp
 
     from deltalog.spark.sql.catalog import sync_schema
     from deltalog.spark.sql.refs import resolve_table
-    from deltalog.spark.sql.shared import original_sql, refuse
+    from deltalog.spark.sql.shared import refuse
 
     query = expression.expression
     if query is not None:
@@ -61,4 +62,4 @@ def create_view(spark: Any, expression: Any, text: str, args: Any, kwargs: dict[
                 raise refuse(text, f"a view cannot name the Delta table {ref.shown} by its path; Spark keeps a view "
                                    f"as SQL it reads back itself: register the table (CREATE TABLE name USING DELTA "
                                    f"LOCATION '{ref.location}') and name it in the view")
-    return original_sql(spark)(text, args, **kwargs)
+    return as_given()
