@@ -171,3 +171,25 @@ def test_projection_of_partition_columns_and_missing_columns(spark: Any, tmp_pat
     assert [r["extra"] for r in got] == [None] * 6 + ["x", "x"]
     with pytest.raises(InvalidArgumentError, match="UNRESOLVED_COLUMN"):
         read(spark, p, columns=["nope"])
+
+
+def test_file_metadata_column_in_sql_and_with_deletion_vectors(spark: Any, tmp_path: Path) -> None:
+    """``_metadata`` (file path, name, size, modification time, row index) as Spark's file sources offer it:
+    in SQL over Delta tables, and through the DataFrame API on tables with deletion vectors too."""
+    path = str(tmp_path / "t")
+    spark.range(6).coalesce(1).write.format("delta").option("delta.enableDeletionVectors", "true").save(path)
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 2")
+    [add] = deltalog.Table(path).snapshot().add_files().to_pylist()
+    assert add["deletionVector"] is not None
+    expected = [(i, os.path.basename(add["path"]), i, add["size"]) for i in (0, 1, 3, 4, 5)]
+    by_sql = spark.sql(f"SELECT id, _metadata.file_name, _metadata.row_index, _metadata.file_size "
+                       f"FROM delta.`{path}` ORDER BY id").collect()
+    assert [tuple(r) for r in by_sql] == expected
+    by_df = read(spark, path).select("id", "_metadata.file_name", "_metadata.row_index", "_metadata.file_size")
+    assert [tuple(r) for r in by_df.orderBy("id").collect()] == expected
+    star = spark.sql(f"SELECT *, _metadata.file_path FROM delta.`{path}` WHERE id = 0").first()
+    assert star.asDict().keys() == {"id", "file_path"} and star.file_path.endswith(add["path"])
+    from pyspark.errors import AnalysisException
+
+    with pytest.raises(AnalysisException, match="row_id"):  # no row tracking: no row ids, as in delta-spark
+        spark.sql(f"SELECT _metadata.row_id FROM delta.`{path}`").collect()

@@ -1,4 +1,5 @@
-"""``_metadata.row_id`` and ``_metadata.row_commit_version`` in Spark reads of row-tracking tables.
+"""``_metadata`` in Spark reads of Delta tables: the file fields, and ``_metadata.row_id`` /
+``_metadata.row_commit_version`` of row-tracking tables.
 
 delta-spark exposes a row-tracking table's stable row ids through the hidden ``_metadata`` column of its
 scans. Spark's own parquet scan knows nothing of them, and a hidden column cannot be added from Python,
@@ -16,9 +17,12 @@ spelled out as its own columns (:mod:`deltalog.spark.sql.refs`). The struct hold
 * ``base_row_id``, ``default_row_commit_version`` -- the file's;
 * ``row_commit_version`` -- the materialized version, else the file's ``defaultRowCommitVersion``.
 
-Rows that a deletion vector deletes are left out, as in every read. Other tables keep Spark's own
-``_metadata``; after transformations deltalog does not track (``join``, ``groupBy``, ...) the row-tracking
-fields are not there (Spark reports the missing field).
+Tables without row tracking get the same struct without the row-tracking fields: in SQL always (a query's
+tables reach Spark as views, through which Spark's own hidden column does not reach), through the DataFrame
+API when the table has deletion vectors (their scan hides Spark's column); other DataFrame reads keep
+Spark's own ``_metadata``. Rows that a deletion vector deletes are left out, as in every read. After
+transformations deltalog does not track (``join``, ``groupBy``, ...) the struct is not there (Spark
+reports the missing column).
 
 Example:
     >>> df = spark.read.format("delta").load("/data/tracked")                      # doctest: +SKIP
@@ -38,7 +42,7 @@ from deltalog.protocol.features import writer_features
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
 
-__all__ = ["METADATA", "mentions_metadata", "metadata_scan", "tracks_rows"]
+__all__ = ["METADATA", "mentions_metadata", "metadata_scan", "needs_metadata_scan", "tracks_rows"]
 
 #: The column name of the struct (Spark's hidden file-metadata column has the same name).
 METADATA = "_metadata"
@@ -87,23 +91,39 @@ def metadata_scan(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
     from deltalog.spark.dml._row_ids import file_longs, tracked_fields
     from deltalog.spark.dml._scan import FILE, ROW, quoted, target_scan
 
-    per_file = {_BASE: file_longs(files, "baseRowId"), _VERSION: file_longs(files, "defaultRowCommitVersion"),
-                _SIZE: file_longs(files, "size"), _MTIME: file_longs(files, "modificationTime")}
-    rows = target_scan(spark, snapshot, files, row_ids=True, file_columns=per_file)  # one join for all of them
-    tracked = tracked_fields(snapshot)
-    if tracked is None:
-        row_id, version = F.col(_BASE) + F.col(ROW), F.col(_VERSION)
-    else:  # target_scan filled the materialized columns from the same defaults
-        row_id, version = F.col(quoted(tracked[0].name)), F.col(quoted(tracked[1].name))
-    struct = F.struct(
+    tracking = tracks_rows(snapshot)
+    per_file = {_SIZE: file_longs(files, "size"), _MTIME: file_longs(files, "modificationTime")}
+    if tracking:
+        per_file.update({_BASE: file_longs(files, "baseRowId"),
+                         _VERSION: file_longs(files, "defaultRowCommitVersion")})
+    rows = target_scan(spark, snapshot, files, row_ids=tracking, file_columns=per_file)  # one join for all
+    fields = [
         F.col(FILE).alias("file_path"),
         F.element_at(F.split(F.col(FILE), "/"), -1).alias("file_name"),
         F.col(_SIZE).alias("file_size"),
         F.timestamp_millis(F.col(_MTIME)).alias("file_modification_time"),
         F.col(ROW).alias("row_index"),
-        row_id.alias("row_id"),
-        F.col(_BASE).alias("base_row_id"),
-        F.col(_VERSION).alias("default_row_commit_version"),
-        version.alias("row_commit_version"),
-    )
-    return rows.select(*[F.col(quoted(f.name)) for f in snapshot.schema.fields], struct.alias(METADATA))
+    ]
+    if tracking:
+        tracked = tracked_fields(snapshot)
+        if tracked is None:
+            row_id, version = F.col(_BASE) + F.col(ROW), F.col(_VERSION)
+        else:  # target_scan filled the materialized columns from the same defaults
+            row_id, version = F.col(quoted(tracked[0].name)), F.col(quoted(tracked[1].name))
+        fields += [row_id.alias("row_id"), F.col(_BASE).alias("base_row_id"),
+                   F.col(_VERSION).alias("default_row_commit_version"), version.alias("row_commit_version")]
+    return rows.select(*[F.col(quoted(f.name)) for f in snapshot.schema.fields], F.struct(*fields).alias(METADATA))
+
+
+def needs_metadata_scan(snapshot: Snapshot) -> bool:
+    """Whether a DataFrame read of ``snapshot`` needs :func:`metadata_scan` for ``_metadata``: the table
+    tracks rows, or has files with deletion vectors (whose scan leaves Spark's own hidden column behind).
+
+    Example:
+        >>> needs_metadata_scan(snap)                                               # doctest: +SKIP
+        False
+    """
+    if tracks_rows(snapshot):
+        return True
+    files = snapshot.add_files()
+    return "deletionVector" in files.column_names and files.column("deletionVector").null_count < files.num_rows

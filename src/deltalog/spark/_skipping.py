@@ -391,9 +391,10 @@ def _mentions(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
 def _carries(state: _State, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether rebuilding the frame needs the row-tracking ``_metadata`` struct: the table tracks rows and
     ``args`` / ``kwargs`` or a step mention ``_metadata``."""
-    from deltalog.spark._row_metadata import tracks_rows
+    from deltalog.spark._row_metadata import needs_metadata_scan
 
-    return tracks_rows(state.snapshot) and (_mentions(args, kwargs) or any(_mentions(a, k) for _, a, k in state.steps))
+    return (_mentions(args, kwargs) or any(_mentions(a, k) for _, a, k in state.steps)) and \
+        needs_metadata_scan(state.snapshot)
 
 
 def _with_row_metadata(self: Any, base: type, state: _State, name: str, args: tuple[Any, ...],
@@ -469,9 +470,9 @@ def _tracked(name: str, plain: Any) -> Any:
 def _mentions_row_metadata(self: Any, state: _State, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether this call names the row-tracking ``_metadata`` (and the frame can be rebuilt with it:
     its steps replay, and it has no column of that name already)."""
-    from deltalog.spark._row_metadata import METADATA, tracks_rows
+    from deltalog.spark._row_metadata import METADATA, needs_metadata_scan
 
-    if not _mentions(args, kwargs) or not tracks_rows(state.snapshot):
+    if not _mentions(args, kwargs) or not needs_metadata_scan(state.snapshot):
         return False
     return METADATA not in self.columns and _portable(args) and _portable(kwargs)
 

@@ -146,8 +146,8 @@ def read_snapshot(
 ) -> Any:
     """A snapshot's rows as a DataFrame (see :func:`read`; the snapshot is already loaded). ``prune``:
     more conditions that skip files (only skip: Spark does not apply them as a filter). With
-    ``row_metadata`` (row-tracking tables) the frame also has a ``_metadata`` struct column with the rows'
-    ids (:mod:`deltalog.spark._row_metadata`) and is returned untracked.
+    ``row_metadata`` the frame also has a ``_metadata`` struct column (file fields, and a row-tracking
+    table's row ids: :mod:`deltalog.spark._row_metadata`) and is returned untracked.
 
     Example:
         >>> import deltalog

@@ -198,19 +198,18 @@ def _cte_names(expression: Any) -> set[str]:
 def read_ref(spark: Any, ref: TableRef, *, where: Any = None, row_metadata: bool = False) -> Any:
     """deltalog's read of a reference (time travel included) as a DataFrame; ``where`` (a SQL string or a
     callable taking the table's lower-cased column names and returning one) prunes and skips files. With
-    ``row_metadata`` a row-tracking table's read has the ``_metadata`` struct column of its row ids
-    (:mod:`deltalog.spark._row_metadata`).
+    ``row_metadata`` the read has the ``_metadata`` struct column (file fields, and a row-tracking table's
+    row ids: :mod:`deltalog.spark._row_metadata`).
 
     Example:
         >>> read_ref(spark, TableRef("/data/t", version=3)).count()               # doctest: +SKIP
         1000
     """
     from deltalog.spark._common import load_snapshot
-    from deltalog.spark._row_metadata import tracks_rows
     from deltalog.spark.read import read_snapshot
 
     snapshot = load_snapshot(ref.location, version=ref.version, timestamp=ref.timestamp)
-    meta = row_metadata and tracks_rows(snapshot)
+    meta = row_metadata  # the struct is built by deltalog: Spark's own hidden column does not reach the query
     if callable(where):
         where = where({f.name.lower() for f in snapshot.schema.fields})
     if where and not meta:
