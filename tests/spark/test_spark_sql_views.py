@@ -146,3 +146,25 @@ def _detail_location(spark: Any, name: str) -> str:
 
     location = str(DeltaTable.forName(spark, name).detail().first()["location"])
     return location.removeprefix("file:")
+
+
+def test_show_partitions_clone_to_a_name_and_change_feed_by_name(spark: Any, names: dict[str, str]) -> None:
+    from deltalog.spark import DeltaTable
+
+    t, other = names["t"], names["other"]
+    spark.sql(f"CREATE TABLE {t} (id INT, p STRING, q INT) USING DELTA PARTITIONED BY (p, q) "
+              "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 1), (2, 'a/b', 2), (3, NULL, 1), (4, 'a', 1)")
+    assert _rows(spark, f"SHOW PARTITIONS {t}") == [("p=__HIVE_DEFAULT_PARTITION__/q=1",), ("p=a%2Fb/q=2",),
+                                                    ("p=a/q=1",)]
+    assert _rows(spark, f"SHOW PARTITIONS {t} PARTITION (q = 1, p = 'a')") == [("p=a/q=1",)]
+    with pytest.raises(InvalidArgumentError, match=r"\['z'\] are not partition columns"):
+        spark.sql(f"SHOW PARTITIONS {t} PARTITION (z = 1)")
+
+    clone = DeltaTable.forName(spark, t).clone(other, isShallow=True)  # a name: a catalog table, as delta-spark
+    assert spark.catalog.tableExists(other) and clone.toDF().count() == 4
+    assert not (Path.cwd() / other).exists()
+
+    spark.sql(f"DELETE FROM {t} WHERE id = 4")
+    changes = spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 2).table(t)
+    assert [(r.id, r._change_type) for r in changes.collect()] == [(4, "delete")]

@@ -584,13 +584,15 @@ class DeltaTable:
     def clone(
         self, target: str, isShallow: bool = False, replace: bool = False, properties: Mapping[str, str] | None = None
     ) -> DeltaTable:
-        """Clone the table's latest version to the path ``target``: shallow (a log pointing at this
-        table's files) or deep (the files copied); ``replace`` allows an existing table there;
-        ``properties`` override table properties. See :mod:`deltalog.commands.clone`.
+        """Clone the table's latest version to ``target``, a path or (as in delta-spark) a catalog table name,
+        which is then registered (managed): shallow (a log pointing at this table's files) or deep (the files
+        copied); ``replace`` allows an existing table there; ``properties`` override table properties. See
+        :mod:`deltalog.commands.clone`.
 
         Example:
             >>> DeltaTable.forPath(spark, "/data/t").clone("/data/t_dev", isShallow=True)  # doctest: +SKIP
             DeltaTable('/data/t_dev')
+            >>> DeltaTable.forPath(spark, "/data/t").clone("dev.t", isShallow=True)        # doctest: +SKIP
         """
         return self._clone(target, isShallow, replace, properties)
 
@@ -643,6 +645,13 @@ class DeltaTable:
             or not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items())
         ):
             raise ValueError("properties needs to be a dict of strings to strings.")
+        if _names_a_table(target):  # as delta-spark: a table name registers the clone in the catalog
+            from deltalog.spark.sql.commands import clone_to_catalog
+            from deltalog.spark.sql.refs import TableRef
+
+            clone_to_catalog(self._spark, target, TableRef(self._table.location), shallow=shallow, replace=replace,
+                             properties=dict(properties or {}), at=at)
+            return DeltaTable.forName(self._spark, target)
         clone_table(self._table, open_table(target), shallow=shallow, replace=replace, properties=properties, **at)
         return DeltaTable(self._spark, target)
 
@@ -659,6 +668,17 @@ class DeltaTable:
             "restored_files_size": result.restored_files_size,
         }
         return _to_spark(self._spark, pa.Table.from_pylist([row], schema=_RESTORE_SCHEMA))
+
+
+def _names_a_table(target: str) -> bool:
+    """Whether a clone target is a catalog table name (``db.t``) rather than a path (``/data/t``, ``s3://...``,
+    ``./t``: anything with a slash or a scheme).
+
+    Example:
+        >>> _names_a_table("dev.events"), _names_a_table("/data/events"), _names_a_table("s3://b/t")
+        (True, False, False)
+    """
+    return not any(c in target for c in "/\\:")
 
 
 def _location_uri(location: str) -> str:

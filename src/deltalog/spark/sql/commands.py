@@ -25,7 +25,7 @@ from deltalog.spark.sql.dialect import DIALECT
 from deltalog.spark.sql.refs import TableRef, resolve, timestamp_of
 from deltalog.spark.sql.shared import internal, refuse, syntax_error
 
-__all__ = ["handle", "run_command"]
+__all__ = ["clone_to_catalog", "handle", "run_command"]
 
 
 @dataclass(frozen=True)
@@ -462,6 +462,19 @@ def _clone(
     return _clone_result(spark, result)
 
 
+def clone_to_catalog(spark: Any, name: str, source: TableRef, *, shallow: bool, replace: bool,
+                     properties: dict[str, str], at: dict[str, Any]) -> Any:
+    """``CREATE [OR REPLACE] TABLE name SHALLOW|DEEP CLONE source`` for ``DeltaTable.clone(name, ...)``.
+
+    Example:
+        >>> clone_to_catalog(spark, "dev.t", TableRef("/data/t"), shallow=True, replace=False,
+        ...                  properties={}, at={})                                     # doctest: +SKIP
+    """
+    text = f"DeltaTable.clone({name!r})"
+    return _clone(spark, text, name, source, shallow=shallow, replace=replace, if_not_exists=False,
+                  properties=properties, location=None, at=at)
+
+
 def _clone_result(spark: Any, result: Any) -> Any:
     ddl = ("source_table_size bigint, source_num_of_files bigint, num_removed_files bigint, num_copied_files bigint, "
            "removed_files_size bigint, copied_files_size bigint")
@@ -498,6 +511,26 @@ def _show_create(spark: Any, r: _Reader) -> Any:
     return show_create_table(spark, ref)
 
 
+def _show_partitions(spark: Any, r: _Reader) -> Any:
+    from deltalog.spark.sql.table_ops import show_partitions
+
+    r.expect("SHOW", "PARTITIONS")
+    ref = _spark_table(spark, r, "PARTITION")
+    spec: dict[str, str] = {}
+    if r.take("PARTITION"):
+        body = r.until().strip()
+        if not (body.startswith("(") and body.endswith(")")):
+            raise syntax_error(r.text, "expected PARTITION (column = value, ...)")
+        for pair in body[1:-1].split(","):
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise syntax_error(r.text, f"expected column = value in PARTITION, got {pair.strip()!r}")
+            spec[key.strip().strip("`")] = _unquote(value)
+    if not r.done():
+        raise syntax_error(r.text, f"unexpected {r.rest()[:40]!r}")
+    return show_partitions(spark, ref, spec, r.text)
+
+
 _COMMANDS: list[tuple[tuple[str, ...], Any]] = [
     (("DESCRIBE", "HISTORY"), _history),
     (("DESCRIBE", "DETAIL"), _detail),
@@ -514,4 +547,5 @@ _COMMANDS: list[tuple[tuple[str, ...], Any]] = [
     (("CREATE",), _create),
     (("COMMENT", "ON"), _comment_null),
     (("SHOW", "CREATE", "TABLE"), _show_create),
+    (("SHOW", "PARTITIONS"), _show_partitions),
 ]

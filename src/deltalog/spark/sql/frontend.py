@@ -37,7 +37,7 @@ __all__ = ["install", "run_sql", "uninstall"]
 _LOCK = threading.Lock()
 _KEYWORDS = ("delta", "vacuum", "optimize", "reorg", "restore", "history", "detail", "convert", "generate", "fsck",
              "merge", "update", "delete", "insert", "create", "replace", "alter", "tblproperties", "table_changes",
-             " as of", "@", "drop", "describe", "clone", "truncate", "comment", "cache")
+             " as of", "@", "drop", "describe", "clone", "truncate", "comment", "cache", "show partitions")
 
 
 def _session_classes() -> list[Any]:

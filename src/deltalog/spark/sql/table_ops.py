@@ -1,5 +1,5 @@
 """Spark's table statements that change, show or hold a Delta table: ``TRUNCATE TABLE``, ``COMMENT ON TABLE``
-/ ``COMMENT ON COLUMN``, ``SHOW CREATE TABLE`` and ``CACHE TABLE``.
+/ ``COMMENT ON COLUMN``, ``SHOW CREATE TABLE``, ``SHOW PARTITIONS`` and ``CACHE TABLE``.
 
 * ``TRUNCATE TABLE t`` removes every row as ``DELETE FROM t`` does (one ``DELETE`` commit that removes
   every file; the files stay for time travel until ``VACUUM``); with a ``PARTITION`` clause it is refused as
@@ -11,6 +11,9 @@
   ``NOT NULL``, defaults, generated and identity columns and comments; ``USING delta``; ``PARTITIONED BY`` or
   ``CLUSTER BY``; the description; an external table's ``LOCATION``; the properties ``SHOW TBLPROPERTIES``
   lists), in the layout Spark prints it, in its ``createtab_stmt`` column.
+* ``SHOW PARTITIONS t [PARTITION (c = v, ...)]`` lists the partitions that hold live files, one
+  ``partition`` row each (``c=v/d=w``, escaped as directory names, null as ``__HIVE_DEFAULT_PARTITION__``),
+  sorted, from the log.
 * ``CACHE TABLE`` of a Delta table (or of a view over one) is refused, naming what to do instead: Spark's
   cache keys cached data by its query plan, and deltalog plans every read of the table anew (the latest
   version), so the cache would hold data no query reads. ``CACHE [LAZY] TABLE name AS SELECT ...`` over
@@ -33,7 +36,7 @@ from deltalog.spark.sql.dialect import DIALECT
 from deltalog.spark.sql.refs import TableRef, resolve_table
 from deltalog.spark.sql.shared import refuse
 
-__all__ = ["comment_on", "handle", "show_create_table", "type_ddl"]
+__all__ = ["comment_on", "handle", "show_create_table", "show_partitions", "type_ddl"]
 
 
 def handle(spark: Any, expression: Any, text: str) -> Any:
@@ -281,3 +284,34 @@ def _column_ddl(f: Any) -> str:
     if meta.get("comment") is not None:
         out += f" COMMENT {_string(str(meta['comment']))}"
     return out
+
+
+def show_partitions(spark: Any, ref: TableRef, spec: dict[str, str], text: str) -> Any:
+    """``SHOW PARTITIONS`` of a Delta table: the partitions of its live files (those matching ``spec``, a
+    partition column to value mapping), one ``partition`` row each (see the module docstring).
+
+    Example:
+        >>> show_partitions(spark, resolve(spark, "events"), {}, "SHOW PARTITIONS events").first()[0]  # doctest: +SKIP
+        'day=2024-05-01'
+    """
+    from deltalog.protocol.partitions import partition_path
+    from deltalog.protocol.schema import physical_name
+    from deltalog.spark._common import load_snapshot
+
+    snapshot = load_snapshot(ref.location)
+    columns = list(snapshot.partition_columns)
+    if not columns:
+        raise refuse(text, f"[INVALID_PARTITION_OPERATION.PARTITION_SCHEMA_IS_EMPTY] {ref.shown} is not partitioned")
+    by_lower = {c.lower(): c for c in columns}
+    unknown = [k for k in spec if k.lower() not in by_lower]
+    if unknown:
+        raise refuse(text, f"{unknown} are not partition columns of {ref.shown} (it is partitioned by {columns})")
+    wanted = {by_lower[k.lower()]: v for k, v in spec.items()}
+    keys = {c: physical_name(snapshot.schema.field(c), snapshot.column_mapping_mode) for c in columns}
+    seen: set[str] = set()
+    for values in snapshot.add_files().column("partitionValues").to_pylist():
+        raw = dict(values or [])
+        logical = {c: raw.get(keys[c], raw.get(c)) for c in columns}
+        if all(logical[c] == v for c, v in wanted.items()):
+            seen.add(partition_path(columns, logical).rstrip("/"))
+    return spark.createDataFrame([(p,) for p in sorted(seen)], "partition string")

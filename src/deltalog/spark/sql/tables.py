@@ -47,8 +47,8 @@ def catalog_delta(spark: Any, name: str) -> Any:
 
 
 def read_table(spark: Any, name: str, options: Mapping[str, Any] | None = None) -> Any:
-    """deltalog's read of the catalog Delta table (or ``delta.`<path>```) ``name``; ``None`` when it is not
-    a Delta table.
+    """deltalog's read of the catalog Delta table (or ``delta.`<path>```) ``name`` (its change data feed with
+    ``readChangeFeed``); ``None`` when it is not a Delta table.
 
     Example:
         >>> read_table(spark, "events", {"versionAsOf": 3}).count()                 # doctest: +SKIP
@@ -60,6 +60,10 @@ def read_table(spark: Any, name: str, options: Mapping[str, Any] | None = None) 
     found = catalog_delta(spark, name)
     if found is None:
         return _view(spark, name, options)
+    from deltalog.spark.cdf import is_change_feed_read, load_changes
+
+    if is_change_feed_read(dict(options or {})):  # spark.read.option("readChangeFeed", "true").table(name)
+        return load_changes(spark, found.location, dict(options or {}))
     opts = option_map(dict(options or {}), READ_OPTIONS, what="Delta read")
     return read(spark, found.location, versionAsOf=opts.get("versionAsOf"), timestampAsOf=opts.get("timestampAsOf"))
 
