@@ -139,6 +139,9 @@ def test_rename_managed_and_external_tables(spark: Any, names: dict[str, str], t
     spark.sql(f"DROP TABLE {other}")
     spark.sql(f"ALTER TABLE {t} RENAME TO {other}")
     assert _detail_location(spark, other) == external
+    replaced = spark.createDataFrame([(1, "x")], "a INT, b STRING")  # a replace drops columns: the catalog follows
+    replaced.write.format("delta").mode("overwrite").saveAsTable(other)
+    assert [c.name for c in spark.catalog.listColumns(other)] == ["a", "b"]
 
 
 def _detail_location(spark: Any, name: str) -> str:

@@ -369,20 +369,26 @@ def sync_schema(spark: Any, name: TableName, location: str) -> None:
     jc = jvm_catalog(spark)
     if jc is None or (name.catalog and name.catalog.lower() != "spark_catalog"):
         return
-    snapshot = load_snapshot(location)
-    parts = set(snapshot.partition_columns)
-    wanted = spark_schema([f for f in snapshot.schema.fields if f.name not in parts])
     try:
-        ident = jc.ident(name)
-        current = json.loads(str(jc.catalog.getTableMetadata(ident).dataSchema().json()))
-    except Exception:  # a catalog this path does not understand: its copy stays as it is
+        meta = jc.catalog.getTableMetadata(jc.ident(name))
+        parts = {p.lower() for p in str(meta.partitionColumnNames().mkString("\x1f")).split("\x1f") if p}
+        snapshot = load_snapshot(location)
+        wanted = spark_schema([f for f in snapshot.schema.fields if f.name.lower() not in parts])
+        current = json.loads(str(meta.dataSchema().json()))
+
+        def shape(struct: Any) -> list[tuple[str, str]]:
+            return [(f["name"], json.dumps(f["type"], sort_keys=True)) for f in struct["fields"]]
+
+        if shape(current) == shape(json.loads(wanted.json())):
+            return
+        # the external catalog's own call: the session catalog's refuses dropped columns (a replaced table)
+        canonical = meta.identifier()
+        jc.catalog.externalCatalog().alterTableDataSchema(
+            str(canonical.database().get()), str(canonical.table()),
+            spark._jvm.org.apache.spark.sql.types.DataType.fromJson(wanted.json()))
+        jc.catalog.refreshTable(canonical)
+    except Exception:  # a catalog this path does not understand: its copy stays (the log is the table's truth)
         return
-
-    def shape(struct: Any) -> list[tuple[str, str]]:
-        return [(f["name"], json.dumps(f["type"], sort_keys=True)) for f in struct["fields"]]
-
-    if shape(current) != shape(json.loads(wanted.json())):
-        jc.catalog.alterTableDataSchema(ident, spark._jvm.org.apache.spark.sql.types.DataType.fromJson(wanted.json()))
 
 
 def forget(spark: Any, name: TableName | str | None = None) -> None:
