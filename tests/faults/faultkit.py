@@ -338,12 +338,14 @@ def sweep(
     modes: tuple[str, ...] = MODES,
     injector: Callable[..., Any] = FaultOps,
     fresh: Callable[[str], str] | None = None,
+    share: tuple[int, int] | None = None,
 ) -> SweepReport:
     """Sweep every (sampled) fault case of ``scenario``; returns what was found. ``runner`` runs one case
     (:func:`run_child` forks, :func:`run_inline` does not and is limited to the raising ``modes``);
     ``injector(target, mode)`` makes the fault injector (local files by default). ``fresh(name)`` returns
     a new root on which ``scenario.setup`` is run for each case (object stores); by default the local
-    template directory is copied."""
+    template directory is copied. ``share=(i, n)`` keeps every ``n``-th sampled case from the ``i``-th on:
+    scenarios whose operations take the same storage steps share the sample between them."""
     report = SweepReport(scenario.name)
     opts = scenario.options
 
@@ -375,7 +377,10 @@ def sweep(
     if new_version <= old_version and scenario.name not in ("checkpoint", "cleanup"):
         raise AssertionError(f"{scenario.name}: the reference run committed nothing")
 
-    for k, phase, mode in cases_for(report.points, every, modes):
+    cases = cases_for(report.points, every, modes)
+    if share is not None:
+        cases = cases[share[0] % share[1]::share[1]]
+    for k, phase, mode in cases:
         case = f"{mode} {phase} step {k} ({report.points[k]})"
         root = new_root(f"case-{k}-{phase}-{mode}")
         result = runner(lambda r=root: scenario.action(r), injector((k, phase), mode))  # type: ignore[misc]

@@ -11,8 +11,10 @@ The statements: :mod:`deltalog.spark.sql.ddl` (``CREATE`` / ``REPLACE`` / ``CLON
 ``ALTER TABLE`` / ``SHOW TBLPROPERTIES`` / ``DESCRIBE TABLE``), :mod:`deltalog.spark.sql.dml` (``INSERT``,
 ``UPDATE``, ``DELETE``, ``MERGE``), :mod:`deltalog.spark.sql.commands` (``DESCRIBE HISTORY`` /
 ``DETAIL``, ``OPTIMIZE``, ``REORG TABLE``, ``VACUUM``, ``RESTORE``, ``GENERATE``, ``FSCK REPAIR TABLE``) and
-:mod:`deltalog.spark.sql.table_ops` (``TRUNCATE TABLE``, ``COMMENT ON``, ``CACHE TABLE``); views over Delta
-tables are :mod:`deltalog.spark.sql.views`.
+:mod:`deltalog.spark.sql.table_ops` (``TRUNCATE TABLE``, ``COMMENT ON``, ``SHOW CREATE TABLE``, ``SHOW
+PARTITIONS``, ``CACHE TABLE``); views over Delta tables are :mod:`deltalog.spark.sql.views`. PySpark's
+``spark.sql(text, **kwargs)`` arguments are formatted as PySpark formats them, the DataFrames among them
+passed to Spark with deltalog's reads.
 
 Example:
     >>> spark.sql("CREATE TABLE events (id BIGINT, day DATE) USING DELTA PARTITIONED BY (day)")  # doctest: +SKIP

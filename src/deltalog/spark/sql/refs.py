@@ -405,8 +405,8 @@ def _replace_delta_tables(spark: Any, expression: Any) -> dict[str, Any]:
         given = None if table.db else user_frame(table.name)
         if given is not None:  # spark.sql("... {df} ...", df=df): the caller's DataFrame
             name = placeholder(given)
-            table.replace(exp.Table(this=exp.to_identifier(name),
-                                    alias=table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(name))))
+            alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(table.name))  # {df}.col
+            table.replace(exp.Table(this=exp.to_identifier(name), alias=alias))
             continue
         ref = resolve_table(spark, table)
         if ref is None:
