@@ -108,6 +108,10 @@ def connect(work: str, url: str) -> dict[str, Any]:
                        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *").first()
     facts["merge"] = [merged.num_affected_rows, merged.num_updated_rows, merged.num_inserted_rows]
     facts["people"] = _rows(spark.sql("SELECT * FROM remote_people ORDER BY id"))
+    spark.sql("CREATE VIEW remote_view AS SELECT * FROM remote_people WHERE id > {n}", n=1)  # PySpark's arguments
+    facts["kwargs"] = _rows(spark.sql("SELECT v.name, s.x FROM remote_view v JOIN {s} s ON v.id = s.id",
+                                      s=spark.createDataFrame([(2, "x")], "id INT, x STRING")))
+    spark.sql("DROP VIEW remote_view")
     spark.range(3).write.format("delta").saveAsTable("remote_numbers")
     facts["numbers"] = spark.table("remote_numbers").count()
     facts["forName"] = DeltaTable.forName(spark, "remote_people").toDF().count()
