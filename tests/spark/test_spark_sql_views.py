@@ -124,7 +124,8 @@ def test_truncate_comment_and_cache(spark: Any, names: dict[str, str]) -> None:
 
 
 def test_rename_managed_and_external_tables(spark: Any, names: dict[str, str], tmp_path: Path) -> None:
-    """A managed table's directory moves with its name (Spark's own rename), an external one stays."""
+    """A managed table's directory moves with its name (Spark's own rename), an external one stays; SET
+    LOCATION points a table at another Delta table of its schema."""
     t, other = names["t"], names["other"]
     spark.sql(f"CREATE TABLE {t} USING DELTA AS SELECT id FROM range(3)")
     old = _detail_location(spark, t)
@@ -139,6 +140,14 @@ def test_rename_managed_and_external_tables(spark: Any, names: dict[str, str], t
     spark.sql(f"DROP TABLE {other}")
     spark.sql(f"ALTER TABLE {t} RENAME TO {other}")
     assert _detail_location(spark, other) == external
+    moved_to = str(tmp_path / "elsewhere")
+    spark.range(4).selectExpr("CAST(id AS INT) AS id").write.format("delta").save(moved_to)
+    spark.sql(f"ALTER TABLE {other} SET LOCATION '{moved_to}'")  # another Delta table of the same schema
+    assert _detail_location(spark, other) == moved_to and spark.table(other).count() == 4
+    spark.range(2).write.format("delta").save(str(tmp_path / "other_schema"))
+    with pytest.raises(InvalidArgumentError, match=r"DELTA_SET_LOCATION_SCHEMA_MISMATCH.*bypassSchemaCheck"):
+        spark.sql(f"ALTER TABLE {other} SET LOCATION '{tmp_path / 'other_schema'}'")
+    assert _detail_location(spark, other) == moved_to
     replaced = spark.createDataFrame([(1, "x")], "a INT, b STRING")  # a replace drops columns: the catalog follows
     replaced.write.format("delta").mode("overwrite").saveAsTable(other)
     assert [c.name for c in spark.catalog.listColumns(other)] == ["a", "b"]

@@ -471,6 +471,8 @@ def _alter(spark: Any, expression: Any, text: str) -> Any:
     actions = expression.args.get("actions") or []
     if len(actions) == 1 and isinstance(actions[0], exp.AlterRename):
         return _rename(spark, ref, actions[0], text)
+    if len(actions) == 1 and isinstance(actions[0], exp.AlterSet) and actions[0].args.get("location") is not None:
+        return _set_location(spark, ref, actions[0].args["location"], text)
     table = _kernel_table(ref)
     for action in actions:
         if isinstance(action, exp.AddConstraint):
@@ -495,7 +497,7 @@ def _alter(spark: Any, expression: Any, text: str) -> Any:
             props = action.find(exp.Properties)
             pairs = property_pairs(props.expressions if props is not None else [])
             if not pairs:
-                raise refuse(text, "only SET TBLPROPERTIES is supported among ALTER TABLE ... SET")
+                raise refuse(text, "only SET TBLPROPERTIES and SET LOCATION are supported among ALTER TABLE ... SET")
             table.set_properties(pairs)
         elif isinstance(action, exp.Schema):
             _add_columns(spark, table, action.expressions, text)
@@ -527,6 +529,47 @@ def _rename(spark: Any, ref: TableRef, action: Any, text: str) -> Any:
     new = action.this
     forget(spark, TableName(new.name, new.db or None, new.catalog or None))
     return empty_result(spark)
+
+
+def _set_location(spark: Any, ref: TableRef, location: Any, text: str) -> Any:
+    """``ALTER TABLE t SET LOCATION 'path'``: the catalog entry points at another Delta table with the same
+    schema (as delta-spark; ``spark.databricks.delta.alterLocation.bypassSchemaCheck`` lets another schema
+    pass); neither table's files change."""
+    from deltalog.spark._common import load_snapshot
+
+    if ref.name is None:
+        raise refuse(text, f"{ref.shown} is named by its path; SET LOCATION changes a catalog table's location")
+    target = location.name if hasattr(location, "name") else str(location)
+    try:
+        new = load_snapshot(target)
+    except TableNotFoundError:
+        raise refuse(text, f"[DELTA_TABLE_NOT_FOUND] there is no Delta table at {target!r} to point "
+                           f"{ref.shown} at") from None
+    bypass = str(spark.conf.get("spark.databricks.delta.alterLocation.bypassSchemaCheck", "false")).lower() == "true"
+    old = load_snapshot(ref.location)
+    if not bypass and _schema_shape(old.schema) != _schema_shape(new.schema):
+        raise refuse(text, f"[DELTA_SET_LOCATION_SCHEMA_MISMATCH] the Delta table at {target!r} has another schema "
+                           f"than {ref.shown} ({[f.name for f in new.schema.fields]} against "
+                           f"{[f.name for f in old.schema.fields]}); set "
+                           "spark.databricks.delta.alterLocation.bypassSchemaCheck=true to move it there anyway")
+    raw_sql(spark, text)
+    forget(spark, ref.name)
+    sync_schema(spark, ref.name, target)
+    return empty_result(spark)
+
+
+def _schema_shape(schema: Any) -> list[tuple[str, str, bool]]:
+    """Column names (any case), types and nullability: what SET LOCATION compares (not metadata)."""
+    import json
+
+    def plain(node: Any) -> Any:  # nested fields' metadata (comments, column mapping ids) aside
+        if isinstance(node, dict):
+            return {k: plain(v) for k, v in node.items() if k != "metadata"}
+        if isinstance(node, list):
+            return [plain(v) for v in node]
+        return node
+
+    return [(f.name.lower(), json.dumps(plain(_type_obj(f)), sort_keys=True), f.nullable) for f in schema.fields]
 
 
 def _drop_feature(table: Any, words: str, text: str) -> None:
