@@ -88,11 +88,9 @@ def _comment(spark: Any, expression: Any, text: str) -> Any:
     from sqlglot import exp
 
     value = expression.expression
-    if not isinstance(value, exp.Literal) or not value.is_string:
-        raise refuse(text, "a comment is a string literal or NULL")
     target = expression.this
-    if not isinstance(target, (exp.Table, exp.Column)):
-        return None
+    if not (isinstance(value, exp.Literal) and value.is_string) or not isinstance(target, (exp.Table, exp.Column)):
+        return None  # not a comment deltalog sets: Spark's own statement (and error)
     return comment_on(spark, str(expression.args.get("kind") or ""), target.sql(dialect=DIALECT), value.name, text)
 
 
