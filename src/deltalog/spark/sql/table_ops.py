@@ -217,10 +217,10 @@ def _current_database(spark: Any) -> str:
 
 
 def _quoted(name: str) -> str:
-    """A name as Spark prints it: back-quoted only when it needs to be."""
-    import re
+    """A name as Spark prints it: back-quoted only when it needs to be (sqlglot's quoting, as elsewhere)."""
+    from sqlglot import exp
 
-    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else "`" + name.replace("`", "``") + "`"
+    return str(exp.to_identifier(name).sql(dialect=DIALECT))
 
 
 def _string(text: str) -> str:
