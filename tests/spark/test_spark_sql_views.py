@@ -85,7 +85,7 @@ def test_truncate_comment_and_cache(spark: Any, names: dict[str, str]) -> None:
     def description() -> Any:
         return DeltaTable.forName(spark, t).detail().first()["description"]
 
-    spark.sql(f"COMMENT ON TABLE {t} IS 'one row per click'")
+    spark.sql(f"COMMENT ON TABLE {t} IS 'one row ' 'per click'")  # adjacent literals join, as in Spark
     assert description() == "one row per click"
     spark.sql(f"COMMENT ON TABLE {t} IS NULL")
     assert description() is None
@@ -96,7 +96,9 @@ def test_truncate_comment_and_cache(spark: Any, names: dict[str, str]) -> None:
     assert _rows(spark, f"DESCRIBE {t}")[0] == ("id", "bigint", "the click")
 
     odd = names["odd"]  # nested names that need quoting reach the catalog quoted
-    spark.sql(f"CREATE TABLE {odd} (`a b` STRUCT<`c d`: ARRAY<STRUCT<`e.f`: DECIMAL(5,1)>>>) USING DELTA")
+    spark.sql(f"CREATE TABLE {odd} (`a b` STRUCT<`c d`: ARRAY<STRUCT<`e.f`: DECIMAL(5,1)>>>) USING DELTA "
+              "COMMENT 'odd''s \\\\ name'")  # Spark reads 'odd' 's \\ name' as "odds \ name"
+    assert DeltaTable.forName(spark, odd).detail().first()["description"] == "odds \\ name"
     assert "`a b` STRUCT<`c d`: ARRAY<STRUCT<`e.f`: DECIMAL(5,1)>>>" in spark.sql(f"SHOW CREATE TABLE {odd}").first()[0]
     ddl = spark.sql(f"SHOW CREATE TABLE {t}").first()["createtab_stmt"]  # the log's table, re-creatable
     assert ddl.startswith(f"CREATE TABLE spark_catalog.default.{t} (\n  id BIGINT COMMENT 'the click',\n  p STRING)\n"

@@ -485,17 +485,26 @@ def _clone_result(spark: Any, result: Any) -> Any:
     return spark.createDataFrame([row], ddl)
 
 
-def _comment_null(spark: Any, r: _Reader) -> Any:
-    """``COMMENT ON TABLE | COLUMN x IS NULL`` (sqlglot parses only string comments)."""
+def _comment_on_text(spark: Any, r: _Reader) -> Any:
+    """``COMMENT ON TABLE | COLUMN x IS NULL | 'a' 'b' ...`` (sqlglot parses one string literal only; Spark joins
+    adjacent ones)."""
     from deltalog.spark.sql.table_ops import comment_on
 
     r.expect("COMMENT", "ON")
     kind = r.literal().upper()
     target = r.until("IS")
-    r.expect("IS", "NULL")
+    r.expect("IS")
+    comment: str | None = None
+    if not r.take("NULL"):
+        parts = []
+        while r.i < len(r.toks) and r.toks[r.i].kind == "STRING":
+            parts.append(r.literal())
+        if not parts:
+            raise syntax_error(r.text, f"expected NULL or a string at {r.rest()[:40]!r}")
+        comment = "".join(parts)
     if not r.done():
         raise syntax_error(r.text, f"unexpected {r.rest()[:40]!r}")
-    result = comment_on(spark, kind, target, None, r.text)
+    result = comment_on(spark, kind, target, comment, r.text)
     if result is None:
         raise _NotDelta
     return result
@@ -545,7 +554,7 @@ _COMMANDS: list[tuple[tuple[str, ...], Any]] = [
     (("ALTER", "TABLE"), _alter),
     (("REPLACE", "TABLE"), _replace_table),
     (("CREATE",), _create),
-    (("COMMENT", "ON"), _comment_null),
+    (("COMMENT", "ON"), _comment_on_text),
     (("SHOW", "CREATE", "TABLE"), _show_create),
     (("SHOW", "PARTITIONS"), _show_partitions),
 ]

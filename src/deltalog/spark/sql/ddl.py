@@ -27,7 +27,7 @@ from deltalog.spark.sql.catalog import (
     raw_sql,
     sync_schema,
 )
-from deltalog.spark.sql.dialect import DIALECT
+from deltalog.spark.sql.dialect import DIALECT, sql_string, string_value
 from deltalog.spark.sql.refs import TableRef, read_ref, resolve, resolve_table, rewrite_query
 from deltalog.spark.sql.shared import empty_result, refuse
 from deltalog.txn.defaults import CURRENT_DEFAULT, FEATURE_PROPERTY
@@ -97,9 +97,10 @@ def create_spec(expression: Any) -> CreateSpec:
                 else:
                     spec.partitions.append(item.name)
         elif isinstance(prop, exp.LocationProperty):
-            spec.location = prop.this.name if isinstance(prop.this, exp.Literal) else prop.this.sql()
+            text = string_value(prop.this)
+            spec.location = text if text is not None else prop.this.sql()
         elif isinstance(prop, exp.SchemaCommentProperty):
-            spec.comment = prop.this.name
+            spec.comment = string_value(prop.this) or prop.this.name
         elif isinstance(prop, exp.ClusterProperty):  # CLUSTER BY (a, b.c): liquid clustering
             spec.clustering = cluster_names(prop)
         elif isinstance(prop, exp.Property):
@@ -376,8 +377,8 @@ def register_table(
     fields = parse_schema(struct.json()).fields  # quoted names at every depth (simpleString quotes none)
     columns = ", ".join(f"`{f.name.replace('`', '``')}` {type_ddl(f.type)}" for f in fields)
     parts = f" PARTITIONED BY ({', '.join('`' + p + '`' for p in spec.partitions)})" if spec.partitions else ""
-    where = f" LOCATION '{location.replace(chr(39), chr(92) + chr(39))}'" if location else ""
-    comment = f" COMMENT '{spec.comment.replace(chr(39), chr(92) + chr(39))}'" if spec.comment else ""
+    where = f" LOCATION {sql_string(location)}" if location else ""
+    comment = f" COMMENT {sql_string(spec.comment)}" if spec.comment else ""
     raw_sql(spark, f"CREATE TABLE {name.sql()} ({columns}) USING delta{parts}{where}{comment}")
     forget(spark, name)
     entry = lookup(spark, name)
@@ -639,7 +640,7 @@ def _alter_column(spark: Any, table: Any, action: Any, text: str) -> None:
         if comment is None:
             return
     if comment is not None:
-        table.change_column(action.name, comment=comment.name)
+        table.change_column(action.name, comment=string_value(comment) or comment.name)
     elif allow_null is not None:  # SET NOT NULL: allow_null=False; DROP NOT NULL: allow_null=True
         table.change_column(action.name, nullable=bool(allow_null))
     elif default is not None:  # SET DEFAULT expr: the table must enable the feature first, as in delta-spark

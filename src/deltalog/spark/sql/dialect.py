@@ -17,7 +17,7 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 
-__all__ = ["DIALECT", "DeltalogSpark", "unqualified", "unqualified_sql"]
+__all__ = ["DIALECT", "DeltalogSpark", "sql_string", "string_value", "unqualified", "unqualified_sql"]
 
 
 def _parse_json(self: Any, e: exp.ParseJSON) -> str:
@@ -33,6 +33,33 @@ class DeltalogSpark(Spark):
 
 #: The dialect name for ``sqlglot.parse_one(..., read=DIALECT)`` / ``expression.sql(dialect=DIALECT)``.
 DIALECT = "deltalogspark"
+
+
+def sql_string(text: str) -> str:
+    r"""``text`` as a Spark SQL string literal (quotes and backslashes escaped, as Spark's parser reads them back).
+
+    Example:
+        >>> print(sql_string("it's a\\b"))
+        'it\'s a\\b'
+    """
+    return str(exp.Literal.string(text).sql(dialect=DIALECT))
+
+
+def string_value(node: Any) -> str | None:
+    """The text of a string literal, ``None`` for anything else. Adjacent literals are joined, as Spark joins
+    them: ``'it''s'`` is ``'it' 's'``, the text ``its`` (sqlglot parses it as ``CONCAT('it', 's')``).
+
+    Example:
+        >>> import sqlglot
+        >>> string_value(sqlglot.parse_one("SELECT 'it''s'", read=DIALECT).expressions[0])
+        'its'
+    """
+    if isinstance(node, exp.Literal):
+        return str(node.this) if node.is_string else None
+    if isinstance(node, exp.Concat) and node.expressions and all(
+            isinstance(e, exp.Literal) and e.is_string for e in node.expressions):
+        return "".join(str(e.this) for e in node.expressions)
+    return None
 
 
 def unqualified(node: Any, names: set[str]) -> Any:

@@ -134,13 +134,11 @@ def _catalog_create_table(original: Callable[..., Any]) -> Callable[..., Any]:
             raise InvalidArgumentError(f"spark.catalog.createTable({tableName!r}, source='delta') needs a schema, or "
                                        "the path of an existing Delta table", table=tableName)
         if schema is None:  # an existing Delta table registered with the schema of its log
-            from sqlglot import exp
-
             from deltalog.spark.sql.catalog import parse_name
-            from deltalog.spark.sql.dialect import DIALECT
+            from deltalog.spark.sql.dialect import sql_string
 
             def literal(text: Any) -> str:
-                return str(exp.Literal.string(str(text)).sql(dialect=DIALECT))
+                return sql_string(str(text))
 
             props = ", ".join(f"{literal(k)} = {literal(v)}" for k, v in options.items())
             spark.sql(f"CREATE TABLE {parse_name(tableName).sql()} USING DELTA LOCATION {literal(where)}"

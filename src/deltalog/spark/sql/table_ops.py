@@ -32,7 +32,7 @@ import contextlib
 from typing import Any
 
 from deltalog.spark.sql.catalog import raw_sql
-from deltalog.spark.sql.dialect import DIALECT
+from deltalog.spark.sql.dialect import DIALECT, sql_string, string_value
 from deltalog.spark.sql.refs import TableRef, resolve_table
 from deltalog.spark.sql.shared import refuse
 
@@ -87,11 +87,11 @@ def _truncate(spark: Any, expression: Any, text: str) -> Any:
 def _comment(spark: Any, expression: Any, text: str) -> Any:
     from sqlglot import exp
 
-    value = expression.expression
+    value = string_value(expression.expression)
     target = expression.this
-    if not (isinstance(value, exp.Literal) and value.is_string) or not isinstance(target, (exp.Table, exp.Column)):
+    if value is None or not isinstance(target, (exp.Table, exp.Column)):
         return None  # not a comment deltalog sets: Spark's own statement (and error)
-    return comment_on(spark, str(expression.args.get("kind") or ""), target.sql(dialect=DIALECT), value.name, text)
+    return comment_on(spark, str(expression.args.get("kind") or ""), target.sql(dialect=DIALECT), value, text)
 
 
 def comment_on(spark: Any, kind: str, target: str, comment: str | None, text: str) -> Any:
@@ -202,13 +202,13 @@ def show_create_table(spark: Any, ref: TableRef) -> Any:
     elif clustering:
         lines.append(f"CLUSTER BY ({', '.join(_quoted(c) for c in clustering)})")
     if snapshot.metadata.description:
-        lines.append(f"COMMENT {_string(snapshot.metadata.description)}")
+        lines.append(f"COMMENT {sql_string(snapshot.metadata.description)}")
     if ref.name is not None and not ref.managed:
-        lines.append(f"LOCATION {_string(ref.location)}")
+        lines.append(f"LOCATION {sql_string(ref.location)}")
     props = table_properties(snapshot)
     if props:
         lines.append("TBLPROPERTIES (")
-        lines.append(",\n".join(f"  {_string(k)} = {_string(v)}" for k, v in props.items()) + ")")
+        lines.append(",\n".join(f"  {sql_string(k)} = {sql_string(v)}" for k, v in props.items()) + ")")
     return spark.createDataFrame([("\n".join(lines) + "\n",)], "createtab_stmt string")
 
 
@@ -221,10 +221,6 @@ def _quoted(name: str) -> str:
     from sqlglot import exp
 
     return str(exp.to_identifier(name).sql(dialect=DIALECT))
-
-
-def _string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def type_ddl(dtype: Any) -> str:
@@ -258,7 +254,7 @@ def _field_ddl(f: Any, *, nested: bool = False) -> str:
         out += " NOT NULL"
     comment = f.metadata.get("comment")
     if comment is not None:
-        out += f" COMMENT {_string(str(comment))}"
+        out += f" COMMENT {sql_string(str(comment))}"
     return out
 
 
@@ -280,7 +276,7 @@ def _column_ddl(f: Any) -> str:
         how = "BY DEFAULT" if str(meta.get(ALLOW_EXPLICIT)).lower() == "true" else "ALWAYS"
         out += f" GENERATED {how} AS IDENTITY (START WITH {meta[START]} INCREMENT BY {meta.get(STEP, 1)})"
     if meta.get("comment") is not None:
-        out += f" COMMENT {_string(str(meta['comment']))}"
+        out += f" COMMENT {sql_string(str(meta['comment']))}"
     return out
 
 
