@@ -54,10 +54,19 @@ def planned_partitions(df: Any) -> int:
     if jdf is None:
         return BOUND
     try:
-        n = int(jdf.queryExecution().executedPlan().outputPartitioning().numPartitions())
+        plan = jdf.queryExecution().executedPlan()
+        n = int(plan.outputPartitioning().numPartitions())
+        if n == 0 and not any(word in str(plan.treeString()) for word in _EAGER):
+            # unknown partitioning (VALUES, createDataFrame): a plan without exchanges or subqueries builds its
+            # RDD without running a job, and the RDD knows
+            n = int(plan.execute().getNumPartitions())
     except Exception:
         return BOUND
     return n if 0 < n < BOUND else BOUND
+
+
+#: Plan nodes whose ``execute()`` may run jobs (shuffles, broadcasts, subqueries, adaptive stages).
+_EAGER = ("Exchange", "Subquery", "Adaptive", "Broadcast")
 
 
 def _values(col: IdentityColumn, partitions: int) -> Any:
