@@ -609,3 +609,46 @@ def test_merge_finds_matches_by_packed_row_key_or_by_path(
     with pytest.raises(DeltaError, match="DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"):
         merge(spark, path, twice, "t.id = s.id", target_alias="t").whenMatchedUpdate(set={"v": "s.v"}).execute()
     assert version(path) == v and keyed == [not shared_sizes] * 2
+
+
+def test_struct_fields_are_assigned_one_by_one_in_update_and_merge(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "nested")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, s STRUCT<a: INT, b: STRING, n: STRUCT<x: INT, y: INT>>, "
+              "arr ARRAY<STRUCT<z: INT>>) USING DELTA")
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, named_struct('a', 1, 'b', 'x', 'n', "
+              "named_struct('x', 1, 'y', 2)), null), (2, null, null), "
+              "(3, named_struct('a', 3, 'b', 'z', 'n', null), null)")
+
+    def structs() -> dict[int, Any]:
+        return {r["id"]: r["s"] for r in table_rows(path)}
+
+    # SQL, with and without the table's alias; a null struct becomes a struct of the assigned fields
+    spark.sql(f"UPDATE delta.`{path}` SET s.b = 'UP', s.n.y = 20 WHERE id IN (1, 2)")
+    spark.sql(f"UPDATE delta.`{path}` AS e SET e.s.a = e.s.a + 100 WHERE e.id = 3")
+    assert structs() == {1: {"a": 1, "b": "UP", "n": {"x": 1, "y": 20}},
+                         2: {"a": None, "b": "UP", "n": {"x": None, "y": 20}},
+                         3: {"a": 103, "b": "z", "n": None}}
+    spark.sql(f"MERGE INTO delta.`{path}` t USING (SELECT 1L AS id, 'M' AS v UNION ALL SELECT 4L, 'I') s "
+              "ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.s.b = s.v, s.n.x = 9 "
+              "WHEN NOT MATCHED THEN INSERT (id, s) VALUES (s.id, named_struct('a', 4, 'b', s.v, 'n', null))")
+    # the Python API, with backticks around parts
+    update(spark, path, "id = 2", {"s.a": "42", "`s`.`n`.x": "43"})
+    assert structs() == {1: {"a": 1, "b": "M", "n": {"x": 9, "y": 20}},
+                         2: {"a": 42, "b": "UP", "n": {"x": 43, "y": 20}},
+                         3: {"a": 103, "b": "z", "n": None},
+                         4: {"a": 4, "b": "I", "n": None}}
+    v = version(path)
+    with pytest.raises(InvalidArgumentError, match=r"DELTA_CONFLICT_SET_COLUMN.*\['s', 's.a'\]"):
+        update(spark, path, None, {"s": "null", "s.a": "1"})
+    with pytest.raises(InvalidArgumentError, match=r"DELTA_CONFLICT_SET_COLUMN.*\[s.a, s.a\]"):
+        spark.sql(f"UPDATE delta.`{path}` SET s.a = 1, s.a = 2")
+    with pytest.raises(InvalidArgumentError, match=r"field 'q' of 's.q' does not exist; s has the fields"):
+        update(spark, path, None, {"s.q": "1"})
+    with pytest.raises(InvalidArgumentError, match=r"fields of arrays and maps cannot be assigned one by one"):
+        update(spark, path, None, {"arr.z": "1"})
+    with pytest.raises(SchemaError, match=r"DELTA_CAST_FAILURE.*value x7 cannot be stored in column 's.a' of type int"):
+        update(spark, path, "id = 1", {"s.a": "'x7'"})  # the field's cast is checked, not only the struct's
+    with pytest.raises(InvalidArgumentError, match=r"'s.a' names a nested field"):
+        spark.sql(f"MERGE INTO delta.`{path}` t USING (SELECT 9L AS id) s ON t.id = s.id "
+                  "WHEN NOT MATCHED THEN INSERT (id, s.a) VALUES (s.id, 1)")
+    assert version(path) == v

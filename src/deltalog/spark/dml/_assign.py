@@ -1,8 +1,10 @@
 """Assignments of UPDATE and MERGE: ``column = expression``, checked and cast the way Spark stores values.
 
-* :func:`resolve_column` -- a target column named in ``set`` / ``values`` (case-insensitive, an optional
-  table-alias prefix); an unknown name raises :class:`~deltalog.errors.InvalidArgumentError` listing the
-  table's columns;
+* :func:`resolve_path` -- a target column or struct field named in ``set`` (case-insensitive, an optional
+  table-alias prefix, ``s.b`` for field ``b`` of struct ``s``); an unknown name raises
+  :class:`~deltalog.errors.InvalidArgumentError` listing the table's columns; :func:`resolve_column` the
+  same for the top-level columns of ``values``;
+* :func:`combine` -- a struct column's new value from the assignments of its fields (the others kept);
 * :func:`assignable` -- the casts delta-spark's UPDATE and MERGE accept (Spark's ANSI cast rules),
   checked on the driver from the analysed expression types; an array to a ``bigint`` or a date to a
   ``boolean`` is refused before any job runs with a :class:`~deltalog.errors.SchemaError` naming the
@@ -27,7 +29,7 @@ from deltalog.protocol.schema import StructField, StructType
 from deltalog.spark._common import spark_type
 from deltalog.spark.dml._scan import is_column
 
-__all__ = ["assign", "assignable", "expression", "resolve_column", "same_type"]
+__all__ = ["assign", "assignable", "combine", "expression", "resolve_column", "resolve_path", "same_type"]
 
 Column = Any  # pyspark.sql.Column
 
@@ -55,35 +57,130 @@ def expression(value: Any, *, what: str) -> Column:
 
 def resolve_column(name: Any, schema: StructType, *, what: str, qualifiers: Collection[str] = ()) -> StructField:
     """The top-level column of ``schema`` that ``name`` designates (case-insensitive, like Spark; an
-    alias prefix in ``qualifiers`` is dropped).
+    alias prefix in ``qualifiers`` is dropped); a nested field (``s.b``) is refused (INSERT lists name
+    top-level columns only).
 
     Example:
         >>> resolve_column("T.ID", snap.schema, what="UPDATE", qualifiers=["t"]).name  # doctest: +SKIP
         'id'
     """
+    field, path = resolve_path(name, schema, what=what, qualifiers=qualifiers)
+    if path:
+        raise InvalidArgumentError(f"{what}: {name!r} names a nested field; only top-level columns can be listed "
+                                   "here (assign the whole struct, e.g. with named_struct)")
+    return field
+
+
+def _parts(name: str) -> list[str]:
+    """``name`` split at the dots outside backticks, the backticks removed (```a.b`.c`` -> ``['a.b', 'c']``)."""
+    parts, cur, quoted_, i = [], "", False, 0
+    while i < len(name):
+        ch = name[i]
+        if ch == "`":
+            if quoted_ and name[i + 1:i + 2] == "`":
+                cur += "`"
+                i += 2
+                continue
+            quoted_ = not quoted_
+        elif ch == "." and not quoted_:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+        i += 1
+    parts.append(cur)
+    return parts
+
+
+def _find(names: list[str], wanted: str) -> str | None:
+    if wanted in names:
+        return wanted
+    found = [n for n in names if n.lower() == wanted.lower()]
+    return found[0] if len(found) == 1 else None
+
+
+def resolve_path(name: Any, schema: StructType, *, what: str,
+                 qualifiers: Collection[str] = ()) -> tuple[StructField, tuple[str, ...]]:
+    """The top-level column and the path of struct fields below it (the schema's spelling) that ``name``
+    designates, as Spark resolves an assignment target: case-insensitive, a qualifier in ``qualifiers``
+    dropped, dots separating struct fields (a column whose own name has a dot is found by that name, or
+    quoted with backticks).
+
+    Example:
+        >>> resolve_path("t.s.b", snap.schema, what="UPDATE", qualifiers=["t"])          # doctest: +SKIP
+        (StructField(name='s', ...), ('b',))
+    """
+    from deltalog.protocol.schema import StructType as DeltaStruct
+
     if not isinstance(name, str):
         raise InvalidArgumentTypeError(f"{what}: column names must be strings, got {name!r}")
     if not name:
         raise InvalidArgumentError(f"{what}: column names must be non-empty strings, got {name!r}")
     names = schema.field_names
-    candidates = [name]
-    head, _, rest = name.partition(".")
-    if rest and head.lower() in {q.lower() for q in qualifiers}:
-        candidates.append(rest)
-    for cand in candidates:
-        if cand in names:
-            return schema.field(cand)
-        found = [n for n in names if n.lower() == cand.lower()]
-        if len(found) == 1:
-            return schema.field(found[0])
-    if "." in name and name.split(".")[0].lower() in {n.lower() for n in names}:
+    whole = _find(names, name) if "`" not in name else None
+    if whole is not None:
+        return schema.field(whole), ()
+    parts = _parts(name)
+    if len(parts) > 1 and parts[0].lower() in {q.lower() for q in qualifiers}:
+        rest = ".".join(parts[1:])
+        whole = _find(names, rest) if len(parts) > 2 and "`" not in name else None
+        if whole is not None:
+            return schema.field(whole), ()
+        parts = parts[1:]
+    top = _find(names, parts[0])
+    if top is None or any(not p for p in parts):
         raise InvalidArgumentError(
-            f"{what}: assigning nested field {name!r} is not supported yet; assign the whole struct column "
-            "(e.g. with named_struct or Column.withField)"
+            f"[DELTA_COLUMN_NOT_FOUND] {what}: column {name!r} does not exist in the table; its columns are {names}"
         )
-    raise InvalidArgumentError(
-        f"[DELTA_COLUMN_NOT_FOUND] {what}: column {name!r} does not exist in the table; its columns are {names}"
-    )
+    field = schema.field(top)
+    path: list[str] = []
+    dtype = field.type
+    for part in parts[1:]:
+        if not isinstance(dtype, DeltaStruct):
+            raise InvalidArgumentError(
+                f"{what}: {name!r} assigns a field inside column {top!r}, whose {'.'.join([top, *path])} is not a "
+                "struct (fields of arrays and maps cannot be assigned one by one); assign the whole value")
+        found = _find(dtype.field_names, part)
+        if found is None:
+            raise InvalidArgumentError(
+                f"[DELTA_COLUMN_NOT_FOUND] {what}: field {part!r} of {name!r} does not exist; "
+                f"{'.'.join([top, *path])} has the fields {dtype.field_names}")
+        path.append(found)
+        dtype = dtype.field(found).type
+    return field, tuple(path)
+
+
+def combine(field: StructField, assigned: list[tuple[tuple[str, ...], Column]], current: Column, *,
+            what: str, shown: str | None = None) -> Column:
+    """The new value of column ``field`` given its assignments (``(path, value)``; an empty path assigns
+    the whole column): a struct rebuilt field by field as delta-spark does -- assigned fields take their
+    value, the others keep ``current``'s. Assigning a field and a field or struct that contains it is
+    refused (``DELTA_CONFLICT_SET_COLUMN``).
+
+    Example:
+        >>> combine(snap.schema.field("s"), [(("b",), F.lit("x"))], F.col("s"), what="UPDATE")  # doctest: +SKIP
+        Column<'struct(s.a AS a, x AS b)'>
+    """
+    from pyspark.sql import functions as F
+
+    label = shown or field.name
+    whole = [value for path, value in assigned if not path]
+    if whole:
+        if len(assigned) > 1:
+            listed = sorted(".".join([label, *p]) for p, _ in assigned)
+            raise InvalidArgumentError(f"[DELTA_CONFLICT_SET_COLUMN] {what}: there is a conflict from these SET "
+                                       f"columns: {listed}; assign each column or field once")
+        return whole[0]
+    from deltalog.protocol.schema import StructType as DeltaStruct
+
+    assert isinstance(field.type, DeltaStruct)
+    members = []
+    for sub in field.type.fields:
+        below = [(path[1:], value) for path, value in assigned if path[0] == sub.name]
+        value = current.getField(sub.name) if not below else \
+            combine(sub, below, current.getField(sub.name), what=what, shown=f"{label}.{sub.name}")
+        members.append(value.alias(sub.name))
+    return F.struct(*members)
 
 
 def _strip(node: Any) -> Any:
@@ -168,9 +265,27 @@ def assign(value: Column, src_type: Any, field: StructField, *, what: str) -> Co
             f"column {field.name!r} of type {dst.simpleString()}; cast the expression explicitly"
         )
     casted = value.try_cast(dst)
-    message = F.concat(
-        F.lit(f"[DELTA_CAST_FAILURE] {what}: value "),
-        F.coalesce(value.cast("string"), F.lit("?")),
-        F.lit(f" cannot be stored in column {field.name!r} of type {dst.simpleString()}"),
-    )
-    return F.when(value.isNotNull() & casted.isNull(), F.raise_error(message)).otherwise(casted)
+    chain: Column = None
+    for label, old, new, dtype in _losses(value, casted, src_type, dst, field.name):
+        message = F.concat(
+            F.lit(f"[DELTA_CAST_FAILURE] {what}: value "),
+            F.coalesce(old.cast("string"), F.lit("?")),
+            F.lit(f" cannot be stored in column {label!r} of type {dtype.simpleString()}"),
+        )
+        test = old.isNotNull() & new.isNull()
+        chain = F.when(test, F.raise_error(message)) if chain is None else chain.when(test, F.raise_error(message))
+    return casted if chain is None else chain.otherwise(casted)
+
+
+def _losses(value: Column, casted: Column, src: Any, dst: Any, label: str) -> list[tuple[str, Column, Column, Any]]:
+    """Where the cast of ``value`` to ``dst`` can lose a value: ``(column, value, cast value, type)`` for each
+    atomic value a try-cast may turn into null -- the fields of structs one by one (a struct's try-cast keeps
+    the struct and nulls the field), arrays and maps as a whole."""
+    from pyspark.sql import types as T
+
+    if same_type(src, dst) or isinstance(src, T.NullType):
+        return []
+    if isinstance(src, T.StructType) and isinstance(dst, T.StructType):
+        return [loss for s, d in zip(src.fields, dst.fields) for loss in
+                _losses(value.getField(s.name), casted.getField(d.name), s.dataType, d.dataType, f"{label}.{d.name}")]
+    return [(label, value, casted, dst)]

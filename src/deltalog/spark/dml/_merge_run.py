@@ -24,7 +24,7 @@ from deltalog.spark._conf import auto_merge
 from deltalog.spark._defaults import default_value
 from deltalog.spark._dv_scan import ROW_KEY
 from deltalog.spark._identity import BOUND, identity_value, observe_files
-from deltalog.spark.dml._assign import assign, expression, resolve_column
+from deltalog.spark.dml._assign import assign, combine, expression, resolve_column, resolve_path
 from deltalog.spark.dml._broadcast import broadcast_source
 from deltalog.spark.dml._cdc import change_rows, records_changes, stage_change_files, write_change_files
 from deltalog.spark.dml._evolve import evolved_structs, new_columns, widened_struct
@@ -179,15 +179,21 @@ class MergeRun:
         """Target column -> expression of an update / insert clause (columns it leaves alone are absent)."""
         if not c.star:
             assert c.assignments is not None
-            out: dict[str, Column] = {}
             what = f"MERGE {c.label()}"
             qualifiers = [self.b._alias] if self.b._alias else []
+            by_column: dict[str, list[tuple[tuple[str, ...], Column]]] = {}
             for key, value in c.assignments.items():
-                f = resolve_column(key, self.schema, what=what, qualifiers=qualifiers)
-                if f.name in out:
+                path: tuple[str, ...] = ()
+                if c.action == "insert":
+                    f = resolve_column(key, self.schema, what=what, qualifiers=qualifiers)
+                else:
+                    f, path = resolve_path(key, self.schema, what=what, qualifiers=qualifiers)
+                if not path and any(not p for p, _ in by_column.get(f.name, [])):
                     raise InvalidArgumentError(f"{what}: column {f.name!r} is assigned more than once")
-                out[f.name] = expression(value, what=f"{what} [{key!r}]")
-            return out
+                by_column.setdefault(f.name, []).append((path, expression(value, what=f"{what} [{key!r}]")))
+            return {name: assigned[0][1] if len(assigned) == 1 and not assigned[0][0] else
+                    combine(self.schema.field(name), assigned, T[quoted(name)], what=what)
+                    for name, assigned in by_column.items()}
         out = {}
         for f in self.schema.fields:
             src = self._source_col(f.name)

@@ -39,7 +39,7 @@ from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.commands.dv_rebase import rebase_deletion_vectors
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
 from deltalog.spark._common import load_snapshot, open_table
-from deltalog.spark.dml._assign import assign, expression, resolve_column
+from deltalog.spark.dml._assign import assign, combine, expression, resolve_path
 from deltalog.spark.dml._cdc import records_changes, stage_change_files, updated_rows, write_change_files
 from deltalog.spark.dml._jobs import (
     DmlResult,
@@ -84,11 +84,13 @@ def _assignments(spark_set: Any, snap: Any) -> dict[str, Column]:
             "Spark Columns)",
             table=snap.table,
         )
-    out: dict[str, Column] = {}
+    from pyspark.sql import functions as F
+
     identity = {c.name for c in identity_columns(snap.schema, table=snap.table)}
     generated = generated_columns(snap.schema)
+    by_column: dict[str, list[tuple[tuple[str, ...], Column]]] = {}
     for key, value in spark_set.items():
-        f = resolve_column(key, snap.schema, what="UPDATE")
+        f, path = resolve_path(key, snap.schema, what="UPDATE")
         if f.name in identity:
             raise InvalidArgumentError(
                 f"[DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] UPDATE sets identity column {f.name}; identity "
@@ -97,10 +99,11 @@ def _assignments(spark_set: Any, snap: Any) -> dict[str, Column]:
             raise InvalidArgumentError(
                 f"[DELTA_GENERATED_COLUMN_UPDATE_NOT_SUPPORTED] UPDATE sets generated column {f.name}, which is "
                 f"computed as {generated[f.name]}; update the columns it is computed from", table=snap.table)
-        if f.name in out:
+        if not path and any(not p for p, _ in by_column.get(f.name, [])):
             raise InvalidArgumentError(f"UPDATE: column {f.name!r} is assigned more than once", table=snap.table)
-        out[f.name] = expression(value, what=f"UPDATE set[{key!r}]")
-    return out
+        by_column.setdefault(f.name, []).append((path, expression(value, what=f"UPDATE set[{key!r}]")))
+    return {name: combine(snap.schema.field(name), assigned, F.col(quoted(name)), what="UPDATE")
+            for name, assigned in by_column.items()}
 
 
 def _metrics(timer: Timer, scan_ms: int, **counts: int) -> dict[str, int]:

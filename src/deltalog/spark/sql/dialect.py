@@ -68,13 +68,18 @@ def unqualified(node: Any, names: set[str]) -> Any:
 
     Example:
         >>> import sqlglot
-        >>> unqualified(sqlglot.parse_one("t.id = 1 AND s.v > t.v", read=DIALECT), {"t"}).sql(dialect=DIALECT)
-        'id = 1 AND s.v > v'
+        >>> unqualified(sqlglot.parse_one("t.id = 1 AND s.v > t.v + t.s.a", read=DIALECT), {"t"}).sql(dialect=DIALECT)
+        'id = 1 AND s.v > v + s.a'
     """
 
     def strip(n: Any) -> Any:
-        if isinstance(n, exp.Column) and n.table and n.table.lower() in names and n.find_ancestor(exp.Select) is None:
+        if not isinstance(n, exp.Column) or n.find_ancestor(exp.Select) is not None:
+            return n
+        if n.table and n.table.lower() in names:
             return exp.Column(this=n.this)
+        parts = n.parts
+        if len(parts) > 2 and parts[0].name.lower() in names:  # t.s.b: field b of the target's struct s
+            return exp.Column(**dict(zip(("this", "table", "db", "catalog"), reversed(parts[1:]), strict=False)))
         return n
 
     return node.copy().transform(strip)

@@ -157,6 +157,22 @@ def _target_names(table: Any) -> set[str]:
     return names
 
 
+def _set_key(column: Any, names: set[str]) -> str:
+    """An UPDATE's ``SET`` target as a ``set`` key: the column, or ``s.b`` for a struct's field, without the
+    table's name or alias (``t.s.b``)."""
+    parts = [p.name for p in column.parts] if hasattr(column, "parts") else [column.name]
+    if len(parts) > 1 and parts[0].lower() in names:
+        parts = parts[1:]
+    return ".".join(p if "." not in p and "`" not in p else "`" + p.replace("`", "``") + "`" for p in parts)
+
+
+def _once(assignments: dict[str, str], key: str, text: str) -> None:
+    """Refuse a ``SET`` naming a column or field twice (a dict would keep the last silently)."""
+    if key.lower() in {k.lower() for k in assignments}:
+        raise refuse(text, f"[DELTA_CONFLICT_SET_COLUMN] there is a conflict from these SET columns: [{key}, {key}]; "
+                           "assign each column or field once")
+
+
 def _rows(spark: Any, values: dict[str, int], ddl: str) -> Any:
     return spark.createDataFrame([tuple(values.values())], ddl)
 
@@ -302,7 +318,9 @@ def _update(spark: Any, expression: Any, text: str) -> Any:
     assignments: dict[str, str] = {}
     for eq in expression.expressions:
         column = eq.this
-        assignments[column.name] = _default_sql(load_snapshot(ref.location).schema, column.name) \
+        key = _set_key(column, names)
+        _once(assignments, key, text)
+        assignments[key] = _default_sql(load_snapshot(ref.location).schema, column.name) \
             if _is_default(eq.expression) else _strip(eq.expression, names)
     where = expression.args.get("where")
     with contextlib.ExitStack() as scope:
@@ -422,8 +440,11 @@ def _matched(update: Any, update_all: Any, delete: Any, then: Any, cond: str | N
             if update_all is None:
                 raise refuse(text, "UPDATE SET * is not allowed in WHEN NOT MATCHED BY SOURCE (there is no source row)")
             return update_all(condition=cond) if cond is not None else update_all()
-        assignments = {_set_target(eq.this, target_alias): _value(eq.this.name, eq.expression, location)
-                       for eq in items}
+        assignments: dict[str, str] = {}
+        for eq in items:
+            key = _set_target(eq.this, target_alias)
+            _once(assignments, key, text)
+            assignments[key] = _value(eq.this.name, eq.expression, location)
         return update(condition=cond, set=assignments) if cond is not None else update(set=assignments)
     raise refuse(text, f"unsupported action {then.sql(dialect=DIALECT)} in a WHEN MATCHED clause")
 
