@@ -698,8 +698,20 @@ def test_streaming_to_table_and_foreach_batch_without_a_path(spark: Any, tmp_pat
             .foreachBatch(lambda batch, epoch: seen.append(batch.count())).trigger(availableNow=True).start()
         query.awaitTermination()
         assert sum(seen) == 5
+        # a missing table is created from the stream, as Spark's toTable does; partitionBy reaches the sink
+        # (Spark refuses partitioning beside the foreachBatch the sink runs on)
+        src_p = spark.readStream.format("delta").load(src).selectExpr("id", "CAST(id % 2 AS INT) AS p")
+        query = src_p.writeStream.format("delta").option("checkpointLocation", str(tmp_path / "cp3")) \
+            .option("delta.appendOnly", "true").partitionBy("p").trigger(availableNow=True).toTable(f"{name}_new")
+        query.awaitTermination()
+        from deltalog.spark import DeltaTable
+
+        detail = DeltaTable.forName(spark, f"{name}_new").detail().first()
+        assert (detail.partitionColumns, detail.properties, detail.numFiles) == (["p"], {"delta.appendOnly": "true"}, 2)
+        assert spark.table(f"{name}_new").count() == 5
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
+        spark.sql(f"DROP TABLE IF EXISTS {name}_new")
 
 
 def test_stream_of_a_catalog_table_and_catalog_create_table(spark: Any, tmp_path: Path) -> None:

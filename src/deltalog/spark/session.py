@@ -521,10 +521,23 @@ def _routed_start(original: Callable[..., Any]) -> Callable[..., Any]:
             partition_by=partitionBy if partitionBy is not None else state["partitionBy"],
             options={k: v for k, v in opts.items() if k.lower() not in ("path", "checkpointlocation")},
         )
+        _forget_partitioning(self)  # the sink's writes partition; Spark refuses partitioning with foreachBatch
         self.foreachBatch(sink)
         return original(self, None, None, outputMode, None, queryName, **options)
 
     return spark_errors(start)
+
+
+def _forget_partitioning(writer: Any) -> None:
+    """Clear the partition columns Spark's stream writer was given (classic: its JVM writer; Connect: the
+    command it will send)."""
+    jwrite = getattr(writer, "_jwrite", None)
+    if jwrite is not None:
+        writer._jwrite = jwrite.partitionBy(None)  # null: no partitioning (an empty list would still be "given")
+        return
+    proto = getattr(writer, "_write_proto", None)
+    if proto is not None and hasattr(proto, "partitioning_column_names"):
+        del proto.partitioning_column_names[:]
 
 
 def _routed_save(original: Callable[..., Any]) -> Callable[..., Any]:

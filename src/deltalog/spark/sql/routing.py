@@ -66,18 +66,37 @@ def _to_table(original: Callable[..., Any]) -> Callable[..., Any]:
         fmt = format if format is not None else state["format"]
         spark = self.__dict__.get("_spark") or getattr(getattr(self, "_df", None), "sparkSession", None)
         found = catalog_delta(spark, tableName) if spark is not None else None
+        if found is None and spark is not None and isinstance(fmt, str) and fmt.lower() == "delta":
+            # as Spark's toTable: a missing table is created with the stream's schema and partitioning
+            found = _create_for_stream(spark, self, tableName,
+                                       partitionBy if partitionBy is not None else state["partitionBy"],
+                                       {**state["options"], **options})
         if found is None:
-            if isinstance(fmt, str) and fmt.lower() == "delta":
-                from deltalog.errors import TableNotFoundError
-
-                raise TableNotFoundError(
-                    f"[TABLE_OR_VIEW_NOT_FOUND] {tableName}: create the Delta table before streaming into it "
-                    f"(CREATE TABLE {tableName} (...) USING DELTA)", table=tableName)
             return original(self, tableName, format, outputMode, partitionBy, queryName, **options)
         return self.start(found.location, format="delta", outputMode=outputMode, partitionBy=partitionBy,
                           queryName=queryName, **options)
 
     return toTable
+
+
+def _create_for_stream(spark: Any, writer: Any, name: str, partition_by: Any, options: dict[str, Any]) -> Any:
+    """Create catalog Delta table ``name`` for a stream writer's DataFrame (``CREATE TABLE IF NOT EXISTS``, so
+    a query started beside it finds the same table); ``delta.*`` options become its properties."""
+    from deltalog.spark.builder import DeltaTableBuilder
+    from deltalog.spark.sql.tables import catalog_delta
+
+    df = getattr(writer, "_df", None)
+    if df is None:
+        return None
+    builder = DeltaTableBuilder(spark, "createIfNotExists").tableName(name).addColumns(df.schema)
+    parts = [partition_by] if isinstance(partition_by, str) else list(partition_by or [])
+    if parts:
+        builder = builder.partitionedBy(*parts)
+    for key, value in options.items():
+        if str(key).lower().startswith("delta."):
+            builder = builder.property(str(key), str(value))
+    builder.execute()
+    return catalog_delta(spark, name)
 
 
 def _spark_table(original: Callable[..., Any]) -> Callable[..., Any]:

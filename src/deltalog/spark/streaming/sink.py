@@ -18,7 +18,8 @@ must import deltalog).
 
 Options: ``checkpointLocation`` (required; a local or shared file system path), ``mergeSchema``,
 ``userMetadata``, ``targetFileSize``, ``delta.*`` table properties; ``partitionBy`` columns for a new
-table.
+table (given to ``partitionBy()`` or ``start()``: the routing takes them off Spark's writer, which refuses
+partitioning beside ``foreachBatch``). ``toTable(name)`` creates a missing catalog table first.
 
 Example:
     >>> q = (events.writeStream.format("delta").outputMode("append")
