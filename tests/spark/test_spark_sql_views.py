@@ -1,9 +1,10 @@
 """Views over Delta catalog tables and Spark's table statements on Delta tables (``TRUNCATE TABLE``,
-``COMMENT ON``, ``CACHE TABLE``, ``ALTER TABLE ... RENAME TO``): what a delta-spark program that uses them
-sees."""
+``COMMENT ON``, ``CACHE TABLE``, ``ALTER TABLE ... RENAME TO``, ``CREATE TABLE ... LIKE``): what a delta-spark
+program that uses them sees."""
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,10 +25,10 @@ def _rows(spark: Any, text: str) -> list[tuple[Any, ...]]:
 @pytest.fixture
 def names(spark: Any) -> Iterator[dict[str, str]]:
     suffix = uuid.uuid4().hex[:8]
-    made = {k: f"{k}_{suffix}" for k in ("t", "other", "odd", "pv", "pv2", "tv", "db", "cached")}
+    made = {k: f"{k}_{suffix}" for k in ("t", "other", "odd", "pv", "pv2", "tv", "db", "cached", "pq")}
     yield made
     for kind, key in (("VIEW", "pv2"), ("VIEW", "pv"), ("VIEW", "tv"), ("VIEW", "cached"), ("TABLE", "t"),
-                      ("TABLE", "other"), ("TABLE", "odd")):
+                      ("TABLE", "other"), ("TABLE", "odd"), ("TABLE", "pq")):
         spark.sql(f"DROP {kind} IF EXISTS {made[key]}")
     spark.sql(f"DROP DATABASE IF EXISTS {made['db']} CASCADE")
 
@@ -182,3 +183,44 @@ def test_show_partitions_clone_to_a_name_and_change_feed_by_name(spark: Any, nam
     spark.sql(f"DELETE FROM {t} WHERE id = 4")
     changes = spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 2).table(t)
     assert [(r.id, r._change_type) for r in changes.collect()] == [(4, "delete")]
+
+
+def test_create_table_like_insert_table_and_restated_column_types(spark: Any, names: dict[str, str],
+                                                                    tmp_path: Path) -> None:
+    from deltalog.arrow.write import TableExistsError
+    from deltalog.spark import DeltaTable
+
+    t, other, odd, pq = names["t"], names["other"], names["odd"], names["pq"]
+    spark.sql(f"CREATE TABLE {t} (id BIGINT GENERATED ALWAYS AS IDENTITY, name STRING COMMENT 'who', d DATE, "
+              "y INT GENERATED ALWAYS AS (year(d))) USING DELTA PARTITIONED BY (y) COMMENT 'people' "
+              "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', 'owner' = 'me', "
+              "'delta.columnMapping.mode' = 'name')")
+    spark.sql(f"INSERT INTO {t} (name, d) VALUES ('x', DATE'2024-01-01'), ('y', DATE'2025-01-01')")
+    # LIKE a Delta table: its columns (comments, identity, generated), partitioning, description, properties
+    spark.sql(f"CREATE TABLE {other} LIKE {t} TBLPROPERTIES ('extra' = '1')")
+    detail = DeltaTable.forName(spark, other).detail().first()
+    assert (detail.description, detail.partitionColumns, detail.numFiles) == ("people", ["y"], 0)
+    assert {k: v for k, v in detail.properties.items() if "maxColumnId" not in k} == {
+        "delta.enableChangeDataFeed": "true", "owner": "me", "delta.columnMapping.mode": "name", "extra": "1"}
+    assert _rows(spark, f"DESCRIBE {other}")[:2] == [("id", "bigint", None), ("name", "string", "who")]
+    spark.sql(f"INSERT INTO {other} (name, d) VALUES ('z', DATE'2023-05-05')")
+    assert _rows(spark, f"SELECT * FROM {other}") == [(1, "z", datetime.date(2023, 5, 5), 2023)]
+    with pytest.raises(TableExistsError, match=r"TABLE_OR_VIEW_ALREADY_EXISTS.*IF NOT EXISTS"):
+        spark.sql(f"CREATE TABLE {other} LIKE {t}")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {other} LIKE {t}")
+    with pytest.raises(InvalidArgumentError, match="can only be a Delta table"):
+        spark.sql(f"CREATE TABLE {odd} LIKE {t} USING parquet")
+    # a non-Delta table LIKE ... USING DELTA: the catalog's columns and partitioning
+    spark.sql(f"CREATE TABLE {pq} (id INT, p STRING) USING parquet PARTITIONED BY (p)")
+    spark.sql(f"CREATE TABLE delta.`{tmp_path / 'like_pq'}` LIKE {pq}")
+    assert DeltaTable.forPath(spark, str(tmp_path / "like_pq")).detail().first().partitionColumns == ["p"]
+
+    # INSERT INTO ... TABLE s (sqlglot keeps the source apart: it reached Spark as TABLE <read> AS s)
+    spark.sql(f"CREATE TABLE {odd} (name STRING, y INT) USING DELTA")
+    spark.sql(f"INSERT INTO {odd} SELECT name, y FROM {t}")
+    spark.sql(f"INSERT INTO {odd} TABLE {odd}")
+    assert _rows(spark, f"SELECT count(*) FROM {odd}") == [(4,)]
+    # CHANGE COLUMN restating the type changes only the comment (it asked for type widening)
+    spark.sql(f"ALTER TABLE {odd} CHANGE COLUMN name name STRING COMMENT 'hello'")
+    spark.sql(f"ALTER TABLE {odd} ALTER COLUMN y TYPE INT")
+    assert _rows(spark, f"DESCRIBE {odd}")[:2] == [("name", "string", "hello"), ("y", "int", None)]

@@ -48,7 +48,10 @@ def handle(spark: Any, expression: Any, text: str) -> Any:
             from deltalog.spark.sql.commands import run_command
 
             return run_command(spark, text)
-        return create_table(spark, expression, text)
+        from deltalog.spark.sql.create_like import create_like
+
+        made = create_like(spark, expression, text)
+        return made if made is not None else create_table(spark, expression, text)
     if isinstance(expression, exp.Alter) and str(expression.args.get("kind", "")).upper() == "TABLE":
         return _alter(spark, expression, text)
     if isinstance(expression, exp.Describe) and isinstance(expression.this, exp.Table) and \
@@ -624,6 +627,21 @@ def _add_columns(spark: Any, table: Any, columns: list[Any], text: str) -> None:
                       after=after or None)
 
 
+def _same_type(table: Any, column: str, type_sql: str) -> bool:
+    """Whether ``column`` already has the type ``type_sql`` (``CHANGE COLUMN c c STRING COMMENT '...'`` restates
+    it: only the comment changes, with or without type widening)."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    from deltalog.spark._common import spark_type
+
+    field = next((f for f in table.snapshot().schema.fields if f.name.lower() == column.lower()), None)
+    try:
+        return field is not None and \
+            spark_type(field.type).simpleString() == _parse_datatype_string(type_sql).simpleString()
+    except Exception:  # a type Spark cannot parse: set_column_type names it
+        return False
+
+
 def _alter_column(spark: Any, table: Any, action: Any, text: str) -> None:
     from deltalog.protocol.features import writer_features
     from deltalog.spark._common import spark_type
@@ -635,10 +653,11 @@ def _alter_column(spark: Any, table: Any, action: Any, text: str) -> None:
     renamed = action.args.get("rename_to")
     if renamed is not None and renamed.name.lower() != action.name.lower():
         raise refuse(text, "CHANGE COLUMN cannot rename a column; use ALTER TABLE ... RENAME COLUMN")
-    if dtype is not None:  # ALTER COLUMN c TYPE t / CHANGE COLUMN c c t: type widening
+    if dtype is not None and not _same_type(table, action.name, dtype.sql(dialect=DIALECT)):
+        # ALTER COLUMN c TYPE t / CHANGE COLUMN c c t to another type: type widening
         table.set_column_type(action.name, dtype.sql(dialect=DIALECT))
-        if comment is None:
-            return
+    if dtype is not None and comment is None:
+        return
     if comment is not None:
         table.change_column(action.name, comment=string_value(comment) or comment.name)
     elif allow_null is not None:  # SET NOT NULL: allow_null=False; DROP NOT NULL: allow_null=True

@@ -23,7 +23,14 @@ from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType
 from deltalog.spark.sql.catalog import forget, sync_schema
 from deltalog.spark.sql.dialect import DIALECT, unqualified
-from deltalog.spark.sql.refs import TableRef, read_ref, resolve_table, rewrite_condition, rewrite_query
+from deltalog.spark.sql.refs import (
+    TableRef,
+    read_ref,
+    resolve_table,
+    rewrite_condition,
+    rewrite_query,
+    table_sources,
+)
 from deltalog.spark.sql.shared import refuse
 from deltalog.txn.defaults import default_columns
 from deltalog.txn.generated import generated_columns
@@ -228,6 +235,7 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
             targets = [t for t in targets if t.lower() not in generated]
         return targets
 
+    table_sources(expression)  # INSERT INTO t TABLE s
     query = expression.expression
     if isinstance(query, exp.Values) and query.expressions and not expression.args.get("by_name"):
         query = _values_with_defaults(query, targets_for(len(query.expressions[0].expressions), listed),

@@ -383,6 +383,7 @@ def _replace_delta_tables(spark: Any, expression: Any) -> dict[str, Any]:
     unique name; returns deltalog's read for each name."""
     from sqlglot import exp
 
+    table_sources(expression)
     ctes = _cte_names(expression)
     frames: dict[str, Any] = {}
     meta = _names_metadata(expression)  # _metadata.row_id ... of row-tracking tables
@@ -432,6 +433,18 @@ def _replace_delta_tables(spark: Any, expression: Any) -> dict[str, Any]:
 
 
 _CHANGES = ("table_changes", "table_changes_by_path")
+
+
+def table_sources(expression: Any) -> None:
+    """Spell each ``INSERT ... TABLE s`` (sqlglot keeps ``s`` apart, printed after ``TABLE``) as ``INSERT ...
+    SELECT * FROM s``, in place, so that a read can stand for ``s`` under its name."""
+    from sqlglot import exp
+
+    for insert in list(expression.find_all(exp.Insert)):
+        source = insert.args.get("source")
+        if isinstance(source, exp.Table) and insert.args.get("expression") is None:
+            insert.set("source", None)
+            insert.set("expression", exp.select("*").from_(source))
 
 
 def _changes_frame(spark: Any, func: Any) -> Any:
