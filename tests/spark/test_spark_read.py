@@ -66,6 +66,14 @@ def test_time_travel_by_version_and_timestamp(spark: Any, tmp_path: Path) -> Non
         read(spark, str(p), timestampAsOf="2023-01-01")
     with pytest.raises(InvalidArgumentError, match="both"):
         read(spark, str(p), versionAsOf=0, timestampAsOf="2024-02-15")
+    # delta-spark's path suffixes: @v<version> and @<yyyyMMddHHmmssSSS>, in load() and in SQL
+    assert spark.read.format("delta").load(f"{p}@v0").count() == 10
+    assert spark.read.format("delta").load(f"{p}@20240215000000000").count() == 20
+    assert spark.sql(f"SELECT count(*) FROM delta.`{p}@v1`").first()[0] == 20
+    with pytest.raises(InvalidArgumentError, match="DELTA_TIME_TRAVEL_MULTIPLE_FORMATS"):
+        spark.read.format("delta").option("versionAsOf", 1).load(f"{p}@v0")
+    with pytest.raises(TableNotFoundError, match="DELTA_MISSING_DELTA_TABLE"):
+        spark.read.format("delta").load(f"{p}@x1")
 
 
 def test_not_a_delta_table_gives_a_clear_error(spark: Any, tmp_path: Path) -> None:

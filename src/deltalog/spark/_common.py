@@ -99,13 +99,21 @@ def store_ref(table_or_snapshot: Any) -> StoreRef:
     return StoreRef.of(table_or_snapshot.store)
 
 
+_AT = re.compile(r"(?s)(.+)@(?:[vV](\d+)|(\d{17}))")
+
+
 def load_snapshot(
-    path: Any, *, version: Any = None, timestamp: Any = None, options: Mapping[str, Any] | None = None
+    path: Any, *, version: Any = None, timestamp: Any = None, options: Mapping[str, Any] | None = None,
+    at_syntax: bool = False,
 ) -> Snapshot:
     """The snapshot at ``version`` / ``timestamp`` (latest by default), with delta-spark-style errors.
+    With ``at_syntax`` (reads), a path that is not a table but ends in delta-spark's ``@v<version>`` or
+    ``@<yyyyMMddHHmmssSSS>`` is the table before the ``@`` at that version or timestamp.
 
     Example:
         >>> load_snapshot("/data/events", version="3").version      # doctest: +SKIP
+        3
+        >>> load_snapshot("/data/events@v3", at_syntax=True).version  # doctest: +SKIP
         3
     """
     table = open_table(path, options=options)
@@ -119,6 +127,15 @@ def load_snapshot(
     try:
         return table.snapshot(version, timestamp=timestamp)
     except TableNotFoundError as exc:
+        m = _AT.fullmatch(str(path)) if at_syntax else None
+        if m is not None:
+            if version is not None or timestamp is not None:
+                raise InvalidArgumentError(
+                    f"[DELTA_TIME_TRAVEL_MULTIPLE_FORMATS] {path} names a version or timestamp with @ and the read "
+                    "gives versionAsOf / timestampAsOf too; use one", table=where) from None
+            d = m[3]
+            stamp = f"{d[0:4]}-{d[4:6]}-{d[6:8]} {d[8:10]}:{d[10:12]}:{d[12:14]}.{d[14:17]}" if d else None
+            return load_snapshot(m[1], version=m[2], timestamp=stamp, options=options)
         raise TableNotFoundError(
             f"[DELTA_MISSING_DELTA_TABLE] {where} is not a Delta table ({exc.message})", table=where
         ) from None

@@ -98,7 +98,8 @@ def read(
         ... # doctest: +SKIP
         42
     """
-    snapshot = load_snapshot(path, version=versionAsOf, timestamp=timestampAsOf, options=storage_options)
+    snapshot = load_snapshot(path, version=versionAsOf, timestamp=timestampAsOf, options=storage_options,
+                             at_syntax=True)
     return read_snapshot(spark, snapshot, where=where, columns=columns)
 
 

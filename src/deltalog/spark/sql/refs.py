@@ -208,7 +208,7 @@ def read_ref(spark: Any, ref: TableRef, *, where: Any = None, row_metadata: bool
     from deltalog.spark._common import load_snapshot
     from deltalog.spark.read import read_snapshot
 
-    snapshot = load_snapshot(ref.location, version=ref.version, timestamp=ref.timestamp)
+    snapshot = load_snapshot(ref.location, version=ref.version, timestamp=ref.timestamp, at_syntax=True)
     meta = row_metadata  # the struct is built by deltalog: Spark's own hidden column does not reach the query
     if callable(where):
         where = where({f.name.lower() for f in snapshot.schema.fields})
