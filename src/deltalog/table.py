@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from deltalog.commands.vacuum import VacuumResult
     from deltalog.data.filters import FilterLike
     from deltalog.log.checkpoint_writer import CheckpointResult
+    from deltalog.protocol.schema import StructField
     from deltalog.txn.operations import Operation
     from deltalog.txn.transaction import CommitResult, Transaction
 
@@ -284,9 +285,11 @@ class Table:
         retention_hours: float | None = None,
         dry_run: bool = True,
         enforce_retention_duration: bool = True,
+        lite: bool = False,
         clock: Callable[[], int] | None = None,
     ) -> VacuumResult:
         """Delete data files no retained version needs (see :mod:`deltalog.commands.vacuum`); lists only by default.
+        ``lite=True`` finds them in the log instead of listing the table (``VACUUM LITE``).
 
         Example:
             >>> Table("/data/events").vacuum(retention_hours=168, dry_run=False).num_deleted_files  # doctest: +SKIP
@@ -299,6 +302,7 @@ class Table:
             retention_hours=retention_hours,
             dry_run=dry_run,
             enforce_retention_duration=enforce_retention_duration,
+            lite=lite,
             clock=clock,
         )
 
@@ -491,6 +495,21 @@ class Table:
         from deltalog.commands.rename_drop import drop_columns
 
         return drop_columns(self, columns, if_exists=if_exists, clock=clock)
+
+    def replace_columns(
+        self, fields: Sequence[StructField], *, clock: Callable[[], int] | None = None
+    ) -> CommitResult:
+        """Give the table a new list of top-level columns in one ``REPLACE COLUMNS`` commit: kept columns keep
+        their type and metadata (comments follow the list), new ones are nullable, left-out ones are dropped
+        under column mapping (see :mod:`deltalog.commands.replace_columns`).
+
+        Example:
+            >>> Table("/data/events").replace_columns(Table("/data/events").snapshot().schema.fields[::-1])
+            ... # doctest: +SKIP
+        """
+        from deltalog.commands.replace_columns import replace_columns
+
+        return replace_columns(self, fields, clock=clock)
 
     def change_column(
         self, name: str, *, comment: str | None = None, nullable: bool | None = None, default: str | None = None,

@@ -435,6 +435,11 @@ def test_vacuum(target: Target, spark: Any) -> None:
         dry = target.sql("VACUUM {t} RETAIN 0 HOURS DRY RUN")
         listed = [r.path.removeprefix("file:") for r in dry.collect()]
         assert len(listed) == 1 and listed[0].endswith(".parquet") and os.path.exists(listed[0])
+        # LITE (the removed files the log names), its modifiers in any order, as delta-spark takes them
+        lite = target.sql("VACUUM {t} LITE DRY RUN RETAIN 0 HOURS").collect()
+        assert [r.path.removeprefix("file:") for r in lite] == listed
+        with pytest.raises(InvalidArgumentError, match="USING INVENTORY is not supported"):
+            target.sql("VACUUM {t} USING INVENTORY inv RETAIN 0 HOURS")
         assert target.version() == 2
         done = target.sql("VACUUM {t} RETAIN 0 HOURS").collect()
         assert len(done) == 1

@@ -1,6 +1,6 @@
 """Views over Delta catalog tables and Spark's table statements on Delta tables (``TRUNCATE TABLE``,
-``COMMENT ON``, ``CACHE TABLE``, ``ALTER TABLE ... RENAME TO``, ``CREATE TABLE ... LIKE``): what a delta-spark
-program that uses them sees."""
+``COMMENT ON``, ``CACHE TABLE``, ``ALTER TABLE ... RENAME TO``, ``CREATE TABLE ... LIKE``, ``REPLACE COLUMNS``):
+what a delta-spark program that uses them sees."""
 
 from __future__ import annotations
 
@@ -185,8 +185,8 @@ def test_show_partitions_clone_to_a_name_and_change_feed_by_name(spark: Any, nam
     assert [(r.id, r._change_type) for r in changes.collect()] == [(4, "delete")]
 
 
-def test_create_table_like_insert_table_and_restated_column_types(spark: Any, names: dict[str, str],
-                                                                    tmp_path: Path) -> None:
+def test_create_table_like_insert_table_and_column_statements(spark: Any, names: dict[str, str],
+                                                              tmp_path: Path) -> None:
     from deltalog.arrow.write import TableExistsError
     from deltalog.spark import DeltaTable
 
@@ -224,3 +224,7 @@ def test_create_table_like_insert_table_and_restated_column_types(spark: Any, na
     spark.sql(f"ALTER TABLE {odd} CHANGE COLUMN name name STRING COMMENT 'hello'")
     spark.sql(f"ALTER TABLE {odd} ALTER COLUMN y TYPE INT")
     assert _rows(spark, f"DESCRIBE {odd}")[:2] == [("name", "string", "hello"), ("y", "int", None)]
+    # REPLACE COLUMNS: reordered, comments as listed, a column added (the kernel's rules, tested there)
+    spark.sql(f"ALTER TABLE {odd} REPLACE COLUMNS (y INT, name STRING, extra STRING COMMENT 'new')")
+    assert _rows(spark, f"DESCRIBE {odd}") == [("y", "int", None), ("name", "string", None), ("extra", "string", "new")]
+    assert DeltaTable.forName(spark, odd).history(1).first().operation == "REPLACE COLUMNS"

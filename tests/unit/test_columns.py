@@ -141,3 +141,37 @@ def test_set_not_null_trusts_statistics_that_count_no_null(tmp_path: Path, mode:
     read.clear()
     t.change_column("x", nullable=False)
     assert len(read) == 1 and not t.snapshot().schema.field("x").nullable  # the null is a deleted row now
+
+
+def test_replace_columns_reorders_adds_and_drops_under_column_mapping(tmp_path: Path) -> None:
+    t = make(tmp_path)
+    long, string = PrimitiveType("long"), PrimitiveType("string")
+    t.change_column("s", comment="old")
+    v = t.latest_version()
+    with pytest.raises(InvalidArgumentError, match=r"REPLACE_COL_OP.*type of column 'id'"):
+        t.replace_columns([StructField("id", string, True, {}), StructField("s", string, True, {})])
+    with pytest.raises(InvalidArgumentError, match=r"REPLACE_COL_OP.*make column 'id' NOT NULL"):
+        t.replace_columns([StructField("id", long, False, {}), StructField("s", string, True, {})])
+    with pytest.raises(InvalidArgumentError, match=r"NOT_NULL_COLUMN_NOT_ALLOWED.*'z'"):
+        t.replace_columns([StructField("id", long, True, {}), StructField("s", string, True, {}),
+                           StructField("z", long, False, {})])
+    with pytest.raises(InvalidArgumentError, match=r"'ID' is listed twice"):
+        t.replace_columns([StructField("id", long, True, {}), StructField("ID", long, True, {})])
+    with pytest.raises(deltalog.errors.UnsupportedFeatureError, match="needs column mapping"):
+        t.replace_columns([StructField("id", long, True, {})])  # s left out: a drop
+    assert t.latest_version() == v
+    # reordered, a comment given, the old one dropped, a column added: the rows follow by name
+    result = t.replace_columns([StructField("S", string, True, {}), StructField("id", long, True, {"comment": "key"}),
+                                StructField("z", long, True, {})])
+    assert result.operation == "REPLACE COLUMNS"
+    snap = t.snapshot()
+    assert snap.schema.field_names == ["s", "id", "z"]  # the table's own spelling
+    assert (snap.schema.field("s").metadata, snap.schema.field("id").metadata) == ({}, {"comment": "key"})
+    assert snap.to_arrow().to_pylist() == [{"s": "a", "id": 1, "z": None}, {"s": None, "id": 2, "z": None}]
+    assert [c["name"] for c in json.loads(t.history(limit=1)[0]["operationParameters"]["columns"])] == ["s", "id", "z"]
+    # under column mapping a left-out column is dropped; the new one gets an id and a physical name
+    t.set_properties({"delta.columnMapping.mode": "name"})
+    t.replace_columns([StructField("id", long, True, {}), StructField("w", string, True, {})])
+    snap = t.snapshot()
+    assert snap.schema.field_names == ["id", "w"] and "delta.columnMapping.id" in snap.schema.field("w").metadata
+    assert snap.to_arrow().to_pylist() == [{"id": 1, "w": None}, {"id": 2, "w": None}]

@@ -411,3 +411,36 @@ def test_invalid_retention_values(hours: Any) -> None:
     table, _ = _memory_table(f"vacuum-bad-{hours}")
     with pytest.raises(InvalidArgumentError, match="retention_hours"):
         vacuum(table, retention_hours=hours, enforce_retention_duration=False)
+
+
+# ------------------------------------------------------------------------------------------------ lite
+
+def test_lite_finds_removed_files_in_the_log_and_never_lists_the_table(tmp_path: Path) -> None:
+    a, b = make_table(tmp_path)
+    stray = tmp_path / "part-never-committed.parquet"  # no commit names it: only a full vacuum finds it
+    stray.write_bytes(b"x")
+    set_mtime(stray, T0)
+    table = deltalog.Table(str(tmp_path))
+    assert vacuum(table, lite=True, clock=lambda: T1 + WEEK).files_deleted == []  # the tombstone is not expired
+    dry = vacuum(table, lite=True, clock=lambda: T1 + WEEK + 1)
+    assert (dry.files_deleted, dry.dry_run) == ([a], True)
+    done = vacuum(table, lite=True, dry_run=False, clock=lambda: T1 + WEEK + 1)
+    assert (done.files_deleted, done.num_deleted_files, done.num_vacuumed_directories) == ([a], 1, 0)
+    assert data_files(tmp_path) == {b, stray.name}
+    # a second LITE starts from the cutoff of the one before: file A is not looked for again
+    assert vacuum(table, lite=True, clock=lambda: T1 + WEEK + 2).files_deleted == []
+    assert vacuum(table, clock=lambda: T1 + WEEK + 2).files_deleted == [stray.name]
+
+
+def test_lite_refuses_when_the_log_lost_commits_since_the_last_vacuum(tmp_path: Path) -> None:
+    make_table(tmp_path)
+    table = deltalog.Table(str(tmp_path))
+    write_table(str(tmp_path), pa.table({"id": pa.array([4], pa.int64())}), mode="append", clock=lambda: T1 + DAY)
+    table.checkpoint()
+    for v in (0, 1):  # log cleanup removed the commits that held the removes
+        (tmp_path / "_delta_log" / f"{v:020d}.json").unlink()
+    with pytest.raises(deltalog.errors.DeltaError, match=r"DELTA_CANNOT_VACUUM_LITE.*starts at version 2"):
+        vacuum(table, lite=True, clock=lambda: T1 + WEEK + 1)
+    # after a full vacuum whose cutoff is past the oldest commit kept, LITE can run again
+    vacuum(table, dry_run=False, clock=lambda: T1 + 2 * WEEK)
+    assert vacuum(table, lite=True, clock=lambda: T1 + 2 * WEEK + 1).files_deleted == []

@@ -36,10 +36,15 @@ if TYPE_CHECKING:
     from deltalog.txn.commit import CommitResult
     from deltalog.txn.handle import TableHandle
 
-__all__ = ["drop_columns", "rename_column"]
+__all__ = ["column_users", "commit_schema", "drop_columns", "rename_column", "require_column_mapping"]
 
 
-def _require_mapping(snapshot: Snapshot, what: str) -> None:
+def require_column_mapping(snapshot: Snapshot, what: str) -> None:
+    """Refuse ``what`` (a schema change that renames or drops columns) unless column mapping is on.
+
+    Example:
+        >>> require_column_mapping(deltalog.Table("/data/t").snapshot(), "DROP COLUMN")   # doctest: +SKIP
+    """
     if snapshot.column_mapping_mode.lower() not in ("name", "id"):
         raise UnsupportedFeatureError(
             f"[DELTA_UNSUPPORTED_{what.replace(' ', '_')}] {what} needs column mapping: data files name columns by "
@@ -91,8 +96,14 @@ def _replace(struct: StructType, chain: list[StructField], new: StructField | No
     return StructType(tuple(fields))
 
 
-def _users(snapshot: Snapshot, chain: list[StructField]) -> list[str]:
-    """CHECK constraints, invariants and generated columns whose expression mentions the column."""
+def column_users(snapshot: Snapshot, chain: list[StructField]) -> list[str]:
+    """CHECK constraints, invariants and generated columns whose expression mentions the column (the first
+    field of ``chain``, a column's path from the top).
+
+    Example:
+        >>> column_users(snapshot, [snapshot.schema.field("ts")])                       # doctest: +SKIP
+        ['generated column day (CAST(ts AS DATE))']
+    """
     names = {f.name.lower() for f in chain[:1]}
     out = []
     exprs = dict(table_constraints(snapshot.metadata))
@@ -106,8 +117,14 @@ def _users(snapshot: Snapshot, chain: list[StructField]) -> list[str]:
     return out
 
 
-def _commit(table: TableHandle, snapshot: Snapshot, op: Any, schema: StructType, partitions: Sequence[str],
-            clock: Callable[[], int] | None) -> CommitResult:
+def commit_schema(table: TableHandle, snapshot: Snapshot, op: Any, schema: StructType, partitions: Sequence[str],
+                  clock: Callable[[], int] | None) -> CommitResult:
+    """Commit ``schema`` and ``partitions`` as the table's new metadata under operation ``op``.
+
+    Example:
+        >>> commit_schema(t, t.snapshot(), DropColumns(columns=("a",)), schema, [], None).operation  # doctest: +SKIP
+        'DROP COLUMNS'
+    """
     from deltalog.txn.transaction import start_transaction
 
     options: dict[str, Any] = {"snapshot": snapshot}
@@ -131,7 +148,7 @@ def rename_column(
     """
     loc = table.location
     snapshot = table.snapshot()
-    _require_mapping(snapshot, "RENAME COLUMN")
+    require_column_mapping(snapshot, "RENAME COLUMN")
     parts = _split(column, loc)
     if not isinstance(new_name, str) or not new_name.strip() or "." in new_name:
         raise InvalidArgumentError(f"the new column name must be a plain name, got {new_name!r}", table=loc)
@@ -141,7 +158,7 @@ def rename_column(
     if any(f.name.lower() == new_name.lower() and f is not chain[-1] for f in siblings):
         raise InvalidArgumentError(f"[DELTA_DUPLICATE_COLUMNS_FOUND] a column named {new_name!r} already exists "
                                    f"next to {column}", table=loc)
-    users = _users(snapshot, chain)
+    users = column_users(snapshot, chain)
     if users:
         raise InvalidArgumentError(
             f"[DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE] cannot rename {column}: it is used by {'; '.join(users)}; "
@@ -151,7 +168,7 @@ def rename_column(
     partitions = [new_name if len(chain) == 1 and p == old else p for p in snapshot.partition_columns]
     op = RenameColumn(old_path=".".join(f.name for f in chain), new_path=".".join([*(f.name for f in chain[:-1]),
                                                                                   new_name]))
-    return _commit(table, snapshot, op, schema, partitions, clock)
+    return commit_schema(table, snapshot, op, schema, partitions, clock)
 
 
 def drop_columns(
@@ -168,7 +185,7 @@ def drop_columns(
     if isinstance(columns, str) or not columns:
         raise InvalidArgumentError(f"DROP COLUMNS takes a non-empty list of column paths, got {columns!r}", table=loc)
     snapshot = table.snapshot()
-    _require_mapping(snapshot, "DROP COLUMN")
+    require_column_mapping(snapshot, "DROP COLUMN")
     schema = snapshot.schema
     dropped: list[str] = []
     for column in columns:
@@ -188,7 +205,7 @@ def drop_columns(
             raise InvalidArgumentError(
                 f"[DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN] cannot drop {column}: the table is clustered by "
                 f"{clustered}; change the clustering first (ALTER TABLE ... CLUSTER BY)", table=loc)
-        users = _users(snapshot, chain)
+        users = column_users(snapshot, chain)
         if users:
             raise InvalidArgumentError(
                 f"[DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE] cannot drop {column}: it is used by {'; '.join(users)}; "
@@ -202,4 +219,5 @@ def drop_columns(
         dropped.append(".".join(f.name for f in chain))
     if not dropped:
         return None
-    return _commit(table, snapshot, DropColumns(columns=tuple(dropped)), schema, snapshot.partition_columns, clock)
+    return commit_schema(table, snapshot, DropColumns(columns=tuple(dropped)), schema, snapshot.partition_columns,
+                         clock)

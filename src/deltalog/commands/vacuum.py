@@ -257,12 +257,17 @@ def vacuum(
     retention_hours: float | None = None,
     dry_run: bool = True,
     enforce_retention_duration: bool = True,
+    lite: bool = False,
     clock: Callable[[], int] | None = None,
 ) -> VacuumResult:
     """Delete files no retained version of ``table`` needs (see the module docstring for the rules).
 
     ``dry_run`` (the default) only lists what would be deleted. ``clock`` returns "now" in epoch
-    milliseconds (the cutoff is ``now - retention``) and also times the ``VACUUM`` commits.
+    milliseconds (the cutoff is ``now - retention``) and also times the ``VACUUM`` commits. ``lite``
+    (delta-spark's ``VACUUM LITE``) finds the files in the log instead of listing the table root: the
+    files removed (and change data written) since the last completed vacuum's cutoff; it never finds files
+    no commit names, and refuses (``DELTA_CANNOT_VACUUM_LITE``) when the log no longer holds every commit
+    since that cutoff (run a full vacuum then).
 
     Example:
         >>> import deltalog
@@ -288,7 +293,12 @@ def vacuum(
     prefixes = _hidden_prefixes(snapshot.partition_columns)
     doomed: list[tuple[str, int]] = []
     directories: set[str] = set()
-    for info in store.list_dir("", recursive=True):
+    listed = store.list_dir("", recursive=True) if not lite else ()
+    if lite:
+        doomed = [(p, n) for p, n in _lite_candidates(snapshot, cutoff).items()
+                  if p not in protected and not _dv_suffix_protected(p, protected_dvs)
+                  and not _is_hidden(p.split("/"), prefixes)]
+    for info in listed:
         parts = info.path.split("/")
         if _is_hidden(parts, prefixes):
             continue
@@ -301,7 +311,7 @@ def vacuum(
     doomed.sort()
     paths = [p for p, _ in doomed]
     size = sum(s for _, s in doomed)
-    num_dirs = len(directories) + 1
+    num_dirs = len(directories) + 1 if not lite else 0
 
     if dry_run:
         return VacuumResult(
@@ -335,7 +345,7 @@ def vacuum(
             **options,
         ).commit(metrics={"numFilesToDelete": len(paths), "sizeOfDataToDelete": size})
         scope.committed(start.version)
-        dir_times = _local_dir_times(store, prefixes)
+        dir_times = _local_dir_times(store, prefixes) if not lite else {}
         deleted = 0
         try:
             bulk = getattr(store, "delete_many", None)  # object stores: bulk delete requests
@@ -346,7 +356,10 @@ def vacuum(
                     deleted += len(chunk)
                     continue
                 for p in chunk:
-                    store.delete(p)
+                    try:
+                        store.delete(p)
+                    except FileNotFoundError:  # VACUUM LITE: a file the log names may be gone already
+                        continue
                     deleted += 1
             removed_dirs = _remove_empty_dirs(store, dir_times, cutoff)
         except BaseException as failure:
@@ -381,6 +394,79 @@ def _end(table: TableHandle, options: dict[str, Any], status: str, deleted: int,
         metrics={"numDeletedFiles": deleted, "numVacuumedDirectories": num_dirs}
     )
     return result.version
+
+
+# --------------------------------------------------------------------------------------------- lite
+
+
+def _lite_candidates(snapshot: Snapshot, cutoff: int) -> dict[str, int]:
+    """VACUUM LITE's candidates (store path -> size): the files the log says were removed before ``cutoff``
+    and after the last completed vacuum's cutoff (that vacuum dealt with older ones), their deletion-vector
+    files, and change data files committed before ``cutoff``. Raises when commits since that cutoff have
+    left the log (their removes are unknown)."""
+    from deltalog.errors import DeltaError
+    from deltalog.log.reader import read_commits_each
+    from deltalog.log.segment import list_log
+    from deltalog.protocol.actions import AddCDCFile
+
+    store, loc, root = snapshot.store, snapshot.table, snapshot.store.root
+    commits = [f for f in list_log(store) if f.kind == "commit" and f.version <= snapshot.version]
+    each = read_commits_each(store, commits, table=loc) if commits else []
+
+    def stamp(fa: Any, f: Any) -> int:
+        info = fa.commit_info
+        ts = (info.inCommitTimestamp or info.timestamp) if info is not None else None
+        return int(ts) if ts is not None else int(f.modification_time)
+
+    since = _last_vacuum_cutoff(each, stamp, commits)
+    truncated = not commits or commits[0].version > 0  # older commits were cleaned up
+    # complete when the log starts at version 0, or the last vacuum's cutoff is after the oldest commit kept
+    if truncated and (since is None or since < stamp(each[0], commits[0])):
+        raise DeltaError(
+            "[DELTA_CANNOT_VACUUM_LITE] VACUUM LITE cannot find every file eligible for deletion: commits since the "
+            f"last completed vacuum's cutoff are no longer in the log (it starts at version "
+            f"{commits[0].version if commits else snapshot.version}); run a full VACUUM", table=loc)
+    where = {"table": loc, "version": snapshot.version}
+    out: dict[str, int] = {}
+    tables = [snapshot.tombstones(), *(fa.removes for fa in each)]
+    for removes in tables:
+        for row in removes.select([c for c in ("path", "deletionTimestamp", "deletionVector", "size")
+                                   if c in removes.column_names]).to_pylist():
+            ts = row.get("deletionTimestamp") or 0
+            if ts >= cutoff or (since is not None and ts < since):
+                continue
+            rel = store_relative_path(row["path"], root)
+            if rel is not None:
+                out[rel] = int(row.get("size") or 0)
+            for dv in _dv_paths(row.get("deletionVector"), root, {**where, "file": row["path"]}):
+                out.setdefault(dv, 0)
+    for fa, f in zip(each, commits, strict=True):
+        if stamp(fa, f) >= cutoff or (since is not None and stamp(fa, f) < since):
+            continue
+        for action in fa.others:
+            if isinstance(action, AddCDCFile):
+                rel = store_relative_path(action.path, root)
+                if rel is not None:
+                    out[rel] = int(action.size or 0)
+    return out
+
+
+def _last_vacuum_cutoff(each: list[Any], stamp: Callable[[Any, Any], int], commits: list[Any]) -> int | None:
+    """The cutoff of the newest vacuum whose ``VACUUM END`` says ``COMPLETED`` (its start time minus its
+    retention), or ``None`` when the log holds none."""
+    ended = False
+    for fa, f in zip(reversed(each), reversed(commits), strict=True):
+        info = fa.commit_info
+        op = info.operation if info is not None else None
+        params = dict(info.operationParameters or {}) if info is not None else {}
+        if op == "VACUUM END":
+            ended = str(params.get("status", "")).upper() == "COMPLETED"
+        elif op == "VACUUM START" and ended:
+            retention = params.get("specifiedRetentionMillis") or params.get("defaultRetentionMillis")
+            if retention is not None:
+                return stamp(fa, f) - int(retention)
+            ended = False
+    return None
 
 
 # --------------------------------------------------------------------------------- empty directories

@@ -174,6 +174,28 @@ class AddColumns(Operation):
 
 
 @dataclass(frozen=True)
+class ReplaceColumns(Operation):
+    """``REPLACE COLUMNS``: ``columns`` are the new schema's top-level fields as JSON objects.
+
+    Example:
+        >>> ReplaceColumns(columns=({"name": "z", "type": "integer", "nullable": True, "metadata": {}},)).parameters()
+        {'columns': '[{"name":"z","type":"integer","nullable":true,"metadata":{}}]'}
+    """
+
+    columns: tuple[Mapping[str, Any], ...] = ()
+    NAME: ClassVar[str] = "REPLACE COLUMNS"
+    CHANGES_DATA: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """The new columns as a JSON list, as delta-spark records them."""
+        return {"columns": json_param([dict(c) for c in self.columns])}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """No metrics."""
+        return ()
+
+
+@dataclass(frozen=True)
 class DropTableFeature(Operation):
     """``DROP FEATURE``: the commit that removes ``feature_name`` from the protocol. With
     ``protect_checkpoints`` the commit also adds ``checkpointProtection`` and records its own version in

@@ -219,16 +219,24 @@ def _vacuum(spark: Any, r: _Reader) -> Any:
     from deltalog.spark._conf import retention_check
 
     r.expect("VACUUM")
-    ref = _table(spark, r, "RETAIN", "DRY")
-    hours = None
-    if r.take("RETAIN"):
-        hours = r.number()
-        r.expect("HOURS")
-    dry = r.take("DRY", "RUN")
-    if not r.done():
-        raise syntax_error(r.text, f"unexpected {r.rest()[:40]!r}")
+    ref = _table(spark, r, "RETAIN", "DRY", "LITE", "FULL", "USING")
+    hours, dry, lite = None, False, None
+    while not r.done():  # delta-spark takes the modifiers in any order
+        if r.peek("USING", "INVENTORY"):
+            raise refuse(r.text, "VACUUM ... USING INVENTORY is not supported by deltalog; run VACUUM (it lists the "
+                                 "table itself) or VACUUM LITE (it reads the log)")
+        if hours is None and r.take("RETAIN"):
+            hours = r.number()
+            r.expect("HOURS")
+        elif not dry and r.take("DRY", "RUN"):
+            dry = True
+        elif lite is None and (r.peek("LITE") or r.peek("FULL")):
+            lite = r.literal().upper() == "LITE"
+        else:
+            raise syntax_error(r.text, f"unexpected {r.rest()[:40]!r}")
     table = open_table(ref.location)
-    result = vacuum(table, retention_hours=hours, dry_run=dry, enforce_retention_duration=retention_check(spark))
+    result = vacuum(table, retention_hours=hours, dry_run=dry, enforce_retention_duration=retention_check(spark),
+                    lite=bool(lite))
     root = table.store.full_path("")
     paths = [os.path.join(root, p) for p in result.files_deleted] if dry else [root]
     return spark.createDataFrame([(p,) for p in paths], "path string")

@@ -38,6 +38,8 @@ def create_like(spark: Any, expression: Any, text: str) -> Any:
     """
     from sqlglot import exp
 
+    if not isinstance(expression, exp.Create) or str(expression.args.get("kind") or "").upper() != "TABLE":
+        return None
     from deltalog.arrow.write import TableExistsError
     from deltalog.spark.builder import DeltaTableBuilder
     from deltalog.spark.sql.ddl import create_spec

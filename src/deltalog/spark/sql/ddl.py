@@ -48,10 +48,7 @@ def handle(spark: Any, expression: Any, text: str) -> Any:
             from deltalog.spark.sql.commands import run_command
 
             return run_command(spark, text)
-        from deltalog.spark.sql.create_like import create_like
-
-        made = create_like(spark, expression, text)
-        return made if made is not None else create_table(spark, expression, text)
+        return create_table(spark, expression, text)
     if isinstance(expression, exp.Alter) and str(expression.args.get("kind", "")).upper() == "TABLE":
         return _alter(spark, expression, text)
     if isinstance(expression, exp.Describe) and isinstance(expression.this, exp.Table) and \
@@ -513,6 +510,12 @@ def _alter(spark: Any, expression: Any, text: str) -> Any:
             table.cluster_by(cluster_names(action))
         elif isinstance(action, exp.Command) and str(action.this).upper() == "DROP":  # DROP FEATURE f
             _drop_feature(table, str(action.expression or ""), text)
+        elif isinstance(action, exp.ReplaceColumns):  # the kernel keeps each listed column's type and metadata
+            from deltalog.protocol.schema import parse_schema
+
+            _check_defaults(action.expressions, "ALTER TABLE REPLACE COLUMNS", enabled=None)
+            table.replace_columns(parse_schema(_struct_from_columns(spark, action.expressions, identity=False)
+                                               .json()).fields)
         else:
             raise refuse(text, f"{action.sql(dialect=DIALECT)} is not supported on Delta tables by deltalog")
     if ref.name is not None:

@@ -228,7 +228,9 @@ def _dispatch(spark: Any, expression: Any, text: str, args: Any, as_given: Calla
         from deltalog.spark.sql.views import create_view
 
         return create_view(spark, expression, text, as_given)
-    handlers: list[Callable[[Any, Any, str], Any]] = [ddl, dml, command, table_op]
+    from deltalog.spark.sql.create_like import create_like
+
+    handlers: list[Callable[[Any, Any, str], Any]] = [create_like, ddl, dml, command, table_op]
     for handler in handlers:
         result = handler(spark, expression, text)
         if result is not None:
