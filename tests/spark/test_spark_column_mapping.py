@@ -86,3 +86,19 @@ def test_switch_existing_table_to_name_mode(spark: Any, tmp_path: Path) -> None:
     spark.sql(f"ALTER TABLE delta.`{path}` RENAME COLUMN id TO key")
     DeltaTable.forPath(spark, path).update("key = 0", {"key": "100"})
     assert _check(spark, path, ["k", "key"]) == [("0", 2), ("0", 4), ("0", 100), ("1", 1), ("1", 3)]
+
+
+def test_column_names_with_dots_through_the_arrow_jobs(spark: Any, tmp_path: Path) -> None:
+    """PySpark's ``mapInArrow`` passes each column as ``df[name]``, which reads ``a.b`` as a field of ``a``:
+    the write, OPTIMIZE and Z-order jobs failed on such a column (column mapping writes through them)."""
+    from deltalog.spark import DeltaTable
+
+    p = str(tmp_path / "dots")
+    spark.range(12).selectExpr("id AS `a.b`", "CAST(id % 3 AS STRING) AS `c d`").repartition(3) \
+        .write.format("delta").option("delta.columnMapping.mode", "name").save(p)
+    dt = DeltaTable.forPath(spark, p)
+    dt.update("`a.b` = 1", {"`c d`": "'one'"})
+    assert dt.optimize().executeZOrderBy("`a.b`").first()["metrics"]["numFilesAdded"] == 1
+    got = sorted(tuple(r) for r in spark.read.format("delta").load(p).collect())
+    assert got[:3] == [(0, "0"), (1, "one"), (2, "2")] and len(got) == 12
+    assert deltalog.Table(p).snapshot().schema.field_names == ["a.b", "c d"]

@@ -300,14 +300,15 @@ def interleave_bits(ids: Sequence[np.ndarray], *, bits: int) -> np.ndarray:
 
 
 def _leaf_names(schema: StructType, prefix: str = "") -> list[tuple[str, str]]:
-    """(top-level column, leaf path) of every leaf, in schema order (arrays and maps are one leaf)."""
+    """(top-level column, leaf path) of every leaf, in schema order (arrays and maps are one leaf); the
+    top-level name is the column's own, dots included."""
     out: list[tuple[str, str]] = []
     for f in schema.fields:
         path = f"{prefix}.{f.name}" if prefix else f.name
         if isinstance(f.type, StructType):
-            out.extend((path.split(".")[0], leaf) for _, leaf in _leaf_names(f.type, path))
+            out.extend((f.name if not prefix else top, leaf) for top, leaf in _leaf_names(f.type, path))
         else:
-            out.append((path.split(".")[0], path))
+            out.append((f.name, path))
     return out
 
 

@@ -4,7 +4,8 @@
   way delta-spark words them (``[DELTA_MISSING_DELTA_TABLE] ...``), still deltalog exception classes;
 * :func:`spark_file_uri` -- the exact ``file:/...`` string Spark reports in ``_metadata.file_path``;
 * :func:`spark_type` / :func:`physical_type` -- Delta types as ``pyspark.sql.types`` objects;
-* :func:`option_map` -- case-insensitive option names (Spark's options are case-insensitive).
+* :func:`option_map` -- case-insensitive option names (Spark's options are case-insensitive);
+* :func:`map_in_arrow` -- ``DataFrame.mapInArrow`` that works with column names holding dots.
 
 Example:
     >>> spark_file_uri("/data/t/p=a b/x.parquet")
@@ -13,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -365,3 +367,25 @@ def session_of(df: Any) -> Any:
         True
     """
     return df.sparkSession
+
+
+def map_in_arrow(df: Any, func: Any, schema: Any) -> Any:
+    """``df.mapInArrow(func, schema)``, also when a top-level column name holds a dot or a backtick: PySpark
+    passes each column as ``df[name]``, which reads ``a.b`` as field ``b`` of ``a``. Such columns travel
+    under positional names and the batches reach ``func`` with the real ones.
+
+    Example:
+        >>> map_in_arrow(spark.range(3).toDF("a.b"), lambda it: it, "`a.b` long").collect()  # doctest: +SKIP
+        [Row(a.b=0), Row(a.b=1), Row(a.b=2)]
+    """
+    names = list(df.columns)
+    if not any("." in n or "`" in n for n in names):
+        return df.mapInArrow(func, schema)
+    safe = df.toDF(*[f"_deltalog_c{i}" for i in range(len(names))])
+    return safe.mapInArrow(functools.partial(_renamed_batches, names, func), schema)
+
+
+def _renamed_batches(names: list[str], func: Any, batches: Any) -> Any:
+    import pyarrow as pa
+
+    return func(pa.RecordBatch.from_arrays(b.columns, names=names) for b in batches)

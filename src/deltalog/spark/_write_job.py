@@ -29,6 +29,7 @@ from deltalog.errors import DeltaError
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import StructType
+from deltalog.spark._common import map_in_arrow
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.predicates import ReadPredicate
 
@@ -262,7 +263,7 @@ def run_tallied(df: Any, spec: TaskSpec) -> tuple[list[WrittenFile], dict[int, i
     sort_by = [c for c in parts if c.lower() in present]
     if sort_by:
         source = df.sortWithinPartitions(*[F.col("`" + c.replace("`", "``") + "`") for c in sort_by])
-    job = source.mapInArrow(functools.partial(_write_task, spec), FILE_DDL if spec.tally is None else _TALLY_DDL)
+    job = map_in_arrow(source, functools.partial(_write_task, spec), FILE_DDL if spec.tally is None else _TALLY_DDL)
     try:
         collected = job.collect()
     except Exception as exc:

@@ -34,7 +34,7 @@ from deltalog.errors import (
     InvalidArgumentError,
 )
 from deltalog.protocol.schema import DecimalType, PrimitiveType, StructField, StructType
-from deltalog.spark._common import session_setting
+from deltalog.spark._common import map_in_arrow, session_setting
 from deltalog.spark._storage import is_connect
 from deltalog.spark._write_job import task_error
 from deltalog.spark.dml._scan import quoted
@@ -72,6 +72,8 @@ def zorder_columns(spark: Any, snap: Snapshot, columns: Sequence[str]) -> list[S
     for name in columns:
         if not isinstance(name, str) or not name:
             raise InvalidArgumentError(f"Z-order columns must be column names, got {name!r}", **where)
+        if len(name) > 2 and name.startswith("`") and name.endswith("`"):  # `a.b`: the column named a.b
+            name = name[1:-1].replace("``", "`")
         if name.lower() in parts:
             raise InvalidArgumentError(
                 f"[DELTA_ZORDERING_ON_PARTITION_COLUMN] {name} is a partition column; Z-ordering can only be "
@@ -262,7 +264,7 @@ def zorder_frame(
     if len(bins) == 1 and files[0] <= _MAX_CASE_FILES and not is_connect(spark):
         with_z = _jvm_zorder(keyed, spec, [f.name for f in kept])
     else:
-        with_z = keyed.mapInArrow(functools.partial(_zorder_task, spec), out_schema)
+        with_z = map_in_arrow(keyed, functools.partial(_zorder_task, spec), out_schema)
     return with_z.repartition(tasks, F.col(_TASK)).sortWithinPartitions(BIN, _Z)
 
 
@@ -385,8 +387,8 @@ def _spark_bounds(sample: DataFrame, keys: tuple[str, ...], bits: int, files: Ma
     most = max(files.values())
     if most > 1:
         grid = max(1024, 4 * most)
-        sampled_z = sample.mapInArrow(
-            functools.partial(_zorder_task, _ZSpec(keys, bounds, bits)),
+        sampled_z = map_in_arrow(
+            sample, functools.partial(_zorder_task, _ZSpec(keys, bounds, bits)),
             SparkStruct([SparkField(BIN, LongType(), False), SparkField(_Z, LongType(), False)]),
         )
         agg = sampled_z.groupBy(BIN).agg(

@@ -72,7 +72,7 @@ from deltalog.errors import (
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
-from deltalog.spark._common import load_snapshot, open_table, parse_size, session_setting, spark_schema
+from deltalog.spark._common import load_snapshot, map_in_arrow, open_table, parse_size, session_setting, spark_schema
 from deltalog.spark._files import partition_table
 from deltalog.spark._write_job import FILE_DDL, FILE_SCHEMA, RunWriter, chunks, task_error
 from deltalog.spark._zorder import (
@@ -354,7 +354,7 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
         ordered = tagged.repartition(tasks, F.col(BIN)).sortWithinPartitions(BIN, FILE, ROW)
     # Files roll over only at twice the limit: a bin (or a Z-range) becomes one file.
     spec = _RewriteSpec(StoreRef.of(snap.store), snap.table, schema, snap.metadata, 2 * max_file_size)
-    job = ordered.select(*data, F.col(BIN)).mapInArrow(functools.partial(_rewrite_task, spec), FILE_DDL)
+    job = map_in_arrow(ordered.select(*data, F.col(BIN)), functools.partial(_rewrite_task, spec), FILE_DDL)
     try:
         rows = job.collect()
     except Exception as exc:
