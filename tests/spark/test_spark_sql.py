@@ -240,6 +240,24 @@ def test_statements_with_python_arguments(catalog_target: Target, spark: Any) ->
     assert {t.name for t in spark.catalog.listTables()} == views
 
 
+def test_parameter_markers_identifier_and_merge_with_schema_evolution(catalog_target: Target, spark: Any) -> None:
+    """``spark.sql(text, args=...)`` with ``:name`` / ``?`` markers in statements deltalog runs (they were left
+    unbound), ``IDENTIFIER('t')`` / ``IDENTIFIER(:t)`` naming a Delta table (read through Spark's data source
+    path, which failed), and ``MERGE WITH SCHEMA EVOLUTION INTO`` (Spark's own MERGE, which failed)."""
+    target = catalog_target
+    people(target)
+    t = target.ref
+    spark.sql(f"UPDATE {t} SET name = :n WHERE id = :i", args={"n": "ANN", "i": 1})
+    spark.sql(f"DELETE FROM {t} WHERE id = ?", args=[2])
+    spark.sql(f"INSERT INTO {t} (id, name, age) VALUES (:i, 'dee', :a)", args={"i": 4, "a": 40})
+    assert spark.sql("SELECT id, name FROM IDENTIFIER(:t) ORDER BY id", args={"t": t}).collect() == \
+        spark.sql(f"SELECT id, name FROM IDENTIFIER('{t}') ORDER BY id").collect()
+    assert target.rows("SELECT id, name FROM {t} ORDER BY id") == [(1, "ANN"), (3, "cy"), (4, "dee")]
+    spark.sql(f"MERGE WITH SCHEMA EVOLUTION INTO {t} USING (SELECT 3 AS id, 'CY' AS name, 1 AS extra) s "
+              "ON {t}.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *".replace("{t}", t))
+    assert target.rows("SELECT * FROM {t} WHERE id = 3") == [(3, "CY", 30, 1)]  # age kept, extra added
+
+
 def test_merge_with_every_clause_and_a_subquery_source(target: Target) -> None:
     people(target)
     result = target.sql("""

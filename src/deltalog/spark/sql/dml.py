@@ -405,6 +405,8 @@ def _merge(spark: Any, expression: Any, text: str) -> Any:
         raise refuse(text, "MERGE needs an ON condition")
     builder = DeltaTable(spark, ref.location).alias(target_alias).merge(
         source.alias(source_alias), on.sql(dialect=DIALECT))
+    if expression.meta.get("schema_evolution"):  # MERGE WITH SCHEMA EVOLUTION INTO ...
+        builder = builder.withSchemaEvolution()
     whens = expression.args.get("whens")
     for when in whens.expressions if whens is not None else []:
         condition = when.args.get("condition")

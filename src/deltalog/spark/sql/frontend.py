@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -104,6 +105,9 @@ def _parse(text: str) -> Any:
     from deltalog.spark.sql.refs import expand_at_syntax
 
     expanded = expand_at_syntax(text)
+    evolve = _EVOLVE.match(expanded)  # MERGE WITH SCHEMA EVOLUTION INTO ...: sqlglot knows no such clause
+    if evolve is not None:
+        expanded = evolve.group(1) + expanded[evolve.end():]
     logger = logging.getLogger("sqlglot")
     level = logger.level
     logger.setLevel(logging.ERROR)  # "falling back to parsing as a Command" is not the user's concern
@@ -115,7 +119,13 @@ def _parse(text: str) -> Any:
         logger.setLevel(level)
     if len(statements) != 1:
         return None
+    if evolve is not None:
+        statements[0].meta["schema_evolution"] = True
+    _identifiers(statements[0])
     return statements[0]
+
+
+_EVOLVE = re.compile(r"(\s*MERGE\s+)WITH\s+SCHEMA\s+EVOLUTION\s+(?=INTO\b)", re.IGNORECASE)
 
 
 def run_sql(spark: Any, text: str, args: Any = None, **kwargs: Any) -> Any:
@@ -140,9 +150,11 @@ def _run(spark: Any, text: str, args: Any, kwargs: dict[str, Any]) -> Any:
 
     with _user_frames(spark, text, kwargs) as work:
         lowered = work.lower()
-        if not any(k in lowered for k in _KEYWORDS) and not _mentions_delta_tables(spark, work):
+        if not any(k in lowered for k in _KEYWORDS) and not _mentions_delta_tables(spark, work, args):
             return as_given()
         expression = _parse(work)
+        if expression is not None and isinstance(args, dict):
+            _identifiers(expression, args)
         if expression is None:
             from deltalog.spark.sql.commands import run_command
 
@@ -150,8 +162,72 @@ def _run(spark: Any, text: str, args: Any, kwargs: dict[str, Any]) -> Any:
             if handled is not None:
                 return handled
             return as_given()
+        from sqlglot import exp
+
+        if args and isinstance(expression, (exp.Update, exp.Delete, exp.Merge, exp.Insert, exp.Create)):
+            _bind(expression, args)  # deltalog runs these itself: Spark never sees the markers
+            _identifiers(expression)  # IDENTIFIER(?)
         with internal():
             return _dispatch(spark, expression, work, args, as_given)
+
+
+def _bind(expression: Any, args: Any) -> None:
+    """Replace the statement's parameter markers (``:name``, ``?``) by ``args`` (a dict for named markers, a
+    list for positional ones) as SQL literals, in place; a value that is not a plain Python value (a
+    ``Column``) leaves its marker for Spark."""
+    import datetime as dt
+    import decimal
+
+    from sqlglot import exp
+
+    def literal(value: Any) -> Any:
+        if value is None:
+            return exp.Null()
+        if isinstance(value, bool):
+            return exp.Boolean(this=value)
+        if isinstance(value, (int, float, decimal.Decimal)):
+            return exp.Literal.number(value)
+        if isinstance(value, str):
+            return exp.Literal.string(value)
+        if isinstance(value, dt.datetime):
+            return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), "TIMESTAMP")
+        if isinstance(value, dt.date):
+            return exp.cast(exp.Literal.string(value.isoformat()), "DATE")
+        return None
+
+    markers = list(expression.find_all(exp.Placeholder, bfs=False))
+    position = 0
+    for marker in markers:
+        name = marker.this  # None for ``?`` (whose .name is "?")
+        if name and isinstance(args, dict) and name in args:
+            value = literal(args[name])
+        elif not name and isinstance(args, (list, tuple)) and position < len(args):
+            value = literal(args[position])
+            position += 1
+        else:
+            continue
+        if value is not None:
+            marker.replace(value)
+
+
+def _identifiers(expression: Any, args: dict[str, Any] | None = None) -> None:
+    """``IDENTIFIER('db.t')`` (or ``IDENTIFIER(:name)`` with ``args``) as the table name it spells (in place), so
+    that a Delta table named so is found."""
+    from sqlglot import exp
+
+    for table in list(expression.find_all(exp.Table)):
+        func = table.this
+        if not (isinstance(func, exp.Anonymous) and str(func.name).upper() == "IDENTIFIER"
+                and len(func.expressions) == 1):
+            continue
+        given = func.expressions[0]
+        if isinstance(given, exp.Placeholder) and args and isinstance(args.get(given.this), str):
+            given = exp.Literal.string(args[given.this])
+        if isinstance(given, exp.Literal) and given.is_string:
+            named = exp.to_table(given.this, dialect=DIALECT)
+            if table.args.get("alias") is not None:
+                named.set("alias", table.args["alias"])
+            table.replace(named)
 
 
 @contextlib.contextmanager
@@ -198,11 +274,13 @@ def _user_frames(spark: Any, text: str, kwargs: dict[str, Any]) -> Iterator[str]
         STATE.user_frames = previous
 
 
-def _mentions_delta_tables(spark: Any, text: str) -> bool:
+def _mentions_delta_tables(spark: Any, text: str, args: Any = None) -> bool:
     """A query without any Delta keyword can still read catalog Delta tables: check its table names."""
     expression = _parse(text)
     if expression is None:
         return False
+    if isinstance(args, dict):
+        _identifiers(expression, args)
     from deltalog.spark.sql.refs import reads_delta
 
     with internal():
