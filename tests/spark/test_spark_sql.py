@@ -707,34 +707,29 @@ def test_builder_table_name_registers_a_catalog_table(spark: Any) -> None:
 
 
 def test_streaming_to_table_and_foreach_batch_without_a_path(spark: Any, tmp_path: Path) -> None:
+    """``toTable(name)`` of a missing table creates it from the stream, as Spark's toTable does (it was refused),
+    then streams into it as into any catalog Delta table; ``partitionBy`` reaches the sink (Spark refuses
+    partitioning beside the foreachBatch the sink runs on). A ``foreachBatch`` of the user's runs as given."""
+    from deltalog.spark import DeltaTable
+
     src, name = str(tmp_path / "src"), f"stream_{uuid.uuid4().hex[:8]}"
     spark.range(5).write.format("delta").save(src)
     seen: list[int] = []
     try:
-        spark.sql(f"CREATE TABLE {name} (id BIGINT) USING DELTA")
-        query = spark.readStream.format("delta").load(src).writeStream \
-            .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).toTable(name)
+        src_p = spark.readStream.format("delta").load(src).selectExpr("id", "CAST(id % 2 AS INT) AS p")
+        query = src_p.writeStream.format("delta").option("checkpointLocation", str(tmp_path / "cp")) \
+            .option("delta.appendOnly", "true").partitionBy("p").trigger(availableNow=True).toTable(name)
         query.awaitTermination()
+        detail = DeltaTable.forName(spark, name).detail().first()
+        assert (detail.partitionColumns, detail.properties, detail.numFiles) == (["p"], {"delta.appendOnly": "true"}, 2)
         assert spark.table(name).count() == 5
         query = spark.readStream.format("delta").load(src).writeStream.format("delta") \
             .option("checkpointLocation", str(tmp_path / "cp2")) \
             .foreachBatch(lambda batch, epoch: seen.append(batch.count())).trigger(availableNow=True).start()
         query.awaitTermination()
         assert sum(seen) == 5
-        # a missing table is created from the stream, as Spark's toTable does; partitionBy reaches the sink
-        # (Spark refuses partitioning beside the foreachBatch the sink runs on)
-        src_p = spark.readStream.format("delta").load(src).selectExpr("id", "CAST(id % 2 AS INT) AS p")
-        query = src_p.writeStream.format("delta").option("checkpointLocation", str(tmp_path / "cp3")) \
-            .option("delta.appendOnly", "true").partitionBy("p").trigger(availableNow=True).toTable(f"{name}_new")
-        query.awaitTermination()
-        from deltalog.spark import DeltaTable
-
-        detail = DeltaTable.forName(spark, f"{name}_new").detail().first()
-        assert (detail.partitionColumns, detail.properties, detail.numFiles) == (["p"], {"delta.appendOnly": "true"}, 2)
-        assert spark.table(f"{name}_new").count() == 5
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
-        spark.sql(f"DROP TABLE IF EXISTS {name}_new")
 
 
 def test_stream_of_a_catalog_table_and_catalog_create_table(spark: Any, tmp_path: Path) -> None:

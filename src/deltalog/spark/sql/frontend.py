@@ -164,11 +164,13 @@ def _run(spark: Any, text: str, args: Any, kwargs: dict[str, Any]) -> Any:
             return as_given()
         from sqlglot import exp
 
+        passed = args
         if args and isinstance(expression, (exp.Update, exp.Delete, exp.Merge, exp.Insert, exp.Create)):
             _bind(expression, args)  # deltalog runs these itself: Spark never sees the markers
             _identifiers(expression)  # IDENTIFIER(?)
+            passed = None  # a rewritten statement carries no markers (as_given keeps the caller's text and args)
         with internal():
-            return _dispatch(spark, expression, work, args, as_given)
+            return _dispatch(spark, expression, work, passed, as_given)
 
 
 def _bind(expression: Any, args: Any) -> None:
