@@ -66,11 +66,18 @@ def _to_table(original: Callable[..., Any]) -> Callable[..., Any]:
         fmt = format if format is not None else state["format"]
         spark = self.__dict__.get("_spark") or getattr(getattr(self, "_df", None), "sparkSession", None)
         found = catalog_delta(spark, tableName) if spark is not None else None
-        if found is None and spark is not None and isinstance(fmt, str) and fmt.lower() == "delta":
+        delta = isinstance(fmt, str) and fmt.lower() == "delta"
+        if found is None and spark is not None and delta:
             # as Spark's toTable: a missing table is created with the stream's schema and partitioning
             found = _create_for_stream(spark, self, tableName,
                                        partitionBy if partitionBy is not None else state["partitionBy"],
                                        {**state["options"], **options})
+        if found is None and delta:  # no DataFrame to take the schema from: Spark's path cannot write Delta
+            from deltalog.errors import TableNotFoundError
+
+            raise TableNotFoundError(
+                f"[TABLE_OR_VIEW_NOT_FOUND] {tableName}: create the Delta table before streaming into it "
+                f"(CREATE TABLE {tableName} (...) USING DELTA)", table=tableName)
         if found is None:
             return original(self, tableName, format, outputMode, partitionBy, queryName, **options)
         return self.start(found.location, format="delta", outputMode=outputMode, partitionBy=partitionBy,
