@@ -101,7 +101,23 @@ def store_ref(table_or_snapshot: Any) -> StoreRef:
     return StoreRef.of(table_or_snapshot.store)
 
 
-_AT = re.compile(r"(?s)(.+)@(?:[vV](\d+)|(\d{17}))")
+_AT = re.compile(r"(?s)(.+)@([vV]\d+|\d{17})")
+
+
+def at_travel(suffix: str) -> tuple[int | None, str | None] | None:
+    """delta-spark's time travel suffix (the text after ``@``): ``v12`` is version 12, ``yyyyMMddHHmmssSSS``
+    a timestamp (as a ``timestampAsOf`` string); ``None`` for anything else.
+
+    Example:
+        >>> at_travel("v12"), at_travel("20240501123000000"), at_travel("x")
+        ((12, None), (None, '2024-05-01 12:30:00.000'), None)
+    """
+    if re.fullmatch(r"[vV]\d+", suffix):
+        return int(suffix[1:]), None
+    if re.fullmatch(r"\d{17}", suffix):
+        d = suffix
+        return None, f"{d[0:4]}-{d[4:6]}-{d[6:8]} {d[8:10]}:{d[10:12]}:{d[12:14]}.{d[14:17]}"
+    return None
 
 
 def load_snapshot(
@@ -135,9 +151,9 @@ def load_snapshot(
                 raise InvalidArgumentError(
                     f"[DELTA_TIME_TRAVEL_MULTIPLE_FORMATS] {path} names a version or timestamp with @ and the read "
                     "gives versionAsOf / timestampAsOf too; use one", table=where) from None
-            d = m[3]
-            stamp = f"{d[0:4]}-{d[4:6]}-{d[6:8]} {d[8:10]}:{d[10:12]}:{d[12:14]}.{d[14:17]}" if d else None
-            return load_snapshot(m[1], version=m[2], timestamp=stamp, options=options)
+            travel = at_travel(m[2])
+            assert travel is not None  # _AT matches only what at_travel reads
+            return load_snapshot(m[1], version=travel[0], timestamp=travel[1], options=options)
         raise TableNotFoundError(
             f"[DELTA_MISSING_DELTA_TABLE] {where} is not a Delta table ({exc.message})", table=where
         ) from None

@@ -15,12 +15,12 @@ Example:
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
+from deltalog.spark._common import at_travel
 from deltalog.spark.sql.catalog import TableName, jvm_catalog, lookup
 from deltalog.spark.sql.dialect import DIALECT
 from deltalog.spark.sql.shared import user_frame
@@ -74,13 +74,11 @@ def expand_at_syntax(text: str) -> str:
         nxt = tokens[i + 1]
         if nxt.start != tok.end + 1:
             continue
-        m = re.fullmatch(r"[vV](\d+)", nxt.text)
-        if m:
-            edits.append((tok.start, nxt.end + 1, f" VERSION AS OF {int(m[1])}"))
-        elif re.fullmatch(r"\d{17}", nxt.text):
-            d = nxt.text
-            stamp = f"{d[0:4]}-{d[4:6]}-{d[6:8]} {d[8:10]}:{d[10:12]}:{d[12:14]}.{d[14:17]}"
-            edits.append((tok.start, nxt.end + 1, f" TIMESTAMP AS OF '{stamp}'"))
+        travel = at_travel(nxt.text)
+        if travel is not None and travel[0] is not None:
+            edits.append((tok.start, nxt.end + 1, f" VERSION AS OF {travel[0]}"))
+        elif travel is not None:
+            edits.append((tok.start, nxt.end + 1, f" TIMESTAMP AS OF '{travel[1]}'"))
     for start, end, new in reversed(edits):
         text = text[:start] + new + text[end:]
     return text
