@@ -17,6 +17,12 @@ import pytest
 
 import deltalog
 
+# Every JVM the Spark tests start -- the shared session, and the programs, drivers, clusters and Connect
+# servers the own_jvm tests launch -- runs with deltalog.spark.session.LEAN_JVM_OPTIONS (C1 JIT only, serial
+# GC): a third less CPU for a short-lived JVM, which on CI's two cores is time taken from the other lane.
+# The java launcher reads JDK_JAVA_OPTIONS (and notes it on stderr); a value set outside is kept.
+os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+
 # PySpark 4.3 warns at import and on Arrow paths that it prefers pandas < 3; not ours to fix.
 PANDAS_WARNING = "ignore:PySpark does not yet fully support pandas:FutureWarning"
 
@@ -41,6 +47,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
+# Whole-stage code generation compiles Java for every distinct query; the tests run hundreds of small
+# distinct queries over a few rows each, where that compiling is most of the work (turning it off takes
+# about a sixth off the shared-session lane's time and CPU). Results do not depend on it; the programs,
+# demos, benchmarks, cluster and Connect tests (own_jvm) keep Spark's default and exercise it.
+TEST_CONF = {"spark.sql.codegen.wholeStage": "false"}
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     src = str(Path(deltalog.__file__).resolve().parent.parent)
@@ -52,7 +65,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from deltalog.spark import local_session
 
     warehouse = tmp_path_factory.mktemp("warehouse")  # managed catalog tables (never the working directory)
-    session = local_session("deltalog-spark-tests", conf={"spark.sql.session.timeZone": "UTC",
+    session = local_session("deltalog-spark-tests", conf={"spark.sql.session.timeZone": "UTC", **TEST_CONF,
                                                           "spark.sql.warehouse.dir": str(warehouse)})
     yield session
     session.stop()
