@@ -126,6 +126,25 @@ def test_vacuum_is_a_dry_run_by_default(cli: CLI, table: Path) -> None:
     assert deltalog.Table(table).history(limit=1)[0]["operation"] == "VACUUM END"
 
 
+def test_vacuum_lite_takes_the_files_from_the_log(cli: CLI, table: Path) -> None:
+    stray = table / "part=p0" / "stray.parquet"  # never named by the log: only a full vacuum finds it
+    stray.write_bytes(b"x")
+    old = (T0 - 1000 * HOUR) / 1000
+    os.utime(stray, (old, old))
+    assert cli("restore", str(table), "--version", "0").code == EXIT_OK  # removes two files
+    removed = set(deltalog.Table(table).snapshot(version=2).add_files().column("path").to_pylist())
+    removed -= set(deltalog.Table(table).snapshot().add_files().column("path").to_pylist())
+    args = ("vacuum", str(table), "--lite", "--retention-hours", "0", "--no-retention-check", "--json")
+    r = cli(*args)
+    assert r.code == EXIT_OK, r.err
+    assert r.json()["dry_run"] is True and set(r.json()["files_deleted"]) == removed and len(removed) == 2
+    done = cli(*args, "--execute")
+    assert done.code == EXIT_OK and done.json()["num_deleted_files"] == 2
+    assert stray.exists() and not any((table / p).exists() for p in removed)
+    assert cli("vacuum", str(table), "--retention-hours", "0", "--no-retention-check", "--json").json()[
+        "files_deleted"] == ["part=p0/stray.parquet"]
+
+
 def test_vacuum_refuses_a_short_retention(cli: CLI, table: Path) -> None:
     r = cli("vacuum", str(table), "--retention-hours", "1")
     assert r.code == EXIT_DELTA_ERROR
