@@ -21,6 +21,12 @@ AZURITE := .tools/node_modules/.bin/azurite-blob
 $(AZURITE):
 	npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@3
 
+# A class-data-sharing archive of Spark's start-up classes for the JVMs the tests start (scripts/spark_cds.py:
+# about half of a short-lived JVM's start-up CPU; tests/spark/conftest.py passes it on when it exists).
+SPARK_CDS := .tools/spark-cds.jsa
+$(SPARK_CDS): $(VENV)/.installed
+	@PYTHONPATH=src $(PY) scripts/spark_cds.py $@ 2>&1 | grep '^spark_cds' || true
+
 demo: $(VENV)/.installed
 	$(PY) scripts/demo_spark.py
 	$(PY) scripts/demo.py
@@ -48,7 +54,7 @@ typecheck: $(VENV)/.installed
 # (common in CI images) every process the suite starts (Spark's Python workers, the writer processes, the
 # programs) would compile them again.
 test:
-	@$(MAKE) --no-print-directory -j2 lint $(AZURITE)
+	@$(MAKE) --no-print-directory -j2 lint $(AZURITE) $(SPARK_CDS)
 	@$(PY) -m compileall -q src bench
 	@rm -f .kernel-tests.log .typecheck.log; tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/deltalog-tests.XXXXXX"); \
 	$(PY) -m mypy > .typecheck.log 2>&1 & typecheck=$$!; \
