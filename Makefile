@@ -22,7 +22,8 @@ $(AZURITE):
 	npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@3
 
 # A class-data-sharing archive of Spark's start-up classes for the JVMs the tests start (scripts/spark_cds.py:
-# about half of a short-lived JVM's start-up CPU; tests/spark/conftest.py passes it on when it exists).
+# about half of a short-lived JVM's start-up CPU; tests/conftest.py passes it on, and a JVM started before
+# it exists goes without). make test writes it beside the first tests, which start no JVM of their own.
 SPARK_CDS := .tools/spark-cds.jsa
 $(SPARK_CDS): $(VENV)/.installed
 	@PYTHONPATH=src $(PY) scripts/spark_cds.py $@ 2>&1 | grep '^spark_cds' || true
@@ -45,6 +46,8 @@ typecheck: $(VENV)/.installed
 # Two lanes: the kernel suite (no JVM) followed by the Spark tests that start their own Spark processes
 # (marker own_jvm: programs, clusters, Connect, killed drivers) runs next to the Spark tests sharing one
 # session, which mostly wait on the JVM; the first lane's output follows, and either failing fails the target.
+# A few shared-session Spark tests (marker other_lane) run in the first lane, with a session of its own,
+# so that the two lanes take about the same time.
 # Each lane has its own --basetemp: two pytest processes sharing /tmp/pytest-of-<user> both clean up its old
 # directories when they finish, and one removing what the other is removing fails the run.
 # The set-up steps are independent of each other (pip and npm), so they run side by side; ruff follows
@@ -54,18 +57,20 @@ typecheck: $(VENV)/.installed
 # (common in CI images) every process the suite starts (Spark's Python workers, the writer processes, the
 # programs) would compile them again.
 test:
-	@$(MAKE) --no-print-directory -j2 lint $(AZURITE) $(SPARK_CDS)
+	@$(MAKE) --no-print-directory -j2 lint $(AZURITE)
 	@$(PY) -m compileall -q src bench
 	@rm -f .kernel-tests.log .typecheck.log; tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/deltalog-tests.XXXXXX"); \
+	$(MAKE) --no-print-directory $(SPARK_CDS) & cds=$$!; \
 	$(PY) -m mypy > .typecheck.log 2>&1 & typecheck=$$!; \
-	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "not spark or own_jvm" -p no:cacheprovider --durations=25 \
+	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "not spark or own_jvm or other_lane" -p no:cacheprovider --durations=25 \
 		--basetemp="$$tmp/kernel" > .kernel-tests.log 2>&1 & kernel=$$!; \
 	echo "mypy (pid $$typecheck), the kernel suite and own-JVM Spark tests (pid $$kernel) run in the background;" \
 		"shared-session Spark suite:"; \
-	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "spark and not own_jvm" -p no:cacheprovider --durations=25 \
+	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "spark and not own_jvm and not other_lane" -p no:cacheprovider \
+		--durations=25 \
 		--basetemp="$$tmp/spark" tests/spark; \
 	spark=$$?; \
-	wait $$typecheck; typecheck=$$?; echo "mypy:"; cat .typecheck.log; rm -f .typecheck.log; \
+	wait $$cds; wait $$typecheck; typecheck=$$?; echo "mypy:"; cat .typecheck.log; rm -f .typecheck.log; \
 	wait $$kernel; kernel=$$?; echo "kernel suite:"; cat .kernel-tests.log; rm -f .kernel-tests.log; rm -rf "$$tmp"; \
 	test $$spark -eq 0 -a $$kernel -eq 0 -a $$typecheck -eq 0
 

@@ -3,8 +3,8 @@
 Every JVM the Spark tests start (the shared session, and the programs, drivers, clusters and Connect servers
 of the own_jvm tests) loads some 20,000 classes from Spark's jars, parsing and verifying each; with the
 archive, Java 17 maps most of them ready-made, which halves a short-lived JVM's start-up CPU (about 8 s
-of 18 on CI's cores). ``make test`` runs this once per virtualenv; ``tests/spark/conftest.py`` passes the
-archive to every JVM (``JDK_JAVA_OPTIONS``) when it exists. A JVM whose class path or Java version differs
+of 18 on CI's cores). ``make test`` runs this once per virtualenv; ``tests/conftest.py`` passes the
+archive to every JVM (``JAVA_TOOL_OPTIONS``) when it exists. A JVM whose class path or Java version differs
 from the one recorded ignores the archive and loads classes as usual, so a stale or missing archive costs
 time, never correctness. This script never fails the build: without Java or pyspark it only says so.
 
@@ -14,7 +14,6 @@ time, never correctness. This script never fails the build: without Java or pysp
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -50,18 +49,20 @@ def workload(work: str, archive: str) -> None:
 def main(argv: list[str]) -> int:
     target = Path(argv[0]).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
-    os.environ.pop("JDK_JAVA_OPTIONS", None)  # an archive given to this JVM would be recorded into the new one
+    for name in ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"):  # an archive given to this JVM would be in the new one
+        os.environ.pop(name, None)
+    partial = target.with_name(target.name + ".partial")  # beside the target: the rename below is atomic
+    partial.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="spark-cds-") as work:
-        partial = f"{work}/archive.jsa"
         try:
-            workload(work, partial)
+            workload(work, str(partial))
         except Exception as exc:  # no Java, no pyspark, ...: the tests run without the archive
             print(f"spark_cds: no archive written ({type(exc).__name__}: {exc})".splitlines()[0], file=sys.stderr)
             return 0
-        if not os.path.exists(partial):
-            print("spark_cds: the JVM wrote no archive; the tests run without it", file=sys.stderr)
-            return 0
-        shutil.move(partial, target)  # whole or not at all: a JVM never sees a half-written archive
+    if not partial.exists():
+        print("spark_cds: the JVM wrote no archive; the tests run without it", file=sys.stderr)
+        return 0
+    os.replace(partial, target)  # whole or not at all: a JVM starting meanwhile never sees a partial archive
     print(f"spark_cds: {target} ({target.stat().st_size // 2**20} MiB)")
     return 0
 

@@ -20,11 +20,21 @@ sys.path.insert(0, os.path.dirname(__file__))  # ``import emulators`` from any t
 
 # Every JVM the suite starts (the shared session, the programs, Hive clients, clusters, Connect servers)
 # runs tiny jobs for seconds to minutes, where C2's compiles cost more CPU than they win back: with C1
-# alone three concurrent program runs took 75 s instead of 121 s on CI's 2 cores. The setting is
-# inherited by every child process; a JVM prints "Picked up JAVA_TOOL_OPTIONS" on stderr once.
-_C1_ONLY = "-XX:TieredStopAtLevel=1"
-if _C1_ONLY not in os.environ.get("JAVA_TOOL_OPTIONS", ""):
-    os.environ["JAVA_TOOL_OPTIONS"] = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {_C1_ONLY}".strip()
+# alone three concurrent program runs took 75 s instead of 121 s on CI's 2 cores; the serial collector
+# spares the parallel collector's threads (deltalog.spark.session.LEAN_JVM_OPTIONS, which the shared
+# session uses anyway). With the class-data-sharing archive make test writes first
+# (scripts/spark_cds.py, beside the first tests), Spark's start-up classes are mapped instead of parsed:
+# a session with a write and a read took 11 s of CPU instead of 18, a delta-spark program 48 instead of
+# 62. A JVM that cannot use the archive, or starts before it is there, goes without it (its logging off:
+# the launcher's small JVM never can use it). The settings are inherited by every child process; a JVM
+# prints "Picked up JAVA_TOOL_OPTIONS" on stderr once.
+_CDS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".tools", "spark-cds.jsa")
+_JVM = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", f"-XX:SharedArchiveFile={_CDS}", "-Xlog:cds=off",
+        "-Xlog:cds+dynamic=off"]
+_GIVEN = os.environ.get("JAVA_TOOL_OPTIONS", "")
+_JVM = [o for o in _JVM if o.split("=")[0] not in _GIVEN and not ("GC" in o and "GC" in _GIVEN)]
+if _JVM:
+    os.environ["JAVA_TOOL_OPTIONS"] = " ".join([_GIVEN, *_JVM]).strip()
 
 
 def _strict(report: Any, what: str) -> None:

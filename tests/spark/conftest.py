@@ -17,17 +17,6 @@ import pytest
 
 import deltalog
 
-# Every JVM the Spark tests start -- the shared session, and the programs, drivers, clusters and Connect
-# servers the own_jvm tests launch -- runs with deltalog.spark.session.LEAN_JVM_OPTIONS (C1 JIT only, serial
-# GC): a third less CPU for a short-lived JVM, which on CI's two cores is time taken from the other lane.
-# With the class-data-sharing archive make test writes first (scripts/spark_cds.py), Spark's start-up
-# classes are mapped instead of parsed: about half of what is left of a JVM's start-up CPU. A JVM that
-# cannot use the archive ignores it (logging off: the launcher's small JVM never can). The java launcher
-# reads JDK_JAVA_OPTIONS (and notes it on stderr); a value set outside is kept.
-_CDS = Path(__file__).resolve().parents[2] / ".tools" / "spark-cds.jsa"
-os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1" + (
-    f" -XX:SharedArchiveFile={_CDS} -Xlog:cds=off -Xlog:cds+dynamic=off" if _CDS.exists() else ""))
-
 # PySpark 4.3 warns at import and on Arrow paths that it prefers pandas < 3; not ours to fix.
 PANDAS_WARNING = "ignore:PySpark does not yet fully support pandas:FutureWarning"
 

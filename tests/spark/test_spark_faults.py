@@ -77,6 +77,7 @@ def spark_lit(value: float) -> Any:
     return F.lit(value)
 
 
+@pytest.mark.other_lane
 def test_spark_operations_survive_every_fault(spark: Any, rs: Any, tmp_path: Path) -> None:
     """Every operation's commit takes the same storage steps (the commit file, then the checksum), so in
     ``make test`` the operations share the sample: odd and even sampled cases alternate between them, each

@@ -15,7 +15,7 @@ from sparkutil import rows
 
 import deltalog
 
-pytestmark = [pytest.mark.spark, pytest.mark.objectstore]
+pytestmark = [pytest.mark.spark, pytest.mark.objectstore, pytest.mark.other_lane]
 
 HADOOP = "spark.hadoop.fs.s3a."
 
