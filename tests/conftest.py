@@ -22,8 +22,8 @@ sys.path.insert(0, os.path.dirname(__file__))  # ``import emulators`` from any t
 # runs tiny jobs for seconds to minutes, where C2's compiles cost more CPU than they win back: with C1
 # alone three concurrent program runs took 75 s instead of 121 s on CI's 2 cores; the serial collector
 # spares the parallel collector's threads (deltalog.spark.session.LEAN_JVM_OPTIONS, which the shared
-# session uses anyway). With the class-data-sharing archive make test writes first
-# (scripts/spark_cds.py, beside the first tests), Spark's start-up classes are mapped instead of parsed:
+# session uses anyway). With the class-data-sharing archive make test writes while the first tests run
+# (scripts/spark_cds.py), Spark's start-up classes are mapped instead of parsed:
 # a session with a write and a read took 11 s of CPU instead of 18, a delta-spark program 48 instead of
 # 62. A JVM that cannot use the archive, or starts before it is there, goes without it (its logging off:
 # the launcher's small JVM never can use it). The settings are inherited by every child process; a JVM
