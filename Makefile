@@ -23,7 +23,7 @@ $(AZURITE):
 
 # A class-data-sharing archive of Spark's start-up classes for the JVMs the tests start (scripts/spark_cds.py:
 # about half of a short-lived JVM's start-up CPU; tests/conftest.py passes it on, and a JVM started before
-# it exists goes without). make test writes it beside the first tests, which start no JVM of their own.
+# it exists goes without). make test writes it beside the first tests, before the own_jvm tests start.
 SPARK_CDS := .tools/spark-cds.jsa
 $(SPARK_CDS): $(VENV)/.installed
 	@PYTHONPATH=src $(PY) scripts/spark_cds.py $@ 2>&1 | grep '^spark_cds' || true

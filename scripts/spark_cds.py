@@ -1,12 +1,13 @@
 """Write a class-data-sharing archive of the classes a deltalog Spark session loads, for the test suite.
 
-Every JVM the Spark tests start (the shared session, and the programs, drivers, clusters and Connect servers
-of the own_jvm tests) loads some 20,000 classes from Spark's jars, parsing and verifying each; with the
-archive, Java 17 maps most of them ready-made, which halves a short-lived JVM's start-up CPU (about 8 s
-of 18 on CI's cores). ``make test`` runs this once per virtualenv; ``tests/conftest.py`` passes the
-archive to every JVM (``JAVA_TOOL_OPTIONS``) when it exists. A JVM whose class path or Java version differs
-from the one recorded ignores the archive and loads classes as usual, so a stale or missing archive costs
-time, never correctness. This script never fails the build: without Java or pyspark it only says so.
+Every JVM the Spark tests start (the programs, drivers, clusters and Connect servers of the own_jvm tests,
+and the sessions of the two lanes) loads some 20,000 classes from Spark's jars, parsing and verifying
+each; with the archive, Java 17 maps most of them ready-made, which halves a short-lived JVM's start-up
+CPU (about 8 s of 18 on CI's cores). ``make test`` runs this once per virtualenv, beside the first tests;
+``tests/conftest.py`` names the archive to every JVM (``JAVA_TOOL_OPTIONS``), and one started before it
+exists, or whose class path or Java version differs from the one recorded, loads classes as usual: a
+stale or missing archive costs time, never correctness. This script never fails the build: without
+Java or pyspark it only says so.
 
     python scripts/spark_cds.py .tools/spark-cds.jsa
 """
@@ -18,18 +19,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-#: What every test JVM runs with (deltalog.spark.session.LEAN_JVM_OPTIONS; the archive records them).
-LEAN = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
-
 
 def workload(work: str, archive: str) -> None:
     """A session doing the common part of what the tests do -- a write, SQL, a read with a shuffle -- so
     that those classes are loaded, and archived when the JVM exits. (A longer workload archives more
     classes but was measured to save no more: the start-up classes are most of the gain.)"""
     from deltalog.spark import local_session
+    from deltalog.spark.session import LEAN_JVM_OPTIONS  # what every test JVM runs with
 
     spark = local_session("spark-cds", conf={
-        "spark.driver.extraJavaOptions": f"{LEAN} -XX:ArchiveClassesAtExit={archive} -Xlog:cds=off",
+        "spark.driver.extraJavaOptions": f"{LEAN_JVM_OPTIONS} -XX:ArchiveClassesAtExit={archive} -Xlog:cds=off",
         "spark.sql.warehouse.dir": f"{work}/warehouse",
     })
     path = f"{work}/t"
