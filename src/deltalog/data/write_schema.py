@@ -42,7 +42,7 @@ from deltalog.protocol.schema import (
 )
 from deltalog.protocol.type_widening import can_widen, widened
 
-__all__ = ["SchemaRemedies", "data_schema", "describe_type", "resolve_schema"]
+__all__ = ["SchemaRemedies", "data_schema", "describe_type", "resolve_schema", "widens"]
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,14 @@ def _same(a: DataType, b: DataType) -> bool:
     return a == b
 
 
-def _widens(data: DataType, table: DataType) -> bool:
-    """True when values of ``data`` convert to ``table`` without loss."""
+def widens(data: DataType, table: DataType) -> bool:
+    """True when values of ``data`` convert to ``table`` without loss (Spark's safe up-casts).
+
+    Example:
+        >>> int_, long_ = PrimitiveType("integer"), PrimitiveType("long")
+        >>> widens(int_, long_), widens(long_, int_)
+        (True, False)
+    """
     if not isinstance(data, PrimitiveType):
         return False
     if isinstance(table, DecimalType):
@@ -136,7 +142,7 @@ def _widens(data: DataType, table: DataType) -> bool:
 
 
 def _merge_type(table_t: DataType, data_t: DataType, path: str, problems: list[str]) -> DataType:
-    if _same(table_t, data_t) or _widens(data_t, table_t):
+    if _same(table_t, data_t) or widens(data_t, table_t):
         return table_t
     if isinstance(table_t, StructType) and isinstance(data_t, StructType):
         return _merge_struct(table_t, data_t, path, problems)

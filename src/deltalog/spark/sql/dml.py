@@ -248,7 +248,9 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
         raise InvalidArgumentError(
             f"[INSERT_COLUMN_ARITY_MISMATCH] cannot write to {ref.shown}: the data has {len(df.columns)} column(s) "
             f"but {len(targets)} are expected ({targets})", table=ref.location)
-    source_of = {t.lower(): c for t, c in zip(targets, df.columns)}
+    positional = [f"_insert_col{i}" for i in range(len(df.columns))]  # the query's names may repeat (SELECT 3, 3)
+    df = df.toDF(*positional)
+    source_of = {t.lower(): c for t, c in zip(targets, positional)}
     columns = []
     for f in fields:
         dtype = spark_type(f.type)
@@ -256,7 +258,7 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
             value = next(v for k, v in static.items() if k.lower() == f.name.lower())
             columns.append(F.lit(value).cast(dtype).alias(f.name))
         elif f.name.lower() in source_of:
-            columns.append(F.col("`" + source_of[f.name.lower()].replace("`", "``") + "`").cast(dtype).alias(f.name))
+            columns.append(F.col(source_of[f.name.lower()]).cast(dtype).alias(f.name))
         elif f.name.lower() not in generated:  # an unlisted column: its default, else null
             columns.append(default_value(snap.schema, f.name).alias(f.name))
     data = df.select(*columns)

@@ -180,10 +180,40 @@ def insert_into(df: Any, name: str, overwrite: bool | None) -> bool:
         raise InvalidArgumentError(
             f"[INSERT_COLUMN_ARITY_MISMATCH] cannot insert into {name}: the data has {len(df.columns)} column(s), "
             f"the table {len(fields)}", table=name)
-    data = df.select(*[F.col("`" + c.replace("`", "``") + "`").cast(spark_type(f.type)).alias(f.name)
-                       for c, f in zip(df.columns, fields)])
+    positional = df.toDF(*[f"_insert_col{i}" for i in range(len(fields))])  # the names may repeat
+    data = positional.select(*[F.col(c).cast(spark_type(f.type)).alias(f.name)
+                               for c, f in zip(positional.columns, fields)])
     write(data, found.location, mode="overwrite" if overwrite else "append")
     return True
+
+
+def _up_cast_by_name(df: Any, location: str) -> Any:
+    """``df`` with each column whose type safely widens to the table's column of that name (``int`` into a
+    ``bigint`` column) cast to it, as Spark's analyser does for a ``DataFrameWriterV2`` write by name; other
+    differences are left for the write's schema check to refuse or evolve."""
+    import json
+
+    from pyspark.sql import functions as F
+
+    from deltalog.data.write_schema import widens
+    from deltalog.protocol.schema import parse_data_type
+    from deltalog.spark._common import load_snapshot, spark_type
+
+    table = {f.name.lower(): f for f in load_snapshot(location).schema.fields}
+    columns, changed = [], False
+    for field in df.schema.fields:
+        quoted = F.col("`" + field.name.replace("`", "``") + "`")
+        target = table.get(field.name.lower())
+        try:
+            data_type = parse_data_type(json.loads(field.dataType.json()))
+        except Exception:  # a type the log cannot name: the write's schema check words it
+            data_type = None
+        if target is not None and data_type is not None and widens(data_type, target.type):
+            columns.append(quoted.cast(spark_type(target.type)).alias(field.name))
+            changed = True
+        else:
+            columns.append(quoted)
+    return df.select(*columns) if changed else df
 
 
 def write_v2(state: Mapping[str, Any], action: str, condition: Any = None) -> bool:
@@ -214,6 +244,7 @@ def write_v2(state: Mapping[str, Any], action: str, condition: Any = None) -> bo
     if action in ("append", "overwrite", "overwritePartitions"):
         if entry is None:
             raise TableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] the table {name} cannot be found", table=name)
+        df = _up_cast_by_name(df, entry.location)
         if action == "append":
             write(df, entry.location, mode="append", **opts)
         elif action == "overwrite":
