@@ -482,6 +482,28 @@ def test_restore(target: Target) -> None:
     assert target.operations()[-1] == "RESTORE"
 
 
+def test_create_table_with_check_constraints(target: Target) -> None:
+    from deltalog.errors import DeltaError
+
+    for bad, why in (("id INT, CHECK (id > 0)", "needs a name"),
+                     ("id INT, CONSTRAINT pk PRIMARY KEY (id)", "only CHECK constraints"),
+                     ("id INT, CONSTRAINT c CHECK (nope > 0)", "nope"),
+                     ("id INT, CONSTRAINT c CHECK (id + 1)", "boolean")):
+        with pytest.raises(DeltaError, match=why):
+            target.sql(f"CREATE TABLE {{t}} ({bad}) USING DELTA")
+        assert not target.spark.catalog.tableExists(target.ref) if target.kind == "catalog" else \
+            not os.path.exists(target.path)
+    target.sql("CREATE TABLE {t} (id INT NOT NULL, qty INT CONSTRAINT qty_pos CHECK (qty > 0), "
+               "CONSTRAINT Small CHECK (id < 100)) USING DELTA")
+    props = target.table().snapshot().properties
+    assert (props["delta.constraints.qty_pos"], props["delta.constraints.small"]) == ("qty > 0", "id < 100")
+    assert target.operations() == ["CREATE TABLE"] and target.table().snapshot().protocol.minWriterVersion >= 3
+    with pytest.raises(DeltaError, match="qty_pos"):
+        target.sql("INSERT INTO {t} VALUES (1, 0)")
+    target.sql("INSERT INTO {t} VALUES (1, 5)")
+    assert target.rows("SELECT * FROM {t}") == [(1, 5)]
+
+
 def test_alter_table(target: Target) -> None:
     people(target)
     target.sql("ALTER TABLE {t} ADD CONSTRAINT adult CHECK (age >= 18)")

@@ -48,17 +48,25 @@ from deltalog.txn.sql_expr import Expression, UnsupportedExpressionError, compil
 from deltalog.txn.transaction import CommitResult
 
 if TYPE_CHECKING:
+    from deltalog.protocol.schema import StructType
     from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
 
-__all__ = ["add_constraint", "drop_constraint"]
+__all__ = ["add_constraint", "compile_check", "constraint_key", "drop_constraint"]
 
 _PREFIX = "delta.constraints."
 #: The name delta-spark reserves for its CHAR/VARCHAR length checks.
 _RESERVED = "__char_varchar_string_length_check__"
 
 
-def _key(name: Any, loc: str) -> str:
+def constraint_key(name: Any, loc: str) -> str:
+    """The table property holding the CHECK constraint ``name`` (``delta.constraints.<name in lower case>``),
+    refusing an empty, padded or reserved name.
+
+    Example:
+        >>> constraint_key("Positive", "t")
+        'delta.constraints.positive'
+    """
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgumentError(f"a constraint name must be a non-empty string, got {name!r}", table=loc)
     if name != name.strip():
@@ -74,13 +82,31 @@ def _existing(conf: dict[str, str], key: str) -> str | None:
 
 
 def _compile(name: str, sql: Any, snapshot: Snapshot, loc: str) -> Expression:
-    """``sql`` compiled and checked on an empty table of the schema: columns exist, types fit, boolean."""
+    return compile_check(name, sql, snapshot.schema, table=loc)
+
+
+def compile_check(name: str, sql: Any, schema: StructType, *, table: str) -> Expression:
+    """The CHECK constraint ``sql`` compiled and checked on an empty table of ``schema``: its columns
+    exist, its types fit and it is a boolean expression.
+
+    Example:
+        >>> from deltalog.protocol.schema import StructType
+        >>> schema = StructType.from_arrow_schema(pa.schema([("id", pa.int64())]))
+        >>> compile_check("pos", "id > 0", schema, table="t").sql
+        'id > 0'
+        >>> compile_check("bad", "id + 1", schema, table="t")
+        Traceback (most recent call last):
+        ...
+        deltalog.txn.sql_expr.UnsupportedExpressionError: CHECK constraint bad (id + 1) should be a boolean \
+expression (it evaluates to int64) [table t]
+    """
+    loc = table
     label = f"CHECK constraint {name} ({sql})"
     if not isinstance(sql, str) or not sql.strip():
         raise UnsupportedExpressionError(f"{label}: the expression is empty", table=loc)
     try:
         expr = compile_expression(sql)
-        result = expr.evaluate(snapshot.schema.to_arrow_schema().empty_table())
+        result = expr.evaluate(schema.to_arrow_schema().empty_table())
     except UnsupportedExpressionError as exc:
         raise UnsupportedExpressionError(
             f"{label} cannot be evaluated by deltalog: {exc.message}; the constraint was not added", table=loc
@@ -131,7 +157,7 @@ def add_constraint(
         8
     """
     loc = table.location
-    key = _key(name, loc)
+    key = constraint_key(name, loc)
     snapshot = table.snapshot()
     conf = dict(snapshot.metadata.configuration)
     found = _existing(conf, key)
@@ -176,7 +202,7 @@ def drop_constraint(
         'DROP CONSTRAINT'
     """
     loc = table.location
-    key = _key(name, loc)
+    key = constraint_key(name, loc)
     snapshot = table.snapshot()
     conf = dict(snapshot.metadata.configuration)
     found = _existing(conf, key)

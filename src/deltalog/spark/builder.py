@@ -8,7 +8,9 @@ kernel transaction (``CREATE TABLE``, ``REPLACE TABLE`` or ``CREATE OR REPLACE T
 * table properties are validated and canonicalised by the kernel
   (:func:`deltalog.commands.properties.validate_properties`); ``delta.feature.<name>=supported`` adds
   the feature and ``delta.minReaderVersion`` / ``delta.minWriterVersion`` raise the protocol, neither
-  is stored in the configuration; properties that need a feature upgrade the protocol;
+  is stored in the configuration; properties that need a feature upgrade the protocol; a CHECK
+  constraint (``delta.constraints.<name>``) is accepted once its expression compiles against the schema
+  (the new table holds no rows to check);
 * a replace removes every file, keeps the table id and never lowers the protocol;
 * ``tableName`` registers the table in the session's catalog (``USING delta``; managed unless a
   ``location`` is given); an existing catalog Delta table is replaced at its location.
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from deltalog.arrow.write import TableExistsError, check_partition_columns
 from deltalog.commands.clustering import CLUSTERING_DOMAIN, clustering_domain
+from deltalog.commands.constraints import compile_check
 from deltalog.commands.properties import raise_versions, validate_properties
 from deltalog.errors import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
 from deltalog.protocol.actions import Format, Metadata, Protocol
@@ -507,7 +510,10 @@ class DeltaTableBuilder:
         from deltalog.spark._conf import default_properties
 
         # spark.databricks.delta.properties.defaults.* apply to tables created, as in delta-spark
-        props = validate_properties({**default_properties(self._spark), **self._properties})
+        props = validate_properties({**default_properties(self._spark), **self._properties}, allow_constraints=True)
+        for key, sql in props.items():  # the new table holds no rows: a CHECK constraint only has to compile
+            if key.startswith("delta.constraints."):
+                compile_check(key[len("delta.constraints."):], sql, schema, table=loc)
         features = [k[len("delta.feature."):] for k in props if k.startswith("delta.feature.")]
         versions = {k: int(props[k]) for k in _VERSION_KEYS if k in props}
         conf = {k: v for k, v in props.items() if not k.startswith("delta.feature.") and k not in versions}

@@ -4,8 +4,9 @@
 A table is named either ``delta.`<path>``` (the table at that path) or by a catalog name: the Delta table
 lives at the ``LOCATION`` given, else at the managed location Spark picks under
 ``spark.sql.warehouse.dir``, and the catalog gets a ``USING delta`` entry for it (see
-:mod:`deltalog.spark.sql.catalog`). Generated, identity and default columns are refused, naming the
-capability (deltalog cannot write them yet).
+:mod:`deltalog.spark.sql.catalog`). Columns may be generated (``GENERATED ALWAYS AS``), identity or default
+columns; CHECK constraints written among them are stored as ``delta.constraints.*`` properties
+(:mod:`deltalog.spark.sql.create_checks`).
 
 Example:
     >>> spark.sql("CREATE TABLE people (id BIGINT NOT NULL, name STRING) USING DELTA")   # doctest: +SKIP
@@ -27,6 +28,7 @@ from deltalog.spark.sql.catalog import (
     raw_sql,
     sync_schema,
 )
+from deltalog.spark.sql.create_checks import check_properties, split_checks
 from deltalog.spark.sql.dialect import DIALECT, sql_string, string_value
 from deltalog.spark.sql.refs import TableRef, read_ref, resolve, resolve_table, rewrite_query
 from deltalog.spark.sql.shared import empty_result, refuse
@@ -76,6 +78,7 @@ class CreateSpec:
     comment: str | None = None
     provider: str | None = None
     clustering: list[str] | None = None
+    checks: dict[str, str] = field(default_factory=dict)  # CONSTRAINT name CHECK (...): {name: sql}
 
 
 def create_spec(expression: Any) -> CreateSpec:
@@ -83,7 +86,7 @@ def create_spec(expression: Any) -> CreateSpec:
 
     spec = CreateSpec()
     if isinstance(expression.this, exp.Schema):
-        spec.columns = list(expression.this.expressions)
+        spec.columns, spec.checks = split_checks(list(expression.this.expressions))
     props = expression.args.get("properties")
     for prop in props.expressions if props is not None else []:
         if isinstance(prop, exp.FileFormatProperty):
@@ -313,6 +316,13 @@ def create_table(spark: Any, expression: Any, text: str, *, must_exist: bool = F
     df = None
     if query is not None:
         df = rewrite_query(spark, query).sql(spark)
+    if spec.checks:
+        if df is not None:
+            raise refuse(text, "CHECK constraints cannot be declared in CREATE TABLE ... AS SELECT; add them "
+                               "afterwards with ALTER TABLE ... ADD CONSTRAINT <name> CHECK (<condition>)")
+        spec.properties.update(check_properties(
+            _struct_from_columns(spark, [*spec.columns, *spec.partition_columns]), spec.checks, spec.properties,
+            table=name.qualified if name is not None else str(path)))
     if name is not None and entry is None:
         if df is not None:
             struct = df.schema
