@@ -563,6 +563,10 @@ def test_show_tblproperties(target: Target) -> None:
     rows = [tuple(r) for r in target.sql("SHOW TBLPROPERTIES {t}").collect()]  # each table feature: supported
     assert ("delta.feature.deletionVectors", "supported") in rows and ("delta.minReaderVersion", "3") in rows
     assert [k for k, _ in rows] == sorted(k for k, _ in rows)
+    shown = target.sql("SHOW COLUMNS IN {t}")
+    assert shown.columns == ["col_name"] and [r.col_name for r in shown.collect()] == ["id", "name", "age"]
+    if target.kind == "catalog":
+        assert target.rows("SHOW COLUMNS FROM {t} IN default") == [("id",), ("name",), ("age",)]
 
 
 def test_generate_manifest_and_fsck(target: Target) -> None:

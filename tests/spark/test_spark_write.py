@@ -166,10 +166,14 @@ def test_schema_mismatch_merge_schema_and_overwrite_schema(spark: Any, tmp_path:
     wider.write.format("delta").mode("append").option("mergeSchema", "true").save(p)
     got = rows(read(spark, p))
     assert [r["extra"] for r in got] == [None, None, None, None, 1.5, 1.5]
+    # as delta-spark does: a column left out is written as nulls, another spelling takes the table's
+    spark.range(20, 21).toDF("ID").withColumn("S", F.lit("x")).write.format("delta").mode("append").save(p)
+    assert [r for r in rows(read(spark, p)) if r["id"] == 20] == [{"id": 20, "k": None, "s": "x", "extra": None}]
+    assert deltalog.Table(p).snapshot().schema.field_names == ["id", "k", "s", "extra"]
     retyped = spark.range(3).select(F.col("id").cast("string").alias("id"), F.lit(True).alias("flag"))
     with pytest.raises(SchemaError):
         write(retyped, p, mode="overwrite")
-    assert version(p) == 1
+    assert version(p) == 2
     write(retyped, p, mode="overwrite", overwriteSchema="true")
     assert deltalog.Table(p).snapshot().schema.field_names == ["id", "flag"]
     assert sorted(r["id"] for r in rows(read(spark, p))) == ["0", "1", "2"]

@@ -1,7 +1,8 @@
 """Writing a Spark DataFrame to a Delta table: executors write the data files, the driver commits.
 
 The plan is the kernel's (:mod:`deltalog.arrow.write`): schema enforcement and evolution
-(``mergeSchema``, ``overwriteSchema``), partitioning, ``replaceWhere``, idempotent ``txnAppId`` /
+(``mergeSchema``, ``overwriteSchema``; as in delta-spark, columns the DataFrame leaves out are written as
+nulls and a column named in another case takes the table's spelling), partitioning, ``replaceWhere``, idempotent ``txnAppId`` /
 ``txnVersion``, protocol checks -- all decided on the driver before any job runs, so a schema mismatch
 fails without writing anything. (A ``replaceWhere`` condition other than AND-ed comparisons on partition
 columns -- data columns, ``OR``, functions -- is run by :mod:`deltalog.spark.replace_where`, which also
@@ -68,7 +69,7 @@ from deltalog.spark._conf import (
     with_defaults,
     write_defaults,
 )
-from deltalog.spark._defaults import with_column_defaults
+from deltalog.spark._defaults import with_column_defaults, with_missing_columns
 from deltalog.spark._generated import with_generated
 from deltalog.spark._identity import (
     BOUND,
@@ -431,6 +432,7 @@ def write(
         df = with_identity(df, identity, partitions=bound)
     if snapshot is not None and opts.schema_mode != "overwrite":  # computed / checked generated columns
         df = with_generated(df, snapshot.schema, table=loc)
+        df = with_missing_columns(df, snapshot.schema)  # the rest it leaves out: nulls, as delta-spark writes them
     plan = plan_write(
         table,
         snapshot,

@@ -1,6 +1,6 @@
 """Delta's own SQL commands: ``DESCRIBE HISTORY`` / ``DETAIL``, ``OPTIMIZE``, ``REORG TABLE ... APPLY
 (PURGE)``, ``VACUUM``, ``RESTORE``, ``CONVERT TO DELTA``, ``GENERATE``, ``FSCK REPAIR TABLE``, ``SHOW
-TBLPROPERTIES``, ``ALTER TABLE ... UNSET TBLPROPERTIES``, ``REPLACE TABLE`` and ``CREATE TABLE ...
+TBLPROPERTIES``, ``SHOW COLUMNS``, ``ALTER TABLE ... UNSET TBLPROPERTIES``, ``REPLACE TABLE`` and ``CREATE TABLE ...
 [SHALLOW|DEEP] CLONE``.
 
 sqlglot does not know most of these statements, so their words come from sqlglot's tokenizer and are
@@ -173,10 +173,18 @@ def run_command(spark: Any, text: str) -> Any:
 
 def _spark_table(spark: Any, r: _Reader, *stops: str) -> TableRef:
     """Like :func:`_table` for statements Spark also runs on other tables: a non-Delta table passes."""
+    text = r.until(*stops)
+    if not text:
+        raise syntax_error(r.text, "a table name or delta.`<path>` is missing")
+    return _spark_ref(spark, text)
+
+
+def _spark_ref(spark: Any, text: str) -> TableRef:
+    """The Delta table ``text`` names; :class:`_NotDelta` for another table (or none), which Spark runs."""
     from deltalog.errors import TableNotFoundError
 
     try:
-        return _table(spark, r, *stops)
+        return resolve(spark, text)
     except (InvalidArgumentError, TableNotFoundError) as exc:
         if "DELTA_TABLE_ONLY_OPERATION" in str(exc) or "TABLE_OR_VIEW_NOT_FOUND" in str(exc):
             raise _NotDelta from None
@@ -548,6 +556,31 @@ def _show_partitions(spark: Any, r: _Reader) -> Any:
     return show_partitions(spark, ref, spec, r.text)
 
 
+def _show_columns(spark: Any, r: _Reader) -> Any:
+    """``SHOW COLUMNS (IN | FROM) table [(IN | FROM) database]``: the table's column names (``col_name``)."""
+    from deltalog.spark._common import load_snapshot
+    from deltalog.spark.sql.catalog import parse_name
+
+    r.expect("SHOW", "COLUMNS")
+    if not (r.take("IN") or r.take("FROM")):
+        raise syntax_error(r.text, "expected SHOW COLUMNS IN <table>")
+    name = r.until("IN", "FROM")
+    if not name:
+        raise syntax_error(r.text, "a table name or delta.`<path>` is missing")
+    if r.take("IN") or r.take("FROM"):  # the database of an unqualified name
+        database = r.until().strip()
+        if not database:
+            raise syntax_error(r.text, "a database name is missing after IN / FROM")
+        if parse_name(name).database is not None:  # also delta.`<path>`
+            raise refuse(r.text, f"[SHOW_COLUMNS_WITH_CONFLICT_NAMESPACE] {name} names its namespace already; "
+                                 f"leave out IN {database}")
+        name = f"{database}.{name}"
+    if not r.done():
+        raise syntax_error(r.text, f"unexpected {r.rest()[:40]!r}")
+    fields = load_snapshot(_spark_ref(spark, name).location).schema.fields
+    return spark.createDataFrame([(f.name,) for f in fields], "col_name string")
+
+
 _COMMANDS: list[tuple[tuple[str, ...], Any]] = [
     (("DESCRIBE", "HISTORY"), _history),
     (("DESCRIBE", "DETAIL"), _detail),
@@ -565,4 +598,5 @@ _COMMANDS: list[tuple[tuple[str, ...], Any]] = [
     (("COMMENT", "ON"), _comment_on_text),
     (("SHOW", "CREATE", "TABLE"), _show_create),
     (("SHOW", "PARTITIONS"), _show_partitions),
+    (("SHOW", "COLUMNS"), _show_columns),
 ]
