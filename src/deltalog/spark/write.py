@@ -1,10 +1,10 @@
 """Writing a Spark DataFrame to a Delta table: executors write the data files, the driver commits.
 
-The plan is the kernel's (:mod:`deltalog.arrow.write`): schema enforcement and evolution
-(``mergeSchema``, ``overwriteSchema``; as in delta-spark, columns the DataFrame leaves out are written as
-nulls and a column named in another case takes the table's spelling), partitioning, ``replaceWhere``,
-idempotent ``txnAppId`` / ``txnVersion``, protocol checks -- all decided on the driver before any job
-runs, so a schema mismatch fails without writing anything. (A ``replaceWhere`` condition other than AND-ed comparisons on partition
+The plan is the kernel's (:mod:`deltalog.arrow.write`): schema enforcement and evolution (``mergeSchema``,
+``overwriteSchema``; as in delta-spark, columns the DataFrame leaves out are written as nulls and a column
+named in another case takes the table's spelling), partitioning, ``replaceWhere``, idempotent ``txnAppId``
+/ ``txnVersion``, protocol checks -- all decided on the driver before any job runs, so a schema mismatch
+fails without writing anything. (A ``replaceWhere`` condition other than AND-ed comparisons on partition
 columns -- data columns, ``OR``, functions -- is run by :mod:`deltalog.spark.replace_where`, which also
 rewrites the files it partly matches.) Then one Spark job, of one of two kinds:
 
