@@ -385,6 +385,19 @@ class Table:
 
         return add_constraint(self, name, expression, clock=clock)
 
+    def compute_statistics(self, *, clock: Callable[[], int] | None = None) -> CommitResult | None:
+        """Read every live file's statistics again from its footer and record them in one ``COMPUTE STATS``
+        commit (``ANALYZE TABLE ... COMPUTE DELTA STATISTICS``; see :mod:`deltalog.commands.compute_stats`);
+        ``None`` when the table has no files.
+
+        Example:
+            >>> Table("/data/converted").compute_statistics().operation              # doctest: +SKIP
+            'COMPUTE STATS'
+        """
+        from deltalog.commands.compute_stats import compute_statistics
+
+        return compute_statistics(self, clock=clock)
+
     def drop_constraint(
         self, name: str, *, if_exists: bool = False, clock: Callable[[], int] | None = None
     ) -> CommitResult:

@@ -102,6 +102,17 @@ def test_restore(cli: CLI, table: Path) -> None:
     assert deltalog.Table(table).history(limit=1)[0]["operation"] == "RESTORE"
 
 
+def test_compute_stats(cli: CLI, table: Path) -> None:
+    files = {r["path"] for r in deltalog.Table(table).snapshot().add_files().to_pylist()}
+    r = cli("compute-stats", str(table), "--json")
+    assert r.code == EXIT_OK, r.err
+    assert r.json() == {"version": 3, "num_files": 3}
+    assert {r["path"] for r in deltalog.Table(table).snapshot().add_files().to_pylist()} == files
+    assert deltalog.Table(table).history(limit=1)[0]["operation"] == "COMPUTE STATS"
+    shown = cli("compute-stats", str(table))
+    assert shown.code == EXIT_OK and "files with new statistics" in shown.out
+
+
 def test_restore_needs_exactly_one_target(cli: CLI, table: Path) -> None:
     r = cli("restore", str(table))
     assert r.code == EXIT_USAGE

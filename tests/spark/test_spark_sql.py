@@ -6,6 +6,7 @@ same workflow in ``test_spark_sql_catalogs.py``; bad input is in ``test_spark_sq
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import uuid
 import weakref
@@ -590,14 +591,19 @@ def test_convert_to_delta(spark: Any, tmp_path: Path) -> None:
     plain, parts = str(tmp_path / "plain"), str(tmp_path / "parts")
     spark.range(5).write.parquet(plain)
     spark.range(6).selectExpr("id", "CAST(id % 2 AS INT) AS k").write.partitionBy("k").parquet(parts)
-    spark.sql(f"CONVERT TO DELTA parquet.`{plain}`")
+    spark.sql(f"CONVERT TO DELTA parquet.`{plain}` NO STATISTICS")
     spark.sql(f"CONVERT TO DELTA parquet.`{parts}` PARTITIONED BY (k INT)")
     assert spark.sql(f"SELECT count(*) FROM delta.`{plain}`").first()[0] == 5
+    assert set(deltalog.Table(plain).snapshot().add_files().column("stats").to_pylist()) == {None}
+    assert spark.sql(f"ANALYZE TABLE delta.`{plain}` COMPUTE DELTA STATISTICS").collect() == []
+    stats = deltalog.Table(plain).snapshot().add_files().column("stats").to_pylist()
+    assert sum(json.loads(s)["numRecords"] for s in stats) == 5 and deltalog.Table(plain).latest_version() == 1
+    assert deltalog.Table(plain).history()[0]["operation"] == "COMPUTE STATS"
     assert spark.sql(f"SELECT sum(id) FROM delta.`{parts}` WHERE k = 1").first()[0] == 9
     assert list(deltalog.Table(parts).snapshot().metadata.partitionColumns) == ["k"]
     assert deltalog.Table(plain).history()[-1]["operation"] == "CONVERT"
     spark.sql(f"CONVERT TO DELTA parquet.`{plain}`")  # already Delta: nothing to do
-    assert deltalog.Table(plain).latest_version() == 0
+    assert deltalog.Table(plain).latest_version() == 1
 
 
 def test_clone(target: Target, spark: Any, tmp_path: Path) -> None:

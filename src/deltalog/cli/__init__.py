@@ -277,6 +277,22 @@ def checkpoint(out: Output, path: str) -> int:
 
 
 @_command(
+    "compute-stats",
+    "Read every file's statistics again (ANALYZE ... COMPUTE DELTA STATISTICS).",
+    "Read every live file's statistics again from its parquet footer and record them in one COMPUTE STATS "
+    "commit (no data file is rewritten), so queries can skip files written without statistics.",
+)
+@_PATH
+def compute_stats(out: Output, path: str) -> int:
+    table = _table(path)
+    result = table.compute_statistics()
+    doc = {"version": result.version if result is not None else None,
+           "num_files": table.snapshot().num_files() if result is not None else 0}
+    out.emit(doc, lambda: render.compute_stats(out, doc))
+    return EXIT_OK
+
+
+@_command(
     "restore",
     "Bring the table back to an earlier version.",
     "Bring the table back to an earlier version in one RESTORE commit.",

@@ -279,6 +279,14 @@ def checkpoint(out: Output, doc: dict[str, Any]) -> None:
     out.print(out.key_values(rows))
 
 
+def compute_stats(out: Output, doc: dict[str, Any]) -> None:
+    """Draw ``compute-stats``."""
+    if doc["version"] is None:
+        out.print("the table has no files: nothing to compute, nothing committed")
+        return
+    out.print(out.key_values([("new version", doc["version"]), ("files with new statistics", f"{doc['num_files']:,}")]))
+
+
 def restore(out: Output, doc: dict[str, Any]) -> None:
     """Draw ``restore``."""
     rows: list[tuple[str, Any]] = [

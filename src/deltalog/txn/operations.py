@@ -48,6 +48,7 @@ __all__ = [
     "ChangeColumn",
     "Clone",
     "ClusterBy",
+    "ComputeStats",
     "Convert",
     "CreateTable",
     "CreateTableAsSelect",
@@ -457,6 +458,30 @@ class Reorg(Operation):
     def metric_names(self) -> tuple[str, ...]:
         """Files and bytes added and removed."""
         return ("numAddedFiles", "numRemovedFiles", "numAddedBytes", "numRemovedBytes")
+
+
+@dataclass(frozen=True)
+class ComputeStats(Operation):
+    """``ANALYZE TABLE ... COMPUTE DELTA STATISTICS``: the live files re-added with statistics read again
+    from their footers (``dataChange=false``; no file is rewritten).
+
+    Example:
+        >>> ComputeStats().name, ComputeStats().parameters()
+        ('COMPUTE STATS', {'predicate': '[]'})
+    """
+
+    predicate: str | Sequence[str] | None = None
+    NAME: ClassVar[str] = "COMPUTE STATS"
+    CHANGES_DATA: ClassVar[bool] = False
+    WRITES_DATA_FILES: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """The files' predicate (a JSON list; empty: every file)."""
+        return {"predicate": json_param(predicate_list(self.predicate))}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """None: the files and rows stay the same."""
+        return ()
 
 
 @dataclass(frozen=True)

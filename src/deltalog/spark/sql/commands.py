@@ -1,7 +1,7 @@
 """Delta's own SQL commands: ``DESCRIBE HISTORY`` / ``DETAIL``, ``OPTIMIZE``, ``REORG TABLE ... APPLY
 (PURGE)``, ``VACUUM``, ``RESTORE``, ``CONVERT TO DELTA``, ``GENERATE``, ``FSCK REPAIR TABLE``, ``SHOW
-TBLPROPERTIES``, ``SHOW COLUMNS``, ``ALTER TABLE ... UNSET TBLPROPERTIES``, ``REPLACE TABLE`` and ``CREATE TABLE ...
-[SHALLOW|DEEP] CLONE``.
+TBLPROPERTIES``, ``SHOW COLUMNS``, ``ANALYZE TABLE ... COMPUTE DELTA STATISTICS``, ``ALTER TABLE ... UNSET
+TBLPROPERTIES``, ``REPLACE TABLE`` and ``CREATE TABLE ... [SHALLOW|DEEP] CLONE``.
 
 sqlglot does not know most of these statements, so their words come from sqlglot's tokenizer and are
 read here in order; every embedded piece -- table names, conditions, column lists, literals -- is handed
@@ -581,6 +581,25 @@ def _show_columns(spark: Any, r: _Reader) -> Any:
     return spark.createDataFrame([(f.name,) for f in fields], "col_name string")
 
 
+def _analyze(spark: Any, r: _Reader) -> Any:
+    """``ANALYZE TABLE t COMPUTE DELTA STATISTICS``: every file's statistics read again (Spark's own ``ANALYZE
+    TABLE ... COMPUTE STATISTICS`` goes to Spark)."""
+    from deltalog.spark._common import open_table
+    from deltalog.spark.sql.shared import empty_result
+
+    r.expect("ANALYZE", "TABLE")
+    name = r.until("COMPUTE")
+    if not r.take("COMPUTE", "DELTA", "STATISTICS"):
+        raise _NotDelta
+    if not name:
+        raise syntax_error(r.text, "a table name or delta.`<path>` is missing")
+    if not r.done():
+        raise refuse(r.text, f"{r.rest()[:40]!r} is not supported after COMPUTE DELTA STATISTICS: the statistics of "
+                             "every file are recomputed")
+    open_table(resolve(spark, name).location).compute_statistics()
+    return empty_result(spark)
+
+
 _COMMANDS: list[tuple[tuple[str, ...], Any]] = [
     (("DESCRIBE", "HISTORY"), _history),
     (("DESCRIBE", "DETAIL"), _detail),
@@ -599,4 +618,5 @@ _COMMANDS: list[tuple[tuple[str, ...], Any]] = [
     (("SHOW", "CREATE", "TABLE"), _show_create),
     (("SHOW", "PARTITIONS"), _show_partitions),
     (("SHOW", "COLUMNS"), _show_columns),
+    (("ANALYZE", "TABLE"), _analyze),
 ]

@@ -299,7 +299,7 @@ def _dispatch(spark: Any, expression: Any, text: str, args: Any, as_given: Calla
     from deltalog.spark.sql.refs import rewrite_query
     from deltalog.spark.sql.table_ops import handle as table_op
 
-    if isinstance(expression, exp.Command):
+    if isinstance(expression, (exp.Command, exp.Analyze)):  # statements read word by word in sql/commands.py
         handled = run_command(spark, text)
         if handled is not None:
             return handled
