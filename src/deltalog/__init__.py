@@ -9,7 +9,9 @@ Example:
 
 from __future__ import annotations
 
-from deltalog.arrow.write import WriteResult, write_table
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from deltalog.errors import (
     ConcurrentAppendException,
     ConcurrentDeleteDeleteException,
@@ -28,10 +30,52 @@ from deltalog.errors import (
     UnsupportedFeatureError,
     VersionNotFoundError,
 )
-from deltalog.feed.changes import ChangeDataNotRecordedError
-from deltalog.snapshot import Snapshot
-from deltalog.table import Table, read_changes
 from deltalog.version import __version__
+
+if TYPE_CHECKING:
+    from deltalog.arrow.write import WriteResult, write_table
+    from deltalog.feed.changes import ChangeDataNotRecordedError
+    from deltalog.snapshot import Snapshot
+    from deltalog.table import Table, read_changes
+
+#: Names imported on first use (PEP 562), so ``import deltalog`` -- and every process that only needs part
+#: of it, such as the CLI's ``--help`` or a streaming source's Python worker -- skips what it does not use.
+_LAZY = {
+    "WriteResult": "deltalog.arrow.write",
+    "write_table": "deltalog.arrow.write",
+    "ChangeDataNotRecordedError": "deltalog.feed.changes",
+    "Snapshot": "deltalog.snapshot",
+    "Table": "deltalog.table",
+    "read_changes": "deltalog.table",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The lazily imported name ``name`` (imported once, then kept in the module).
+
+    Example:
+        >>> import deltalog
+        >>> deltalog.Table.__name__
+        'Table'
+    """
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'deltalog' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's names, the lazily imported ones included.
+
+    Example:
+        >>> import deltalog
+        >>> "write_table" in dir(deltalog)
+        True
+    """
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "ChangeDataNotRecordedError",

@@ -25,15 +25,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
 from deltalog.cli import render
 from deltalog.cli.output import ObservedStore, Output
 from deltalog.errors import DeltaError, InvalidArgumentError
-from deltalog.snapshot import Snapshot
-from deltalog.table import Table
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+    from deltalog.table import Table
 
 __all__ = ["EXIT_DELTA_ERROR", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "cli", "main"]
 
@@ -124,6 +126,8 @@ def _options() -> dict[str, str]:
 
 
 def _table(path: str, **kwargs: Any) -> Table:
+    from deltalog.table import Table  # here, not at the top: ``--help`` and usage errors need none of it
+
     return Table(path, storage_options=_options(), **kwargs)
 
 
