@@ -152,6 +152,11 @@ def test_variant_tables_are_written(spark: Any, tmp_path: Path, variant_copy: Pa
     spark.sql(f"CREATE TABLE delta.`{ddl}` (id BIGINT, v VARIANT) USING DELTA")
     spark.sql(f"INSERT INTO delta.`{ddl}` VALUES (1, parse_json('{{\"k\": [true]}}')), (2, NULL)")
     check(ddl, {1: {"k": [True]}, 2: None})
+    # Spark 4's colon path into a variant, in a query and in DML on the Delta table
+    assert spark.sql(f"SELECT id, v:k[0]::boolean AS b FROM delta.`{ddl}` WHERE v:k[0]::boolean").collect() == \
+        [(1, True)]
+    spark.sql(f"UPDATE delta.`{ddl}` SET id = 10 WHERE v:k[0]::boolean")
+    assert sorted(r.id for r in spark.read.format("delta").load(ddl).collect()) == [2, 10]
 
     # the corpus table Delta 3.3 made (variantType-preview): appends and DML keep the preview feature
     before = as_json(spark.read.format("delta").load(str(variant_copy)))

@@ -2,12 +2,15 @@
 Spark 4 functions sqlglot's Spark dialect would drop when it prints a statement again.
 
 sqlglot prints ``parse_json(x)`` as plain ``x`` in Spark SQL (Spark 3 had no variant type), so an
-``UPDATE t SET v = parse_json('1')`` reached Spark assigning a string. Here it stays ``PARSE_JSON(x)``.
+``UPDATE t SET v = parse_json('1')`` reached Spark assigning a string. Here it stays ``PARSE_JSON(x)``, and
+``j:a.b`` (a path into a variant column) stays a path instead of becoming an alias.
 
 Example:
     >>> import sqlglot
     >>> sqlglot.transpile("SELECT parse_json('1')", read=DIALECT, write=DIALECT)
     ["SELECT PARSE_JSON('1')"]
+    >>> sqlglot.transpile("SELECT j:a.b[0]::int FROM t", read=DIALECT, write=DIALECT)
+    ['SELECT CAST(j:a.b[0] AS INT) FROM t']
 """
 
 from __future__ import annotations
@@ -24,11 +27,42 @@ def _parse_json(self: Any, e: exp.ParseJSON) -> str:
     return str(self.func("TRY_PARSE_JSON" if e.args.get("safe") else "PARSE_JSON", e.this))
 
 
+def _variant_extract(e: Any) -> bool:
+    return isinstance(e, exp.JSONExtract) and bool(e.args.get("variant_extract"))
+
+
+_SPARK_JSON_EXTRACT = Spark.Generator.TRANSFORMS.get(exp.JSONExtract)
+_SPARK_JSON_ROOT = Spark.Generator.TRANSFORMS.get(exp.JSONPathRoot)
+
+
+def _json_extract(self: Any, e: exp.JSONExtract) -> str:
+    if _variant_extract(e):  # j:a.b[0], Spark 4's path into a variant
+        return f"{self.sql(e, 'this')}:{self.sql(e, 'expression')}"
+    return str(_SPARK_JSON_EXTRACT(self, e) if callable(_SPARK_JSON_EXTRACT) else self.function_fallback_sql(e))
+
+
+def _json_root(self: Any, e: exp.JSONPathRoot) -> str:
+    if _variant_extract(e.parent.parent if e.parent is not None else e):  # no '$' after the colon
+        return ""
+    return str(_SPARK_JSON_ROOT(self, e) if callable(_SPARK_JSON_ROOT) else "$")
+
+
 class DeltalogSpark(Spark):
-    """Spark SQL as Spark 4 reads it (registered with sqlglot as :data:`DIALECT`)."""
+    """Spark SQL as Spark 4 reads it (registered with sqlglot as :data:`DIALECT`): also ``j:a.b[0]``, the
+    colon path into a variant column (sqlglot's Spark dialect read it as an alias ``:a``)."""
+
+    class Parser(Spark.Parser):  # type: ignore[valid-type,misc]
+        COLON_IS_VARIANT_EXTRACT = True
+        COLON_CHAIN_IS_SINGLE_EXTRACT = False
 
     class Generator(Spark.Generator):  # type: ignore[valid-type,misc]
-        TRANSFORMS = {**Spark.Generator.TRANSFORMS, exp.ParseJSON: _parse_json}  # noqa: RUF012
+        TRANSFORMS = {**Spark.Generator.TRANSFORMS, exp.ParseJSON: _parse_json,  # noqa: RUF012
+                      exp.JSONExtract: _json_extract, exp.JSONPathRoot: _json_root}
+
+        def jsonpath_sql(self, expression: exp.JSONPath) -> str:
+            if _variant_extract(expression.parent):  # the path as written after the colon, unquoted
+                return str(self.expressions(expression, sep="", flat=True)).lstrip(".")
+            return str(super().jsonpath_sql(expression))
 
 
 #: The dialect name for ``sqlglot.parse_one(..., read=DIALECT)`` / ``expression.sql(dialect=DIALECT)``.
