@@ -17,7 +17,7 @@ from sparkutil import arrow_rows, data_files, rows, version
 import deltalog
 from deltalog.arrow.write import TableExistsError
 from deltalog.errors import InvalidArgumentError, SchemaError
-from deltalog.spark import read, write
+from deltalog.spark import DeltaTable, read, write
 from deltalog.txn.constraints import ConstraintViolationError
 
 pytestmark = pytest.mark.spark
@@ -264,3 +264,52 @@ def test_max_records_per_file_caps_every_file(spark: Any, tmp_path: Path) -> Non
 def _commit_actions(path: str, v: int) -> list[dict[str, Any]]:
     text = (Path(path) / "_delta_log" / f"{v:020d}.json").read_text()
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_optimized_writes_shuffle_by_partition_first(spark: Any, tmp_path: Path) -> None:
+    scattered = frame(spark, 0, 200).repartition(8)  # 8 tasks, each holding rows of both partitions
+    plain, shuffled = str(tmp_path / "plain"), str(tmp_path / "shuffled")
+    scattered.write.format("delta").partitionBy("k").save(plain)
+    scattered.write.format("delta").option("optimizeWrite", "true").partitionBy("k").save(shuffled)
+    assert deltalog.Table(plain).snapshot().num_files() > 3
+    assert deltalog.Table(shuffled).snapshot().num_files() == 3  # one task per partition value
+    assert sorted(r["id"] for r in rows(read(spark, shuffled))) == list(range(200))
+    # the table property turns it on for every write, the option off again
+    prop = str(tmp_path / "prop")
+    scattered.write.format("delta").option("delta.autoOptimize.optimizeWrite", "true").partitionBy("k").save(prop)
+    assert deltalog.Table(prop).snapshot().num_files() == 3
+    scattered.write.format("delta").mode("append").option("optimizeWrite", "false").save(prop)
+    assert deltalog.Table(prop).snapshot().num_files() > 6
+
+
+def test_auto_compaction_compacts_the_partitions_written(spark: Any, tmp_path: Path) -> None:
+    p = str(tmp_path / "t")
+    frame(spark, 0, 6).coalesce(1).write.format("delta").partitionBy("k") \
+        .option("delta.autoOptimize.autoCompact", "true").save(p)  # one file in each of k = 0, 1, 2
+    spark.conf.set("spark.databricks.delta.autoCompact.minNumFiles", "3")
+    try:
+        for i in (1, 2):  # k = 1 and 2 get a second file each: below 3 small files, nothing is compacted
+            spark.range(10 + i, 11 + i).selectExpr("id", f"{i} AS k", "'x' AS s").write.format("delta") \
+                .mode("append").save(p)
+        assert version(p) == 2 and deltalog.Table(p).snapshot().num_files() == 5
+        spark.range(20, 22).selectExpr("id", "1 AS k", "'x' AS s").coalesce(1).write.format("delta") \
+            .mode("append").save(p)  # a fourth file in k = 1: compacted right after
+        last = deltalog.Table(p).history(limit=1)[0]
+        assert (last["version"], last["operation"], last["operationParameters"]["auto"]) == (4, "OPTIMIZE", "true")
+        assert _files_by_k(p) == {"0": 1, "1": 1, "2": 2}  # k = 2 was not written by the last append
+        source = spark.range(30, 31).selectExpr("id", "2 AS k", "'m' AS s")  # MERGE inserts a third file in k = 2
+        DeltaTable.forPath(spark, p).alias("t").merge(source.alias("u"), "t.id = u.id").whenNotMatchedInsertAll() \
+            .execute()
+    finally:
+        spark.conf.unset("spark.databricks.delta.autoCompact.minNumFiles")
+    assert [c["operation"] for c in deltalog.Table(p).history(limit=2)] == ["OPTIMIZE", "MERGE"]
+    assert _files_by_k(p) == {"0": 1, "1": 1, "2": 1}
+    assert sorted(r["id"] for r in rows(read(spark, p))) == [0, 1, 2, 3, 4, 5, 11, 12, 20, 21, 30]
+
+
+def _files_by_k(path: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for row in deltalog.Table(path).snapshot().add_files().to_pylist():
+        k = dict(row["partitionValues"])["k"]
+        out[k] = out.get(k, 0) + 1
+    return out

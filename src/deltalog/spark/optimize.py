@@ -450,6 +450,8 @@ def optimize(
     min_file_size: int | str | None = None,
     full: bool = False,
     purge: bool = False,
+    partitions: Sequence[Mapping[str, Any]] | None = None,
+    auto: bool = False,
 ) -> OptimizeResult:
     """Compact the table at ``path`` (or, with ``zorder_by``, Z-order it) in one ``OPTIMIZE`` commit; see
     the module docstring. ``where``: SQL filters on partition columns (AND). ``max_file_size`` /
@@ -463,6 +465,10 @@ def optimize(
     not yet clustered (``clusteringProvider`` unset) -- every file with ``full=True`` (``OPTIMIZE t FULL``)
     -- are Z-ordered by the clustering columns and written with ``clusteringProvider = "liquid"``;
     ``zorder_by`` is refused there, as in delta-spark.
+
+    ``partitions`` (partition-value maps as the log writes them) limits the files to those partitions and
+    ``auto`` marks the commit as auto compaction (``auto: true``), as :mod:`deltalog.spark._auto_optimize`
+    runs it after a write.
 
     Example:
         >>> optimize(spark, "/data/t", max_file_size="64m").metrics["numFilesRemoved"]       # doctest: +SKIP
@@ -479,7 +485,7 @@ def optimize(
     for attempt in range(1, _ATTEMPTS + 1):
         try:
             return _optimize_once(spark, path, where, zorder_by, max_file_size, min_file_size, full, started,
-                                  purge=purge)
+                                  purge=purge, partitions=partitions, auto=auto)
         except ConcurrentModificationException as exc:
             # a concurrent DML statement changed files this OPTIMIZE rewrote: compaction is never worth
             # failing the job for -- plan again on the new snapshot (the files written are deleted)
@@ -496,6 +502,7 @@ _ATTEMPTS = 3
 def _optimize_once(
     spark: Any, path: str, where: Sequence[str], zorder_by: Sequence[str], max_file_size: int | str | None,
     min_file_size: int | str | None, full: bool, started: int, *, purge: bool = False,
+    partitions: Sequence[Mapping[str, Any]] | None = None, auto: bool = False,
 ) -> OptimizeResult:
     table = open_table(path)
     snap = load_snapshot(table.location)
@@ -505,6 +512,9 @@ def _optimize_once(
     limit, small = _file_sizes(spark, snap, max_file_size, min_file_size)
     selected = _select_files(spark, snap, list(where), "REORG" if purge else "OPTIMIZE")
     rows = selected.to_pylist()
+    if partitions is not None:  # auto compaction: the partitions the write went into
+        wanted = {_partition_key(p) for p in partitions}
+        rows = [r for r in rows if _partition_key(dict(r.get("partitionValues") or {})) in wanted]
     if clustering and not full:  # incremental clustering: only the files written since
         rows = [r for r in rows if r.get("clusteringProvider") != PROVIDER]
     if purge:  # the files with deleted rows only; no file is too small to be left alone (size limit 1 byte)
@@ -523,7 +533,7 @@ def _optimize_once(
         staged.data.extend(added)
         op: Optimize | Reorg = Reorg(predicate=list(where) or None, apply_purge=True) if purge else Optimize(
             predicate=list(where) or None, z_order_by=tuple(f.name for f in zorder) if not clustering else (),
-            cluster_by=tuple(clustering) if clustering else None)
+            cluster_by=tuple(clustering) if clustering else None, auto=auto)
         txn = Transaction(table.store, snap, op, table=table.location)
         rewritten = [f for b in bins for f in b.files]
         txn.read_files(str(f["path"]) for f in rewritten)
@@ -540,6 +550,10 @@ def _optimize_once(
     metrics = _metrics(snap, considered=len(rows), bins=bins, added=added, zorder=bool(zorder), tasks=tasks,
                        started=started)
     return OptimizeResult(table.location, result.version, metrics, dict(result.operation_metrics))
+
+
+def _partition_key(values: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((str(k), v) for k, v in values.items()))
 
 
 def metrics_frame(spark: Any, result: OptimizeResult) -> DataFrame:

@@ -60,6 +60,7 @@ from deltalog.data.write_schema import SchemaRemedies
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import parse_schema, physical_name
+from deltalog.spark._auto_optimize import auto_compact, auto_compact_enabled, optimize_write_enabled, rebalanced
 from deltalog.spark._common import open_table, option_map, parse_bool, parse_int, session_of
 from deltalog.spark._conf import (
     REPLACE_WHERE_DATA_COLUMNS_CONF,
@@ -124,6 +125,7 @@ WRITE_OPTIONS = (
     "partitionOverwriteMode",
     "targetFileSize",
     "maxRecordsPerFile",
+    "optimizeWrite",
     "path",
 )
 def _now_ms() -> int:
@@ -146,6 +148,7 @@ class _Options:
     explicit_target: bool = False
     max_records: int | None = None
     dynamic: bool = False
+    optimize_write: Any = None
 
 
 def _parse_options(mode: Any, options: Mapping[str, Any], table: str) -> _Options:
@@ -219,6 +222,7 @@ def _parse_options(mode: Any, options: Mapping[str, Any], table: str) -> _Option
         explicit_target="targetFileSize" in opts,
         max_records=max_records if max_records is not None and max_records > 0 else None,
         dynamic=dynamic,
+        optimize_write=opts.get("optimizeWrite"),
     )
 
 
@@ -377,7 +381,11 @@ def write(
     ``txnVersion`` (idempotent writes), ``userMetadata``, ``dataChange``, ``targetFileSize`` (bytes),
     ``partitionOverwriteMode`` (``dynamic`` with mode ``overwrite`` replaces only the partitions ``df``
     writes into; an unpartitioned table is overwritten whole), ``maxRecordsPerFile`` (rows per file at
-    most) and ``delta.*`` table properties. delta-spark's session settings apply where the options
+    most), ``optimizeWrite`` (shuffle the rows by the partition columns first, for fewer and larger files;
+    also the table property ``delta.autoOptimize.optimizeWrite``) and ``delta.*`` table properties. With
+    ``delta.autoOptimize.autoCompact`` (or ``spark.databricks.delta.autoCompact.enabled``) the partitions
+    written are compacted after the commit when they hold enough small files
+    (:mod:`deltalog.spark._auto_optimize`). delta-spark's session settings apply where the options
     are not given (:mod:`deltalog.spark._conf`): ``spark.sql.sources.partitionOverwriteMode``,
     ``spark.databricks.delta.schema.autoMerge.enabled``, ``...commitInfo.userMetadata``,
     ``...properties.defaults.*`` (new tables), ``...write.txnAppId`` / ``txnVersion`` and
@@ -492,19 +500,25 @@ def write(
             plan.metadata_changed = True
         return files
 
+    configuration = dict(plan.metadata.configuration)
+    if optimize_write_enabled(spark, opts.optimize_write, configuration):  # fewer, larger files
+        df = rebalanced(df, list(plan.metadata.partitionColumns))
     if where is not None and not fast:
         result, files = overwrite_where(
             spark, df, table, txn, plan, where, write_files,
             data_change=opts.data_change, app_txn=opts.txn, check=check,
         )
-        return _result(result, files)
-    files = write_files(df, check=check)
+    else:
+        files = write_files(df, check=check)
 
-    def discard() -> None:
-        for f in files:
-            with contextlib.suppress(Exception):  # cleanup must not hide the commit error
-                store.delete(f.rel_path)
+        def discard() -> None:
+            for f in files:
+                with contextlib.suppress(Exception):  # cleanup must not hide the commit error
+                    store.delete(f.rel_path)
 
-    with txn.discard_unless_committed(discard):
-        result = _commit_files(txn, plan, files, opts)
+        with txn.discard_unless_committed(discard):
+            result = _commit_files(txn, plan, files, opts)
+    if files and not result.skipped and auto_compact_enabled(spark, configuration):
+        auto_compact(spark, loc, list({tuple(sorted(f.partition_values.items())): f.partition_values
+                                       for f in files}.values()))
     return _result(result, files)

@@ -343,15 +343,19 @@ class Optimize(Operation):
     predicate: str | Sequence[str] | None = None
     z_order_by: tuple[str, ...] = ()
     cluster_by: tuple[str, ...] | None = None
+    auto: bool = False
     NAME: ClassVar[str] = "OPTIMIZE"
     CHANGES_DATA: ClassVar[bool] = False
 
     def parameters(self) -> dict[str, str | None]:
-        """Predicate and Z-order columns as JSON lists (and the clustering columns of a clustered table)."""
+        """Predicate and Z-order columns as JSON lists (and the clustering columns of a clustered table;
+        ``auto: true`` for auto compaction after a write)."""
         out: dict[str, str | None] = {"predicate": json_param(predicate_list(self.predicate)),
                                       "zOrderBy": json_param(list(self.z_order_by))}
         if self.cluster_by is not None:
             out["clusterBy"] = json_param(list(self.cluster_by))
+        if self.auto:
+            out["auto"] = "true"
         return out
 
     def metric_names(self) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from deltalog.data.filters import Condition
 from deltalog.errors import DeltaError, InvalidArgumentError
 from deltalog.protocol.column_mapping import with_column_mapping
 from deltalog.protocol.schema import StructField, StructType, parse_schema
+from deltalog.spark._auto_optimize import compact_after
 from deltalog.spark._common import load_snapshot, open_table, spark_type
 from deltalog.spark._conf import auto_merge
 from deltalog.spark._defaults import default_value
@@ -442,6 +443,7 @@ class MergeRun:
             **files, **counts,
         )
         result = staged.commit(self.txn, metrics)
+        compact_after(self.b._spark, self.txn, result, staged.data)  # auto compaction, when the table asks for it
         return DmlResult(result.version, dict(result.operation_metrics))
 
     def _insert_only(self, T: DataFrame, S: DataFrame) -> DmlResult:

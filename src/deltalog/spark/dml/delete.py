@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.commands.dv_rebase import rebase_deletion_vectors
+from deltalog.spark._auto_optimize import compact_after
 from deltalog.spark._common import load_snapshot, open_table
 from deltalog.spark.dml._cdc import deleted_rows, records_changes, stage_change_files, write_change_files
 from deltalog.spark.dml._jobs import (
@@ -208,4 +209,5 @@ def _copy_on_write(
         dvs_removed=sum(1 for r in touched_rows if r.get("deletionVector")), change_files=len(staged.cdc),
     )
     result = staged.commit(txn, metrics)
+    compact_after(spark, txn, result, staged.data)  # auto compaction, when the table asks for it
     return DmlResult(result.version, dict(result.operation_metrics))

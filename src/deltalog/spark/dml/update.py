@@ -38,6 +38,7 @@ import pyarrow as pa
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.commands.dv_rebase import rebase_deletion_vectors
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
+from deltalog.spark._auto_optimize import compact_after
 from deltalog.spark._common import load_snapshot, open_table
 from deltalog.spark.dml._assign import assign, combine, expression, resolve_path
 from deltalog.spark.dml._cdc import records_changes, stage_change_files, updated_rows, write_change_files
@@ -177,6 +178,7 @@ def update(spark: Any, path: str, condition: Any = None, set: Mapping[str, Any] 
         staged.cleanup()
         raise
     result = staged.commit(txn, _metrics(timer, scan_ms, **metrics))
+    compact_after(spark, txn, result, staged.data)  # auto compaction, when the table asks for it
     return DmlResult(result.version, dict(result.operation_metrics))
 
 
