@@ -7,11 +7,11 @@
   tasks -- fewer, larger files than one file per partition value per input task.
 * **Auto compaction** (table property ``delta.autoOptimize.autoCompact``, else the session setting
   ``spark.databricks.delta.autoCompact.enabled``; off by default): after a DataFrame write, a MERGE, an UPDATE
-  or a copy-on-write DELETE commits, the partitions it wrote into are compacted in a separate ``OPTIMIZE`` commit (``auto: true``) when they hold at least
-  ``spark.databricks.delta.autoCompact.minNumFiles`` (50) files smaller than
-  ``spark.databricks.delta.autoCompact.minFileSize`` (half of ``...autoCompact.maxFileSize``, 128 MiB), into
-  files of up to ``...maxFileSize``. A compaction that fails (a concurrent writer won) is logged and
-  skipped: the write it follows has committed.
+  or a copy-on-write DELETE commits, the partitions it wrote into are compacted in a separate ``OPTIMIZE``
+  commit (``auto: true``) when they hold at least ``spark.databricks.delta.autoCompact.minNumFiles`` (50)
+  files smaller than ``spark.databricks.delta.autoCompact.minFileSize`` (half of
+  ``...autoCompact.maxFileSize``, 128 MiB), into files of up to ``...maxFileSize``. A compaction that fails (a
+  concurrent writer won) is logged and skipped: the write it follows has committed.
 
 Example:
     >>> df.write.format("delta").option("optimizeWrite", "true").mode("append").save("/data/events")
