@@ -253,10 +253,12 @@ def test_update_errors_name_the_column_and_leave_the_table_unchanged(spark: Any,
         update(spark, path, "id = 1", {"k": "'x'"})  # strings are cast (ANSI), as delta-spark does
     with pytest.raises(SchemaError, match=r"DELTA_CAST_FAILURE.*value 1\.0E20 cannot be stored in column 'id'"):
         update(spark, path, "id > 5", {"id": "CASE WHEN id = 70 THEN 1e20 ELSE id END"})  # fails mid-job
-    with pytest.raises(Exception, match="UNRESOLVED_COLUMN"):
+    with pytest.raises(Exception, match="UNRESOLVED_COLUMN") as unresolved:
         update(spark, path, "id > 1000 AND nope = 1", {"v": "1"})  # no file to read, still analysed
-    with pytest.raises(Exception, match="UNRESOLVED_COLUMN"):
+    assert "__deltalog" not in str(unresolved.value).splitlines()[0]  # the suggestions: the table's columns only
+    with pytest.raises(Exception, match="UNRESOLVED_COLUMN") as unresolved:
         delete(spark, path, "nope = 1")
+    assert "__deltalog" not in str(unresolved.value).splitlines()[0]
     assert version(path) == v0 and table_rows(path) == before
     # column names are case-insensitive, as in Spark
     update(spark, path, "ID = 1", {"V": "42"})

@@ -48,6 +48,7 @@ __all__ = [
     "partition_frame",
     "pruning_conditions",
     "quoted",
+    "table_probe",
     "target_scan",
 ]
 
@@ -359,6 +360,22 @@ def _key_fields(*, with_row: bool) -> list[StructField]:
     if with_row:
         fields.append(StructField(ROW, PrimitiveType("long"), False, {}))
     return fields
+
+
+def table_probe(spark: Any, snapshot: Snapshot) -> Any:
+    """An empty DataFrame of the table's own columns, on which a statement's condition and expressions are
+    analysed before any job runs, so that an unknown column is reported among the table's columns only.
+
+    Example:
+        >>> table_probe(spark, snap).filter("nope = 1")                           # doctest: +SKIP
+        Traceback (most recent call last):
+        ...
+        AnalysisException: [UNRESOLVED_COLUMN.WITH_SUGGESTION] ... Did you mean one of the following? [`id`]
+    """
+    from pyspark.sql import functions as F
+
+    scan = target_scan(spark, snapshot, snapshot.add_files().slice(0, 0))
+    return scan.select(*[F.col(quoted(f.name)) for f in snapshot.schema.fields])
 
 
 def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted: bool = True,

@@ -56,6 +56,7 @@ from deltalog.spark.dml._scan import (
     describe,
     live_rows,
     pruning_conditions,
+    table_probe,
     target_scan,
 )
 from deltalog.spark.idempotent import claim_session_txn
@@ -118,7 +119,7 @@ def delete(spark: Any, path: str, condition: Any = None) -> DmlResult:
     snap = load_snapshot(table.location)
     refuse_append_only(snap, "DELETE")
     cond = condition_column(condition, "delete")
-    _ = target_scan(spark, snap, snap.add_files().slice(0, 0)).filter(cond).schema  # analysed before any job
+    _ = table_probe(spark, snap).filter(cond).schema  # analysed before any job
     conditions, complete = pruning_conditions(condition, snap)
     text = describe(condition)
     txn = Transaction(table.store, snap, Delete(predicate=[text] if text else None), table=table.location)

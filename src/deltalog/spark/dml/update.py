@@ -62,6 +62,7 @@ from deltalog.spark.dml._scan import (
     live_rows,
     pruning_conditions,
     quoted,
+    table_probe,
     target_scan,
 )
 from deltalog.spark.idempotent import claim_session_txn
@@ -137,7 +138,7 @@ def update(spark: Any, path: str, condition: Any = None, set: Mapping[str, Any] 
     refuse_append_only(snap, "UPDATE")
     check_can_write(snap)
     cond = condition_column(condition, "update")
-    probe = target_scan(spark, snap, snap.add_files().slice(0, 0))
+    probe = table_probe(spark, snap)
     names = list(new_exprs)
     typed = probe.filter(cond).select(*[new_exprs[n].alias(f"_{i}") for i, n in enumerate(names)]).schema
     new_values = {  # checked before any job runs
