@@ -14,7 +14,7 @@ import pytest
 from sparkutil import version
 
 import deltalog
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import InvalidArgumentError, TableNotFoundError
 from deltalog.spark.idempotent import TXN_APP_ID_CONF, idempotent_batch
 
 pytestmark = pytest.mark.spark
@@ -185,6 +185,8 @@ def test_options_are_checked_when_the_stream_is_defined(spark: Any, tmp_path: Pa
         spark.readStream.format("delta").option("maxFilesPerTriger", 5).load(a)
     with pytest.raises(InvalidArgumentError, match="schema at read time"):
         spark.readStream.format("delta").schema("id long").load(a)
+    with pytest.raises(TableNotFoundError, match=r"DELTA_MISSING_DELTA_TABLE.*nothing is not a Delta table"):
+        spark.readStream.format("delta").load(str(tmp_path / "nothing"))  # not a worker's traceback at start
     df = spark.readStream.format("delta").load(a)
     with pytest.raises(InvalidArgumentError, match="output mode 'update'"):
         df.writeStream.format("delta").outputMode("update").option("checkpointLocation", str(tmp_path / "c")).start(
