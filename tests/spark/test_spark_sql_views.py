@@ -88,6 +88,8 @@ def test_truncate_comment_and_cache(spark: Any, names: dict[str, str]) -> None:
 
     spark.sql(f"COMMENT ON TABLE {t} IS 'one row ' 'per click'")  # adjacent literals join, as in Spark
     assert description() == "one row per click"
+    extended = {r[0]: r[1] for r in _rows(spark, f"DESCRIBE TABLE EXTENDED {t}")}
+    assert extended["Comment"] == "one row per click"
     spark.sql(f"COMMENT ON TABLE {t} IS NULL")
     assert description() is None
     spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('comment' = 'clicks')")  # as delta-spark: the description
@@ -100,6 +102,13 @@ def test_truncate_comment_and_cache(spark: Any, names: dict[str, str]) -> None:
     spark.sql(f"CREATE TABLE {odd} (`a b` STRUCT<`c d`: ARRAY<STRUCT<`e.f`: DECIMAL(5,1)>>>) USING DELTA "
               "COMMENT 'odd''s \\\\ name'")  # Spark reads 'odd' 's \\ name' as "odds \ name"
     assert DeltaTable.forName(spark, odd).detail().first()["description"] == "odds \\ name"
+    by_property = names["odd"] + "_p"  # TBLPROPERTIES ('comment' = ...) is the description too, as delta-spark
+    try:
+        spark.sql(f"CREATE TABLE {by_property} (a INT) USING DELTA TBLPROPERTIES ('comment' = 'c', 'k' = 'v')")
+        assert DeltaTable.forName(spark, by_property).detail().first()["description"] == "c"
+        assert dict(_rows(spark, f"SHOW TBLPROPERTIES {by_property}")).get("comment") is None
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {by_property}")
     assert "`a b` STRUCT<`c d`: ARRAY<STRUCT<`e.f`: DECIMAL(5,1)>>>" in spark.sql(f"SHOW CREATE TABLE {odd}").first()[0]
     ddl = spark.sql(f"SHOW CREATE TABLE {t}").first()["createtab_stmt"]  # the log's table, re-creatable
     assert ddl.startswith(f"CREATE TABLE spark_catalog.default.{t} (\n  id BIGINT COMMENT 'the click',\n  p STRING)\n"

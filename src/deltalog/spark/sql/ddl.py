@@ -108,6 +108,10 @@ def create_spec(expression: Any) -> CreateSpec:
             spec.clustering = cluster_names(prop)
         elif isinstance(prop, exp.Property):
             spec.properties.update(property_pairs([prop]))
+    comment = next((k for k in spec.properties if k.lower() == "comment"), None)
+    if comment is not None:  # as delta-spark: the table's description (Spark's reserved key), no configuration
+        given = spec.properties.pop(comment)
+        spec.comment = spec.comment if spec.comment is not None else given
     return spec
 
 
@@ -708,7 +712,9 @@ def _describe(spark: Any, expression: Any) -> Any:
         rows += [r for r in rows[: len(snap.schema.fields)] if r[0] in snap.partition_columns]
     if str(expression.args.get("style") or "").upper() in ("EXTENDED", "FORMATTED"):
         rows += [("", "", ""), ("# Detailed Table Information", "", ""),
-                 ("Name", ref.shown, ""), ("Location", ref.location, ""), ("Provider", "delta", ""),
+                 ("Name", ref.shown, ""),
+                 *([("Comment", snap.metadata.description, "")] if snap.metadata.description else []),
+                 ("Location", ref.location, ""), ("Provider", "delta", ""),
                  ("Type", "MANAGED" if ref.managed else "EXTERNAL", ""),
                  ("Table Properties", "[" + ",".join(f"{k}={v}" for k, v in table_properties(snap).items()) + "]",
                   "")]
