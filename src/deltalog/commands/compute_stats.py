@@ -36,10 +36,10 @@ import pyarrow.parquet as pq
 
 from deltalog.commands.restore import add_from_row
 from deltalog.data.read import map_files, open_data_file, resolve_path
-from deltalog.data.write_stats import stats_json
+from deltalog.data.write_stats import float_leaves, stats_json
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.column_mapping import physical_schema
-from deltalog.protocol.schema import PrimitiveType, StructType
+from deltalog.protocol.schema import StructType
 from deltalog.txn.operations import ComputeStats
 from deltalog.txn.transaction import CommitResult
 
@@ -48,17 +48,6 @@ if TYPE_CHECKING:
     from deltalog.txn.handle import TableHandle
 
 __all__ = ["compute_statistics", "file_statistics"]
-
-
-def _float_leaves(schema: StructType, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    out: list[tuple[str, ...]] = []
-    for f in schema.fields:
-        path = (*prefix, f.name)
-        if isinstance(f.type, StructType):
-            out += _float_leaves(f.type, path)
-        elif isinstance(f.type, PrimitiveType) and f.type.name in ("float", "double"):
-            out.append(path)
-    return out
 
 
 def _has_nan(column: Any) -> bool:
@@ -96,7 +85,7 @@ def file_statistics(snapshot: Snapshot, row: dict[str, Any]) -> str:
     path = resolve_path(snapshot, row["path"])
     try:
         parquet = pq.ParquetFile(open_data_file(snapshot, row["path"], path, row.get("size")))
-        nan = _nan_leaves(parquet, _float_leaves(stored))
+        nan = _nan_leaves(parquet, float_leaves(stored))
         text = stats_json(parquet.metadata, stored, nan_columns=nan)
     except (OSError, pa.ArrowInvalid) as exc:
         raise InvalidArgumentError(

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from deltalog.data.write_schema import data_schema
-from deltalog.data.write_stats import stats_json
+from deltalog.data.write_stats import float_leaves, stats_json
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
 from deltalog.log.segment import build_segment
 from deltalog.protocol.actions import Add, Format, Metadata
@@ -227,17 +227,6 @@ def _merge_schemas(schemas: list[tuple[str, pa.Schema]], table: str) -> pa.Schem
     return merged
 
 
-def _float_leaves(schema: StructType, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    out: list[tuple[str, ...]] = []
-    for f in schema.fields:
-        path = (*prefix, f.name)
-        if isinstance(f.type, StructType):
-            out += _float_leaves(f.type, path)
-        elif isinstance(f.type, PrimitiveType) and f.type.name in ("float", "double"):
-            out.append(path)
-    return out
-
-
 def convert_to_delta(
     location: str | os.PathLike[str],
     *,
@@ -339,7 +328,7 @@ def convert_to_delta(
                 size=info.size,
                 modificationTime=info.modification_time,
                 dataChange=True,
-                stats=stats_json(md, stored, nan_columns=_float_leaves(stored)) if collect_stats else None,
+                stats=stats_json(md, stored, nan_columns=float_leaves(stored)) if collect_stats else None,
             )
         )
         rows += md.num_rows

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from deltalog.protocol.schema import VARIANT, DataType, DecimalType, PrimitiveType, StructType
 
-__all__ = ["STRING_PREFIX", "stats_json", "stats_value"]
+__all__ = ["STRING_PREFIX", "float_leaves", "stats_json", "stats_value"]
 
 #: Length to which string min/max statistics are cut.
 STRING_PREFIX = 32
@@ -113,6 +113,25 @@ def _put(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     for p in path[:-1]:
         tree = tree.setdefault(p, {})
     tree[path[-1]] = value
+
+
+def float_leaves(schema: StructType, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The paths of the ``float`` / ``double`` leaves of ``schema`` (inside structs too): the columns whose
+    footer bounds leave NaN out, for ``nan_columns`` of :func:`stats_json`.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> float_leaves(StructType.from_arrow_schema(pa.schema([("x", pa.float64()), ("n", pa.int64())])))
+        [('x',)]
+    """
+    out: list[tuple[str, ...]] = []
+    for f in schema.fields:
+        path = (*prefix, f.name)
+        if isinstance(f.type, StructType):
+            out += float_leaves(f.type, path)
+        elif isinstance(f.type, PrimitiveType) and f.type.name in ("float", "double"):
+            out.append(path)
+    return out
 
 
 def stats_json(metadata: pq.FileMetaData, schema: StructType, *, nan_columns: Iterable[tuple[str, ...]] = ()) -> str:

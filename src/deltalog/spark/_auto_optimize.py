@@ -35,6 +35,7 @@ __all__ = [
     "compact_after",
     "optimize_write_enabled",
     "rebalanced",
+    "written_partitions",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -154,5 +155,14 @@ def compact_after(spark: Any, txn: Any, result: Any, files: Sequence[Any]) -> No
     metadata = txn.metadata
     if not files or result.skipped or metadata is None or not auto_compact_enabled(spark, dict(metadata.configuration)):
         return
-    partitions = {_key(f.partition_values): f.partition_values for f in files}
-    auto_compact(spark, txn.table, list(partitions.values()))
+    auto_compact(spark, txn.table, written_partitions(files))
+
+
+def written_partitions(files: Sequence[Any]) -> list[Mapping[str, Any]]:
+    """The distinct partition-value maps of written files (``WrittenFile`` objects), in the order written.
+
+    Example:
+        >>> written_partitions(files)                                                  # doctest: +SKIP
+        [{'day': '2024-05-01'}]
+    """
+    return list({_key(f.partition_values): f.partition_values for f in files}.values())

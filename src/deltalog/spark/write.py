@@ -60,7 +60,13 @@ from deltalog.data.write_schema import SchemaRemedies
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import parse_schema, physical_name
-from deltalog.spark._auto_optimize import auto_compact, auto_compact_enabled, optimize_write_enabled, rebalanced
+from deltalog.spark._auto_optimize import (
+    auto_compact,
+    auto_compact_enabled,
+    optimize_write_enabled,
+    rebalanced,
+    written_partitions,
+)
 from deltalog.spark._common import open_table, option_map, parse_bool, parse_int, session_of
 from deltalog.spark._conf import (
     REPLACE_WHERE_DATA_COLUMNS_CONF,
@@ -519,6 +525,5 @@ def write(
         with txn.discard_unless_committed(discard):
             result = _commit_files(txn, plan, files, opts)
     if files and not result.skipped and auto_compact_enabled(spark, configuration):
-        auto_compact(spark, loc, list({tuple(sorted(f.partition_values.items())): f.partition_values
-                                       for f in files}.values()))
+        auto_compact(spark, loc, written_partitions(files))
     return _result(result, files)

@@ -47,7 +47,8 @@ def split_checks(items: list[Any]) -> tuple[list[Any], dict[str, str]]:
 
     for item in items:
         if isinstance(item, exp.CheckColumnConstraint):  # CHECK (...) among the columns, without a name
-            keep("", item)
+            keep("", item)  # refused: Delta names every constraint
+            continue
         if isinstance(item, exp.Constraint):  # CONSTRAINT name CHECK (...) / PRIMARY KEY (...) among the columns
             for kind in item.expressions:
                 if not isinstance(kind, exp.CheckColumnConstraint):
