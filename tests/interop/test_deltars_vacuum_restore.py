@@ -5,7 +5,6 @@ worker process (see ``deltars_worker``)."""
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing as mp
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,13 +19,14 @@ from deltalog.arrow.write import write_table
 from deltalog.commands.properties import set_properties
 from deltalog.commands.restore import restore
 from deltalog.commands.vacuum import vacuum
+from pools import spawn_pool
 
 DAY = 24 * 3600 * 1000
 
 
 @pytest.fixture(scope="module")
 def rs() -> Iterator[cf.ProcessPoolExecutor]:
-    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+    with spawn_pool() as pool:
         yield pool
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import datetime as dt
 import decimal
-import multiprocessing as mp
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 
 import deltalog
 from deltalog.arrow.write import write_table
+from pools import spawn_pool
 
 UTC = dt.UTC
 
@@ -45,7 +45,7 @@ PARTITION_VALUES: dict[str, tuple[pa.DataType, list[Any]]] = {
 
 @pytest.fixture(scope="module")
 def rs() -> Iterator[cf.ProcessPoolExecutor]:
-    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+    with spawn_pool() as pool:
         yield pool
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import importlib.util
-import multiprocessing as mp
 import os
 import shutil
 import sys
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 
 import deltalog
+from pools import spawn_pool
 
 # PySpark 4.3 warns at import and on Arrow paths that it prefers pandas < 3; not ours to fix.
 PANDAS_WARNING = "ignore:PySpark does not yet fully support pandas:FutureWarning"
@@ -70,5 +70,5 @@ def rs() -> Iterator[cf.ProcessPoolExecutor]:
     """One delta-rs worker process for the Spark tests that check what delta-rs reads (``spawn``: its
     runtime does not survive a fork)."""
     pytest.importorskip("deltalake")
-    with cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+    with spawn_pool() as pool:
         yield pool

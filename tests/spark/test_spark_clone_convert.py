@@ -3,9 +3,7 @@ checked against Spark's own reads of the source and, for delta-rs, in a spawned 
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import datetime as dt
-import multiprocessing as mp
 import os
 import shutil
 from pathlib import Path
@@ -19,6 +17,7 @@ from sparkutil import data_files, rows
 import deltalog
 from deltalog.errors import DeltaError, InvalidArgumentError
 from deltalog.spark import DeltaTable
+from pools import spawn_pool
 
 pytestmark = pytest.mark.spark
 
@@ -91,8 +90,7 @@ def test_deep_clone_is_independent_and_delta_rs_reads_it(spark: Any, tmp_path: P
     expected = _at(spark, src)
     DeltaTable.forPath(spark, src).clone(str(tmp_path / "deep"))
     DeltaTable.forPath(spark, src).clone(str(tmp_path / "shallow"), isShallow=True)
-    ctx = mp.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as rs:
+    with spawn_pool() as rs:
         theirs: pa.Table = rs.submit(spark_deltars_worker.read_table, str(tmp_path / "deep")).result(timeout=120)
         assert sorted(theirs.select(["id", "k"]).to_pylist(), key=lambda r: r["id"]) == expected
         # delta-rs (1.6) joins every add.path to the table root, absolute URIs included, so it cannot
