@@ -120,6 +120,27 @@ def at_travel(suffix: str) -> tuple[int | None, str | None] | None:
     return None
 
 
+def require_table(
+    path: Any, *, storage_options: Mapping[str, Any] | None = None, hint: str = ""
+) -> Table:
+    """The table at ``path`` when its log has a version (only the log is listed, nothing replayed), else
+    delta-spark's ``[DELTA_MISSING_DELTA_TABLE] <path> is not a Delta table (...)``, ``hint`` appended.
+
+    Example:
+        >>> require_table("/data/events").location                  # doctest: +SKIP
+        '/data/events'
+    """
+    table = open_table(path, storage_options=storage_options)
+    try:
+        table.latest_version()
+    except TableNotFoundError as exc:
+        raise TableNotFoundError(
+            f"[DELTA_MISSING_DELTA_TABLE] {table.location} is not a Delta table ({exc.message}){hint}",
+            table=table.location,
+        ) from None
+    return table
+
+
 def load_snapshot(
     path: Any, *, version: Any = None, timestamp: Any = None, options: Mapping[str, Any] | None = None,
     at_syntax: bool = False,

@@ -485,6 +485,7 @@ def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
         state = recorded_state(self)
         if not _is_delta(format if format is not None else state["format"]):
             return original(self, path, format, schema, **options)
+        from deltalog.spark._common import require_table
         from deltalog.spark._storage import storage_options_for
         from deltalog.spark.streaming import register_source
         from deltalog.spark.streaming.source import SOURCE_NAME, STORAGE_OPTION, StreamReadOptions
@@ -493,26 +494,13 @@ def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
         opts = StreamReadOptions.parse({**state["options"], **options}, path)  # fail here, not in a worker
         register_source(session_of_reader(self))
         storage = storage_options_for(opts.path, {**state["options"], **options}, spark=session_of_reader(self))
-        _require_table(opts.path, storage)  # here, not as a traceback from the source's Python worker
+        require_table(opts.path, storage_options=storage, hint="; a stream reads an existing table: create it (or "
+                      "write its first version) before starting the stream")  # not a worker's traceback at start
         if storage:  # the source's Python workers have no session: the options travel with the source
             options = {**options, STORAGE_OPTION: json.dumps(storage)}
         return original(self, opts.path, SOURCE_NAME, None, **options)
 
     return spark_errors(load)
-
-
-def _require_table(path: str, storage: Mapping[str, Any]) -> None:
-    from deltalog.errors import TableNotFoundError
-    from deltalog.spark._common import open_table
-
-    table = open_table(path, storage_options=storage)
-    try:
-        table.latest_version()
-    except TableNotFoundError as exc:
-        raise TableNotFoundError(
-            f"[DELTA_MISSING_DELTA_TABLE] {table.location} is not a Delta table ({exc.message}); a stream reads "
-            "an existing table: create it (or write its first version) before starting the stream",
-            table=table.location) from None
 
 
 def _routed_start(original: Callable[..., Any]) -> Callable[..., Any]:

@@ -199,10 +199,10 @@ def _table(spark: Any, r: _Reader, *stops: str) -> TableRef:
 
 
 def _delta_table(spark: Any, ref: TableRef) -> Any:
-    from deltalog.spark._common import load_snapshot
+    from deltalog.spark._common import require_table
     from deltalog.spark.table import DeltaTable
 
-    load_snapshot(ref.location)  # a path without a table: delta-spark's [DELTA_MISSING_DELTA_TABLE] wording
+    require_table(ref.location)  # a path without a table: delta-spark's [DELTA_MISSING_DELTA_TABLE] wording
     table = DeltaTable(spark, ref.location)
     if ref.name is not None:
         table._catalog_name = ref.name.full()
