@@ -34,6 +34,7 @@ from deltalog.version import __version__
 
 if TYPE_CHECKING:
     from deltalog.arrow.write import WriteResult, write_table
+    from deltalog.data.sql_expr import sql_expr
     from deltalog.feed.changes import ChangeDataNotRecordedError
     from deltalog.snapshot import Snapshot
     from deltalog.table import Table, read_changes
@@ -47,6 +48,7 @@ _LAZY = {
     "Snapshot": "deltalog.snapshot",
     "Table": "deltalog.table",
     "read_changes": "deltalog.table",
+    "sql_expr": "deltalog.data.sql_expr",
 }
 
 
@@ -100,5 +102,6 @@ __all__ = [
     "WriteResult",
     "__version__",
     "read_changes",
+    "sql_expr",
     "write_table",
 ]

@@ -268,14 +268,16 @@ class Snapshot:
     ) -> pa.Table:
         """Read the table's rows into one ``pyarrow.Table`` (for small tables and tests).
 
-        ``filter`` is a list of ``(column, op, value)`` conditions joined by AND (ops ``= == != < <= >
-        >= in not in``), used to prune partitions and skip files by min/max statistics and then applied
-        to the rows; a ``pyarrow.compute.Expression`` is applied to rows only. Variant columns read as
+        ``filter`` is a SQL condition (``"day = '2024-01-01' AND id > 5"``; the subset of
+        :mod:`deltalog.data.sql_expr`) or a list of ``(column, op, value)`` conditions joined by AND (ops
+        ``= == != < <= > >= in not in``): either prunes partitions and skips files by min/max statistics
+        (a SQL condition by its top-level ``AND`` terms that compare a column with literals) and then
+        filters the rows; a ``pyarrow.compute.Expression`` is applied to rows only. Variant columns read as
         ``struct<value: binary, metadata: binary>`` (decode with :mod:`deltalog.protocol.variant`) and
         cannot be filtered on.
 
         Example:
-            >>> snap.to_arrow(columns=["id"], filter=[("day", "=", "2024-01-01")])  # doctest: +SKIP
+            >>> snap.to_arrow(columns=["id"], filter="day = '2024-01-01' AND id % 2 = 0")  # doctest: +SKIP
             pyarrow.Table
             id: int64
         """

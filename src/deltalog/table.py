@@ -250,7 +250,7 @@ class Table:
         when the table enables them, copy-on-write otherwise.
 
         Example:
-            >>> Table("/data/events").delete([("day", "<", "2024-01-01")]).num_deleted_rows  # doctest: +SKIP
+            >>> Table("/data/events").delete("day < '2024-01-01'").num_deleted_rows  # doctest: +SKIP
             5000
         """
         from deltalog.commands.delete import delete
@@ -266,12 +266,13 @@ class Table:
         clock: Callable[[], int] | None = None,
     ) -> UpdateResult:
         """``UPDATE``: set columns of the rows matching ``predicate`` (see :mod:`deltalog.commands.update`;
-        :meth:`update` refreshes a snapshot): ``set`` maps column names to literal values or
-        ``pyarrow.compute`` expressions of the old row.
+        :meth:`update` refreshes a snapshot): ``predicate`` is a SQL condition, ``(column, op, value)``
+        conditions or a pyarrow expression; ``set`` maps column names to literal values, or to SQL
+        (:func:`deltalog.sql_expr`) or ``pyarrow.compute`` expressions of the old row.
 
         Example:
-            >>> import pyarrow.compute as pc
-            >>> Table("/data/t").update_rows([("id", "=", 7)], {"v": pc.field("v") * 2}).num_updated_rows
+            >>> import deltalog
+            >>> Table("/data/t").update_rows("id = 7", {"v": deltalog.sql_expr("v * 2")}).num_updated_rows
             ... # doctest: +SKIP
             1
         """

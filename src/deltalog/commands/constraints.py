@@ -5,7 +5,7 @@ A CHECK constraint is the table property ``delta.constraints.<name>`` holding a 
 rows against it (:mod:`deltalog.txn.constraints`).
 
 :func:`add_constraint` first validates the expression against the table's schema with the kernel's
-SQL subset (:mod:`deltalog.txn.sql_expr`) -- an expression deltalog cannot evaluate is refused, never
+SQL subset (:mod:`deltalog.data.sql_expr`) -- an expression deltalog cannot evaluate is refused, never
 stored unchecked -- then reads every live row (file by file, deletion vectors applied) and refuses when
 any row makes it ``false`` or ``null`` (delta-spark's ``DELTA_NEW_CHECK_CONSTRAINT_VIOLATION``: "N rows
 in <table> violate the new CHECK constraint (<expr>)"). The commit records that it read the whole
@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.data.sql_expr import Expression, UnsupportedExpressionError, compile_expression
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.constraints import ConstraintViolationError, describe_row
 from deltalog.txn.operations import AddConstraint, DropConstraint
-from deltalog.txn.sql_expr import Expression, UnsupportedExpressionError, compile_expression
 from deltalog.txn.transaction import CommitResult
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def compile_check(name: str, sql: Any, schema: StructType, *, table: str) -> Exp
         >>> compile_check("bad", "id + 1", schema, table="t")
         Traceback (most recent call last):
         ...
-        deltalog.txn.sql_expr.UnsupportedExpressionError: CHECK constraint bad (id + 1) should be a boolean \
+        deltalog.data.sql_expr.UnsupportedExpressionError: CHECK constraint bad (id + 1) should be a boolean \
 expression (it evaluates to int64) [table t]
     """
     loc = table

@@ -10,9 +10,10 @@ handled one of two ways:
   file is re-added with it (``tightBounds: false`` in its stats, the data file untouched);
 * **copy-on-write** otherwise: the surviving rows are written to new files and the old file removed.
 
-Matches are found by reading only the columns the conditions test (every column for a
-``pyarrow.compute`` expression), several files at once; copy-on-write then reads the whole file, and
-only where a row matched.
+The predicate is a SQL condition (``"id < 10 AND day = '2024-05-01'"``, see :mod:`deltalog.data.filters`),
+``(column, op, value)`` conditions or a ``pyarrow.compute`` expression. Matches are found by reading only
+the columns the predicate tests (every column for a ``pyarrow.compute`` expression), several files at
+once; copy-on-write then reads the whole file, and only where a row matched.
 A file whose every remaining row matches is simply removed. The transaction records the predicate and
 the files it read, so concurrent writers to other partitions or files do not conflict.
 
@@ -35,8 +36,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.commands.dv_actions import readd_with_dv
-from deltalog.data.filters import Condition, normalize_filter, row_mask
+from deltalog.data.filters import Condition, RowFilter, matching_rows, normalize_filter
 from deltalog.data.read import kept_rows, map_files, read_file_columns, read_file_rows, with_row_tracking_columns
+from deltalog.data.sql_expr import Expression
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.operations import Delete
 from deltalog.txn.row_tracking import tracked_fields
@@ -86,14 +88,14 @@ def delete(
     use_deletion_vectors: bool | None = None,
     clock: Callable[[], int] | None = None,
 ) -> DeleteResult:
-    """Delete the rows matching ``predicate`` (``(column, op, value)`` conditions joined by AND, or a
-    ``pyarrow.compute`` expression; ``None`` deletes every row) in one ``DELETE`` commit.
+    """Delete the rows matching ``predicate`` (a SQL condition string, ``(column, op, value)`` conditions
+    joined by AND, or a ``pyarrow.compute`` expression; ``None`` deletes every row) in one ``DELETE`` commit.
 
     ``use_deletion_vectors`` defaults to the table's setting; asking for them on a table without the
     feature is an error.
 
     Example:
-        >>> delete(deltalog.Table("/data/t"), [("id", "<", 10)]).version  # doctest: +SKIP
+        >>> delete(deltalog.Table("/data/t"), "id < 10 OR name LIKE 'test%'").version  # doctest: +SKIP
         5
     """
     snap = table.snapshot()
@@ -101,7 +103,7 @@ def delete(
         table, snap, Delete(predicate=describe_predicate(predicate)), predicate,
         use_deletion_vectors=use_deletion_vectors, clock=clock,
     )
-    candidates = txn.read_candidates(conditions, exact=expression is None)
+    candidates = txn.read_candidates(conditions)  # a SQL filter's conditions are implied by it
     partitions = set(snap.partition_columns)
     if expression is None and all(c.column in partitions for c in conditions):
         return _drop_whole_files(txn, candidates)
@@ -116,7 +118,7 @@ def begin_dml(
     *,
     use_deletion_vectors: bool | None,
     clock: Callable[[], int] | None,
-) -> tuple[Transaction, list[Condition], pc.Expression | None, bool]:
+) -> tuple[Transaction, list[Condition], RowFilter | None, bool]:
     """What the kernel's DELETE and UPDATE start with: the predicate checked against ``snap``'s schema,
     whether to write deletion vectors (asking for them on a table without them is an error), and the
     transaction, with row-level concurrency registered. Returns ``(txn, conditions, expression, dvs)``.
@@ -182,6 +184,8 @@ def describe_predicate(predicate: Any) -> str | None:
         return None
     if isinstance(predicate, pc.Expression):
         return str(predicate)
+    if isinstance(predicate, str):
+        return predicate
     conds = [predicate] if isinstance(predicate, tuple) else predicate
     if isinstance(conds, (str, bytes)) or not isinstance(conds, Sequence) or \
             not all(isinstance(c, (tuple, list)) and len(c) == 3 for c in conds):
@@ -214,7 +218,7 @@ def _delete_rows(
     txn: Transaction,
     candidates: pa.Table,
     conditions: list[Condition],
-    expression: pc.Expression | None,
+    expression: RowFilter | None,
     dvs: bool,
 ) -> DeleteResult:
     removed: list[dict[str, Any]] = []
@@ -254,20 +258,24 @@ def _delete_rows(
 
 
 def file_matches(
-    snap: Snapshot, add: dict[str, Any], conditions: list[Condition], expression: pc.Expression | None, *,
+    snap: Snapshot, add: dict[str, Any], conditions: list[Condition], expression: RowFilter | None, *,
     every_column: bool,
 ) -> tuple[pa.Table, np.ndarray, np.ndarray] | None:
     """One candidate file of a DML statement: its physical rows (every column with ``every_column``, else
-    at least the ones the conditions test), the rows its deletion vector keeps, and the kept rows that
-    match; ``None`` when no row matches. Only the columns the conditions test are read to find the matches
-    (every column for an ``expression``, whose columns are not known), and every column only from a file
-    where a row matches.
+    at least the ones the predicate tests), the rows its deletion vector keeps, and the kept rows that
+    match; ``None`` when no row matches. Only the columns the predicate tests are read to find the matches
+    (every column for a pyarrow expression, whose columns are not known), and every column only from a
+    file where a row matches.
 
     Example:
         >>> file_matches(snap, add, [Condition("id", "=", 5)], None, every_column=False)  # doctest: +SKIP
         (pyarrow.Table ..., array([ True, ...]), array([False, ...]))
     """
-    tested = {c.column for c in conditions} if expression is None else set()
+    tested = {c.column for c in conditions}
+    if isinstance(expression, Expression):
+        tested |= {path[0] for path in expression.columns()}
+    elif expression is not None:
+        tested = set()  # a pyarrow expression's columns are not known: every column
     data = read_file_columns(snap, add, tested, apply_deletion_vector=False)
     keep = kept_rows(snap, add, data.num_rows)
     hit = matching_rows(data, conditions, expression) & keep
@@ -276,18 +284,6 @@ def file_matches(
     if every_column and data.num_columns < len(snap.schema.fields):
         data = read_file_rows(snap, add, apply_deletion_vector=False)
     return data, keep, hit
-
-
-def matching_rows(data: pa.Table, conditions: list[Condition], expression: pc.Expression | None) -> np.ndarray:
-    if not conditions and expression is None:
-        return np.ones(data.num_rows, dtype=bool)
-    import pyarrow.dataset as ds
-
-    expr = row_mask(data, conditions) if conditions else expression
-    if conditions and expression is not None:
-        expr = expr & expression
-    mask = ds.dataset(data).to_table(columns={"m": expr}).column("m")
-    return np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _readd_with_dvs(

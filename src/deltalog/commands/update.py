@@ -8,11 +8,11 @@ skipping) and read; each file with a matching row is handled one of two ways:
   file;
 * **copy-on-write** otherwise: the file is rewritten with its other rows and the new images.
 
-Assignments are literal values or ``pyarrow.compute`` expressions over the row's columns (its old
-values), cast to the column's type; NOT NULL columns and CHECK constraints are enforced on the new
-images and generated columns recomputed from them. Identity columns cannot be assigned (as in
-delta-spark). On tables with row tracking the updated rows keep their row ids and get the commit's
-version. Concurrent DML on other rows of the same files both commit (see
+Assignments are literal values, SQL expressions (``deltalog.sql_expr("v * 2")``) or ``pyarrow.compute``
+expressions over the row's columns (its old values), cast to the column's type; NOT NULL columns and CHECK
+constraints are enforced on the new images and generated columns recomputed from them. Identity columns
+cannot be assigned (as in delta-spark). On tables with row tracking the updated rows keep their row ids
+and get the commit's version. Concurrent DML on other rows of the same files both commit (see
 :mod:`deltalog.commands.dv_rebase`).
 
 Example:
@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 
 from deltalog.commands.delete import begin_dml, commit_dml, describe_predicate, file_matches
 from deltalog.data.read import map_files, with_row_tracking_columns
+from deltalog.data.sql_expr import Expression, UnsupportedExpressionError
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.operations import Update
 from deltalog.txn.row_tracking import tracked_fields
@@ -72,13 +73,17 @@ def update(
     use_deletion_vectors: bool | None = None,
     clock: Callable[[], int] | None = None,
 ) -> UpdateResult:
-    """Set columns of the rows matching ``predicate`` (``(column, op, value)`` conditions joined by AND,
-    or a ``pyarrow.compute`` expression; ``None``: every row) in one ``UPDATE`` commit. ``set`` maps
-    top-level column names to literal values or ``pyarrow.compute`` expressions of the old row.
+    """Set columns of the rows matching ``predicate`` (a SQL condition string, ``(column, op, value)``
+    conditions joined by AND, or a ``pyarrow.compute`` expression; ``None``: every row) in one ``UPDATE``
+    commit. ``set`` maps top-level column names to literal values, or to SQL (``deltalog.sql_expr``) or
+    ``pyarrow.compute`` expressions of the old row.
 
     Example:
         >>> update(deltalog.Table("/data/t"), None, {"flag": True}).version   # doctest: +SKIP
         4
+        >>> update(deltalog.Table("/data/t"), "id < 10", {"v": deltalog.sql_expr("v * 2")}).version
+        ... # doctest: +SKIP
+        5
     """
     snap = table.snapshot()
     assignments = _assignments(snap, set)
@@ -86,7 +91,7 @@ def update(
         table, snap, Update(predicate=describe_predicate(predicate)), predicate,
         use_deletion_vectors=use_deletion_vectors, clock=clock,
     )
-    candidates = txn.read_candidates(conditions, exact=expression is None)
+    candidates = txn.read_candidates(conditions)  # a SQL filter's conditions are implied by it
     tracked = tracked_fields(snap.protocol, snap.metadata)  # updated rows keep their ids
     removed: list[dict[str, Any]] = []
     dv_files: list[tuple[dict[str, Any], np.ndarray]] = []
@@ -148,6 +153,14 @@ def _assignments(snap: Snapshot, values: Any) -> dict[str, Any]:
                 "column and cannot be updated",
                 table=snap.table, version=snap.version,
             )
+        if isinstance(value, Expression):  # checked on the table's columns before any file is read
+            try:
+                value.evaluate(snap.schema.to_arrow_schema().empty_table())
+            except UnsupportedExpressionError as exc:
+                raise InvalidArgumentError(
+                    f"cannot set column {by_lower[key.lower()]!r} to {value.sql!r}: {exc.message}",
+                    table=snap.table, version=snap.version,
+                ) from None
         out[by_lower[key.lower()]] = value
     return out
 
@@ -172,10 +185,12 @@ def _new_images(
             if isinstance(value, pc.Expression):
                 assert evaluated is not None
                 values[name] = pc.cast(evaluated.column(name), target)
+            elif isinstance(value, Expression):
+                values[name] = pc.cast(value.evaluate(old.select(names)), target)
             else:
                 values[name] = pa.repeat(pa.scalar(value).cast(target) if value is not None
                                          else pa.scalar(None, target), old.num_rows)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnsupportedExpressionError) as exc:
             raise InvalidArgumentError(
                 f"[DELTA_CAST_FAILURE] cannot set column {name!r} ({target}) to {value!r}: {exc}",
                 table=snap.table, version=snap.version,

@@ -1,7 +1,10 @@
-"""Simple filters: ``(column, op, value)`` conditions joined by AND.
+"""Filters: ``(column, op, value)`` conditions joined by AND, a SQL condition string, or a pyarrow expression.
 
-They serve three purposes: partition pruning (on typed partition values, vectorized), file skipping
-by min/max statistics, and finally the row filter itself.
+Conditions serve three purposes: partition pruning (on typed partition values, vectorized), file skipping
+by min/max statistics, and finally the row filter itself. A SQL string (``"id > 5 AND day = '2024-01-01'"``,
+the subset of :mod:`deltalog.data.sql_expr`) filters the rows with the SQL evaluator, and its top-level
+``AND`` terms of the form ``column <op> literal`` (also ``IN`` and ``BETWEEN``) prune and skip files as the
+conditions do. A pyarrow expression filters rows only.
 
 Example:
     >>> from deltalog.protocol.schema import parse_schema
@@ -17,17 +20,22 @@ import datetime as dt
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.data.sql_expr import Expression, SqlNode, UnsupportedExpressionError, compile_expression, literal_as
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType, contains_variant, physical_name, type_string
 
-#: ``[(column, op, value), ...]`` (AND) or a ``pyarrow.compute.Expression`` (rows only).
-FilterLike = Sequence[tuple[str, str, Any]] | Any
+#: ``[(column, op, value), ...]`` (AND), a SQL condition ``str``, or a ``pyarrow.compute.Expression`` (rows only).
+FilterLike = Sequence[tuple[str, str, Any]] | str | Any
+
+#: What filters rows beyond the conditions: a pyarrow expression, or a compiled SQL condition (whose
+#: conditions, when :func:`normalize_filter` gives both, are implied by it and serve pruning only).
+RowFilter: TypeAlias = "pc.Expression | Expression"
 
 
 class FileListing(Protocol):
@@ -69,17 +77,29 @@ class Condition:
 
 def normalize_filter(
     filter: Any, schema: StructType, *, table: str
-) -> tuple[list[Condition], pc.Expression | None]:
-    """Validate a filter against the schema; returns conditions or a row-only Arrow expression."""
+) -> tuple[list[Condition], RowFilter | None]:
+    """Validate a filter against the schema; returns its conditions (for pruning, skipping and the rows)
+    and what else filters the rows: a pyarrow expression, or a SQL condition with the conditions it implies.
+
+    Example:
+        >>> from deltalog.protocol.schema import parse_schema
+        >>> s = parse_schema('{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,'
+        ...                  '"metadata":{}}]}')
+        >>> normalize_filter("X > 3 AND x % 2 = 0", s, table="t")
+        ([Condition(column='x', op='>', value=3)], Expression('X > 3 AND x % 2 = 0'))
+    """
     if filter is None:
         return [], None
     if isinstance(filter, pc.Expression):
         return [], filter
+    if isinstance(filter, str):
+        return sql_filter(filter, schema, table=table)
     if isinstance(filter, tuple) and len(filter) == 3 and isinstance(filter[0], str):
         filter = [filter]
-    if isinstance(filter, (str, bytes)) or not isinstance(filter, Sequence):
+    if isinstance(filter, bytes) or not isinstance(filter, Sequence):
         raise InvalidArgumentError(
-            f"filter must be a list of (column, op, value) tuples or a pyarrow Expression, got {filter!r}",
+            "filter must be a SQL condition string, a list of (column, op, value) tuples or a pyarrow "
+            f"Expression, got {filter!r}",
             table=table,
         )
     out = []
@@ -111,6 +131,116 @@ def normalize_filter(
             converted = _literal(value, atype, column, table)
         out.append(Condition(column, "=" if op == "==" else op, converted))
     return out, None
+
+
+def sql_filter(sql: str, schema: StructType, *, table: str) -> tuple[list[Condition], Expression | None]:
+    """A SQL condition checked against the schema (columns exist, literals fit, the result is a boolean):
+    the conditions its top-level ``AND`` terms imply (``column <op> literal``, ``IN``, ``BETWEEN``), and
+    the compiled condition itself unless those conditions say all of it.
+
+    Example:
+        >>> from deltalog.protocol.schema import parse_schema
+        >>> s = parse_schema('{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,'
+        ...                  '"metadata":{}}]}')
+        >>> sql_filter("x BETWEEN 1 AND 5", s, table="t")
+        ([Condition(column='x', op='>=', value=1), Condition(column='x', op='<=', value=5)], None)
+        >>> sql_filter("x = 1 OR x IS NULL", s, table="t")
+        ([], Expression('x = 1 OR x IS NULL'))
+    """
+    logical = schema.to_arrow_schema()
+    try:
+        expr = compile_expression(sql)
+        result = expr.evaluate(logical.empty_table())
+    except UnsupportedExpressionError as exc:
+        raise InvalidArgumentError(f"filter {sql!r}: {exc.message}", table=table) from None
+    if not (pa.types.is_boolean(result.type) or pa.types.is_null(result.type)):
+        raise InvalidArgumentError(
+            f"filter {sql!r} is not a condition: it gives {result.type} values, not true or false", table=table
+        )
+    by_lower = {f.name.lower(): f for f in schema.fields}
+    for path in expr.columns():
+        field = by_lower[path[0].lower()]  # the evaluation above found every column
+        if contains_variant(field.type):
+            raise InvalidArgumentError(
+                f"filter {sql!r} uses column {field.name!r} of type {type_string(field.type)}: variant values "
+                "cannot be compared (nor files skipped by them)",
+                table=table,
+            )
+    conditions: list[Condition] = []
+    complete = True  # every term is said exactly by its conditions
+    for term in _conjuncts(expr.node):
+        implied = _implied(term, logical, table)
+        complete = complete and bool(implied) and all(c.op != "not in" for c in implied)  # NOT IN: nulls
+        conditions += implied
+    return conditions, None if complete else expr
+
+
+def _conjuncts(node: SqlNode) -> list[SqlNode]:
+    if node.kind == "binary" and node.args[0] == "AND":
+        return _conjuncts(node.args[1]) + _conjuncts(node.args[2])
+    return [node]
+
+
+_FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _implied(term: SqlNode, logical: pa.Schema, table: str) -> list[Condition]:
+    """The conditions one ``AND`` term of a SQL filter implies; none when it is not a simple comparison of
+    a top-level column of a primitive type with literals (the SQL evaluator still filters the rows)."""
+    kind, args = term.kind, term.args
+    column: SqlNode | None = None
+    pairs: list[tuple[str, Any]] = []  # (op, literal)
+    if kind == "binary" and args[0] in _FLIPPED:
+        op, left, right = args
+        if left.kind == "col" and right.kind == "lit":
+            column, pairs = left, [(op, right.args[0])]
+        elif left.kind == "lit" and right.kind == "col":
+            column, pairs = right, [(_FLIPPED[op], left.args[0])]
+    elif kind == "in" and args[0].kind == "col" and all(item.kind == "lit" for item in args[1]):
+        column, pairs = args[0], [("not in" if args[2] else "in", tuple(item.args[0] for item in args[1]))]
+    elif kind == "between" and not args[3] and args[0].kind == "col" and args[1].kind == args[2].kind == "lit":
+        column, pairs = args[0], [(">=", args[1].args[0]), ("<=", args[2].args[0])]
+    if column is None or len(column.args) != 1:
+        return []
+    names = {n.lower(): n for n in logical.names}
+    name = names[column.args[0].lower()]
+    atype = logical.field(name).type
+    if not (pa.types.is_integer(atype) or pa.types.is_floating(atype) or pa.types.is_decimal(atype)
+            or pa.types.is_string(atype) or pa.types.is_date(atype) or pa.types.is_timestamp(atype)
+            or pa.types.is_boolean(atype)):
+        return []
+    out = []
+    for op, value in pairs:
+        values = value if isinstance(value, tuple) else (value,)
+        if any(v is None for v in values):
+            return []  # a comparison with NULL is never true: the evaluator says so row by row
+        try:  # each literal as the evaluator compares it, then typed as a condition
+            typed = tuple(_literal(literal_as(v, atype), atype, name, table) for v in values)
+        except (UnsupportedExpressionError, InvalidArgumentError):
+            return []
+        if pa.types.is_decimal(atype) and any(isinstance(v, float) for v in typed):
+            return []  # compared as floats by the evaluator; not a decimal bound
+        out.append(Condition(name, op, typed if isinstance(value, tuple) else typed[0]))
+    return out
+
+
+def matching_rows(data: pa.Table, conditions: Sequence[Condition], expression: RowFilter | None) -> np.ndarray:
+    """Which rows of ``data`` the filter matches (a null result does not match).
+
+    Example:
+        >>> matching_rows(pa.table({"x": [1, 5, None]}), [Condition("x", ">", 3)], None).tolist()
+        [False, True, False]
+    """
+    if not conditions and expression is None:
+        return np.ones(data.num_rows, dtype=bool)
+    if isinstance(expression, Expression):  # the conditions are implied by it
+        mask = expression.evaluate(data)
+    else:
+        expr = row_mask(data, conditions) if conditions else expression
+        if conditions and expression is not None:
+            expr = expr & expression
+        mask = _evaluate(data, expr)
+    return np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _literal(value: Any, atype: pa.DataType, column: str, table: str) -> Any:
@@ -330,4 +460,5 @@ def _may_match(stats_json: str, conds: Sequence[Condition], schema: StructType, 
     return True
 
 
-__all__ = ["Condition", "FileListing", "FilterLike", "normalize_filter", "prune_files", "row_mask", "stats_keep"]
+__all__ = ["Condition", "FileListing", "FilterLike", "RowFilter", "matching_rows", "normalize_filter", "prune_files",
+           "row_mask", "sql_filter", "stats_keep"]

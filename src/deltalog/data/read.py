@@ -23,7 +23,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog.data.filters import Condition, FileListing, FilterLike, normalize_filter, prune_files, row_mask
+from deltalog.data.filters import (
+    Condition,
+    FileListing,
+    FilterLike,
+    matching_rows,
+    normalize_filter,
+    prune_files,
+    row_mask,
+)
+from deltalog.data.sql_expr import Expression
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, UnsupportedFeatureError
 from deltalog.protocol.conform import to_logical
 from deltalog.protocol.schema import StructType, physical_name, to_arrow_type
@@ -79,16 +88,19 @@ def read_snapshot(
     files = prune_files(snapshot, conditions)
     # Columns needed: the projection plus any filtered column (dropped again after filtering).
     needed = list(dict.fromkeys([*names, *(c.column for c in conditions)]))
-    if expression is not None:
+    if isinstance(expression, Expression):
+        tested = {path[0].lower() for path in expression.columns()}
+        needed += [f.name for f in schema.fields if f.name.lower() in tested and f.name not in needed]
+    elif expression is not None:
         needed = [f.name for f in schema.fields]
     out_schema = pa.schema([logical.field(n) for n in needed])
 
     def matching(row: dict[str, Any]) -> pa.Table:  # each file filtered as it is read: memory ~ the result
         data = read_file(snapshot, row, needed, out_schema)
-        if conditions:
-            data = data.filter(row_mask(data, conditions))
         if expression is not None:
-            data = data.filter(expression)
+            data = data.filter(pa.array(matching_rows(data, conditions, expression)))
+        elif conditions:
+            data = data.filter(row_mask(data, conditions))
         return data.select(names)
 
     pieces = map_files(matching, files.to_pylist())

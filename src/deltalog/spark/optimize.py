@@ -178,7 +178,7 @@ def _file_sizes(
 
 def _referenced_columns(sql: str) -> list[str] | None:
     """First names of the column references of a SQL condition (``None`` when it cannot be parsed)."""
-    from deltalog.txn.sql_expr import SqlNode, SqlParser, UnsupportedExpressionError
+    from deltalog.data.sql_expr import SqlNode, SqlParser, UnsupportedExpressionError
 
     try:
         root = SqlParser(sql).parse()

@@ -148,7 +148,7 @@ def _render(conditions: Sequence[tuple[str, str, Any]]) -> str:
 
 def _simple(node: Any) -> list[tuple[str, str, Any]]:
     """The ``(column, op, value)`` comparisons an AND of ``column op literal`` (``IN``, ``BETWEEN``) says."""
-    from deltalog.txn.sql_expr import UnsupportedExpressionError
+    from deltalog.data.sql_expr import UnsupportedExpressionError
 
     def column(n: Any) -> str | None:
         return str(n.args[0]) if n.kind == "col" and len(n.args) == 1 else None
@@ -210,7 +210,7 @@ def parse_replace_where(where: Any, table: str) -> ReplaceWhere:
     sql = str(where)
     if not sql.strip():
         raise InvalidArgumentError("replaceWhere is an empty condition", table=table)
-    from deltalog.txn.sql_expr import SqlParser, UnsupportedExpressionError
+    from deltalog.data.sql_expr import SqlParser, UnsupportedExpressionError
 
     try:
         simple_conds: tuple[tuple[str, str, Any], ...] | None = tuple(_simple(SqlParser(sql).parse()))
@@ -222,7 +222,7 @@ def parse_replace_where(where: Any, table: str) -> ReplaceWhere:
 def _references(sql: str) -> list[tuple[str, ...]] | None:
     """The column paths a SQL condition reads; ``None`` when it cannot be told (outside the kernel's SQL
     subset) or the condition calls a nondeterministic function."""
-    from deltalog.txn.sql_expr import SqlNode, SqlParser, UnsupportedExpressionError
+    from deltalog.data.sql_expr import SqlNode, SqlParser, UnsupportedExpressionError
 
     try:
         node = SqlParser(sql).parse()

@@ -5,7 +5,7 @@
 * non-nullable columns (``"nullable": false``, also nested struct fields) must hold no nulls.
 
 A row violates a constraint when the expression is ``false`` *or* ``null`` for it. Expressions are
-compiled by :mod:`deltalog.txn.sql_expr` (a practical Spark SQL subset) to ``pyarrow.compute`` calls;
+compiled by :mod:`deltalog.data.sql_expr` (a practical Spark SQL subset) to ``pyarrow.compute`` calls;
 an expression outside that subset raises :class:`UnsupportedExpressionError` naming the constraint --
 an unsupported constraint never silently passes.
 
@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.data.sql_expr import Expression, UnsupportedExpressionError, compile_expression
 from deltalog.errors import DeltaError
 from deltalog.protocol.actions import Metadata
-from deltalog.txn.sql_expr import Expression, UnsupportedExpressionError, compile_expression
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot

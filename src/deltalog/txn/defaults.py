@@ -5,7 +5,7 @@ wherever a statement says ``DEFAULT`` (``INSERT ... VALUES (1, DEFAULT)``, ``UPD
 
 A default is a constant expression: it may not name columns. Readers ignore it, and the rows already in
 the table are not changed when a default is set or dropped. The kernel evaluates defaults with
-:mod:`deltalog.txn.sql_expr` (literals, casts, arithmetic, ...); an expression outside that subset (e.g.
+:mod:`deltalog.data.sql_expr` (literals, casts, arithmetic, ...); an expression outside that subset (e.g.
 ``current_date()``) is refused naming the column, and Spark writes (:mod:`deltalog.spark._defaults`)
 evaluate any Spark expression.
 
@@ -24,9 +24,9 @@ import dataclasses
 
 import pyarrow as pa
 
+from deltalog.data.sql_expr import UnsupportedExpressionError, compile_expression
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.protocol.schema import StructType
-from deltalog.txn.sql_expr import UnsupportedExpressionError, compile_expression
 
 __all__ = ["CURRENT_DEFAULT", "FEATURE_PROPERTY", "default_columns", "default_metadata", "fill_defaults"]
 

@@ -3,7 +3,7 @@
 
 A write that leaves the column out gets it computed; a write that provides it must agree with the
 expression for every row (``col <=> expr``), else nothing is written -- as delta-spark enforces it. The
-kernel evaluates expressions with :mod:`deltalog.txn.sql_expr` (date parts and casts in UTC); an
+kernel evaluates expressions with :mod:`deltalog.data.sql_expr` (date parts and casts in UTC); an
 expression outside that subset is refused naming the column, and Spark writes
 (:mod:`deltalog.spark._generated`) evaluate any Spark expression.
 
@@ -23,10 +23,10 @@ import dataclasses
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.data.sql_expr import UnsupportedExpressionError, compile_expression
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.protocol.schema import StructType
 from deltalog.txn.constraints import ConstraintViolationError, describe_row
-from deltalog.txn.sql_expr import UnsupportedExpressionError, compile_expression
 
 __all__ = ["GENERATION_EXPRESSION", "fill_generated", "generated_columns", "generated_metadata"]
 

@@ -241,7 +241,7 @@ def pruning_conditions(
         return [], True
     if not isinstance(condition, str):
         return [], False
-    from deltalog.txn.sql_expr import SqlParser, UnsupportedExpressionError
+    from deltalog.data.sql_expr import SqlParser, UnsupportedExpressionError
 
     try:
         node = SqlParser(condition).parse()

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
 
-__all__ = ["Expression", "UnsupportedExpressionError", "compile_expression"]
+__all__ = ["Expression", "SqlNode", "UnsupportedExpressionError", "compile_expression", "literal_as", "sql_expr"]
 
 
 class UnsupportedExpressionError(DeltaError):
@@ -46,7 +46,7 @@ class UnsupportedExpressionError(DeltaError):
         >>> compile_expression("x REGEXP 'a'")
         Traceback (most recent call last):
         ...
-        deltalog.txn.sql_expr.UnsupportedExpressionError: unexpected 'REGEXP' at position 2
+        deltalog.data.sql_expr.UnsupportedExpressionError: unexpected 'REGEXP' at position 2
     """
 
 
@@ -365,6 +365,18 @@ def _literal(value: Any, like: Value | None) -> Value:
     return pa.scalar(value)
 
 
+def literal_as(value: Any, dtype: pa.DataType) -> Any:
+    """A literal of the expression as a Python value of the kind it is compared as with a column of type
+    ``dtype`` (a string compared with a date column is a date, ...); raises
+    :class:`UnsupportedExpressionError` when it cannot be.
+
+    Example:
+        >>> literal_as("2024-01-31", pa.date32())
+        datetime.date(2024, 1, 31)
+    """
+    return _literal(value, pa.array([], dtype)).as_py()
+
+
 _CMP = {
     "=": "equal",
     "!=": "not_equal",
@@ -409,6 +421,16 @@ class Expression:
 
     def __repr__(self) -> str:
         return f"Expression({self.sql!r})"
+
+    @property
+    def node(self) -> SqlNode:
+        """The parsed expression tree.
+
+        Example:
+            >>> compile_expression("a > 1").node.kind
+            'binary'
+        """
+        return self._node
 
     def columns(self) -> list[tuple[str, ...]]:
         """Column paths the expression references.
@@ -622,3 +644,15 @@ def compile_expression(sql: str) -> Expression:
     if not isinstance(sql, str) or not sql.strip():
         raise UnsupportedExpressionError(f"empty constraint expression {sql!r}")
     return Expression(sql, SqlParser(sql).parse())
+
+
+def sql_expr(sql: str) -> Expression:
+    """A SQL expression of the row's columns, as a value for the kernel's UPDATE (``Table.update_rows``):
+    ``{"v": sql_expr("v * 2")}`` sets ``v`` to twice its old value (plain values are literals).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> sql_expr("upper(name)").evaluate(pa.table({"name": ["a"]})).to_pylist()
+        ['A']
+    """
+    return compile_expression(sql)
