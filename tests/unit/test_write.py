@@ -245,6 +245,22 @@ def test_overwrite_with_predicate(tmp_path: Path) -> None:
         write_table(tmp_path, pa.table({"id": [1], "p": ["c"]}), mode="append", predicate=[("p", "=", "c")])
 
 
+def test_overwrite_with_a_sql_predicate(tmp_path: Path) -> None:
+    write_table(tmp_path, pa.table({"id": [1, 2, 3], "p": ["a", "b", "c"]}), partition_by=["p"])
+    res = write_table(tmp_path, pa.table({"id": [10], "p": ["b"]}), mode="overwrite",
+                      predicate="P IN ('b', 'z') AND p >= 'b'")
+    assert res.num_removed_files == 1
+    assert sorted(r["id"] for r in read(tmp_path).to_pylist()) == [1, 3, 10]
+    assert log_actions(tmp_path, 1)[0]["commitInfo"]["operationParameters"]["predicate"] == (
+        "[\"P IN ('b', 'z') AND p >= 'b'\"]"
+    )
+    for bad, fragment in [("p = 'a' OR p = 'b'", "must be comparisons of partition columns"),
+                          ("id = 1", "not a partition column"), ("q = 1", "column 'q' does not exist")]:
+        with pytest.raises(InvalidArgumentError, match=fragment):
+            write_table(tmp_path, pa.table({"id": [1], "p": ["a"]}), mode="overwrite", predicate=bad)
+    assert deltalog.Table(str(tmp_path)).latest_version() == 1
+
+
 # ------------------------------------------------------------------------------------------ schema
 
 

@@ -8,7 +8,8 @@ commit, the data files written so far are deleted (best effort); a crash in betw
 unreferenced files, which vacuum removes later.
 
 Modes: ``"append"``; ``"overwrite"`` (all live files, or with ``predicate`` -- ``(column, op, value)``
-conditions on partition columns, like Spark's ``replaceWhere`` -- only the matching ones; rows outside
+conditions on partition columns, or a SQL condition of such comparisons (``"day = '2024-05-01'"``), like
+Spark's ``replaceWhere`` -- only the matching ones; rows outside
 the predicate are refused); ``"error"`` (the table must not exist); ``"ignore"`` (do nothing if it
 exists).
 
@@ -42,6 +43,7 @@ import pyarrow.compute as pc
 
 from deltalog.commands.clustering import CLUSTERING_DOMAIN, clustering_domain, clustering_of
 from deltalog.commands.properties import PropertyChange, plan_properties
+from deltalog.data.filters import sql_filter
 from deltalog.data.write_files import DEFAULT_TARGET_FILE_SIZE, DataFileWriter, WrittenFile
 from deltalog.data.write_schema import SchemaRemedies, resolve_schema
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
@@ -271,7 +273,7 @@ def plan_write(
     mode: str,
     partition_by: Sequence[str] | None,
     schema_mode: str | None,
-    predicate: Sequence[Sequence[Any]] | None,
+    predicate: Sequence[Sequence[Any]] | str | None,
     properties: Mapping[str, str] | None,
     name: str | None,
     description: str | None,
@@ -357,9 +359,18 @@ def plan_write(
     return WritePlan(snapshot, md, schema, meta_changed, _read_predicate(predicate, md, loc), protocol, clustering)
 
 
-def _read_predicate(predicate: Sequence[Sequence[Any]] | None, md: Metadata, loc: str) -> ReadPredicate | None:
+def _read_predicate(predicate: Sequence[Sequence[Any]] | str | None, md: Metadata, loc: str) -> ReadPredicate | None:
     if predicate is None:
         return None
+    if isinstance(predicate, str):  # a SQL condition: its terms must say all of it
+        conditions, rest = sql_filter(predicate, parse_schema(md.schemaString), table=loc)
+        if rest is not None:
+            raise InvalidArgumentError(
+                f"overwrite predicate {predicate!r} must be comparisons of partition columns with literals "
+                "(=, !=, <, <=, >, >=, IN, BETWEEN) joined by AND",
+                table=loc,
+            )
+        predicate = [(c.column, c.op, c.value) for c in conditions]
     cols = columns_of(md.schemaString, partition_columns=md.partitionColumns)
     pred = ReadPredicate.of(list(predicate), cols)
     for c in pred.conditions:
@@ -408,7 +419,7 @@ def write_table(
     mode: str = "error",
     partition_by: Sequence[str] | None = None,
     schema_mode: str | None = None,
-    predicate: Sequence[Sequence[Any]] | None = None,
+    predicate: Sequence[Sequence[Any]] | str | None = None,
     txn: tuple[str, int] | None = None,
     properties: Mapping[str, str] | None = None,
     name: str | None = None,
@@ -506,7 +517,8 @@ def write_table(
     op = Write(
         mode=OP_MODES[mode],
         partition_by=tuple(plan.metadata.partitionColumns),
-        predicate=_predicate_sql(predicate) if predicate is not None else None,
+        predicate=[predicate] if isinstance(predicate, str) else
+        _predicate_sql(predicate) if predicate is not None else None,
     )
     transaction = Transaction(
         table.store, snapshot, op, table=table.location, clock=clock, user_metadata=user_metadata, retry=retry
