@@ -363,7 +363,7 @@ def _read_predicate(predicate: Sequence[Sequence[Any]] | str | None, md: Metadat
     if predicate is None:
         return None
     if isinstance(predicate, str):  # a SQL condition: its terms must say all of it
-        conditions, rest = sql_filter(predicate, parse_schema(md.schemaString), table=loc)
+        conditions, rest = sql_filter(predicate, parse_schema(md.schemaString or ""), table=loc)
         if rest is not None:
             raise InvalidArgumentError(
                 f"overwrite predicate {predicate!r} must be comparisons of partition columns with literals "
