@@ -15,7 +15,9 @@ The predicate is a SQL condition (``"id < 10 AND day = '2024-05-01'"``, see :mod
 the columns the predicate tests (every column for a ``pyarrow.compute`` expression), several files at
 once; copy-on-write then reads the whole file, and only where a row matched.
 A file whose every remaining row matches is simply removed. The transaction records the predicate and
-the files it read, so concurrent writers to other partitions or files do not conflict.
+the files it read, so concurrent writers to other partitions or files do not conflict. With the change
+data feed on, a copy-on-write DELETE that rewrites a file writes the deleted rows to change data files
+(:mod:`deltalog.data.change_files`); deletion vectors and removed files already say which rows went.
 
 Example:
     >>> import deltalog
@@ -36,12 +38,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.commands.dv_actions import readd_with_dv
+from deltalog.data.change_files import change_rows, write_change_files
 from deltalog.data.filters import Condition, RowFilter, matching_rows, normalize_filter
 from deltalog.data.read import kept_rows, map_files, read_file_columns, read_file_rows, with_row_tracking_columns
 from deltalog.data.sql_expr import Expression
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.operations import Delete
 from deltalog.txn.row_tracking import tracked_fields
+from deltalog.txn.writer_features import is_true
 
 if TYPE_CHECKING:
     from deltalog.data.filters import FilterLike
@@ -153,11 +157,13 @@ def commit_dml(
     new_data: list[pa.Table],
     tracked: tuple[StructField, StructField] | None,
     metrics: dict[str, Any],
+    changes: Sequence[pa.Table] = (),
 ) -> tuple[int, int]:
     """Commit a DML statement: ``removed`` files out, each of ``dv_files`` back in with a deletion vector
-    holding ``rows``, ``new_data`` written to new files (carrying row ids when ``tracked``). What was
-    written is deleted again if nothing commits. ``metrics`` get ``numAddedFiles``. Returns
-    ``(version, files added)``.
+    holding ``rows``, ``new_data`` written to new files (carrying row ids when ``tracked``), ``changes``
+    (change rows, :func:`deltalog.data.change_files.change_rows`) written to change data files. What was
+    written is deleted again if nothing commits. ``metrics`` get ``numAddedFiles`` (and
+    ``numAddedChangeFiles``). Returns ``(version, files added)``.
 
     Example:
         >>> commit_dml(t, snap, txn, removed, [], [rows], None, {"numDeletedRows": 1})  # doctest: +SKIP
@@ -175,8 +181,26 @@ def commit_dml(
         if new_data:
             added += _rewrite(table, snap, txn, new_data, written, tracked)
             txn.keeps_row_ids = tracked is not None
+        if changes:
+            files, actions = write_change_files(table.store, snap.schema, snap.partition_columns, changes,
+                                                column_mapping=snap.column_mapping_mode)
+            written.extend(f.rel_path for f in files)
+            for action in actions:
+                txn.add_action(action)
+            metrics = {**metrics, "numAddedChangeFiles": len(actions)}
         result = txn.commit(metrics={**metrics, "numAddedFiles": added})
     return result.version, added
+
+
+def records_changes(snap: Snapshot) -> bool:
+    """Whether DML that rewrites rows of this table must write change data files
+    (``delta.enableChangeDataFeed=true``).
+
+    Example:
+        >>> records_changes(deltalog.Table("/data/t").snapshot())                # doctest: +SKIP
+        True
+    """
+    return is_true(snap.metadata.configuration, "delta.enableChangeDataFeed")
 
 
 def describe_predicate(predicate: Any) -> str | None:
@@ -224,6 +248,8 @@ def _delete_rows(
     removed: list[dict[str, Any]] = []
     dv_files: list[tuple[dict[str, Any], np.ndarray]] = []
     survivors: list[pa.Table] = []
+    changes: list[pa.Table] = []  # copy-on-write with the change data feed on: the deleted rows
+    record = not dvs and records_changes(snap)
     deleted = copied = 0
     tracked = None if dvs else tracked_fields(snap.protocol, snap.metadata)  # row tracking: copies keep ids
     rows = candidates.to_pylist()
@@ -237,6 +263,8 @@ def _delete_rows(
         n_hit = int(hit.sum())
         deleted += n_hit
         removed.append(row)
+        if record:
+            changes.append(change_rows(data.filter(pa.array(hit)), "delete", snap.schema))
         remaining = keep & ~hit
         if not remaining.any():
             continue
@@ -249,7 +277,8 @@ def _delete_rows(
         return DeleteResult(version=None, used_deletion_vectors=dvs)
     metrics = {"numDeletedRows": deleted, "numRemovedFiles": len(removed), "numCopiedRows": copied,
                "numDeletionVectorsAdded": len(dv_files)}
-    version, added = commit_dml(table, snap, txn, removed, dv_files, survivors, tracked, metrics)
+    version, added = commit_dml(table, snap, txn, removed, dv_files, survivors, tracked, metrics,
+                                changes if survivors else ())  # whole files removed: readers see them go
     return DeleteResult(
         version=version, num_deleted_rows=deleted, num_removed_files=len(removed),
         num_added_files=added, num_deletion_vectors_added=len(dv_files), num_copied_rows=copied,

@@ -12,8 +12,9 @@ Assignments are literal values, SQL expressions (``deltalog.sql_expr("v * 2")``)
 expressions over the row's columns (its old values), cast to the column's type; NOT NULL columns and CHECK
 constraints are enforced on the new images and generated columns recomputed from them. Identity columns
 cannot be assigned (as in delta-spark). On tables with row tracking the updated rows keep their row ids
-and get the commit's version. Concurrent DML on other rows of the same files both commit (see
-:mod:`deltalog.commands.dv_rebase`).
+and get the commit's version. With the change data feed on, each updated row's old and new values go to
+change data files (``update_preimage`` / ``update_postimage``). Concurrent DML on other rows of the same
+files both commit (see :mod:`deltalog.commands.dv_rebase`).
 
 Example:
     >>> import pyarrow.compute as pc
@@ -32,7 +33,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.commands.delete import begin_dml, commit_dml, describe_predicate, file_matches
+from deltalog.commands.delete import begin_dml, commit_dml, describe_predicate, file_matches, records_changes
+from deltalog.data.change_files import change_rows
 from deltalog.data.read import map_files, with_row_tracking_columns
 from deltalog.data.sql_expr import Expression, UnsupportedExpressionError
 from deltalog.errors import InvalidArgumentError
@@ -96,6 +98,8 @@ def update(
     removed: list[dict[str, Any]] = []
     dv_files: list[tuple[dict[str, Any], np.ndarray]] = []
     out: list[pa.Table] = []
+    changes: list[pa.Table] = []
+    record = records_changes(snap)
     updated = copied = 0
     rows = candidates.to_pylist()
     probed = map_files(lambda r: file_matches(snap, r, conditions, expression, every_column=True), rows)
@@ -107,7 +111,12 @@ def update(
             data = with_row_tracking_columns(snap, row, data, (tracked[0].name, tracked[1].name))
         updated += int(hit.sum())
         removed.append(row)
-        out.append(_new_images(snap, data.filter(pa.array(hit)), assignments, tracked))
+        old = data.filter(pa.array(hit))
+        new = _new_images(snap, old, assignments, tracked)
+        out.append(new)
+        if record:  # the change data feed is on: every updated row's old and new values
+            changes += [change_rows(old, "update_preimage", snap.schema),
+                        change_rows(new, "update_postimage", snap.schema)]
         remaining = keep & ~hit
         if dvs:
             if remaining.any():
@@ -119,7 +128,7 @@ def update(
         return UpdateResult(version=None, used_deletion_vectors=dvs)
     metrics = {"numUpdatedRows": updated, "numRemovedFiles": len(removed), "numCopiedRows": copied,
                "numDeletionVectorsAdded": len(dv_files)}
-    version, added = commit_dml(table, snap, txn, removed, dv_files, out, tracked, metrics)
+    version, added = commit_dml(table, snap, txn, removed, dv_files, out, tracked, metrics, changes)
     return UpdateResult(
         version=version, num_updated_rows=updated, num_removed_files=len(removed),
         num_added_files=added, num_deletion_vectors_added=len(dv_files), num_copied_rows=copied,

@@ -142,7 +142,8 @@ class DataFileWriter:
 
     ``schema`` is the table's full logical schema and ``partition_columns`` its partition columns.
     A file is finished once it reaches ``target_file_size`` bytes or, when given,
-    ``max_records_per_file`` rows (Spark's ``maxRecordsPerFile``; a file never holds more).
+    ``max_records_per_file`` rows (Spark's ``maxRecordsPerFile``; a file never holds more). Files go
+    below ``directory`` (relative to the table root) when one is given.
 
     Example:
         >>> w = DataFileWriter(store, schema, ["day"], target_file_size=1 << 20)   # doctest: +SKIP
@@ -159,7 +160,9 @@ class DataFileWriter:
         max_records_per_file: int | None = None,
         clock: Callable[[], int] = _now_ms,
         column_mapping: str = "none",
+        directory: str = "",
     ) -> None:
+        self.directory = directory.strip("/")  # files go below it (change data: ``_change_data``)
         if max_records_per_file is not None and max_records_per_file <= 0:
             max_records_per_file = None  # Spark's convention: zero or negative means no limit
         self.max_records_per_file = max_records_per_file
@@ -265,8 +268,8 @@ class DataFileWriter:
     def _start(self, values: dict[str, str | None]) -> _Open:
         name = f"part-{self._counter:05d}-{uuid.uuid4()}-c000.snappy.parquet"
         self._counter += 1
-        directory = partition_path(self._part_keys, values).rstrip("/") if values else ""
-        rel = f"{directory}/{name}" if directory else name
+        parts = partition_path(self._part_keys, values).rstrip("/") if values else ""
+        rel = "/".join(d for d in (self.directory, parts, name) if d)
         sink = self.store.open_output(rel)
         self._started.append(rel)
         try:

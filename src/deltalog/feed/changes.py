@@ -40,6 +40,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from deltalog.data.change_files import CHANGE_TYPE  # insert, delete, update_preimage, update_postimage
 from deltalog.errors import DeltaError, InvalidArgumentError, VersionNotFoundError
 from deltalog.log.paths import LogFile
 from deltalog.log.reader import FileActions, metadata_partition_keys, read_commits
@@ -66,8 +67,6 @@ __all__ = [
     "resolve_range",
 ]
 
-#: Column holding the kind of change: ``insert``, ``delete``, ``update_preimage`` or ``update_postimage``.
-CHANGE_TYPE = "_change_type"
 #: Column holding the version of the commit that made the change.
 COMMIT_VERSION = "_commit_version"
 #: Column holding the timestamp of the commit that made the change.

@@ -498,8 +498,9 @@ def check_change_data_feed(
     if rewrites_rows and data_adds and data_removes and not cdc_files:
         raise UnsupportedFeatureError(
             "change data feed is enabled (delta.enableChangeDataFeed=true) and this commit rewrites rows "
-            "without change data files, which deltalog cannot produce yet; disable the change data feed "
-            "or run the operation with an engine that writes change data",
+            "without change data files: stage the changed rows as cdc actions "
+            "(deltalog.data.change_files.write_change_files, as the kernel's DELETE and UPDATE do), or "
+            "disable the change data feed",
             feature="changeDataFeed",
             table=table,
         )

@@ -30,16 +30,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from deltalog.feed.changes import CHANGE_TYPE, cdf_enabled
+from deltalog.data.change_files import CHANGE_DATA_DIR, CHANGE_TYPE, change_schema
+from deltalog.feed.changes import cdf_enabled
 from deltalog.protocol.actions import AddCDCFile, Metadata
 from deltalog.protocol.column_mapping import MODE_KEY, mapping_mode
-from deltalog.protocol.schema import (
-    COLUMN_MAPPING_ID_KEY,
-    COLUMN_MAPPING_PHYSICAL_NAME_KEY,
-    PrimitiveType,
-    StructField,
-    StructType,
-)
+from deltalog.protocol.schema import StructType
 from deltalog.spark.dml._scan import quoted
 from deltalog.storage.locations import StoreRef
 
@@ -59,14 +54,10 @@ __all__ = [
     "write_change_files",
 ]
 
-#: Directory (under the table root) of change data files.
-CHANGE_DATA_DIR = "_change_data"
-
 DataFrame = Any
 Column = Any
 
 _KIND = "__deltalog_change"
-_MAPPING_KEYS = (COLUMN_MAPPING_ID_KEY, COLUMN_MAPPING_PHYSICAL_NAME_KEY)
 _POST = ("update_postimage", "insert")
 
 
@@ -141,16 +132,6 @@ def updated_rows(df: DataFrame, schema: StructType, new: Sequence[Column]) -> Da
     return change_rows(df, F.lit("update"), olds, new, schema)
 
 
-def _change_schema(schema: StructType) -> StructType:
-    """The table's columns, nullable and without constraints, defaults or generation expressions, but with
-    their column mapping (change data files name columns as data files do); then ``_change_type``."""
-    fields = tuple(
-        replace(f, nullable=True, metadata={k: v for k, v in f.metadata.items() if k in _MAPPING_KEYS})
-        for f in schema.fields
-    )
-    return StructType((*fields, StructField(CHANGE_TYPE, PrimitiveType("string"), True, {})))
-
-
 def write_change_files(df: DataFrame, table: Table, schema: StructType, metadata: Metadata) -> list[WrittenFile]:
     """Write ``df`` (``schema``'s columns + ``_change_type``, from :func:`change_rows`) as change data
     files under ``_change_data/`` with one Spark job; returns the files (paths relative to the table
@@ -167,7 +148,7 @@ def write_change_files(df: DataFrame, table: Table, schema: StructType, metadata
     from deltalog.spark.dml._jobs import spark_error, target_file_size
 
     base = StoreRef.of(table.store)
-    cdc_schema = _change_schema(schema)
+    cdc_schema = change_schema(schema)
     # Change rows are copies of rows already checked (or being checked by the data write): no
     # constraints, invariants or NOT NULL checks here, only the layout of the table.
     # Column mapping stays: under it change data files hold the physical column names, as data files do.

@@ -1,0 +1,100 @@
+"""The kernel's DELETE and UPDATE on tables with the change data feed on write change data files (they were
+refused: "rewrites rows without change data files, which deltalog cannot produce yet"): the deleted rows, and
+each updated row's pre- and post-image, read back by deltalog's change feed and by delta-rs's ``load_cdf``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import deltalog
+from deltalog.errors import ConcurrentModificationException
+from races import winner_commits_first
+
+CDF = {"delta.enableChangeDataFeed": "true"}
+
+
+def _write(path: Path, **properties: str) -> deltalog.Table:
+    data = pa.table({"id": pa.array(range(10), pa.int64()), "p": pa.array([i % 2 for i in range(10)], pa.int64()),
+                     "v": [str(i) for i in range(10)]})
+    deltalog.write_table(path, data, partition_by=["p"], properties={**CDF, **properties})
+    return deltalog.Table(path)
+
+
+def _changes(path: Path, start: int) -> list[tuple[Any, ...]]:
+    got = deltalog.read_changes(str(path), starting_version=start)
+    cols = ["id", "p", "v", "_change_type", "_commit_version"]
+    return sorted(zip(*[got.column(c).to_pylist() for c in cols]))
+
+
+def _delta_rs_changes(path: Path, start: int) -> list[tuple[Any, ...]]:
+    deltalake = pytest.importorskip("deltalake")
+    reader = deltalake.DeltaTable(str(path)).load_cdf(starting_version=start)
+    got = reader.read_all() if isinstance(reader, pa.RecordBatchReader) else pa.table(reader)
+    cols = ["id", "p", "v", "_change_type", "_commit_version"]
+    return sorted(zip(*[got.column(c).to_pylist() for c in cols]))
+
+
+@pytest.mark.parametrize("dvs", [False, True])
+def test_delete_and_update_record_their_changes(tmp_path: Path, dvs: bool) -> None:
+    path = tmp_path / "t"
+    table = _write(path, **({"delta.enableDeletionVectors": "true"} if dvs else {}))
+    assert table.delete("id IN (3, 4)").num_deleted_rows == 2
+    result = table.update_rows("id >= 8", {"v": deltalog.sql_expr("concat(v, '!')")})
+    assert result.num_updated_rows == 2 and result.used_deletion_vectors is dvs
+    want = [(3, 1, "3", "delete", 1), (4, 0, "4", "delete", 1),
+            (8, 0, "8", "update_preimage", 2), (8, 0, "8!", "update_postimage", 2),
+            (9, 1, "9", "update_preimage", 2), (9, 1, "9!", "update_postimage", 2)]
+    assert _changes(path, 1) == want
+    assert _delta_rs_changes(path, 1) == want
+    commit = table.history(limit=1)[0]
+    assert commit["operationMetrics"]["numAddedChangeFiles"] == "2"  # one per partition touched
+    cdc = [a for a in _actions(path, 2) if "cdc" in a]
+    assert {a["cdc"]["path"].split("/")[1] for a in cdc} == {"p=0", "p=1"}
+    assert all(a["cdc"]["path"].startswith("_change_data/") and a["cdc"]["dataChange"] is False for a in cdc)
+    if dvs:  # a deletion-vector DELETE writes none: readers take the rows from the deletion vectors
+        assert not [a for a in _actions(path, 1) if "cdc" in a]
+
+
+def _actions(path: Path, version: int) -> list[dict[str, Any]]:
+    import json
+
+    text = (path / "_delta_log" / f"{version:020d}.json").read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_change_files_hold_physical_names_and_no_row_tracking_columns(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "t"
+    table = _write(path, **{"delta.columnMapping.mode": "name", "delta.enableRowTracking": "true"})
+    table.update_rows("id = 5", {"v": "five"})
+    cdc = [a["cdc"] for a in _actions(path, 1) if "cdc" in a]
+    assert len(cdc) == 1
+    names = pq.read_schema(path / cdc[0]["path"]).names
+    assert len(names) == 3 and names[-1] == "_change_type" and all(n.startswith("col-") for n in names[:2])
+    assert _changes(path, 1) == [(5, 1, "5", "update_preimage", 1), (5, 1, "five", "update_postimage", 1)]
+
+
+def test_removing_whole_files_writes_no_change_files(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    table = _write(path)
+    table.delete("p = 1 AND v != 'nope'")  # every row of the p=1 file: the remove says it all
+    assert not [a for a in _actions(path, 1) if "cdc" in a]
+    assert [c[:4] for c in _changes(path, 1)] == [(i, 1, str(i), "delete") for i in (1, 3, 5, 7, 9)]
+
+
+def test_a_statement_that_does_not_commit_leaves_no_change_files(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "t"
+    table = _write(path)
+    winner_commits_first(monkeypatch, str(path), lambda t: t.delete("id = 2"))
+    with pytest.raises(ConcurrentModificationException):
+        table.update_rows("id < 4", {"v": "x"})  # rewrites the file the winner rewrote
+    monkeypatch.undo()
+    live = {a["cdc"]["path"] for a in _actions(path, 1) if "cdc" in a}
+    on_disk = {str(f.relative_to(path)) for f in (path / "_change_data").rglob("*.parquet")}
+    assert on_disk == live and len(live) == 1  # the winner's; the loser's were deleted
