@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from deltalog.commands.clone import CloneResult
     from deltalog.commands.delete import DeleteResult
     from deltalog.commands.drop_feature import DropFeatureResult
+    from deltalog.commands.merge import TableMerger
     from deltalog.commands.restore import RestoreResult
     from deltalog.commands.update import UpdateResult
     from deltalog.commands.vacuum import VacuumResult
@@ -256,6 +257,30 @@ class Table:
         from deltalog.commands.delete import delete
 
         return delete(self, predicate, use_deletion_vectors=use_deletion_vectors, clock=clock)
+
+    def merge(
+        self,
+        source: Any,
+        predicate: str,
+        *,
+        source_alias: str = "source",
+        target_alias: str = "target",
+        use_deletion_vectors: bool | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> TableMerger:
+        """``MERGE`` the rows of ``source`` (a pyarrow Table, record batch reader or pandas frame) into the
+        table on the join condition ``predicate``, with delta-rs's builder (see
+        :mod:`deltalog.commands.merge`): add ``when_...`` clauses, then ``execute()``.
+
+        Example:
+            >>> (Table("/data/t").merge(updates, "target.id = source.id")             # doctest: +SKIP
+            ...  .when_matched_update({"v": "source.v"}).when_not_matched_insert_all().execute()).version
+            7
+        """
+        from deltalog.commands.merge import TableMerger
+
+        return TableMerger(self, source, predicate, source_alias=source_alias, target_alias=target_alias,
+                           use_deletion_vectors=use_deletion_vectors, clock=clock)
 
     def update_rows(
         self,

@@ -158,12 +158,14 @@ def commit_dml(
     tracked: tuple[StructField, StructField] | None,
     metrics: dict[str, Any],
     changes: Sequence[pa.Table] = (),
+    *,
+    metric_names: tuple[str, str] = ("numAddedFiles", "numAddedChangeFiles"),
 ) -> tuple[int, int]:
     """Commit a DML statement: ``removed`` files out, each of ``dv_files`` back in with a deletion vector
     holding ``rows``, ``new_data`` written to new files (carrying row ids when ``tracked``), ``changes``
     (change rows, :func:`deltalog.data.change_files.change_rows`) written to change data files. What was
-    written is deleted again if nothing commits. ``metrics`` get ``numAddedFiles`` (and
-    ``numAddedChangeFiles``). Returns ``(version, files added)``.
+    written is deleted again if nothing commits. ``metrics`` get the files added and change files added
+    (``metric_names``: ``numAddedFiles``, ``numAddedChangeFiles``). Returns ``(version, files added)``.
 
     Example:
         >>> commit_dml(t, snap, txn, removed, [], [rows], None, {"numDeletedRows": 1})  # doctest: +SKIP
@@ -187,8 +189,8 @@ def commit_dml(
             written.extend(f.rel_path for f in files)
             for action in actions:
                 txn.add_action(action)
-            metrics = {**metrics, "numAddedChangeFiles": len(actions)}
-        result = txn.commit(metrics={**metrics, "numAddedFiles": added})
+            metrics = {**metrics, metric_names[1]: len(actions)}
+        result = txn.commit(metrics={**metrics, metric_names[0]: added})
     return result.version, added
 
 

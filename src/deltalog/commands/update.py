@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
 
-__all__ = ["UpdateResult", "update"]
+__all__ = ["UpdateResult", "new_images", "update"]
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def update(
         updated += int(hit.sum())
         removed.append(row)
         old = data.filter(pa.array(hit))
-        new = _new_images(snap, old, assignments, tracked)
+        new = new_images(snap, old, assignments, tracked)
         out.append(new)
         if record:  # the change data feed is on: every updated row's old and new values
             changes += [change_rows(old, "update_preimage", snap.schema),
@@ -174,11 +174,17 @@ def _assignments(snap: Snapshot, values: Any) -> dict[str, Any]:
     return out
 
 
-def _new_images(
+def new_images(
     snap: Snapshot, old: pa.Table, assignments: Mapping[str, Any], tracked: Any
 ) -> pa.Table:
-    """The updated rows: assignments evaluated on the old images and cast to each column's type,
-    generated columns recomputed, constraints checked; row ids kept, commit versions left to the new file."""
+    """The updated rows: assignments (literals, SQL or pyarrow expressions evaluated on the old images, or
+    arrays of the new values, one per row) cast to each column's type, generated columns recomputed,
+    constraints checked; row ids kept, commit versions left to the new file.
+
+    Example:
+        >>> new_images(snap, old_rows, {"v": pa.array([1, 2])}, None).column("v").to_pylist()  # doctest: +SKIP
+        [1, 2]
+    """
     import pyarrow.dataset as ds
 
     from deltalog.txn.constraints import check_table_constraints
@@ -196,6 +202,8 @@ def _new_images(
                 values[name] = pc.cast(evaluated.column(name), target)
             elif isinstance(value, Expression):
                 values[name] = pc.cast(value.evaluate(old.select(names)), target)
+            elif isinstance(value, (pa.Array, pa.ChunkedArray)):
+                values[name] = pc.cast(value, target)
             else:
                 values[name] = pa.repeat(pa.scalar(value).cast(target) if value is not None
                                          else pa.scalar(None, target), old.num_rows)
