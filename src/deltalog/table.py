@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from deltalog.commands.clone import CloneResult
+    from deltalog.commands.compact import CompactResult
     from deltalog.commands.delete import DeleteResult
     from deltalog.commands.drop_feature import DropFeatureResult
     from deltalog.commands.merge import TableMerger
@@ -239,6 +240,28 @@ class Table:
         from deltalog.log.cleanup import cleanup_expired_logs
 
         return cleanup_expired_logs(self.snapshot(), retention=retention, clock=clock, dry_run=dry_run)
+
+    def compact(
+        self,
+        *,
+        partition_filter: FilterLike | None = None,
+        max_file_size: int | None = None,
+        min_file_size: int | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> CompactResult:
+        """``OPTIMIZE`` compaction with Arrow (delta-rs's ``optimize.compact()``; see
+        :mod:`deltalog.commands.compact`): small files and files with deletion vectors packed into files of up
+        to ``max_file_size`` bytes, in one ``dataChange=false`` commit.
+
+        Example:
+            >>> Table("/data/events").compact(partition_filter="day = '2024-05-01'").num_files_removed
+            ... # doctest: +SKIP
+            12
+        """
+        from deltalog.commands.compact import compact
+
+        return compact(self, partition_filter=partition_filter, max_file_size=max_file_size,
+                       min_file_size=min_file_size, clock=clock)
 
     def delete(
         self,

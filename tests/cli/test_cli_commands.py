@@ -113,6 +113,16 @@ def test_compute_stats(cli: CLI, table: Path) -> None:
     assert shown.code == EXIT_OK and "files with new statistics" in shown.out
 
 
+def test_compact(cli: CLI, table: Path) -> None:
+    r = cli("compact", str(table), "--where", "part = 'p0'", "--json")
+    assert r.code == EXIT_OK, r.err
+    assert r.json() == {"version": 3, "num_files_removed": 2, "num_files_added": 1, "num_deleted_rows_purged": 0}
+    assert deltalog.Table(table).snapshot().num_files() == 2
+    assert deltalog.Table(table).history(limit=1)[0]["operation"] == "OPTIMIZE"
+    shown = cli("compact", str(table))
+    assert shown.code == EXIT_OK and "nothing committed" in shown.out  # p1 has one file: nothing to pack
+
+
 def test_restore_needs_exactly_one_target(cli: CLI, table: Path) -> None:
     r = cli("restore", str(table))
     assert r.code == EXIT_USAGE

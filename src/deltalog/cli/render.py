@@ -279,6 +279,16 @@ def checkpoint(out: Output, doc: dict[str, Any]) -> None:
     out.print(out.key_values(rows))
 
 
+def compact(out: Output, doc: dict[str, Any]) -> None:
+    """Draw ``compact``."""
+    if doc["version"] is None:
+        out.print("no partition has files to compact: nothing committed")
+        return
+    out.print(out.key_values([("new version", doc["version"]), ("files removed", f"{doc['num_files_removed']:,}"),
+                              ("files added", f"{doc['num_files_added']:,}"),
+                              ("deleted rows purged", f"{doc['num_deleted_rows_purged']:,}")]))
+
+
 def compute_stats(out: Output, doc: dict[str, Any]) -> None:
     """Draw ``compute-stats``."""
     if doc["version"] is None:

@@ -1,0 +1,103 @@
+"""The kernel's OPTIMIZE compaction (``Table.compact``, delta-rs's ``optimize.compact()``): small files packed
+per partition into one ``dataChange=false`` commit, deleted rows purged, row ids kept, a partition filter, a
+retry after losing to a concurrent delete (its files cleaned up), and other readers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import deltalog
+from deltalog.errors import InvalidArgumentError
+from races import winner_commits_first
+from readers import delta_rs_query_rows, duckdb_rows
+
+
+def _table(path: Path, appends: int = 6, **props: str) -> deltalog.Table:
+    for i in range(appends):
+        deltalog.write_table(path, pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64()),
+                                             "p": pa.array([i % 2] * 10, pa.int64())}),
+                             mode="append", partition_by=["p"], properties=props or None)
+    return deltalog.Table(path)
+
+
+def _rows(table: deltalog.Table) -> list[tuple[Any, ...]]:
+    got = table.snapshot().to_arrow(columns=["id", "p"])
+    return sorted(zip(got.column("id").to_pylist(), got.column("p").to_pylist()))
+
+
+def _row_ids(table: deltalog.Table) -> dict[int, tuple[int, int]]:
+    """id -> (row id, row commit version) of the live rows, read from the files."""
+    from deltalog.data.read import kept_rows
+
+    snap = table.snapshot()
+    rid = snap.properties["delta.rowTracking.materializedRowIdColumnName"]
+    rcv = snap.properties["delta.rowTracking.materializedRowCommitVersionColumnName"]
+    out = {}
+    for f in snap.add_files().to_pylist():
+        data = pq.read_table(Path(table.location) / f["path"])
+        keep = kept_rows(snap, f, data.num_rows)
+        ids = data.column(rid).to_pylist() if rid in data.column_names else [None] * data.num_rows
+        cvs = data.column(rcv).to_pylist() if rcv in data.column_names else [None] * data.num_rows
+        for i, (k, a, b) in enumerate(zip(data.column("id").to_pylist(), ids, cvs, strict=True)):
+            if keep[i]:
+                out[k] = (f["baseRowId"] + i if a is None else a, f["defaultRowCommitVersion"] if b is None else b)
+    return out
+
+
+def test_small_files_are_packed_per_partition(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    table = _table(path, **{"delta.enableDeletionVectors": "true", "delta.enableRowTracking": "true",
+                            "delta.enableChangeDataFeed": "true"})
+    table.delete("id % 7 = 0")
+    before, ids = _rows(table), _row_ids(table)
+    version = table.snapshot().version
+    result = table.compact()
+    assert (result.version, result.num_files_removed, result.num_files_added) == (version + 1, 6, 2)
+    assert result.partitions_optimized == 2 and result.num_deleted_rows_purged == 9
+    snap = table.snapshot()
+    assert snap.num_files() == 2 and not any(f["deletionVector"] for f in snap.add_files().to_pylist())
+    assert _rows(table) == before and _row_ids(table) == ids  # same rows, same ids and commit versions
+    entry = table.history(limit=1)[0]
+    assert entry["operation"] == "OPTIMIZE" and entry["operationMetrics"]["numDeletionVectorsRemoved"] == "6"
+    actions = [json.loads(line) for line in (path / "_delta_log" / f"{version + 1:020d}.json").read_text().splitlines()]
+    assert all(a[k]["dataChange"] is False for a in actions for k in ("add", "remove") if k in a)
+    assert deltalog.read_changes(str(path), starting_version=version + 1).num_rows == 0  # no data change
+    assert delta_rs_query_rows(str(path), ["id", "p"]) == before == duckdb_rows(str(path), ["id", "p"])
+    assert table.compact().version is None  # nothing left to compact
+
+
+def test_partition_filter_and_file_size(tmp_path: Path) -> None:
+    table = _table(tmp_path / "t")
+    result = table.compact(partition_filter="p = 1")
+    assert result.num_files_removed == 3 and table.snapshot().num_files() == 4
+    with pytest.raises(InvalidArgumentError, match="'id' is not one"):
+        table.compact(partition_filter=[("id", ">", 3)])
+    with pytest.raises(InvalidArgumentError, match="max_file_size must be positive"):
+        table.compact(max_file_size=0)
+    size = max(f["size"] for f in table.snapshot().add_files().to_pylist() if dict(f["partitionValues"])["p"] == "0")
+    result = table.compact(max_file_size=2 * size + 1)  # two small files per bin at most
+    assert result.num_files_removed == 2 and result.num_files_added == 1
+
+
+def test_a_compaction_that_loses_plans_again_and_leaves_no_files(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "t"
+    table = _table(path)
+    winner_commits_first(monkeypatch, str(path), lambda t: t.delete("id = 3"))
+    result = table.compact()
+    monkeypatch.undo()
+    assert result.version == 7 and (3, 0) not in _rows(table) and len(_rows(table)) == 59
+    assert [h["operation"] for h in table.history(limit=2)] == ["OPTIMIZE", "DELETE"]  # planned again after it
+    named = set()
+    for log in (path / "_delta_log").glob("*.json"):
+        for line in log.read_text().splitlines():
+            action = json.loads(line)
+            named |= {action[k]["path"] for k in ("add", "remove") if k in action}
+    on_disk = {str(f.relative_to(path)) for f in path.rglob("*.parquet") if "_delta_log" not in f.parts}
+    assert on_disk == named  # the lost attempt's files were deleted
