@@ -10,7 +10,8 @@ columns) limits the partitions compacted. A compaction that loses to a concurren
 on the new snapshot (up to three times) rather than fail; the files it wrote are deleted.
 
 ``max_file_size`` defaults to ``delta.targetFileSize``, else 1 GiB (delta-spark's default), and
-``min_file_size`` to ``max_file_size``.
+``min_file_size`` to ``max_file_size``. On a liquid-clustered table the files are compacted, not clustered
+(the Spark engine's ``OPTIMIZE`` clusters them); Z-ordering is the Spark engine's too.
 
 Example:
     >>> compact(deltalog.Table("/data/events"), max_file_size=128 << 20).num_files_removed   # doctest: +SKIP
