@@ -282,3 +282,19 @@ def test_merge_equals_a_row_by_row_reference(tmp_path_factory: pytest.TempPathFa
             merger = merger.when_not_matched_by_source_update({"v": "target.v + 100"}, cond)
     merger.execute()
     assert dict(_rows(table)) == _reference(target, source, clauses)
+
+
+def test_partitioned_target_rows_can_change_partition(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    for p in ("a", "b", "c"):
+        deltalog.write_table(path, pa.table({"id": pa.array([ord(p), ord(p) + 100], pa.int64()), "p": [p, p]}),
+                             mode="append", partition_by=["p"])
+    table = deltalog.Table(path)
+    source = pa.table({"id": pa.array([ord("a"), 5], pa.int64()), "p": ["a", "z"], "to": ["c", "z"]})
+    result = table.merge(source, "target.p = source.p AND target.id = source.id") \
+        .when_matched_update({"p": "source.to"}).when_not_matched_insert({"id": "source.id", "p": "source.p"}) \
+        .execute()
+    assert result.num_target_files_removed == 1  # only partition a was read and rewritten
+    assert _rows(table) == sorted([(ord("a") + 100, "a"), (ord("b"), "b"), (ord("b") + 100, "b"),
+                                   (ord("c"), "c"), (ord("c") + 100, "c"), (ord("a"), "c"), (5, "z")])
+    assert duckdb_rows(str(path), ["id", "p"]) == _rows(table)
