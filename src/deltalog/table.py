@@ -247,21 +247,25 @@ class Table:
         partition_filter: FilterLike | None = None,
         max_file_size: int | None = None,
         min_file_size: int | None = None,
+        zorder_by: Sequence[str] = (),
         clock: Callable[[], int] | None = None,
     ) -> CompactResult:
-        """``OPTIMIZE`` compaction with Arrow (delta-rs's ``optimize.compact()``; see
+        """``OPTIMIZE`` with Arrow (delta-rs's ``optimize.compact()`` / ``z_order()``; see
         :mod:`deltalog.commands.compact`): small files and files with deletion vectors packed into files of up
-        to ``max_file_size`` bytes, in one ``dataChange=false`` commit.
+        to ``max_file_size`` bytes -- or, with ``zorder_by``, each partition rewritten in Z order of those
+        columns -- in one ``dataChange=false`` commit.
 
         Example:
             >>> Table("/data/events").compact(partition_filter="day = '2024-05-01'").num_files_removed
             ... # doctest: +SKIP
             12
+            >>> Table("/data/events").compact(zorder_by=["user_id", "ts"]).version  # doctest: +SKIP
+            13
         """
         from deltalog.commands.compact import compact
 
         return compact(self, partition_filter=partition_filter, max_file_size=max_file_size,
-                       min_file_size=min_file_size, clock=clock)
+                       min_file_size=min_file_size, zorder_by=zorder_by, clock=clock)
 
     def delete(
         self,

@@ -121,6 +121,10 @@ def test_compact(cli: CLI, table: Path) -> None:
     assert deltalog.Table(table).history(limit=1)[0]["operation"] == "OPTIMIZE"
     shown = cli("compact", str(table))
     assert shown.code == EXIT_OK and "nothing committed" in shown.out  # p1 has one file: nothing to pack
+    z = cli("compact", str(table), "--zorder-by", "id", "--json")
+    assert z.code == EXIT_OK, z.err
+    assert z.json()["num_files_removed"] == 2  # every file of both partitions, rewritten in Z order
+    assert deltalog.Table(table).history(limit=1)[0]["operationParameters"]["zOrderBy"] == '["id"]'
 
 
 def test_restore_needs_exactly_one_target(cli: CLI, table: Path) -> None:

@@ -101,3 +101,43 @@ def test_a_compaction_that_loses_plans_again_and_leaves_no_files(tmp_path: Path,
             named |= {action[k]["path"] for k in ("add", "remove") if k in action}
     on_disk = {str(f.relative_to(path)) for f in path.rglob("*.parquet") if "_delta_log" not in f.parts}
     assert on_disk == named  # the lost attempt's files were deleted
+
+
+def test_zorder_lets_statistics_skip_files_on_either_column(tmp_path: Path) -> None:
+    import numpy as np
+
+    from deltalog.data.filters import normalize_filter, prune_files
+
+    path = tmp_path / "t"
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        deltalog.write_table(path, pa.table({"x": pa.array(rng.integers(0, 1000, 5000), pa.int64()),
+                                             "y": pa.array(rng.integers(0, 1000, 5000), pa.int64()),
+                                             "s": pa.array([f"k{i}" for i in rng.integers(0, 100, 5000)])}),
+                             mode="append")
+    table = deltalog.Table(path)
+    before = sorted(zip(*[table.snapshot().to_arrow().column(c).to_pylist() for c in ("x", "y", "s")]))
+
+    def files_read(sql: str) -> int:
+        snap = table.snapshot()
+        return prune_files(snap, normalize_filter(sql, snap.schema, table="t")[0]).num_rows
+
+    assert files_read("x < 100") == files_read("y < 100") == 4  # random: every file spans everything
+    size = sum(f["size"] for f in table.snapshot().add_files().to_pylist())
+    result = table.compact(zorder_by=["x", "`y`"], max_file_size=size // 16)
+    assert result.num_files_removed == 4 and result.num_files_added >= 12
+    n = result.num_files_added
+    assert files_read("x < 100") <= n // 2 and files_read("y < 100") <= n // 2
+    assert sorted(zip(*[table.snapshot().to_arrow().column(c).to_pylist() for c in ("x", "y", "s")])) == before
+    entry = table.history(limit=1)[0]
+    assert entry["operationParameters"]["zOrderBy"] == '["x","y"]'
+    assert delta_rs_query_rows(str(path), ["x", "y", "s"]) == before
+
+
+def test_zorder_refusals(tmp_path: Path) -> None:
+    table = _table(tmp_path / "t")
+    for columns, fragment in [(["p"], "DELTA_ZORDERING_ON_PARTITION_COLUMN"), (["nope"], "does not exist"),
+                              (["id", "ID"], "listed twice"), ("id", "takes a list")]:
+        with pytest.raises(InvalidArgumentError, match=fragment):
+            table.compact(zorder_by=columns)  # type: ignore[arg-type]
+    assert table.snapshot().version == 5

@@ -282,17 +282,21 @@ def checkpoint(out: Output, path: str) -> int:
 
 @_command(
     "compact",
-    "Compact small files (OPTIMIZE).",
-    "Pack small files, and files with deleted rows, into files of up to --max-file-size bytes in one OPTIMIZE "
-    "commit (dataChange=false: no reader sees a change).",
+    "Compact small files, or Z-order (OPTIMIZE [ZORDER BY]).",
+    "Pack small files, and files with deleted rows, into files of up to --max-file-size bytes -- or, with "
+    "--zorder-by, rewrite each partition in Z order of those columns -- in one OPTIMIZE commit "
+    "(dataChange=false: no reader sees a change).",
 )
 @_PATH
 @click.option("--where", "where", default=None, metavar="SQL",
               help="Only the partitions matching this condition on partition columns, e.g. \"day = '2024-05-01'\".")
 @click.option("--max-file-size", type=int, default=None, metavar="BYTES",
               help="Largest file to write (default: delta.targetFileSize, else 1 GiB).")
-def compact(out: Output, path: str, where: str | None, max_file_size: int | None) -> int:
-    result = _table(path).compact(partition_filter=where, max_file_size=max_file_size)
+@click.option("--zorder-by", "zorder_by", default=None, metavar="COLS",
+              help="Rewrite each partition in Z order of these comma-separated columns (OPTIMIZE ZORDER BY).")
+def compact(out: Output, path: str, where: str | None, max_file_size: int | None, zorder_by: str | None) -> int:
+    columns = [c.strip() for c in zorder_by.split(",") if c.strip()] if zorder_by else []
+    result = _table(path).compact(partition_filter=where, max_file_size=max_file_size, zorder_by=columns)
     doc = {"version": result.version, "num_files_removed": result.num_files_removed,
            "num_files_added": result.num_files_added, "num_deleted_rows_purged": result.num_deleted_rows_purged}
     out.emit(doc, lambda: render.compact(out, doc))

@@ -1,4 +1,5 @@
-"""``OPTIMIZE`` compaction in the kernel, executed with Arrow (delta-rs's ``optimize.compact()``).
+"""``OPTIMIZE`` compaction and ``ZORDER BY`` in the kernel, executed with Arrow (delta-rs's
+``optimize.compact()`` / ``optimize.z_order()``).
 
 Per partition, the files below ``min_file_size`` and the files with a deletion vector are packed into bins
 of at most ``max_file_size`` bytes (:func:`deltalog.commands.optimize_plan.plan_compaction`, as the Spark
@@ -9,9 +10,15 @@ with row tracking. ``partition_filter`` (a SQL condition or ``(column, op, value
 columns) limits the partitions compacted. A compaction that loses to a concurrent data change plans again
 on the new snapshot (up to three times) rather than fail; the files it wrote are deleted.
 
+With ``zorder_by`` every file of each selected partition is rewritten instead, its rows ordered along
+the Z-curve of those columns (each column's values mapped to ranges of equal row counts, the range numbers'
+bits interleaved, as the Spark engine computes it; :mod:`deltalog.commands.optimize_plan`) and cut into
+files of about ``max_file_size``, so that min/max statistics of each column skip files. A partition is held
+in memory while it is Z-ordered.
+
 ``max_file_size`` defaults to ``delta.targetFileSize``, else 1 GiB (delta-spark's default), and
 ``min_file_size`` to ``max_file_size``. On a liquid-clustered table the files are compacted, not clustered
-(the Spark engine's ``OPTIMIZE`` clusters them); Z-ordering is the Spark engine's too.
+(the Spark engine's ``OPTIMIZE`` clusters them), and ``zorder_by`` is refused, as in delta-spark.
 
 Example:
     >>> compact(deltalog.Table("/data/events"), max_file_size=128 << 20).num_files_removed   # doctest: +SKIP
@@ -21,13 +28,26 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from deltalog.commands.optimize_plan import DEFAULT_MAX_FILE_SIZE, plan_compaction, size_percentiles
+from deltalog.commands.clustering import clustering_of
+from deltalog.commands.optimize_plan import (
+    DEFAULT_MAX_FILE_SIZE,
+    bits_per_column,
+    interleave_bits,
+    plan_compaction,
+    plan_zorder,
+    range_ids,
+    range_probabilities,
+    size_percentiles,
+    zorder_fields,
+)
 from deltalog.data.filters import normalize_filter, prune_files
 from deltalog.data.read import kept_rows, map_files, read_file_rows, with_row_tracking_columns
 from deltalog.data.write_files import DataFileWriter
@@ -37,7 +57,7 @@ from deltalog.errors import (
     MetadataChangedException,
     ProtocolChangedException,
 )
-from deltalog.protocol.schema import StructType
+from deltalog.protocol.schema import StructField, StructType
 from deltalog.txn.operations import Optimize
 from deltalog.txn.row_tracking import tracked_fields
 
@@ -46,7 +66,7 @@ if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
 
-__all__ = ["CompactResult", "compact"]
+__all__ = ["CompactResult", "compact", "z_ordered"]
 
 log = logging.getLogger(__name__)
 
@@ -77,17 +97,23 @@ def compact(
     partition_filter: FilterLike | None = None,
     max_file_size: int | None = None,
     min_file_size: int | None = None,
+    zorder_by: Sequence[str] = (),
     clock: Callable[[], int] | None = None,
 ) -> CompactResult:
-    """Compact the table's small files (see the module docstring) in one ``OPTIMIZE`` commit.
+    """Compact the table's small files, or Z-order its partitions by ``zorder_by`` (see the module
+    docstring), in one ``OPTIMIZE`` commit.
 
     Example:
         >>> compact(deltalog.Table("/data/t"), partition_filter="day = '2024-05-01'").version  # doctest: +SKIP
         12
+        >>> compact(deltalog.Table("/data/t"), zorder_by=["x", "y"]).num_files_added  # doctest: +SKIP
+        8
     """
+    if isinstance(zorder_by, str):
+        raise InvalidArgumentError("zorder_by takes a list of column names", table=table.location)
     for attempt in range(1, ATTEMPTS + 1):
         try:
-            return _compact_once(table, partition_filter, max_file_size, min_file_size, clock)
+            return _compact_once(table, partition_filter, max_file_size, min_file_size, tuple(zorder_by), clock)
         except ConcurrentModificationException as exc:
             if attempt == ATTEMPTS or isinstance(exc, (ProtocolChangedException, MetadataChangedException)):
                 raise
@@ -117,7 +143,7 @@ def _limits(snap: Snapshot, max_file_size: int | None, min_file_size: int | None
 
 def _compact_once(
     table: TableHandle, partition_filter: Any, max_file_size: int | None, min_file_size: int | None,
-    clock: Callable[[], int] | None,
+    zorder_by: tuple[str, ...], clock: Callable[[], int] | None,
 ) -> CompactResult:
     snap = table.snapshot()
     loc = table.location
@@ -128,13 +154,17 @@ def _compact_once(
         raise InvalidArgumentError(
             f"partition_filter must compare partition columns {list(snap.partition_columns)} with values"
             + (f"; {outside[0]!r} is not one" if outside else ""), table=loc, version=snap.version)
-    bins = plan_compaction(prune_files(snap, conditions).to_pylist(), max_file_size=limit, min_file_size=small)
+    zorder = _zorder_fields(snap, zorder_by) if zorder_by else []
+    files = prune_files(snap, conditions).to_pylist()
+    bins = plan_zorder(files, max_file_size=limit) if zorder else plan_compaction(
+        files, max_file_size=limit, min_file_size=small)
     if not bins:
         return CompactResult(version=None)
     tracked = tracked_fields(snap.protocol, snap.metadata)  # the rows keep their ids and commit versions
     schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
     predicate = partition_filter if isinstance(partition_filter, str) else None
-    txn = table.transaction(Optimize(predicate=predicate), snapshot=snap, **({"clock": clock} if clock else {}))
+    op = Optimize(predicate=predicate, z_order_by=tuple(f.name for f in zorder))
+    txn = table.transaction(op, snapshot=snap, **({"clock": clock} if clock else {}))
     written: list[str] = []
 
     def live_rows(add: dict[str, Any]) -> pa.Table:
@@ -150,17 +180,23 @@ def _compact_once(
     added = []
     with txn.discard_unless_committed(discard):
         for b in bins:  # one bin in memory at a time, its files read side by side
+            pieces = map_files(live_rows, [dict(f) for f in b.files])
+            per_file = None
+            if zorder:  # the planned number of files, cut from the rows in Z order
+                pieces = [z_ordered(pa.concat_tables(pieces), [f.name for f in zorder])]
+                per_file = max(1, -(-pieces[0].num_rows // b.num_output_files))
+            # a bin becomes one file (rolling over only at twice the limit), or its Z-ordered share of rows
             writer = DataFileWriter(table.store, schema, snap.partition_columns, target_file_size=2 * limit,
-                                    column_mapping=snap.column_mapping_mode)
+                                    max_records_per_file=per_file, column_mapping=snap.column_mapping_mode)
             try:
-                for rows in map_files(live_rows, [dict(f) for f in b.files]):
+                for rows in pieces:
                     writer.write(rows)
-                files = writer.close()
+                written_files = writer.close()
             except BaseException:
                 writer.abort()
                 raise
-            written.extend(f.rel_path for f in files)
-            added.extend(files)
+            written.extend(f.rel_path for f in written_files)
+            added.extend(written_files)
         removed = [dict(f) for b in bins for f in b.files]
         txn.read_files(str(f["path"]) for f in removed)
         txn.remove_files(removed, data_change=False)
@@ -178,3 +214,50 @@ def _compact_once(
         num_deleted_rows_purged=purged, partitions_optimized=len({b.partition for b in bins}),
         metrics=dict(result.operation_metrics),
     )
+
+
+def _zorder_fields(snap: Snapshot, columns: Sequence[str]) -> list[StructField]:
+    if clustering_of(snap):
+        raise InvalidArgumentError(
+            f"[DELTA_CLUSTERING_WITH_ZORDER_BY] the table is clustered by {clustering_of(snap)}: Z-ordering it is "
+            "not allowed (the Spark engine's OPTIMIZE clusters it)", table=snap.table, version=snap.version)
+    return zorder_fields(snap.schema, snap.partition_columns, snap.metadata.configuration, columns,
+                         table=snap.table, version=snap.version)
+
+
+def _z_key(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """An order-preserving float per value (nulls ``-inf``, first): numbers as themselves, dates and
+    timestamps as their day or microsecond numbers, strings and binaries by their first six bytes."""
+    t = column.type
+    if pa.types.is_boolean(t):
+        column = pc.cast(column, pa.int8())
+    elif pa.types.is_date(t):
+        column = pc.cast(column, pa.int32())
+    elif pa.types.is_timestamp(t):
+        column = pc.cast(column, pa.int64())
+    elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t):
+        heads = pc.binary_slice(pc.cast(column, pa.binary()), 0, 6).to_pylist()
+        return np.array([-np.inf if h is None else float(int.from_bytes(h.ljust(6, b"\0"), "big")) for h in heads],
+                        dtype=np.float64)
+    floats = pc.fill_null(pc.cast(column, pa.float64()), -np.inf)
+    return np.asarray(floats.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def z_ordered(rows: pa.Table, columns: Sequence[str]) -> pa.Table:
+    """``rows`` sorted by the Z-value of ``columns``: each column's values split into ``2**bits`` ranges of
+    equal row counts, the range numbers' bits interleaved (the first column's bit highest).
+
+    Example:
+        >>> t = pa.table({"x": [3, 0, 2, 1], "y": [0, 1, 2, 3]})
+        >>> z_ordered(t, ["x", "y"]).column("x").to_pylist()
+        [0, 1, 3, 2]
+    """
+    bits = bits_per_column(len(columns))
+    ids = []
+    for name in columns:
+        keys = _z_key(rows.column(name))
+        known = keys[np.isfinite(keys)]
+        bounds = np.unique(np.quantile(known, range_probabilities(bits))) if len(known) else None
+        ids.append(range_ids(keys, bounds))
+    order = np.argsort(interleave_bits(ids, bits=bits), kind="stable")
+    return rows.take(pa.array(order))

@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from deltalog.protocol.schema import ArrayType, MapType, StructType
+from deltalog.errors import InvalidArgumentError
+from deltalog.protocol.schema import ArrayType, MapType, StructField, StructType
 
 __all__ = [
     "DEFAULT_MAX_FILE_SIZE",
@@ -50,6 +51,7 @@ __all__ = [
     "size_percentiles",
     "size_summary",
     "stats_columns",
+    "zorder_fields",
 ]
 
 #: ``delta.targetFileSize`` / ``spark.databricks.delta.optimize.maxFileSize`` when neither is set: 1 GiB.
@@ -352,6 +354,59 @@ def stats_columns(schema: StructType, partition_columns: Sequence[str], configur
     if limit >= 0:
         leaves = leaves[:limit]
     return {top.lower() for top, _ in leaves}
+
+
+def zorder_fields(
+    schema: StructType, partition_columns: Sequence[str], configuration: Mapping[str, str], columns: Sequence[str],
+    *, require_stats: bool = True, stats_conf: str | None = None, table: str | None = None,
+    version: int | None = None,
+) -> list[StructField]:
+    """The Z-order ``columns`` resolved (case-insensitively; ```a.b``` names a column called ``a.b``) to
+    distinct, orderable data columns -- not partition columns, and (``require_stats``) columns Delta
+    collects statistics for, without which Z-ordering cannot help skipping; errors name the column and the
+    rule, with delta-spark's error classes (``stats_conf`` is the setting that turns the statistics check off).
+
+    Example:
+        >>> from deltalog.protocol.schema import parse_schema
+        >>> s = parse_schema('{"type":"struct","fields":[{"name":"x","type":"long","nullable":true,"metadata":{}}]}')
+        >>> [f.name for f in zorder_fields(s, [], {}, ["X"])]
+        ['x']
+    """
+    where: dict[str, Any] = {"table": table, "version": version}
+    if not columns:
+        raise InvalidArgumentError("Z-ordering needs at least one column", **where)
+    by_lower = {f.name.lower(): f for f in schema.fields}
+    parts = {p.lower() for p in partition_columns}
+    out: list[StructField] = []
+    for name in columns:
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(f"Z-order columns must be column names, got {name!r}", **where)
+        if len(name) > 2 and name.startswith("`") and name.endswith("`"):  # `a.b`: the column named a.b
+            name = name[1:-1].replace("``", "`")
+        if name.lower() in parts:
+            raise InvalidArgumentError(
+                f"[DELTA_ZORDERING_ON_PARTITION_COLUMN] {name} is a partition column; Z-ordering can only be "
+                "performed on data columns", **where)
+        f = by_lower.get(name.lower())
+        if f is None:
+            raise InvalidArgumentError(
+                f"[DELTA_ZORDERING_COLUMN_DOES_NOT_EXIST] Z-order column {name} does not exist in the data schema "
+                f"(top-level columns: {[c for c in schema.field_names if c.lower() not in parts]})", **where)
+        if not orderable(f.type):
+            raise InvalidArgumentError(f"cannot Z-order by column {f.name}: its type cannot be ordered", **where)
+        if any(o.name == f.name for o in out):
+            raise InvalidArgumentError(f"Z-order column {f.name} is listed twice", **where)
+        out.append(f)
+    with_stats = stats_columns(schema, partition_columns, configuration)
+    missing = [f.name for f in out if f.name.lower() not in with_stats]
+    if require_stats and missing:
+        off = f"; set {stats_conf}=false to Z-order anyway" if stats_conf else ""
+        raise InvalidArgumentError(
+            f"[DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS] Z-ordering on {missing} will be ineffective: statistics "
+            f"are not collected for these columns (see delta.dataSkippingNumIndexedCols and "
+            f"delta.dataSkippingStatsColumns){off}", **where)
+    bits_per_column(len(out))  # validates the count
+    return out
 
 
 def orderable(field_type: Any) -> bool:

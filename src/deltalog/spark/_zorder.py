@@ -28,7 +28,7 @@ from deltalog.commands.optimize_plan import (
     orderable,
     range_ids,
     range_probabilities,
-    stats_columns,
+    zorder_fields,
 )
 from deltalog.errors import (
     InvalidArgumentError,
@@ -62,42 +62,12 @@ _DRIVER_SAMPLE_ROWS = 2_000_000
 
 
 def zorder_columns(spark: Any, snap: Snapshot, columns: Sequence[str]) -> list[StructField]:
-    """The Z-order columns resolved to data columns (errors name the column and the rule)."""
-    where: dict[str, Any] = {"table": snap.table, "version": snap.version}
-    if not columns:
-        raise InvalidArgumentError("executeZOrderBy needs at least one column", **where)
-    by_lower = {f.name.lower(): f for f in snap.schema.fields}
-    parts = {p.lower() for p in snap.partition_columns}
-    out: list[StructField] = []
-    for name in columns:
-        if not isinstance(name, str) or not name:
-            raise InvalidArgumentError(f"Z-order columns must be column names, got {name!r}", **where)
-        if len(name) > 2 and name.startswith("`") and name.endswith("`"):  # `a.b`: the column named a.b
-            name = name[1:-1].replace("``", "`")
-        if name.lower() in parts:
-            raise InvalidArgumentError(
-                f"[DELTA_ZORDERING_ON_PARTITION_COLUMN] {name} is a partition column; Z-ordering can only be "
-                "performed on data columns", **where)
-        f = by_lower.get(name.lower())
-        if f is None:
-            raise InvalidArgumentError(
-                f"[DELTA_ZORDERING_COLUMN_DOES_NOT_EXIST] Z-order column {name} does not exist in the data schema "
-                f"(top-level columns: {[c for c in snap.schema.field_names if c.lower() not in parts]})", **where)
-        if not orderable(f.type):
-            raise InvalidArgumentError(f"cannot Z-order by column {f.name}: its type cannot be ordered", **where)
-        if any(o.name == f.name for o in out):
-            raise InvalidArgumentError(f"Z-order column {f.name} is listed twice", **where)
-        out.append(f)
+    """The Z-order columns resolved to data columns (errors name the column and the rule; see
+    :func:`deltalog.commands.optimize_plan.zorder_fields`), with the session's statistics check."""
     check = (session_setting(spark, ZORDER_STATS_CHECK_CONF) or "true").strip().lower() != "false"
-    with_stats = stats_columns(snap.schema, snap.partition_columns, snap.metadata.configuration)
-    missing = [f.name for f in out if f.name.lower() not in with_stats]
-    if check and missing:
-        raise InvalidArgumentError(
-            f"[DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS] Z-ordering on {missing} will be ineffective: statistics "
-            "are not collected for these columns (see delta.dataSkippingNumIndexedCols and "
-            f"delta.dataSkippingStatsColumns); set {ZORDER_STATS_CHECK_CONF}=false to Z-order anyway", **where)
-    bits_per_column(len(out))  # validates the count
-    return out
+    return zorder_fields(snap.schema, snap.partition_columns, snap.metadata.configuration, columns,
+                         require_stats=check, stats_conf=ZORDER_STATS_CHECK_CONF, table=snap.table,
+                         version=snap.version)
 
 
 def _path_column(f: StructField) -> Any:
