@@ -128,13 +128,20 @@ def apply_clauses(
             t_idx, first = np.unique(t_idx, return_index=True)
             s_idx = s_idx[first]
     _apply(plan, scope, matched, "matched", t_idx, s_idx, target, source, loc)
-    unmatched_s = np.setdiff1d(np.arange(source.num_rows), s_idx)
+    unmatched_s = _others(source.num_rows, s_idx)
     _apply(plan, scope, [c for c in checked if c[0].kind == "not_matched"], "not_matched", None, unmatched_s,
            target, source, loc)
-    unmatched_t = np.setdiff1d(np.arange(target.num_rows), t_idx)
+    unmatched_t = _others(target.num_rows, t_idx)
     _apply(plan, scope, [c for c in checked if c[0].kind == "not_matched_by_source"], "not_matched_by_source",
            unmatched_t, None, target, source, loc)
     return plan
+
+
+def _others(n: int, taken: np.ndarray) -> np.ndarray:
+    """The indices below ``n`` not in ``taken`` (ascending)."""
+    free = np.ones(n, dtype=bool)
+    free[taken] = False
+    return np.flatnonzero(free)
 
 
 def _apply(
