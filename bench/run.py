@@ -19,7 +19,8 @@ DELETE / UPDATE and OPTIMIZE against hand-written Spark jobs and delta-rs) and, 
 against copy-on-write, then full scans with deletion vectors on every file / on one file) and
 ``streaming_latency.py`` (a Delta-to-Delta stream against Spark's file stream);
 ``row_concurrency.py`` (concurrent single-row UPDATEs from several processes, row-level concurrency on
-against off); ``object_store.py`` (S3 on a moto server: snapshot load and commit rate against delta-rs,
+against off); ``kernel_dml.py`` (the kernel's Arrow MERGE, DELETE and compaction against delta-rs's);
+``object_store.py`` (S3 on a moto server: snapshot load and commit rate against delta-rs,
 and in full runs a Spark scan of a 10k-file table through deltalog's Arrow tasks).
 """
 
@@ -49,6 +50,7 @@ SCRIPTS: list[tuple[str, list[str], bool]] = [
     ("sql_catalog.py", [], False),
     ("object_store.py", [], True),
     ("row_concurrency.py", [], True),
+    ("kernel_dml.py", [], True),
 ]
 
 

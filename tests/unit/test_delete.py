@@ -190,3 +190,33 @@ def test_copy_on_write_reads_every_column_only_of_files_with_a_match(
     if command == "update":
         expected[51] = -1.0
     assert after == expected
+
+
+def test_a_large_rewrite_is_split_between_writers_and_a_failure_leaves_no_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import deltalog.commands.delete as delete_module
+    from deltalog.data.write_files import DataFileWriter
+
+    def data_files(table: deltalog.Table) -> set[str]:
+        root = Path(table.location)
+        return {str(f.relative_to(root)) for f in root.rglob("*.parquet") if "_delta_log" not in f.parts}
+
+    monkeypatch.setattr(delete_module, "_PARALLEL_BYTES", 0)  # every rewrite counts as large
+    table = _make(tmp_path, dvs=False)
+    result = delete(table, "id % 10 = 3")  # rewrites the three files: survivors of 3 files, 2 writers
+    # three survivors' pieces (a, b, a) over two writers: the first gets both a pieces, the second b
+    assert result.num_added_files == 2 and result.num_removed_files == 3
+    assert sorted(table.snapshot().to_arrow().column("id").to_pylist()) == [i for i in range(300) if i % 10 != 3]
+    before, version = data_files(table), table.snapshot().version
+    real_close, calls = DataFileWriter.close, []
+
+    def second_fails(self: DataFileWriter) -> object:
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError("disk full")
+        return real_close(self)
+
+    monkeypatch.setattr(DataFileWriter, "close", second_fails)
+    with pytest.raises(OSError, match="disk full"):
+        delete(table, "id % 10 = 4")
+    assert table.snapshot().version == version and data_files(table) == before  # the first writer's files too

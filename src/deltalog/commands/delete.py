@@ -337,19 +337,56 @@ def _rewrite(
     table: TableHandle, snap: Snapshot, txn: Transaction, survivors: list[pa.Table], written: list[str],
     tracked: tuple[StructField, StructField] | None = None,
 ) -> int:
-    from deltalog.data.write_files import DataFileWriter
+    """Write ``survivors`` to new files and stage their ``add`` actions; a large rewrite is split between
+    a few writers working side by side (pyarrow encodes without holding the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    from deltalog.data.write_files import DataFileWriter, WrittenFile
     from deltalog.protocol.schema import StructType
 
     schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
-    writer = DataFileWriter(table.store, schema, snap.partition_columns, column_mapping=snap.column_mapping_mode)
-    try:
-        for part in survivors:
-            writer.write(part)
-        files = writer.close()
-    except BaseException:
-        writer.abort()
-        raise
+
+    def write(group: list[pa.Table]) -> list[WrittenFile]:
+        writer = DataFileWriter(table.store, schema, snap.partition_columns, column_mapping=snap.column_mapping_mode)
+        try:
+            for part in group:
+                writer.write(part)
+            return writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+
+    groups = _groups(survivors, _WRITERS if sum(t.nbytes for t in survivors) >= _PARALLEL_BYTES else 1)
+    if len(groups) == 1:
+        files = write(groups[0])
+    else:
+        with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+            futures = [pool.submit(write, g) for g in groups]
+            wait(futures)
+        files = [f for fut in futures if fut.exception() is None for f in fut.result()]
+        failed = next((fut.exception() for fut in futures if fut.exception() is not None), None)
+        if failed is not None:
+            written.extend(f.rel_path for f in files)  # the other writers' files: deleted with the rest
+            raise failed
     written.extend(f.rel_path for f in files)
     for f in files:
         txn.add_file(f.to_add())
     return len(files)
+
+
+#: A rewrite of at least this many bytes (in memory) is split between :data:`_WRITERS` writers.
+_PARALLEL_BYTES = 16 << 20
+_WRITERS = 2
+
+
+def _groups(pieces: list[pa.Table], n: int) -> list[list[pa.Table]]:
+    """``pieces`` in at most ``n`` groups of about equal bytes (the largest first, each to the lightest)."""
+    if n <= 1 or len(pieces) <= 1:
+        return [pieces]
+    groups: list[list[pa.Table]] = [[] for _ in range(min(n, len(pieces)))]
+    sizes = [0] * len(groups)
+    for piece in sorted(pieces, key=lambda t: t.nbytes, reverse=True):
+        i = sizes.index(min(sizes))
+        groups[i].append(piece)
+        sizes[i] += piece.nbytes
+    return groups

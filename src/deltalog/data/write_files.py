@@ -328,6 +328,8 @@ class DataFileWriter:
         """
         for state in self._open.values():
             with contextlib.suppress(Exception):  # cleanup must not mask the original error
+                state.writer.close()  # (else its finalizer writes a footer to the aborted sink later)
+            with contextlib.suppress(Exception):
                 state.sink.abort()
         self._open.clear()
         for rel in self._started:
