@@ -298,3 +298,26 @@ def test_partitioned_target_rows_can_change_partition(tmp_path: Path) -> None:
     assert _rows(table) == sorted([(ord("a") + 100, "a"), (ord("b"), "b"), (ord("b") + 100, "b"),
                                    (ord("c"), "c"), (ord("c") + 100, "c"), (ord("a"), "c"), (5, "z")])
     assert duckdb_rows(str(path), ["id", "p"]) == _rows(table)
+
+
+def test_merges_of_disjoint_rows_of_one_file_both_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Row-level concurrency (deletion vectors): the loser is rebased onto the winner, not aborted."""
+    from races import winner_commits_first
+
+    path = tmp_path / "t"
+    table = _table(path, files=1, **DV)
+
+    def upsert(t: deltalog.Table, key: int, new: int) -> Any:
+        source = pa.table({"id": pa.array([key, new], pa.int64()), "v": pa.array([-key, -new], pa.int64())})
+        return t.merge(source, "target.id = source.id").when_matched_update_all().when_not_matched_insert_all() \
+            .execute()
+
+    # the winner's new file holds ids -1 and 3: outside the loser's key range [15, 40], so no conflict there
+    winner_commits_first(monkeypatch, str(path), lambda t: upsert(t, 3, -1))
+    result = upsert(table, 15, 40)
+    monkeypatch.undo()
+    assert result.version == 2
+    rows = dict(_rows(table))
+    assert rows[3] == -3 and rows[15] == -15 and rows[-1] == 1 and rows[40] == -40 and len(rows) == 22
+    assert duckdb_rows(str(path), ["id", "v"]) == sorted(rows.items())
+    assert table.history(limit=1)[0]["operation"] == "MERGE"
