@@ -171,6 +171,10 @@ def test_change_data_and_row_tracking(tmp_path: Path) -> None:
         ("target.id = source.id", lambda m: m.when_matched_delete("source.v + 1"), "not true or false"),
         ("target.id = source.id", lambda m: m.when_matched_update({"v": "'x'"}), "DELTA_CAST_FAILURE"),
         ("target.id = source.id", lambda m: m, "no when_... clause"),
+        # a clause no row reaches is checked all the same (source id 1 matches: nothing is inserted)
+        ("target.id = source.id", lambda m: m.when_matched_delete().when_not_matched_insert({"v": "source.nope"}),
+         "does not exist"),
+        ("target.id = source.id", lambda m: m.when_not_matched_by_source_delete("target.id + 1"), "not true or false"),
     ],
 )
 def test_errors_name_the_problem_and_commit_nothing(tmp_path: Path, predicate: str, clause: Any,

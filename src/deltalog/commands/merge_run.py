@@ -27,7 +27,7 @@ from deltalog.commands.delete import begin_dml, file_matches, records_changes
 from deltalog.commands.merge_apply import apply_clauses, condition_mask, write_merge
 from deltalog.data.filters import Condition
 from deltalog.data.read import map_files, with_row_tracking_columns
-from deltalog.data.sql_expr import Expression, SqlNode, SqlParser, UnsupportedExpressionError
+from deltalog.data.sql_expr import Expression, SqlNode, SqlParser, UnsupportedExpressionError, conjuncts
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import identity_columns
@@ -97,11 +97,12 @@ class MergeResult:
 class _Scope:
     """Builds the tables clause SQL is evaluated on, and checks references against them."""
 
-    def __init__(self, aliases: tuple[str, str], target_names: list[str], source_names: list[str], loc: str):
+    def __init__(self, aliases: tuple[str, str], target: pa.Schema, source: pa.Schema, loc: str):
         self.t_alias, self.s_alias = aliases
-        self.t_names, self.s_names = target_names, source_names
+        self.t_names, self.s_names = list(target.names), list(source.names)
+        self.empty = (target.empty_table(), source.empty_table())
         self.loc = loc
-        t_low, s_low = {n.lower() for n in target_names}, {n.lower() for n in source_names}
+        t_low, s_low = {n.lower() for n in self.t_names}, {n.lower() for n in self.s_names}
         self.both = t_low & s_low
 
     def table(self, kind: str, target: pa.Table | None, source: pa.Table | None) -> pa.Table:
@@ -121,8 +122,9 @@ class _Scope:
                 cols[n] = side.column(n)
         return pa.table(cols)
 
-    def compile(self, sql: str, kind: str, what: str) -> Expression:
-        """``sql`` compiled and checked on the clause's (empty) rows: columns exist and are not ambiguous."""
+    def compile(self, sql: str, kind: str, what: str, *, condition: bool = False) -> Expression:
+        """``sql`` compiled and checked on the clause's (empty) rows before anything is read: its columns
+        exist and are not ambiguous, its literals fit, and a ``condition`` gives booleans."""
         try:
             expr = Expression(sql, SqlParser(sql).parse())
         except UnsupportedExpressionError as exc:
@@ -134,6 +136,10 @@ class _Scope:
                     f"write {self.t_alias}.{path[0]} or {self.s_alias}.{path[0]}",
                     table=self.loc,
                 )
+        values = self.evaluate(expr, self.table(kind, *self.empty), what)
+        if condition and not (pa.types.is_boolean(values.type) or pa.types.is_null(values.type)):
+            raise InvalidArgumentError(f"merge {what} {sql!r} gives {values.type} values, not true or false",
+                                       table=self.loc)
         return expr
 
     def evaluate(self, expr: Expression, data: pa.Table, what: str) -> pa.Array:
@@ -148,15 +154,9 @@ def _struct(rows: pa.Table) -> pa.StructArray:
     return pa.StructArray.from_arrays([c.combine_chunks() for c in rows.columns], names=rows.column_names)
 
 
-def _conjuncts(node: SqlNode) -> list[SqlNode]:
-    if node.kind == "binary" and node.args[0] == "AND":
-        return _conjuncts(node.args[1]) + _conjuncts(node.args[2])
-    return [node]
-
-
 def _join_keys(predicate: str, scope: _Scope, loc: str) -> tuple[list[tuple[str, str]], Expression | None]:
     """The join condition's ``target.col = source.col`` terms, and the rest (checked on each pair)."""
-    node = scope.compile(predicate, "matched", "join condition").node
+    node = scope.compile(predicate, "matched", "join condition", condition=True).node
     t_names = {n.lower(): n for n in scope.t_names}
     s_names = {n.lower(): n for n in scope.s_names}
 
@@ -176,7 +176,7 @@ def _join_keys(predicate: str, scope: _Scope, loc: str) -> tuple[list[tuple[str,
 
     keys: list[tuple[str, str]] = []
     rest: list[SqlNode] = []
-    for term in _conjuncts(node):
+    for term in conjuncts(node):
         a = side(term.args[1]) if term.kind == "binary" and term.args[0] == "=" else None
         b = side(term.args[2]) if term.kind == "binary" and term.args[0] == "=" else None
         if a and b and {a[0], b[0]} == {"t", "s"}:
@@ -257,7 +257,8 @@ def _checked_clauses(clauses: Sequence[MergeClause], scope: _Scope, snap: Snapsh
     s_names = {n.lower(): n for n in scope.s_names}
     out = []
     for clause in clauses:
-        cond = scope.compile(clause.predicate, clause.kind, "condition") if clause.predicate is not None else None
+        cond = scope.compile(clause.predicate, clause.kind, "condition", condition=True) \
+            if clause.predicate is not None else None
         sets: dict[str, Expression] = {}
         if clause.action != "delete":
             if clause.updates is None:
@@ -314,7 +315,7 @@ def run_merge(
         raise UnsupportedFeatureError(
             "the kernel's MERGE cannot insert into a table with identity columns; use Spark's MERGE",
             feature="identityColumns", table=loc)
-    scope = _Scope(aliases, names, source.column_names, loc)
+    scope = _Scope(aliases, snap.schema.to_arrow_schema(), source.schema, loc)
     keys, residual = _join_keys(predicate, scope, loc)
     checked = _checked_clauses(clauses, scope, snap, loc)
     op = Merge(

@@ -26,7 +26,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.data.sql_expr import Expression, SqlNode, UnsupportedExpressionError, compile_expression, literal_as
+from deltalog.data.sql_expr import (
+    Expression,
+    SqlNode,
+    UnsupportedExpressionError,
+    compile_expression,
+    conjuncts,
+    literal_as,
+)
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType, contains_variant, physical_name, type_string
 
@@ -168,17 +175,11 @@ def sql_filter(sql: str, schema: StructType, *, table: str) -> tuple[list[Condit
             )
     conditions: list[Condition] = []
     complete = True  # every term is said exactly by its conditions
-    for term in _conjuncts(expr.node):
+    for term in conjuncts(expr.node):
         implied = _implied(term, logical, table)
         complete = complete and bool(implied) and all(c.op != "not in" for c in implied)  # NOT IN: nulls
         conditions += implied
     return conditions, None if complete else expr
-
-
-def _conjuncts(node: SqlNode) -> list[SqlNode]:
-    if node.kind == "binary" and node.args[0] == "AND":
-        return _conjuncts(node.args[1]) + _conjuncts(node.args[2])
-    return [node]
 
 
 _FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}

@@ -36,7 +36,9 @@ import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
 
-__all__ = ["Expression", "SqlNode", "UnsupportedExpressionError", "compile_expression", "literal_as", "sql_expr"]
+__all__ = [
+    "Expression", "SqlNode", "UnsupportedExpressionError", "compile_expression", "conjuncts", "literal_as", "sql_expr",
+]
 
 
 class UnsupportedExpressionError(DeltaError):
@@ -644,6 +646,18 @@ def compile_expression(sql: str) -> Expression:
     if not isinstance(sql, str) or not sql.strip():
         raise UnsupportedExpressionError(f"empty constraint expression {sql!r}")
     return Expression(sql, SqlParser(sql).parse())
+
+
+def conjuncts(node: SqlNode) -> list[SqlNode]:
+    """The terms of a chain of ``AND`` (the node itself when it is not one).
+
+    Example:
+        >>> [n.kind for n in conjuncts(compile_expression("a = 1 AND (b > 2 AND c IS NULL)").node)]
+        ['binary', 'binary', 'isnull']
+    """
+    if node.kind == "binary" and node.args[0] == "AND":
+        return conjuncts(node.args[1]) + conjuncts(node.args[2])
+    return [node]
 
 
 def sql_expr(sql: str) -> Expression:
