@@ -199,10 +199,12 @@ def write_merge(
     out: list[pa.Table] = []
     changes: list[pa.Table] = []
     copied = 0
-    for i in np.unique(np.concatenate([file_of[upd_t], file_of[del_t]])):
-        row, data, keep = files[int(i)]
+    upd_by_file, del_by_file = _by_file(upd_t, file_of), _by_file(del_t, file_of)
+    none = np.zeros(0, dtype=np.int64)
+    for i in sorted(upd_by_file.keys() | del_by_file.keys()):
+        row, data, keep = files[i]
         hit = np.zeros(data.num_rows, dtype=bool)
-        sel = np.flatnonzero(file_of[upd_t] == i)
+        sel = upd_by_file.get(i, none)
         if len(sel):
             assert upd_values is not None
             old = data.take(pa.array(pos_of[upd_t[sel]]))
@@ -214,7 +216,7 @@ def write_merge(
             if record:
                 changes += [change_rows(old, "update_preimage", snap.schema),
                             change_rows(new, "update_postimage", snap.schema)]
-        gone = pos_of[del_t[file_of[del_t] == i]]
+        gone = pos_of[del_t[del_by_file.get(i, none)]]
         if len(gone):
             hit[gone] = True
             if record:
@@ -250,6 +252,17 @@ def write_merge(
                                 metric_names=("numTargetFilesAdded", "numTargetChangeFilesAdded"))
     return {"version": version, "inserted": inserted, "updated": updated, "deleted": deleted, "copied": copied,
             "added": added, "removed": len(removed)}
+
+
+def _by_file(rows: np.ndarray, file_of: np.ndarray) -> dict[int, np.ndarray]:
+    """Per file, the indices into ``rows`` (target row numbers) of its rows, in order."""
+    if not len(rows):
+        return {}
+    files = file_of[rows]
+    order = np.argsort(files, kind="stable")
+    found, starts = np.unique(files[order], return_index=True)
+    ends = [*starts[1:].tolist(), len(order)]
+    return {int(f): order[a:b] for f, a, b in zip(found.tolist(), starts.tolist(), ends, strict=True)}
 
 
 def _null_rows(snap: Snapshot, tracked: Any, n: int) -> pa.Table:
