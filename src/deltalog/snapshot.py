@@ -264,7 +264,7 @@ class Snapshot:
         return is_feature_active(self.protocol, feature)
 
     def to_arrow(
-        self, columns: Sequence[str] | None = None, filter: FilterLike | None = None
+        self, columns: Sequence[str] | None = None, filter: FilterLike | None = None, *, limit: int | None = None
     ) -> pa.Table:
         """Read the table's rows into one ``pyarrow.Table`` (for small tables and tests).
 
@@ -274,14 +274,17 @@ class Snapshot:
         (a SQL condition by its top-level ``AND`` terms that compare a column with literals) and then
         filters the rows; a ``pyarrow.compute.Expression`` is applied to rows only. Variant columns read as
         ``struct<value: binary, metadata: binary>`` (decode with :mod:`deltalog.protocol.variant`) and
-        cannot be filtered on.
+        cannot be filtered on. ``limit`` returns at most that many rows, reading files only until it has
+        them (which rows is not defined, as in SQL without ORDER BY).
 
         Example:
             >>> snap.to_arrow(columns=["id"], filter="day = '2024-01-01' AND id % 2 = 0")  # doctest: +SKIP
             pyarrow.Table
             id: int64
+            >>> snap.to_arrow(limit=10).num_rows                                        # doctest: +SKIP
+            10
         """
-        return read_snapshot(self, columns=columns, filter=filter)
+        return read_snapshot(self, columns=columns, filter=filter, limit=limit)
 
 
 def _check_partition_columns(

@@ -113,6 +113,19 @@ def test_compute_stats(cli: CLI, table: Path) -> None:
     assert shown.code == EXIT_OK and "files with new statistics" in shown.out
 
 
+def test_show(cli: CLI, table: Path) -> None:
+    r = cli("show", str(table), "--where", "id >= 10 AND part = 'p1'", "--columns", "id", "--json")
+    assert r.code == EXIT_OK, r.err
+    assert sorted(row["id"] for row in r.json()) == [10, 11, 12]
+    assert r.json()[0].keys() == {"id"}
+    limited = cli("show", str(table), "--limit", "2", "--version", "0", "--json")
+    assert len(limited.json()) == 2 and limited.json()[0].keys() == {"id", "part"}
+    shown = cli("show", str(table), "--where", "id = 21")
+    assert shown.code == EXIT_OK and "1 row" in shown.out and "21" in shown.out
+    bad = cli("show", str(table), "--where", "nope = 1")
+    assert bad.code == EXIT_DELTA_ERROR and "column 'nope' does not exist" in bad.err
+
+
 def test_compact(cli: CLI, table: Path) -> None:
     r = cli("compact", str(table), "--where", "part = 'p0'", "--json")
     assert r.code == EXIT_OK, r.err

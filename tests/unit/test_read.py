@@ -118,3 +118,26 @@ def test_files_read_side_by_side_come_back_in_the_logs_order_each_filtered(tmp_p
     (path / victim).unlink()
     with pytest.raises(deltalog.DeltaError, match=f"{victim}.*does not exist"):
         snap.to_arrow()
+
+
+def test_limit_reads_files_only_until_it_has_the_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import deltalog.data.read as read_module
+
+    path = tmp_path / "many"
+    for i in range(20):
+        deltalog.write_table(path, pa.table({"id": pa.array([2 * i, 2 * i + 1], pa.int64())}), mode="append")
+    snap = deltalog.Table(path).snapshot()
+    opened: list[str] = []
+    real = read_module.read_file
+
+    def spy(snapshot: object, add: dict[str, object], *args: object, **kwargs: object) -> pa.Table:
+        opened.append(str(add["path"]))
+        return real(snapshot, add, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(read_module, "read_file", spy)
+    got = snap.to_arrow(limit=3)
+    assert got.num_rows == 3 and len(opened) <= 8  # one batch of files read side by side
+    assert snap.to_arrow(filter="id >= 30", limit=100).num_rows == 10  # fewer rows than the limit: all of them
+    assert snap.to_arrow(limit=0).num_rows == 0
+    with pytest.raises(InvalidArgumentError, match="limit must be a non-negative integer"):
+        snap.to_arrow(limit=-1)

@@ -209,6 +209,27 @@ def files(out: Output, path: str, version: int | None, timestamp: str | None, li
 
 
 @_command(
+    "show",
+    "Rows of the table (a preview), at the latest or an older version.",
+    "Rows of the table: the first --limit rows found (20 by default) of the --columns asked for, matching "
+    "--where (a SQL condition; partitions and files that cannot match are not read).",
+)
+@_PATH
+@_VERSION
+@_TIMESTAMP
+@click.option("--where", "where", default=None, metavar="SQL", help="Only rows matching this condition.")
+@click.option("--columns", "columns", default=None, metavar="COLS", help="Comma-separated columns to show.")
+@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True, help="At most this many rows.")
+def show(out: Output, path: str, version: int | None, timestamp: str | None, where: str | None,
+         columns: str | None, limit: int) -> int:
+    snap = _snapshot(path, version, timestamp)
+    names = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+    rows = snap.to_arrow(columns=names, filter=where, limit=limit)
+    out.emit(rows.to_pylist(), lambda: render.show(out, rows, snap))
+    return EXIT_OK
+
+
+@_command(
     "version-at",
     "The version that was current at a timestamp.",
     "The version that was current at TIMESTAMP (ISO 8601, or epoch milliseconds).",

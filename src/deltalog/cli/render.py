@@ -240,6 +240,14 @@ def files(out: Output, rows: list[dict[str, Any]], snap: Snapshot) -> None:
     out.print(out.table(header, [cells(r) for r in rows], title=summary))
 
 
+def show(out: Output, rows: pa.Table, snap: Snapshot) -> None:
+    """Draw ``show``: the rows as a table (nulls as ``null``)."""
+    values = rows.to_pylist()
+    cells = [["null" if r[c] is None else r[c] for c in rows.column_names] for r in values]
+    title = f"{len(values):,} row{'s' if len(values) != 1 else ''} (version {snap.version})"
+    out.print(out.table(rows.column_names, cells, title=title))
+
+
 # --------------------------------------------------------------------------------------- maintenance
 
 

@@ -72,9 +72,14 @@ def map_files(read: Callable[[dict[str, Any]], _T], rows: list[dict[str, Any]]) 
 
 
 def read_snapshot(
-    snapshot: ReadableSnapshot, *, columns: Sequence[str] | None = None, filter: FilterLike | None = None
+    snapshot: ReadableSnapshot, *, columns: Sequence[str] | None = None, filter: FilterLike | None = None,
+    limit: int | None = None,
 ) -> pa.Table:
-    """Read ``snapshot`` (see :meth:`deltalog.Snapshot.to_arrow`)."""
+    """Read ``snapshot`` (see :meth:`deltalog.Snapshot.to_arrow`); with ``limit``, files are read a few at
+    a time only until that many rows are found."""
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise InvalidArgumentError(f"limit must be a non-negative integer, got {limit!r}", table=snapshot.table,
+                                   version=snapshot.version)
     schema = snapshot.schema
     logical = schema.to_arrow_schema()
     names = list(columns) if columns is not None else [f.name for f in schema.fields]
@@ -103,8 +108,19 @@ def read_snapshot(
             data = data.filter(row_mask(data, conditions))
         return data.select(names)
 
-    pieces = map_files(matching, files.to_pylist())
-    return pa.concat_tables(pieces) if pieces else out_schema.empty_table().select(names)
+    rows = files.to_pylist()
+    if limit is None:
+        pieces = map_files(matching, rows)
+    else:
+        pieces, found = [], 0
+        for start in range(0, len(rows), _READERS):
+            if found >= limit:
+                break
+            batch = map_files(matching, rows[start:start + _READERS])
+            pieces += batch
+            found += sum(p.num_rows for p in batch)
+    out = pa.concat_tables(pieces) if pieces else out_schema.empty_table().select(names)
+    return out if limit is None else out.slice(0, limit)
 
 
 def read_file_rows(
