@@ -220,8 +220,9 @@ def _partition_column(
         pa.array([raw], pa.string()), dtype, column=column, table=snapshot.table, version=snapshot.version,
         paths=[path],
     )
-    value = typed[0]
-    return pa.array([value.as_py()] * n, to_arrow_type(dtype)) if n else pa.array([], to_arrow_type(dtype))
+    target = to_arrow_type(dtype)
+    value = typed[0] if typed.type == target else typed.cast(target)[0]
+    return pa.repeat(value, n)  # one value for every row, built by Arrow (not a Python list of n)
 
 
 def _apply_dv(snapshot: ReadableSnapshot, add: dict[str, Any], data: pa.Table, num_rows: int) -> pa.Table:
@@ -260,7 +261,7 @@ def with_row_tracking_columns(snapshot: ReadableSnapshot, add: dict[str, Any], d
     base, version = add.get("baseRowId"), add.get("defaultRowCommitVersion")
     fallback_ids = pa.array(np.arange(num_rows, dtype=np.int64) + int(base)) if base is not None else \
         pa.nulls(num_rows, pa.int64())
-    fallback_versions = pa.array([version] * num_rows, pa.int64())
+    fallback_versions = pa.repeat(pa.scalar(version, pa.int64()), num_rows)
     out = []
     for name, fallback in zip(names, (fallback_ids, fallback_versions)):
         if name in stored.column_names:

@@ -467,7 +467,7 @@ class Expression:
         """
         result = self._eval(self._node, table)
         if isinstance(result, pa.Scalar):
-            result = pa.array([result.as_py()] * table.num_rows, result.type)
+            result = pa.repeat(result, table.num_rows)
         out: pa.Array[Any] | pa.ChunkedArray[Any] = result
         return out
 

@@ -100,7 +100,7 @@ def read_change_file(
         data = data.filter(pa.array(_mask(view, f, data.num_rows)))
     n = data.num_rows
     if f.kind != "cdc":
-        data = data.append_column(CDF_ARROW_FIELDS[0], pa.array([f.change_type] * n, pa.string()))
+        data = data.append_column(CDF_ARROW_FIELDS[0], pa.repeat(pa.scalar(f.change_type, pa.string()), n))
     data = data.append_column(CDF_ARROW_FIELDS[1], pa.array(np.full(n, version, dtype=np.int64)))
     stamp = pa.array(np.full(n, timestamp_ms * 1000, dtype=np.int64)).cast(pa.timestamp("us", tz="UTC"))
     data = data.append_column(CDF_ARROW_FIELDS[2], stamp)
