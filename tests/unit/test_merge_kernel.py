@@ -171,6 +171,7 @@ def test_change_data_and_row_tracking(tmp_path: Path) -> None:
         ("target.id = source.id", lambda m: m.when_matched_delete("source.v + 1"), "not true or false"),
         ("target.id = source.id", lambda m: m.when_matched_update({"v": "'x'"}), "DELTA_CAST_FAILURE"),
         ("target.id = source.id", lambda m: m, "no when_... clause"),
+        ("target.id = source.id", lambda m: m.when_matched_update([("v", "1")]), "must be a non-empty dict"),
         # a clause no row reaches is checked all the same (source id 1 matches: nothing is inserted)
         ("target.id = source.id", lambda m: m.when_matched_delete().when_not_matched_insert({"v": "source.nope"}),
          "does not exist"),

@@ -32,6 +32,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -78,6 +79,8 @@ class TableMerger:
                 f"updates must be a non-empty dict of target column to SQL expression, got {clause.updates!r}",
                 table=self._table.location,
             )
+        if clause.updates is not None:
+            clause = replace(clause, updates=dict(clause.updates))  # the caller's dict may change later
         self._clauses.append(clause)
         return self
 
@@ -87,7 +90,7 @@ class TableMerger:
         Example:
             >>> merger.when_matched_update({"v": "source.v + target.v"})     # doctest: +SKIP
         """
-        return self._add(MergeClause("matched", "update", predicate, dict(updates)))
+        return self._add(MergeClause("matched", "update", predicate, updates))
 
     def when_matched_update_all(self, predicate: str | None = None,
                                 except_cols: Sequence[str] = ()) -> TableMerger:
@@ -113,7 +116,7 @@ class TableMerger:
         Example:
             >>> merger.when_not_matched_insert({"id": "source.id", "v": "0"})  # doctest: +SKIP
         """
-        return self._add(MergeClause("not_matched", "insert", predicate, dict(updates)))
+        return self._add(MergeClause("not_matched", "insert", predicate, updates))
 
     def when_not_matched_insert_all(self, predicate: str | None = None,
                                     except_cols: Sequence[str] = ()) -> TableMerger:
@@ -131,7 +134,7 @@ class TableMerger:
         Example:
             >>> merger.when_not_matched_by_source_update({"active": "false"})  # doctest: +SKIP
         """
-        return self._add(MergeClause("not_matched_by_source", "update", predicate, dict(updates)))
+        return self._add(MergeClause("not_matched_by_source", "update", predicate, updates))
 
     def when_not_matched_by_source_delete(self, predicate: str | None = None) -> TableMerger:
         """Delete target rows no source row matches.
