@@ -126,6 +126,23 @@ def test_show(cli: CLI, table: Path) -> None:
     assert bad.code == EXIT_DELTA_ERROR and "column 'nope' does not exist" in bad.err
 
 
+def test_delete(cli: CLI, table: Path) -> None:
+    dry = cli("delete", str(table), "--where", "id % 10 = 1", "--dry-run", "--json")
+    assert dry.code == EXIT_OK, dry.err
+    assert dry.json() == {"dry_run": True, "version": None, "num_deleted_rows": 3}
+    assert deltalog.Table(table).latest_version() == 2  # nothing changed
+    r = cli("delete", str(table), "--where", "id % 10 = 1")
+    assert r.code == EXIT_OK and "rows deleted" in r.out
+    assert sorted(deltalog.Table(table).snapshot().to_arrow().column("id").to_pylist()) == [0, 2, 10, 12, 20, 22]
+    assert deltalog.Table(table).history(limit=1)[0]["operation"] == "DELETE"
+    none = cli("delete", str(table), "--where", "id = 99")
+    assert none.code == EXIT_OK and "nothing committed" in none.out
+    assert cli("delete", str(table)).code == EXIT_USAGE  # neither --where nor --all
+    assert cli("delete", str(table), "--where", "id = 0", "--all").code == EXIT_USAGE
+    everything = cli("delete", str(table), "--all", "--json")
+    assert everything.json()["num_deleted_rows"] == 6 and deltalog.Table(table).snapshot().num_files() == 0
+
+
 def test_compact(cli: CLI, table: Path) -> None:
     r = cli("compact", str(table), "--where", "part = 'p0'", "--json")
     assert r.code == EXIT_OK, r.err

@@ -302,6 +302,35 @@ def checkpoint(out: Output, path: str) -> int:
 
 
 @_command(
+    "delete",
+    "Delete the rows matching a SQL condition (--dry-run counts them).",
+    "Delete the rows matching --where (a SQL condition) in one DELETE commit: deletion vectors when the table "
+    "enables them, else the files holding them are rewritten. --dry-run only counts the rows; --all deletes "
+    "every row.",
+)
+@_PATH
+@click.option("--where", "where", default=None, metavar="SQL", help="The rows to delete, e.g. \"user_id = 42\".")
+@click.option("--all", "everything", is_flag=True, help="Delete every row (no --where).")
+@click.option("--dry-run", is_flag=True, help="Count the matching rows; change nothing.")
+def delete(out: Output, path: str, where: str | None, everything: bool, dry_run: bool) -> int:
+    if (where is None) == (not everything):
+        raise click.UsageError("give --where SQL, or --all to delete every row")
+    table = _table(path)
+    if dry_run:
+        snap = table.snapshot()
+        first = snap.schema.fields[0].name
+        doc: dict[str, Any] = {"dry_run": True, "version": None,
+                               "num_deleted_rows": snap.to_arrow(columns=[first], filter=where).num_rows}
+    else:
+        result = table.delete(where)
+        doc = {"dry_run": False, "version": result.version, "num_deleted_rows": result.num_deleted_rows,
+               "num_removed_files": result.num_removed_files, "num_added_files": result.num_added_files,
+               "used_deletion_vectors": result.used_deletion_vectors}
+    out.emit(doc, lambda: render.delete(out, doc))
+    return EXIT_OK
+
+
+@_command(
     "compact",
     "Compact small files, or Z-order (OPTIMIZE [ZORDER BY]).",
     "Pack small files, and files with deleted rows, into files of up to --max-file-size bytes -- or, with "

@@ -287,6 +287,20 @@ def checkpoint(out: Output, doc: dict[str, Any]) -> None:
     out.print(out.key_values(rows))
 
 
+def delete(out: Output, doc: dict[str, Any]) -> None:
+    """Draw ``delete``."""
+    rows = f"{doc['num_deleted_rows']:,}"
+    if doc["dry_run"]:
+        out.print(f"would delete {rows} row{'s' if doc['num_deleted_rows'] != 1 else ''} (dry run: nothing changed)")
+        return
+    if doc["version"] is None:
+        out.print("no row matches: nothing committed")
+        return
+    how = "deletion vectors" if doc["used_deletion_vectors"] else f"{doc['num_added_files']:,} files rewritten"
+    out.print(out.key_values([("new version", doc["version"]), ("rows deleted", rows),
+                              ("files touched", f"{doc['num_removed_files']:,} ({how})")]))
+
+
 def compact(out: Output, doc: dict[str, Any]) -> None:
     """Draw ``compact``."""
     if doc["version"] is None:
