@@ -83,6 +83,16 @@ def ev(sql: str, data: pa.Table = DATA) -> list[Any]:
         ("id <=> NULL", [False, False, False, True]),
         ("abs(-id) = id", [True, True, True, None]),
         ("isnull(name)", [False, False, True, False]),
+        ("startswith(name, 'b')", [False, True, None, False]),
+        ("endswith(name, 's')", [False, False, None, True]),
+        ("contains(name, 'o')", [False, True, None, False]),
+        ("id IS DISTINCT FROM 2", [True, False, True, True]),
+        ("id IS NOT DISTINCT FROM NULL", [False, False, False, True]),
+        ("date_add(day, 1) = DATE '2024-01-02'", [True, False, None, False]),
+        ("date_sub(day, 365) < '2023-01-02'", [True, True, None, True]),
+        ("datediff(day, '2023-12-31') = 1", [True, False, None, False]),
+        ("day < current_date()", [True, True, None, True]),
+        ("ts < current_timestamp()", [True, None, None, True]),
     ],
 )
 def test_expression_subset(sql: str, expected: list[Any]) -> None:
@@ -100,6 +110,9 @@ def test_expression_subset(sql: str, expected: list[Any]) -> None:
         "id @ 3",
         "s.y = 1",
         "name LIKE id",
+        "startswith(name, name)",
+        "startswith(id, 'a')",
+        "id IS DISTINCT 2",
         "",
     ],
 )

@@ -9,7 +9,9 @@ Used to evaluate CHECK constraints and column invariants on data being written. 
   ``[NOT] BETWEEN ... AND ...``, ``[NOT] LIKE``, ``+ - * / %``, unary ``-``, parentheses;
 * functions ``abs length char_length lower upper trim coalesce isnull isnotnull``, ``year month day
   dayofmonth hour minute second quarter dayofyear`` (of dates and timestamps, in UTC), ``to_date`` /
-  ``date``, ``concat``, ``substring`` / ``substr`` (literal positions);
+  ``date``, ``concat``, ``substring`` / ``substr`` (literal positions), ``startswith endswith contains``
+  (literal patterns), ``date_add date_sub datediff``, ``current_date current_timestamp`` (now, in UTC);
+* ``IS [NOT] DISTINCT FROM`` (null-safe comparison, as ``<=>``);
 * ``CAST(x AS type)`` / ``TRY_CAST`` to the primitive types (``DATE`` of a timestamp is its UTC date).
 
 SQL three-valued logic is kept (``AND``/``OR`` are Kleene operations, comparisons with null are null).
@@ -184,6 +186,14 @@ class SqlParser:
                 continue
             if self.accept("kw", "IS"):
                 negate = self.accept("kw", "NOT")
+                if self.peek().kind == "id" and self.peek().text.upper() == "DISTINCT":
+                    self.take()  # IS [NOT] DISTINCT FROM: null-safe (in)equality, as <=>
+                    if not (self.peek().kind == "id" and self.peek().text.upper() == "FROM"):
+                        raise UnsupportedExpressionError(f"expected FROM at position {self.peek().pos}")
+                    self.take()
+                    same = SqlNode("binary", ("<=>", left, self.additive()))
+                    left = same if negate else SqlNode("unary", ("NOT", same))
+                    continue
                 self.expect("kw", "NULL")
                 left = SqlNode("isnull", (left, negate))
                 continue
@@ -569,7 +579,33 @@ class Expression:
             return _call("binary_join_element_wise", *strings, pa.scalar(""))
         if name in ("substring", "substr") and len(values) in (2, 3):
             return _substring(values)
+        if name in _STRING_TESTS and len(values) == 2:
+            pattern = values[1]
+            if not isinstance(pattern, pa.Scalar) or not pa.types.is_string(pattern.type):
+                raise UnsupportedExpressionError(f"{name}() needs a string literal as its second argument")
+            try:
+                return pc.call_function(_STRING_TESTS[name], [values[0]], pc.MatchSubstringOptions(pattern.as_py()))
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+                raise UnsupportedExpressionError(f"{name}() needs a string first argument, got "
+                                                 f"{_type_of(values[0])}") from None
+        if name in ("current_date", "curdate") and not values:
+            return pa.scalar(dt.datetime.now(dt.UTC).date(), pa.date32())
+        if name in ("current_timestamp", "now") and not values:
+            return pa.scalar(dt.datetime.now(dt.UTC), pa.timestamp("us", tz="UTC"))
+        if name in ("date_add", "date_sub") and len(values) == 2:
+            days = _cast(values[1], pa.int32(), safe=False)
+            start = _cast(values[0], pa.date32(), safe=True)
+            shift = days if name == "date_add" else _call("negate_checked", days)
+            as_days = _call("add_checked", _cast(start, pa.int32(), safe=False), shift)
+            return _cast(as_days, pa.date32(), safe=False)
+        if name == "datediff" and len(values) == 2:
+            end, start = (_cast(_cast(v, pa.date32(), safe=True), pa.int32(), safe=False) for v in values)
+            return _call("subtract_checked", end, start)
         raise UnsupportedExpressionError(f"function {name}() with {len(values)} argument(s) is not supported")
+
+
+#: ``startswith(s, 'p')`` and the like: Arrow's substring matches with a literal pattern.
+_STRING_TESTS = {"startswith": "starts_with", "endswith": "ends_with", "contains": "match_substring"}
 
 
 def _cast(value: Value, target: pa.DataType, *, safe: bool) -> Value:
