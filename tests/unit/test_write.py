@@ -239,8 +239,6 @@ def test_overwrite_with_predicate(tmp_path: Path) -> None:
             tmp_path, pa.table({"id": [30, 31], "p": ["c", "d"]}), mode="overwrite", predicate=[("p", "=", "c")]
         )
     assert deltalog.Table(str(tmp_path)).latest_version() == 2 and data_files(tmp_path) == before
-    with pytest.raises(InvalidArgumentError, match="not a partition column"):
-        write_table(tmp_path, pa.table({"id": [1], "p": ["c"]}), mode="overwrite", predicate=[("id", "=", 1)])
     with pytest.raises(InvalidArgumentError, match="needs mode"):
         write_table(tmp_path, pa.table({"id": [1], "p": ["c"]}), mode="append", predicate=[("p", "=", "c")])
 
@@ -254,11 +252,39 @@ def test_overwrite_with_a_sql_predicate(tmp_path: Path) -> None:
     assert log_actions(tmp_path, 1)[0]["commitInfo"]["operationParameters"]["predicate"] == (
         "[\"P IN ('b', 'z') AND p >= 'b'\"]"
     )
-    for bad, fragment in [("p = 'a' OR p = 'b'", "must be comparisons of partition columns"),
-                          ("id = 1", "not a partition column"), ("q = 1", "column 'q' does not exist")]:
-        with pytest.raises(InvalidArgumentError, match=fragment):
-            write_table(tmp_path, pa.table({"id": [1], "p": ["a"]}), mode="overwrite", predicate=bad)
+    with pytest.raises(InvalidArgumentError, match="column 'q' does not exist"):
+        write_table(tmp_path, pa.table({"id": [1], "p": ["a"]}), mode="overwrite", predicate="q = 1")
     assert deltalog.Table(str(tmp_path)).latest_version() == 1
+
+
+def test_overwrite_with_a_predicate_on_data_columns_replaces_rows(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    for p in ("a", "b"):
+        write_table(path, pa.table({"id": pa.array(range(10), pa.int64()) if p == "a" else
+                                    pa.array(range(10, 20), pa.int64()), "p": [p] * 10}),
+                    mode="append", partition_by=["p"], properties={"delta.enableRowTracking": "true"})
+    table = deltalog.Table(str(path))
+    ids_before = {r["id"]: r for r in table.snapshot().to_arrow().to_pylist()}
+    res = write_table(path, pa.table({"id": pa.array([2, 100], pa.int64()), "p": ["a", "b"]}), mode="overwrite",
+                      predicate="id < 3 OR id >= 100")
+    assert res.num_removed_files == 1  # only partition a's file held matching rows
+    got = sorted(r["id"] for r in table.snapshot().to_arrow().to_pylist())
+    assert got == [2, *range(3, 20), 100] and len(ids_before) == 20
+    info = log_actions(path, 2)[0]["commitInfo"]
+    assert info["operation"] == "WRITE" and info["operationParameters"]["predicate"] == '["id < 3 OR id >= 100"]'
+    assert info["operationMetrics"]["numDeletedRows"] == "3" and info["operationMetrics"]["numCopiedRows"] == "7"
+    from readers import duckdb_rows
+
+    assert [r[0] for r in duckdb_rows(str(path), ["id"])] == got
+    before = data_files(path)
+    with pytest.raises(InvalidArgumentError, match=r"DELTA_REPLACE_WHERE_MISMATCH\] 1 row"):
+        write_table(path, pa.table({"id": pa.array([5, 50], pa.int64()), "p": ["a", "a"]}), mode="overwrite",
+                    predicate=[("id", "<", 10)])
+    assert table.latest_version() == 2 and data_files(path) == before  # nothing written or left behind
+    table.set_properties({"delta.enableChangeDataFeed": "true"})
+    with pytest.raises(deltalog.UnsupportedFeatureError, match="change data"):
+        write_table(path, pa.table({"id": pa.array([5], pa.int64()), "p": ["a"]}), mode="overwrite",
+                    predicate="id = 5")
 
 
 # ------------------------------------------------------------------------------------------ schema

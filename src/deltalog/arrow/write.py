@@ -8,8 +8,9 @@ commit, the data files written so far are deleted (best effort); a crash in betw
 unreferenced files, which vacuum removes later.
 
 Modes: ``"append"``; ``"overwrite"`` (all live files, or with ``predicate`` -- ``(column, op, value)``
-conditions on partition columns, or a SQL condition of such comparisons (``"day = '2024-05-01'"``), like
-Spark's ``replaceWhere`` -- only the matching ones; rows outside
+conditions or a SQL condition, like Spark's ``replaceWhere`` -- only the matching ones: whole partitions
+when the predicate names partition columns only, else the matching rows, their files' other rows written
+again (:mod:`deltalog.arrow.replace_rows`); rows outside
 the predicate are refused); ``"error"`` (the table must not exist); ``"ignore"`` (do nothing if it
 exists).
 
@@ -41,6 +42,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.arrow.replace_rows import RowPredicate, checked_batches, commit_replacing_rows, row_predicate
 from deltalog.commands.clustering import CLUSTERING_DOMAIN, clustering_domain, clustering_of
 from deltalog.commands.properties import PropertyChange, plan_properties
 from deltalog.data.filters import sql_filter
@@ -500,6 +502,10 @@ def write_table(
         arrow_schema, batches = _with_filled(arrow_schema, batches, fill_defaults, snapshot.schema, table.location)
     if snapshot is not None and schema_mode != "overwrite" and generated_columns(snapshot.schema):
         arrow_schema, batches = _with_filled(arrow_schema, batches, fill_generated, snapshot.schema, table.location)
+    # a predicate on data columns replaces rows, not whole partitions (see deltalog.arrow.replace_rows)
+    rows_replaced = row_predicate(predicate, snapshot, table.location) if mode == "overwrite" else None
+    if rows_replaced is not None:
+        batches = checked_batches(batches, rows_replaced, table.location)
     plan = plan_write(
         table,
         snapshot,
@@ -507,7 +513,7 @@ def write_table(
         mode=mode,
         partition_by=partition_by,
         schema_mode=schema_mode,
-        predicate=predicate,
+        predicate=predicate if rows_replaced is None else None,
         properties=properties,
         name=name,
         description=description,
@@ -543,7 +549,10 @@ def write_table(
         if identity and identity.high_water_marks():
             plan.metadata = with_high_water_marks(plan.metadata, identity.high_water_marks())
             plan.metadata_changed = True
-        result = commit_plan(transaction, plan, files, mode, txn)
+        if rows_replaced is not None:
+            result = _commit_rows(table, transaction, plan, files, rows_replaced, txn)
+        else:
+            result = commit_plan(transaction, plan, files, mode, txn)
     return WriteResult(
         version=result.version,
         num_files=len(files),
@@ -623,6 +632,18 @@ def write_batches(writer: DataFileWriter, batches: Iterator[pa.RecordBatch], pla
         writer.write(logical)
         rows += logical.num_rows
     return rows
+
+
+def _commit_rows(
+    table: Table, txn: Transaction, plan: WritePlan, files: list[WrittenFile], predicate: RowPredicate,
+    app: tuple[str, int] | None,
+) -> CommitResult:
+    """The commit of an overwrite whose predicate names data columns (:mod:`deltalog.arrow.replace_rows`)."""
+    if plan.metadata_changed:
+        txn.update_metadata(plan.metadata)
+    if app is not None:
+        txn.set_app_transaction(app[0], app[1])
+    return commit_replacing_rows(table, plan.snapshot, txn, files, predicate)
 
 
 def commit_plan(

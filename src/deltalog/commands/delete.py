@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
     from deltalog.txn.operations import Operation
-    from deltalog.txn.transaction import Transaction
+    from deltalog.txn.transaction import CommitResult, Transaction
 
 
 @dataclass(frozen=True)
@@ -160,16 +160,16 @@ def commit_dml(
     changes: Sequence[pa.Table] = (),
     *,
     metric_names: tuple[str, str] = ("numAddedFiles", "numAddedChangeFiles"),
-) -> tuple[int, int]:
+) -> tuple[CommitResult, int]:
     """Commit a DML statement: ``removed`` files out, each of ``dv_files`` back in with a deletion vector
     holding ``rows``, ``new_data`` written to new files (carrying row ids when ``tracked``), ``changes``
     (change rows, :func:`deltalog.data.change_files.change_rows`) written to change data files. What was
     written is deleted again if nothing commits. ``metrics`` get the files added and change files added
-    (``metric_names``: ``numAddedFiles``, ``numAddedChangeFiles``). Returns ``(version, files added)``.
+    (``metric_names``: ``numAddedFiles``, ``numAddedChangeFiles``). Returns ``(the commit's result, files added)``.
 
     Example:
-        >>> commit_dml(t, snap, txn, removed, [], [rows], None, {"numDeletedRows": 1})  # doctest: +SKIP
-        (4, 1)
+        >>> commit_dml(t, snap, txn, removed, [], [rows], None, {"numDeletedRows": 1})[0].version  # doctest: +SKIP
+        4
     """
     written: list[str] = []  # store paths of new data and DV files
 
@@ -191,7 +191,7 @@ def commit_dml(
                 txn.add_action(action)
             metrics = {**metrics, metric_names[1]: len(actions)}
         result = txn.commit(metrics={**metrics, metric_names[0]: added})
-    return result.version, added
+    return result, added
 
 
 def records_changes(snap: Snapshot) -> bool:
@@ -279,10 +279,10 @@ def _delete_rows(
         return DeleteResult(version=None, used_deletion_vectors=dvs)
     metrics = {"numDeletedRows": deleted, "numRemovedFiles": len(removed), "numCopiedRows": copied,
                "numDeletionVectorsAdded": len(dv_files)}
-    version, added = commit_dml(table, snap, txn, removed, dv_files, survivors, tracked, metrics,
-                                changes if survivors else ())  # whole files removed: readers see them go
+    done, added = commit_dml(table, snap, txn, removed, dv_files, survivors, tracked, metrics,
+                             changes if survivors else ())  # whole files removed: readers see them go
     return DeleteResult(
-        version=version, num_deleted_rows=deleted, num_removed_files=len(removed),
+        version=done.version, num_deleted_rows=deleted, num_removed_files=len(removed),
         num_added_files=added, num_deletion_vectors_added=len(dv_files), num_copied_rows=copied,
         used_deletion_vectors=dvs,
     )

@@ -247,10 +247,10 @@ def write_merge(
         "numOutputRows": inserted + updated + copied, "numTargetFilesRemoved": len(removed),
         "numTargetDeletionVectorsAdded": len(dv_files),
     }
-    version, added = commit_dml(table, snap, txn, removed, dv_files, out, tracked, metrics,
+    done, added = commit_dml(table, snap, txn, removed, dv_files, out, tracked, metrics,
                                 changes if removed else (),  # an insert-only merge is an append: no change files
                                 metric_names=("numTargetFilesAdded", "numTargetChangeFilesAdded"))
-    return {"version": version, "inserted": inserted, "updated": updated, "deleted": deleted, "copied": copied,
+    return {"version": done.version, "inserted": inserted, "updated": updated, "deleted": deleted, "copied": copied,
             "added": added, "removed": len(removed)}
 
 

@@ -128,9 +128,9 @@ def update(
         return UpdateResult(version=None, used_deletion_vectors=dvs)
     metrics = {"numUpdatedRows": updated, "numRemovedFiles": len(removed), "numCopiedRows": copied,
                "numDeletionVectorsAdded": len(dv_files)}
-    version, added = commit_dml(table, snap, txn, removed, dv_files, out, tracked, metrics, changes)
+    done, added = commit_dml(table, snap, txn, removed, dv_files, out, tracked, metrics, changes)
     return UpdateResult(
-        version=version, num_updated_rows=updated, num_removed_files=len(removed),
+        version=done.version, num_updated_rows=updated, num_removed_files=len(removed),
         num_added_files=added, num_deletion_vectors_added=len(dv_files), num_copied_rows=copied,
         used_deletion_vectors=dvs,
     )
