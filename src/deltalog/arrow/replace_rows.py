@@ -21,11 +21,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
-from deltalog.commands.delete import commit_dml, file_matches, records_changes
+from deltalog.commands.delete import commit_dml, plan_deletes, records_changes
 from deltalog.data.filters import Condition, RowFilter, matching_rows, normalize_filter
-from deltalog.data.read import map_files, with_row_tracking_columns
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
-from deltalog.txn.row_tracking import tracked_fields
 
 if TYPE_CHECKING:
     from deltalog.data.write_files import WrittenFile
@@ -93,25 +91,9 @@ def commit_replacing_rows(
     for f in files:
         txn.add_file(f.to_add())
     candidates = txn.read_candidates(conditions)  # the predicate's simple terms: recorded as read
-    tracked = tracked_fields(snap.protocol, snap.metadata)  # the rows kept keep their ids
-    rows = candidates.to_pylist()
-    probed = map_files(lambda r: file_matches(snap, r, conditions, expression, every_column=True), rows)
-    removed: list[dict[str, Any]] = []
-    survivors: list[pa.Table] = []
-    deleted = 0
-    for row, found in zip(rows, probed, strict=True):
-        if found is None:
-            continue
-        data, keep, hit = found
-        if tracked is not None:
-            data = with_row_tracking_columns(snap, row, data, (tracked[0].name, tracked[1].name))
-        removed.append(row)
-        deleted += int(hit.sum())
-        remaining = keep & ~hit
-        if remaining.any():
-            survivors.append(data.filter(pa.array(remaining)))
-    metrics = {"numDeletedRows": deleted, "numCopiedRows": int(sum(t.num_rows for t in survivors))}
-    if not removed and not files:
+    plan = plan_deletes(snap, candidates, conditions, expression, dvs=False)  # copy-on-write, row ids kept
+    metrics = {"numDeletedRows": plan.deleted, "numCopiedRows": plan.copied}
+    if not plan.removed and not files:
         return txn.commit(metrics=metrics)
-    result, _ = commit_dml(table, snap, txn, removed, [], survivors, tracked, metrics)
+    result, _ = commit_dml(table, snap, txn, plan.removed, [], plan.survivors, plan.tracked, metrics)
     return result

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -40,12 +40,12 @@ from deltalog.commands.clustering import clustering_of
 from deltalog.commands.optimize_plan import (
     DEFAULT_MAX_FILE_SIZE,
     bits_per_column,
+    compaction_metrics,
     interleave_bits,
     plan_compaction,
     plan_zorder,
     range_ids,
     range_probabilities,
-    size_percentiles,
     zorder_fields,
 )
 from deltalog.data.filters import normalize_filter, prune_files
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
 
-__all__ = ["CompactResult", "compact", "z_ordered"]
+__all__ = ["CompactResult", "compact", "replan_on_data_change", "z_ordered"]
 
 log = logging.getLogger(__name__)
 
@@ -111,14 +111,30 @@ def compact(
     """
     if isinstance(zorder_by, str):
         raise InvalidArgumentError("zorder_by takes a list of column names", table=table.location)
+    return replan_on_data_change(
+        lambda: _compact_once(table, partition_filter, max_file_size, min_file_size, tuple(zorder_by), clock),
+        table.location)
+
+
+_T = TypeVar("_T")
+
+
+def replan_on_data_change(run: Callable[[], _T], location: str) -> _T:
+    """``run()`` (a whole compaction: plan, write, commit), again on the new snapshot when it lost to a
+    concurrent data change -- compaction is never worth failing a job for -- up to :data:`ATTEMPTS` times;
+    protocol and metadata changes are raised at once. The Spark engine's OPTIMIZE runs through it too.
+
+    Example:
+        >>> replan_on_data_change(lambda: 7, "/data/t")
+        7
+    """
     for attempt in range(1, ATTEMPTS + 1):
         try:
-            return _compact_once(table, partition_filter, max_file_size, min_file_size, tuple(zorder_by), clock)
+            return run()
         except ConcurrentModificationException as exc:
             if attempt == ATTEMPTS or isinstance(exc, (ProtocolChangedException, MetadataChangedException)):
                 raise
-            log.info("compaction of %s lost to a concurrent commit (%s); planning again", table.location,
-                     exc.message)
+            log.info("compaction of %s lost to a concurrent commit (%s); planning again", location, exc.message)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -203,12 +219,9 @@ def _compact_once(
         for f in added:
             txn.add_file(f.to_add(data_change=False))
         txn.keeps_row_ids = tracked is not None
-        dvs = [f["deletionVector"] for f in removed if f.get("deletionVector")]
-        purged = sum(int(d.get("cardinality") or 0) for d in dvs)
-        result = txn.commit(metrics={
-            **size_percentiles([f.size for f in added]),
-            "numDeletionVectorsRemoved": len(dvs), "numDeletionVectorRowsRemoved": purged,
-        })
+        metrics = compaction_metrics(removed, [f.size for f in added])
+        purged = int(metrics["numDeletionVectorRowsRemoved"])
+        result = txn.commit(metrics=metrics)
     return CompactResult(
         version=result.version, num_files_added=len(added), num_files_removed=len(removed),
         num_deleted_rows_purged=purged, partitions_optimized=len({b.partition for b in bins}),

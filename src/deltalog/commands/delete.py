@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -238,6 +238,57 @@ def _live_records(row: Mapping[str, Any]) -> int:
     return n - int(dv.get("cardinality") or 0)
 
 
+@dataclass
+class DeletePlan:
+    """Which rows a delete takes out of the candidate files: the files touched (``removed``), those re-added
+    with a deletion vector of the rows gone (``dv_files``), the rows written again (``survivors``, copy-on-
+    write, with row ids when ``tracked``), and the deleted rows as change rows (``changes``, when recorded).
+
+    Example:
+        >>> plan_deletes(snap, candidates, [Condition("id", "<", 3)], None, dvs=False).deleted  # doctest: +SKIP
+        3
+    """
+
+    tracked: tuple[StructField, StructField] | None
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    dv_files: list[tuple[dict[str, Any], np.ndarray]] = field(default_factory=list)
+    survivors: list[pa.Table] = field(default_factory=list)
+    changes: list[pa.Table] = field(default_factory=list)
+    deleted: int = 0
+    copied: int = 0
+
+
+def plan_deletes(
+    snap: Snapshot, candidates: pa.Table, conditions: list[Condition], expression: RowFilter | None, *,
+    dvs: bool, record: bool = False,
+) -> DeletePlan:
+    """Read the candidate files (several at once) and plan taking out the rows the filter matches:
+    deletion vectors with ``dvs``, else copy-on-write (``record``: the deleted rows as change rows)."""
+    plan = DeletePlan(None if dvs else tracked_fields(snap.protocol, snap.metadata))  # copies keep row ids
+    tracked = plan.tracked
+    rows = candidates.to_pylist()
+    probed = map_files(lambda r: file_matches(snap, r, conditions, expression, every_column=not dvs), rows)
+    for row, found in zip(rows, probed, strict=True):
+        if found is None:
+            continue
+        data, keep, hit = found
+        if tracked is not None:
+            data = with_row_tracking_columns(snap, row, data, (tracked[0].name, tracked[1].name))
+        plan.deleted += int(hit.sum())
+        plan.removed.append(row)
+        if record:
+            plan.changes.append(change_rows(data.filter(pa.array(hit)), "delete", snap.schema))
+        remaining = keep & ~hit
+        if not remaining.any():
+            continue
+        if dvs:
+            plan.dv_files.append((row, np.flatnonzero(~remaining).astype(np.uint64)))
+        else:
+            plan.survivors.append(data.filter(pa.array(remaining)))
+            plan.copied += int(remaining.sum())
+    return plan
+
+
 def _delete_rows(
     table: TableHandle,
     snap: Snapshot,
@@ -247,43 +298,16 @@ def _delete_rows(
     expression: RowFilter | None,
     dvs: bool,
 ) -> DeleteResult:
-    removed: list[dict[str, Any]] = []
-    dv_files: list[tuple[dict[str, Any], np.ndarray]] = []
-    survivors: list[pa.Table] = []
-    changes: list[pa.Table] = []  # copy-on-write with the change data feed on: the deleted rows
-    record = not dvs and records_changes(snap)
-    deleted = copied = 0
-    tracked = None if dvs else tracked_fields(snap.protocol, snap.metadata)  # row tracking: copies keep ids
-    rows = candidates.to_pylist()
-    probed = map_files(lambda r: file_matches(snap, r, conditions, expression, every_column=not dvs), rows)
-    for row, found in zip(rows, probed, strict=True):
-        if found is None:
-            continue
-        data, keep, hit = found
-        if tracked is not None:
-            data = with_row_tracking_columns(snap, row, data, (tracked[0].name, tracked[1].name))
-        n_hit = int(hit.sum())
-        deleted += n_hit
-        removed.append(row)
-        if record:
-            changes.append(change_rows(data.filter(pa.array(hit)), "delete", snap.schema))
-        remaining = keep & ~hit
-        if not remaining.any():
-            continue
-        if dvs:
-            dv_files.append((row, np.flatnonzero(~remaining).astype(np.uint64)))
-        else:
-            survivors.append(data.filter(pa.array(remaining)))
-            copied += int(remaining.sum())
-    if not removed:
+    plan = plan_deletes(snap, candidates, conditions, expression, dvs=dvs, record=not dvs and records_changes(snap))
+    if not plan.removed:
         return DeleteResult(version=None, used_deletion_vectors=dvs)
-    metrics = {"numDeletedRows": deleted, "numRemovedFiles": len(removed), "numCopiedRows": copied,
-               "numDeletionVectorsAdded": len(dv_files)}
-    done, added = commit_dml(table, snap, txn, removed, dv_files, survivors, tracked, metrics,
-                             changes if survivors else ())  # whole files removed: readers see them go
+    metrics = {"numDeletedRows": plan.deleted, "numRemovedFiles": len(plan.removed), "numCopiedRows": plan.copied,
+               "numDeletionVectorsAdded": len(plan.dv_files)}
+    done, added = commit_dml(table, snap, txn, plan.removed, plan.dv_files, plan.survivors, plan.tracked, metrics,
+                             plan.changes if plan.survivors else ())  # whole files removed: readers see them go
     return DeleteResult(
-        version=done.version, num_deleted_rows=deleted, num_removed_files=len(removed),
-        num_added_files=added, num_deletion_vectors_added=len(dv_files), num_copied_rows=copied,
+        version=done.version, num_deleted_rows=plan.deleted, num_removed_files=len(plan.removed),
+        num_added_files=added, num_deletion_vectors_added=len(plan.dv_files), num_copied_rows=plan.copied,
         used_deletion_vectors=dvs,
     )
 

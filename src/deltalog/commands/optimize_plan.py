@@ -39,6 +39,7 @@ __all__ = [
     "Bin",
     "bin_rows",
     "bits_per_column",
+    "compaction_metrics",
     "fractions_for",
     "interleave_bits",
     "orderable",
@@ -354,6 +355,24 @@ def stats_columns(schema: StructType, partition_columns: Sequence[str], configur
     if limit >= 0:
         leaves = leaves[:limit]
     return {top.lower() for top, _ in leaves}
+
+
+def compaction_metrics(removed: Sequence[Mapping[str, Any]], added_sizes: Sequence[int]) -> dict[str, Any]:
+    """The ``operationMetrics`` an ``OPTIMIZE`` commit adds to the transaction's own: the new files' size
+    percentiles and the deletion vectors the rewritten files had (their rows are purged).
+
+    Example:
+        >>> m = compaction_metrics([{"deletionVector": {"cardinality": 2, "sizeInBytes": 34}}], [10])
+        >>> m["numDeletionVectorRowsRemoved"], m["numDeletionVectorBytesRemoved"]
+        (2, 34)
+    """
+    dvs = [f["deletionVector"] for f in removed if f.get("deletionVector")]
+    return {
+        **size_percentiles(list(added_sizes)),
+        "numDeletionVectorsRemoved": len(dvs),
+        "numDeletionVectorRowsRemoved": sum(int(d.get("cardinality") or 0) for d in dvs),
+        "numDeletionVectorBytesRemoved": sum(int(d.get("sizeInBytes") or 0) for d in dvs),
+    }
 
 
 def zorder_fields(

@@ -53,21 +53,19 @@ import pyarrow as pa
 
 from deltalog.arrow.write import WritePlan, write_batches
 from deltalog.commands.clustering import CLUSTERING_DOMAIN, PROVIDER, clustering_of
+from deltalog.commands.compact import replan_on_data_change
 from deltalog.commands.optimize_plan import (
     DEFAULT_MAX_FILE_SIZE,
     Bin,
+    compaction_metrics,
     plan_compaction,
     plan_zorder,
-    size_percentiles,
     size_summary,
 )
 from deltalog.data.write_files import WrittenFile
 from deltalog.errors import (
-    ConcurrentModificationException,
     InvalidArgumentError,
     InvalidArgumentTypeError,
-    MetadataChangedException,
-    ProtocolChangedException,
 )
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
@@ -416,16 +414,6 @@ def _metrics(snap: Snapshot, *, considered: int, bins: list[Bin], added: list[Wr
     }
 
 
-def _commit_metrics(bins: list[Bin], added: list[WrittenFile]) -> dict[str, Any]:
-    dvs = [f["deletionVector"] for b in bins for f in b.files if f.get("deletionVector")]
-    return {
-        **size_percentiles([f.size for f in added]),
-        "numDeletionVectorsRemoved": len(dvs),
-        "numDeletionVectorRowsRemoved": sum(int(d.get("cardinality") or 0) for d in dvs),
-        "numDeletionVectorBytesRemoved": sum(int(d.get("sizeInBytes") or 0) for d in dvs),
-    }
-
-
 def _clustering(snap: Snapshot, zorder_by: Sequence[str], full: bool) -> list[str] | None:
     """The clustering columns OPTIMIZE clusters by (``None``: the table is not clustered)."""
     where: dict[str, Any] = {"table": snap.table, "version": snap.version}
@@ -482,21 +470,10 @@ def optimize(
     if purge and (zorder_by or full):
         raise InvalidArgumentError("a purge (REORG ... APPLY (PURGE)) neither Z-orders nor re-clusters",
                                    table=str(path))
-    for attempt in range(1, _ATTEMPTS + 1):
-        try:
-            return _optimize_once(spark, path, where, zorder_by, max_file_size, min_file_size, full, started,
-                                  purge=purge, partitions=partitions, auto=auto)
-        except ConcurrentModificationException as exc:
-            # a concurrent DML statement changed files this OPTIMIZE rewrote: compaction is never worth
-            # failing the job for -- plan again on the new snapshot (the files written are deleted)
-            if attempt == _ATTEMPTS or isinstance(exc, (ProtocolChangedException, MetadataChangedException)):
-                raise
-            log.info("OPTIMIZE of %s lost to a concurrent commit (%s); planning again", path, exc.message)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-#: How many times OPTIMIZE plans again after losing to a concurrent data change.
-_ATTEMPTS = 3
+    return replan_on_data_change(
+        lambda: _optimize_once(spark, path, where, zorder_by, max_file_size, min_file_size, full, started,
+                               purge=purge, partitions=partitions, auto=auto),
+        str(path))
 
 
 def _optimize_once(
@@ -546,7 +523,7 @@ def _optimize_once(
     except BaseException:
         staged.cleanup()
         raise
-    result = staged.commit(txn, _commit_metrics(bins, added))
+    result = staged.commit(txn, compaction_metrics(rewritten, [f.size for f in added]))
     metrics = _metrics(snap, considered=len(rows), bins=bins, added=added, zorder=bool(zorder), tasks=tasks,
                        started=started)
     return OptimizeResult(table.location, result.version, metrics, dict(result.operation_metrics))
