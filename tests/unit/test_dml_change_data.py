@@ -98,3 +98,41 @@ def test_a_statement_that_does_not_commit_leaves_no_change_files(tmp_path: Path,
     live = {a["cdc"]["path"] for a in _actions(path, 1) if "cdc" in a}
     on_disk = {str(f.relative_to(path)) for f in (path / "_change_data").rglob("*.parquet")}
     assert on_disk == live and len(live) == 1  # the winner's; the loser's were deleted
+
+
+@pytest.mark.parametrize("mapping", ["none", "name"])
+def test_overwrite_by_a_data_column_predicate_records_its_changes(tmp_path: Path, mapping: str) -> None:
+    # it was refused on tables with the change data feed ("would have to record change data")
+    path = tmp_path / "t"
+    _write(path, **{"delta.columnMapping.mode": mapping})
+    new = pa.table({"id": pa.array([2, 3, 40], pa.int64()), "p": pa.array([0, 1, 0], pa.int64()),
+                    "v": ["two", "three", "forty"]})
+    res = deltalog.write_table(path, new, mode="overwrite", predicate="id BETWEEN 2 AND 3 OR id >= 40")
+    assert res.version == 1
+    want = [(2, 0, "2", "delete", 1), (2, 0, "two", "insert", 1), (3, 1, "3", "delete", 1),
+            (3, 1, "three", "insert", 1), (40, 0, "forty", "insert", 1)]
+    assert _changes(path, 1) == want
+    if mapping == "none":  # delta-rs's change feed refuses tables with column mapping
+        assert _delta_rs_changes(path, 1) == want
+    metrics = deltalog.Table(path).history(limit=1)[0]["operationMetrics"]
+    assert metrics["numAddedChangeFiles"] == "4"  # the deletes and the inserts, per partition
+    assert metrics["numDeletedRows"] == "2" and metrics["numCopiedRows"] == "8"
+    # every row of the touched files matches: only whole files go, the adds and removes say it (as Spark)
+    before = {p.name for p in (path / "_change_data").rglob("*.parquet")}
+    whole = pa.table({"id": pa.array([1], pa.int64()), "p": pa.array([1], pa.int64()), "v": ["one"]})
+    deltalog.write_table(path, whole, mode="overwrite", predicate="p = 1 AND id < 100")
+    assert not [a for a in _actions(path, 2) if "cdc" in a]
+    assert {p.name for p in (path / "_change_data").rglob("*.parquet")} == before  # none left behind
+    got = _changes(path, 2)
+    assert (1, 1, "one", "insert", 2) in got and (3, 1, "three", "delete", 2) in got and len(got) == 6
+    assert sorted(r["id"] for r in deltalog.Table(path).snapshot().to_arrow().to_pylist()) == [0, 1, 2, 4, 6, 8, 40]
+
+
+def test_a_refused_overwrite_leaves_no_change_files(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    _write(path)
+    bad = pa.table({"id": pa.array([2, 50], pa.int64()), "p": pa.array([0, 0], pa.int64()), "v": ["a", "b"]})
+    with pytest.raises(deltalog.InvalidArgumentError, match="DELTA_REPLACE_WHERE_MISMATCH"):
+        deltalog.write_table(path, bad, mode="overwrite", predicate="id < 10")
+    assert not (path / "_change_data").exists() or not list((path / "_change_data").rglob("*.parquet"))
+    assert deltalog.Table(path).latest_version() == 0

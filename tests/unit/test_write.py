@@ -281,10 +281,6 @@ def test_overwrite_with_a_predicate_on_data_columns_replaces_rows(tmp_path: Path
         write_table(path, pa.table({"id": pa.array([5, 50], pa.int64()), "p": ["a", "a"]}), mode="overwrite",
                     predicate=[("id", "<", 10)])
     assert table.latest_version() == 2 and data_files(path) == before  # nothing written or left behind
-    table.set_properties({"delta.enableChangeDataFeed": "true"})
-    with pytest.raises(deltalog.UnsupportedFeatureError, match="change data"):
-        write_table(path, pa.table({"id": pa.array([5], pa.int64()), "p": ["a"]}), mode="overwrite",
-                    predicate="id = 5")
 
 
 # ------------------------------------------------------------------------------------------ schema

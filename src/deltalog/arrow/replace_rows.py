@@ -7,8 +7,10 @@ terms) are read; each one with a matching row is removed and its other rows are 
 kept on tables with row tracking), as the kernel's copy-on-write DELETE does
 (:func:`deltalog.commands.delete.commit_dml`). Every row of the data must match the predicate
 (``DELTA_REPLACE_WHERE_MISMATCH``). The read predicate is recorded, so a concurrent writer adding rows that
-match it conflicts. Tables with the change data feed on are refused here (the new rows would have to be
-recorded as change data too); the Spark engine's ``replaceWhere`` handles them.
+match it conflicts. With the change data feed on and rows written again, the replaced rows (``delete``) and
+the data's rows (``insert``, written beside the data files as they stream: :func:`insert_changes`) are
+written as change data files, as Spark's ``replaceWhere`` does; when only whole files went, the commit's
+``add`` and ``remove`` actions say what changed and the insert change files are deleted again.
 
 Example:
     >>> write_table("/data/t", fixed, mode="overwrite", predicate="id BETWEEN 100 AND 199")  # doctest: +SKIP
@@ -22,16 +24,19 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import pyarrow as pa
 
 from deltalog.commands.delete import commit_dml, plan_deletes, records_changes
+from deltalog.data.change_files import cdc_actions, change_file_writer, change_rows
 from deltalog.data.filters import Condition, RowFilter, matching_rows, normalize_filter
-from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
+from deltalog.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from deltalog.data.write_files import WrittenFile
+    from deltalog.data.write_files import DataFileWriter, WrittenFile
+    from deltalog.protocol.schema import StructType
     from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
     from deltalog.txn.transaction import CommitResult, Transaction
 
-__all__ = ["RowPredicate", "checked_batches", "commit_replacing_rows", "row_predicate"]
+__all__ = ["InsertChanges", "RowPredicate", "checked_batches", "commit_replacing_rows", "insert_changes",
+           "row_predicate"]
 
 #: The predicate as conditions (pruning) and what else filters rows.
 RowPredicate: TypeAlias = "tuple[list[Condition], RowFilter | None]"
@@ -50,13 +55,43 @@ def row_predicate(predicate: Any, snapshot: Snapshot | None, loc: str) -> RowPre
     conditions, expression = normalize_filter(predicate, snapshot.schema, table=loc)
     if expression is None and all(c.column in snapshot.partition_columns for c in conditions):
         return None
-    if records_changes(snapshot):
-        raise UnsupportedFeatureError(
-            "an overwrite whose predicate names data columns would have to record change data for the change "
-            "data feed (delta.enableChangeDataFeed=true), which the kernel does not do; use a predicate on "
-            "partition columns, or the Spark engine's replaceWhere",
-            feature="changeDataFeed", table=loc, version=snapshot.version)
     return conditions, expression
+
+
+class InsertChanges:
+    """The data's rows as ``insert`` change rows, written to change data files while the data streams.
+
+    Example:
+        >>> changes = insert_changes(t, snap, schema)                        # doctest: +SKIP
+        >>> changes.write(rows)                                              # doctest: +SKIP
+    """
+
+    def __init__(self, writer: DataFileWriter, schema: StructType) -> None:
+        self.writer = writer
+        self.schema = schema
+
+    def write(self, rows: pa.Table) -> None:
+        """Record ``rows`` (logical, every column of the written schema) as inserted.
+
+        Example:
+            >>> changes.write(pa.table({"id": [1]}))                          # doctest: +SKIP
+        """
+        self.writer.write(change_rows(rows, "insert", self.schema))
+
+
+def insert_changes(table: TableHandle, snapshot: Snapshot | None, schema: StructType,
+                   predicate: RowPredicate | None) -> InsertChanges | None:
+    """Where the data's rows go as change data (an overwrite replacing rows of a table with the change data
+    feed on), else ``None``. ``schema`` is the schema the data is written with.
+
+    Example:
+        >>> insert_changes(t, snap, snap.schema, row_predicate("id < 3", snap, t.location))  # doctest: +SKIP
+    """
+    if predicate is None or snapshot is None or not records_changes(snapshot):
+        return None
+    writer = change_file_writer(table.store, schema, snapshot.partition_columns,
+                                column_mapping=snapshot.column_mapping_mode)
+    return InsertChanges(writer, schema)
 
 
 def checked_batches(batches: Iterator[pa.RecordBatch], predicate: RowPredicate, loc: str
@@ -78,10 +113,12 @@ def checked_batches(batches: Iterator[pa.RecordBatch], predicate: RowPredicate, 
 
 
 def commit_replacing_rows(
-    table: TableHandle, snap: Snapshot, txn: Transaction, files: list[WrittenFile], predicate: RowPredicate
+    table: TableHandle, snap: Snapshot, txn: Transaction, files: list[WrittenFile], predicate: RowPredicate,
+    inserted: InsertChanges | None = None,
 ) -> CommitResult:
     """Stage the written ``files``, remove the rows matching ``predicate`` (rewriting the rest of their
-    files) and commit.
+    files) and commit; with ``inserted`` (the data's rows as change rows), the changes are recorded as change
+    data when rows are written again. The caller deletes ``inserted``'s files if nothing commits.
 
     Example:
         >>> commit_replacing_rows(t, snap, txn, files, (conditions, None)).version  # doctest: +SKIP
@@ -91,9 +128,19 @@ def commit_replacing_rows(
     for f in files:
         txn.add_file(f.to_add())
     candidates = txn.read_candidates(conditions)  # the predicate's simple terms: recorded as read
-    plan = plan_deletes(snap, candidates, conditions, expression, dvs=False)  # copy-on-write, row ids kept
-    metrics = {"numDeletedRows": plan.deleted, "numCopiedRows": plan.copied}
+    # copy-on-write, row ids kept
+    plan = plan_deletes(snap, candidates, conditions, expression, dvs=False, record=inserted is not None)
+    metrics: dict[str, int] = {"numDeletedRows": plan.deleted, "numCopiedRows": plan.copied}
+    if inserted is not None:
+        if plan.survivors:  # rows written again: the commit's change data must hold every change it made
+            added_changes = cdc_actions(inserted.writer.close())
+            for action in added_changes:
+                txn.add_action(action)
+            metrics["numAddedChangeFiles"] = len(added_changes)
+        else:
+            inserted.writer.abort()
+            plan.changes.clear()
     if not plan.removed and not files:
         return txn.commit(metrics=metrics)
-    result, _ = commit_dml(table, snap, txn, plan.removed, [], plan.survivors, plan.tracked, metrics)
+    result, _ = commit_dml(table, snap, txn, plan.removed, [], plan.survivors, plan.tracked, metrics, plan.changes)
     return result

@@ -42,7 +42,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.arrow.replace_rows import RowPredicate, checked_batches, commit_replacing_rows, row_predicate
+from deltalog.arrow.replace_rows import (
+    InsertChanges,
+    RowPredicate,
+    checked_batches,
+    commit_replacing_rows,
+    insert_changes,
+    row_predicate,
+)
 from deltalog.commands.clustering import CLUSTERING_DOMAIN, clustering_domain, clustering_of
 from deltalog.commands.properties import PropertyChange, plan_properties
 from deltalog.data.filters import sql_filter
@@ -542,15 +549,22 @@ def write_table(
         table.store, plan.schema, plan.metadata.partitionColumns, target_file_size=target_file_size, clock=clock,
         column_mapping=mapping_mode(plan.metadata.configuration),
     )
+    inserted = insert_changes(table, snapshot, plan.schema, rows_replaced)  # the change data feed's inserts
+
+    def discard() -> None:
+        writer.abort()
+        if inserted is not None:
+            inserted.writer.abort()
+
     # The files are deleted on failure only while no commit can reference them (see Transaction.discardable).
-    with transaction.discard_unless_committed(writer.abort):
-        rows = write_batches(writer, batches, plan, table.location)
+    with transaction.discard_unless_committed(discard):
+        rows = write_batches(writer, batches, plan, table.location, also=inserted.write if inserted else None)
         files = writer.close()
         if identity and identity.high_water_marks():
             plan.metadata = with_high_water_marks(plan.metadata, identity.high_water_marks())
             plan.metadata_changed = True
         if rows_replaced is not None:
-            result = _commit_rows(table, transaction, plan, files, rows_replaced, txn)
+            result = _commit_rows(table, transaction, plan, files, rows_replaced, txn, inserted)
         else:
             result = commit_plan(transaction, plan, files, mode, txn)
     return WriteResult(
@@ -607,7 +621,15 @@ def preflight(txn: Transaction, plan: WritePlan, mode: str, loc: str) -> None:
         check_append_only(plan.metadata, [(first, True)], table=loc)
 
 
-def write_batches(writer: DataFileWriter, batches: Iterator[pa.RecordBatch], plan: WritePlan, loc: str) -> int:
+def write_batches(writer: DataFileWriter, batches: Iterator[pa.RecordBatch], plan: WritePlan, loc: str, *,
+                  also: Callable[[pa.Table], None] | None = None) -> int:
+    """Write ``batches`` (checked and converted to the plan's schema) with ``writer``, handing each converted
+    chunk to ``also`` too when given; returns the rows written.
+
+    Example:
+        >>> write_batches(writer, iter(data.to_batches()), plan, "/data/t")  # doctest: +SKIP
+        3
+    """
     rows = 0
     target = plan.schema
     for batch in batches:
@@ -630,20 +652,22 @@ def write_batches(writer: DataFileWriter, batches: Iterator[pa.RecordBatch], pla
                     table=loc,
                 )
         writer.write(logical)
+        if also is not None:
+            also(logical)
         rows += logical.num_rows
     return rows
 
 
 def _commit_rows(
     table: Table, txn: Transaction, plan: WritePlan, files: list[WrittenFile], predicate: RowPredicate,
-    app: tuple[str, int] | None,
+    app: tuple[str, int] | None, inserted: InsertChanges | None,
 ) -> CommitResult:
     """The commit of an overwrite whose predicate names data columns (:mod:`deltalog.arrow.replace_rows`)."""
     if plan.metadata_changed:
         txn.update_metadata(plan.metadata)
     if app is not None:
         txn.set_app_transaction(app[0], app[1])
-    return commit_replacing_rows(table, plan.snapshot, txn, files, predicate)
+    return commit_replacing_rows(table, plan.snapshot, txn, files, predicate, inserted)
 
 
 def commit_plan(

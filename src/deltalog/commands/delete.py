@@ -189,7 +189,7 @@ def commit_dml(
             written.extend(f.rel_path for f in files)
             for action in actions:
                 txn.add_action(action)
-            metrics = {**metrics, metric_names[1]: len(actions)}
+            metrics = {**metrics, metric_names[1]: int(metrics.get(metric_names[1], 0)) + len(actions)}
         result = txn.commit(metrics={**metrics, metric_names[0]: added})
     return result, added
 

@@ -5,8 +5,9 @@ Hive-style directories below ``_change_data/`` and not in the file, as for data 
 ``_change_type`` (``delete``, ``update_preimage``, ``update_postimage`` or ``insert``), and is committed as a
 ``cdc`` action with ``dataChange=false``. Once a commit has change data files, change data feed readers
 take its changes from them alone, so a command that writes any records every row it changed. The Spark
-engine writes them with a Spark job (:mod:`deltalog.spark.dml._cdc`); the kernel's DELETE and UPDATE with
-:func:`write_change_files`.
+engine writes them with a Spark job (:mod:`deltalog.spark.dml._cdc`); the kernel's DELETE, UPDATE and MERGE with
+:func:`write_change_files`, and its overwrite by a data-column predicate streams the inserted rows through
+:func:`change_file_writer`.
 
 Example:
     >>> import pyarrow as pa
@@ -34,7 +35,10 @@ from deltalog.protocol.schema import (
 )
 from deltalog.storage import LogStore
 
-__all__ = ["CHANGE_DATA_DIR", "CHANGE_TYPE", "change_rows", "change_schema", "write_change_files"]
+__all__ = [
+    "CHANGE_DATA_DIR", "CHANGE_TYPE", "cdc_actions", "change_file_writer", "change_rows", "change_schema",
+    "write_change_files",
+]
 
 #: Directory (under the table root) of change data files.
 CHANGE_DATA_DIR = "_change_data"
@@ -96,8 +100,8 @@ def write_change_files(
         >>> actions[0].path.startswith("_change_data/part-"), actions[0].dataChange
         (True, False)
     """
-    writer = DataFileWriter(store, change_schema(schema), partition_columns, column_mapping=column_mapping,
-                            target_file_size=target_file_size, directory=CHANGE_DATA_DIR)
+    writer = change_file_writer(store, schema, partition_columns, column_mapping=column_mapping,
+                                target_file_size=target_file_size)
     try:
         for part in changes:
             if part.num_rows:
@@ -106,6 +110,38 @@ def write_change_files(
     except BaseException:
         writer.abort()
         raise
-    actions = [AddCDCFile(path=f.path, partitionValues=dict(f.partition_values), size=f.size, dataChange=False)
-               for f in files]
-    return files, actions
+    return files, cdc_actions(files)
+
+
+def change_file_writer(
+    store: LogStore,
+    schema: StructType,
+    partition_columns: Sequence[str],
+    *,
+    column_mapping: str = "none",
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
+) -> DataFileWriter:
+    """A writer of change data files (rows from :func:`change_rows`) for a table with ``schema``, for changes
+    that stream (its ``abort`` deletes what it wrote, even after ``close``).
+
+    Example:
+        >>> from deltalog.storage import InMemoryLogStore
+        >>> s = StructType.from_arrow_schema(pa.schema([("x", pa.int64())]))
+        >>> w = change_file_writer(InMemoryLogStore(), s, [])
+        >>> w.write(change_rows(pa.table({"x": [1]}), "insert", s))
+        >>> [a.path.startswith("_change_data/") for a in cdc_actions(w.close())]
+        [True]
+    """
+    return DataFileWriter(store, change_schema(schema), partition_columns, column_mapping=column_mapping,
+                          target_file_size=target_file_size, directory=CHANGE_DATA_DIR)
+
+
+def cdc_actions(files: Sequence[WrittenFile]) -> list[AddCDCFile]:
+    """The ``cdc`` actions committing change data ``files`` (``dataChange=false``, as the protocol asks).
+
+    Example:
+        >>> cdc_actions([])
+        []
+    """
+    return [AddCDCFile(path=f.path, partitionValues=dict(f.partition_values), size=f.size, dataChange=False)
+            for f in files]
