@@ -123,3 +123,55 @@ def test_concurrent_writers_never_share_a_value(tmp_path: Path) -> None:
     assert len(ids) == 1 + 2 * 8 * 3 and len(set(ids)) == len(ids)
     assert _mark(path) == max(ids)
     assert set(conflicts) <= {"MetadataChangedException"}
+
+
+def test_merge_inserts_generate_identity_values(tmp_path: Path) -> None:
+    # the kernel's MERGE refused inserts into tables with identity columns ("use Spark's MERGE")
+    path = _identity_table(tmp_path / "t", start=10, step=5)
+    deltalog.write_table(path, pa.table({"v": ["a", "b"]}), mode="append")  # ids 10, 15
+    table = deltalog.Table(path)
+    src = pa.table({"v": ["b", "c", "d"], "w": ["B", "C", "D"]})
+    res = (table.merge(src, "target.v = source.v").when_matched_update({"v": "source.w"})
+           .when_not_matched_insert({"v": "source.v"}).execute())
+    assert res.num_target_rows_inserted == 2 and res.num_target_rows_updated == 1
+    rows = sorted((r["id"], r["v"]) for r in table.snapshot().to_arrow().to_pylist())
+    assert rows == [(10, "a"), (15, "B"), (20, "c"), (25, "d")]  # the updated row keeps its id
+    assert _mark(path) == 25
+    deltalog.write_table(path, pa.table({"v": ["e"]}), mode="append")  # continues after the merge's values
+    assert _ids(path) == [10, 15, 20, 25, 30]
+    table.merge(pa.table({"v": ["f"]}), "target.v = source.v").when_not_matched_insert_all().execute()
+    assert _ids(path) == [10, 15, 20, 25, 30, 35]  # insert_all leaves identity columns to Delta
+    deltalake = pytest.importorskip("deltalake")
+    assert sorted(deltalake.DeltaTable(path).to_pyarrow_table().column("id").to_pylist()) == _ids(path)
+    version = table.latest_version()
+    with pytest.raises(InvalidArgumentError, match=r"EXPLICIT_INSERT_NOT_SUPPORTED.*'id'"):
+        table.merge(pa.table({"v": ["g"]}), "target.v = source.v").when_not_matched_insert(
+            {"id": "1", "v": "source.v"}).execute()
+    with pytest.raises(InvalidArgumentError, match="it is an identity column"):
+        table.merge(pa.table({"v": ["a"]}), "target.v = source.v").when_matched_update({"id": "1"}).execute()
+    assert table.latest_version() == version
+
+
+def test_merge_inserts_explicit_values_by_default(tmp_path: Path) -> None:
+    path = _identity_table(tmp_path / "t", always=False)
+    table = deltalog.Table(path)
+    src = pa.table({"id": pa.array([100, 101], pa.int64()), "v": ["x", "y"]})
+    table.merge(src, "target.v = source.v").when_not_matched_insert(
+        {"id": "source.id", "v": "source.v"}, "source.v = 'x'").when_not_matched_insert({"v": "source.v"}).execute()
+    assert sorted((r["id"], r["v"]) for r in table.snapshot().to_arrow().to_pylist()) == [(1, "y"), (100, "x")]
+    assert _mark(path) == 1  # explicit values leave the high-water mark alone
+
+
+def test_concurrent_merges_inserting_identity_values_conflict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    from races import winner_commits_first
+
+    path = _identity_table(tmp_path / "t")
+
+    def insert(table: deltalog.Table, v: str) -> object:
+        return table.merge(pa.table({"v": [v]}), "target.v = source.v").when_not_matched_insert_all().execute()
+
+    winner_commits_first(monkeypatch, path, lambda t: insert(t, "winner"))
+    with pytest.raises(ConcurrentModificationException):  # both took id 1: the second must not commit
+        insert(deltalog.Table(path), "loser")
+    assert [(r["id"], r["v"]) for r in deltalog.Table(path).snapshot().to_arrow().to_pylist()] == [(1, "winner")]

@@ -28,6 +28,7 @@ from deltalog.data.sql_expr import Expression
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.defaults import fill_defaults
 from deltalog.txn.generated import generated_columns
+from deltalog.txn.identity import IdentityGenerator, with_high_water_marks
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -230,9 +231,13 @@ def write_merge(
             out.append(data.filter(pa.array(remaining)))
             copied += int(remaining.sum())
     inserted = 0
+    identity = IdentityGenerator.for_schema(snap.schema, [], table=table.location)
     for part in plan.inserted:
         if not part.num_rows:
             continue
+        for col in identity.generated:  # the identity columns an insert leaves out get new values
+            if col.name not in part.column_names:
+                part = part.append_column(pa.field(col.name, pa.int64()), identity.take(col.name, part.num_rows))
         given = fill_defaults(part, snap.schema, table=table.location)
         empty = _null_rows(snap, tracked, part.num_rows)
         rows = new_images(snap, empty, {c: given.column(c) for c in given.column_names}, tracked)
@@ -247,6 +252,8 @@ def write_merge(
         "numOutputRows": inserted + updated + copied, "numTargetFilesRemoved": len(removed),
         "numTargetDeletionVectorsAdded": len(dv_files),
     }
+    if identity.high_water_marks():  # recorded in the schema: a concurrent insert conflicts (metadata changed)
+        txn.update_metadata(with_high_water_marks(snap.metadata, identity.high_water_marks()))
     done, added = commit_dml(table, snap, txn, removed, dv_files, out, tracked, metrics,
                                 changes if removed else (),  # an insert-only merge is an append: no change files
                                 metric_names=("numTargetFilesAdded", "numTargetChangeFilesAdded"))

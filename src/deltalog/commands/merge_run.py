@@ -28,7 +28,7 @@ from deltalog.commands.merge_apply import apply_clauses, condition_mask, write_m
 from deltalog.data.filters import Condition
 from deltalog.data.read import map_files, with_row_tracking_columns
 from deltalog.data.sql_expr import Expression, SqlNode, SqlParser, UnsupportedExpressionError, conjuncts
-from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
+from deltalog.errors import InvalidArgumentError
 from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import identity_columns
 from deltalog.txn.operations import Merge
@@ -252,7 +252,8 @@ def _checked_clauses(clauses: Sequence[MergeClause], scope: _Scope, snap: Snapsh
                      ) -> list[tuple[MergeClause, Expression | None, dict[str, Expression]]]:
     """Each clause with its compiled condition and assignments (``update_all`` / ``insert_all`` spelled out)."""
     generated = {n.lower() for n in generated_columns(snap.schema)}
-    identity = {c.name.lower() for c in identity_columns(snap.schema, table=loc)}
+    identities = {c.name.lower(): c for c in identity_columns(snap.schema, table=loc)}
+    identity = set(identities)
     t_names = {n.lower(): n for n in scope.t_names}
     s_names = {n.lower(): n for n in scope.s_names}
     out = []
@@ -280,7 +281,13 @@ def _checked_clauses(clauses: Sequence[MergeClause], scope: _Scope, snap: Snapsh
                     raise InvalidArgumentError(
                         f"[DELTA_COLUMN_NOT_FOUND] merge cannot set column {column!r}: the target has columns "
                         f"{scope.t_names}", table=loc)
-                if column.lower() in generated or column.lower() in identity:
+                explicit = identities.get(column.lower())
+                if explicit is not None and clause.action == "insert" and not explicit.allow_explicit:
+                    raise InvalidArgumentError(
+                        f"[DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED] merge cannot insert values into "
+                        f"column {explicit.name!r}: it is GENERATED ALWAYS AS IDENTITY; leave it out of the insert "
+                        "and Delta generates its values", table=loc)
+                if column.lower() in generated or (explicit is not None and clause.action != "insert"):
                     kind = "a generated column" if column.lower() in generated else "an identity column"
                     raise InvalidArgumentError(
                         f"merge cannot set column {t_names[column.lower()]!r}: it is {kind}, computed by Delta",
@@ -311,10 +318,6 @@ def run_merge(
     names = [f.name for f in snap.schema.fields]
     if len({n.lower() for n in source.column_names}) != source.num_columns:
         raise InvalidArgumentError(f"merge source has repeated column names: {source.column_names}", table=loc)
-    if any(c.action == "insert" for c in clauses) and identity_columns(snap.schema, table=loc):
-        raise UnsupportedFeatureError(
-            "the kernel's MERGE cannot insert into a table with identity columns; use Spark's MERGE",
-            feature="identityColumns", table=loc)
     scope = _Scope(aliases, snap.schema.to_arrow_schema(), source.schema, loc)
     keys, residual = _join_keys(predicate, scope, loc)
     checked = _checked_clauses(clauses, scope, snap, loc)
