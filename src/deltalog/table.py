@@ -339,10 +339,12 @@ class Table:
         dry_run: bool = True,
         enforce_retention_duration: bool = True,
         lite: bool = False,
+        inventory: Iterable[tuple[str, int, bool, int]] | None = None,
         clock: Callable[[], int] | None = None,
     ) -> VacuumResult:
         """Delete data files no retained version needs (see :mod:`deltalog.commands.vacuum`); lists only by default.
-        ``lite=True`` finds them in the log instead of listing the table (``VACUUM LITE``).
+        ``lite=True`` finds them in the log instead of listing the table (``VACUUM LITE``); ``inventory``
+        (rows ``(path, length, is_dir, modification_time)``) replaces the listing (``USING INVENTORY``).
 
         Example:
             >>> Table("/data/events").vacuum(retention_hours=168, dry_run=False).num_deleted_files  # doctest: +SKIP
@@ -356,6 +358,7 @@ class Table:
             dry_run=dry_run,
             enforce_retention_duration=enforce_retention_duration,
             lite=lite,
+            inventory=inventory,
             clock=clock,
         )
 

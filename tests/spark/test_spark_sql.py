@@ -457,8 +457,7 @@ def test_vacuum(target: Target, spark: Any) -> None:
         # LITE (the removed files the log names), its modifiers in any order, as delta-spark takes them
         lite = target.sql("VACUUM {t} LITE DRY RUN RETAIN 0 HOURS").collect()
         assert [r.path.removeprefix("file:") for r in lite] == listed
-        with pytest.raises(InvalidArgumentError, match="USING INVENTORY is not supported"):
-            target.sql("VACUUM {t} USING INVENTORY inv RETAIN 0 HOURS")
+        _vacuum_using_inventory(target, spark, listed[0])
         assert target.version() == 2
         done = target.sql("VACUUM {t} RETAIN 0 HOURS").collect()
         assert len(done) == 1
@@ -467,6 +466,37 @@ def test_vacuum(target: Target, spark: Any) -> None:
     assert not os.path.exists(listed[0])
     assert target.rows("SELECT * FROM {t}") == [(2,)]
     assert target.operations()[-2:] == ["VACUUM START", "VACUUM END"]
+
+
+def _vacuum_using_inventory(target: Target, spark: Any, doomed: str) -> None:
+    """``USING INVENTORY``: the listing comes from a table or query (it was refused)."""
+    from deltalog.errors import InvalidArgumentError
+
+    root = target.table().location.removeprefix("file:")
+    stray = os.path.join(root, "stray.parquet")  # old and unreferenced, but not in the inventory: it stays
+    with open(stray, "wb") as f:
+        f.write(b"x")
+    os.utime(stray, (0, 0))
+    rows = [("file:" + os.path.join(d, n), os.path.getsize(os.path.join(d, n)), False,
+             int(os.path.getmtime(os.path.join(d, n)) * 1000))
+            for d, _, names in os.walk(root) for n in names if n != "stray.parquet"]
+    rows += [("file:" + root, 0, True, 0), ("file:/elsewhere/x.parquet", 1, False, 0)]
+    spark.createDataFrame(rows, "path string, length bigint, isDir boolean, modificationTime bigint") \
+        .createOrReplaceTempView("vacuum_inventory")
+    got = target.sql("VACUUM {t} USING INVENTORY vacuum_inventory RETAIN 0 HOURS DRY RUN").collect()
+    assert [r.path.removeprefix("file:") for r in got] == [doomed]
+    got = target.sql("VACUUM {t} DRY RUN USING INVENTORY (SELECT * FROM vacuum_inventory WHERE NOT isDir) "
+                     "RETAIN 0 HOURS").collect()
+    assert [r.path.removeprefix("file:") for r in got] == [doomed]
+    spark.createDataFrame([("x", 1)], "path string, length int").createOrReplaceTempView("vacuum_inventory")
+    with pytest.raises(InvalidArgumentError, match=r"DELTA_INVALID_INVENTORY_SCHEMA.*`isDir` BOOLEAN"):
+        target.sql("VACUUM {t} USING INVENTORY vacuum_inventory RETAIN 0 HOURS")
+    with pytest.raises(InvalidArgumentError, match="VACUUM LITE finds the files in the log"):
+        target.sql("VACUUM {t} LITE USING INVENTORY (SELECT 'x' AS path, 1L AS length, false AS isDir, "
+                   "0L AS modificationTime) RETAIN 0 HOURS")
+    spark.catalog.dropTempView("vacuum_inventory")
+    assert os.path.exists(stray) and os.path.exists(doomed)
+    os.remove(stray)
 
 
 def test_restore(target: Target) -> None:

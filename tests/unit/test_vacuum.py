@@ -444,3 +444,27 @@ def test_lite_refuses_when_the_log_lost_commits_since_the_last_vacuum(tmp_path: 
     # after a full vacuum whose cutoff is past the oldest commit kept, LITE can run again
     vacuum(table, dry_run=False, clock=lambda: T1 + 2 * WEEK)
     assert vacuum(table, lite=True, clock=lambda: T1 + 2 * WEEK + 1).files_deleted == []
+
+
+def test_an_inventory_replaces_the_listing(tmp_path: Path) -> None:
+    a, b = make_table(tmp_path)
+    stray = tmp_path / "part-never-committed.parquet"  # not in the inventory: never looked at
+    stray.write_bytes(b"x")
+    set_mtime(stray, T0)
+    table = deltalog.Table(str(tmp_path))
+
+    def entry(rel: str, mtime: int = T0) -> tuple[str, int, bool, int]:
+        return (f"file:{tmp_path / rel}", (tmp_path / rel).stat().st_size, False, mtime)
+
+    inventory = [entry(a), entry(b), (str(tmp_path), 0, True, T0), ("/elsewhere/old.parquet", 9, False, 0),
+                 entry("_delta_log/00000000000000000000.json")]
+    assert table.vacuum(inventory=inventory, clock=lambda: T1 + WEEK).files_deleted == []  # tombstone kept
+    # the inventory's times decide, as the listing's would: a file it calls recent stays
+    assert table.vacuum(inventory=[entry(a, T1 + WEEK)], clock=lambda: T1 + WEEK + 1).files_deleted == []
+    done = table.vacuum(inventory=iter(inventory), dry_run=False, clock=lambda: T1 + WEEK + 1)
+    assert (done.files_deleted, done.num_deleted_files) == ([a], 1)
+    assert data_files(tmp_path) == {b, stray.name}
+    with pytest.raises(InvalidArgumentError, match=r"inventory entry 1 is \('x',\)"):
+        table.vacuum(inventory=[("x",)], clock=lambda: T1 + WEEK + 1)  # type: ignore[list-item]
+    with pytest.raises(InvalidArgumentError, match="takes no inventory"):
+        table.vacuum(inventory=[], lite=True)

@@ -16,8 +16,9 @@ A file is deleted only when all of these hold:
 * its modification time is before the cutoff, so files that in-flight transactions are still writing
   (not committed yet) are safe.
 
-Paths in the log only ever *protect* files; candidates for deletion come from listing the table root,
-so a log path pointing outside the root (absolute, another scheme, ``..``) can never cause a deletion.
+Paths in the log only ever *protect* files; candidates for deletion come from listing the table root (or
+from an inventory of it, ``USING INVENTORY``), so a log path pointing outside the root (absolute, another
+scheme, ``..``) can never cause a deletion.
 The retention is what keeps concurrent operations safe: a transaction running longer than it (or a
 ``RESTORE`` re-adding files whose tombstones have expired) can still lose files to a concurrent vacuum.
 
@@ -40,15 +41,15 @@ import os
 import posixpath
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import unquote
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.log.cleanup import DEFAULT_DELETED_FILE_RETENTION, duration_property_ms
 from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor, local_path
-from deltalog.storage import LogStore
+from deltalog.storage import FileInfo, LogStore
 from deltalog.txn.operations import VacuumEnd, VacuumStart
 from deltalog.txn.writer_features import check_writable
 
@@ -56,7 +57,11 @@ if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
 
-__all__ = ["VacuumResult", "protected_paths", "store_relative_path", "vacuum"]
+__all__ = ["InventoryEntry", "VacuumResult", "inventory_files", "protected_paths", "store_relative_path", "vacuum"]
+
+#: One row of a vacuum inventory: ``(path, length, is_dir, modification_time)`` (delta-spark's columns
+#: ``path``, ``length``, ``isDir``, ``modificationTime``; the time in epoch milliseconds).
+InventoryEntry: TypeAlias = "tuple[str, int, bool, int]"
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +149,44 @@ def store_relative_path(log_path: str, root: str) -> str | None:
         if rel in (".", "..") or rel.startswith("../") or rel.startswith("/"):
             return None
     return rel
+
+
+def inventory_files(entries: Iterable[InventoryEntry], root: str) -> Iterator[FileInfo]:
+    """The files of an inventory that lie under the table ``root``, relative to it (directory entries are
+    skipped: the files' paths name their directories). A path may name the root with another scheme of the
+    same store (``s3a://`` for ``s3://``, ``file:/`` for a local path).
+
+    Example:
+        >>> list(inventory_files([("file:/t/a.parquet", 3, False, 5), ("/t/p=1", 0, True, 5),
+        ...                       ("/elsewhere/b.parquet", 1, False, 5)], "/t"))
+        [FileInfo(path='a.parquet', size=3, modification_time=5)]
+    """
+    base = _without_scheme(root)
+    for number, entry in enumerate(entries, 1):
+        try:
+            path, length, is_dir, mtime = entry
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(
+                f"vacuum inventory entry {number} is {entry!r}: expected (path, length, is_dir, modification_time)"
+            ) from None
+        if not isinstance(path, str) or not path:
+            raise InvalidArgumentError(f"vacuum inventory entry {number} has no path: {entry!r}")
+        rel = store_relative_path(path, root)
+        if rel is None and "://" in path:  # the same bucket through another connector's scheme
+            rel = store_relative_path("/" + _without_scheme(path), "/" + base)
+        if rel is None or rel == "":
+            continue
+        if is_dir:
+            continue
+        if length is None or mtime is None:
+            raise InvalidArgumentError(
+                f"vacuum inventory entry {number} ({path}) has no length or modificationTime: vacuum needs both "
+                "to tell what it may delete")
+        yield FileInfo(rel, int(length), int(mtime))
+
+
+def _without_scheme(uri: str) -> str:
+    return uri.split("://", 1)[1].strip("/") if "://" in uri else local_path(uri).strip("/")
 
 
 def _dv_paths(dv: Mapping[str, Any] | None, root: str, where: Mapping[str, Any]) -> list[str]:
@@ -258,6 +301,7 @@ def vacuum(
     dry_run: bool = True,
     enforce_retention_duration: bool = True,
     lite: bool = False,
+    inventory: Iterable[InventoryEntry] | None = None,
     clock: Callable[[], int] | None = None,
 ) -> VacuumResult:
     """Delete files no retained version of ``table`` needs (see the module docstring for the rules).
@@ -267,7 +311,11 @@ def vacuum(
     (delta-spark's ``VACUUM LITE``) finds the files in the log instead of listing the table root: the
     files removed (and change data written) since the last completed vacuum's cutoff; it never finds files
     no commit names, and refuses (``DELTA_CANNOT_VACUUM_LITE``) when the log no longer holds every commit
-    since that cutoff (run a full vacuum then).
+    since that cutoff (run a full vacuum then). ``inventory`` (delta-spark's ``VACUUM ... USING INVENTORY``)
+    replaces the listing of the table root by a listing made elsewhere (e.g. an S3 Inventory report): entries
+    ``(path, length, is_dir, modification_time)``, paths absolute (URIs or local paths); entries outside the
+    table root are ignored and the same rules decide what goes. Empty directories are left (nothing lists
+    them).
 
     Example:
         >>> import deltalog
@@ -293,7 +341,13 @@ def vacuum(
     prefixes = _hidden_prefixes(snapshot.partition_columns)
     doomed: list[tuple[str, int]] = []
     directories: set[str] = set()
-    listed = store.list_dir("", recursive=True) if not lite else ()
+    if inventory is not None and lite:
+        raise InvalidArgumentError("VACUUM LITE finds the files in the log: it takes no inventory", table=loc)
+    listed: Iterable[FileInfo] = ()
+    if inventory is not None:
+        listed = inventory_files(inventory, store.full_path(""))
+    elif not lite:
+        listed = store.list_dir("", recursive=True)
     if lite:
         doomed = [(p, n) for p, n in _lite_candidates(snapshot, cutoff).items()
                   if p not in protected and not _dv_suffix_protected(p, protected_dvs)
@@ -345,7 +399,7 @@ def vacuum(
             **options,
         ).commit(metrics={"numFilesToDelete": len(paths), "sizeOfDataToDelete": size})
         scope.committed(start.version)
-        dir_times = _local_dir_times(store, prefixes) if not lite else {}
+        dir_times = _local_dir_times(store, prefixes) if not lite and inventory is None else {}
         deleted = 0
         try:
             bulk = getattr(store, "delete_many", None)  # object stores: bulk delete requests

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -230,12 +231,13 @@ def _vacuum(spark: Any, r: _Reader) -> Any:
 
     r.expect("VACUUM")
     ref = _table(spark, r, "RETAIN", "DRY", "LITE", "FULL", "USING")
-    hours, dry, lite = None, False, None
+    hours, dry, lite, inventory = None, False, None, None
     while not r.done():  # delta-spark takes the modifiers in any order
-        if r.peek("USING", "INVENTORY"):
-            raise refuse(r.text, "VACUUM ... USING INVENTORY is not supported by deltalog; run VACUUM (it lists the "
-                                 "table itself) or VACUUM LITE (it reads the log)")
-        if hours is None and r.take("RETAIN"):
+        if inventory is None and r.take("USING", "INVENTORY"):
+            inventory = r.until("RETAIN", "DRY", "LITE", "FULL")
+            if not inventory:
+                raise syntax_error(r.text, "USING INVENTORY needs a table name or a (query)")
+        elif hours is None and r.take("RETAIN"):
             hours = r.number()
             r.expect("HOURS")
         elif not dry and r.take("DRY", "RUN"):
@@ -245,11 +247,37 @@ def _vacuum(spark: Any, r: _Reader) -> Any:
         else:
             raise syntax_error(r.text, f"unexpected {r.rest()[:40]!r}")
     table = open_table(ref.location)
+    listing = inventory_rows(spark, inventory) if inventory is not None else None
     result = vacuum(table, retention_hours=hours, dry_run=dry, enforce_retention_duration=retention_check(spark),
-                    lite=bool(lite))
+                    lite=bool(lite), inventory=listing)
     root = table.store.full_path("")
     paths = [os.path.join(root, p) for p in result.files_deleted] if dry else [root]
     return spark.createDataFrame([(p,) for p in paths], "path string")
+
+
+_INVENTORY_FIELDS = (("path", "string"), ("length", "bigint"), ("isDir", "boolean"), ("modificationTime", "bigint"))
+
+
+def inventory_rows(spark: Any, source: str) -> Iterator[tuple[str, int, bool, int]]:
+    """The rows of ``VACUUM ... USING INVENTORY <table | (query)>`` (delta-spark's columns ``path``,
+    ``length``, ``isDir``, ``modificationTime``; others are ignored), streamed to the driver a partition at
+    a time.
+
+    Example:
+        >>> next(inventory_rows(spark, "(SELECT 'file:/t/a.parquet' AS path, 1L AS length, false AS isDir, "
+        ...                            "0L AS modificationTime)"))            # doctest: +SKIP
+        ('file:/t/a.parquet', 1, False, 0)
+    """
+    query = source[1:-1].strip() if source.startswith("(") and source.endswith(")") else f"SELECT * FROM {source}"
+    frame = spark.sql(query)
+    types = {f.name.lower(): (f.name, f.dataType.simpleString()) for f in frame.schema.fields}
+    if any(types.get(name.lower(), ("", ""))[1] != kind for name, kind in _INVENTORY_FIELDS):
+        have = ", ".join(f"`{n}` {t.upper()}" for n, t in types.values())
+        raise InvalidArgumentError(
+            "[DELTA_INVALID_INVENTORY_SCHEMA] the schema of the INVENTORY does not hold every required field: "
+            + ", ".join(f"`{n}` {t.upper()}" for n, t in _INVENTORY_FIELDS) + f" (it has {have or 'no columns'})")
+    columns = [types[name.lower()][0] for name, _ in _INVENTORY_FIELDS]
+    return ((row[0], row[1], row[2], row[3]) for row in frame.select(*columns).toLocalIterator())
 
 
 def _optimize(spark: Any, r: _Reader) -> Any:
