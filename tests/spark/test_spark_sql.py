@@ -90,6 +90,8 @@ def test_create_table_writes_schema_partitions_and_properties(target: Target) ->
     assert snap.properties["owner"] == "data-eng"
     assert target.operations() == ["CREATE TABLE", "WRITE"]
     assert target.rows("SELECT * FROM {t} ORDER BY id") == [(1, "ann", 30), (2, "bob", 40), (3, "cy", 30)]
+    created = target.table().history()[-1]["operationParameters"]["isManaged"]  # it was "false" for both
+    assert created == ("true" if target.kind == "catalog" else "false")
 
 
 def test_create_if_not_exists_and_existing_table(target: Target) -> None:
@@ -158,6 +160,9 @@ def test_ctas_create_or_replace_and_replace(target: Target, spark: Any) -> None:
     assert [f.name for f in target.table().snapshot().schema.fields] == ["a", "b"]
     assert target.operations()[-1] == "REPLACE TABLE"
     assert target.rows("SELECT * FROM {t} VERSION AS OF 0 WHERE id = 4") == [(4, 0)]
+    # a catalog table in the warehouse is managed, in every create's commitInfo (REPLACE TABLE said false)
+    managed = {c["operationParameters"]["isManaged"] for c in target.table().history()}
+    assert managed == {"true" if target.kind == "catalog" else "false"}
 
 
 # ------------------------------------------------------------------------------------------ DML
@@ -257,6 +262,12 @@ def test_parameter_markers_identifier_and_merge_with_schema_evolution(catalog_ta
     spark.sql(f"MERGE WITH SCHEMA EVOLUTION INTO {t} USING (SELECT 3 AS id, 'CY' AS name, 1 AS extra) s "
               "ON {t}.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *".replace("{t}", t))
     assert target.rows("SELECT * FROM {t} WHERE id = 3") == [(3, "CY", 30, 1)]  # age kept, extra added
+    # IDENTIFIER as the target of INSERT (with a column list: sqlglot read it as one) and of OPTIMIZE (failed)
+    spark.sql("INSERT INTO IDENTIFIER(:t) (name, id) VALUES ('eve', 5)", args={"t": t})
+    spark.sql(f"INSERT INTO IDENTIFIER('{t}') VALUES (6, 'fay', 60, 0)")
+    assert target.rows("SELECT id, name, age FROM {t} WHERE id > 4 ORDER BY id") == [(5, "eve", None), (6, "fay", 60)]
+    assert spark.sql(f"OPTIMIZE IDENTIFIER('{t}')").first().metrics.numFilesAdded == 1
+    assert spark.sql("SELECT 'IDENTIFIER(''x'')' AS s").first().s == "IDENTIFIER('x')"  # a string stays one
 
 
 def test_merge_with_every_clause_and_a_subquery_source(target: Target) -> None:

@@ -260,7 +260,7 @@ class DeltaTableBuilder:
         DeltaTable('/data/t')
     """
 
-    def __init__(self, spark: Any, mode: str) -> None:
+    def __init__(self, spark: Any, mode: str, *, managed: bool = False) -> None:
         if mode not in _MODES:
             raise InvalidArgumentError(f"unknown builder mode {mode!r}; valid: {list(_MODES)}")
         self._spark = spark
@@ -272,6 +272,7 @@ class DeltaTableBuilder:
         self._clustering: list[str] = []
         self._properties: dict[str, str] = {}
         self._name: str | None = None
+        self._managed = managed  # a catalog table in the warehouse (commitInfo's isManaged)
 
     def __repr__(self) -> str:
         return f"DeltaTableBuilder({self._mode}, location={self._location!r})"
@@ -471,7 +472,7 @@ class DeltaTableBuilder:
             if self._mode == "create":
                 raise TableExistsError(f"[DELTA_TABLE_ALREADY_EXISTS] Table {identifier} already exists; use "
                                        "createIfNotExists, replace or createOrReplace", table=identifier)
-            self._location, self._name = entry.location, None
+            self._location, self._name, self._managed = entry.location, None, entry.managed
             return self.execute()
         if self._mode == "replace":
             raise TableNotFoundError(
@@ -481,9 +482,9 @@ class DeltaTableBuilder:
 
         schema = parse_schema(json.dumps({"type": "struct", "fields": self._fields}), table=identifier)
         spec = CreateSpec(partitions=list(self._partitions), comment=self._comment)
-        location, _ = register_table(self._spark, name, spark_schema(list(schema.fields)), spec, self._location)
+        location, managed = register_table(self._spark, name, spark_schema(list(schema.fields)), spec, self._location)
         try:
-            self._location, self._name = location, None
+            self._location, self._name, self._managed = location, None, managed
             result = self.execute()
         except BaseException:
             raw_sql(self._spark, f"DROP TABLE IF EXISTS {name.sql()}")
@@ -533,6 +534,7 @@ class DeltaTableBuilder:
             properties=props,
             description=self._comment,
             replace=self._mode == "createOrReplace" and snapshot is not None,
+            managed=self._managed,
         )
         txn = start_transaction(table, op, snapshot=snapshot)
         if snapshot is not None and txn.snapshot is None:

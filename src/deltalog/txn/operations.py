@@ -133,6 +133,7 @@ class CreateTable(Operation):
     properties: Mapping[str, str] = field(default_factory=dict)
     description: str | None = None
     replace: bool = False
+    managed: bool = False
     BLIND_APPEND: ClassVar[bool] = True
 
     @property
@@ -141,9 +142,10 @@ class CreateTable(Operation):
         return "CREATE OR REPLACE TABLE" if self.replace else "CREATE TABLE"
 
     def parameters(self) -> dict[str, str | None]:
-        """Managed flag, description, partition columns and properties."""
+        """Managed flag (a catalog table whose files the catalog owns), description, partition columns and
+        properties."""
         return {
-            "isManaged": "false",
+            "isManaged": "true" if self.managed else "false",
             "description": self.description,
             "partitionBy": json_param(list(self.partition_by)),
             "properties": json_param(dict(self.properties)),

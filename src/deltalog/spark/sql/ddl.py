@@ -316,7 +316,7 @@ def create_table(spark: Any, expression: Any, text: str, *, must_exist: bool = F
             "use CREATE OR REPLACE TABLE")
     registered = False
     location = path or (entry.location if entry is not None else spec.location)
-    managed = False
+    managed = entry is not None and entry.managed
     df = None
     if query is not None:
         df = rewrite_query(spark, query).sql(spark)
@@ -343,7 +343,7 @@ def create_table(spark: Any, expression: Any, text: str, *, must_exist: bool = F
                               exists=_exists(location), if_not_exists=if_not_exists)
         else:
             _create_empty(spark, location, spec, replace=replace, must_exist=must_exist, if_not_exists=if_not_exists,
-                          registering=registered)
+                          registering=registered, managed=managed)
     except BaseException:
         if registered and name is not None:
             raw_sql(spark, f"DROP TABLE IF EXISTS {name.sql()}")
@@ -403,7 +403,7 @@ def register_table(
 
 def _create_empty(
     spark: Any, location: str, spec: CreateSpec, *, replace: bool, must_exist: bool, if_not_exists: bool,
-    registering: bool,
+    registering: bool, managed: bool = False,
 ) -> None:
     from deltalog.spark.builder import DeltaTableBuilder
 
@@ -422,7 +422,7 @@ def _create_empty(
     mode = "createOrReplace" if replace and not must_exist else "replace" if must_exist else "create"
     if mode == "replace" and not existing:
         mode = "createOrReplace" if registering else "replace"
-    builder = DeltaTableBuilder(spark, mode).location(location)
+    builder = DeltaTableBuilder(spark, mode, managed=managed).location(location)
     builder.addColumns(_struct_from_columns(spark, [*spec.columns, *spec.partition_columns]))
     if spec.partitions:
         builder.partitionedBy(*spec.partitions)

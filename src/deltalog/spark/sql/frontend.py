@@ -152,6 +152,7 @@ def _run(spark: Any, text: str, args: Any, kwargs: dict[str, Any]) -> Any:
         lowered = work.lower()
         if not any(k in lowered for k in _KEYWORDS) and not _mentions_delta_tables(spark, work, args):
             return as_given()
+        work = _spelled_identifiers(work, args)  # INSERT INTO IDENTIFIER('t') (cols): sqlglot reads no such target
         expression = _parse(work)
         if expression is not None and isinstance(args, dict):
             _identifiers(expression, args)
@@ -210,6 +211,63 @@ def _bind(expression: Any, args: Any) -> None:
             continue
         if value is not None:
             marker.replace(value)
+
+
+def _spelled_identifiers(text: str, args: Any) -> str:
+    """``text`` with each ``IDENTIFIER('db.t')`` (or ``IDENTIFIER(:name)`` with ``args``) written as the quoted
+    name it spells (``IDENTIFIER(?)`` is left to :func:`_identifiers`, after the markers are bound).
+
+    Example:
+        >>> _spelled_identifiers("INSERT INTO IDENTIFIER(:n) (a) VALUES (1)", {"n": "db.t"})
+        'INSERT INTO `db`.`t` (a) VALUES (1)'
+    """
+    if "identifier" not in text.lower():
+        return text
+    from sqlglot import exp
+    from sqlglot.dialects.dialect import Dialect
+
+    dialect = Dialect.get_or_raise(DIALECT)
+    try:
+        toks = dialect.tokenize(text)
+        if toks and toks[0].token_type.name == "COMMAND":  # OPTIMIZE, VACUUM, ...: the rest comes as one string
+            offset = toks[0].end + 1
+            toks = [_shifted(t, offset) for t in dialect.tokenize(text[offset:])]
+    except Exception:  # not SQL sqlglot reads: the parse that follows says so
+        return text
+    out, at = [], 0
+    for i, tok in enumerate(toks):
+        if tok.token_type.name != "VAR" or tok.text.upper() != "IDENTIFIER":
+            continue
+        rest = toks[i + 1:i + 5]
+        name: str | None = None
+        end = None
+        if len(rest) >= 3 and rest[0].text == "(" and rest[1].token_type.name == "STRING" and rest[2].text == ")":
+            name, end = rest[1].text, rest[2].end
+        elif len(rest) >= 4 and rest[0].text == "(" and rest[1].text == ":" and rest[3].text == ")" \
+                and isinstance(args, dict) and isinstance(args.get(rest[2].text), str):
+            name, end = args[rest[2].text], rest[3].end
+        if name is None or end is None:
+            continue
+        try:
+            spelled = exp.to_table(name, dialect=DIALECT).sql(dialect=DIALECT, identify=True)
+        except Exception:  # not a name: Spark names the error when it runs the statement
+            continue
+        out.append(text[at:tok.start] + spelled)
+        at = end + 1
+    return "".join(out) + text[at:] if out else text
+
+
+def _shifted(tok: Any, offset: int) -> Any:
+    """``tok`` (a sqlglot token of text that began at ``offset``) with its positions in the whole text.
+
+    Example:
+        >>> from sqlglot import Token, TokenType
+        >>> _shifted(Token(TokenType.VAR, "x", start=0, end=0), 9).start
+        9
+    """
+    from sqlglot import Token
+
+    return Token(tok.token_type, tok.text, tok.line, tok.col, tok.start + offset, tok.end + offset, tok.comments)
 
 
 def _identifiers(expression: Any, args: dict[str, Any] | None = None) -> None:
