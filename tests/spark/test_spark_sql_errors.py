@@ -88,7 +88,7 @@ def test_delta_statements_on_a_non_delta_table(spark: Any, tables: tuple[str, st
     from pyspark.errors import AnalysisException
 
     _, pq_name = tables
-    for text in (f"DESCRIBE HISTORY {pq_name}", f"DESCRIBE DETAIL {pq_name}", f"OPTIMIZE {pq_name}",
+    for text in (f"DESCRIBE HISTORY {pq_name}", f"OPTIMIZE {pq_name}",
                  f"RESTORE TABLE {pq_name} TO VERSION AS OF 0", f"VACUUM {pq_name}",
                  f"ALTER TABLE {pq_name} ADD CONSTRAINT c CHECK (x > 0)",
                  f"SELECT * FROM {pq_name} VERSION AS OF 0"):
@@ -105,6 +105,28 @@ def test_delta_statements_on_a_non_delta_table(spark: Any, tables: tuple[str, st
         with pytest.raises(AnalysisException, match=r"Delta table|_delta_log|not a Delta"):
             spark.sql(text)
     assert _listing(str(plain)) == before
+
+
+def test_describe_detail_of_a_non_delta_table(spark: Any, tables: tuple[str, str]) -> None:
+    """delta-spark describes any catalog table (deltalog refused: DELTA_TABLE_ONLY_OPERATION): the catalog's
+    facts, and nulls where only a Delta log would know."""
+    import datetime as dt
+
+    delta_name, _ = tables
+
+    name = f"detail_p_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE TABLE {name} (x INT, k STRING) USING parquet PARTITIONED BY (k) COMMENT 'raw landing' "
+              "TBLPROPERTIES ('team' = 'ingest')")
+    try:
+        row = spark.sql(f"DESCRIBE DETAIL {name}").first()
+        assert (row.format, row.name, row.description) == ("parquet", f"spark_catalog.default.{name}", "raw landing")
+        assert row.location == "file:" + _location(spark, name) and row.partitionColumns == ["k"]
+        assert row.properties["team"] == "ingest"
+        assert abs(row.createdAt - dt.datetime.now()) < dt.timedelta(minutes=5)
+        assert (row.id, row.numFiles, row.sizeInBytes, row.minReaderVersion, row.tableFeatures) == (None,) * 5
+        assert spark.sql(f"DESCRIBE DETAIL {name}").columns == spark.sql(f"DESCRIBE DETAIL {delta_name}").columns
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
 
 
 def test_unsupported_clauses_are_refused_by_name(spark: Any, tables: tuple[str, str]) -> None:

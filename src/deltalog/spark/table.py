@@ -410,7 +410,7 @@ class DeltaTable:
             "id": md.id,
             "name": self._catalog_name or md.name,
             "description": md.description,
-            "location": _location_uri(self._table.location),
+            "location": location_uri(self._table.location),
             "createdAt": _millis(md.createdTime),
             "lastModified": _millis(last[0].get("timestamp")) if last else None,
             "partitionColumns": list(md.partitionColumns),
@@ -422,7 +422,7 @@ class DeltaTable:
             "minWriterVersion": snap.protocol.minWriterVersion,
             "tableFeatures": features,
         }
-        return _to_spark(self._spark, pa.Table.from_pylist([row], schema=_DETAIL_SCHEMA))
+        return detail_frame(self._spark, row)
 
     # ------------------------------------------------------------------------------------ commands
 
@@ -681,6 +681,21 @@ def _names_a_table(target: str) -> bool:
     return not any(c in target for c in "/\\:")
 
 
-def _location_uri(location: str) -> str:
-    """delta-spark's ``detail().location``: the table's qualified path (``file:/...`` for local tables)."""
+def detail_frame(spark: Any, row: Mapping[str, Any]) -> DataFrame:
+    """``DESCRIBE DETAIL``'s one-row DataFrame (delta-spark's columns, in its order) of ``row``.
+
+    Example:
+        >>> detail_frame(spark, {"format": "parquet", "location": "file:/t"}).first().format  # doctest: +SKIP
+        'parquet'
+    """
+    return _to_spark(spark, pa.Table.from_pylist([dict(row)], schema=_DETAIL_SCHEMA))
+
+
+def location_uri(location: str) -> str:
+    """delta-spark's ``detail().location``: the table's qualified path (``file:/...`` for local tables).
+
+    Example:
+        >>> location_uri("s3://b/t")
+        's3://b/t'
+    """
     return location if "://" in location or location.startswith("file:") else "file:" + os.path.abspath(location)

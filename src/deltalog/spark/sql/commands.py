@@ -219,9 +219,23 @@ def _history(spark: Any, r: _Reader) -> Any:
 
 
 def _detail(spark: Any, r: _Reader) -> Any:
+    from deltalog.spark.sql.catalog import lookup, parse_name
+
     r.expect("DESCRIBE")
     r.expect("DETAIL")
-    return _delta_table(spark, _table(spark, r)).detail()
+    text = r.until()
+    if not text:
+        raise syntax_error(r.text, "a table name or delta.`<path>` is missing")
+    try:
+        ref = resolve(spark, text)
+    except InvalidArgumentError as exc:  # a catalog table of another format: described from the catalog
+        entry = lookup(spark, parse_name(text)) if "DELTA_TABLE_ONLY_OPERATION" in str(exc) else None
+        if entry is None or entry.is_delta:
+            raise
+        from deltalog.spark.sql.detail import non_delta_detail
+
+        return non_delta_detail(spark, entry)
+    return _delta_table(spark, ref).detail()
 
 
 def _vacuum(spark: Any, r: _Reader) -> Any:

@@ -1,0 +1,56 @@
+"""``DESCRIBE DETAIL`` of a catalog table that is not a Delta table (``USING parquet``, ``csv``, a Hive table),
+as delta-spark describes one: its provider as ``format``, the catalog's name, comment, location, creation
+time, partition columns and properties; the columns only a Delta log knows (``id``, ``lastModified``,
+``numFiles``, ``sizeInBytes``, protocol versions, features, clustering) are null. A Delta table is described
+from its log (:meth:`deltalog.spark.table.DeltaTable.detail`).
+
+Example:
+    >>> spark.sql("CREATE TABLE p (id INT) USING parquet")                      # doctest: +SKIP
+    >>> spark.sql("DESCRIBE DETAIL p").first().format                           # doctest: +SKIP
+    'parquet'
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from deltalog.spark.sql.catalog import CatalogEntry, raw_sql
+from deltalog.spark.table import detail_frame, location_uri
+
+__all__ = ["non_delta_detail"]
+
+_CREATED_FORMAT = "%a %b %d %H:%M:%S %Y"  # java.util.Date.toString without its zone, as DESCRIBE EXTENDED shows it
+
+
+def non_delta_detail(spark: Any, entry: CatalogEntry) -> Any:
+    """The ``DESCRIBE DETAIL`` row of the non-Delta catalog table ``entry`` (see the module docstring).
+
+    Example:
+        >>> non_delta_detail(spark, lookup(spark, "p")).first().partitionColumns  # doctest: +SKIP
+        []
+    """
+    shown = entry.name.sql()
+    extended = {str(r[0]).strip(): r[1] for r in raw_sql(spark, f"DESCRIBE TABLE EXTENDED {shown}").collect()}
+    partitions = [c.name for c in spark.catalog.listColumns(entry.name.qualified) if c.isPartition]
+    properties = [(str(r[0]), str(r[1])) for r in raw_sql(spark, f"SHOW TBLPROPERTIES {shown}").collect()]
+    return detail_frame(spark, {
+        "format": entry.provider.lower() or None,
+        "name": entry.name.full(),
+        "description": extended.get("Comment"),
+        "location": location_uri(entry.location) if entry.location else None,
+        "createdAt": _created(extended.get("Created Time")),
+        "partitionColumns": partitions,
+        "properties": properties,
+    })
+
+
+def _created(text: Any) -> dt.datetime | None:
+    """``DESCRIBE EXTENDED``'s ``Created Time`` (``Sat Nov 28 16:34:29 UTC 2026``), or ``None``."""
+    parts = text.split() if isinstance(text, str) else []
+    if len(parts) != 6 or parts[4] not in ("UTC", "GMT"):  # another zone's name: not worth guessing
+        return None
+    try:
+        return dt.datetime.strptime(" ".join(parts[:4] + parts[5:]), _CREATED_FORMAT).replace(tzinfo=dt.UTC)
+    except ValueError:
+        return None
