@@ -67,25 +67,6 @@ _HISTORY_SCHEMA = pa.schema(
         ("engineInfo", pa.string()),
     ]
 )
-_DETAIL_SCHEMA = pa.schema(
-    [
-        ("format", pa.string()),
-        ("id", pa.string()),
-        ("name", pa.string()),
-        ("description", pa.string()),
-        ("location", pa.string()),
-        ("createdAt", _TS),
-        ("lastModified", _TS),
-        ("partitionColumns", pa.list_(pa.string())),
-        ("clusteringColumns", pa.list_(pa.string())),
-        ("numFiles", pa.int64()),
-        ("sizeInBytes", pa.int64()),
-        ("properties", _STRING_MAP),
-        ("minReaderVersion", pa.int32()),
-        ("minWriterVersion", pa.int32()),
-        ("tableFeatures", pa.list_(pa.string())),
-    ]
-)
 _RESTORE_SCHEMA = pa.schema(
     [
         ("table_size_after_restore", pa.int64()),
@@ -395,6 +376,8 @@ class DeltaTable:
             >>> DeltaTable.forPath(spark, "/data/events").detail().first().numFiles  # doctest: +SKIP
             48
         """
+        from deltalog.spark.sql.detail import detail_frame, location_uri
+
         snap = load_snapshot(self._table.location)
         md = snap.metadata
         files = snap.add_files()
@@ -679,23 +662,3 @@ def _names_a_table(target: str) -> bool:
         (True, False, False)
     """
     return not any(c in target for c in "/\\:")
-
-
-def detail_frame(spark: Any, row: Mapping[str, Any]) -> DataFrame:
-    """``DESCRIBE DETAIL``'s one-row DataFrame (delta-spark's columns, in its order) of ``row``.
-
-    Example:
-        >>> detail_frame(spark, {"format": "parquet", "location": "file:/t"}).first().format  # doctest: +SKIP
-        'parquet'
-    """
-    return _to_spark(spark, pa.Table.from_pylist([dict(row)], schema=_DETAIL_SCHEMA))
-
-
-def location_uri(location: str) -> str:
-    """delta-spark's ``detail().location``: the table's qualified path (``file:/...`` for local tables).
-
-    Example:
-        >>> location_uri("s3://b/t")
-        's3://b/t'
-    """
-    return location if "://" in location or location.startswith("file:") else "file:" + os.path.abspath(location)

@@ -1,4 +1,5 @@
-"""``DESCRIBE DETAIL`` of a catalog table that is not a Delta table (``USING parquet``, ``csv``, a Hive table),
+"""``DESCRIBE DETAIL``'s row (:func:`detail_frame`, shared with :meth:`deltalog.spark.table.DeltaTable.detail`),
+and ``DESCRIBE DETAIL`` of a catalog table that is not a Delta table (``USING parquet``, ``csv``, a Hive table),
 as delta-spark describes one: its provider as ``format``, the catalog's name, comment, location, creation
 time, partition columns and properties; the columns only a Delta log knows (``id``, ``lastModified``,
 ``numFiles``, ``sizeInBytes``, protocol versions, features, clustering) are null. A Delta table is described
@@ -13,12 +14,36 @@ Example:
 from __future__ import annotations
 
 import datetime as dt
+import os
+from collections.abc import Mapping
 from typing import Any
 
-from deltalog.spark.sql.catalog import CatalogEntry, raw_sql
-from deltalog.spark.table import detail_frame, location_uri
+import pyarrow as pa
 
-__all__ = ["non_delta_detail"]
+from deltalog.spark.sql.catalog import CatalogEntry, raw_sql
+
+__all__ = ["DETAIL_SCHEMA", "detail_frame", "location_uri", "non_delta_detail"]
+
+#: delta-spark's ``DESCRIBE DETAIL`` columns, in its order.
+DETAIL_SCHEMA = pa.schema(
+    [
+        ("format", pa.string()),
+        ("id", pa.string()),
+        ("name", pa.string()),
+        ("description", pa.string()),
+        ("location", pa.string()),
+        ("createdAt", pa.timestamp("us", tz="UTC")),
+        ("lastModified", pa.timestamp("us", tz="UTC")),
+        ("partitionColumns", pa.list_(pa.string())),
+        ("clusteringColumns", pa.list_(pa.string())),
+        ("numFiles", pa.int64()),
+        ("sizeInBytes", pa.int64()),
+        ("properties", pa.map_(pa.string(), pa.string())),
+        ("minReaderVersion", pa.int32()),
+        ("minWriterVersion", pa.int32()),
+        ("tableFeatures", pa.list_(pa.string())),
+    ]
+)
 
 _CREATED_FORMAT = "%a %b %d %H:%M:%S %Y"  # java.util.Date.toString without its zone, as DESCRIBE EXTENDED shows it
 
@@ -43,6 +68,29 @@ def non_delta_detail(spark: Any, entry: CatalogEntry) -> Any:
         "partitionColumns": partitions,
         "properties": properties,
     })
+
+
+def detail_frame(spark: Any, row: Mapping[str, Any]) -> Any:
+    """``DESCRIBE DETAIL``'s one-row DataFrame of ``row`` (columns it leaves out are null).
+
+    Example:
+        >>> detail_frame(spark, {"format": "parquet", "location": "file:/t"}).first().format  # doctest: +SKIP
+        'parquet'
+    """
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    table = pa.Table.from_pylist([dict(row)], schema=DETAIL_SCHEMA)
+    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema, prefer_timestamp_ntz=False))
+
+
+def location_uri(location: str) -> str:
+    """delta-spark's ``detail().location``: the table's qualified path (``file:/...`` for local tables).
+
+    Example:
+        >>> location_uri("s3://b/t")
+        's3://b/t'
+    """
+    return location if "://" in location or location.startswith("file:") else "file:" + os.path.abspath(location)
 
 
 def _created(text: Any) -> dt.datetime | None:
