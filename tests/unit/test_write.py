@@ -289,15 +289,29 @@ def test_overwrite_with_a_predicate_on_data_columns_replaces_rows(tmp_path: Path
 def test_schema_mismatch_lists_every_column(tmp_path: Path) -> None:
     write_table(tmp_path, pa.table({"id": [1], "name": ["a"], "score": [1.5]}))
     before = data_files(tmp_path)
-    bad = pa.table({"id": pa.array([2], pa.int32()), "name": ["b"], "extra": [True]})
+    bad = pa.table({"id": pa.array([2], pa.int64()), "name": [3], "extra": [True]})
     with pytest.raises(SchemaError) as err:
         write_table(tmp_path, bad, mode="append")
     msg = str(err.value)
-    assert "id: table long vs data integer" in msg
+    assert "name: table string vs data long" in msg
     assert "score: table double vs data (missing)" in msg
     assert "extra: table (missing) vs data boolean" in msg
     assert 'pass schema_mode="merge"' in msg  # the advice names this API's options
     assert deltalog.Table(str(tmp_path)).latest_version() == 0 and data_files(tmp_path) == before
+
+
+def test_narrower_types_are_converted_without_schema_mode(tmp_path: Path) -> None:
+    # int32 into a long column (and a column of nulls) was refused unless schema_mode="merge"; delta-spark
+    # and delta-rs write it, converting without loss
+    write_table(tmp_path, pa.table({"id": pa.array([1], pa.int64()), "x": [1.5], "d": pa.array([0], pa.date32())}))
+    write_table(tmp_path, pa.table({"id": pa.array([2], pa.int32()), "x": pa.array([2.5], pa.float32()),
+                                    "d": pa.array([None], pa.null())}), mode="append")
+    snap = deltalog.Table(str(tmp_path)).snapshot()
+    assert snap.schema.to_json() == deltalog.Table(str(tmp_path)).snapshot(version=0).schema.to_json()  # unchanged
+    assert sorted_rows(read(tmp_path)) == [{"id": 1, "x": 1.5, "d": dt.date(1970, 1, 1)},
+                                           {"id": 2, "x": 2.5, "d": None}]
+    with pytest.raises(SchemaError, match="id: table long vs data double"):  # a lossy conversion is not made
+        write_table(tmp_path, pa.table({"id": [3.0], "x": [1.0], "d": pa.array([0], pa.date32())}), mode="append")
 
 
 def test_merge_schema(tmp_path: Path) -> None:

@@ -5,7 +5,9 @@ with (and whether the table's schema changes):
 
 * no ``schema_mode``: the data must have exactly the table's columns with the same types (Arrow
   variants of one Delta type -- ``large_string`` for ``string``, nanosecond timestamps -- are the same
-  type); otherwise :class:`~deltalog.errors.SchemaError` lists every differing column;
+  type) or, at the top level, types that convert to them without loss (:func:`widens`: ``int32`` data
+  into a ``long`` column, as delta-spark and delta-rs write it); otherwise
+  :class:`~deltalog.errors.SchemaError` lists every differing column;
 * ``"merge"``: new columns are added (nullable, also inside structs), missing columns are written as
   nulls, and data of a narrower type is widened to the table's type (``byte → short → integer →
   long``, ``float → double``, integers to ``double``/wide enough decimals, ``date`` to timestamps);
@@ -126,6 +128,8 @@ def widens(data: DataType, table: DataType) -> bool:
     """
     if not isinstance(data, PrimitiveType):
         return False
+    if data.name == "void":  # a column of nulls fits any column
+        return True
     if isinstance(table, DecimalType):
         digits = _INT_DIGITS.get(data.name)
         return digits is not None and table.precision - table.scale >= digits
@@ -138,7 +142,7 @@ def widens(data: DataType, table: DataType) -> bool:
         return d in ("float", "byte", "short", "integer")
     if d == "date":
         return t in ("timestamp", "timestamp_ntz")
-    return d == "void"
+    return False
 
 
 def _merge_type(table_t: DataType, data_t: DataType, path: str, problems: list[str]) -> DataType:
@@ -198,7 +202,7 @@ def _strict_problems(table_s: StructType, data_s: StructType) -> list[str]:
         d = data_by_name.pop(f.name, None)
         if d is None:
             problems.append(f"{f.name}: table {describe_type(f.type)} vs data (missing)")
-        elif not _same(f.type, d.type):
+        elif not _same(f.type, d.type) and not widens(d.type, f.type):  # a narrower type is converted
             problems.append(f"{f.name}: table {describe_type(f.type)} vs data {describe_type(d.type)}")
     for d in data_by_name.values():
         problems.append(f"{d.name}: table (missing) vs data {describe_type(d.type)}")
