@@ -167,10 +167,11 @@ class Table:
         starting_timestamp: TimestampLike | None = None,
         ending_timestamp: TimestampLike | None = None,
         columns: Sequence[str] | None = None,
+        filter: Any = None,
     ) -> pa.Table:
         """The change data feed of versions ``starting_version..ending_version`` (or timestamps) as one
         ``pyarrow.Table`` with ``_change_type``, ``_commit_version``, ``_commit_timestamp`` (see
-        :func:`deltalog.feed.rows.table_changes`).
+        :func:`deltalog.feed.rows.table_changes`); ``filter`` keeps the rows a SQL condition matches.
 
         Example:
             >>> Table("/data/events").changes(starting_version=3).num_rows  # doctest: +SKIP
@@ -180,7 +181,7 @@ class Table:
 
         return table_changes(
             self, starting_version=starting_version, ending_version=ending_version,
-            starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp, columns=columns,
+            starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp, columns=columns, filter=filter,
         )
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
@@ -606,23 +607,28 @@ def read_changes(
     starting_timestamp: TimestampLike | None = None,
     ending_timestamp: TimestampLike | None = None,
     columns: Sequence[str] | None = None,
+    filter: Any = None,
 ) -> pa.Table:
     """The change data feed of ``table`` (a :class:`Table` or a path) for the versions
     ``starting_version..ending_version`` (inclusive; or by timestamps; no end means the latest version) as
-    one ``pyarrow.Table`` with ``_change_type``, ``_commit_version`` and ``_commit_timestamp``; see
+    one ``pyarrow.Table`` with ``_change_type``, ``_commit_version`` and ``_commit_timestamp``; ``filter``
+    keeps the rows a SQL condition matches (delta-rs's ``predicate``); see
     :func:`deltalog.feed.rows.table_changes` for the rules and errors.
 
     Example:
         >>> read_changes("/data/events", starting_version=0).group_by("_change_type").aggregate(
         ...     [("_change_type", "count")]).to_pylist()                            # doctest: +SKIP
         [{'_change_type': 'insert', '_change_type_count': 120}, ...]
+        >>> read_changes("/data/events", starting_version=0, filter="_change_type = 'delete'").num_rows
+        ... # doctest: +SKIP
+        3
     """
     from deltalog.feed.rows import table_changes
 
     return table_changes(
         table if isinstance(table, Table) else Table(table), starting_version=starting_version,
         ending_version=ending_version, starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp,
-        columns=columns,
+        columns=columns, filter=filter,
     )
 
 

@@ -69,6 +69,17 @@ def test_appends_are_inserts_with_version_and_file_time(table: Path) -> None:
     assert deltalog.Table(table).changes(starting_version=1, ending_version=1).num_rows == 5
 
 
+def test_a_filter_keeps_the_matching_changes(table: Path) -> None:
+    t = deltalog.Table(table)
+    t.delete("id IN (1, 2)")  # v3
+    got = deltalog.read_changes(table, starting_version=0, filter="_change_type = 'delete' OR id >= 18")
+    assert rows(got) == [(1, "p1", "delete", 3), (2, "p0", "delete", 3), (18, "p0", "insert", 2),
+                         (19, "p1", "insert", 2)]
+    assert t.changes(starting_version=1, filter=[("_commit_version", "=", 3)]).num_rows == 2
+    with pytest.raises(InvalidArgumentError, match="nope"):  # named before any file is read
+        deltalog.read_changes(table, starting_version=0, filter="nope = 1")
+
+
 def test_timestamp_ranges(table: Path) -> None:
     t = deltalog.Table(table)
     # a starting timestamp means the first commit at or after it; an ending one the last at or before it

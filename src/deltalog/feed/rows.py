@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from deltalog.data.filters import matching_rows, normalize_filter
 from deltalog.data.read import kept_rows, read_file
 from deltalog.errors import InvalidArgumentError, SchemaError
 from deltalog.feed.changes import (
@@ -115,12 +116,16 @@ def table_changes(
     starting_timestamp: TimestampLike | None = None,
     ending_timestamp: TimestampLike | None = None,
     columns: Sequence[str] | None = None,
+    filter: Any = None,
 ) -> pa.Table:
     """The change data feed of table ``t`` (a :class:`~deltalog.Table`; :func:`deltalog.read_changes` also
     takes a path) for the versions ``starting_version..ending_version`` (inclusive; or by timestamps, see
     :func:`deltalog.feed.changes.resolve_range`; no end means the latest version).
 
-    ``columns`` selects columns (table columns and/or the CDF columns). Errors name the rule: no start,
+    ``columns`` selects columns (table columns and/or the CDF columns); ``filter`` keeps the rows a condition
+    matches (SQL such as ``"_change_type = 'delete' AND id < 10"``, or ``(column, op, value)`` conditions, as
+    :meth:`deltalog.Snapshot.to_arrow` takes them, over the table's and the CDF columns; delta-rs's
+    ``load_cdf(predicate=...)``). Errors name the rule: no start,
     a start after the latest version, an end before the start, a version without change data
     (:class:`~deltalog.feed.changes.ChangeDataNotRecordedError`).
 
@@ -141,6 +146,8 @@ def table_changes(
             raise InvalidArgumentError(
                 f"unknown column(s) {unknown or [columns]}; the change data feed has {schema.names}", table=t.location
             )
+    keep = normalize_filter(filter, StructType.from_arrow_schema(schema), table=t.location) \
+        if filter is not None else None
     view = ChangeFileView(end_snap)
     names = end_snap.schema.field_names
     pieces: list[pa.Table] = []
@@ -148,7 +155,10 @@ def table_changes(
     plan = list(iter_commit_changes(t, start, end, start_snapshot=start_snap))  # every check before any read
     for commit in plan:
         for f in commit.files:
-            pieces.append(read_change_file(view, f, commit.version, commit.timestamp, names, schema))
+            piece = read_change_file(view, f, commit.version, commit.timestamp, names, schema)
+            if keep is not None and piece.num_rows:
+                piece = piece.filter(pa.array(matching_rows(piece, *keep)))
+            pieces.append(piece)
     result = pa.concat_tables(pieces) if pieces else schema.empty_table()
     return result if columns is None else result.select(list(columns))
 
