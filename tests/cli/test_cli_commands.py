@@ -126,6 +126,22 @@ def test_show(cli: CLI, table: Path) -> None:
     assert bad.code == EXIT_DELTA_ERROR and "column 'nope' does not exist" in bad.err
 
 
+def test_changes(cli: CLI, tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    path = tmp_path / "cdf"
+    deltalog.write_table(path, pa.table({"id": list(range(5))}), properties={"delta.enableChangeDataFeed": "true"})
+    deltalog.Table(path).delete("id >= 3")
+    r = cli("changes", str(path), "--from", "0", "--where", "_change_type = 'delete'", "--json")
+    assert r.code == EXIT_OK, r.err
+    assert sorted((row["id"], row["_commit_version"]) for row in r.json()) == [(3, 1), (4, 1)]
+    shown = cli("changes", str(path), "--from", "0", "--limit", "2", "--columns", "id,_change_type")
+    assert shown.code == EXIT_OK and "7 changes (first 2)" in shown.out and "_change_type" in shown.out
+    assert cli("changes", str(path)).code == EXIT_USAGE  # no start
+    late = cli("changes", str(path), "--from", "9")
+    assert late.code == EXIT_DELTA_ERROR and "9" in late.err
+
+
 def test_delete(cli: CLI, table: Path) -> None:
     dry = cli("delete", str(table), "--where", "id % 10 = 1", "--dry-run", "--json")
     assert dry.code == EXIT_OK, dry.err

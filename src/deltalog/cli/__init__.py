@@ -1,6 +1,6 @@
 """The ``deltalog`` command: inspect, check and maintain Delta tables from a shell.
 
-Commands: ``describe``, ``history``, ``files``, ``version-at``, ``vacuum``, ``checkpoint``,
+Commands: ``describe``, ``history``, ``files``, ``show``, ``changes``, ``version-at``, ``vacuum``, ``checkpoint``,
 ``restore``, ``check`` and ``convert`` (``deltalog COMMAND --help`` for each). Every command takes
 ``--json`` (one JSON document on stdout, for scripts) and ``--debug`` (tracebacks on errors); both may
 also come before the command. Progress bars appear on stderr for long work when it is a terminal.
@@ -226,6 +226,35 @@ def show(out: Output, path: str, version: int | None, timestamp: str | None, whe
     names = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
     rows = snap.to_arrow(columns=names, filter=where, limit=limit)
     out.emit(rows.to_pylist(), lambda: render.show(out, rows, snap))
+    return EXIT_OK
+
+
+@_command(
+    "changes",
+    "Rows the table's change data feed recorded (inserts, deletes, updates).",
+    "The change data feed from --from (a version) or --from-timestamp to --to / --to-timestamp (default: the "
+    "latest version): each changed row with _change_type, _commit_version and _commit_timestamp, the first "
+    "--limit rows of the --columns asked for, matching --where (SQL over the table's and those columns).",
+)
+@_PATH
+@click.option("--from", "start", type=click.IntRange(min=0), default=None, help="First version.")
+@click.option("--to", "end", type=click.IntRange(min=0), default=None, help="Last version (default: the latest).")
+@click.option("--from-timestamp", default=None, help="First commit at or after this time (ISO 8601 or epoch ms).")
+@click.option("--to-timestamp", default=None, help="Last commit at or before this time.")
+@click.option("--where", "where", default=None, metavar="SQL", help="Only changes matching this condition.")
+@click.option("--columns", "columns", default=None, metavar="COLS", help="Comma-separated columns to show.")
+@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True, help="At most this many rows.")
+def changes(out: Output, path: str, start: int | None, end: int | None, from_timestamp: str | None,
+            to_timestamp: str | None, where: str | None, columns: str | None, limit: int) -> int:
+    if start is None and from_timestamp is None:
+        raise click.UsageError("give --from VERSION or --from-timestamp TIME")
+    names = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+    rows = _table(path).changes(starting_version=start, ending_version=end, columns=names, filter=where,
+                                starting_timestamp=_timestamp(from_timestamp),
+                                ending_timestamp=_timestamp(to_timestamp))
+    total = rows.num_rows
+    rows = rows.slice(0, limit)
+    out.emit(rows.to_pylist(), lambda: render.changes(out, rows, total))
     return EXIT_OK
 
 

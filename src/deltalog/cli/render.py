@@ -242,10 +242,18 @@ def files(out: Output, rows: list[dict[str, Any]], snap: Snapshot) -> None:
 
 def show(out: Output, rows: pa.Table, snap: Snapshot) -> None:
     """Draw ``show``: the rows as a table (nulls as ``null``)."""
-    values = rows.to_pylist()
-    cells = [["null" if r[c] is None else r[c] for c in rows.column_names] for r in values]
-    title = f"{len(values):,} row{'s' if len(values) != 1 else ''} (version {snap.version})"
-    out.print(out.table(rows.column_names, cells, title=title))
+    title = f"{rows.num_rows:,} row{'s' if rows.num_rows != 1 else ''} (version {snap.version})"
+    out.print(out.table(rows.column_names, _cells(rows), title=title))
+
+
+def _cells(rows: pa.Table) -> list[list[Any]]:
+    return [["null" if r[c] is None else r[c] for c in rows.column_names] for r in rows.to_pylist()]
+
+
+def changes(out: Output, rows: pa.Table, total: int) -> None:
+    """Draw ``changes``: the changed rows as a table (nulls as ``null``), and how many more there are."""
+    more = f" (first {rows.num_rows:,})" if total > rows.num_rows else ""
+    out.print(out.table(rows.column_names, _cells(rows), title=f"{total:,} change{'s' if total != 1 else ''}{more}"))
 
 
 # --------------------------------------------------------------------------------------- maintenance
