@@ -112,6 +112,16 @@ def connect(work: str, url: str) -> dict[str, Any]:
     facts["kwargs"] = _rows(spark.sql("SELECT v.name, s.x FROM remote_view v JOIN {s} s ON v.id = s.id",
                                       s=spark.createDataFrame([(2, "x")], "id INT, x STRING")))
     spark.sql("DROP VIEW remote_view")
+    # temporary views (their text only DESCRIBE ... AS JSON shows on Connect), of views, and one replaced
+    spark.sql("CREATE TEMP VIEW remote_tv AS SELECT * FROM remote_people WHERE id > 0")
+    spark.sql("CREATE TEMP VIEW remote_tv2 AS SELECT name FROM remote_tv WHERE id = 2")
+    spark.sql("CREATE GLOBAL TEMP VIEW remote_gv AS SELECT * FROM remote_people")
+    facts["temp_views"] = [_rows(spark.sql("SELECT * FROM remote_tv ORDER BY id")), _rows(spark.table("remote_tv2")),
+                           spark.sql("SELECT count(*) FROM global_temp.remote_gv").first()[0]]
+    spark.range(1).createOrReplaceTempView("remote_tv")
+    facts["replaced_view"] = _rows(spark.sql("SELECT * FROM remote_tv"))
+    for view in ("remote_tv", "remote_tv2"):
+        spark.catalog.dropTempView(view)
     spark.range(3).write.format("delta").saveAsTable("remote_numbers")
     facts["numbers"] = spark.table("remote_numbers").count()
     facts["forName"] = DeltaTable.forName(spark, "remote_people").toDF().count()

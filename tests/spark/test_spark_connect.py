@@ -117,6 +117,8 @@ def test_sql_and_catalog_tables_over_spark_connect(connect_url: str, tmp_path: P
     assert facts["history"] == ["DELETE", "UPDATE", "WRITE", "CREATE TABLE"]
     assert facts["merge"] == [2, 1, 1] and facts["people"] == [[1, "ANN"], [2, "bob"]]
     assert facts["kwargs"] == [["bob", "x"]]  # a view over a Delta table joined with a {df} argument
+    # SQL temporary views over Delta tables were read through the data source path, which fails
+    assert facts["temp_views"] == [[[1, "ANN"], [2, "bob"]], [["bob"]], 2] and facts["replaced_view"] == [[0]]
     assert facts["numbers"] == 3 and facts["forName"] == 2
     assert facts["optimize"] >= 2 and facts["vacuum_dry"] == 0
     assert facts["log_version"] == 3

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -520,8 +521,21 @@ def view_definition(spark: Any, name: TableName) -> ViewDef | None:
 
 
 def _sql_definition(spark: Any, name: TableName) -> ViewDef | None:
+    """The view's definition asked with SQL (Spark Connect has no JVM catalog to ask): ``DESCRIBE ... AS JSON``
+    (Spark 4), the only form that shows a temporary view's text, else the text form of ``DESCRIBE``."""
     from deltalog.spark.sql.catalog import raw_sql
 
+    try:
+        doc = json.loads(raw_sql(spark, f"DESCRIBE TABLE EXTENDED {name.sql()} AS JSON").collect()[0][0])
+    except Exception:  # Spark before 4.0, or not a table or view
+        doc = None
+    if isinstance(doc, dict):
+        if str(doc.get("type", "")).upper() != "VIEW" or not doc.get("view_text"):
+            return None
+        namespace = tuple(p.strip("`") for p in str(doc.get("view_catalog_and_namespace") or "").split(".") if p)
+        columns = tuple(str(c.get("name")) for c in doc.get("columns") or () if isinstance(c, dict))
+        temporary = doc.get("catalog_name") == "system" or list(doc.get("namespace") or ()) == ["global_temp"]
+        return ViewDef(name, str(doc["view_text"]), namespace, columns, temporary)
     try:
         rows = raw_sql(spark, f"DESCRIBE TABLE EXTENDED {name.sql()}").collect()
     except Exception:
@@ -555,8 +569,16 @@ def _name_of(table: Any) -> TableName | None:
 
 def _is_temp_view(spark: Any, name: str) -> bool:
     jc = jvm_catalog(spark)
-    if jc is None:
-        return False
+    if jc is None:  # Spark Connect: ask with SQL
+        from deltalog.spark.sql.catalog import raw_sql
+
+        if any(c in name for c in "*|'\\"):  # not a pattern SHOW VIEWS can match exactly
+            return False
+        try:
+            rows = raw_sql(spark, f"SHOW VIEWS LIKE '{name}'").collect()
+        except Exception:
+            return False
+        return any(bool(r[2]) and str(r[1]).lower() == name.lower() for r in rows)
     try:
         return bool(jc.catalog.getTempView(name).isDefined())
     except Exception:
