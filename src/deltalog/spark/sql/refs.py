@@ -533,9 +533,9 @@ def _sql_definition(spark: Any, name: TableName) -> ViewDef | None:
         if str(doc.get("type", "")).upper() != "VIEW" or not doc.get("view_text"):
             return None
         namespace = tuple(p.strip("`") for p in str(doc.get("view_catalog_and_namespace") or "").split(".") if p)
-        columns = tuple(str(c.get("name")) for c in doc.get("columns") or () if isinstance(c, dict))
+        names = tuple(str(c.get("name")) for c in doc.get("columns") or () if isinstance(c, dict))
         temporary = doc.get("catalog_name") == "system" or list(doc.get("namespace") or ()) == ["global_temp"]
-        return ViewDef(name, str(doc["view_text"]), namespace, columns, temporary)
+        return ViewDef(name, str(doc["view_text"]), namespace, names, temporary)
     try:
         rows = raw_sql(spark, f"DESCRIBE TABLE EXTENDED {name.sql()}").collect()
     except Exception:
