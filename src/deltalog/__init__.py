@@ -33,6 +33,7 @@ from deltalog.errors import (
 from deltalog.version import __version__
 
 if TYPE_CHECKING:
+    from deltalog.arrow.create import create_table
     from deltalog.arrow.write import WriteResult, write_table
     from deltalog.data.sql_expr import sql_expr
     from deltalog.feed.changes import ChangeDataNotRecordedError
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 #: Names imported on first use (PEP 562), so ``import deltalog`` -- and every process that only needs part
 #: of it, such as the CLI's ``--help`` or a streaming source's Python worker -- skips what it does not use.
 _LAZY = {
+    "create_table": "deltalog.arrow.create",
     "WriteResult": "deltalog.arrow.write",
     "write_table": "deltalog.arrow.write",
     "ChangeDataNotRecordedError": "deltalog.feed.changes",
@@ -101,6 +103,7 @@ __all__ = [
     "VersionNotFoundError",
     "WriteResult",
     "__version__",
+    "create_table",
     "read_changes",
     "sql_expr",
     "write_table",

@@ -290,16 +290,20 @@ def plan_write(
     replace: bool = False,
     cluster_by: Sequence[str] | None = None,
     remedies: SchemaRemedies | None = None,
+    declared: StructType | None = None,
 ) -> WritePlan:
     """What a write commits: schema, partitioning, properties, protocol. ``replace`` (``REPLACE TABLE`` /
     ``CREATE OR REPLACE``): the table's properties become exactly ``properties``, as when it was created.
-    ``remedies``: how the caller's API merges or replaces a schema, for the advice of a mismatch error."""
+    ``remedies``: how the caller's API merges or replaces a schema, for the advice of a mismatch error.
+    ``declared``: the new schema as given (field metadata kept: comments, generated and identity columns),
+    for a table created or whose schema is replaced, instead of the one ``arrow_schema`` spells."""
     remedies = remedies or SchemaRemedies()
     loc = table.location
     change = _property_change(properties if not replace else dict(properties or {}), None if replace else snapshot,
                               loc)
     if snapshot is None:
-        schema, _ = resolve_schema(StructType(), arrow_schema, "overwrite", table=loc)
+        schema = declared if declared is not None else \
+            resolve_schema(StructType(), arrow_schema, "overwrite", table=loc)[0]
         parts = list(partition_by or [])
         check_partition_columns(schema, parts, loc)
         _check_new_constraints(change, schema, loc)
@@ -313,8 +317,11 @@ def plan_write(
     old = snapshot.metadata
     table_schema: StructType = snapshot.schema
     widen = is_true(snapshot.metadata.configuration, "delta.enableTypeWidening")  # wider data widens the column
-    schema, changed = resolve_schema(table_schema, arrow_schema, schema_mode, table=loc, widen=widen,
-                                     remedies=remedies)
+    if declared is not None and schema_mode == "overwrite":
+        schema, changed = declared, declared.to_json() != table_schema.to_json()
+    else:
+        schema, changed = resolve_schema(table_schema, arrow_schema, schema_mode, table=loc, widen=widen,
+                                         remedies=remedies)
     parts = list(old.partitionColumns)
     if partition_by is not None and list(partition_by) != parts:
         if schema_mode != "overwrite":
