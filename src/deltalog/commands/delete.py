@@ -148,6 +148,59 @@ def begin_dml(
     return txn, conditions, expression, dvs
 
 
+class DmlWriter:
+    """Stages a DML statement's changes in its transaction as they are produced, writing their files at once
+    (a statement working through its files in groups holds one group at a time): ``stage`` takes files out,
+    re-adds files with deletion vectors, writes new rows and change rows. ``discard`` deletes what was
+    written (for :meth:`Transaction.discard_unless_committed`).
+
+    Example:
+        >>> writer = DmlWriter(t, snap, txn, None)                                       # doctest: +SKIP
+        >>> with txn.discard_unless_committed(writer.discard):                           # doctest: +SKIP
+        ...     writer.stage(removed, [], [rows]); txn.commit(metrics={"numAddedFiles": writer.added})
+    """
+
+    def __init__(self, table: TableHandle, snap: Snapshot, txn: Transaction,
+                 tracked: tuple[StructField, StructField] | None) -> None:
+        self.table, self.snap, self.txn, self.tracked = table, snap, txn, tracked
+        self.written: list[str] = []  # store paths of new data, DV and change files
+        self.added = 0  # data files added (new, or re-added with a deletion vector)
+        self.change_files = 0
+
+    def stage(self, removed: list[dict[str, Any]], dv_files: list[tuple[dict[str, Any], np.ndarray]],
+              new_data: list[pa.Table], changes: Sequence[pa.Table] = ()) -> None:
+        """``removed`` files out, each of ``dv_files`` back in with a deletion vector holding ``rows``,
+        ``new_data`` written to new files (carrying row ids when tracked), ``changes`` (change rows,
+        :func:`deltalog.data.change_files.change_rows`) written to change data files.
+
+        Example:
+            >>> writer.stage([row], [(row, np.array([3], dtype=np.uint64))], [])       # doctest: +SKIP
+        """
+        snap, txn = self.snap, self.txn
+        txn.remove_files(removed)
+        if dv_files:
+            self.added += _readd_with_dvs(snap, txn, dv_files, self.written)
+        if new_data:
+            self.added += _rewrite(self.table, snap, txn, new_data, self.written, self.tracked)
+            txn.keeps_row_ids = self.tracked is not None
+        if changes:
+            files, actions = write_change_files(self.table.store, snap.schema, snap.partition_columns, changes,
+                                                column_mapping=snap.column_mapping_mode)
+            self.written.extend(f.rel_path for f in files)
+            for action in actions:
+                txn.add_action(action)
+            self.change_files += len(actions)
+
+    def discard(self) -> None:
+        """Delete every file written (nothing committed refers to them).
+
+        Example:
+            >>> writer.discard()                                                         # doctest: +SKIP
+        """
+        for rel in self.written:
+            self.table.store.delete(rel)
+
+
 def commit_dml(
     table: TableHandle,
     snap: Snapshot,
@@ -163,35 +216,22 @@ def commit_dml(
 ) -> tuple[CommitResult, int]:
     """Commit a DML statement: ``removed`` files out, each of ``dv_files`` back in with a deletion vector
     holding ``rows``, ``new_data`` written to new files (carrying row ids when ``tracked``), ``changes``
-    (change rows, :func:`deltalog.data.change_files.change_rows`) written to change data files. What was
-    written is deleted again if nothing commits. ``metrics`` get the files added and change files added
-    (``metric_names``: ``numAddedFiles``, ``numAddedChangeFiles``). Returns ``(the commit's result, files added)``.
+    (change rows, :func:`deltalog.data.change_files.change_rows`) written to change data files (see
+    :class:`DmlWriter`). What was written is deleted again if nothing commits. ``metrics`` get the files added
+    and change files added (``metric_names``: ``numAddedFiles``, ``numAddedChangeFiles``). Returns ``(the
+    commit's result, files added)``.
 
     Example:
         >>> commit_dml(t, snap, txn, removed, [], [rows], None, {"numDeletedRows": 1})[0].version  # doctest: +SKIP
         4
     """
-    written: list[str] = []  # store paths of new data and DV files
-
-    def discard() -> None:
-        for rel in written:
-            table.store.delete(rel)
-
-    with txn.discard_unless_committed(discard):
-        txn.remove_files(removed)
-        added = _readd_with_dvs(snap, txn, dv_files, written) if dv_files else 0
-        if new_data:
-            added += _rewrite(table, snap, txn, new_data, written, tracked)
-            txn.keeps_row_ids = tracked is not None
+    writer = DmlWriter(table, snap, txn, tracked)
+    with txn.discard_unless_committed(writer.discard):
+        writer.stage(removed, dv_files, new_data, changes)
         if changes:
-            files, actions = write_change_files(table.store, snap.schema, snap.partition_columns, changes,
-                                                column_mapping=snap.column_mapping_mode)
-            written.extend(f.rel_path for f in files)
-            for action in actions:
-                txn.add_action(action)
-            metrics = {**metrics, metric_names[1]: int(metrics.get(metric_names[1], 0)) + len(actions)}
-        result = txn.commit(metrics={**metrics, metric_names[0]: added})
-    return result, added
+            metrics = {**metrics, metric_names[1]: int(metrics.get(metric_names[1], 0)) + writer.change_files}
+        result = txn.commit(metrics={**metrics, metric_names[0]: writer.added})
+    return result, writer.added
 
 
 def records_changes(snap: Snapshot) -> bool:
