@@ -77,11 +77,11 @@ def test_bad_input_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
     path = tmp_path / "t"
     with pytest.raises(deltalog.InvalidArgumentError, match="unknown mode 'append'"):
         deltalog.create_table(path, pa.schema([("x", pa.int64())]), mode="append")
-    with pytest.raises(deltalog.InvalidArgumentError, match="pyarrow.Schema or a deltalog StructType"):
+    with pytest.raises(deltalog.InvalidArgumentError, match=r"pyarrow\.Schema or a deltalog StructType"):
         deltalog.create_table(path, {"x": "long"})  # type: ignore[arg-type]
     with pytest.raises(deltalog.InvalidArgumentError, match="at least one column"):
         deltalog.create_table(path, pa.schema([]))
-    with pytest.raises(deltalog.InvalidArgumentError, match="delta.nope"):
+    with pytest.raises(deltalog.InvalidArgumentError, match=r"delta\.nope"):
         deltalog.create_table(path, pa.schema([("x", pa.int64())]), properties={"delta.nope": "1"})
     with pytest.raises(deltalog.DeltaError, match="'q'"):
         deltalog.create_table(path, pa.schema([("x", pa.int64())]), partition_by=["q"])

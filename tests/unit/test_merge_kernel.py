@@ -17,6 +17,7 @@ from deltalog.errors import DeltaError, InvalidArgumentError
 from readers import delta_rs_query_rows, duckdb_rows
 
 DV = {"delta.enableDeletionVectors": "true"}
+CDF = {"delta.enableChangeDataFeed": "true"}
 
 
 def _table(path: Path, n: int = 20, files: int = 4, **props: str) -> deltalog.Table:
@@ -86,6 +87,38 @@ def test_a_target_row_matched_twice_is_an_error_unless_deleted(tmp_path: Path) -
         table.merge(source, "target.id = source.id").when_matched_update_all().execute()
     assert table.snapshot().version == 3
     assert table.merge(source, "target.id = source.id").when_matched_delete().execute().num_target_rows_deleted == 1
+
+
+def test_source_rows_matching_a_deleted_row_twice_are_not_inserted(tmp_path: Path) -> None:
+    # the row deleted once, both source rows matched: the second was taken as unmatched and inserted
+    table = _table(tmp_path / "t")
+    source = pa.table({"id": pa.array([3, 3, 100], pa.int64()), "v": pa.array([1, 2, 5], pa.int64())})
+    result = (table.merge(source, "target.id = source.id").when_matched_delete()
+              .when_not_matched_insert_all().execute())
+    assert (result.num_target_rows_deleted, result.num_target_rows_inserted) == (1, 1)
+    assert [r[0] for r in _rows(table)] == [*(i for i in range(20) if i != 3), 100]
+
+
+def test_target_files_are_joined_a_group_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import deltalog.commands.merge_run as merge_run
+
+    table = _table(tmp_path / "t", **CDF)
+    monkeypatch.setattr(merge_run, "GROUP_BYTES", 1)  # every file its own group
+    groups: list[int] = []
+    read_group = merge_run._read_group
+    monkeypatch.setattr(merge_run, "_read_group", lambda *a: groups.append(len(a[1])) or read_group(*a))
+    source = pa.table({"id": pa.array([1, 6, 11, 16, 40], pa.int64()), "v": pa.array([0, 0, 0, 0, 0], pa.int64())})
+    result = (table.merge(source, "target.id = source.id").when_matched_update({"v": "target.v * 100"})
+              .when_not_matched_insert_all().when_not_matched_by_source_delete("target.id % 5 = 0").execute())
+    assert groups == [1, 1, 1, 1]
+    assert (result.num_target_rows_updated, result.num_target_rows_deleted, result.num_target_rows_inserted) == \
+        (4, 4, 1)
+    want = {i: i for i in range(20) if i % 5} | {1: 100, 6: 600, 11: 1100, 16: 1600, 40: 0}
+    assert _rows(table) == sorted(want.items())
+    changes = deltalog.read_changes(str(tmp_path / "t"), starting_version=4)
+    kinds = sorted(zip(changes.column("_change_type").to_pylist(), changes.column("id").to_pylist()))
+    assert kinds.count(("insert", 40)) == 1 and len([k for k in kinds if k[0] == "delete"]) == 4
+    assert len([k for k in kinds if k[0] == "update_postimage"]) == 4
 
 
 def test_only_files_that_can_hold_the_keys_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -243,10 +276,10 @@ def _clause(draw: st.DrawFn) -> tuple[str, str, str | None]:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(target=st.dictionaries(st.integers(0, 30), st.integers(0, 12), max_size=12),
        source=st.dictionaries(st.integers(0, 30), st.integers(0, 12), max_size=8),
-       clauses=st.lists(_clause(), min_size=1, max_size=4), dvs=st.booleans())
+       clauses=st.lists(_clause(), min_size=1, max_size=4), dvs=st.booleans(), one_file_at_a_time=st.booleans())
 def test_merge_equals_a_row_by_row_reference(tmp_path_factory: pytest.TempPathFactory, target: dict[int, int],
                                               source: dict[int, int], clauses: list[tuple[str, str, str | None]],
-                                              dvs: bool) -> None:
+                                              dvs: bool, one_file_at_a_time: bool) -> None:
     path = tmp_path_factory.mktemp("merge") / "t"
     ids = sorted(target)
     half = len(ids) // 2
@@ -267,7 +300,10 @@ def test_merge_equals_a_row_by_row_reference(tmp_path_factory: pytest.TempPathFa
             merger = merger.when_matched_update({"v": "source.v * 3 + 100"}, cond)
         else:
             merger = merger.when_not_matched_by_source_update({"v": "target.v + 100"}, cond)
-    merger.execute()
+    with pytest.MonkeyPatch.context() as mp:
+        if one_file_at_a_time:  # the target files joined in groups, one file each
+            mp.setattr("deltalog.commands.merge_run.GROUP_BYTES", 1)
+        merger.execute()
     assert dict(_rows(table)) == _reference(target, source, clauses)
 
 

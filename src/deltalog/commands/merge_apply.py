@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.commands.delete import commit_dml
+from deltalog.commands.delete import DmlWriter
 from deltalog.commands.update import new_images
 from deltalog.data.change_files import change_rows
 from deltalog.data.sql_expr import Expression
@@ -32,10 +32,11 @@ from deltalog.txn.identity import IdentityGenerator, with_high_water_marks
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.txn.handle import TableHandle
-    from deltalog.txn.transaction import Transaction
 
-__all__ = ["ClauseScope", "MergePlan", "apply_clauses", "condition_mask", "write_merge"]
+__all__ = [
+    "ClauseScope", "MergeCounts", "MergePlan", "apply_inserts", "apply_to_targets", "condition_mask", "merge_metrics",
+    "stage_inserts", "stage_targets",
+]
 
 
 class ClauseScope(Protocol):
@@ -103,15 +104,17 @@ def _values(scope: ClauseScope, sets: dict[str, Expression], rows: pa.Table, kin
     return out
 
 
-def apply_clauses(
+def apply_to_targets(
     scope: ClauseScope, checked: Sequence[tuple[Any, Expression | None, dict[str, Expression]]],
     target: pa.Table, source: pa.Table, t_idx: np.ndarray, s_idx: np.ndarray, loc: str,
 ) -> MergePlan:
-    """Apply the clauses (each ``(clause, condition, assignments)``) in order to the matched pairs
-    ``(t_idx[i], s_idx[i])``, the unmatched source rows and the unmatched target rows.
+    """Apply the matched clauses (each ``(clause, condition, assignments)``, in order) to the matched pairs
+    ``(t_idx[i], s_idx[i])`` of these target rows, and the not-matched-by-source ones to the target rows no
+    pair names (the inserts of unmatched source rows are :func:`apply_inserts`'s, once every target row was
+    joined).
 
     Example:
-        >>> apply_clauses(scope, checked, target, source, t_idx, s_idx, "/data/t").deleted  # doctest: +SKIP
+        >>> apply_to_targets(scope, checked, target, source, t_idx, s_idx, "/data/t").deleted  # doctest: +SKIP
         [array([4, 7])]
     """
     plan = MergePlan()
@@ -125,17 +128,31 @@ def apply_clauses(
                 f"[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE] {plan.multiple_matches} target row(s) "
                 "matched more than one source row: the merge cannot tell which one to apply; make the source's "
                 "keys unique (e.g. keep the latest row per key) before merging", table=loc)
-        if plan.multiple_matches:
+        if plan.multiple_matches:  # the row is deleted once (the source rows all count as matched)
             t_idx, first = np.unique(t_idx, return_index=True)
             s_idx = s_idx[first]
     _apply(plan, scope, matched, "matched", t_idx, s_idx, target, source, loc)
-    unmatched_s = _others(source.num_rows, s_idx)
-    _apply(plan, scope, [c for c in checked if c[0].kind == "not_matched"], "not_matched", None, unmatched_s,
-           target, source, loc)
     unmatched_t = _others(target.num_rows, t_idx)
     _apply(plan, scope, [c for c in checked if c[0].kind == "not_matched_by_source"], "not_matched_by_source",
            unmatched_t, None, target, source, loc)
     return plan
+
+
+def apply_inserts(
+    scope: ClauseScope, checked: Sequence[tuple[Any, Expression | None, dict[str, Expression]]],
+    target_schema: pa.Schema, source: pa.Table, unmatched: np.ndarray, loc: str,
+) -> list[pa.Table]:
+    """The rows the not-matched clauses insert for the ``unmatched`` source rows (indices), per clause the
+    columns it assigns.
+
+    Example:
+        >>> apply_inserts(scope, checked, schema, source, np.array([2]), "/data/t")[0].num_rows  # doctest: +SKIP
+        1
+    """
+    plan = MergePlan()
+    _apply(plan, scope, [c for c in checked if c[0].kind == "not_matched"], "not_matched", None, unmatched,
+           target_schema.empty_table(), source, loc)
+    return plan.inserted
 
 
 def _others(n: int, taken: np.ndarray) -> np.ndarray:
@@ -177,19 +194,29 @@ def _apply(
             plan.updated.append((t_rows[idx[hit]], pa.table(full)))
 
 
-def write_merge(
-    table: TableHandle, snap: Snapshot, txn: Transaction, plan: MergePlan,
-    files: list[tuple[dict[str, Any], pa.Table, np.ndarray]], file_of: np.ndarray, pos_of: np.ndarray,
-    tracked: Any, dvs: bool, record: bool, source_rows: int,
-) -> dict[str, Any]:
-    """Write the plan's rows and commit: touched files get deletion vectors (or are rewritten), new
-    images and inserted rows go to new files, change rows to change data files. Returns the counts.
+@dataclass
+class MergeCounts:
+    """What a MERGE staged so far, for its result and ``commitInfo``."""
+
+    updated: int = 0
+    deleted: int = 0
+    copied: int = 0
+    inserted: int = 0
+    removed: int = 0
+    dv_files: int = 0
+
+
+def stage_targets(
+    writer: DmlWriter, plan: MergePlan, files: list[tuple[dict[str, Any], pa.Table, np.ndarray]],
+    file_of: np.ndarray, pos_of: np.ndarray, dvs: bool, record: bool, counts: MergeCounts,
+) -> None:
+    """Stage what the clauses did to one group of target files: each touched file gets a deletion vector
+    (or is rewritten), new images go to new files, change rows (``record``) to change data files.
 
     Example:
-        >>> write_merge(t, snap, txn, plan, files, file_of, pos_of, None, False, False, 3)["version"]
-        ... # doctest: +SKIP
-        5
+        >>> stage_targets(writer, plan, files, file_of, pos_of, False, False, MergeCounts())  # doctest: +SKIP
     """
+    snap, tracked = writer.snap, writer.tracked
     names = [f.name for f in snap.schema.fields]
     generated = {n.lower() for n in generated_columns(snap.schema)}
     upd_t = np.concatenate([t for t, _ in plan.updated]) if plan.updated else np.zeros(0, dtype=np.int64)
@@ -199,7 +226,6 @@ def write_merge(
     dv_files: list[tuple[dict[str, Any], np.ndarray]] = []
     out: list[pa.Table] = []
     changes: list[pa.Table] = []
-    copied = 0
     upd_by_file, del_by_file = _by_file(upd_t, file_of), _by_file(del_t, file_of)
     none = np.zeros(0, dtype=np.int64)
     for i in sorted(upd_by_file.keys() | del_by_file.keys()):
@@ -229,36 +255,62 @@ def write_merge(
                 dv_files.append((row, np.flatnonzero(~remaining).astype(np.uint64)))
         elif remaining.any():
             out.append(data.filter(pa.array(remaining)))
-            copied += int(remaining.sum())
-    inserted = 0
-    identity = IdentityGenerator.for_schema(snap.schema, [], table=table.location)
-    for part in plan.inserted:
+            counts.copied += int(remaining.sum())
+    writer.stage(removed, dv_files, out, changes)
+    counts.updated += len(upd_t)
+    counts.deleted += len(del_t)
+    counts.removed += len(removed)
+    counts.dv_files += len(dv_files)
+
+
+def stage_inserts(writer: DmlWriter, inserted: list[pa.Table], record: bool, counts: MergeCounts) -> None:
+    """Stage the inserted rows (defaults, identity values and generated columns filled in); with ``record``
+    their change rows too.
+
+    Example:
+        >>> stage_inserts(writer, [pa.table({"id": [9]})], False, MergeCounts())          # doctest: +SKIP
+    """
+    snap, tracked = writer.snap, writer.tracked
+    loc = writer.table.location
+    identity = IdentityGenerator.for_schema(snap.schema, [], table=loc)
+    out: list[pa.Table] = []
+    changes: list[pa.Table] = []
+    for part in inserted:
         if not part.num_rows:
             continue
         for col in identity.generated:  # the identity columns an insert leaves out get new values
             if col.name not in part.column_names:
                 part = part.append_column(pa.field(col.name, pa.int64()), identity.take(col.name, part.num_rows))
-        given = fill_defaults(part, snap.schema, table=table.location)
+        given = fill_defaults(part, snap.schema, table=loc)
         empty = _null_rows(snap, tracked, part.num_rows)
         rows = new_images(snap, empty, {c: given.column(c) for c in given.column_names}, tracked)
         out.append(rows)
-        inserted += rows.num_rows
+        counts.inserted += rows.num_rows
         if record:
             changes.append(change_rows(rows, "insert", snap.schema))
-    updated, deleted = len(upd_t), len(del_t)
-    metrics = {
-        "numSourceRows": source_rows, "numTargetRowsInserted": inserted, "numTargetRowsUpdated": updated,
-        "numTargetRowsDeleted": deleted, "numTargetRowsCopied": copied,
-        "numOutputRows": inserted + updated + copied, "numTargetFilesRemoved": len(removed),
-        "numTargetDeletionVectorsAdded": len(dv_files),
-    }
     if identity.high_water_marks():  # recorded in the schema: a concurrent insert conflicts (metadata changed)
-        txn.update_metadata(with_high_water_marks(snap.metadata, identity.high_water_marks()))
-    done, added = commit_dml(table, snap, txn, removed, dv_files, out, tracked, metrics,
-                                changes if removed else (),  # an insert-only merge is an append: no change files
-                                metric_names=("numTargetFilesAdded", "numTargetChangeFilesAdded"))
-    return {"version": done.version, "inserted": inserted, "updated": updated, "deleted": deleted, "copied": copied,
-            "added": added, "removed": len(removed)}
+        writer.txn.update_metadata(with_high_water_marks(snap.metadata, identity.high_water_marks()))
+    writer.stage([], [], out, changes)
+
+
+def merge_metrics(counts: MergeCounts, writer: DmlWriter, source_rows: int) -> dict[str, Any]:
+    """The ``operationMetrics`` of a MERGE, as delta-spark records them.
+
+    Example:
+        >>> merge_metrics(MergeCounts(inserted=2), writer, 2)["numTargetRowsInserted"]    # doctest: +SKIP
+        2
+    """
+    metrics = {
+        "numSourceRows": source_rows, "numTargetRowsInserted": counts.inserted,
+        "numTargetRowsUpdated": counts.updated, "numTargetRowsDeleted": counts.deleted,
+        "numTargetRowsCopied": counts.copied,
+        "numOutputRows": counts.inserted + counts.updated + counts.copied,
+        "numTargetFilesRemoved": counts.removed, "numTargetDeletionVectorsAdded": counts.dv_files,
+        "numTargetFilesAdded": writer.added,
+    }
+    if writer.change_files:
+        metrics["numTargetChangeFilesAdded"] = writer.change_files
+    return metrics
 
 
 def _by_file(rows: np.ndarray, file_of: np.ndarray) -> dict[int, np.ndarray]:

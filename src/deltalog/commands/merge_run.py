@@ -23,8 +23,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.commands.delete import begin_dml, file_matches, records_changes
-from deltalog.commands.merge_apply import apply_clauses, condition_mask, write_merge
+from deltalog.commands.delete import DmlWriter, begin_dml, file_matches, records_changes
+from deltalog.commands.merge_apply import (
+    MergeCounts,
+    apply_inserts,
+    apply_to_targets,
+    condition_mask,
+    merge_metrics,
+    stage_inserts,
+    stage_targets,
+)
 from deltalog.data.filters import Condition
 from deltalog.data.read import map_files, with_row_tracking_columns
 from deltalog.data.sql_expr import Expression, SqlNode, SqlParser, UnsupportedExpressionError, conjuncts
@@ -331,7 +339,58 @@ def run_merge(
     by_source = any(c.kind == "not_matched_by_source" for c in clauses)
     candidates = txn.read_candidates([] if by_source else _key_conditions(source, keys, snap))
     tracked = tracked_fields(snap.protocol, snap.metadata)
-    rows = candidates.to_pylist()
+    record = records_changes(snap)
+    writer = DmlWriter(table, snap, txn, tracked)
+    counts = MergeCounts()
+    matched_source = np.zeros(source.num_rows, dtype=bool)
+    with txn.discard_unless_committed(writer.discard):
+        for group in _file_groups(candidates.to_pylist()):  # one group of target files in memory at a time
+            files, target, file_of, pos_of = _read_group(snap, group, names, tracked)
+            t_idx, s_idx = _pairs(target, source, keys, loc)
+            if residual is not None and len(t_idx):
+                pair_rows = scope.table("matched", target.take(pa.array(t_idx)), source.take(pa.array(s_idx)))
+                ok = condition_mask(scope.evaluate(residual, pair_rows, "join condition"), "join condition", loc)
+                t_idx, s_idx = t_idx[ok], s_idx[ok]
+            matched_source[s_idx] = True
+            plan = apply_to_targets(scope, checked, target, source, t_idx, s_idx, loc)
+            if plan.changed:
+                stage_targets(writer, plan, files, file_of, pos_of, dvs, record, counts)
+        inserted = apply_inserts(scope, checked, snap.schema.to_arrow_schema(), source,
+                                 np.flatnonzero(~matched_source), loc)
+        # an insert-only merge is an append: readers take its added files as inserts, no change files
+        stage_inserts(writer, inserted, record and counts.removed > 0, counts)
+        if not counts.removed and not counts.inserted:
+            return MergeResult(version=None, num_source_rows=source.num_rows, used_deletion_vectors=dvs)
+        done = txn.commit(metrics=merge_metrics(counts, writer, source.num_rows))
+    return MergeResult(
+        version=done.version, num_source_rows=source.num_rows, num_target_rows_inserted=counts.inserted,
+        num_target_rows_updated=counts.updated, num_target_rows_deleted=counts.deleted,
+        num_target_rows_copied=counts.copied, num_target_files_added=writer.added,
+        num_target_files_removed=counts.removed, used_deletion_vectors=dvs,
+    )
+
+
+#: The target files a MERGE reads at a time: about this many bytes of parquet (several times that in memory).
+GROUP_BYTES = 256 << 20
+
+
+def _file_groups(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The candidate files in groups of about :data:`GROUP_BYTES` (at least one file each)."""
+    groups: list[list[dict[str, Any]]] = [[]]
+    size = 0
+    for row in rows:
+        if groups[-1] and size + int(row.get("size") or 0) > GROUP_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(row)
+        size += int(row.get("size") or 0)
+    return groups
+
+
+def _read_group(snap: Snapshot, rows: list[dict[str, Any]], names: list[str], tracked: Any
+                ) -> tuple[list[tuple[dict[str, Any], pa.Table, np.ndarray]], pa.Table, np.ndarray, np.ndarray]:
+    """The live rows of a group of files (read side by side): per file ``(add, rows, live mask)``, the live
+    rows of all as one table, and per row its file and its position in that file."""
     probed = map_files(lambda r: file_matches(snap, r, [], None, every_column=True), rows)
     files: list[tuple[dict[str, Any], pa.Table, np.ndarray]] = []
     for row, found in zip(rows, probed, strict=True):
@@ -346,19 +405,4 @@ def run_merge(
     file_of = np.concatenate([np.full(len(p), i, dtype=np.int64) for i, p in enumerate(positions)]) \
         if positions else np.zeros(0, dtype=np.int64)
     pos_of = np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64)
-    t_idx, s_idx = _pairs(target, source, keys, loc)
-    if residual is not None and len(t_idx):
-        pair_rows = scope.table("matched", target.take(pa.array(t_idx)), source.take(pa.array(s_idx)))
-        ok = condition_mask(scope.evaluate(residual, pair_rows, "join condition"), "join condition", loc)
-        t_idx, s_idx = t_idx[ok], s_idx[ok]
-    plan = apply_clauses(scope, checked, target, source, t_idx, s_idx, loc)
-    if not plan.changed:
-        return MergeResult(version=None, num_source_rows=source.num_rows, used_deletion_vectors=dvs)
-    done = write_merge(table, snap, txn, plan, files, file_of, pos_of, tracked, dvs, records_changes(snap),
-                       source.num_rows)
-    return MergeResult(
-        version=done["version"], num_source_rows=source.num_rows, num_target_rows_inserted=done["inserted"],
-        num_target_rows_updated=done["updated"], num_target_rows_deleted=done["deleted"],
-        num_target_rows_copied=done["copied"], num_target_files_added=done["added"],
-        num_target_files_removed=done["removed"], used_deletion_vectors=dvs,
-    )
+    return files, target, file_of, pos_of
