@@ -197,6 +197,8 @@ def test_change_data_and_row_tracking(tmp_path: Path) -> None:
     ("predicate", "clause", "fragment"),
     [
         ("target.v > source.v", lambda m: m.when_matched_delete(), "needs an equality of a target column"),
+        ("t.id = s.id", lambda m: m.when_matched_delete(), "'t.id' names no alias of this merge; its aliases are "
+                                                           "'target' (the target) and 'source'"),
         ("target.id = source.id", lambda m: m.when_matched_update({"v": "v"}), "column 'v' is ambiguous"),
         ("target.id = source.id", lambda m: m.when_matched_update({"nope": "1"}), "cannot set column 'nope'"),
         ("target.id = source.id", lambda m: m.when_matched_update({"v": "source.nope"}), "does not exist"),

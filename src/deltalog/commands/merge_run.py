@@ -137,7 +137,13 @@ class _Scope:
             expr = Expression(sql, SqlParser(sql).parse())
         except UnsupportedExpressionError as exc:
             raise InvalidArgumentError(f"merge {what} {sql!r}: {exc.message}", table=self.loc) from None
+        known = {self.t_alias.lower(), self.s_alias.lower(), *(n.lower() for n in self.t_names + self.s_names)}
         for path in expr.columns():
+            if len(path) > 1 and path[0].lower() not in known:
+                raise InvalidArgumentError(
+                    f"merge {what} {sql!r}: {'.'.join(path)!r} names no alias of this merge; its aliases are "
+                    f"{self.t_alias!r} (the target) and {self.s_alias!r} (the source) -- choose others with "
+                    "merge(..., target_alias=..., source_alias=...)", table=self.loc)
             if kind == "matched" and len(path) == 1 and path[0].lower() in self.both:
                 raise InvalidArgumentError(
                     f"merge {what} {sql!r}: column {path[0]!r} is ambiguous, both target and source have it; "
