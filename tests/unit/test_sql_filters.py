@@ -179,3 +179,7 @@ def test_bad_sql_assignment_is_named(table: deltalog.Table) -> None:
     with pytest.raises(InvalidArgumentError, match="cannot set column 'score' to 'nope \\* 2'"):
         table.update_rows("id = 100", {"score": deltalog.sql_expr("nope * 2")})
     assert table.snapshot().version == 2
+    # delta-rs takes SQL strings as values; here a string is a literal, and the error says how to write SQL
+    with pytest.raises(InvalidArgumentError, match=r"for a SQL expression write deltalog\.sql_expr\('score \* 2'\)"):
+        table.update_rows("id = 100", {"score": "score * 2"})
+    assert table.snapshot().version == 2

@@ -208,8 +208,10 @@ def new_images(
                 values[name] = pa.repeat(pa.scalar(value).cast(target) if value is not None
                                          else pa.scalar(None, target), old.num_rows)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, UnsupportedExpressionError) as exc:
+            hint = f"; a string is a literal value -- for a SQL expression write deltalog.sql_expr({value!r})" \
+                if isinstance(value, str) else ""
             raise InvalidArgumentError(
-                f"[DELTA_CAST_FAILURE] cannot set column {name!r} ({target}) to {value!r}: {exc}",
+                f"[DELTA_CAST_FAILURE] cannot set column {name!r} ({target}) to {value!r}: {exc}{hint}",
                 table=snap.table, version=snap.version,
             ) from None
     new = old
