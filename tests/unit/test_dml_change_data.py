@@ -136,3 +136,42 @@ def test_a_refused_overwrite_leaves_no_change_files(tmp_path: Path) -> None:
         deltalog.write_table(path, bad, mode="overwrite", predicate="id < 10")
     assert not (path / "_change_data").exists() or not list((path / "_change_data").rglob("*.parquet"))
     assert deltalog.Table(path).latest_version() == 0
+
+
+@pytest.mark.parametrize("dvs", [False, True])
+def test_delete_and_update_a_file_group_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  dvs: bool) -> None:
+    # each file its own group: the rows rewritten are written group by group, and the change data holds every
+    # deleted row even when the first groups only removed whole files (their rows wait for a rewrite)
+    import json
+
+    import deltalog.commands.delete as delete_module
+
+    monkeypatch.setattr(delete_module, "GROUP_BYTES", 1)
+    groups = delete_module.file_groups  # the smaller files (wholly deleted below) first, whatever their names
+    monkeypatch.setattr(delete_module, "file_groups", lambda rows: groups(
+        sorted(rows, key=lambda r: json.loads(r["stats"])["numRecords"])))
+    path = tmp_path / "t"
+    for part in ([0, 1], [2, 3], [4, 5, 6]):  # three files, unpartitioned
+        deltalog.write_table(path, pa.table({"id": pa.array(part, pa.int64()), "p": pa.array([0] * len(part)),
+                                             "v": [str(i) for i in part]}), mode="append",
+                             properties={**CDF, **({"delta.enableDeletionVectors": "true"} if dvs else {})})
+    table = deltalog.Table(path)
+    first = table.update_rows("id % 2 = 0", {"v": "even"})  # all three files, one group each
+    assert (first.num_updated_rows, first.num_removed_files) == (4, 3)
+    assert sorted(deltalog.read_changes(str(path), starting_version=3, ending_version=3,
+                                        filter="_change_type = 'update_postimage'").column("id").to_pylist()) == \
+        [0, 2, 4, 6]
+    result = table.delete("id <= 3 OR id = 5")  # files 1 and 2 go whole, file 3 keeps rows 4 and 6
+    assert (result.num_deleted_rows, result.num_removed_files) == (5, 5 if dvs else 3)  # + the new images' files
+    got = deltalog.read_changes(str(path), starting_version=4)
+    assert sorted(zip(got.column("id").to_pylist(), got.column("_change_type").to_pylist())) == \
+        [(i, "delete") for i in (0, 1, 2, 3, 5)]
+    version = table.latest_version()
+    up = table.update_rows("id >= 4", {"v": "x"})
+    assert up.num_updated_rows == 2 and up.num_removed_files == 1
+    assert sorted(r["v"] for r in table.snapshot().to_arrow().to_pylist()) == ["x", "x"]
+    kinds = deltalog.read_changes(str(path), starting_version=version + 1).column("_change_type").to_pylist()
+    assert sorted(kinds) == ["update_postimage"] * 2 + ["update_preimage"] * 2
+    whole = table.delete("id >= 0")  # every row: whole files only, no change files (readers take the removes)
+    assert whole.num_deleted_rows == 2 and not [a for a in _actions(path, table.latest_version()) if "cdc" in a]

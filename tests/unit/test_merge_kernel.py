@@ -103,7 +103,7 @@ def test_target_files_are_joined_a_group_at_a_time(tmp_path: Path, monkeypatch: 
     import deltalog.commands.merge_run as merge_run
 
     table = _table(tmp_path / "t", **CDF)
-    monkeypatch.setattr(merge_run, "GROUP_BYTES", 1)  # every file its own group
+    monkeypatch.setattr("deltalog.commands.delete.GROUP_BYTES", 1)  # every file its own group
     groups: list[int] = []
     read_group = merge_run._read_group
     monkeypatch.setattr(merge_run, "_read_group", lambda *a: groups.append(len(a[1])) or read_group(*a))
@@ -304,7 +304,7 @@ def test_merge_equals_a_row_by_row_reference(tmp_path_factory: pytest.TempPathFa
             merger = merger.when_not_matched_by_source_update({"v": "target.v + 100"}, cond)
     with pytest.MonkeyPatch.context() as mp:
         if one_file_at_a_time:  # the target files joined in groups, one file each
-            mp.setattr("deltalog.commands.merge_run.GROUP_BYTES", 1)
+            mp.setattr("deltalog.commands.delete.GROUP_BYTES", 1)
         merger.execute()
     assert dict(_rows(table)) == _reference(target, source, clauses)
 

@@ -299,14 +299,15 @@ class DeletePlan:
 
 
 def plan_deletes(
-    snap: Snapshot, candidates: pa.Table, conditions: list[Condition], expression: RowFilter | None, *,
-    dvs: bool, record: bool = False,
+    snap: Snapshot, candidates: pa.Table | list[dict[str, Any]], conditions: list[Condition],
+    expression: RowFilter | None, *, dvs: bool, record: bool = False,
 ) -> DeletePlan:
-    """Read the candidate files (several at once) and plan taking out the rows the filter matches:
-    deletion vectors with ``dvs``, else copy-on-write (``record``: the deleted rows as change rows)."""
+    """Read the candidate files (several at once; a table of ``add_files()`` rows, or the rows) and plan
+    taking out the rows the filter matches: deletion vectors with ``dvs``, else copy-on-write (``record``:
+    the deleted rows as change rows)."""
     plan = DeletePlan(None if dvs else tracked_fields(snap.protocol, snap.metadata))  # copies keep row ids
     tracked = plan.tracked
-    rows = candidates.to_pylist()
+    rows = candidates.to_pylist() if isinstance(candidates, pa.Table) else candidates
     probed = map_files(lambda r: file_matches(snap, r, conditions, expression, every_column=not dvs), rows)
     for row, found in zip(rows, probed, strict=True):
         if found is None:
@@ -338,18 +339,60 @@ def _delete_rows(
     expression: RowFilter | None,
     dvs: bool,
 ) -> DeleteResult:
-    plan = plan_deletes(snap, candidates, conditions, expression, dvs=dvs, record=not dvs and records_changes(snap))
-    if not plan.removed:
-        return DeleteResult(version=None, used_deletion_vectors=dvs)
-    metrics = {"numDeletedRows": plan.deleted, "numRemovedFiles": len(plan.removed), "numCopiedRows": plan.copied,
-               "numDeletionVectorsAdded": len(plan.dv_files)}
-    done, added = commit_dml(table, snap, txn, plan.removed, plan.dv_files, plan.survivors, plan.tracked, metrics,
-                             plan.changes if plan.survivors else ())  # whole files removed: readers see them go
+    record = not dvs and records_changes(snap)
+    writer = DmlWriter(table, snap, txn, None if dvs else tracked_fields(snap.protocol, snap.metadata))
+    deleted = copied = removed = dv_files = 0
+    # Change rows are written only when rows are written again: a delete of whole files says what went by
+    # its removes. Until a group rewrites rows, the deleted rows of the groups before wait here.
+    pending: list[pa.Table] = []
+    rewrote = False
+    with txn.discard_unless_committed(writer.discard):
+        for group in file_groups(candidates.to_pylist()):  # one group of files in memory at a time
+            plan = plan_deletes(snap, group, conditions, expression, dvs=dvs, record=record)
+            changes = plan.changes
+            rewrote = rewrote or bool(plan.survivors)
+            if record and not rewrote:
+                pending.extend(changes)
+                changes = []
+            elif pending:
+                changes, pending = [*pending, *changes], []
+            writer.stage(plan.removed, plan.dv_files, plan.survivors, changes)
+            deleted, copied = deleted + plan.deleted, copied + plan.copied
+            removed, dv_files = removed + len(plan.removed), dv_files + len(plan.dv_files)
+        if not removed:
+            return DeleteResult(version=None, used_deletion_vectors=dvs)
+        metrics = {"numDeletedRows": deleted, "numRemovedFiles": removed, "numCopiedRows": copied,
+                   "numDeletionVectorsAdded": dv_files, "numAddedFiles": writer.added}
+        if writer.change_files:
+            metrics["numAddedChangeFiles"] = writer.change_files
+        done = txn.commit(metrics=metrics)
     return DeleteResult(
-        version=done.version, num_deleted_rows=plan.deleted, num_removed_files=len(plan.removed),
-        num_added_files=added, num_deletion_vectors_added=len(plan.dv_files), num_copied_rows=plan.copied,
-        used_deletion_vectors=dvs,
+        version=done.version, num_deleted_rows=deleted, num_removed_files=removed, num_added_files=writer.added,
+        num_deletion_vectors_added=dv_files, num_copied_rows=copied, used_deletion_vectors=dvs,
     )
+
+
+#: The candidate files a DML statement reads at a time: about this many bytes of parquet (several times that
+#: in memory); each group's rewritten rows are written before the next group is read.
+GROUP_BYTES = 256 << 20
+
+
+def file_groups(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Candidate files (``add_files()`` rows) in groups of about :data:`GROUP_BYTES` (at least one file each).
+
+    Example:
+        >>> [len(g) for g in file_groups([{"size": 1}, {"size": 2}])]
+        [2]
+    """
+    groups: list[list[dict[str, Any]]] = [[]]
+    size = 0
+    for row in rows:
+        if groups[-1] and size + int(row.get("size") or 0) > GROUP_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(row)
+        size += int(row.get("size") or 0)
+    return groups
 
 
 def file_matches(

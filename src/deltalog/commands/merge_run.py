@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.commands.delete import DmlWriter, begin_dml, file_matches, records_changes
+from deltalog.commands.delete import DmlWriter, begin_dml, file_groups, file_matches, records_changes
 from deltalog.commands.merge_apply import (
     MergeCounts,
     apply_inserts,
@@ -350,7 +350,7 @@ def run_merge(
     counts = MergeCounts()
     matched_source = np.zeros(source.num_rows, dtype=bool)
     with txn.discard_unless_committed(writer.discard):
-        for group in _file_groups(candidates.to_pylist()):  # one group of target files in memory at a time
+        for group in file_groups(candidates.to_pylist()):  # one group of target files in memory at a time
             files, target, file_of, pos_of = _read_group(snap, group, names, tracked)
             t_idx, s_idx = _pairs(target, source, keys, loc)
             if residual is not None and len(t_idx):
@@ -374,23 +374,6 @@ def run_merge(
         num_target_rows_copied=counts.copied, num_target_files_added=writer.added,
         num_target_files_removed=counts.removed, used_deletion_vectors=dvs,
     )
-
-
-#: The target files a MERGE reads at a time: about this many bytes of parquet (several times that in memory).
-GROUP_BYTES = 256 << 20
-
-
-def _file_groups(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """The candidate files in groups of about :data:`GROUP_BYTES` (at least one file each)."""
-    groups: list[list[dict[str, Any]]] = [[]]
-    size = 0
-    for row in rows:
-        if groups[-1] and size + int(row.get("size") or 0) > GROUP_BYTES:
-            groups.append([])
-            size = 0
-        groups[-1].append(row)
-        size += int(row.get("size") or 0)
-    return groups
 
 
 def _read_group(snap: Snapshot, rows: list[dict[str, Any]], names: list[str], tracked: Any

@@ -33,7 +33,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.commands.delete import begin_dml, commit_dml, describe_predicate, file_matches, records_changes
+from deltalog.commands.delete import (
+    DmlWriter,
+    begin_dml,
+    describe_predicate,
+    file_groups,
+    file_matches,
+    records_changes,
+)
 from deltalog.data.change_files import change_rows
 from deltalog.data.read import map_files, with_row_tracking_columns
 from deltalog.data.sql_expr import Expression, UnsupportedExpressionError
@@ -95,43 +102,49 @@ def update(
     )
     candidates = txn.read_candidates(conditions)  # a SQL filter's conditions are implied by it
     tracked = tracked_fields(snap.protocol, snap.metadata)  # updated rows keep their ids
-    removed: list[dict[str, Any]] = []
-    dv_files: list[tuple[dict[str, Any], np.ndarray]] = []
-    out: list[pa.Table] = []
-    changes: list[pa.Table] = []
     record = records_changes(snap)
-    updated = copied = 0
-    rows = candidates.to_pylist()
-    probed = map_files(lambda r: file_matches(snap, r, conditions, expression, every_column=True), rows)
-    for row, found in zip(rows, probed, strict=True):
-        if found is None:
-            continue
-        data, keep, hit = found
-        if tracked is not None:
-            data = with_row_tracking_columns(snap, row, data, (tracked[0].name, tracked[1].name))
-        updated += int(hit.sum())
-        removed.append(row)
-        old = data.filter(pa.array(hit))
-        new = new_images(snap, old, assignments, tracked)
-        out.append(new)
-        if record:  # the change data feed is on: every updated row's old and new values
-            changes += [change_rows(old, "update_preimage", snap.schema),
-                        change_rows(new, "update_postimage", snap.schema)]
-        remaining = keep & ~hit
-        if dvs:
-            if remaining.any():
-                dv_files.append((row, np.flatnonzero(~remaining).astype(np.uint64)))
-        elif remaining.any():
-            out.append(data.filter(pa.array(remaining)))
-            copied += int(remaining.sum())
-    if not removed:
-        return UpdateResult(version=None, used_deletion_vectors=dvs)
-    metrics = {"numUpdatedRows": updated, "numRemovedFiles": len(removed), "numCopiedRows": copied,
-               "numDeletionVectorsAdded": len(dv_files)}
-    done, added = commit_dml(table, snap, txn, removed, dv_files, out, tracked, metrics, changes)
+    writer = DmlWriter(table, snap, txn, tracked)
+    updated = copied = removed = dv_count = 0
+    with txn.discard_unless_committed(writer.discard):
+        for group in file_groups(candidates.to_pylist()):  # one group of files in memory at a time
+            group_removed: list[dict[str, Any]] = []
+            dv_files: list[tuple[dict[str, Any], np.ndarray]] = []
+            out: list[pa.Table] = []
+            changes: list[pa.Table] = []
+            probed = map_files(lambda r: file_matches(snap, r, conditions, expression, every_column=True), group)
+            for row, found in zip(group, probed, strict=True):
+                if found is None:
+                    continue
+                data, keep, hit = found
+                if tracked is not None:
+                    data = with_row_tracking_columns(snap, row, data, (tracked[0].name, tracked[1].name))
+                updated += int(hit.sum())
+                group_removed.append(row)
+                old = data.filter(pa.array(hit))
+                new = new_images(snap, old, assignments, tracked)
+                out.append(new)
+                if record:  # the change data feed is on: every updated row's old and new values
+                    changes += [change_rows(old, "update_preimage", snap.schema),
+                                change_rows(new, "update_postimage", snap.schema)]
+                remaining = keep & ~hit
+                if dvs:
+                    if remaining.any():
+                        dv_files.append((row, np.flatnonzero(~remaining).astype(np.uint64)))
+                elif remaining.any():
+                    out.append(data.filter(pa.array(remaining)))
+                    copied += int(remaining.sum())
+            writer.stage(group_removed, dv_files, out, changes)
+            removed, dv_count = removed + len(group_removed), dv_count + len(dv_files)
+        if not removed:
+            return UpdateResult(version=None, used_deletion_vectors=dvs)
+        metrics = {"numUpdatedRows": updated, "numRemovedFiles": removed, "numCopiedRows": copied,
+                   "numDeletionVectorsAdded": dv_count, "numAddedFiles": writer.added}
+        if writer.change_files:
+            metrics["numAddedChangeFiles"] = writer.change_files
+        done = txn.commit(metrics=metrics)
     return UpdateResult(
-        version=done.version, num_updated_rows=updated, num_removed_files=len(removed),
-        num_added_files=added, num_deletion_vectors_added=len(dv_files), num_copied_rows=copied,
+        version=done.version, num_updated_rows=updated, num_removed_files=removed,
+        num_added_files=writer.added, num_deletion_vectors_added=dv_count, num_copied_rows=copied,
         used_deletion_vectors=dvs,
     )
 
