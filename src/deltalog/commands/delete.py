@@ -191,6 +191,20 @@ class DmlWriter:
                 txn.add_action(action)
             self.change_files += len(actions)
 
+    def commit(self, metrics: Mapping[str, Any], *,
+               metric_names: tuple[str, str] = ("numAddedFiles", "numAddedChangeFiles")) -> CommitResult:
+        """Commit what was staged, with ``metrics`` plus the data files added and (when any) the change files
+        added, under ``metric_names``.
+
+        Example:
+            >>> writer.commit({"numDeletedRows": 3}).version                               # doctest: +SKIP
+            7
+        """
+        out = {**metrics, metric_names[0]: self.added}
+        if self.change_files:
+            out[metric_names[1]] = int(metrics.get(metric_names[1], 0)) + self.change_files
+        return self.txn.commit(metrics=out)
+
     def discard(self) -> None:
         """Delete every file written (nothing committed refers to them).
 
@@ -228,10 +242,27 @@ def commit_dml(
     writer = DmlWriter(table, snap, txn, tracked)
     with txn.discard_unless_committed(writer.discard):
         writer.stage(removed, dv_files, new_data, changes)
-        if changes:
-            metrics = {**metrics, metric_names[1]: int(metrics.get(metric_names[1], 0)) + writer.change_files}
-        result = txn.commit(metrics={**metrics, metric_names[0]: writer.added})
+        result = writer.commit(metrics, metric_names=metric_names)
     return result, writer.added
+
+
+def keep_rest(row: dict[str, Any], data: pa.Table, remaining: np.ndarray, dvs: bool,
+              dv_files: list[tuple[dict[str, Any], np.ndarray]], out: list[pa.Table]) -> int:
+    """The ``remaining`` rows of a touched file stay: with ``dvs`` the file goes back with a deletion vector
+    of its other rows (into ``dv_files``), else they are written again (into ``out``). Returns how many rows
+    were copied.
+
+    Example:
+        >>> keep_rest(row, data, np.array([True, False]), False, [], out)                # doctest: +SKIP
+        1
+    """
+    if not remaining.any():
+        return 0
+    if dvs:
+        dv_files.append((row, np.flatnonzero(~remaining).astype(np.uint64)))
+        return 0
+    out.append(data.filter(pa.array(remaining)))
+    return int(remaining.sum())
 
 
 def records_changes(snap: Snapshot) -> bool:
@@ -319,14 +350,7 @@ def plan_deletes(
         plan.removed.append(row)
         if record:
             plan.changes.append(change_rows(data.filter(pa.array(hit)), "delete", snap.schema))
-        remaining = keep & ~hit
-        if not remaining.any():
-            continue
-        if dvs:
-            plan.dv_files.append((row, np.flatnonzero(~remaining).astype(np.uint64)))
-        else:
-            plan.survivors.append(data.filter(pa.array(remaining)))
-            plan.copied += int(remaining.sum())
+        plan.copied += keep_rest(row, data, keep & ~hit, dvs, plan.dv_files, plan.survivors)
     return plan
 
 
@@ -361,11 +385,8 @@ def _delete_rows(
             removed, dv_files = removed + len(plan.removed), dv_files + len(plan.dv_files)
         if not removed:
             return DeleteResult(version=None, used_deletion_vectors=dvs)
-        metrics = {"numDeletedRows": deleted, "numRemovedFiles": removed, "numCopiedRows": copied,
-                   "numDeletionVectorsAdded": dv_files, "numAddedFiles": writer.added}
-        if writer.change_files:
-            metrics["numAddedChangeFiles"] = writer.change_files
-        done = txn.commit(metrics=metrics)
+        done = writer.commit({"numDeletedRows": deleted, "numRemovedFiles": removed, "numCopiedRows": copied,
+                              "numDeletionVectorsAdded": dv_files})
     return DeleteResult(
         version=done.version, num_deleted_rows=deleted, num_removed_files=removed, num_added_files=writer.added,
         num_deletion_vectors_added=dv_files, num_copied_rows=copied, used_deletion_vectors=dvs,

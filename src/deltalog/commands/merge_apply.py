@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from deltalog.commands.delete import DmlWriter
+from deltalog.commands.delete import DmlWriter, keep_rest
 from deltalog.commands.update import new_images
 from deltalog.data.change_files import change_rows
 from deltalog.data.sql_expr import Expression
@@ -249,13 +249,7 @@ def stage_targets(
             if record:
                 changes.append(change_rows(data.take(pa.array(gone)), "delete", snap.schema))
         removed.append(row)
-        remaining = keep & ~hit
-        if dvs:
-            if remaining.any():
-                dv_files.append((row, np.flatnonzero(~remaining).astype(np.uint64)))
-        elif remaining.any():
-            out.append(data.filter(pa.array(remaining)))
-            counts.copied += int(remaining.sum())
+        counts.copied += keep_rest(row, data, keep & ~hit, dvs, dv_files, out)
     writer.stage(removed, dv_files, out, changes)
     counts.updated += len(upd_t)
     counts.deleted += len(del_t)
@@ -293,23 +287,21 @@ def stage_inserts(writer: DmlWriter, inserted: list[pa.Table], record: bool, cou
     writer.stage([], [], out, changes)
 
 
-def merge_metrics(counts: MergeCounts, writer: DmlWriter, source_rows: int) -> dict[str, Any]:
-    """The ``operationMetrics`` of a MERGE, as delta-spark records them.
+def merge_metrics(counts: MergeCounts, source_rows: int) -> dict[str, Any]:
+    """The ``operationMetrics`` of a MERGE, as delta-spark records them (the files added are the writer's:
+    :meth:`deltalog.commands.delete.DmlWriter.commit`).
 
     Example:
-        >>> merge_metrics(MergeCounts(inserted=2), writer, 2)["numTargetRowsInserted"]    # doctest: +SKIP
+        >>> merge_metrics(MergeCounts(inserted=2), 2)["numTargetRowsInserted"]
         2
     """
-    metrics = {
+    metrics: dict[str, Any] = {
         "numSourceRows": source_rows, "numTargetRowsInserted": counts.inserted,
         "numTargetRowsUpdated": counts.updated, "numTargetRowsDeleted": counts.deleted,
         "numTargetRowsCopied": counts.copied,
         "numOutputRows": counts.inserted + counts.updated + counts.copied,
         "numTargetFilesRemoved": counts.removed, "numTargetDeletionVectorsAdded": counts.dv_files,
-        "numTargetFilesAdded": writer.added,
     }
-    if writer.change_files:
-        metrics["numTargetChangeFilesAdded"] = writer.change_files
     return metrics
 
 

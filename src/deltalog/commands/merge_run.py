@@ -367,7 +367,8 @@ def run_merge(
         stage_inserts(writer, inserted, record and counts.removed > 0, counts)
         if not counts.removed and not counts.inserted:
             return MergeResult(version=None, num_source_rows=source.num_rows, used_deletion_vectors=dvs)
-        done = txn.commit(metrics=merge_metrics(counts, writer, source.num_rows))
+        done = writer.commit(merge_metrics(counts, source.num_rows),
+                             metric_names=("numTargetFilesAdded", "numTargetChangeFilesAdded"))
     return MergeResult(
         version=done.version, num_source_rows=source.num_rows, num_target_rows_inserted=counts.inserted,
         num_target_rows_updated=counts.updated, num_target_rows_deleted=counts.deleted,

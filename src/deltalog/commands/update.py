@@ -39,6 +39,7 @@ from deltalog.commands.delete import (
     describe_predicate,
     file_groups,
     file_matches,
+    keep_rest,
     records_changes,
 )
 from deltalog.data.change_files import change_rows
@@ -126,22 +127,13 @@ def update(
                 if record:  # the change data feed is on: every updated row's old and new values
                     changes += [change_rows(old, "update_preimage", snap.schema),
                                 change_rows(new, "update_postimage", snap.schema)]
-                remaining = keep & ~hit
-                if dvs:
-                    if remaining.any():
-                        dv_files.append((row, np.flatnonzero(~remaining).astype(np.uint64)))
-                elif remaining.any():
-                    out.append(data.filter(pa.array(remaining)))
-                    copied += int(remaining.sum())
+                copied += keep_rest(row, data, keep & ~hit, dvs, dv_files, out)
             writer.stage(group_removed, dv_files, out, changes)
             removed, dv_count = removed + len(group_removed), dv_count + len(dv_files)
         if not removed:
             return UpdateResult(version=None, used_deletion_vectors=dvs)
-        metrics = {"numUpdatedRows": updated, "numRemovedFiles": removed, "numCopiedRows": copied,
-                   "numDeletionVectorsAdded": dv_count, "numAddedFiles": writer.added}
-        if writer.change_files:
-            metrics["numAddedChangeFiles"] = writer.change_files
-        done = txn.commit(metrics=metrics)
+        done = writer.commit({"numUpdatedRows": updated, "numRemovedFiles": removed, "numCopiedRows": copied,
+                              "numDeletionVectorsAdded": dv_count})
     return UpdateResult(
         version=done.version, num_updated_rows=updated, num_removed_files=removed,
         num_added_files=writer.added, num_deletion_vectors_added=dv_count, num_copied_rows=copied,
