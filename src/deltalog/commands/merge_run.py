@@ -5,7 +5,8 @@ the source and the live rows of the candidate target files; its other ``AND`` te
 Clause conditions and assignments are SQL (:mod:`deltalog.data.sql_expr`) evaluated on a table holding the
 target row as a struct named by the target alias, the source row as one named by the source alias, and the
 names only one side has as plain columns. Each touched file is then handled as the kernel's UPDATE handles
-it (:func:`deltalog.commands.update.new_images`, :func:`deltalog.commands.delete.commit_dml`).
+it (:func:`deltalog.commands.update.new_images`, :class:`deltalog.commands.delete.DmlWriter`), the target
+files a group at a time.
 
 Example:
     >>> run_merge(table, source, "target.id = source.id", ("target", "source"),
