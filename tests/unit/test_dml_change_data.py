@@ -175,3 +175,24 @@ def test_delete_and_update_a_file_group_at_a_time(tmp_path: Path, monkeypatch: p
     assert sorted(kinds) == ["update_postimage"] * 2 + ["update_preimage"] * 2
     whole = table.delete("id >= 0")  # every row: whole files only, no change files (readers take the removes)
     assert whole.num_deleted_rows == 2 and not [a for a in _actions(path, table.latest_version()) if "cdc" in a]
+
+
+def test_overwrite_by_a_data_column_predicate_a_file_group_at_a_time(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    import deltalog.commands.delete as delete_module
+
+    monkeypatch.setattr(delete_module, "GROUP_BYTES", 1)
+    groups = delete_module.file_groups  # the wholly replaced (smaller) file first, whatever the names
+    monkeypatch.setattr(delete_module, "file_groups", lambda rows: groups(
+        sorted(rows, key=lambda r: json.loads(r["stats"])["numRecords"])))
+    path = tmp_path / "t"
+    for part in ([0, 1], [2, 3, 4]):
+        deltalog.write_table(path, pa.table({"id": pa.array(part, pa.int64()), "p": pa.array([0] * len(part)),
+                                             "v": [str(i) for i in part]}), mode="append", properties=CDF)
+    new = pa.table({"id": pa.array([1, 2], pa.int64()), "p": pa.array([0, 0]), "v": ["one", "two"]})
+    deltalog.write_table(path, new, mode="overwrite", predicate="id <= 2")  # file 1 whole, file 2 keeps 3, 4
+    got = _changes(path, 2)
+    assert got == [(0, 0, "0", "delete", 2), (1, 0, "1", "delete", 2), (1, 0, "one", "insert", 2),
+                   (2, 0, "2", "delete", 2), (2, 0, "two", "insert", 2)]

@@ -4,8 +4,8 @@ replaced by the data, in one ``WRITE`` commit.
 
 The files that may hold matching rows (partition pruning and min/max skipping of the predicate's simple
 terms) are read; each one with a matching row is removed and its other rows are written again (row ids
-kept on tables with row tracking), as the kernel's copy-on-write DELETE does
-(:func:`deltalog.commands.delete.commit_dml`). Every row of the data must match the predicate
+kept on tables with row tracking), as the kernel's copy-on-write DELETE does, a group of files at a time
+(:func:`deltalog.commands.delete.stage_deletes`). Every row of the data must match the predicate
 (``DELTA_REPLACE_WHERE_MISMATCH``). The read predicate is recorded, so a concurrent writer adding rows that
 match it conflicts. With the change data feed on and rows written again, the replaced rows (``delete``) and
 the data's rows (``insert``, written beside the data files as they stream: :func:`insert_changes`) are
@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
-from deltalog.commands.delete import commit_dml, plan_deletes, records_changes
+from deltalog.commands.delete import DmlWriter, records_changes, stage_deletes
 from deltalog.data.change_files import cdc_actions, change_file_writer, change_rows
 from deltalog.data.filters import Condition, RowFilter, matching_rows, normalize_filter
 from deltalog.errors import InvalidArgumentError
+from deltalog.txn.row_tracking import tracked_fields
 
 if TYPE_CHECKING:
     from deltalog.data.write_files import DataFileWriter, WrittenFile
@@ -128,19 +129,19 @@ def commit_replacing_rows(
     for f in files:
         txn.add_file(f.to_add())
     candidates = txn.read_candidates(conditions)  # the predicate's simple terms: recorded as read
-    # copy-on-write, row ids kept
-    plan = plan_deletes(snap, candidates, conditions, expression, dvs=False, record=inserted is not None)
-    metrics: dict[str, int] = {"numDeletedRows": plan.deleted, "numCopiedRows": plan.copied}
-    if inserted is not None:
-        if plan.survivors:  # rows written again: the commit's change data must hold every change it made
-            added_changes = cdc_actions(inserted.writer.close())
-            for action in added_changes:
-                txn.add_action(action)
-            metrics["numAddedChangeFiles"] = len(added_changes)
-        else:
-            inserted.writer.abort()
-            plan.changes.clear()
-    if not plan.removed and not files:
-        return txn.commit(metrics=metrics)
-    result, _ = commit_dml(table, snap, txn, plan.removed, [], plan.survivors, plan.tracked, metrics, plan.changes)
-    return result
+    writer = DmlWriter(table, snap, txn, tracked_fields(snap.protocol, snap.metadata))  # row ids kept
+    with txn.discard_unless_committed(writer.discard):
+        totals = stage_deletes(writer, candidates.to_pylist(), conditions, expression, dvs=False,
+                               record=inserted is not None)  # copy-on-write
+        metrics: dict[str, int] = {"numDeletedRows": totals.deleted, "numCopiedRows": totals.copied}
+        if inserted is not None:
+            if totals.rewrote:  # rows written again: the commit's change data must hold every change it made
+                added_changes = cdc_actions(inserted.writer.close())
+                for action in added_changes:
+                    txn.add_action(action)
+                metrics["numAddedChangeFiles"] = len(added_changes)
+            else:
+                inserted.writer.abort()
+        if not totals.removed and not files:
+            return txn.commit(metrics=metrics)
+        return writer.commit(metrics)

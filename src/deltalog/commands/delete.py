@@ -363,34 +363,70 @@ def _delete_rows(
     expression: RowFilter | None,
     dvs: bool,
 ) -> DeleteResult:
-    record = not dvs and records_changes(snap)
     writer = DmlWriter(table, snap, txn, None if dvs else tracked_fields(snap.protocol, snap.metadata))
-    deleted = copied = removed = dv_files = 0
-    # Change rows are written only when rows are written again: a delete of whole files says what went by
-    # its removes. Until a group rewrites rows, the deleted rows of the groups before wait here.
-    pending: list[pa.Table] = []
-    rewrote = False
     with txn.discard_unless_committed(writer.discard):
-        for group in file_groups(candidates.to_pylist()):  # one group of files in memory at a time
-            plan = plan_deletes(snap, group, conditions, expression, dvs=dvs, record=record)
-            changes = plan.changes
-            rewrote = rewrote or bool(plan.survivors)
-            if record and not rewrote:
-                pending.extend(changes)
-                changes = []
-            elif pending:
-                changes, pending = [*pending, *changes], []
-            writer.stage(plan.removed, plan.dv_files, plan.survivors, changes)
-            deleted, copied = deleted + plan.deleted, copied + plan.copied
-            removed, dv_files = removed + len(plan.removed), dv_files + len(plan.dv_files)
-        if not removed:
+        totals = stage_deletes(writer, candidates.to_pylist(), conditions, expression, dvs=dvs,
+                               record=not dvs and records_changes(snap))
+        if not totals.removed:
             return DeleteResult(version=None, used_deletion_vectors=dvs)
-        done = writer.commit({"numDeletedRows": deleted, "numRemovedFiles": removed, "numCopiedRows": copied,
-                              "numDeletionVectorsAdded": dv_files})
+        done = writer.commit({"numDeletedRows": totals.deleted, "numRemovedFiles": totals.removed,
+                              "numCopiedRows": totals.copied, "numDeletionVectorsAdded": totals.dv_files})
     return DeleteResult(
-        version=done.version, num_deleted_rows=deleted, num_removed_files=removed, num_added_files=writer.added,
-        num_deletion_vectors_added=dv_files, num_copied_rows=copied, used_deletion_vectors=dvs,
+        version=done.version, num_deleted_rows=totals.deleted, num_removed_files=totals.removed,
+        num_added_files=writer.added, num_deletion_vectors_added=totals.dv_files, num_copied_rows=totals.copied,
+        used_deletion_vectors=dvs,
     )
+
+
+@dataclass
+class DeleteTotals:
+    """What :func:`stage_deletes` staged: rows deleted and copied, files removed and re-added with a deletion
+    vector, and whether any rows were written again (``rewrote``).
+
+    Example:
+        >>> DeleteTotals().rewrote
+        False
+    """
+
+    deleted: int = 0
+    copied: int = 0
+    removed: int = 0
+    dv_files: int = 0
+    rewrote: bool = False
+
+
+def stage_deletes(
+    writer: DmlWriter, candidates: list[dict[str, Any]], conditions: list[Condition], expression: RowFilter | None,
+    *, dvs: bool, record: bool,
+) -> DeleteTotals:
+    """Take the rows the filter matches out of the candidate files, a group of files at a time
+    (:func:`file_groups`), staging each group with ``writer`` (whose row-tracking fields must be ``None``
+    with ``dvs``). With ``record`` the deleted rows become change rows -- written only once some group
+    writes rows again: a delete of whole files says what went by its removes, so the deleted rows of the
+    groups before wait until then (and are dropped if none does).
+
+    Example:
+        >>> stage_deletes(writer, rows, [Condition("id", "<", 3)], None, dvs=False, record=False).deleted
+        ... # doctest: +SKIP
+        3
+    """
+    totals = DeleteTotals()
+    pending: list[pa.Table] = []
+    for group in file_groups(candidates):  # one group of files in memory at a time
+        plan = plan_deletes(writer.snap, group, conditions, expression, dvs=dvs, record=record)
+        changes = plan.changes
+        totals.rewrote = totals.rewrote or bool(plan.survivors)
+        if record and not totals.rewrote:
+            pending.extend(changes)
+            changes = []
+        elif pending:
+            changes, pending = [*pending, *changes], []
+        writer.stage(plan.removed, plan.dv_files, plan.survivors, changes)
+        totals.deleted += plan.deleted
+        totals.copied += plan.copied
+        totals.removed += len(plan.removed)
+        totals.dv_files += len(plan.dv_files)
+    return totals
 
 
 #: The candidate files a DML statement reads at a time: about this many bytes of parquet (several times that
