@@ -122,6 +122,30 @@ SCENARIOS = [
         table="dst",
     ),
     faultkit.Scenario("convert", setup_convert, lambda r: convert_to_delta(t(r))),
+    faultkit.Scenario(
+        "update (change data feed)",
+        lambda r: created(r, **{"delta.enableChangeDataFeed": "true"}),
+        lambda r: deltalog.Table(t(r)).update_rows("id % 3 = 0", {"x": deltalog.sql_expr("x * 2")}),
+    ),
+    faultkit.Scenario(
+        "merge",
+        created,
+        lambda r: deltalog.Table(t(r)).merge(data([1, 2, 40, 41]), "target.id = source.id")
+        .when_matched_update_all().when_not_matched_insert_all().when_not_matched_by_source_delete("target.id > 15")
+        .execute(),
+    ),
+    faultkit.Scenario(
+        "overwrite rows (data-column predicate)",
+        created,
+        lambda r: deltalog.write_table(t(r), data([2, 3]), mode="overwrite", predicate="id < 4"),
+    ),
+    faultkit.Scenario(
+        "create table",
+        nothing,
+        lambda r: deltalog.create_table(t(r), data(range(1)).schema, partition_by=["part"],
+                                        properties={"delta.appendOnly": "false", "team": "etl"}),
+    ),
+    faultkit.Scenario("compact", lambda r: created(r, commits=4), lambda r: deltalog.Table(t(r)).compact()),
     faultkit.Scenario("add constraint", created, lambda r: deltalog.Table(t(r)).add_constraint("pos", "id >= 0")),
     faultkit.Scenario(
         "set properties", created, lambda r: deltalog.Table(t(r)).set_properties({"owner": "etl"}),
