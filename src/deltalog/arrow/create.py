@@ -100,16 +100,17 @@ def create_table(
     if snapshot is not None:
         check_never_writable(snapshot.protocol, table=table.location, version=snapshot.version)
     replacing = snapshot is not None
+    write_mode = "overwrite" if replacing else "error"
     plan = plan_write(
-        table, snapshot, arrow_schema, mode="overwrite" if replacing else "error", partition_by=partition_by,
+        table, snapshot, arrow_schema, mode=write_mode, partition_by=partition_by,
         schema_mode="overwrite" if replacing else None, predicate=None, properties=properties, name=name,
         description=description, clock=clock, replace=replacing, cluster_by=cluster_by, declared=declared,
     )
     op = CreateTable(partition_by=tuple(plan.metadata.partitionColumns), properties=dict(properties or {}),
                      description=plan.metadata.description, replace=replacing)
     txn = Transaction(table.store, snapshot, op, table=table.location, clock=clock)
-    preflight(txn, plan, "overwrite" if replacing else "error", table.location)
+    preflight(txn, plan, write_mode, table.location)
     if replacing:
         plan.metadata_changed = True  # the schema, partitioning and properties are the statement's
-    commit_plan(txn, plan, [], "overwrite" if replacing else "error", None)
+    commit_plan(txn, plan, [], write_mode, None)
     return table

@@ -157,7 +157,7 @@ class DmlWriter:
     Example:
         >>> writer = DmlWriter(t, snap, txn, None)                                       # doctest: +SKIP
         >>> with txn.discard_unless_committed(writer.discard):                           # doctest: +SKIP
-        ...     writer.stage(removed, [], [rows]); txn.commit(metrics={"numAddedFiles": writer.added})
+        ...     writer.stage(removed, [], [rows]); writer.commit({"numDeletedRows": 3})
     """
 
     def __init__(self, table: TableHandle, snap: Snapshot, txn: Transaction,
@@ -213,37 +213,6 @@ class DmlWriter:
         """
         for rel in self.written:
             self.table.store.delete(rel)
-
-
-def commit_dml(
-    table: TableHandle,
-    snap: Snapshot,
-    txn: Transaction,
-    removed: list[dict[str, Any]],
-    dv_files: list[tuple[dict[str, Any], np.ndarray]],
-    new_data: list[pa.Table],
-    tracked: tuple[StructField, StructField] | None,
-    metrics: dict[str, Any],
-    changes: Sequence[pa.Table] = (),
-    *,
-    metric_names: tuple[str, str] = ("numAddedFiles", "numAddedChangeFiles"),
-) -> tuple[CommitResult, int]:
-    """Commit a DML statement: ``removed`` files out, each of ``dv_files`` back in with a deletion vector
-    holding ``rows``, ``new_data`` written to new files (carrying row ids when ``tracked``), ``changes``
-    (change rows, :func:`deltalog.data.change_files.change_rows`) written to change data files (see
-    :class:`DmlWriter`). What was written is deleted again if nothing commits. ``metrics`` get the files added
-    and change files added (``metric_names``: ``numAddedFiles``, ``numAddedChangeFiles``). Returns ``(the
-    commit's result, files added)``.
-
-    Example:
-        >>> commit_dml(t, snap, txn, removed, [], [rows], None, {"numDeletedRows": 1})[0].version  # doctest: +SKIP
-        4
-    """
-    writer = DmlWriter(table, snap, txn, tracked)
-    with txn.discard_unless_committed(writer.discard):
-        writer.stage(removed, dv_files, new_data, changes)
-        result = writer.commit(metrics, metric_names=metric_names)
-    return result, writer.added
 
 
 def keep_rest(row: dict[str, Any], data: pa.Table, remaining: np.ndarray, dvs: bool,

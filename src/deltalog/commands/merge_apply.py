@@ -272,10 +272,7 @@ def stage_inserts(writer: DmlWriter, inserted: list[pa.Table], record: bool, cou
     for part in inserted:
         if not part.num_rows:
             continue
-        for col in identity.generated:  # the identity columns an insert leaves out get new values
-            if col.name not in part.column_names:
-                part = part.append_column(pa.field(col.name, pa.int64()), identity.take(col.name, part.num_rows))
-        given = fill_defaults(part, snap.schema, table=loc)
+        given = fill_defaults(identity.fill(part), snap.schema, table=loc)  # identity columns left out: new values
         empty = _null_rows(snap, tracked, part.num_rows)
         rows = new_images(snap, empty, {c: given.column(c) for c in given.column_names}, tracked)
         out.append(rows)

@@ -426,3 +426,17 @@ def _renamed_batches(names: list[str], func: Any, batches: Any) -> Any:
     import pyarrow as pa
 
     return func(pa.RecordBatch.from_arrays(b.columns, names=names) for b in batches)
+
+
+def arrow_frame(spark: Any, table: Any) -> Any:
+    """A DataFrame of a small Arrow ``table`` (a command's result rows), its Spark types derived from the Arrow
+    schema (timestamps with a time zone stay Spark ``timestamp``).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> arrow_frame(spark, pa.table({"path": ["a"]})).columns                     # doctest: +SKIP
+        ['path']
+    """
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema, prefer_timestamp_ntz=False))

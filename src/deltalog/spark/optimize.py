@@ -70,7 +70,15 @@ from deltalog.errors import (
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
-from deltalog.spark._common import load_snapshot, map_in_arrow, open_table, parse_size, session_setting, spark_schema
+from deltalog.spark._common import (
+    arrow_frame,
+    load_snapshot,
+    map_in_arrow,
+    open_table,
+    parse_size,
+    session_setting,
+    spark_schema,
+)
 from deltalog.spark._files import partition_table
 from deltalog.spark._write_job import FILE_DDL, FILE_SCHEMA, RunWriter, chunks, task_error
 from deltalog.spark._zorder import (
@@ -540,10 +548,8 @@ def metrics_frame(spark: Any, result: OptimizeResult) -> DataFrame:
         >>> metrics_frame(spark, optimize(spark, "/data/t")).first().metrics.numFilesAdded   # doctest: +SKIP
         2
     """
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    table = pa.Table.from_pylist([{"path": result.path, "metrics": dict(result.metrics)}], schema=_RESULT)
-    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema, prefer_timestamp_ntz=False))
+    return arrow_frame(spark, pa.Table.from_pylist([{"path": result.path, "metrics": dict(result.metrics)}],
+                                                   schema=_RESULT))
 
 
 class DeltaOptimizeBuilder:

@@ -30,7 +30,7 @@ import pyarrow as pa
 from deltalog.commands.clustering import clustering_of
 from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError
 from deltalog.protocol.features import reader_features, writer_features
-from deltalog.spark._common import load_snapshot, open_table
+from deltalog.spark._common import arrow_frame, load_snapshot, open_table
 from deltalog.spark.read import read_snapshot
 
 if TYPE_CHECKING:
@@ -104,13 +104,6 @@ def _millis(value: Any) -> dt.datetime | None:
     if ms is None:
         return None
     return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=ms)
-
-
-def _to_spark(spark: Any, table: pa.Table) -> DataFrame:
-    """A DataFrame of a small Arrow table, with Spark types derived from the Arrow schema."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema, prefer_timestamp_ntz=False))
 
 
 def _builder(spark: Any, mode: str) -> DeltaTableBuilder:
@@ -348,7 +341,7 @@ class DeltaTable:
                 if r[key] is not None:
                     r[key] = {struct.field(i).name: _text(r[key].get(struct.field(i).name))
                               for i in range(struct.num_fields)}
-        return _to_spark(self._spark, pa.Table.from_pylist(rows, schema=_HISTORY_SCHEMA))
+        return arrow_frame(self._spark, pa.Table.from_pylist(rows, schema=_HISTORY_SCHEMA))
 
     def generate(self, mode: str) -> None:
         """Generate manifest files: ``mode`` ``"symlink_format_manifest"`` (the only mode, as in
@@ -432,7 +425,7 @@ class DeltaTable:
         )
         root = self._table.store.full_path("")
         paths = [os.path.join(root, p) for p in result.files_deleted]
-        return _to_spark(self._spark, pa.table({"path": pa.array(paths, pa.string())}))
+        return arrow_frame(self._spark, pa.table({"path": pa.array(paths, pa.string())}))
 
     def restoreToVersion(self, version: int) -> DataFrame:
         """Restore the table to ``version`` in one commit; returns delta-spark's one-row metrics
@@ -650,7 +643,7 @@ class DeltaTable:
             "removed_files_size": result.removed_files_size,
             "restored_files_size": result.restored_files_size,
         }
-        return _to_spark(self._spark, pa.Table.from_pylist([row], schema=_RESTORE_SCHEMA))
+        return arrow_frame(self._spark, pa.Table.from_pylist([row], schema=_RESTORE_SCHEMA))
 
 
 def _names_a_table(target: str) -> bool:

@@ -176,7 +176,8 @@ class IdentityGenerator:
         return values
 
     def fill(self, data: pa.Table) -> pa.Table:
-        """``data`` with the generated identity columns appended.
+        """``data`` with the generated identity columns it does not hold appended (a ``BY DEFAULT`` column it
+        holds keeps its explicit values).
 
         Example:
             >>> gen = IdentityGenerator([IdentityColumn("id", 1, 1, 7, True)], [], table=None)
@@ -184,7 +185,8 @@ class IdentityGenerator:
             {'x': [0, 0], 'id': [8, 9]}
         """
         for col in self.generated:
-            data = data.append_column(pa.field(col.name, pa.int64()), self.take(col.name, data.num_rows))
+            if col.name not in data.column_names:
+                data = data.append_column(pa.field(col.name, pa.int64()), self.take(col.name, data.num_rows))
         return data
 
     def observe(self, name: str, low: int | None, high: int | None) -> None:

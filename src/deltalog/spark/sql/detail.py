@@ -77,10 +77,9 @@ def detail_frame(spark: Any, row: Mapping[str, Any]) -> Any:
         >>> detail_frame(spark, {"format": "parquet", "location": "file:/t"}).first().format  # doctest: +SKIP
         'parquet'
     """
-    from pyspark.sql.pandas.types import from_arrow_schema
+    from deltalog.spark._common import arrow_frame
 
-    table = pa.Table.from_pylist([dict(row)], schema=DETAIL_SCHEMA)
-    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema, prefer_timestamp_ntz=False))
+    return arrow_frame(spark, pa.Table.from_pylist([dict(row)], schema=DETAIL_SCHEMA))
 
 
 def location_uri(location: str) -> str:
