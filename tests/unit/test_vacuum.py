@@ -464,7 +464,7 @@ def test_an_inventory_replaces_the_listing(tmp_path: Path) -> None:
     done = table.vacuum(inventory=iter(inventory), dry_run=False, clock=lambda: T1 + WEEK + 1)
     assert (done.files_deleted, done.num_deleted_files) == ([a], 1)
     assert data_files(tmp_path) == {b, stray.name}
-    with pytest.raises(InvalidArgumentError, match=r"inventory entry 1 is \('x',\)"):
+    with pytest.raises(InvalidArgumentError, match=r"inventory entry 1 is \('x',\).*\[table "):
         table.vacuum(inventory=[("x",)], clock=lambda: T1 + WEEK + 1)  # type: ignore[list-item]
     with pytest.raises(InvalidArgumentError, match="takes no inventory"):
         table.vacuum(inventory=[], lite=True)

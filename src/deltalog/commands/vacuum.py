@@ -151,7 +151,7 @@ def store_relative_path(log_path: str, root: str) -> str | None:
     return rel
 
 
-def inventory_files(entries: Iterable[InventoryEntry], root: str) -> Iterator[FileInfo]:
+def inventory_files(entries: Iterable[InventoryEntry], root: str, *, table: str | None = None) -> Iterator[FileInfo]:
     """The files of an inventory that lie under the table ``root``, relative to it (directory entries are
     skipped: the files' paths name their directories). A path may name the root with another scheme of the
     same store (``s3a://`` for ``s3://``, ``file:/`` for a local path).
@@ -167,21 +167,21 @@ def inventory_files(entries: Iterable[InventoryEntry], root: str) -> Iterator[Fi
             path, length, is_dir, mtime = entry
         except (TypeError, ValueError):
             raise InvalidArgumentError(
-                f"vacuum inventory entry {number} is {entry!r}: expected (path, length, is_dir, modification_time)"
-            ) from None
+                f"vacuum inventory entry {number} is {entry!r}: expected (path, length, is_dir, modification_time)",
+                table=table) from None
         if not isinstance(path, str) or not path:
-            raise InvalidArgumentError(f"vacuum inventory entry {number} has no path: {entry!r}")
+            raise InvalidArgumentError(f"vacuum inventory entry {number} has no path: {entry!r}", table=table)
+        if is_dir:
+            continue
         rel = store_relative_path(path, root)
         if rel is None and "://" in path:  # the same bucket through another connector's scheme
             rel = store_relative_path("/" + _without_scheme(path), "/" + base)
-        if rel is None or rel == "":
-            continue
-        if is_dir:
+        if not rel:  # outside the table, or the root itself
             continue
         if length is None or mtime is None:
             raise InvalidArgumentError(
                 f"vacuum inventory entry {number} ({path}) has no length or modificationTime: vacuum needs both "
-                "to tell what it may delete")
+                "to tell what it may delete", table=table)
         yield FileInfo(rel, int(length), int(mtime))
 
 
@@ -345,7 +345,7 @@ def vacuum(
         raise InvalidArgumentError("VACUUM LITE finds the files in the log: it takes no inventory", table=loc)
     listed: Iterable[FileInfo] = ()
     if inventory is not None:
-        listed = inventory_files(inventory, store.full_path(""))
+        listed = inventory_files(inventory, store.full_path(""), table=loc)
     elif not lite:
         listed = store.list_dir("", recursive=True)
     if lite:
