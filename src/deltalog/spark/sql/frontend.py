@@ -152,10 +152,9 @@ def _run(spark: Any, text: str, args: Any, kwargs: dict[str, Any]) -> Any:
         lowered = work.lower()
         if not any(k in lowered for k in _KEYWORDS) and not _mentions_delta_tables(spark, work, args):
             return as_given()
-        work = _spelled_identifiers(work, args)  # INSERT INTO IDENTIFIER('t') (cols): sqlglot reads no such target
+        # IDENTIFIER('t') / IDENTIFIER(:n) spelled out first (sqlglot reads no INSERT INTO IDENTIFIER(...) (cols))
+        work = _spelled_identifiers(work, args)
         expression = _parse(work)
-        if expression is not None and isinstance(args, dict):
-            _identifiers(expression, args)
         if expression is None:
             from deltalog.spark.sql.commands import run_command
 
