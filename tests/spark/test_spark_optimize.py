@@ -176,6 +176,63 @@ def test_compaction_purges_rows_deleted_by_deletion_vectors(spark: Any, tmp_path
     assert dt.history(1).first().operationMetrics["numDeletionVectorsRemoved"] == "1"
 
 
+def test_compaction_tasks_keep_column_mapping_widened_types_and_row_ids(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compaction's tasks read each bin with the kernel's reader and write it with the kernel's writer: the
+    mapped physical names, a widened type, deletion vectors and row ids come out right, and bins beyond
+    the cap on tasks share tasks."""
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    from deltalog.spark import _bin_compaction
+    from readers import duckdb_rows
+
+    monkeypatch.setattr(_bin_compaction, "_MAX_TASKS", 2)
+    path = str(tmp_path / "f")
+    t = f"delta.`{path}`"
+    # p first: DuckDB reads a mapped partition column that is not the first column as null (see the README)
+    spark.sql(f"CREATE TABLE {t} (p STRING, id BIGINT, n INT) USING DELTA PARTITIONED BY (p) TBLPROPERTIES ("
+              "'delta.columnMapping.mode' = 'name', 'delta.enableDeletionVectors' = 'true', "
+              "'delta.enableRowTracking' = 'true', 'delta.enableTypeWidening' = 'true')")
+    for i in range(3):
+        spark.range(i * 30, (i + 1) * 30, 1, 1).selectExpr("concat('p', id % 3) AS p", "id", "CAST(id AS INT) AS n") \
+            .write.format("delta").mode("append").save(path)
+    spark.sql(f"ALTER TABLE {t} ALTER COLUMN n TYPE BIGINT")
+    spark.sql(f"ALTER TABLE {t} RENAME COLUMN n TO m")
+    spark.sql(f"DELETE FROM {t} WHERE id % 7 = 0")
+    assert len(live(path)) == 9 and all(f["deletionVector"] for f in live(path))
+    before = version(path)
+    ids = {r.id: r.row_id for r in spark.read.format("delta").load(path)
+           .select("id", F.col("_metadata.row_id")).collect()}
+    expected = sorted((i, f"p{i % 3}", i) for i in range(90) if i % 7)
+
+    m = DeltaTable.forPath(spark, path).optimize().executeCompaction().first().metrics
+    assert (m.numFilesRemoved, m.numFilesAdded, m.totalScheduledTasks) == (9, 3, 2)
+    assert m.deletionVectorStats.numDeletionVectorRowsRemoved == 13
+    files = live(path)
+    assert len(files) == 3 and not any(f["deletionVector"] for f in files)
+    for f in files:
+        written = pq.read_schema(Path(path) / f["path"])
+        assert "m" not in written.names and written.field(written.names[1]).type == pa.int64()
+    assert {r.id: r.row_id for r in spark.read.format("delta").load(path)
+            .select("id", F.col("_metadata.row_id")).collect()} == {k: v for k, v in ids.items() if k % 7}
+    same_rows(spark, path, before)
+    got = sorted(tuple(r) for r in spark.read.format("delta").load(path).select("id", "p", "m").collect())
+    assert got == expected == duckdb_rows(path, ["id", "p", "m"])  # delta-rs 1.6 refuses typeWidening tables
+
+
+def test_compaction_of_a_missing_file_names_it_and_leaves_nothing(spark: Any, tmp_path: Path) -> None:
+    path = make(tmp_path, appends=3, partitioned=False)
+    victim = live(path)[1]["path"]
+    (Path(path) / victim).unlink()
+    on_disk = data_files(path)
+    before = version(path)
+    with pytest.raises(deltalog.DeltaError, match=f"data file {victim} listed in the log does not exist"):
+        DeltaTable.forPath(spark, path).optimize().executeCompaction()
+    assert version(path) == before and data_files(path) == on_disk
+
+
 # ------------------------------------------------------------------------------------------- concurrency
 
 

@@ -33,7 +33,10 @@ from deltalog.spark._common import map_in_arrow
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.predicates import ReadPredicate
 
-__all__ = ["FILE_DDL", "FILE_SCHEMA", "RunWriter", "TaskSpec", "chunks", "run_job", "run_tallied", "task_error"]
+__all__ = [
+    "FILE_DDL", "FILE_SCHEMA", "RunWriter", "TaskSpec", "chunks", "file_rows", "run_job", "run_tallied", "task_error",
+    "written_files",
+]
 
 _CHUNK_ROWS = 1_000_000
 _CHUNK_BYTES = 64 * 1024 * 1024
@@ -190,22 +193,41 @@ def _write_task(spec: TaskSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[p
     except BaseException:
         writer.abort()
         raise
-    out: list[dict[str, Any]] = [
-        {
-            "path": f.path,
-            "rel_path": f.rel_path,
-            "partition_values": json.dumps(f.partition_values),
-            "size": f.size,
-            "num_records": f.num_records,
-            "stats": f.stats,
-            "modification_time": f.modification_time,
-        }
-        for f in files
-    ]
+    out = [_file_row(f) for f in files]
     if spec.tally is not None:
         out.append({"tally": json.dumps(sorted(counts.items()))})
     if out:
         yield pa.RecordBatch.from_pylist(out, schema=FILE_SCHEMA if spec.tally is None else _TALLY_SCHEMA)
+
+
+def _file_row(f: WrittenFile) -> dict[str, Any]:
+    return {"path": f.path, "rel_path": f.rel_path, "partition_values": json.dumps(f.partition_values),
+            "size": f.size, "num_records": f.num_records, "stats": f.stats, "modification_time": f.modification_time}
+
+
+def file_rows(files: Sequence[WrittenFile]) -> pa.RecordBatch:
+    """What a task yields for the files it wrote: one row (:data:`FILE_SCHEMA`) per file.
+
+    Example:
+        >>> file_rows([]).num_rows
+        0
+    """
+    return pa.RecordBatch.from_pylist([_file_row(f) for f in files], schema=FILE_SCHEMA)
+
+
+def written_files(rows: Iterable[Any]) -> list[WrittenFile]:
+    """The files of the rows a job's tasks yielded (:func:`file_rows`), as the driver collected them.
+
+    Example:
+        >>> written_files([])
+        []
+    """
+    return [
+        WrittenFile(path=r["path"], rel_path=r["rel_path"], partition_values=json.loads(r["partition_values"]),
+                    size=int(r["size"]), num_records=int(r["num_records"]), stats=r["stats"],
+                    modification_time=int(r["modification_time"]))
+        for r in rows
+    ]
 
 
 _ERROR_LINE = re.compile(r"^(deltalog(?:\.\w+)*)\.(\w+): (.*)$", re.MULTILINE)
@@ -273,17 +295,4 @@ def run_tallied(df: Any, spec: TaskSpec) -> tuple[list[WrittenFile], dict[int, i
         if spec.tally is not None and r["tally"] is not None:
             for tag, n in json.loads(r["tally"]):
                 counts[int(tag)] = counts.get(int(tag), 0) + int(n)
-    rows = [r for r in collected if r["path"] is not None]
-    files = [
-        WrittenFile(
-            path=r["path"],
-            rel_path=r["rel_path"],
-            partition_values=json.loads(r["partition_values"]),
-            size=int(r["size"]),
-            num_records=int(r["num_records"]),
-            stats=r["stats"],
-            modification_time=int(r["modification_time"]),
-        )
-        for r in rows
-    ]
-    return files, counts
+    return written_files(r for r in collected if r["path"] is not None), counts

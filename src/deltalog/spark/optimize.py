@@ -9,9 +9,11 @@
    ``spark.databricks.delta.optimize.maxFileSize`` when set, else the table's ``delta.targetFileSize``,
    else 1 GiB; files below ``spark.databricks.delta.optimize.minFileSize`` (default: the limit) or with
    deletion vectors are compacted. Z-ordering takes every file of the selected partitions.
-2. **The rows** of the chosen files are read with the deletion-vector-aware scan of
-   :func:`~deltalog.spark.dml._scan.target_scan` (deleted rows are purged) and tagged with their bin.
-   Compaction hashes rows by bin into tasks and writes one file per bin (rows in their old order).
+2. **The rows.** Compaction changes no row, so its rows do not go through Spark's row engine: a task per
+   bin reads the bin's files with the kernel's reader (deleted rows purged, row ids kept) and writes them
+   as one file, rows in their old order (:mod:`deltalog.spark._bin_compaction`). For Z-ordering the
+   chosen files are read with the deletion-vector-aware scan of
+   :func:`~deltalog.spark.dml._scan.target_scan` (deleted rows are purged) and tagged with their bin;
    Z-ordering first turns each column into a ``double`` key (numbers, dates, timestamps; the first six
    bytes of strings), gets ``2**b - 1`` quantiles of each key per partition, then the Z-values splitting
    each partition into ``size / maxFileSize`` files -- both from one sample collected to the driver when
@@ -40,7 +42,6 @@ import contextlib
 import dataclasses
 import functools
 import itertools
-import json
 import logging
 import re
 import time
@@ -70,6 +71,7 @@ from deltalog.errors import (
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
+from deltalog.spark._bin_compaction import compact_bins
 from deltalog.spark._common import (
     arrow_frame,
     load_snapshot,
@@ -80,7 +82,7 @@ from deltalog.spark._common import (
     spark_schema,
 )
 from deltalog.spark._files import partition_table
-from deltalog.spark._write_job import FILE_DDL, FILE_SCHEMA, RunWriter, chunks, task_error
+from deltalog.spark._write_job import FILE_DDL, RunWriter, chunks, file_rows, task_error, written_files
 from deltalog.spark._zorder import (
     BIN,
     clustering_fields,
@@ -89,7 +91,7 @@ from deltalog.spark._zorder import (
 )
 from deltalog.spark.dml._jobs import Staged, check_can_write
 from deltalog.spark.dml._row_ids import tracked_fields
-from deltalog.spark.dml._scan import FILE, ROW, file_uris, quoted, target_scan
+from deltalog.spark.dml._scan import FILE, file_uris, quoted, target_scan
 from deltalog.spark.read import scan_rows
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.operations import Optimize, Reorg
@@ -280,22 +282,8 @@ class _RewriteSpec:
     target_file_size: int
 
 
-def _file_rows(files: list[WrittenFile]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist(
-        [
-            {
-                "path": f.path, "rel_path": f.rel_path, "partition_values": json.dumps(f.partition_values),
-                "size": f.size, "num_records": f.num_records, "stats": f.stats,
-                "modification_time": f.modification_time,
-            }
-            for f in files
-        ],
-        schema=FILE_SCHEMA,
-    )
-
-
 def _rewrite_task(spec: _RewriteSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Runs in a Spark task over rows sorted by bin: a new file (set) per bin; one row per file."""
+    """Runs in a Spark task over Z-ordered rows sorted by bin: a new file (set) per bin; one row per file."""
     store = spec.store.open()
     plan = WritePlan(None, spec.metadata, spec.schema, False, None)
     names = spec.schema.field_names
@@ -328,12 +316,14 @@ def _rewrite_task(spec: _RewriteSpec, batches: Iterable[pa.RecordBatch]) -> Iter
                 store.delete(f.rel_path)
         raise
     if done:
-        yield _file_rows(done)
+        yield file_rows(done)
 
 
 def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructField], max_file_size: int
              ) -> tuple[list[WrittenFile], int]:
     """Write the bins' live rows as new files (nothing committed); returns them and the task count."""
+    if not zorder:  # compaction changes no row: tasks copy whole bins with Arrow (no rows through Spark)
+        return compact_bins(spark, snap, bins, target_file_size=2 * max_file_size)
     from pyspark.sql import functions as F
 
     all_files = snap.add_files()
@@ -343,7 +333,7 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
     tracked = tracked_fields(snap)  # row tracking: the rows keep their ids and commit versions
     schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
     data = [F.col(quoted(n)) for n in schema.field_names]
-    if zorder and len(bins) == 1 and not tracked:
+    if len(bins) == 1 and not tracked:
         # One bin: the plain read scan (no per-row file path, deleted rows dropped), no join to tag rows.
         scan = scan_rows(spark, snap, chosen)
         tagged = scan.select(*data, F.lit(0).cast("long").alias(BIN))
@@ -352,12 +342,8 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
                            BIN: pa.array([b for b, _ in members], _I64)})
         scan = target_scan(spark, snap, chosen, drop_deleted=True, row_ids=True)
         tagged = scan.join(F.broadcast(spark.createDataFrame(binmap)), on=FILE, how="inner")
-    if zorder:
-        ordered = zorder_frame(spark, tagged.select(*data, F.col(BIN)), zorder, bins, snap.table)
-        tasks = sum(b.num_output_files for b in bins)
-    else:
-        tasks = len(bins)
-        ordered = tagged.repartition(tasks, F.col(BIN)).sortWithinPartitions(BIN, FILE, ROW)
+    ordered = zorder_frame(spark, tagged.select(*data, F.col(BIN)), zorder, bins, snap.table)
+    tasks = sum(b.num_output_files for b in bins)
     # Files roll over only at twice the limit: a bin (or a Z-range) becomes one file.
     spec = _RewriteSpec(StoreRef.of(snap.store), snap.table, schema, snap.metadata, 2 * max_file_size)
     job = map_in_arrow(ordered.select(*data, F.col(BIN)), functools.partial(_rewrite_task, spec), FILE_DDL)
@@ -365,12 +351,7 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
         rows = job.collect()
     except Exception as exc:
         raise task_error(exc, snap.table) from None
-    files = [
-        WrittenFile(path=r["path"], rel_path=r["rel_path"], partition_values=json.loads(r["partition_values"]),
-                    size=int(r["size"]), num_records=int(r["num_records"]), stats=r["stats"],
-                    modification_time=int(r["modification_time"]))
-        for r in rows
-    ]
+    files = written_files(rows)
     return files, tasks
 
 

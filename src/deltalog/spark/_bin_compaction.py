@@ -1,0 +1,110 @@
+"""OPTIMIZE compaction as Spark tasks that each rewrite whole bins with Arrow.
+
+A compaction changes no row: each bin's live rows are copied, in their order, into one new file. There is
+nothing for Spark's row engine to compute, so the job ships *bins*, not rows: one small task input per bin
+(its number), and the task reads the bin's files from storage with the kernel's reader, a few files at a
+time (:func:`deltalog.commands.compact.bin_rows`: deletion vectors applied, row ids and commit versions
+kept on tables with row tracking), and writes them with the kernel's file writer. The rows go from the
+files into the new file on the executor, never through the driver, a shuffle or a conversion to Spark
+rows; the driver collects one small row per written file.
+
+Example:
+    >>> files = compact_bins(spark, snap, bins, target_file_size=2 << 30)                  # doctest: +SKIP
+    >>> files[0].num_records                                                                 # doctest: +SKIP
+    4000000
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from deltalog.commands.compact import bin_rows
+from deltalog.commands.optimize_plan import Bin
+from deltalog.data.write_files import WrittenFile
+from deltalog.protocol.actions import Metadata, Protocol
+from deltalog.protocol.column_mapping import mapping_mode
+from deltalog.protocol.schema import StructType
+from deltalog.spark._common import map_in_arrow
+from deltalog.spark._write_job import FILE_DDL, RunWriter, file_rows, task_error, written_files
+from deltalog.storage.locations import StoreRef
+from deltalog.txn.row_tracking import tracked_fields
+
+if TYPE_CHECKING:
+    from deltalog.snapshot import Snapshot
+
+__all__ = ["compact_bins"]
+
+#: The most tasks one job runs (beyond, a task rewrites several bins, one after the other).
+_MAX_TASKS = 1024
+
+
+@dataclass(frozen=True)
+class _BinSpec:
+    store: StoreRef
+    table: str
+    version: int
+    protocol: Protocol
+    metadata: Metadata
+    schema: StructType  # the table's columns, then the row-tracking columns when the table keeps them
+    tracked: tuple[str, str] | None  # the row-tracking columns' names
+    target_file_size: int
+    bins: tuple[tuple[dict[str, Any], ...], ...]  # each bin's files (rows of ``add_files()``), in order
+
+
+def compact_bins(spark: Any, snap: Snapshot, bins: Sequence[Bin], *, target_file_size: int
+                 ) -> tuple[list[WrittenFile], int]:
+    """Write each bin's live rows as new files of ``snap``'s table (nothing committed), a Spark task per
+    bin (up to :data:`_MAX_TASKS` tasks), and return the files and the number of tasks; a bin becomes one
+    file unless it passes ``target_file_size``.
+
+    Example:
+        >>> files, tasks = compact_bins(spark, snap, bins, target_file_size=1 << 30)      # doctest: +SKIP
+        >>> [f.num_records for f in files], tasks                                         # doctest: +SKIP
+        ([1000, 250], 2)
+    """
+    tracked = tracked_fields(snap.protocol, snap.metadata)
+    schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
+    names = (tracked[0].name, tracked[1].name) if tracked else None
+    files = tuple(tuple(dict(f) for f in b.files) for b in bins)
+    spec = _BinSpec(StoreRef.of(snap.store), snap.table, snap.version, snap.protocol, snap.metadata, schema, names,
+                    target_file_size, files)
+    tasks = min(len(bins), _MAX_TASKS)
+    ids = spark.range(0, len(bins), 1, tasks)  # consecutive bin numbers per task
+    job = map_in_arrow(ids, functools.partial(_compact_task, spec), FILE_DDL)
+    try:
+        rows = job.collect()
+    except Exception as exc:
+        raise task_error(exc, snap.table) from None
+    return written_files(rows), tasks
+
+
+def _compact_task(spec: _BinSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Runs in a Spark task: rewrites the bins whose numbers arrive in ``batches``; one row per new file."""
+    from deltalog.feed.tail import file_reader_snapshot
+
+    store = spec.store.open()
+    snap = file_reader_snapshot(store, spec.protocol, spec.metadata, version=spec.version, table=spec.table)
+    done: list[WrittenFile] = []
+    for batch in batches:
+        for bin_id in batch.column(0).to_pylist():
+            writer = RunWriter(store, spec.schema, spec.metadata.partitionColumns,
+                               target_file_size=spec.target_file_size,
+                               column_mapping=mapping_mode(spec.metadata.configuration))
+            try:
+                for rows in bin_rows(snap, spec.bins[bin_id], spec.tracked):
+                    writer.write(rows)
+                done.extend(writer.close())
+            except BaseException:
+                writer.abort()
+                for f in done:
+                    with contextlib.suppress(Exception):
+                        store.delete(f.rel_path)
+                raise
+    if done:
+        yield file_rows(done)
