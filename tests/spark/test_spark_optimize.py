@@ -290,12 +290,15 @@ def test_concurrent_delete_of_a_compacted_file_makes_optimize_plan_again(
 # ------------------------------------------------------------------------------------------- Z-order
 
 
-@pytest.mark.parametrize("bounds", ["driver", "spark"])
+@pytest.mark.parametrize("bounds", ["task", "driver", "spark"])
 def test_zorder_tightens_file_bounds_on_both_columns(spark: Any, tmp_path: Path, rs: cf.ProcessPoolExecutor,
                                                      bounds: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the sample's quantiles on the driver (small samples), or by Spark's aggregations (large ones)
-    from deltalog.spark import _zorder
+    # the table sorted in one task's memory (a small table), or by Spark: the sample's quantiles on the
+    # driver (small samples) or by Spark's aggregations (large ones)
+    from deltalog.spark import _zorder, optimize
 
+    if bounds != "task":
+        monkeypatch.setattr(optimize, "ZORDER_IN_TASK_BYTES", 0)
     if bounds == "spark":
         monkeypatch.setattr(_zorder, "_DRIVER_SAMPLE_ROWS", 0)
     path = make(tmp_path, partitioned=False, appends=8, rows_each=250)
@@ -346,6 +349,45 @@ def test_zorder_per_partition_and_column_errors(spark: Any, tmp_path: Path) -> N
     same_rows(spark, path, 3)
     assert rows(spark.read.format("delta").load(path).filter("p = 'p1'")) == sorted(
         [r for r in table_rows(path) if r["p"] == "p1"], key=lambda r: r["id"])
+
+
+def test_zorder_sorts_small_partitions_in_a_task_and_large_ones_with_spark(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deltalog.spark import optimize
+
+    path = make(tmp_path, appends=4)
+    for i in range(4):  # p1 gets four more files: twice the bytes of p0
+        deltalog.write_table(path, chunk(1000 + i * 40, 40, seed=20 + i).filter(pa.compute.equal(
+            chunk(1000 + i * 40, 40, seed=20 + i).column("p"), "p1")), mode="append")
+    sizes = {p: sum(f["size"] for f in live(path) if dict(f["partitionValues"])["p"] == p) for p in ("p0", "p1")}
+    assert sizes["p0"] < sizes["p1"]
+    monkeypatch.setattr(optimize, "ZORDER_IN_TASK_BYTES", sizes["p0"])
+    seen: dict[str, list[str]] = {"task": [], "spark": []}
+    in_task, with_spark = optimize.compact_bins, optimize._zorder_rewrite
+
+    def spy_task(spark: Any, snap: Any, bins: list[Any], **kw: Any) -> Any:
+        seen["task"] += [dict(b.partition)["p"] for b in bins]
+        return in_task(spark, snap, bins, **kw)
+
+    def spy_spark(spark: Any, snap: Any, bins: list[Any], *args: Any) -> Any:
+        seen["spark"] += [dict(b.partition)["p"] for b in bins]
+        return with_spark(spark, snap, bins, *args)
+
+    monkeypatch.setattr(optimize, "compact_bins", spy_task)
+    monkeypatch.setattr(optimize, "_zorder_rewrite", spy_spark)
+    before = version(path)
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(sizes["p0"] // 3))
+    try:
+        m = DeltaTable.forPath(spark, path).optimize().executeZOrderBy("x", "y").first().metrics
+    finally:
+        spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+    assert seen == {"task": ["p0"], "spark": ["p1"]}
+    assert m.numFilesRemoved == 12 and m.numFilesAdded == len(live(path)) >= 6 and m.partitionsOptimized == 2
+    same_rows(spark, path, before)
+    for p in ("p0", "p1"):  # each partition's new files split the x range between them
+        spans = [json.loads(f["stats"]) for f in live(path) if dict(f["partitionValues"])["p"] == p]
+        assert len(spans) >= 3 and min(s["maxValues"]["x"] - s["minValues"]["x"] for s in spans) < 900
 
 
 def test_zorder_values_from_spark_expressions_match_the_python_task(spark: Any) -> None:

@@ -141,3 +141,21 @@ def test_zorder_refusals(tmp_path: Path) -> None:
         with pytest.raises(InvalidArgumentError, match=fragment):
             table.compact(zorder_by=columns)  # type: ignore[arg-type]
     assert table.snapshot().version == 5
+
+
+def test_z_order_of_strings_binaries_and_nested_fields() -> None:
+    """Strings and binaries order by their first six bytes (shorter ones zero-padded; values with the same
+    six tie), across chunks; nulls share the first range with the smallest values; a dotted path names a
+    nested field (null where its struct is). With one column, ties keep their order."""
+    from deltalog.commands.compact import z_ordered
+
+    words = ["b", "", None, "abcdefg", "abcdefz", "é", "ab", "\x00"]
+    table = pa.Table.from_batches([pa.record_batch({"s": pa.array(words[:4])}),
+                                   pa.record_batch({"s": pa.array(words[4:])})])
+    got = z_ordered(table, ["s"]).column("s").to_pylist()
+    assert got == ["", None, "\x00", "ab", "abcdefg", "abcdefz", "b", "é"]
+    blobs = pa.table({"b": pa.array([b"\xff", b"\x00\x01", None, b"\x00"], pa.large_binary())})
+    assert z_ordered(blobs, ["b"]).column("b").to_pylist() == [None, b"\x00", b"\x00\x01", b"\xff"]
+    nested = pa.table({"s": pa.array([{"a": 3}, None, {"a": 1}, {"a": None}, {"a": 2}],
+                                     pa.struct([("a", pa.int64())])), "i": pa.array(range(5))})
+    assert z_ordered(nested, ["s.a"]).column("i").to_pylist() == [1, 2, 3, 4, 0]

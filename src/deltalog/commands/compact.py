@@ -28,7 +28,7 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
 
-__all__ = ["CompactResult", "bin_rows", "compact", "replan_on_data_change", "z_ordered"]
+__all__ = ["CompactResult", "bin_pieces", "bin_rows", "compact", "replan_on_data_change", "z_ordered"]
 
 log = logging.getLogger(__name__)
 
@@ -196,11 +196,8 @@ def _compact_once(
     added = []
     with txn.discard_unless_committed(discard):
         for b in bins:
-            pieces = bin_rows(snap, [dict(f) for f in b.files], names)
-            per_file = None
-            if zorder:  # a partition in memory: the planned number of files, cut from the rows in Z order
-                rows = z_ordered(pa.concat_tables(list(pieces)), [f.name for f in zorder])
-                pieces, per_file = iter([rows]), max(1, -(-rows.num_rows // b.num_output_files))
+            pieces, per_file = bin_pieces(snap, [dict(f) for f in b.files], names, [f.name for f in zorder],
+                                          b.num_output_files)
             # a bin becomes one file (rolling over only at twice the limit), or its Z-ordered share of rows
             writer = DataFileWriter(table.store, schema, snap.partition_columns, target_file_size=2 * limit,
                                     max_records_per_file=per_file, column_mapping=snap.column_mapping_mode)
@@ -265,6 +262,24 @@ def bin_rows(snap: ReadableSnapshot, files: Sequence[dict[str, Any]], row_tracki
         yield from map_files(live_rows, window)
 
 
+def bin_pieces(snap: ReadableSnapshot, files: Sequence[dict[str, Any]], row_tracking: tuple[str, str] | None,
+               zorder: Sequence[str] = (), num_output_files: int = 1) -> tuple[Iterable[pa.Table], int | None]:
+    """What a bin's new files hold: the pieces of rows to write, in order, and the most rows per file
+    (``None``: no limit). Compacted, the bin's live rows file by file (:func:`bin_rows`); Z-ordered by
+    ``zorder``, all of them in memory, sorted by Z, to be cut into ``num_output_files`` files.
+
+    Example:
+        >>> pieces, per_file = bin_pieces(snap, files, None, ["x", "y"], 4)           # doctest: +SKIP
+        >>> per_file                                                                     # doctest: +SKIP
+        250
+    """
+    pieces = bin_rows(snap, files, row_tracking)
+    if not zorder:
+        return pieces, None
+    rows = z_ordered(pa.concat_tables(list(pieces)), zorder)
+    return [rows], max(1, -(-rows.num_rows // num_output_files))
+
+
 def _zorder_fields(snap: Snapshot, columns: Sequence[str]) -> list[StructField]:
     if clustering_of(snap):
         raise InvalidArgumentError(
@@ -284,17 +299,51 @@ def _z_key(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
         column = pc.cast(column, pa.int32())
     elif pa.types.is_timestamp(t):
         column = pc.cast(column, pa.int64())
-    elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t):
-        heads = pc.binary_slice(pc.cast(column, pa.binary()), 0, 6).to_pylist()
-        return np.array([-np.inf if h is None else float(int.from_bytes(h.ljust(6, b"\0"), "big")) for h in heads],
-                        dtype=np.float64)
+    elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
+            pa.types.is_large_binary(t):
+        return _prefix_keys(column)
     floats = pc.fill_null(pc.cast(column, pa.float64()), -np.inf)
     return np.asarray(floats.to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
+def _prefix_keys(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Each value's first six bytes as a big-endian number (shorter values zero-padded; nulls ``-inf``),
+    gathered from the Arrow buffers a byte position at a time."""
+    heads = pc.binary_slice(pc.cast(column, pa.large_binary()), 0, 6)
+    if isinstance(heads, pa.ChunkedArray):
+        heads = heads.combine_chunks()
+    n = len(heads)
+    starts = np.frombuffer(heads.buffers()[1], dtype=np.int64)[heads.offset:heads.offset + n + 1]
+    data = heads.buffers()[2]
+    values = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(starts)
+    keys = np.zeros(n, dtype=np.uint64)
+    for j in range(6):
+        byte = np.zeros(n, dtype=np.uint64)
+        has = lengths > j
+        byte[has] = values[starts[:-1][has] + j]
+        keys = (keys << np.uint64(8)) | byte
+    out = keys.astype(np.float64)  # exact: 48 bits fit a double's 53
+    out[np.asarray(heads.is_null().to_numpy(zero_copy_only=False))] = -np.inf
+    return out
+
+
+def _column(rows: pa.Table, name: str) -> pa.ChunkedArray:
+    """The column ``name``, or the nested field the dotted path ``name`` names (``s.a``: field ``a`` of
+    struct ``s``; null where a struct on the way is) when no top-level column has that name."""
+    if name in rows.column_names:
+        return rows.column(name)
+    first, *rest = name.split(".")
+    column = rows.column(first)
+    for part in rest:
+        column = pc.struct_field(column, part)
+    return column
+
+
 def z_ordered(rows: pa.Table, columns: Sequence[str]) -> pa.Table:
-    """``rows`` sorted by the Z-value of ``columns``: each column's values split into ``2**bits`` ranges of
-    equal row counts, the range numbers' bits interleaved (the first column's bit highest).
+    """``rows`` sorted by the Z-value of ``columns`` (top-level names or dotted paths of nested fields):
+    each column's values split into ``2**bits`` ranges of equal row counts, the range numbers' bits
+    interleaved (the first column's bit highest).
 
     Example:
         >>> t = pa.table({"x": [3, 0, 2, 1], "y": [0, 1, 2, 3]})
@@ -304,7 +353,7 @@ def z_ordered(rows: pa.Table, columns: Sequence[str]) -> pa.Table:
     bits = bits_per_column(len(columns))
     ids = []
     for name in columns:
-        keys = _z_key(rows.column(name))
+        keys = _z_key(_column(rows, name))
         known = keys[np.isfinite(keys)]
         bounds = np.unique(np.quantile(known, range_probabilities(bits))) if len(known) else None
         ids.append(range_ids(keys, bounds))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from deltalog.commands.compact import bin_rows
+from deltalog.commands.compact import bin_pieces
 from deltalog.commands.optimize_plan import Bin
 from deltalog.data.write_files import WrittenFile
 from deltalog.protocol.actions import Metadata, Protocol
@@ -55,13 +55,17 @@ class _BinSpec:
     tracked: tuple[str, str] | None  # the row-tracking columns' names
     target_file_size: int
     bins: tuple[tuple[dict[str, Any], ...], ...]  # each bin's files (rows of ``add_files()``), in order
+    zorder: tuple[str, ...]  # the columns to Z-order each bin by (none: compaction)
+    outputs: tuple[int, ...]  # each bin's number of files when Z-ordered
 
 
-def compact_bins(spark: Any, snap: Snapshot, bins: Sequence[Bin], *, target_file_size: int
-                 ) -> tuple[list[WrittenFile], int]:
+def compact_bins(spark: Any, snap: Snapshot, bins: Sequence[Bin], *, target_file_size: int,
+                 zorder: Sequence[str] = ()) -> tuple[list[WrittenFile], int]:
     """Write each bin's live rows as new files of ``snap``'s table (nothing committed), a Spark task per
     bin (up to :data:`_MAX_TASKS` tasks), and return the files and the number of tasks; a bin becomes one
-    file unless it passes ``target_file_size``.
+    file unless it passes ``target_file_size``. With ``zorder`` (column names) each bin is held in its task's
+    memory, sorted along the Z-curve of those columns and cut into its planned number of files
+    (:func:`deltalog.commands.compact.bin_pieces`): for bins small enough to hold.
 
     Example:
         >>> files, tasks = compact_bins(spark, snap, bins, target_file_size=1 << 30)      # doctest: +SKIP
@@ -73,7 +77,7 @@ def compact_bins(spark: Any, snap: Snapshot, bins: Sequence[Bin], *, target_file
     names = (tracked[0].name, tracked[1].name) if tracked else None
     files = tuple(tuple(dict(f) for f in b.files) for b in bins)
     spec = _BinSpec(StoreRef.of(snap.store), snap.table, snap.version, snap.protocol, snap.metadata, schema, names,
-                    target_file_size, files)
+                    target_file_size, files, tuple(zorder), tuple(b.num_output_files for b in bins))
     tasks = min(len(bins), _MAX_TASKS)
     ids = spark.range(0, len(bins), 1, tasks)  # consecutive bin numbers per task
     job = map_in_arrow(ids, functools.partial(_compact_task, spec), FILE_DDL)
@@ -93,11 +97,12 @@ def _compact_task(spec: _BinSpec, batches: Iterable[pa.RecordBatch]) -> Iterator
     done: list[WrittenFile] = []
     for batch in batches:
         for bin_id in batch.column(0).to_pylist():
+            pieces, per_file = bin_pieces(snap, spec.bins[bin_id], spec.tracked, spec.zorder, spec.outputs[bin_id])
             writer = RunWriter(store, spec.schema, spec.metadata.partitionColumns,
-                               target_file_size=spec.target_file_size,
+                               target_file_size=spec.target_file_size, max_records_per_file=per_file,
                                column_mapping=mapping_mode(spec.metadata.configuration))
             try:
-                for rows in bin_rows(snap, spec.bins[bin_id], spec.tracked):
+                for rows in pieces:
                     writer.write(rows)
                 done.extend(writer.close())
             except BaseException:

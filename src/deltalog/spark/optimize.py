@@ -11,8 +11,11 @@
    deletion vectors are compacted. Z-ordering takes every file of the selected partitions.
 2. **The rows.** Compaction changes no row, so its rows do not go through Spark's row engine: a task per
    bin reads the bin's files with the kernel's reader (deleted rows purged, row ids kept) and writes them
-   as one file, rows in their old order (:mod:`deltalog.spark._bin_compaction`). For Z-ordering the
-   chosen files are read with the deletion-vector-aware scan of
+   as one file, rows in their old order (:mod:`deltalog.spark._bin_compaction`). Z-ordering a partition
+   of at most :data:`ZORDER_IN_TASK_BYTES` of parquet is done the same way: its task holds the rows,
+   sorts them along the Z-curve as the kernel does (:func:`deltalog.commands.compact.z_ordered`) and cuts
+   them into the planned files. For larger partitions the chosen files are read with the
+   deletion-vector-aware scan of
    :func:`~deltalog.spark.dml._scan.target_scan` (deleted rows are purged) and tagged with their bin;
    Z-ordering first turns each column into a ``double`` key (numbers, dates, timestamps; the first six
    bytes of strings), gets ``2**b - 1`` quantiles of each key per partition, then the Z-values splitting
@@ -108,6 +111,8 @@ DataFrame = Any  # pyspark.sql.DataFrame (classic or Connect)
 
 MAX_FILE_SIZE_CONF = "spark.databricks.delta.optimize.maxFileSize"
 MIN_FILE_SIZE_CONF = "spark.databricks.delta.optimize.minFileSize"
+#: A Z-ordered bin (a partition) of at most this many bytes of parquet is sorted in one task's memory.
+ZORDER_IN_TASK_BYTES = 256 << 20
 
 
 _I64, _F64, _STR = pa.int64(), pa.float64(), pa.string()
@@ -324,6 +329,20 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
     """Write the bins' live rows as new files (nothing committed); returns them and the task count."""
     if not zorder:  # compaction changes no row: tasks copy whole bins with Arrow (no rows through Spark)
         return compact_bins(spark, snap, bins, target_file_size=2 * max_file_size)
+    # Z-ordering: a bin small enough to hold is sorted in one task's memory, the others by Spark
+    small = [b for b in bins if b.size <= ZORDER_IN_TASK_BYTES]
+    large = [b for b in bins if b.size > ZORDER_IN_TASK_BYTES]
+    files, tasks = compact_bins(spark, snap, small, target_file_size=2 * max_file_size,
+                                zorder=[f.name for f in zorder]) if small else ([], 0)
+    if large:
+        more, more_tasks = _zorder_rewrite(spark, snap, large, zorder, max_file_size)
+        files, tasks = files + more, tasks + more_tasks
+    return files, tasks
+
+
+def _zorder_rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructField], max_file_size: int
+                    ) -> tuple[list[WrittenFile], int]:
+    """Z-order the bins' rows with Spark (sampled range bounds, a shuffle per output file, a sort by Z)."""
     from pyspark.sql import functions as F
 
     all_files = snap.add_files()
