@@ -42,6 +42,8 @@ __all__ = ["compact_bins"]
 
 #: The most tasks one job runs (beyond, a task rewrites several bins, one after the other).
 _MAX_TASKS = 1024
+#: Fields of an ``add`` the tasks do not read.
+_UNREAD = frozenset({"stats", "tags", "clusteringProvider"})
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,8 @@ def compact_bins(spark: Any, snap: Snapshot, bins: Sequence[Bin], *, target_file
     tracked = tracked_fields(snap.protocol, snap.metadata)
     schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
     names = (tracked[0].name, tracked[1].name) if tracked else None
-    files = tuple(tuple(dict(f) for f in b.files) for b in bins)
+    # what the reader needs of each file (its statistics, the bulk of an add, stay on the driver)
+    files = tuple(tuple({k: v for k, v in f.items() if k not in _UNREAD} for f in b.files) for b in bins)
     spec = _BinSpec(StoreRef.of(snap.store), snap.table, snap.version, snap.protocol, snap.metadata, schema, names,
                     target_file_size, files, tuple(zorder), tuple(b.num_output_files for b in bins))
     tasks = min(len(bins), _MAX_TASKS)
