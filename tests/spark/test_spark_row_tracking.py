@@ -154,3 +154,24 @@ def _row_ids_live(path: str) -> dict[int, tuple[int, int]]:
                 out[key] = (f["baseRowId"] + i if a is None else a,
                             f["defaultRowCommitVersion"] if b is None else b)
     return out
+
+
+def test_enabling_row_tracking_on_a_table_with_files_backfills_ids(spark: Any, tmp_path: Path) -> None:
+    """``ALTER TABLE ... SET TBLPROPERTIES ('delta.enableRowTracking' = 'true')`` on a table with files: its
+    files get ids first (delta-spark's commits), and the ids stay with their rows through an UPDATE."""
+    path = str(tmp_path / "r")
+    t = f"delta.`{path}`"
+    spark.range(0, 10, 1, 2).selectExpr("id", "id AS v").write.format("delta").save(path)
+    spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableRowTracking' = 'true')")
+    history = spark.sql(f"DESCRIBE HISTORY {t}").orderBy("version").collect()
+    assert [h.operation for h in history] == ["WRITE", "UPGRADE PROTOCOL", "ROW TRACKING BACKFILL", "SET TBLPROPERTIES"]
+    assert history[2].operationParameters == {"batchId": "0"}
+
+    def ids() -> dict[int, int]:
+        read = spark.read.format("delta").load(path).select("id", "_metadata.row_id")
+        return {r.id: r.row_id for r in read.collect()}
+
+    first = ids()
+    assert sorted(first.values()) == list(range(10)) and _row_ids(path) == {k: (v, 2) for k, v in first.items()}
+    spark.sql(f"UPDATE {t} SET v = -1 WHERE id IN (3, 8)")
+    assert ids() == first

@@ -107,9 +107,94 @@ def test_racing_append_is_rebased(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert _ids(path) == [(0, 0, 1), (1, 1, 3), (4, 2, 2)] and _mark(path) == 5  # above the winner's mark
 
 
-def test_enabling_on_a_table_with_files_is_refused(tmp_path: Path) -> None:
+def _add_without_stats(path: str, rows: pa.Table) -> None:
+    """Append a file whose add has no statistics (as some writers leave it)."""
+    import pyarrow.parquet as pq
+
+    from deltalog.protocol.actions import Add
+    from deltalog.txn.operations import Write
+    from deltalog.txn.transaction import start_transaction
+
+    name = "part-nostats.parquet"
+    pq.write_table(rows, Path(path) / name)
+    txn = start_transaction(deltalog.Table(path), Write(mode="Append"))
+    txn.add_file(Add(path=name, partitionValues={}, size=(Path(path) / name).stat().st_size,
+                     modificationTime=0, dataChange=True, stats=None))
+    txn.commit()
+
+
+def test_enabling_on_a_table_with_files_backfills_their_row_ids(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from deltalog.commands import row_tracking_backfill
+
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"id": [0, 1, 2]}), properties={"delta.enableDeletionVectors": "true"})
+    deltalog.write_table(path, pa.table({"id": [3, 4]}), mode="append")
+    deltalog.Table(path).delete("id = 1")  # a deletion vector: the file keeps its three stored rows
+    _add_without_stats(path, pa.table({"id": pa.array([5, 6, 7, 8], pa.int64())}))
+    before = sorted(deltalog.Table(path).snapshot().to_arrow().column("id").to_pylist())
+    dv = {r["path"]: r["deletionVector"] for r in deltalog.Table(path).snapshot().add_files().to_pylist()}
+    monkeypatch.setattr(row_tracking_backfill, "FILES_PER_COMMIT", 2)
+
+    result = deltalog.Table(path).set_properties({"delta.enableRowTracking": "true"})
+    history = deltalog.Table(path).history()
+    assert [h["operation"] for h in history[:4]][::-1] == [
+        "UPGRADE PROTOCOL", "ROW TRACKING BACKFILL", "ROW TRACKING BACKFILL", "SET TBLPROPERTIES"]
+    assert [h["operationParameters"].get("batchId") for h in history[1:3]] == ["1", "0"]
+    assert result.version == 7 and result.operation == "SET TBLPROPERTIES"
+    snap = deltalog.Table(path).snapshot()
+    assert {"rowTracking", "domainMetadata"} <= set(writer_features(snap.protocol))
+    assert snap.properties["delta.enableRowTracking"] == "true"
+    assert snap.properties["delta.rowTracking.materializedRowIdColumnName"].startswith("_row-id-col-")
+    ids = _ids(path)  # (baseRowId, defaultRowCommitVersion, numRecords): ranges side by side, from 0
+    assert [b for b, _, _ in ids] == [0, ids[0][2], ids[0][2] + ids[1][2]] and _mark(path) == 8
+    assert sorted(n for _, _, n in ids) == [2, 3, 4]  # the stats-less file counted from its footer
+    assert sorted(v for _, v, _ in ids) == [5, 5, 6]  # the version of the backfill commit that gave them
+    assert {r["path"]: r["deletionVector"] for r in snap.add_files().to_pylist()} == dv
+    assert sorted(snap.to_arrow().column("id").to_pylist()) == before == [r[0] for r in duckdb_rows(path, ["id"])]
+    # ids stay with their rows from now on: a copy-on-write delete moves rows 3 and 5..8 with theirs
+    given = {k: v[0] for k, v in _row_ids(path).items()}
+    assert len(set(given.values())) == len(given) == 8 and set(given.values()) < set(range(9))
+    deltalog.Table(path).set_properties({"delta.enableDeletionVectors": "false"})
+    deltalog.Table(path).delete("id = 4 OR id = 6")
+    assert {k: v[0] for k, v in _row_ids(path).items()} == {k: v for k, v in given.items() if k not in (4, 6)}
+
+
+def test_backfill_does_not_bring_back_a_file_removed_meanwhile(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from deltalog.txn.transaction import Transaction
+
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"id": [0, 1]}))
+    deltalog.write_table(path, pa.table({"id": [2, 3]}), mode="append")
+    commit = Transaction.commit
+
+    def delete_first(self: Transaction, *args: object, **kwargs: object) -> object:
+        if self.operation.name == "ROW TRACKING BACKFILL":
+            monkeypatch.setattr(Transaction, "commit", commit)
+            deltalog.Table(path).delete("id < 2")  # removes the first file under the backfill's feet
+        return commit(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Transaction, "commit", delete_first)
+    deltalog.Table(path).set_properties({"delta.enableRowTracking": "true"})
+    monkeypatch.undo()
+    ops = [h["operation"] for h in deltalog.Table(path).history()][::-1]
+    assert ops == ["WRITE", "WRITE", "UPGRADE PROTOCOL", "DELETE", "ROW TRACKING BACKFILL", "SET TBLPROPERTIES"]
+    assert sorted(deltalog.Table(path).snapshot().to_arrow().column("id").to_pylist()) == [2, 3]
+    assert [(b, n) for b, _, n in _ids(path)] == [(0, 2)]
+
+
+def test_enabling_without_the_backfill_is_refused(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from deltalog.txn.operations import SetTableProperties
+    from deltalog.txn.transaction import start_transaction
+
     path = str(tmp_path / "t")
     deltalog.write_table(path, pa.table({"id": [0]}))
-    with pytest.raises(UnsupportedFeatureError, match="backfill"):
-        deltalog.Table(path).set_properties({"delta.enableRowTracking": "true"})
+    snap = deltalog.Table(path).snapshot()
+    txn = start_transaction(deltalog.Table(path), SetTableProperties(properties={"delta.enableRowTracking": "true"}))
+    txn.update_metadata(replace(snap.metadata, configuration={"delta.enableRowTracking": "true"}))
+    with pytest.raises(UnsupportedFeatureError, match="needs a backfill"):
+        txn.commit()
     assert deltalog.Table(path).latest_version() == 0

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from deltalog.commands.row_tracking_backfill import backfill_row_ids, files_without_row_ids
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.log.cleanup import parse_interval_ms
 from deltalog.protocol.actions import Metadata, Protocol
@@ -442,6 +443,12 @@ def set_properties(
     if COMMENT in props:  # as in delta-spark: the table's description, not a configuration key
         metadata = replace(metadata, description=props[COMMENT])
     protocol = change.protocol(snapshot.protocol, metadata, table=loc)
+    if is_true(change.configuration, "delta.enableRowTracking") and \
+            not is_true(snapshot.metadata.configuration, "delta.enableRowTracking") and \
+            files_without_row_ids(snapshot):
+        # the existing files get row ids first, in commits of their own; then the property is planned again
+        backfill_row_ids(table, clock=clock)
+        return set_properties(table, properties, clock=clock)
 
     from deltalog.txn.transaction import start_transaction
 

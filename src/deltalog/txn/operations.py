@@ -64,6 +64,7 @@ __all__ = [
     "Reorg",
     "ReplaceColumns",
     "Restore",
+    "RowTrackingBackfill",
     "SetTableProperties",
     "UnsetTableProperties",
     "Update",
@@ -484,6 +485,30 @@ class ComputeStats(Operation):
     def parameters(self) -> dict[str, str | None]:
         """The files' predicate (a JSON list; empty: every file)."""
         return {"predicate": json_param(predicate_list(self.predicate))}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """None: the files and rows stay the same."""
+        return ()
+
+
+@dataclass(frozen=True)
+class RowTrackingBackfill(Operation):
+    """``ROW TRACKING BACKFILL``: live files without row ids re-added with them (``dataChange=false``; no
+    file rewritten), one batch of files per commit, before row tracking is enabled on a table with files.
+
+    Example:
+        >>> RowTrackingBackfill(batch_id=2).name, RowTrackingBackfill(batch_id=2).parameters()
+        ('ROW TRACKING BACKFILL', {'batchId': '2'})
+    """
+
+    batch_id: int = 0
+    NAME: ClassVar[str] = "ROW TRACKING BACKFILL"
+    CHANGES_DATA: ClassVar[bool] = False
+    WRITES_DATA_FILES: ClassVar[bool] = False
+
+    def parameters(self) -> dict[str, str | None]:
+        """The batch's number (the backfill's commits count from 0)."""
+        return {"batchId": str(self.batch_id)}
 
     def metric_names(self) -> tuple[str, ...]:
         """None: the files and rows stay the same."""

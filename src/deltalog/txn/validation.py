@@ -93,11 +93,11 @@ def validate(txn: Transaction) -> tuple[Protocol | None, Metadata]:
             check_no_moved_rows(txn.operation, txn._adds, txn._removes, table=txn.table)
         was = txn.snapshot is not None and is_true(txn.snapshot.properties, "delta.enableRowTracking")
         if not was and is_true(metadata.configuration, "delta.enableRowTracking") and \
-                txn.snapshot is not None and txn.snapshot.num_files():
+                txn.snapshot is not None and txn.snapshot.add_files().column("baseRowId").null_count:
             raise UnsupportedFeatureError(
-                "enabling row tracking on a table that has files needs a backfill of their row ids, which "
-                "deltalog does not do; enable it when the table is created", feature="rowTracking",
-                table=txn.table)
+                "enabling row tracking on a table whose files have no row ids needs a backfill of their ids "
+                "first (Table.set_properties / ALTER TABLE ... SET TBLPROPERTIES run it); nothing was committed",
+                feature="rowTracking", table=txn.table)
     return protocol, metadata
 
 
