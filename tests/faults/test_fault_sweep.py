@@ -150,6 +150,11 @@ SCENARIOS = [
     faultkit.Scenario(
         "set properties", created, lambda r: deltalog.Table(t(r)).set_properties({"owner": "etl"}),
     ),
+    faultkit.Scenario(  # three commits: protocol, the ids of the files, the property
+        "enable row tracking (backfill)",
+        created,
+        lambda r: deltalog.Table(t(r)).set_properties({"delta.enableRowTracking": "true"}),
+    ),
 ]
 
 

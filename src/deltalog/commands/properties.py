@@ -41,6 +41,7 @@ from deltalog.log.cleanup import parse_interval_ms
 from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.features import reader_features, writer_features
 from deltalog.txn.operations import SetTableProperties, UnsetTableProperties
+from deltalog.txn.scope import OperationScope
 from deltalog.txn.transaction import CommitResult
 from deltalog.txn.writer_features import is_true, upgrade_protocol
 
@@ -447,8 +448,9 @@ def set_properties(
             not is_true(snapshot.metadata.configuration, "delta.enableRowTracking") and \
             files_without_row_ids(snapshot):
         # the existing files get row ids first, in commits of their own; then the property is planned again
-        backfill_row_ids(table, clock=clock)
-        return set_properties(table, properties, clock=clock)
+        with OperationScope("SET TBLPROPERTIES", table_version=snapshot.version, table=loc) as scope:
+            backfill_row_ids(table, clock=clock, on_commit=scope.committed)
+            return set_properties(table, properties, clock=clock)
 
     from deltalog.txn.transaction import start_transaction
 

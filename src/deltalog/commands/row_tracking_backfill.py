@@ -71,11 +71,13 @@ def files_without_row_ids(snapshot: Snapshot) -> int:
 
 
 def backfill_row_ids(
-    table: TableHandle, *, clock: Callable[[], int] | None = None, files_per_commit: int | None = None
+    table: TableHandle, *, clock: Callable[[], int] | None = None, files_per_commit: int | None = None,
+    on_commit: Callable[[int], None] | None = None,
 ) -> list[CommitResult]:
     """Give every live file of the table row ids (steps 1 and 2 of the module docstring), at most
     ``files_per_commit`` (default :data:`FILES_PER_COMMIT`) files per backfill commit, and return the
-    commits made (none when every file has them already).
+    commits made (none when every file has them already); ``on_commit`` is called with each version
+    committed (an :class:`~deltalog.txn.scope.OperationScope` records them for errors and interrupts).
 
     Example:
         >>> [r.operation for r in backfill_row_ids(deltalog.Table("/data/t"))]      # doctest: +SKIP
@@ -93,6 +95,8 @@ def backfill_row_ids(
                                 **options)
         txn.update_protocol(protocol)
         results.append(txn.commit())
+        if on_commit is not None:
+            on_commit(results[-1].version)
         snapshot = table.snapshot()
     per_commit = FILES_PER_COMMIT if files_per_commit is None else max(1, int(files_per_commit))
     batch = lost = 0
@@ -103,6 +107,8 @@ def backfill_row_ids(
             return results
         try:
             results.append(_backfill(table, snapshot, missing, batch, options))
+            if on_commit is not None:
+                on_commit(results[-1].version)
             batch, lost = batch + 1, 0
         except (ProtocolChangedException, MetadataChangedException):
             raise
