@@ -2,11 +2,11 @@
 
 A compaction changes no row: each bin's live rows are copied, in their order, into one new file. There is
 nothing for Spark's row engine to compute, so the job ships *bins*, not rows: one small task input per bin
-(its number), and the task reads the bin's files from storage with the kernel's reader, a few files at a
-time (:func:`deltalog.commands.compact.bin_rows`: deletion vectors applied, row ids and commit versions
-kept on tables with row tracking), and writes them with the kernel's file writer. The rows go from the
-files into the new file on the executor, never through the driver, a shuffle or a conversion to Spark
-rows; the driver collects one small row per written file.
+(its files, joined onto its number), and the task reads the bin's files from storage with the kernel's
+reader, a few files at a time (:func:`deltalog.commands.compact.bin_rows`: deletion vectors applied, row
+ids and commit versions kept on tables with row tracking), and writes them with the kernel's file writer.
+The rows go from the files into the new file on the executor, never through the driver, a shuffle or a
+conversion to Spark rows; the driver collects one small row per written file.
 
 Example:
     >>> files = compact_bins(spark, snap, bins, target_file_size=2 << 30)                  # doctest: +SKIP
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,7 @@ from deltalog.data.write_files import WrittenFile
 from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import StructType
-from deltalog.spark._common import map_in_arrow
+from deltalog.spark._common import arrow_frame, map_in_arrow
 from deltalog.spark._write_job import FILE_DDL, RunWriter, file_rows, task_error, written_files
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.row_tracking import tracked_fields
@@ -56,9 +57,7 @@ class _BinSpec:
     schema: StructType  # the table's columns, then the row-tracking columns when the table keeps them
     tracked: tuple[str, str] | None  # the row-tracking columns' names
     target_file_size: int
-    bins: tuple[tuple[dict[str, Any], ...], ...]  # each bin's files (rows of ``add_files()``), in order
     zorder: tuple[str, ...]  # the columns to Z-order each bin by (none: compaction)
-    outputs: tuple[int, ...]  # each bin's number of files when Z-ordered
 
 
 def compact_bins(spark: Any, snap: Snapshot, bins: Sequence[Bin], *, target_file_size: int,
@@ -77,13 +76,22 @@ def compact_bins(spark: Any, snap: Snapshot, bins: Sequence[Bin], *, target_file
     tracked = tracked_fields(snap.protocol, snap.metadata)
     schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
     names = (tracked[0].name, tracked[1].name) if tracked else None
-    # what the reader needs of each file (its statistics, the bulk of an add, stay on the driver)
-    files = tuple(tuple({k: v for k, v in f.items() if k not in _UNREAD} for f in b.files) for b in bins)
     spec = _BinSpec(StoreRef.of(snap.store), snap.table, snap.version, snap.protocol, snap.metadata, schema, names,
-                    target_file_size, files, tuple(zorder), tuple(b.num_output_files for b in bins))
+                    target_file_size, tuple(zorder))
+    # Each bin's files (what the reader needs of them: statistics, the bulk of an add, stay on the driver)
+    # reach only the task of that bin: a broadcast join onto the bin numbers keeps their partitioning.
+    listing = pa.table({
+        "id": pa.array(range(len(bins)), pa.int64()),
+        "files": pa.array([json.dumps([{k: v for k, v in f.items() if k not in _UNREAD} for f in b.files])
+                           for b in bins], pa.string()),
+        "outputs": pa.array([b.num_output_files for b in bins], pa.int64()),
+    })
     tasks = min(len(bins), _MAX_TASKS)
     ids = spark.range(0, len(bins), 1, tasks)  # consecutive bin numbers per task
-    job = map_in_arrow(ids, functools.partial(_compact_task, spec), FILE_DDL)
+    from pyspark.sql import functions as F
+
+    work = ids.join(F.broadcast(arrow_frame(spark, listing)), on="id", how="inner")
+    job = map_in_arrow(work, functools.partial(_compact_task, spec), FILE_DDL)
     try:
         rows = job.collect()
     except Exception as exc:
@@ -92,15 +100,16 @@ def compact_bins(spark: Any, snap: Snapshot, bins: Sequence[Bin], *, target_file
 
 
 def _compact_task(spec: _BinSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Runs in a Spark task: rewrites the bins whose numbers arrive in ``batches``; one row per new file."""
+    """Runs in a Spark task: rewrites the bins whose files arrive in ``batches``; one row per new file."""
     from deltalog.feed.tail import file_reader_snapshot
 
     store = spec.store.open()
     snap = file_reader_snapshot(store, spec.protocol, spec.metadata, version=spec.version, table=spec.table)
     done: list[WrittenFile] = []
     for batch in batches:
-        for bin_id in batch.column(0).to_pylist():
-            pieces, per_file = bin_pieces(snap, spec.bins[bin_id], spec.tracked, spec.zorder, spec.outputs[bin_id])
+        listed = zip(batch.column("files").to_pylist(), batch.column("outputs").to_pylist(), strict=True)
+        for files, outputs in listed:
+            pieces, per_file = bin_pieces(snap, json.loads(files), spec.tracked, spec.zorder, outputs)
             writer = RunWriter(store, spec.schema, spec.metadata.partitionColumns,
                                target_file_size=spec.target_file_size, max_records_per_file=per_file,
                                column_mapping=mapping_mode(spec.metadata.configuration))
