@@ -147,7 +147,7 @@ def test_z_order_of_strings_binaries_and_nested_fields() -> None:
     """Strings and binaries order by their first six bytes (shorter ones zero-padded; values with the same
     six tie), across chunks; nulls share the first range with the smallest values; a dotted path names a
     nested field (null where its struct is). With one column, ties keep their order."""
-    from deltalog.commands.compact import z_ordered
+    from deltalog.commands.zorder import z_ordered
 
     words = ["b", "", None, "abcdefg", "abcdefz", "é", "ab", "\x00"]
     table = pa.Table.from_batches([pa.record_batch({"s": pa.array(words[:4])}),
@@ -159,3 +159,56 @@ def test_z_order_of_strings_binaries_and_nested_fields() -> None:
     nested = pa.table({"s": pa.array([{"a": 3}, None, {"a": 1}, {"a": None}, {"a": 2}],
                                      pa.struct([("a", pa.int64())])), "i": pa.array(range(5))})
     assert z_ordered(nested, ["s.a"]).column("i").to_pylist() == [1, 2, 3, 4, 0]
+
+
+def _zorder_table(path: Path, **props: str) -> deltalog.Table:
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    for i in range(4):
+        deltalog.write_table(path, pa.table({"id": pa.array(range(i * 3000, (i + 1) * 3000), pa.int64()),
+                                             "x": pa.array(rng.integers(0, 1000, 3000), pa.int64()),
+                                             "s": pa.array([f"k{v:04d}" for v in rng.integers(0, 5000, 3000)])}),
+                             mode="append", properties=props or None)
+    return deltalog.Table(path)
+
+
+def _file_contents(table: deltalog.Table) -> list[list[int]]:
+    """Each live file's ids in their stored order (the files sorted by those lists)."""
+    out = []
+    for f in table.snapshot().add_files().to_pylist():
+        out.append(pq.read_table(Path(table.location) / f["path"]).column("id").to_pylist())
+    return sorted(out)
+
+
+def test_zorder_through_spill_files_writes_what_the_in_memory_sort_writes(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    from deltalog.commands import zorder
+
+    table = _zorder_table(tmp_path / "m")
+    size = sum(f["size"] for f in table.snapshot().add_files().to_pylist())
+    table.compact(zorder_by=["x", "s"], max_file_size=size // 6)
+    in_memory = _file_contents(table)
+    table.restore(version=3)  # the same files in the same order again (ties keep the order they are read in)
+    spill_root = tmp_path / "tmp"
+    spill_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spill_root))
+    monkeypatch.setattr(zorder, "IN_MEMORY_BYTES", 0)  # every partition through spill files
+    result = table.compact(zorder_by=["x", "s"], max_file_size=size // 6)
+    assert result.num_files_added == len(in_memory) >= 6
+    # the sample holds every row: the same Z ranges, the same order, the same files
+    assert _file_contents(table) == in_memory
+    assert list(spill_root.iterdir()) == []  # the spill files are gone
+
+    monkeypatch.setattr(zorder, "SAMPLE_ROWS", 500)  # ranges from a sample: other cuts, the same rows
+    again = _zorder_table(tmp_path / "a", **{"delta.enableDeletionVectors": "true", "delta.enableRowTracking": "true"})
+    again.delete("id % 5 = 0")
+    ids = _row_ids(again)
+    again.compact(zorder_by=["x", "s"], max_file_size=size // 6)
+    assert sorted(_row_ids(again).items()) == sorted(ids.items())  # row ids kept, deleted rows purged
+    assert not any(f["deletionVector"] for f in again.snapshot().add_files().to_pylist())
+    spans = [json.loads(f["stats"]) for f in again.snapshot().add_files().to_pylist()]
+    assert min(s["maxValues"]["x"] - s["minValues"]["x"] for s in spans) < 600  # files split the x range
+    assert list(spill_root.iterdir()) == []

@@ -13,8 +13,9 @@ on the new snapshot (up to three times) rather than fail; the files it wrote are
 With ``zorder_by`` every file of each selected partition is rewritten instead, its rows ordered along
 the Z-curve of those columns (each column's values mapped to ranges of equal row counts, the range numbers'
 bits interleaved, as the Spark engine computes it; :mod:`deltalog.commands.optimize_plan`) and cut into
-files of about ``max_file_size``, so that min/max statistics of each column skip files. A partition is held
-in memory while it is Z-ordered; a compacted bin is read a few files at a time (:func:`bin_rows`).
+files of about ``max_file_size``, so that min/max statistics of each column skip files. A compacted bin is
+read a few files at a time (:func:`~deltalog.commands.bins.bin_rows`); a partition is Z-ordered in memory up
+to 512 MB of parquet, a larger one through local spill files (:mod:`deltalog.commands.zorder`).
 
 ``max_file_size`` defaults to ``delta.targetFileSize``, else 1 GiB (delta-spark's default), and
 ``min_file_size`` to ``max_file_size``. On a liquid-clustered table the files are compacted, not clustered
@@ -28,28 +29,23 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+import deltalog.commands.zorder as z_order
+from deltalog.commands.bins import bin_rows
 from deltalog.commands.clustering import clustering_of
 from deltalog.commands.optimize_plan import (
     DEFAULT_MAX_FILE_SIZE,
-    bits_per_column,
     compaction_metrics,
-    interleave_bits,
     plan_compaction,
     plan_zorder,
-    range_ids,
-    range_probabilities,
     zorder_fields,
 )
 from deltalog.data.filters import normalize_filter, prune_files
-from deltalog.data.read import kept_rows, map_files, read_file_rows, with_row_tracking_columns
 from deltalog.data.write_files import DataFileWriter
 from deltalog.errors import (
     ConcurrentModificationException,
@@ -67,7 +63,7 @@ if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
 
-__all__ = ["CompactResult", "bin_pieces", "bin_rows", "compact", "replan_on_data_change", "z_ordered"]
+__all__ = ["CompactResult", "bin_pieces", "compact", "replan_on_data_change"]
 
 log = logging.getLogger(__name__)
 
@@ -226,57 +222,25 @@ def _compact_once(
     )
 
 
-def _windows(files: Sequence[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    """``files`` in consecutive groups of at most :data:`WINDOW_FILES` files or :data:`WINDOW_BYTES`."""
-    window: list[dict[str, Any]] = []
-    size = 0
-    for f in files:
-        if window and (len(window) == WINDOW_FILES or size + int(f.get("size") or 0) > WINDOW_BYTES):
-            yield window
-            window, size = [], 0
-        window.append(f)
-        size += int(f.get("size") or 0)
-    if window:
-        yield window
-
-
-def bin_rows(snap: ReadableSnapshot, files: Sequence[dict[str, Any]], row_tracking: tuple[str, str] | None
-             ) -> Iterator[pa.Table]:
-    """The live rows of a bin's ``files`` (rows of ``add_files()``), a table per file in their order: deleted
-    rows dropped and, with ``row_tracking`` (the materialized columns' names), each row's id and commit
-    version appended. A window of files is read at once (side by side: an object store answers each
-    after a round trip), so a bin is never held in memory whole. The Spark engine's compaction tasks
-    read their bins with it too.
-
-    Example:
-        >>> sum(t.num_rows for t in bin_rows(snap, snap.add_files().to_pylist(), None))  # doctest: +SKIP
-        1000
-    """
-    def live_rows(add: dict[str, Any]) -> pa.Table:
-        data = read_file_rows(snap, add, apply_deletion_vector=False)
-        if row_tracking is not None:
-            data = with_row_tracking_columns(snap, add, data, row_tracking)
-        return data.filter(pa.array(kept_rows(snap, add, data.num_rows)))
-
-    for window in _windows(files):
-        yield from map_files(live_rows, window)
-
-
 def bin_pieces(snap: ReadableSnapshot, files: Sequence[dict[str, Any]], row_tracking: tuple[str, str] | None,
                zorder: Sequence[str] = (), num_output_files: int = 1) -> tuple[Iterable[pa.Table], int | None]:
     """What a bin's new files hold: the pieces of rows to write, in order, and the most rows per file
-    (``None``: no limit). Compacted, the bin's live rows file by file (:func:`bin_rows`); Z-ordered by
-    ``zorder``, all of them in memory, sorted by Z, to be cut into ``num_output_files`` files.
+    (``None``: no limit). Compacted, the bin's live rows file by file
+    (:func:`~deltalog.commands.bins.bin_rows`); Z-ordered by ``zorder``, sorted by Z (in memory, or through
+    spill files for a large partition: :mod:`deltalog.commands.zorder`), to be cut into ``num_output_files``
+    files.
 
     Example:
         >>> pieces, per_file = bin_pieces(snap, files, None, ["x", "y"], 4)           # doctest: +SKIP
         >>> per_file                                                                     # doctest: +SKIP
         250
     """
-    pieces = bin_rows(snap, files, row_tracking)
     if not zorder:
-        return pieces, None
-    rows = z_ordered(pa.concat_tables(list(pieces)), zorder)
+        return bin_rows(snap, files, row_tracking), None
+    if sum(int(f.get("size") or 0) for f in files) > z_order.IN_MEMORY_BYTES:  # through spill files
+        spilled = z_order.spill_in_z_order(snap, files, row_tracking, zorder, num_output_files)
+        return spilled.pieces(), max(1, -(-spilled.num_rows // num_output_files))
+    rows = z_order.z_ordered(pa.concat_tables(list(bin_rows(snap, files, row_tracking))), zorder)
     return [rows], max(1, -(-rows.num_rows // num_output_files))
 
 
@@ -287,75 +251,3 @@ def _zorder_fields(snap: Snapshot, columns: Sequence[str]) -> list[StructField]:
             "not allowed (the Spark engine's OPTIMIZE clusters it)", table=snap.table, version=snap.version)
     return zorder_fields(snap.schema, snap.partition_columns, snap.metadata.configuration, columns,
                          table=snap.table, version=snap.version)
-
-
-def _z_key(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """An order-preserving float per value (nulls ``-inf``, first): numbers as themselves, dates and
-    timestamps as their day or microsecond numbers, strings and binaries by their first six bytes."""
-    t = column.type
-    if pa.types.is_boolean(t):
-        column = pc.cast(column, pa.int8())
-    elif pa.types.is_date(t):
-        column = pc.cast(column, pa.int32())
-    elif pa.types.is_timestamp(t):
-        column = pc.cast(column, pa.int64())
-    elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
-            pa.types.is_large_binary(t):
-        return _prefix_keys(column)
-    floats = pc.fill_null(pc.cast(column, pa.float64()), -np.inf)
-    return np.asarray(floats.to_numpy(zero_copy_only=False), dtype=np.float64)
-
-
-def _prefix_keys(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """Each value's first six bytes as a big-endian number (shorter values zero-padded; nulls ``-inf``),
-    gathered from the Arrow buffers a byte position at a time."""
-    heads = pc.binary_slice(pc.cast(column, pa.large_binary()), 0, 6)
-    if isinstance(heads, pa.ChunkedArray):
-        heads = heads.combine_chunks()
-    n = len(heads)
-    starts = np.frombuffer(heads.buffers()[1], dtype=np.int64)[heads.offset:heads.offset + n + 1]
-    data = heads.buffers()[2]
-    values = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
-    lengths = np.diff(starts)
-    keys = np.zeros(n, dtype=np.uint64)
-    for j in range(6):
-        byte = np.zeros(n, dtype=np.uint64)
-        has = lengths > j
-        byte[has] = values[starts[:-1][has] + j]
-        keys = (keys << np.uint64(8)) | byte
-    out = keys.astype(np.float64)  # exact: 48 bits fit a double's 53
-    out[np.asarray(heads.is_null().to_numpy(zero_copy_only=False))] = -np.inf
-    return out
-
-
-def _column(rows: pa.Table, name: str) -> pa.ChunkedArray:
-    """The column ``name``, or the nested field the dotted path ``name`` names (``s.a``: field ``a`` of
-    struct ``s``; null where a struct on the way is) when no top-level column has that name."""
-    if name in rows.column_names:
-        return rows.column(name)
-    first, *rest = name.split(".")
-    column = rows.column(first)
-    for part in rest:
-        column = pc.struct_field(column, part)
-    return column
-
-
-def z_ordered(rows: pa.Table, columns: Sequence[str]) -> pa.Table:
-    """``rows`` sorted by the Z-value of ``columns`` (top-level names or dotted paths of nested fields):
-    each column's values split into ``2**bits`` ranges of equal row counts, the range numbers' bits
-    interleaved (the first column's bit highest).
-
-    Example:
-        >>> t = pa.table({"x": [3, 0, 2, 1], "y": [0, 1, 2, 3]})
-        >>> z_ordered(t, ["x", "y"]).column("x").to_pylist()
-        [0, 1, 3, 2]
-    """
-    bits = bits_per_column(len(columns))
-    ids = []
-    for name in columns:
-        keys = _z_key(_column(rows, name))
-        known = keys[np.isfinite(keys)]
-        bounds = np.unique(np.quantile(known, range_probabilities(bits))) if len(known) else None
-        ids.append(range_ids(keys, bounds))
-    order = np.argsort(interleave_bits(ids, bits=bits), kind="stable")
-    return rows.take(pa.array(order))

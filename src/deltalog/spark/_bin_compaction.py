@@ -3,7 +3,7 @@
 A compaction changes no row: each bin's live rows are copied, in their order, into one new file. There is
 nothing for Spark's row engine to compute, so the job ships *bins*, not rows: one small task input per bin
 (its files, joined onto its number), and the task reads the bin's files from storage with the kernel's
-reader, a few files at a time (:func:`deltalog.commands.compact.bin_rows`: deletion vectors applied, row
+reader, a few files at a time (:func:`deltalog.commands.bins.bin_rows`: deletion vectors applied, row
 ids and commit versions kept on tables with row tracking), and writes them with the kernel's file writer.
 The rows go from the files into the new file on the executor, never through the driver, a shuffle or a
 conversion to Spark rows; the driver collects one small row per written file.

@@ -13,7 +13,7 @@
    bin reads the bin's files with the kernel's reader (deleted rows purged, row ids kept) and writes them
    as one file, rows in their old order (:mod:`deltalog.spark._bin_compaction`). Z-ordering a partition
    of at most :data:`ZORDER_IN_TASK_BYTES` of parquet is done the same way: its task holds the rows,
-   sorts them along the Z-curve as the kernel does (:func:`deltalog.commands.compact.z_ordered`) and cuts
+   sorts them along the Z-curve as the kernel does (:func:`deltalog.commands.zorder.z_ordered`) and cuts
    them into the planned files. For larger partitions the chosen files are read with the
    deletion-vector-aware scan of
    :func:`~deltalog.spark.dml._scan.target_scan` (deleted rows are purged) and tagged with their bin;
