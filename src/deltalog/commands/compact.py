@@ -69,9 +69,6 @@ log = logging.getLogger(__name__)
 
 #: How many times a compaction plans again after losing to a concurrent data change.
 ATTEMPTS = 3
-#: Files of a bin read at once, and the most bytes of parquet read at once when they are large.
-WINDOW_FILES = 8
-WINDOW_BYTES = 128 << 20
 
 
 @dataclass(frozen=True)

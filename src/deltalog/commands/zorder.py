@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog.commands.bins import bin_rows
+from deltalog.commands.bins import WINDOW_FILES, bin_rows
 from deltalog.commands.optimize_plan import bits_per_column, interleave_bits, range_ids, range_probabilities
 from deltalog.data.read import map_files, read_file_columns
 
@@ -172,8 +172,8 @@ def _sample(snap: ReadableSnapshot, files: Sequence[dict[str, Any]], columns: Se
         step = max(1, rows.num_rows // share) if rows.num_rows > share else 1
         return [k[::step] for k in _keys(rows, columns)]
 
-    for start in range(0, len(files), 8):
-        for found in map_files(file_keys, [dict(f) for f in files[start:start + 8]]):
+    for start in range(0, len(files), WINDOW_FILES):
+        for found in map_files(file_keys, [dict(f) for f in files[start:start + WINDOW_FILES]]):
             for i, k in enumerate(found):
                 keys[i].append(k)
     return [np.concatenate(k) if k else np.zeros(0) for k in keys]

@@ -335,7 +335,13 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
     files, tasks = compact_bins(spark, snap, small, target_file_size=2 * max_file_size,
                                 zorder=[f.name for f in zorder]) if small else ([], 0)
     if large:
-        more, more_tasks = _zorder_rewrite(spark, snap, large, zorder, max_file_size)
+        try:
+            more, more_tasks = _zorder_rewrite(spark, snap, large, zorder, max_file_size)
+        except BaseException:
+            for f in files:  # the small bins' files are not committed either
+                with contextlib.suppress(Exception):
+                    snap.store.delete(f.rel_path)
+            raise
         files, tasks = files + more, tasks + more_tasks
     return files, tasks
 
