@@ -295,10 +295,10 @@ def test_zorder_tightens_file_bounds_on_both_columns(spark: Any, tmp_path: Path,
                                                      bounds: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # the table sorted in one task's memory (a small table), or by Spark: the sample's quantiles on the
     # driver (small samples) or by Spark's aggregations (large ones)
-    from deltalog.spark import _zorder, optimize
+    from deltalog.spark import _zorder
 
-    if bounds != "task":
-        monkeypatch.setattr(optimize, "ZORDER_IN_TASK_BYTES", 0)
+    if bounds != "task":  # every partition through Spark's shuffle
+        spark.conf.set("spark.deltalog.optimize.zorderInTaskBytes", "0")
     if bounds == "spark":
         monkeypatch.setattr(_zorder, "_DRIVER_SAMPLE_ROWS", 0)
     path = make(tmp_path, partitioned=False, appends=8, rows_each=250)
@@ -313,6 +313,7 @@ def test_zorder_tightens_file_bounds_on_both_columns(spark: Any, tmp_path: Path,
         m = DeltaTable.forPath(spark, path).optimize().executeZOrderBy(["x", "y"]).first().metrics
     finally:
         spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+        spark.conf.unset("spark.deltalog.optimize.zorderInTaskBytes")
     n = len(live(path))
     assert m.numFilesRemoved == 8 and m.numFilesAdded == n and n >= 8
     assert m.zOrderStats.strategyName == "all" and m.zOrderStats.mergedFiles.num == 8
@@ -362,7 +363,6 @@ def test_zorder_sorts_small_partitions_in_a_task_and_large_ones_with_spark(
             chunk(1000 + i * 40, 40, seed=20 + i).column("p"), "p1")), mode="append")
     sizes = {p: sum(f["size"] for f in live(path) if dict(f["partitionValues"])["p"] == p) for p in ("p0", "p1")}
     assert sizes["p0"] < sizes["p1"]
-    monkeypatch.setattr(optimize, "ZORDER_IN_TASK_BYTES", sizes["p0"])
     seen: dict[str, list[str]] = {"task": [], "spark": []}
     in_task, with_spark = optimize.compact_bins, optimize._zorder_rewrite
 
@@ -378,10 +378,15 @@ def test_zorder_sorts_small_partitions_in_a_task_and_large_ones_with_spark(
     monkeypatch.setattr(optimize, "_zorder_rewrite", spy_spark)
     before = version(path)
     spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(sizes["p0"] // 3))
+    spark.conf.set("spark.deltalog.optimize.zorderInTaskBytes", "nope")
     try:
+        with pytest.raises(InvalidArgumentError, match="zorderInTaskBytes must be a number of bytes"):
+            DeltaTable.forPath(spark, path).optimize().executeZOrderBy("x", "y")
+        spark.conf.set("spark.deltalog.optimize.zorderInTaskBytes", str(sizes["p0"]))  # p0 fits, p1 does not
         m = DeltaTable.forPath(spark, path).optimize().executeZOrderBy("x", "y").first().metrics
     finally:
         spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+        spark.conf.unset("spark.deltalog.optimize.zorderInTaskBytes")
     assert seen == {"task": ["p0"], "spark": ["p1"]}
     assert m.numFilesRemoved == 12 and m.numFilesAdded == len(live(path)) >= 6 and m.partitionsOptimized == 2
     same_rows(spark, path, before)

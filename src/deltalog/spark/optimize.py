@@ -12,11 +12,12 @@
 2. **The rows.** Compaction changes no row, so its rows do not go through Spark's row engine: a task per
    bin reads the bin's files with the kernel's reader (deleted rows purged, row ids kept) and writes them
    as one file, rows in their old order (:mod:`deltalog.spark._bin_compaction`). Z-ordering a partition
-   of at most :data:`ZORDER_IN_TASK_BYTES` of parquet is done the same way: its task holds the rows,
-   sorts them along the Z-curve as the kernel does (:func:`deltalog.commands.zorder.z_ordered`) and cuts
-   them into the planned files. For larger partitions the chosen files are read with the
-   deletion-vector-aware scan of
-   :func:`~deltalog.spark.dml._scan.target_scan` (deleted rows are purged) and tagged with their bin;
+   of at most 256 MB of parquet (:data:`ZORDER_IN_TASK_BYTES`; the session setting
+   ``spark.deltalog.optimize.zorderInTaskBytes`` changes it) is done the same way: its task holds the
+   rows, sorts them along the Z-curve as the kernel does (:func:`deltalog.commands.zorder.z_ordered`) and
+   cuts them into the planned files. For larger partitions the chosen files are read with the
+   deletion-vector-aware scan of :func:`~deltalog.spark.dml._scan.target_scan` (deleted rows are
+   purged) and tagged with their bin;
    Z-ordering first turns each column into a ``double`` key (numbers, dates, timestamps; the first six
    bytes of strings), gets ``2**b - 1`` quantiles of each key per partition, then the Z-values splitting
    each partition into ``size / maxFileSize`` files -- both from one sample collected to the driver when
@@ -111,8 +112,10 @@ DataFrame = Any  # pyspark.sql.DataFrame (classic or Connect)
 
 MAX_FILE_SIZE_CONF = "spark.databricks.delta.optimize.maxFileSize"
 MIN_FILE_SIZE_CONF = "spark.databricks.delta.optimize.minFileSize"
-#: A Z-ordered bin (a partition) of at most this many bytes of parquet is sorted in one task's memory.
+#: A Z-ordered bin (a partition) of at most this many bytes of parquet is sorted in one task's memory, unless
+#: the session's :data:`ZORDER_IN_TASK_CONF` says otherwise (``0``: every partition through Spark's shuffle).
 ZORDER_IN_TASK_BYTES = 256 << 20
+ZORDER_IN_TASK_CONF = "spark.deltalog.optimize.zorderInTaskBytes"
 
 
 _I64, _F64, _STR = pa.int64(), pa.float64(), pa.string()
@@ -330,8 +333,9 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
     if not zorder:  # compaction changes no row: tasks copy whole bins with Arrow (no rows through Spark)
         return compact_bins(spark, snap, bins, target_file_size=2 * max_file_size)
     # Z-ordering: a bin small enough to hold is sorted in one task's memory, the others by Spark
-    small = [b for b in bins if b.size <= ZORDER_IN_TASK_BYTES]
-    large = [b for b in bins if b.size > ZORDER_IN_TASK_BYTES]
+    limit = _in_task_limit(spark, snap.table)
+    small = [b for b in bins if b.size <= limit]
+    large = [b for b in bins if b.size > limit]
     files, tasks = compact_bins(spark, snap, small, target_file_size=2 * max_file_size,
                                 zorder=[f.name for f in zorder]) if small else ([], 0)
     if large:
@@ -344,6 +348,20 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
             raise
         files, tasks = files + more, tasks + more_tasks
     return files, tasks
+
+
+def _in_task_limit(spark: Any, table: str) -> int:
+    """The most bytes of parquet a partition may have to be Z-ordered in one task (see
+    :data:`ZORDER_IN_TASK_CONF`)."""
+    text = session_setting(spark, ZORDER_IN_TASK_CONF)
+    if text is None:
+        return ZORDER_IN_TASK_BYTES
+    size = parse_size(text.strip())
+    if size is None:
+        raise InvalidArgumentError(
+            f"{ZORDER_IN_TASK_CONF} must be a number of bytes (e.g. 268435456 or 256m; 0 sorts every partition "
+            f"with Spark), got {text!r}", table=table)
+    return size
 
 
 def _zorder_rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructField], max_file_size: int
