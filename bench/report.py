@@ -143,10 +143,11 @@ def reason(r: Result) -> str:
         )
     if r.workload.startswith("spark-zorder") or r.workload.startswith("spark-optimize"):
         return (
-            "deltalog's Z-order takes the range bounds from one sample (on the driver when it is small), "
-            "computes each row's Z-value as Spark expressions for an unpartitioned table (Arrow tasks for "
-            "several bins or Spark Connect), and writes the files with per-file stats; Spark's sort-write is "
-            "one range-partitioned sort through the JVM writer. delta-rs reads and writes in one native process "
+            "deltalog's OPTIMIZE moves no row through Spark for compaction or for Z-ordering a partition of up "
+            "to 256 MB: a task per bin reads its files and writes the new ones with Arrow (the Z-order sorted "
+            "in the task's memory). Larger partitions take the range bounds from one sample, compute each "
+            "row's Z-value in Spark and shuffle one task per output file; Spark's sort-write is one "
+            "range-partitioned sort through the JVM writer. delta-rs reads and writes in one native process "
             "without a cluster scheduler."
         )
     if r.workload == "spark-scan-dv-one":
