@@ -6,7 +6,9 @@ nothing for Spark's row engine to compute, so the job ships *bins*, not rows: on
 reader, a few files at a time (:func:`deltalog.commands.bins.bin_rows`: deletion vectors applied, row
 ids and commit versions kept on tables with row tracking), and writes them with the kernel's file writer.
 The rows go from the files into the new file on the executor, never through the driver, a shuffle or a
-conversion to Spark rows; the driver collects one small row per written file.
+conversion to Spark rows; the driver collects one small row per written file. A bin is one task: a bin of
+very many small files is read by that task alone, eight files at a time (5,001 files of 10 rows on local
+disk: 7.2 s for the whole OPTIMIZE, against 10.7 s when Spark scanned, shuffled and sorted them).
 
 Example:
     >>> files = compact_bins(spark, snap, bins, target_file_size=2 << 30)                  # doctest: +SKIP
