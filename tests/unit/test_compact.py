@@ -72,6 +72,22 @@ def test_small_files_are_packed_per_partition(tmp_path: Path) -> None:
     assert table.compact().version is None  # nothing left to compact
 
 
+def test_bins_compacted_side_by_side_leave_no_file_when_one_fails(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from deltalog.commands import compact
+
+    monkeypatch.setattr(compact, "BIN_WORKERS", 2)
+    path = tmp_path / "t"
+    table = _table(path, appends=12)  # two partitions: two bins, written at once
+    on_disk = sorted(p.relative_to(path) for p in path.rglob("*.parquet"))
+    victim = next(f["path"] for f in table.snapshot().add_files().to_pylist() if dict(f["partitionValues"])["p"] == "1")
+    (path / victim).unlink()
+    with pytest.raises(deltalog.DeltaError, match="listed in the log does not exist"):
+        table.compact()
+    assert table.snapshot().version == 11
+    assert sorted(p.relative_to(path) for p in path.rglob("*.parquet")) == [p for p in on_disk if str(p) != victim]
+
+
 def test_partition_filter_and_file_size(tmp_path: Path) -> None:
     table = _table(tmp_path / "t")
     result = table.compact(partition_filter="p = 1")

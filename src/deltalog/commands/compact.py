@@ -29,7 +29,9 @@ Example:
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -40,13 +42,14 @@ from deltalog.commands.bins import bin_rows
 from deltalog.commands.clustering import clustering_of
 from deltalog.commands.optimize_plan import (
     DEFAULT_MAX_FILE_SIZE,
+    Bin,
     compaction_metrics,
     plan_compaction,
     plan_zorder,
     zorder_fields,
 )
 from deltalog.data.filters import normalize_filter, prune_files
-from deltalog.data.write_files import DataFileWriter
+from deltalog.data.write_files import DataFileWriter, WrittenFile
 from deltalog.errors import (
     ConcurrentModificationException,
     InvalidArgumentError,
@@ -69,6 +72,8 @@ log = logging.getLogger(__name__)
 
 #: How many times a compaction plans again after losing to a concurrent data change.
 ATTEMPTS = 3
+#: Bins compacted at once.
+BIN_WORKERS = min(4, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -186,23 +191,28 @@ def _compact_once(
         for rel in written:
             table.store.delete(rel)
 
-    added = []
+    def write_bin(b: Bin) -> list[WrittenFile]:
+        pieces, per_file = bin_pieces(snap, [dict(f) for f in b.files], names, [f.name for f in zorder],
+                                      b.num_output_files)
+        # a bin becomes one file (rolling over only at twice the limit), or its Z-ordered share of rows
+        writer = DataFileWriter(table.store, schema, snap.partition_columns, target_file_size=2 * limit,
+                                max_records_per_file=per_file, column_mapping=snap.column_mapping_mode)
+        try:
+            for rows in pieces:
+                writer.write(rows)
+            done = writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        written.extend(f.rel_path for f in done)
+        return done
+
+    added: list[WrittenFile] = []
     with txn.discard_unless_committed(discard):
-        for b in bins:
-            pieces, per_file = bin_pieces(snap, [dict(f) for f in b.files], names, [f.name for f in zorder],
-                                          b.num_output_files)
-            # a bin becomes one file (rolling over only at twice the limit), or its Z-ordered share of rows
-            writer = DataFileWriter(table.store, schema, snap.partition_columns, target_file_size=2 * limit,
-                                    max_records_per_file=per_file, column_mapping=snap.column_mapping_mode)
-            try:
-                for rows in pieces:
-                    writer.write(rows)
-                written_files = writer.close()
-            except BaseException:
-                writer.abort()
-                raise
-            written.extend(f.rel_path for f in written_files)
-            added.extend(written_files)
+        # compacted bins side by side (pyarrow decodes and encodes without the GIL); a Z-ordered partition
+        # may be held in memory, so those go one at a time
+        for done in _map_bins(write_bin, bins, 1 if zorder else BIN_WORKERS):
+            added.extend(done)
         removed = [dict(f) for b in bins for f in b.files]
         txn.read_files(str(f["path"]) for f in removed)
         txn.remove_files(removed, data_change=False)
@@ -217,6 +227,19 @@ def _compact_once(
         num_deleted_rows_purged=purged, partitions_optimized=len({b.partition for b in bins}),
         metrics=dict(result.operation_metrics),
     )
+
+
+def _map_bins(write: Callable[[Bin], list[WrittenFile]], bins: Sequence[Bin], workers: int
+              ) -> list[list[WrittenFile]]:
+    """``write`` of each bin, in the bins' order, up to ``workers`` at once; on a failure the bins not
+    started are dropped and the running ones finish (their files are recorded for the discard)."""
+    if workers <= 1 or len(bins) < 2:
+        return [write(b) for b in bins]
+    pool = ThreadPoolExecutor(max_workers=min(workers, len(bins)))
+    try:
+        return list(pool.map(write, bins))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def bin_pieces(snap: ReadableSnapshot, files: Sequence[dict[str, Any]], row_tracking: tuple[str, str] | None,
