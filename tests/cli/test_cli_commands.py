@@ -113,6 +113,31 @@ def test_compute_stats(cli: CLI, table: Path) -> None:
     assert shown.code == EXIT_OK and "files with new statistics" in shown.out
 
 
+def test_properties(cli: CLI, table: Path) -> None:
+    shown = cli("properties", str(table), "--json")
+    assert shown.code == EXIT_OK, shown.err
+    assert shown.json() == {"version": None, "properties": {}}
+    r = cli("properties", str(table), "--set", "owner=etl", "--set", "delta.logRetentionDuration=interval 7 days",
+            "--json")
+    assert r.code == EXIT_OK, r.err
+    assert r.json() == {"version": 3, "properties": {"delta.logRetentionDuration": "interval 7 days",
+                                                     "owner": "etl"}}
+    # enabling row tracking on a table with files gives them ids first
+    tracked = cli("properties", str(table), "--set", "delta.enableRowTracking=true", "--json")
+    assert tracked.code == EXIT_OK, tracked.err
+    assert tracked.json()["version"] == 6 and tracked.json()["properties"]["delta.enableRowTracking"] == "true"
+    ops = [h["operation"] for h in deltalog.Table(table).history(limit=3)]
+    assert ops == ["SET TBLPROPERTIES", "ROW TRACKING BACKFILL", "UPGRADE PROTOCOL"]
+    removed = cli("properties", str(table), "--unset", "owner")
+    assert removed.code == EXIT_OK and "new version" in removed.out and "owner" not in removed.out
+    assert cli("properties", str(table), "--unset", "owner").code == EXIT_DELTA_ERROR
+    assert cli("properties", str(table), "--unset", "owner", "--if-exists").code == EXIT_OK
+    bad = cli("properties", str(table), "--set", "delta.nonsense=1")
+    assert bad.code == EXIT_DELTA_ERROR and "unknown table property 'delta.nonsense'" in bad.err
+    for argv in (["--set", "novalue"], ["--set", "a=1", "--unset", "b"], ["--if-exists"]):
+        assert cli("properties", str(table), *argv).code == EXIT_USAGE
+
+
 def test_show(cli: CLI, table: Path) -> None:
     r = cli("show", str(table), "--where", "id >= 10 AND part = 'p1'", "--columns", "id", "--json")
     assert r.code == EXIT_OK, r.err

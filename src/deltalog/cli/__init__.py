@@ -399,6 +399,40 @@ def compute_stats(out: Output, path: str) -> int:
 
 
 @_command(
+    "properties",
+    "Show, set or unset table properties (SET / UNSET TBLPROPERTIES).",
+    "Show the table's properties; with --set KEY=VALUE (repeatable) set them in one SET TBLPROPERTIES commit "
+    "(delta.* keys are checked; enabling delta.enableRowTracking on a table with files first gives its files "
+    "row ids, in commits of their own), or with --unset KEY (repeatable) remove them in one UNSET "
+    "TBLPROPERTIES commit.",
+)
+@_PATH
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE", help="A property to set (repeatable).")
+@click.option("--unset", "unsets", multiple=True, metavar="KEY", help="A property to remove (repeatable).")
+@click.option("--if-exists", is_flag=True, help="With --unset: ignore keys the table does not have.")
+def properties(out: Output, path: str, settings: tuple[str, ...], unsets: tuple[str, ...], if_exists: bool) -> int:
+    if settings and unsets:
+        raise click.UsageError("give --set or --unset, not both (each is one commit)")
+    if if_exists and not unsets:
+        raise click.UsageError("--if-exists goes with --unset")
+    table = _table(path)
+    version = None
+    if settings:
+        pairs = {}
+        for item in settings:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise click.UsageError(f"--set takes KEY=VALUE, got {item!r}")
+            pairs[key.strip()] = value.strip()
+        version = table.set_properties(pairs).version
+    elif unsets:
+        version = table.unset_properties(list(unsets), if_exists=if_exists).version
+    doc = {"version": version, "properties": dict(sorted(table.snapshot().properties.items()))}
+    out.emit(doc, lambda: render.properties(out, doc))
+    return EXIT_OK
+
+
+@_command(
     "restore",
     "Bring the table back to an earlier version.",
     "Bring the table back to an earlier version in one RESTORE commit.",

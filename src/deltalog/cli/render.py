@@ -327,6 +327,13 @@ def compute_stats(out: Output, doc: dict[str, Any]) -> None:
     out.print(out.key_values([("new version", doc["version"]), ("files with new statistics", f"{doc['num_files']:,}")]))
 
 
+def properties(out: Output, doc: dict[str, Any]) -> None:
+    """Draw ``properties``."""
+    rows: list[tuple[str, Any]] = [("new version", doc["version"])] if doc["version"] is not None else []
+    rows += list(doc["properties"].items()) or [("properties", "none")]
+    out.print(out.key_values(rows))
+
+
 def restore(out: Output, doc: dict[str, Any]) -> None:
     """Draw ``restore``."""
     rows: list[tuple[str, Any]] = [
