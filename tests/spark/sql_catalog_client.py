@@ -124,6 +124,8 @@ def connect(work: str, url: str) -> dict[str, Any]:
         spark.catalog.dropTempView(view)
     spark.range(3).write.format("delta").saveAsTable("remote_numbers")
     facts["numbers"] = spark.table("remote_numbers").count()
+    facts["zorder"] = spark.sql("OPTIMIZE remote_numbers ZORDER BY (id)").first().metrics.numFilesAdded
+    facts["numbers_after"] = _rows(spark.sql("SELECT id FROM remote_numbers ORDER BY id"))
     facts["forName"] = DeltaTable.forName(spark, "remote_people").toDF().count()
     spark.sql("INSERT INTO remote_people VALUES (3, 'cy')")  # a second file at least
     facts["optimize"] = spark.sql("OPTIMIZE remote_people").first().metrics.numFilesRemoved

@@ -120,6 +120,7 @@ def test_sql_and_catalog_tables_over_spark_connect(connect_url: str, tmp_path: P
     # SQL temporary views over Delta tables were read through the data source path, which fails
     assert facts["temp_views"] == [[[1, "ANN"], [2, "bob"]], [["bob"]], 2] and facts["replaced_view"] == [[0]]
     assert facts["numbers"] == 3 and facts["forName"] == 2
+    assert facts["zorder"] == 1 and facts["numbers_after"] == [[0], [1], [2]]  # Z-ordered in one Arrow task
     assert facts["optimize"] >= 2 and facts["vacuum_dry"] == 0
     assert facts["log_version"] == 3
     assert facts["tables_after_drop"] == []
