@@ -17,25 +17,44 @@ from deltalog.data.read import kept_rows, map_files, read_file_rows, with_row_tr
 if TYPE_CHECKING:
     from deltalog.data.read import ReadableSnapshot
 
-__all__ = ["WINDOW_BYTES", "WINDOW_FILES", "bin_rows"]
+__all__ = ["WINDOW_BYTES", "WINDOW_FILES", "bin_rows", "size_groups", "windows"]
 
 #: Files of a bin read at once, and the most bytes of parquet read at once when they are large.
 WINDOW_FILES = 8
 WINDOW_BYTES = 128 << 20
 
 
-def _windows(files: Sequence[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    """``files`` in consecutive groups of at most :data:`WINDOW_FILES` files or :data:`WINDOW_BYTES`."""
-    window: list[dict[str, Any]] = []
+def size_groups(files: Sequence[dict[str, Any]], *, max_bytes: int, max_files: int | None = None
+                ) -> Iterator[list[dict[str, Any]]]:
+    """``files`` (rows of ``add_files()``) in consecutive groups of at most ``max_files`` files and
+    ``max_bytes`` of parquet -- a larger file is a group of its own.
+
+    Example:
+        >>> [len(g) for g in size_groups([{"size": 3}] * 5, max_bytes=7)]
+        [2, 2, 1]
+    """
+    group: list[dict[str, Any]] = []
     size = 0
     for f in files:
-        if window and (len(window) == WINDOW_FILES or size + int(f.get("size") or 0) > WINDOW_BYTES):
-            yield window
-            window, size = [], 0
-        window.append(f)
+        full = max_files is not None and len(group) == max_files
+        if group and (full or size + int(f.get("size") or 0) > max_bytes):
+            yield group
+            group, size = [], 0
+        group.append(f)
         size += int(f.get("size") or 0)
-    if window:
-        yield window
+    if group:
+        yield group
+
+
+def windows(files: Sequence[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """``files`` in consecutive groups of at most :data:`WINDOW_FILES` files or :data:`WINDOW_BYTES` (what is
+    read at once).
+
+    Example:
+        >>> [len(w) for w in windows([{"size": 1}] * 10)]
+        [8, 2]
+    """
+    return size_groups(files, max_bytes=WINDOW_BYTES, max_files=WINDOW_FILES)
 
 
 def bin_rows(snap: ReadableSnapshot, files: Sequence[dict[str, Any]], row_tracking: tuple[str, str] | None
@@ -56,5 +75,5 @@ def bin_rows(snap: ReadableSnapshot, files: Sequence[dict[str, Any]], row_tracki
             data = with_row_tracking_columns(snap, add, data, row_tracking)
         return data.filter(pa.array(kept_rows(snap, add, data.num_rows)))
 
-    for window in _windows(files):
+    for window in windows(files):
         yield from map_files(live_rows, window)

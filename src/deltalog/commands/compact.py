@@ -56,9 +56,9 @@ from deltalog.errors import (
     MetadataChangedException,
     ProtocolChangedException,
 )
-from deltalog.protocol.schema import StructField, StructType
+from deltalog.protocol.schema import StructField
 from deltalog.txn.operations import Optimize
-from deltalog.txn.row_tracking import tracked_fields
+from deltalog.txn.row_tracking import tracked_fields, tracked_schema
 
 if TYPE_CHECKING:
     from deltalog.data.filters import FilterLike
@@ -179,7 +179,7 @@ def _compact_once(
     if not bins:
         return CompactResult(version=None)
     tracked = tracked_fields(snap.protocol, snap.metadata)  # the rows keep their ids and commit versions
-    schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
+    schema = tracked_schema(snap.schema, tracked)
     predicate = partition_filter if isinstance(partition_filter, str) else None
     op = Optimize(predicate=predicate, z_order_by=tuple(f.name for f in zorder))
     txn = table.transaction(op, snapshot=snap, **({"clock": clock} if clock else {}))

@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from deltalog.commands.bins import size_groups
 from deltalog.commands.dv_actions import readd_with_dv
 from deltalog.data.change_files import change_rows, write_change_files
 from deltalog.data.filters import Condition, RowFilter, matching_rows, normalize_filter
@@ -44,7 +45,7 @@ from deltalog.data.read import kept_rows, map_files, read_file_columns, read_fil
 from deltalog.data.sql_expr import Expression
 from deltalog.errors import InvalidArgumentError
 from deltalog.txn.operations import Delete
-from deltalog.txn.row_tracking import tracked_fields
+from deltalog.txn.row_tracking import tracked_fields, tracked_schema
 from deltalog.txn.writer_features import is_true
 
 if TYPE_CHECKING:
@@ -410,15 +411,7 @@ def file_groups(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
         >>> [len(g) for g in file_groups([{"size": 1}, {"size": 2}])]
         [2]
     """
-    groups: list[list[dict[str, Any]]] = [[]]
-    size = 0
-    for row in rows:
-        if groups[-1] and size + int(row.get("size") or 0) > GROUP_BYTES:
-            groups.append([])
-            size = 0
-        groups[-1].append(row)
-        size += int(row.get("size") or 0)
-    return groups
+    return list(size_groups(rows, max_bytes=GROUP_BYTES)) or [[]]
 
 
 def file_matches(
@@ -475,9 +468,8 @@ def _rewrite(
     from concurrent.futures import ThreadPoolExecutor, wait
 
     from deltalog.data.write_files import DataFileWriter, WrittenFile
-    from deltalog.protocol.schema import StructType
 
-    schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
+    schema = tracked_schema(snap.schema, tracked)
 
     def write(group: list[pa.Table]) -> list[WrittenFile]:
         writer = DataFileWriter(table.store, schema, snap.partition_columns, column_mapping=snap.column_mapping_mode)

@@ -240,13 +240,12 @@ def _rewrite_files(table: TableHandle, snap: Snapshot, rows: list[dict[str, Any]
     """Rewrite ``rows`` (live files) with their kept rows in the table's current types, ``dataChange=false``."""
     from deltalog.data.read import kept_rows, read_file_rows, with_row_tracking_columns
     from deltalog.data.write_files import DataFileWriter
-    from deltalog.protocol.schema import StructType
-    from deltalog.txn.row_tracking import tracked_fields
+    from deltalog.txn.row_tracking import tracked_fields, tracked_schema
 
     txn = table.transaction(Reorg(apply_purge=purge), **_options(clock, snap))
     txn.read_files(r["path"] for r in rows)
     tracked = tracked_fields(snap.protocol, snap.metadata)  # row tracking: the rows keep their ids
-    schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
+    schema = tracked_schema(snap.schema, tracked)
     writer = DataFileWriter(table.store, schema, snap.partition_columns, column_mapping=snap.column_mapping_mode)
     written: list[str] = []
 

@@ -29,6 +29,7 @@ from deltalog.errors import InvalidArgumentError
 from deltalog.txn.defaults import fill_defaults
 from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import IdentityGenerator, with_high_water_marks
+from deltalog.txn.row_tracking import tracked_schema
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -315,8 +316,7 @@ def _by_file(rows: np.ndarray, file_of: np.ndarray) -> dict[int, np.ndarray]:
 
 def _null_rows(snap: Snapshot, tracked: Any, n: int) -> pa.Table:
     """``n`` rows of nulls of the table's columns (and its row-tracking columns)."""
-    from deltalog.protocol.schema import StructType
 
-    schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
+    schema = tracked_schema(snap.schema, tracked)
     arrow = schema.to_arrow_schema()
     return pa.table({f.name: pa.nulls(n, f.type) for f in arrow}, schema=arrow)

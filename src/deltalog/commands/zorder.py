@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog.commands.bins import WINDOW_FILES, bin_rows
+from deltalog.commands.bins import bin_rows, windows
 from deltalog.commands.optimize_plan import bits_per_column, interleave_bits, range_ids, range_probabilities
 from deltalog.data.read import map_files, read_file_columns
 
@@ -169,11 +169,11 @@ def _sample(snap: ReadableSnapshot, files: Sequence[dict[str, Any]], columns: Se
     def file_keys(add: dict[str, Any]) -> list[np.ndarray]:
         rows = read_file_columns(snap, add, tops)
         share = max(1, math.ceil(SAMPLE_ROWS * int(add.get("size") or 0) / total))
-        step = max(1, rows.num_rows // share) if rows.num_rows > share else 1
+        step = max(1, rows.num_rows // share)
         return [k[::step] for k in _keys(rows, columns)]
 
-    for start in range(0, len(files), WINDOW_FILES):
-        for found in map_files(file_keys, [dict(f) for f in files[start:start + WINDOW_FILES]]):
+    for window in windows([dict(f) for f in files]):
+        for found in map_files(file_keys, window):
             for i, k in enumerate(found):
                 keys[i].append(k)
     return [np.concatenate(k) if k else np.zeros(0) for k in keys]
@@ -202,6 +202,7 @@ def spill_in_z_order(snap: ReadableSnapshot, files: Sequence[dict[str, Any]], ro
     paths = [os.path.join(folder.name, f"slice-{i:05d}.parquet") for i in range(slices)]
     writers: dict[int, pq.ParquetWriter] = {}
     num_rows = 0
+    written = False
     try:
         for rows in bin_rows(snap, files, row_tracking):
             if rows.num_rows == 0:
@@ -218,11 +219,10 @@ def spill_in_z_order(snap: ReadableSnapshot, files: Sequence[dict[str, Any]], ro
                     writer = writers[int(i)] = pq.ParquetWriter(paths[int(i)], ordered.schema, compression="lz4")
                 writer.write_table(ordered.slice(int(begin), int(end - begin)))
             num_rows += rows.num_rows
-    except BaseException:
+        written = True
+    finally:
         for writer in writers.values():
             writer.close()
-        folder.cleanup()
-        raise
-    for writer in writers.values():
-        writer.close()
+        if not written:
+            folder.cleanup()
     return SpilledRows(folder, paths, num_rows)

@@ -18,7 +18,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 from collections.abc import Iterable, Iterator, Sequence
@@ -34,9 +33,9 @@ from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import StructType
 from deltalog.spark._common import arrow_frame, map_in_arrow
-from deltalog.spark._write_job import FILE_DDL, RunWriter, file_rows, task_error, written_files
+from deltalog.spark._write_job import FILE_DDL, RunWriter, delete_written, file_rows, task_error, written_files
 from deltalog.storage.locations import StoreRef
-from deltalog.txn.row_tracking import tracked_fields
+from deltalog.txn.row_tracking import tracked_fields, tracked_schema
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -76,7 +75,7 @@ def compact_bins(spark: Any, snap: Snapshot, bins: Sequence[Bin], *, target_file
         ([1000, 250], 2)
     """
     tracked = tracked_fields(snap.protocol, snap.metadata)
-    schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
+    schema = tracked_schema(snap.schema, tracked)
     names = (tracked[0].name, tracked[1].name) if tracked else None
     spec = _BinSpec(StoreRef.of(snap.store), snap.table, snap.version, snap.protocol, snap.metadata, schema, names,
                     target_file_size, tuple(zorder))
@@ -121,9 +120,7 @@ def _compact_task(spec: _BinSpec, batches: Iterable[pa.RecordBatch]) -> Iterator
                 done.extend(writer.close())
             except BaseException:
                 writer.abort()
-                for f in done:
-                    with contextlib.suppress(Exception):
-                        store.delete(f.rel_path)
+                delete_written(store, done)
                 raise
     if done:
         yield file_rows(done)

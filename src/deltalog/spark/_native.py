@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -39,6 +38,7 @@ import pyarrow.parquet as pq
 from deltalog.data.write_files import WrittenFile
 from deltalog.data.write_stats import stats_json
 from deltalog.protocol.schema import StructType
+from deltalog.spark._write_job import delete_written
 from deltalog.storage import LocalLogStore
 
 __all__ = ["native_write_ok", "write_native"]
@@ -188,9 +188,7 @@ def write_native(df: Any, store: LocalLogStore, schema: StructType) -> list[Writ
                 )
             )
     except BaseException:
-        for f in files:
-            with contextlib.suppress(Exception):  # cleanup must not hide the original error
-                store.delete(f.rel_path)
+        delete_written(store, files)
         raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)

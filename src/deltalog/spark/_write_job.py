@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
@@ -34,8 +35,8 @@ from deltalog.storage.locations import StoreRef
 from deltalog.txn.predicates import ReadPredicate
 
 __all__ = [
-    "FILE_DDL", "FILE_SCHEMA", "RunWriter", "TaskSpec", "chunks", "file_rows", "run_job", "run_tallied", "task_error",
-    "written_files",
+    "FILE_DDL", "FILE_SCHEMA", "RunWriter", "TaskSpec", "chunks", "delete_written", "file_rows", "run_job",
+    "run_tallied", "task_error", "written_files",
 ]
 
 _CHUNK_ROWS = 1_000_000
@@ -203,6 +204,18 @@ def _write_task(spec: TaskSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[p
 def _file_row(f: WrittenFile) -> dict[str, Any]:
     return {"path": f.path, "rel_path": f.rel_path, "partition_values": json.dumps(f.partition_values),
             "size": f.size, "num_records": f.num_records, "stats": f.stats, "modification_time": f.modification_time}
+
+
+def delete_written(store: Any, files: Iterable[WrittenFile]) -> None:
+    """Delete ``files`` (written, never committed) from ``store``; a failing delete is passed over, so that
+    cleaning up never hides the error that made it necessary.
+
+    Example:
+        >>> delete_written(store, [])
+    """
+    for f in files:
+        with contextlib.suppress(Exception):
+            store.delete(f.rel_path)
 
 
 def file_rows(files: Sequence[WrittenFile]) -> pa.RecordBatch:

@@ -42,7 +42,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import itertools
@@ -86,7 +85,7 @@ from deltalog.spark._common import (
     spark_schema,
 )
 from deltalog.spark._files import partition_table
-from deltalog.spark._write_job import FILE_DDL, RunWriter, chunks, file_rows, task_error, written_files
+from deltalog.spark._write_job import FILE_DDL, RunWriter, chunks, delete_written, file_rows, task_error, written_files
 from deltalog.spark._zorder import (
     BIN,
     clustering_fields,
@@ -99,6 +98,7 @@ from deltalog.spark.dml._scan import FILE, file_uris, quoted, target_scan
 from deltalog.spark.read import scan_rows
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.operations import Optimize, Reorg
+from deltalog.txn.row_tracking import tracked_schema
 from deltalog.txn.transaction import Transaction
 
 if TYPE_CHECKING:
@@ -319,9 +319,7 @@ def _rewrite_task(spec: _RewriteSpec, batches: Iterable[pa.RecordBatch]) -> Iter
     except BaseException:
         if writer is not None:
             writer.abort()
-        for f in done:
-            with contextlib.suppress(Exception):
-                store.delete(f.rel_path)
+        delete_written(store, done)
         raise
     if done:
         yield file_rows(done)
@@ -342,9 +340,7 @@ def _rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[StructFie
         try:
             more, more_tasks = _zorder_rewrite(spark, snap, large, zorder, max_file_size)
         except BaseException:
-            for f in files:  # the small bins' files are not committed either
-                with contextlib.suppress(Exception):
-                    snap.store.delete(f.rel_path)
+            delete_written(snap.store, files)  # the small bins' files are not committed either
             raise
         files, tasks = files + more, tasks + more_tasks
     return files, tasks
@@ -374,7 +370,7 @@ def _zorder_rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[St
     members = [(b_id, f["path"]) for b_id, b in enumerate(bins) for f in b.files]
     chosen = all_files.take(pa.array([index[p] for _, p in members], pa.int64()))
     tracked = tracked_fields(snap)  # row tracking: the rows keep their ids and commit versions
-    schema = StructType((*snap.schema.fields, *tracked)) if tracked else snap.schema
+    schema = tracked_schema(snap.schema, tracked)
     data = [F.col(quoted(n)) for n in schema.field_names]
     if len(bins) == 1 and not tracked:
         # One bin: the plain read scan (no per-row file path, deleted rows dropped), no join to tag rows.

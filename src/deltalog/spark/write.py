@@ -37,7 +37,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -87,7 +86,7 @@ from deltalog.spark._identity import (
     with_identity,
 )
 from deltalog.spark._native import native_write_ok, write_native
-from deltalog.spark._write_job import TaskSpec, run_job, task_error
+from deltalog.spark._write_job import TaskSpec, delete_written, run_job, task_error
 from deltalog.spark.idempotent import session_txn
 from deltalog.spark.replace_where import ReplaceWhere, overwrite_where, parse_replace_where
 from deltalog.storage import LocalLogStore, LogStore
@@ -518,9 +517,7 @@ def write(
         files = write_files(df, check=check)
 
         def discard() -> None:
-            for f in files:
-                with contextlib.suppress(Exception):  # cleanup must not hide the commit error
-                    store.delete(f.rel_path)
+            delete_written(store, files)
 
         with txn.discard_unless_committed(discard):
             result = _commit_files(txn, plan, files, opts)

@@ -36,10 +36,10 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.protocol.actions import Add, Metadata, Protocol, Remove
-from deltalog.protocol.schema import PrimitiveType, StructField
+from deltalog.protocol.schema import PrimitiveType, StructField, StructType
 
 __all__ = ["DOMAIN", "assign_row_ids", "check_no_moved_rows", "domain_configuration", "high_water_mark",
-           "materialized_fields", "tracked_fields", "with_materialized_names"]
+           "materialized_fields", "tracked_fields", "tracked_schema", "with_materialized_names"]
 
 DOMAIN = "delta.rowTracking"
 ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
@@ -163,6 +163,17 @@ def tracked_fields(protocol: Protocol, metadata: Metadata) -> tuple[StructField,
     if "rowTracking" not in writer_features(protocol):
         return None
     return materialized_fields(metadata.configuration, mapping_mode(metadata.configuration))
+
+
+def tracked_schema(schema: StructType, tracked: tuple[StructField, StructField] | None) -> StructType:
+    """The columns of rows copied to new files: ``schema`` followed by the materialized row-tracking columns
+    ``tracked`` (:func:`tracked_fields`), or ``schema`` itself when the table keeps none.
+
+    Example:
+        >>> tracked_schema(StructType(()), None).field_names
+        []
+    """
+    return StructType((*schema.fields, *tracked)) if tracked else schema
 
 
 def with_materialized_names(configuration: Mapping[str, str]) -> dict[str, str]:

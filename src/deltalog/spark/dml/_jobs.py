@@ -41,6 +41,7 @@ from deltalog.data.deletion_vectors import INLINE_DV_MAX_BYTES
 from deltalog.errors import DeltaError, SchemaError
 from deltalog.protocol.actions import Add, Metadata
 from deltalog.protocol.schema import StructType
+from deltalog.spark._write_job import delete_written
 from deltalog.spark.dml._scan import FILE, ROW, file_uris, num_records, quoted
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.writer_features import (
@@ -226,9 +227,7 @@ class Staged:
         Example:
             >>> staged.cleanup()                                                  # doctest: +SKIP
         """
-        for f in [*self.data, *self.cdc]:
-            with contextlib.suppress(Exception):
-                self.store.delete(f.rel_path)
+        delete_written(self.store, [*self.data, *self.cdc])
         for path in self.dv_files:
             with contextlib.suppress(OSError):
                 os.remove(path)
