@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import time
 from collections.abc import Callable
@@ -99,6 +100,10 @@ def test_a_replayed_sink_batch_is_not_written_twice(
     assert run(q) is None
     before = version(b)
     last = q.lastProgress["batchId"]
+    newest = deltalog.Table(b).history(limit=1)[0]
+    assert (newest["operation"], newest["operationParameters"]["outputMode"], newest["isBlindAppend"]) == (
+        "STREAMING UPDATE", "Append", True)
+    assert newest["operationParameters"]["epochId"] == str(last)
     # Simulate a failure after the Delta commit but before Spark recorded the batch as done.
     for name in (str(last), f".{last}.crc"):  # (Hadoop's checksum side file too, if any)
         if os.path.exists(os.path.join(chk, "commits", name)):
@@ -134,7 +139,16 @@ def test_complete_mode_overwrites_the_table_each_batch(spark: Any, tmp_path: Pat
     assert run(start()) is None
     got = {r["p"]: r["count"] for r in spark.read.format("delta").load(b).collect()}
     assert got == {"x": 3, "y": 3}
-    assert deltalog.Table(b).history(limit=1)[0]["operationParameters"]["mode"] == "Overwrite"
+    # delta-spark's history: every commit a STREAMING UPDATE naming the output mode, query and epoch
+    history = deltalog.Table(b).history()
+    query = json.loads(Path(chk, "metadata").read_text(encoding="utf-8").splitlines()[0])["id"]
+    assert [(h["operation"], h["operationParameters"]) for h in history] == [
+        ("STREAMING UPDATE", {"outputMode": "Complete", "queryId": query, "epochId": str(epoch)})
+        for epoch in (1, 0)
+    ]
+    assert history[0]["operationMetrics"]["numRemovedFiles"] != "0"
+    assert history[0]["operationMetrics"]["numOutputRows"] == "2"
+    assert history[0]["isBlindAppend"] is False
 
 
 def test_max_files_per_trigger_sets_batch_sizes(spark: Any, tmp_path: Path) -> None:
@@ -194,6 +208,19 @@ def test_options_are_checked_when_the_stream_is_defined(spark: Any, tmp_path: Pa
     with pytest.raises(InvalidArgumentError, match="checkpointLocation"):
         df.writeStream.format("delta").start(str(tmp_path / "b"))
     assert not spark.streams.active
+
+
+def test_exclude_regex_leaves_out_matching_files(spark: Any, tmp_path: Path) -> None:
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    append(a, [1, 2], part="keep")
+    append(a, [3], part="skip")
+    assert run(copy_stream(spark, a, b, str(tmp_path / "chk"), excludeRegex="p=skip/")) is None
+    append(a, [4], part="skip")
+    append(a, [5], part="keep")
+    assert run(copy_stream(spark, a, b, str(tmp_path / "chk"), excludeRegex="p=skip/")) is None
+    assert ids(spark, b) == [1, 2, 5]
+    with pytest.raises(InvalidArgumentError, match=r"DELTA_REGEX_OPT_SYNTAX_ERROR.*excludeRegex"):
+        spark.readStream.format("delta").option("excludeRegex", "p=(").load(a)
 
 
 def test_idempotent_merge_per_batch(spark: Any, tmp_path: Path) -> None:

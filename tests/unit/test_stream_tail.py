@@ -112,6 +112,29 @@ def test_a_batch_can_stop_inside_a_commit(tmp_path: Path) -> None:
     assert len(_ids(tail, start, rest)) == 3
 
 
+def test_exclude_regex_leaves_matching_files_out_and_keeps_positions(tmp_path: Path) -> None:
+    loc = str(tmp_path / "t")
+    deltalog.write_table(loc, pa.table({"id": [1, 2, 3], "p": ["a", "b", "c"]}), partition_by=["p"])  # 3 files
+    deltalog.write_table(loc, pa.table({"id": [4, 5], "p": ["b", "d"]}), partition_by=["p"], mode="append")
+    tail = LogTail(deltalog.Table(loc), options=TailOptions(exclude_regex="p=b/"))
+    start = tail.start_position(starting_version=0)
+    files = tail.files_between(start, tail.latest_position(start, None))
+    assert sorted(f.add["path"].split("/")[0] for f in files) == ["p=a", "p=c", "p=d"]
+    # batches of one file step over the left-out files; positions are the files' indexes in the commit
+    sizes, end = _batches(tail, start, AdmissionLimit(max_files=1))
+    assert sizes == [1, 1, 1] and end == StreamPosition(2)
+    everything = LogTail(deltalog.Table(loc))
+    indexes = {f.add["path"]: (f.version, f.index) for f in everything.files_between(start, StreamPosition(2))}
+    assert {f.add["path"]: (f.version, f.index) for f in files}.items() <= indexes.items()
+    assert _ids(tail, start, end) == [1, 3, 5]
+    # the snapshot unit of a stream without a starting version too
+    snap = LogTail(deltalog.Table(loc), options=TailOptions(exclude_regex=r"^p=[ab]/"))
+    first = snap.start_position()
+    assert _ids(snap, first, snap.latest_position(first, None)) == [3, 5]
+    with pytest.raises(InvalidArgumentError, match=r"DELTA_REGEX_OPT_SYNTAX_ERROR.*excludeRegex '\['"):
+        TailOptions(exclude_regex="[")
+
+
 def test_data_change_false_commits_are_skipped(table: str, compact_copy: Callable[[str], int]) -> None:
     tail = LogTail(deltalog.Table(table))
     pos = tail.latest_position(tail.start_position(), None)

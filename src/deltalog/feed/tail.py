@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -188,12 +189,44 @@ class AdmissionLimit:
 
 @dataclass(frozen=True)
 class TailOptions:
-    """What to do with commits that change or delete data, and with history that is gone."""
+    """What to do with commits that change or delete data, and with history that is gone; and which
+    files to leave out: ``exclude_regex`` (delta-spark's ``excludeRegex``) skips every file whose path
+    (as the log writes it, relative to the table) contains a match.
+
+    Example:
+        >>> opts = TailOptions(exclude_regex=r"\\.tmp$")
+        >>> opts.excludes("part-1.parquet.tmp"), opts.excludes("part-1.parquet")
+        (True, False)
+        >>> TailOptions(exclude_regex="(")
+        Traceback (most recent call last):
+        ...
+        deltalog.errors.InvalidArgumentError: [DELTA_REGEX_OPT_SYNTAX_ERROR] option excludeRegex '(' is not a \
+regular expression: missing ), unterminated subpattern at position 0
+    """
 
     ignore_deletes: bool = False
     ignore_changes: bool = False
     skip_change_commits: bool = False
     fail_on_data_loss: bool = True
+    exclude_regex: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.exclude_regex is not None:
+            _pattern(self.exclude_regex)
+
+    def excludes(self, path: str) -> bool:
+        """Whether the file at ``path`` is left out of the stream."""
+        return self.exclude_regex is not None and _pattern(self.exclude_regex).search(path) is not None
+
+
+@functools.lru_cache(maxsize=8)
+def _pattern(text: str) -> re.Pattern[str]:
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise InvalidArgumentError(
+            f"[DELTA_REGEX_OPT_SYNTAX_ERROR] option excludeRegex {text!r} is not a regular expression: {exc}"
+        ) from None
 
 
 @dataclass
@@ -384,7 +417,7 @@ class LogTail:
         for unit in self._units_from(start, end_version):
             first = start.index + 1 if (unit.version, unit.is_snapshot) == (start.version, start.is_starting_version) \
                 else 0
-            for f in unit.files[first:]:
+            for f in (x for x in unit.files if x.index >= first):
                 if limit is not None and taken > 0 and (
                     (limit.max_files is not None and taken >= limit.max_files)
                     or (limit.max_bytes is not None and size >= limit.max_bytes)
@@ -487,7 +520,7 @@ class LogTail:
             stamp = self._timestamp(version)
             rows = [{**r, "kind": "add", "changeType": "insert", "selectionVector": None, "commitTimestamp": stamp}
                     for r in rows]
-        unit = _Unit(version, True, [IndexedFile(version, i, True, r) for i, r in enumerate(rows)])
+        unit = _Unit(version, True, self._indexed(version, True, rows))
         self._units[key] = unit
         return unit
 
@@ -509,9 +542,7 @@ class LogTail:
                  "selectionVector": dict(f.selection_vector) if f.selection_vector else None}
                 for f in c.files
             ]
-            self._units[(c.version, False)] = _Unit(
-                c.version, False, [IndexedFile(c.version, i, False, r) for i, r in enumerate(rows)]
-            )
+            self._units[(c.version, False)] = _Unit(c.version, False, self._indexed(c.version, False, rows))
 
     def _commit_unit(self, commit: LogFile, following: list[LogFile] | None = None) -> _Unit:
         key = (commit.version, False)
@@ -534,9 +565,17 @@ class LogTail:
         rows = adds.select(list(_FILE_KEYS)).to_pylist()
         if removes.num_rows:
             rows = self._changed(version, rows, removes.column("path")[0].as_py())
-        unit = _Unit(version, False, [IndexedFile(version, i, False, r) for i, r in enumerate(rows)])
+        unit = _Unit(version, False, self._indexed(version, False, rows))
         self._units[key] = unit
         return unit
+
+    def _indexed(self, version: int, is_snapshot: bool, rows: list[dict[str, Any]]) -> list[IndexedFile]:
+        """The unit's files, numbered in log order before ``exclude_regex`` leaves some out (so a position
+        names the same file whatever the option)."""
+        files = [IndexedFile(version, i, is_snapshot, r) for i, r in enumerate(rows)]
+        if self.options.exclude_regex is None:
+            return files
+        return [f for f in files if not self.options.excludes(f.add["path"])]
 
     def _changed(self, version: int, adds: list[dict[str, Any]], example: str) -> list[dict[str, Any]]:
         """The files to read of a commit that removes data (``dataChange=true``), or the stream's error."""

@@ -92,7 +92,7 @@ from deltalog.spark.replace_where import ReplaceWhere, overwrite_where, parse_re
 from deltalog.storage import LocalLogStore, LogStore
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.identity import with_high_water_marks
-from deltalog.txn.operations import CreateTableAsSelect, Write
+from deltalog.txn.operations import CreateTableAsSelect, StreamingUpdate, Write
 from deltalog.txn.transaction import CommitResult, Transaction
 from deltalog.txn.writer_features import check_never_writable
 
@@ -369,13 +369,15 @@ def write(
     partitionBy: str | Sequence[str] | None = None,
     clusterBy: str | Sequence[str] | None = None,
     _statement: Mapping[str, Any] | None = None,
+    _stream: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> WriteResult:
     """Write ``df`` to the Delta table at ``path`` (created if missing) and commit one version.
 
     (``_statement`` is for deltalog's SQL front end: the ``kind`` of a create-as-select statement, its
     ``description``, its table ``properties`` (any keys) and whether the table is ``managed``; they name
-    the commit as delta-spark does.)
+    the commit as delta-spark does. ``_stream`` is for the Delta streaming sink: the micro-batch's
+    ``output_mode``, ``query_id`` and ``epoch_id``, committed as a ``STREAMING UPDATE``.)
 
     ``mode``: ``errorifexists`` (default; also ``error``/``default``), ``append``, ``overwrite`` or
     ``ignore``. Options (case-insensitive, values may be strings as with ``.option()``):
@@ -472,6 +474,11 @@ def write(
             mode=op.mode, partition_by=op.partition_by, kind=str(_statement["kind"]),
             description=_statement.get("description"), properties=dict(properties or {}),
             managed=bool(_statement.get("managed")),
+        )
+    elif _stream is not None:  # a micro-batch of writeStream.format("delta")
+        op = StreamingUpdate(
+            mode=op.mode, partition_by=op.partition_by, output_mode=str(_stream["output_mode"]),
+            query_id=str(_stream["query_id"]), epoch_id=int(_stream["epoch_id"]),
         )
     txn = Transaction(table.store, snapshot, op, table=loc, user_metadata=opts.user_metadata)
     if txn_id is not None:

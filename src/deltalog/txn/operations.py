@@ -66,6 +66,7 @@ __all__ = [
     "Restore",
     "RowTrackingBackfill",
     "SetTableProperties",
+    "StreamingUpdate",
     "UnsetTableProperties",
     "Update",
     "UpgradeProtocol",
@@ -544,3 +545,44 @@ class CreateTableAsSelect(Write):
             "partitionBy": json_param(list(self.partition_by)),
             "properties": json_param(dict(self.properties)),
         }
+
+
+#: Spark's names of the streaming output modes a Delta sink accepts, as ``commitInfo`` records them.
+_OUTPUT_MODES = ("Append", "Complete")
+
+
+@dataclass(frozen=True)
+class StreamingUpdate(Write):
+    """``STREAMING UPDATE``: one micro-batch of a Delta streaming sink (``writeStream.format("delta")``),
+    committed with the query's ``txn`` (``appId`` = query id, ``version`` = ``epoch_id``). ``Append``
+    output adds the batch's rows; ``Complete`` output (``mode="Overwrite"``) replaces the table's rows.
+
+    Example:
+        >>> op = StreamingUpdate(output_mode="Complete", mode="Overwrite", query_id="q-1", epoch_id=3)
+        >>> op.name, op.parameters()
+        ('STREAMING UPDATE', {'outputMode': 'Complete', 'queryId': 'q-1', 'epochId': '3'})
+    """
+
+    output_mode: str = "Append"
+    query_id: str = ""
+    epoch_id: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.output_mode not in _OUTPUT_MODES:
+            raise InvalidArgumentError(
+                f"streaming output mode {self.output_mode!r} is not one of {list(_OUTPUT_MODES)}"
+            )
+
+    @property
+    def name(self) -> str:
+        """``STREAMING UPDATE``, as delta-spark names a sink's commits."""
+        return "STREAMING UPDATE"
+
+    def parameters(self) -> dict[str, str | None]:
+        """The output mode, the query id and the micro-batch (epoch) id."""
+        return {"outputMode": self.output_mode, "queryId": self.query_id, "epochId": str(self.epoch_id)}
+
+    def metric_names(self) -> tuple[str, ...]:
+        """Files added and removed (``Complete`` output removes the previous rows' files), rows and bytes written."""
+        return ("numAddedFiles", "numRemovedFiles", "numOutputRows", "numOutputBytes")

@@ -8,7 +8,9 @@ writer or ``mapInArrow`` tasks) with the kernel's schema enforcement -- and comm
 Spark keeps in ``<checkpointLocation>/metadata``, so it survives restarts from the same checkpoint; a
 batch Spark replays after a failure that came after the Delta commit (but before Spark recorded the
 batch as done) finds its txn version in the table and writes nothing. ``complete`` output mode
-overwrites the table on every batch; ``update`` is refused, as delta-spark does.
+overwrites the table on every batch; ``update`` is refused, as delta-spark does. Each commit is a
+``STREAMING UPDATE`` with the output mode, query id and epoch (batch) id as its parameters, as in
+delta-spark's history.
 
 Why not a Python ``DataSourceStreamArrowWriter``: its ``commit`` runs in a separate worker process
 with only the tasks' messages, it accepts neither ``partitionBy`` nor schema evolution, and
@@ -41,6 +43,8 @@ __all__ = ["OUTPUT_MODES", "SINK_OPTIONS", "DeltaSinkBatch", "query_id", "sink_b
 
 #: Output modes (case-insensitive) and the save mode each micro-batch is written with.
 OUTPUT_MODES = {"append": "append", "complete": "overwrite"}
+#: The output modes' names in ``commitInfo.operationParameters.outputMode`` (Spark's ``OutputMode`` names).
+_MODE_NAMES = {"append": "Append", "overwrite": "Complete"}
 #: Options ``writeStream.format("delta")`` accepts (case-insensitive); ``delta.*`` keys are table properties.
 SINK_OPTIONS = ("checkpointLocation", "mergeSchema", "userMetadata", "targetFileSize", "path", "queryName")
 _WRITE_PASSED = ("mergeSchema", "userMetadata", "targetFileSize")
@@ -124,6 +128,7 @@ class DeltaSinkBatch:
             partitionBy=list(self.partition_by) if self.partition_by else None,
             txnAppId=self.app_id(),
             txnVersion=int(batch_id),
+            _stream={"output_mode": _MODE_NAMES[self.mode], "query_id": self.app_id(), "epoch_id": int(batch_id)},
             **dict(self.options),
         )
 

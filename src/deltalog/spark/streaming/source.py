@@ -6,7 +6,8 @@ Mechanism: PySpark's **Python streaming data source** (``pyspark.sql.datasource`
 kernel's (:class:`deltalog.feed.tail.LogTail`): offsets are log positions in delta-spark's offset JSON,
 admission control takes whole files up to ``maxFilesPerTrigger`` (default 1000) and/or
 ``maxBytesPerTrigger``, ``Trigger.AvailableNow`` stops at the version current when the query started,
-OPTIMIZE-style ``dataChange=false`` commits are skipped, commits removing data fail the stream unless
+OPTIMIZE-style ``dataChange=false`` commits are skipped, files whose path matches ``excludeRegex`` are left
+out, commits removing data fail the stream unless
 ``ignoreDeletes`` / ``ignoreChanges`` / ``skipChangeCommits`` say otherwise, and a schema change the
 stream cannot read fails it with the version named. Where the stream starts follows delta-spark: the
 latest snapshot and then its changes by default; with ``startingVersion`` (or ``"latest"``) /
@@ -76,6 +77,7 @@ STREAM_READ_OPTIONS = (
     "skipChangeCommits",
     "failOnDataLoss",
     "readChangeFeed",
+    "excludeRegex",
     "path",
 )
 DEFAULT_MAX_FILES = 1000
@@ -134,6 +136,7 @@ class StreamReadOptions:
             ignore_changes=parse_bool(opts.get("ignoreChanges", False), "ignoreChanges"),
             skip_change_commits=parse_bool(opts.get("skipChangeCommits", False), "skipChangeCommits"),
             fail_on_data_loss=parse_bool(opts.get("failOnDataLoss", True), "failOnDataLoss"),
+            exclude_regex=None if opts.get("excludeRegex") is None else str(opts["excludeRegex"]),
         )
         sv, st = opts.get("startingVersion"), opts.get("startingTimestamp")
         return cls(target, max_files, max_bytes, None if sv is None else str(sv), None if st is None else str(st), tail,
