@@ -90,6 +90,14 @@ class VersionNotFoundError(DeltaError):
     """Time travel asked for a version (or timestamp) the log can no longer or not yet reconstruct."""
 
 
+class TimestampAfterLatestError(VersionNotFoundError):
+    """Time travel asked for a timestamp after the table's latest commit."""
+
+
+class TimestampBeforeEarliestError(VersionNotFoundError):
+    """Time travel asked for a timestamp before the earliest commit the log still has."""
+
+
 class DeletionVectorError(DeltaError):
     """A deletion vector cannot be located, decoded, or fails its checksum."""
 

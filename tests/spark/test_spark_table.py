@@ -93,6 +93,14 @@ def test_restore_and_vacuum(spark: Any, table: str) -> None:
     assert dt.history(1).collect()[0]["operation"] == "RESTORE"
     assert dt.restoreToTimestamp("2024-02-15").collect()[0]["num_restored_files"] == appended
     assert dt.toDF().count() == 9
+    from pyspark.errors import AnalysisException
+
+    for call, condition in ((lambda: dt.restoreToVersion(50), "DELTA_CANNOT_RESTORE_TABLE_VERSION"),
+                            (lambda: dt.restoreToTimestamp("2999-01-01"), "DELTA_CANNOT_RESTORE_TIMESTAMP_GREATER"),
+                            (lambda: dt.restoreToTimestamp("2001-01-01"), "DELTA_CANNOT_RESTORE_TIMESTAMP_EARLIER")):
+        with pytest.raises(AnalysisException) as caught:
+            call()
+        assert caught.value.getCondition() == condition
     write(spark.range(3).selectExpr("id", "id % 2 AS k"), table, mode="overwrite")
     before = data_files(table)
     dry = dt.vacuum(0.0, dryRun=True, enforceRetentionDuration=False)

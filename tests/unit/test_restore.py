@@ -17,7 +17,13 @@ from deltalog.commands.properties import set_properties
 from deltalog.commands.restore import MissingRestoreFilesError, RestoreResult, merge_protocols, restore
 from deltalog.commands.vacuum import vacuum
 from deltalog.data.deletion_vectors import write_deletion_vectors
-from deltalog.errors import DeltaError, InvalidArgumentError, VersionNotFoundError
+from deltalog.errors import (
+    DeltaError,
+    InvalidArgumentError,
+    TimestampAfterLatestError,
+    TimestampBeforeEarliestError,
+    VersionNotFoundError,
+)
 from deltalog.protocol.actions import Add, Protocol
 from deltalog.txn.operations import Delete
 from deltalog.txn.transaction import start_transaction
@@ -195,8 +201,15 @@ def test_invalid_arguments(tmp_path: Path) -> None:
         restore(table)
     with pytest.raises(InvalidArgumentError, match="exactly one"):
         restore(table, version=0, timestamp="2024-01-01")
-    with pytest.raises(VersionNotFoundError):
+    with pytest.raises(VersionNotFoundError, match=r"^\[DELTA_CANNOT_RESTORE_TABLE_VERSION\] .* version 9: .*latest "
+                       r"version is 2"):
         restore(table, version=9)
+    with pytest.raises(TimestampAfterLatestError, match=r"^\[DELTA_CANNOT_RESTORE_TIMESTAMP_GREATER\] .*2999-01-01"):
+        restore(table, timestamp="2999-01-01")
+    with pytest.raises(TimestampBeforeEarliestError, match=r"^\[DELTA_CANNOT_RESTORE_TIMESTAMP_EARLIER\] .*before the "
+                       r"earliest available commit \(version 0"):
+        restore(table, timestamp="2001-01-01")
+    assert table.snapshot().version == 2  # nothing committed
 
 
 def test_merge_protocols() -> None:

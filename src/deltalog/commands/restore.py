@@ -26,7 +26,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from deltalog.errors import DeltaError, InvalidArgumentError
+from deltalog.errors import (
+    DeltaError,
+    InvalidArgumentError,
+    TimestampAfterLatestError,
+    TimestampBeforeEarliestError,
+    VersionNotFoundError,
+)
 from deltalog.log.timestamps import TimestampLike
 from deltalog.protocol.actions import Add, Metadata, Protocol
 from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor, local_path
@@ -192,6 +198,22 @@ def _timestamp_text(ts: TimestampLike) -> str:
     return str(ts)
 
 
+def _unreachable(
+    exc: VersionNotFoundError, version: int | None, timestamp: TimestampLike | None
+) -> VersionNotFoundError:
+    """The time-travel error of a restore target, with delta-spark's error condition in front."""
+    if version is not None:
+        head = f"[DELTA_CANNOT_RESTORE_TABLE_VERSION] cannot restore the table to version {version}"
+    elif isinstance(exc, TimestampAfterLatestError):
+        head = f"[DELTA_CANNOT_RESTORE_TIMESTAMP_GREATER] cannot restore the table to timestamp {timestamp!s}"
+    elif isinstance(exc, TimestampBeforeEarliestError):
+        head = f"[DELTA_CANNOT_RESTORE_TIMESTAMP_EARLIER] cannot restore the table to timestamp {timestamp!s}"
+    else:
+        head = f"cannot restore the table to timestamp {timestamp!s}"
+    return type(exc)(f"{head}: {exc.message}", table=exc.table,
+                     version=exc.version, file=exc.file, line=exc.line)
+
+
 def restore(
     table: TableHandle,
     *,
@@ -213,7 +235,10 @@ def restore(
     if (version is None) == (timestamp is None):
         raise InvalidArgumentError("restore needs exactly one of version= or timestamp=", table=table.location)
     current = table.snapshot()
-    target = table.snapshot(version=version) if version is not None else table.snapshot(timestamp=timestamp)
+    try:
+        target = table.snapshot(version=version) if version is not None else table.snapshot(timestamp=timestamp)
+    except VersionNotFoundError as exc:
+        raise _unreachable(exc, version, timestamp) from None
     if target.version > current.version:  # a commit landed between the two reads
         current = table.snapshot()
 

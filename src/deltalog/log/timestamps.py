@@ -18,7 +18,14 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from deltalog.errors import CorruptLogError, InvalidArgumentError, InvalidTableError, VersionNotFoundError
+from deltalog.errors import (
+    CorruptLogError,
+    InvalidArgumentError,
+    InvalidTableError,
+    TimestampAfterLatestError,
+    TimestampBeforeEarliestError,
+    VersionNotFoundError,
+)
 from deltalog.log.paths import LogFile
 from deltalog.storage import LogStore
 
@@ -198,13 +205,13 @@ def version_at_timestamp(
     if not commits:
         raise VersionNotFoundError("the table has no commits to time travel to", table=table)
     if target_ms < timestamps[0]:
-        raise VersionNotFoundError(
+        raise TimestampBeforeEarliestError(
             f"timestamp {_fmt(target_ms)} is before the earliest available commit "
             f"(version {commits[0].version} at {_fmt(timestamps[0])})",
             table=table,
         )
     if target_ms > timestamps[-1]:
-        raise VersionNotFoundError(
+        raise TimestampAfterLatestError(
             f"timestamp {_fmt(target_ms)} is after the latest commit (version {commits[-1].version} "
             f"at {_fmt(timestamps[-1])}); use a timestamp at or before it, or read the latest version",
             table=table,
