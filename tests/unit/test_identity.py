@@ -79,6 +79,45 @@ def test_explicit_values(tmp_path: Path) -> None:
     assert _ids(by_default) == [1, 2, 100]
 
 
+def test_sync_identity_moves_the_mark_past_explicit_values(tmp_path: Path) -> None:
+    path = _identity_table(tmp_path / "t", start=1, step=10, always=False)
+    deltalog.write_table(path, pa.table({"v": ["a", "b"]}), mode="append")  # 1, 11
+    deltalog.write_table(path, pa.table({"id": [95, 40], "v": ["x", "y"]}), mode="append")
+    table = deltalog.Table(path)
+    assert table.sync_identity("ID").operation == "CHANGE COLUMN"  # columns match without regard to case
+    assert _mark(path) == 101  # 95 rounded onto 1 + 10n
+    deltalog.write_table(path, pa.table({"v": ["c"]}), mode="append")
+    assert _ids(path) == [1, 11, 40, 95, 111]
+    # the largest value in a file with a deletion vector is read, not taken from its statistics
+    deltalog.write_table(path, pa.table({"id": [500, 7], "v": ["gone", "kept"]}), mode="append")
+    table.set_properties({"delta.enableDeletionVectors": "true"})
+    table.delete("v = 'gone'")
+    assert any(a["deletionVector"] for a in table.snapshot().add_files().to_pylist())
+    table.sync_identity("id")
+    assert _mark(path) == 111  # never back: 111 was handed out already
+    deltalog.write_table(path, pa.table({"id": [300], "v": ["z"]}), mode="append")
+    table.sync_identity("id")
+    assert _mark(path) == 301
+    with pytest.raises(InvalidArgumentError, match=r"ALTER_NON_IDENTITY_COLUMN.*v is not one"):
+        table.sync_identity("v")
+    with pytest.raises(InvalidArgumentError, match=r"DELTA_COLUMN_NOT_FOUND.*'nope'"):
+        table.sync_identity("nope")
+
+
+def test_sync_identity_negative_step_and_empty_table(tmp_path: Path) -> None:
+    path = _identity_table(tmp_path / "t", start=0, step=-2, always=False)
+    deltalog.Table(path).sync_identity("id")
+    assert _mark(path) is None  # no rows: nothing to catch up with
+    deltalog.write_table(path, pa.table({"id": [5], "v": ["above start"]}), mode="append")
+    deltalog.Table(path).sync_identity("id")
+    assert _mark(path) is None  # the first generated value, 0, is already past it
+    deltalog.write_table(path, pa.table({"id": [-7], "v": ["x"]}), mode="append")
+    deltalog.Table(path).sync_identity("id")
+    assert _mark(path) == -8
+    deltalog.write_table(path, pa.table({"v": ["next"]}), mode="append")
+    assert _ids(path) == [-10, -7, 5]
+
+
 def test_table_written_by_an_older_delta(tmp_path: Path) -> None:
     """delta-spark's corpus table: protocol 1/2 with identity metadata (high-water mark 4)."""
     if not CORPUS.is_dir():

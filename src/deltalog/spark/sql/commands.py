@@ -410,15 +410,24 @@ def _show_properties(spark: Any, r: _Reader) -> Any:
 
 
 def _alter(spark: Any, r: _Reader) -> Any:
-    """``ALTER TABLE ... UNSET TBLPROPERTIES`` and ``CLUSTER BY NONE`` (the other ALTER forms are parsed by
-    sqlglot)."""
+    """``ALTER TABLE ... UNSET TBLPROPERTIES``, ``CLUSTER BY NONE`` and ``{ALTER | CHANGE} [COLUMN] c SYNC
+    IDENTITY`` (the other ALTER forms are parsed by sqlglot)."""
     from deltalog.spark._common import open_table
     from deltalog.spark.sql.shared import empty_result
 
     r.expect("ALTER", "TABLE")
-    ref = _spark_table(spark, r, "UNSET", "CLUSTER")
+    ref = _spark_table(spark, r, "UNSET", "CLUSTER", "ALTER", "CHANGE")
     if r.take("CLUSTER", "BY", "NONE") and r.done():
         open_table(ref.location).cluster_by(None)
+        return empty_result(spark)
+    if r.take("ALTER") or r.take("CHANGE"):
+        r.take("COLUMN")
+        column = r.until("SYNC").strip()
+        if not column or not (r.take("SYNC", "IDENTITY") and r.done()):
+            raise refuse(r.text, "this ALTER TABLE ... ALTER COLUMN form is not supported on Delta tables by deltalog")
+        if len(column) > 1 and column[0] == column[-1] == "`":
+            column = column[1:-1].replace("``", "`")
+        open_table(ref.location).sync_identity(column)
         return empty_result(spark)
     if not r.take("UNSET", "TBLPROPERTIES"):
         raise refuse(r.text, "this ALTER TABLE form is not supported on Delta tables by deltalog")
