@@ -223,6 +223,33 @@ class TestDeltaMergeBuilder:
             got = {r["eventId"]: (r["data"], r["count"], r["missed_count"]) for r in rows(deltaTable.toDF(), "eventId")}
             assert got == {1: ("a", 1, 1), 2: ("b", 1, 1), 3: ("c2", 2, 0), 4: ("d", 1, 0)}, style
 
+    @pytest.mark.parametrize("mode", ["none", "name"])
+    def test_schema_evolution_inside_arrays_and_maps(self, spark: Any, delta: Any, tmp_path: Path, mode: str) -> None:
+        """Struct fields the source adds inside arrays and map values evolve the target too (they failed with
+        DELTA_UPDATE_SCHEMA_MISMATCH); rows of files the MERGE does not touch read the new fields as null."""
+        path = str(tmp_path / "t")
+        schema = "id long, arr array<struct<k: int>>, m map<string, struct<x: int>>"
+        for ids in ((1, 2), (3,)):  # two files: the second is not touched
+            frame = spark.createDataFrame([(i, [(i,)], {"a": (i,)}) for i in ids], schema).coalesce(1)
+            frame.write.format("delta").mode("append").option("delta.columnMapping.mode", mode).save(path)
+        src = spark.createDataFrame([(1, [(10, "n1")], {"b": (11, True)}), (4, [(40, "n4")], None)],
+                                    "id long, arr array<struct<k: int, n: string>>, "
+                                    "m map<string, struct<x: int, y: boolean>>")
+        table = delta.tables.DeltaTable.forPath(spark, path)
+        table.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll() \
+            .withSchemaEvolution().execute()
+        frame = table.toDF()
+        assert frame.schema["arr"].dataType.simpleString() == "array<struct<k:int,n:string>>"
+        assert frame.schema["m"].dataType.simpleString() == "map<string,struct<x:int,y:boolean>>"
+        want = {1: ([{"k": 10, "n": "n1"}], {"b": {"x": 11, "y": True}}),
+                2: ([{"k": 2, "n": None}], {"a": {"x": 2, "y": None}}),  # rewritten beside row 1: widened
+                3: ([{"k": 3, "n": None}], {"a": {"x": 3, "y": None}}),  # its file untouched
+                4: ([{"k": 40, "n": "n4"}], None)}
+        got = {r["id"]: (r["arr"], None if r["m"] is None else dict(r["m"])) for r in rows(frame)}
+        assert got == want
+        kernel = deltalog.Table(path).snapshot().to_arrow().to_pylist()
+        assert {r["id"]: (r["arr"], None if r["m"] is None else dict(r["m"])) for r in kernel} == want
+
     def test_schema_evolution_adds_columns_named_by_explicit_clauses(self, spark: Any, delta: Any,
                                                                       tmp_path: Path) -> None:
         from pyspark.sql import functions as F

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from deltalog.protocol.schema import DataType, StructField, StructType, parse_schema
+from deltalog.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, parse_schema
 from deltalog.spark._common import spark_type
 
 __all__ = ["evolved_structs", "new_columns", "widened_struct"]
@@ -56,8 +56,14 @@ def new_columns(target: StructType, source: DataFrame, *, star: bool, keys: Iter
 
 
 def _evolved_type(target: DataType, source: DataType) -> DataType:
-    """``target`` with the fields ``source`` has and it lacks, at any depth of structs (nullable, in the
-    source's order after the target's); other types stay the target's."""
+    """``target`` with the fields ``source`` has and it lacks, at any depth of structs, including structs
+    inside arrays and maps (nullable, in the source's order after the target's); other types stay the
+    target's."""
+    if isinstance(target, ArrayType) and isinstance(source, ArrayType):
+        return replace(target, element_type=_evolved_type(target.element_type, source.element_type))
+    if isinstance(target, MapType) and isinstance(source, MapType):
+        return replace(target, key_type=_evolved_type(target.key_type, source.key_type),
+                       value_type=_evolved_type(target.value_type, source.value_type))
     if not (isinstance(target, StructType) and isinstance(source, StructType)):
         return target
     by_name = {f.name.lower(): f for f in source.fields}
@@ -87,8 +93,8 @@ def evolved_structs(target: StructType, source: DataFrame) -> list[StructField]:
 
 
 def widened_struct(col: Column, old: DataType, new: DataType) -> Column:
-    """A struct value of type ``old`` as type ``new`` (which has more fields, at any depth): the new fields
-    are null, a null struct stays null.
+    """A value of type ``old`` as type ``new``, whose structs have more fields (at any depth, in arrays and
+    maps too): the new fields are null, a null struct stays null.
 
     Example:
         >>> widened_struct(F.col("s"), old_type, new_type)                              # doctest: +SKIP
@@ -96,6 +102,17 @@ def widened_struct(col: Column, old: DataType, new: DataType) -> Column:
     """
     from pyspark.sql import functions as F
 
+    if old == new:
+        return col
+    if isinstance(old, ArrayType) and isinstance(new, ArrayType):
+        return F.transform(col, lambda e: widened_struct(e, old.element_type, new.element_type))
+    if isinstance(old, MapType) and isinstance(new, MapType):
+        out = col
+        if old.key_type != new.key_type:
+            out = F.transform_keys(out, lambda k, _v: widened_struct(k, old.key_type, new.key_type))
+        if old.value_type != new.value_type:
+            out = F.transform_values(out, lambda _k, v: widened_struct(v, old.value_type, new.value_type))
+        return out
     if not (isinstance(old, StructType) and isinstance(new, StructType)):
         return col
     have = {f.name.lower(): f for f in old.fields}
