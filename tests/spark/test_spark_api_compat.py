@@ -250,6 +250,35 @@ class TestDeltaMergeBuilder:
         kernel = deltalog.Table(path).snapshot().to_arrow().to_pylist()
         assert {r["id"]: (r["arr"], None if r["m"] is None else dict(r["m"])) for r in kernel} == want
 
+    def test_struct_values_are_matched_by_field_name(self, spark: Any, delta: Any, tmp_path: Path) -> None:
+        """MERGE and UPDATE store a struct by its fields' names, as delta-spark does by default
+        (resolveMergeUpdateStructsByName): a source struct listing the fields in another order used to be
+        stored by position -- each value in the other field, silently."""
+        path = str(tmp_path / "t")
+        spark.createDataFrame([(1, (1, 2), [(1, "x")])], "id long, s struct<a: int, b: int>, "
+                              "arr array<struct<k: int, v: string>>").write.format("delta").save(path)
+        table = delta.tables.DeltaTable.forPath(spark, path)
+        src = spark.createDataFrame([(1, (20, 10), [("y", 5)]), (2, (40, 30), None)],
+                                    "id long, s struct<b: int, a: int>, arr array<struct<v: string, k: int>>")
+        table.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll() \
+            .execute()
+        got = {r["id"]: (r["s"], r["arr"]) for r in rows(table.toDF())}
+        assert got == {1: ({"a": 10, "b": 20}, [{"k": 5, "v": "y"}]), 2: ({"a": 30, "b": 40}, None)}
+        table.update("id = 1", {"s": "named_struct('b', CAST(200 AS BIGINT), 'a', 100)"})  # names, then cast
+        assert {r["id"]: r["s"] for r in rows(table.toDF())}[1] == {"a": 100, "b": 200}
+        fewer = spark.createDataFrame([(1, (7,), None)], "id long, s struct<a: int>, "
+                                      "arr array<struct<k: int, v: string>>")
+        with pytest.raises(Exception, match="DELTA_UPDATE_SCHEMA_MISMATCH"):  # b would be lost: refused
+            table.alias("t").merge(fewer.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+        other = spark.createDataFrame([(1, (7, 8), None)], "id long, s struct<a: int, c: int>, "
+                                      "arr array<struct<k: int, v: string>>")
+        with pytest.raises(Exception, match="DELTA_UPDATE_SCHEMA_MISMATCH"):  # no field c in the column
+            table.alias("t").merge(other.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+        # with schema evolution the field the source lacks is null
+        table.alias("t").merge(fewer.alias("s"), "t.id = s.id").whenMatchedUpdateAll().withSchemaEvolution() \
+            .execute()
+        assert {r["id"]: r["s"] for r in rows(table.toDF())} == {1: {"a": 7, "b": None}, 2: {"a": 30, "b": 40}}
+
     def test_schema_evolution_adds_columns_named_by_explicit_clauses(self, spark: Any, delta: Any,
                                                                       tmp_path: Path) -> None:
         from pyspark.sql import functions as F

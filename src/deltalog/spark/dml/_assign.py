@@ -203,12 +203,15 @@ def same_type(a: Any, b: Any) -> bool:
     return bool(_strip(a.jsonValue()) == _strip(b.jsonValue()))
 
 
-def assignable(src: Any, dst: Any) -> bool:
+def assignable(src: Any, dst: Any, *, evolve: bool = False) -> bool:
     """Whether delta-spark's UPDATE / MERGE store a ``src``-typed value in a ``dst`` column: Spark's ANSI
     cast rules (``Cast.canAnsiCast``), which delta-spark applies under the default store-assignment
     policy -- numbers, booleans and strings among themselves, strings to dates, timestamps and binary,
-    any atomic value to a string, dates and timestamps among themselves, structs / arrays / maps
-    element-wise. A value the cast cannot represent fails the job (:func:`assign`).
+    any atomic value to a string, dates and timestamps among themselves, arrays / maps element-wise -- and
+    structs field by *name* (delta-spark's ``resolveMergeUpdateStructsByName``, on by default): every field
+    of ``src`` must be one of ``dst``'s, and unless schema evolution is on (``evolve``: a MERGE's fields
+    ``src`` lacks become null) ``dst`` may have no other. A value the cast cannot represent fails the job
+    (:func:`assign`).
 
     Example:
         >>> from pyspark.sql.types import DateType, IntegerType, StringType, TimestampType
@@ -220,18 +223,21 @@ def assignable(src: Any, dst: Any) -> bool:
     if isinstance(src, T.NullType) or same_type(src, dst):
         return True
     if isinstance(dst, T.StructType):
-        return (
-            isinstance(src, T.StructType)
-            and len(src.fields) == len(dst.fields)
-            and all(assignable(s.dataType, d.dataType) for s, d in zip(src.fields, dst.fields))
-        )
+        if not isinstance(src, T.StructType):
+            return False
+        targets = {d.name.lower(): d for d in dst.fields}
+        if any(s.name.lower() not in targets for s in src.fields):
+            return False  # a field the column cannot hold would be lost
+        if not evolve and len(src.fields) != len(dst.fields):
+            return False
+        return all(assignable(s.dataType, targets[s.name.lower()].dataType, evolve=evolve) for s in src.fields)
     if isinstance(dst, T.ArrayType):
-        return isinstance(src, T.ArrayType) and assignable(src.elementType, dst.elementType)
+        return isinstance(src, T.ArrayType) and assignable(src.elementType, dst.elementType, evolve=evolve)
     if isinstance(dst, T.MapType):
         return (
             isinstance(src, T.MapType)
-            and assignable(src.keyType, dst.keyType)
-            and assignable(src.valueType, dst.valueType)
+            and assignable(src.keyType, dst.keyType, evolve=evolve)
+            and assignable(src.valueType, dst.valueType, evolve=evolve)
         )
     scalars = (T.NumericType, T.BooleanType)
     datetimes = (T.DateType, T.TimestampType, T.TimestampNTZType)
@@ -246,9 +252,66 @@ def assignable(src: Any, dst: Any) -> bool:
     return isinstance(src, datetimes) and isinstance(dst, datetimes)
 
 
-def assign(value: Column, src_type: Any, field: StructField, *, what: str) -> Column:
-    """``value`` (whose analysed type is ``src_type``) cast to ``field``'s type; refuses types Spark would
-    not store (:func:`assignable`) and makes values the cast cannot hold fail the job naming the column.
+def _shaped(src: Any, dst: Any) -> Any:
+    """The type :func:`by_name` gives a ``src`` value: its structs' fields named and ordered as ``dst``'s."""
+    from pyspark.sql import types as T
+
+    if same_type(src, dst):
+        return src
+    if isinstance(src, T.StructType) and isinstance(dst, T.StructType):
+        have = {f.name.lower(): f for f in src.fields}
+        return T.StructType([T.StructField(d.name, d.dataType if d.name.lower() not in have else
+                                           _shaped(have[d.name.lower()].dataType, d.dataType), True)
+                             for d in dst.fields])
+    if isinstance(src, T.ArrayType) and isinstance(dst, T.ArrayType):
+        return T.ArrayType(_shaped(src.elementType, dst.elementType), True)
+    if isinstance(src, T.MapType) and isinstance(dst, T.MapType):
+        return T.MapType(_shaped(src.keyType, dst.keyType), _shaped(src.valueType, dst.valueType), True)
+    return src
+
+
+def by_name(value: Column, src: Any, dst: Any) -> tuple[Column, Any]:
+    """``value`` (of type ``src``) with the fields of its structs -- at any depth, in arrays and maps too --
+    taken by name in ``dst``'s order (a field ``src`` lacks is null), and its new type: what is left for a
+    cast is positional. A null struct stays null.
+
+    Example:
+        >>> by_name(F.col("s"), parse("struct<b:int,a:int>"), parse("struct<a:int,b:int>"))[1].simpleString()
+        ... # doctest: +SKIP
+        'struct<a:int,b:int>'
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    shaped = _shaped(src, dst)
+    if same_type(shaped, src):  # (names and their order are part of the type)
+        return value, src
+    if isinstance(src, T.StructType) and isinstance(dst, T.StructType):
+        have = {f.name.lower(): f for f in src.fields}
+        parts = []
+        for d in dst.fields:
+            s = have.get(d.name.lower())
+            part = F.lit(None).cast(d.dataType) if s is None else by_name(value.getField(s.name), s.dataType,
+                                                                           d.dataType)[0]
+            parts.append(part.alias(d.name))
+        return F.when(value.isNull(), F.lit(None).cast(shaped)).otherwise(F.struct(*parts)), shaped
+    if isinstance(src, T.ArrayType) and isinstance(dst, T.ArrayType):
+        return F.transform(value, lambda e: by_name(e, src.elementType, dst.elementType)[0]), shaped
+    if isinstance(src, T.MapType) and isinstance(dst, T.MapType):
+        out = value
+        if not same_type(_shaped(src.keyType, dst.keyType), src.keyType):
+            out = F.transform_keys(out, lambda k, _v: by_name(k, src.keyType, dst.keyType)[0])
+        if not same_type(_shaped(src.valueType, dst.valueType), src.valueType):
+            out = F.transform_values(out, lambda _k, v: by_name(v, src.valueType, dst.valueType)[0])
+        return out, shaped
+    return value, src
+
+
+def assign(value: Column, src_type: Any, field: StructField, *, what: str, evolve: bool = False) -> Column:
+    """``value`` (whose analysed type is ``src_type``) cast to ``field``'s type, struct fields matched by
+    name (:func:`by_name`); refuses types Spark would not store (:func:`assignable`; ``evolve``: a MERGE
+    with schema evolution, where struct fields the value lacks become null) and makes values the cast
+    cannot hold fail the job naming the column.
 
     Example:
         >>> assign(F.col("s.v"), LongType(), table_field, what="MERGE UPDATE")    # doctest: +SKIP
@@ -259,11 +322,14 @@ def assign(value: Column, src_type: Any, field: StructField, *, what: str) -> Co
     dst = spark_type(field.type)
     if same_type(src_type, dst):
         return value
-    if not assignable(src_type, dst):
+    if not assignable(src_type, dst, evolve=evolve):
         raise SchemaError(
             f"[DELTA_UPDATE_SCHEMA_MISMATCH] {what}: cannot assign a value of type {src_type.simpleString()} to "
             f"column {field.name!r} of type {dst.simpleString()}; cast the expression explicitly"
         )
+    value, src_type = by_name(value, src_type, dst)
+    if same_type(src_type, dst):
+        return value
     casted = value.try_cast(dst)
     chain: Column = None
     for label, old, new, dtype in _losses(value, casted, src_type, dst, field.name):

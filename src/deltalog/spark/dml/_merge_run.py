@@ -256,7 +256,8 @@ class MergeRun:
         for i, (cid, name, col) in enumerate(flat):
             assert typed is not None
             what = f"MERGE {by_id[cid].label()}"
-            values[(cid, name)] = assign(col, typed.fields[i].dataType, self.schema.field(name), what=what)
+            values[(cid, name)] = assign(col, typed.fields[i].dataType, self.schema.field(name), what=what,
+                                         evolve=self.evolve)
         self._identity_values(writers, values)
         for c in writers:  # inserted rows: a defaulted column the clause leaves out gets its default
             for name in default_columns(self.schema) if c.action == "insert" else ():
