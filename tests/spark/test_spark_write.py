@@ -179,6 +179,25 @@ def test_schema_mismatch_merge_schema_and_overwrite_schema(spark: Any, tmp_path:
     assert sorted(r["id"] for r in rows(read(spark, p))) == ["0", "1", "2"]
 
 
+def test_struct_fields_in_another_order_or_missing_are_written_by_name(spark: Any, tmp_path: Path) -> None:
+    """As delta-spark: an append whose struct lists the table's fields in another order, or lacks some, is
+    written by field name without mergeSchema (it was refused); the table's schema stays the same."""
+    p = str(tmp_path / "t")
+    spark.createDataFrame([(1, (1, 2, [(1, "x")]))], "id long, s struct<a: long, b: int, "
+                          "arr: array<struct<k: int, v: string>>>").write.format("delta").save(p)
+    spark.createDataFrame([(5, (60, 50, [("y", 7)]))], "id long, s struct<b: int, a: int, "
+                          "arr: array<struct<v: string, k: int>>>").write.format("delta").mode("append").save(p)
+    spark.createDataFrame([(6, (70,))], "id long, s struct<a: long>").write.format("delta").mode("append").save(p)
+    assert deltalog.Table(p).snapshot().schema == deltalog.Table(p).snapshot(version=0).schema
+    got = {r["id"]: r["s"] for r in rows(read(spark, p))}
+    assert got == {1: {"a": 1, "b": 2, "arr": [{"k": 1, "v": "x"}]}, 5: {"a": 50, "b": 60, "arr": [{"k": 7, "v": "y"}]},
+                   6: {"a": 70, "b": None, "arr": None}}
+    with pytest.raises(SchemaError, match="s: table struct"):  # a field the table lacks still needs mergeSchema
+        spark.createDataFrame([(7, (1, "z"))], "id long, s struct<a: long, zz: string>").write.format("delta") \
+            .mode("append").save(p)
+    assert version(p) == 2
+
+
 def test_constraints_checked_in_tasks_and_failed_job_commits_nothing(spark: Any, tmp_path: Path) -> None:
     from pyspark.sql import functions as F
 

@@ -314,6 +314,32 @@ def test_narrower_types_are_converted_without_schema_mode(tmp_path: Path) -> Non
         write_table(tmp_path, pa.table({"id": [3.0], "x": [1.0], "d": pa.array([0], pa.date32())}), mode="append")
 
 
+def test_nested_fields_reordered_missing_or_narrower_without_schema_mode(tmp_path: Path) -> None:
+    # a struct (also in an array or map) whose fields come in another order, lack some of the table's or
+    # hold narrower types was refused unless schema_mode="merge"; delta-spark writes it by field name, the
+    # table's schema unchanged
+    item = pa.struct([("k", pa.int32()), ("v", pa.string())])
+    first = pa.table({"s": pa.array([{"a": 1, "b": 2, "arr": [{"k": 1, "v": "x"}]}],
+                                    pa.struct([("a", pa.int64()), ("b", pa.int32()), ("arr", pa.list_(item))]))})
+    write_table(tmp_path, first)
+    reordered = pa.array([{"b": 60, "a": 50, "arr": [{"v": "y", "k": 7}]}], pa.struct(
+        [("b", pa.int32()), ("a", pa.int32()), ("arr", pa.list_(pa.struct([("v", pa.string()), ("k", pa.int32())])))]))
+    write_table(tmp_path, pa.table({"s": reordered}), mode="append")
+    write_table(tmp_path, pa.table({"s": pa.array([{"a": 70}], pa.struct([("a", pa.int64())]))}), mode="append")
+    table = deltalog.Table(str(tmp_path))
+    assert table.snapshot().schema.to_json() == table.snapshot(version=0).schema.to_json()
+    assert sorted(read(tmp_path).to_pylist(), key=lambda r: r["s"]["a"]) == [
+        {"s": {"a": 1, "b": 2, "arr": [{"k": 1, "v": "x"}]}},
+        {"s": {"a": 50, "b": 60, "arr": [{"k": 7, "v": "y"}]}},
+        {"s": {"a": 70, "b": None, "arr": None}},
+    ]
+    for bad in (pa.array([{"a": 1, "zz": "x"}]),  # a field the table lacks
+                pa.array([{"a": "one"}])):  # a type that does not convert
+        with pytest.raises(SchemaError, match="s: table struct"):
+            write_table(tmp_path, pa.table({"s": bad}), mode="append")
+    assert table.latest_version() == 2
+
+
 def test_merge_schema(tmp_path: Path) -> None:
     write_table(tmp_path, pa.table({"id": [1], "st": [{"a": 1}]}))
     more = pa.table({"id": pa.array([2], pa.int32()), "st": [{"a": 2, "b": "x"}], "new": ["n"]})

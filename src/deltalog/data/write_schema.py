@@ -195,6 +195,17 @@ def _nullable_everywhere(t: DataType) -> DataType:
     return t
 
 
+def _fits(table_t: DataType, data_t: DataType) -> bool:
+    """Whether ``data_t`` values are written in a ``table_t`` column without changing its type: structs
+    (at any depth) whose fields come in another order, lack some of the table's (written as null) or hold
+    narrower types -- as delta-spark accepts them without schema merging."""
+    if not isinstance(table_t, (StructType, ArrayType, MapType)):
+        return False  # (leaves: equal or narrower, checked by the caller)
+    problems: list[str] = []
+    merged = _merge_type(table_t, data_t, "", problems)
+    return not problems and _same(merged, table_t)
+
+
 def _strict_problems(table_s: StructType, data_s: StructType) -> list[str]:
     problems = []
     data_by_name = {f.name: f for f in data_s.fields}
@@ -202,7 +213,7 @@ def _strict_problems(table_s: StructType, data_s: StructType) -> list[str]:
         d = data_by_name.pop(f.name, None)
         if d is None:
             problems.append(f"{f.name}: table {describe_type(f.type)} vs data (missing)")
-        elif not _same(f.type, d.type) and not widens(d.type, f.type):  # a narrower type is converted
+        elif not _same(f.type, d.type) and not widens(d.type, f.type) and not _fits(f.type, d.type):
             problems.append(f"{f.name}: table {describe_type(f.type)} vs data {describe_type(d.type)}")
     for d in data_by_name.values():
         problems.append(f"{d.name}: table (missing) vs data {describe_type(d.type)}")
