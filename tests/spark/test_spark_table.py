@@ -112,6 +112,42 @@ def test_restore_and_vacuum(spark: Any, table: str) -> None:
     assert dt.toDF().count() == 3
 
 
+def test_timestamps_without_a_zone_are_in_the_session_time_zone(spark: Any, table: str, tmp_path: Path) -> None:
+    """delta-spark casts a time-travel / change-feed / restore timestamp to Spark's TIMESTAMP, so
+    '2024-01-01 06:00:00' is 06:00 in spark.sql.session.timeZone; deltalog read it as UTC (a version off)."""
+    import datetime as dt
+
+    deltalog.Table(table).set_properties({"delta.enableChangeDataFeed": "true"})  # version 2
+    write(spark.range(100, 101).selectExpr("id", "id % 2 AS k"), table, mode="append")  # version 3
+    log = os.path.join(table, "_delta_log")
+    for v, hour in enumerate((0, 10, 15, 20)):
+        ts = to_millis(f"2024-01-01T{hour:02d}:00:00Z") / 1000
+        os.utime(os.path.join(log, f"{v:020d}.json"), (ts, ts))
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")  # UTC-5 in January
+    try:
+        at = "2024-01-01 06:00:00"  # 11:00 UTC: version 1 (06:00 UTC would be version 0)
+        assert spark.read.format("delta").option("timestampAsOf", at).load(table).count() == 9
+        assert spark.read.format("delta").option("timestampAsOf", "2024-01-01 04:00:00").load(table).count() == 6
+        assert spark.sql(f"SELECT count(*) FROM delta.`{table}` TIMESTAMP AS OF '{at}'").first()[0] == 9
+        # the change feed from 11:00 UTC starts at version 2 (from 06:00 UTC: version 1, without the feed)
+        changes = spark.read.format("delta").option("readChangeFeed", "true").option("startingTimestamp", at)
+        assert [r["id"] for r in changes.load(table).collect()] == [100]
+        got: list[int] = []  # a stream starting at 11:00 UTC reads the changes from version 2 on
+        query = (spark.readStream.format("delta").option("startingTimestamp", at).load(table).writeStream
+                 .foreachBatch(lambda df, _: got.extend(r["id"] for r in df.collect()))
+                 .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
+        query.awaitTermination(120)
+        assert got == [100]
+        naive = dt.datetime(2024, 1, 1, 4, 0)  # a naive datetime too: 09:00 UTC, version 0
+        assert DeltaTable.forPath(spark, table).restoreToTimestamp(naive).first()["num_removed_files"] > 0
+        assert DeltaTable.forPath(spark, table).toDF().count() == 6
+        with pytest.raises(Exception, match="timestampAsOf 'soon' is not a timestamp"):
+            spark.read.format("delta").option("timestampAsOf", "soon").load(table)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
+
+
 def test_format_routing_leaves_other_formats_to_spark(spark: Any, tmp_path: Path) -> None:
     assert is_registered()
     pq_dir = str(tmp_path / "plain")

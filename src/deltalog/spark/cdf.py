@@ -17,8 +17,9 @@ its own parquet scan -- no row reaches the driver:
 
 The DataFrame has the table's columns (end version's schema), then ``_change_type``, ``_commit_version``
 and ``_commit_timestamp``. Options as delta-spark: ``startingVersion`` or ``startingTimestamp`` (required),
-``endingVersion`` / ``endingTimestamp`` (default: latest); timestamps are ISO texts (``2024-05-01
-12:00:00``; no zone means UTC) or epoch milliseconds.
+``endingVersion`` / ``endingTimestamp`` (default: latest); timestamps are texts Spark casts to a timestamp
+(``2024-05-01 12:00:00``: without a zone in the session time zone, as delta-spark reads them) or epoch
+milliseconds.
 
 Example:
     >>> df = (spark.read.format("delta").option("readChangeFeed", "true")
@@ -56,6 +57,7 @@ from deltalog.spark._common import (
 )
 from deltalog.spark._common import spark_schema as to_spark_schema
 from deltalog.spark._files import FILE, ROW, file_key, parquet_scan
+from deltalog.spark._instants import session_instant
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -152,8 +154,8 @@ def read_changes(
             table,
             starting_version=None if startingVersion is None else parse_int(startingVersion, "startingVersion"),
             ending_version=None if endingVersion is None else parse_int(endingVersion, "endingVersion"),
-            starting_timestamp=_timestamp_option(startingTimestamp),
-            ending_timestamp=_timestamp_option(endingTimestamp),
+            starting_timestamp=session_instant(spark, _timestamp_option(startingTimestamp), option="startingTimestamp"),
+            ending_timestamp=session_instant(spark, _timestamp_option(endingTimestamp), option="endingTimestamp"),
         )
     except TableNotFoundError as exc:
         raise TableNotFoundError(

@@ -81,7 +81,8 @@ def read(
     columns: Sequence[str] | None = None,
     storage_options: Any = None,
 ) -> DataFrame:
-    """The Delta table at ``path`` (latest, or at ``versionAsOf`` / ``timestampAsOf``) as a DataFrame.
+    """The Delta table at ``path`` (latest, or at ``versionAsOf`` / ``timestampAsOf``; a timestamp without a
+    zone is in the session time zone, as delta-spark reads it) as a DataFrame.
 
     ``path`` may be an object-store URI; its credentials come from the session's Hadoop settings
     (``spark.hadoop.fs.s3a.*``, ...), ``storage_options`` (Hadoop ``fs.*`` keys for this read) and the
@@ -98,8 +99,10 @@ def read(
         ... # doctest: +SKIP
         42
     """
-    snapshot = load_snapshot(path, version=versionAsOf, timestamp=timestampAsOf, options=storage_options,
-                             at_syntax=True)
+    from deltalog.spark._instants import session_instant
+
+    at = session_instant(spark, timestampAsOf, option="timestampAsOf")  # no zone: the session's, as delta-spark
+    snapshot = load_snapshot(path, version=versionAsOf, timestamp=at, options=storage_options, at_syntax=True)
     return read_snapshot(spark, snapshot, where=where, columns=columns)
 
 

@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 import logging
@@ -486,12 +487,17 @@ def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
         if not _is_delta(format if format is not None else state["format"]):
             return original(self, path, format, schema, **options)
         from deltalog.spark._common import require_table
+        from deltalog.spark._instants import session_instant
         from deltalog.spark._storage import storage_options_for
         from deltalog.spark.streaming import register_source
         from deltalog.spark.streaming.source import SOURCE_NAME, STORAGE_OPTION, StreamReadOptions
 
         _refuse_read_schema(schema, state)
         opts = StreamReadOptions.parse({**state["options"], **options}, path)  # fail here, not in a worker
+        if opts.starting_timestamp is not None:  # no zone: the session's, as delta-spark (workers have none)
+            at = session_instant(session_of_reader(self), opts.starting_timestamp, option="startingTimestamp")
+            key = next(k for k in (*options, *state["options"]) if str(k).lower() == "startingtimestamp")
+            options = {**options, key: at.isoformat() if isinstance(at, dt.datetime) else at}
         register_source(session_of_reader(self))
         storage = storage_options_for(opts.path, {**state["options"], **options}, spark=session_of_reader(self))
         require_table(opts.path, storage_options=storage, hint="; a stream reads an existing table: create it (or "

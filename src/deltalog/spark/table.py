@@ -442,13 +442,16 @@ class DeltaTable:
         return self._restore(version=version)
 
     def restoreToTimestamp(self, timestamp: Any) -> DataFrame:
-        """Restore the table to the version current at ``timestamp`` (datetime, ISO string or epoch
-        milliseconds); returns the same metrics DataFrame as :meth:`restoreToVersion`.
+        """Restore the table to the version current at ``timestamp`` (datetime, ISO string -- without a zone
+        in the session time zone, as delta-spark reads it -- or epoch milliseconds); returns the same
+        metrics DataFrame as :meth:`restoreToVersion`.
 
         Example:
             >>> DeltaTable.forPath(spark, "/data/events").restoreToTimestamp("2024-05-01")  # doctest: +SKIP
         """
-        return self._restore(timestamp=timestamp)
+        from deltalog.spark._instants import session_instant
+
+        return self._restore(timestamp=session_instant(self._spark, timestamp, option="restoreToTimestamp"))
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
         """Raise the protocol to ``(readerVersion, writerVersion)`` in one ``UPGRADE PROTOCOL`` commit
@@ -606,7 +609,10 @@ class DeltaTable:
         """
         if not isinstance(timestamp, str):
             raise ValueError(f"timestamp needs to be a string but got '{type(timestamp)}'.")
-        return self._clone(target, isShallow, replace, properties, timestamp=timestamp)
+        from deltalog.spark._instants import session_instant
+
+        at = session_instant(self._spark, timestamp, option="cloneAtTimestamp")
+        return self._clone(target, isShallow, replace, properties, timestamp=at)
 
     def _clone(self, target: Any, shallow: Any, replace: Any, properties: Any, **at: Any) -> DeltaTable:
         from deltalog.commands.clone import clone_table
