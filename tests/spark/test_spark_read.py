@@ -201,3 +201,18 @@ def test_file_metadata_column_in_sql_and_with_deletion_vectors(spark: Any, tmp_p
 
     with pytest.raises(AnalysisException, match="row_id"):  # no row tracking: no row ids, as in delta-spark
         spark.sql(f"SELECT _metadata.row_id FROM delta.`{path}`").collect()
+
+
+def test_nan_rows_written_by_the_kernel_are_seen_by_spark_filters(spark: Any, tmp_path: Path) -> None:
+    """Spark's NaN is greater than every number and equal to itself. Arrow's footer bounds of [1.0, NaN] were
+    [1.0, 1.0], and Spark's parquet reader skipped the row group for ``x > 5`` and ``x = NaN``; the kernel's
+    files (also the ones Spark's OPTIMIZE writes in its tasks) now carry no float footer bounds."""
+    p = str(tmp_path / "t")
+    for batch in ([1.0, math.nan], [2.0, 3.0]):
+        deltalog.write_table(p, pa.table({"x": batch}), mode="append")
+    spark.sql(f"OPTIMIZE delta.`{p}`").collect()
+    assert deltalog.Table(p).snapshot().num_files() == 1
+    frame = spark.read.format("delta").load(p)
+    assert frame.where("x > 5").count() == 1
+    assert frame.where("x = double('NaN')").count() == 1
+    assert frame.where("x < 2.5").count() == 2

@@ -17,8 +17,10 @@ import pytest
 
 import deltalog
 from deltalog.arrow.write import TableExistsError, write_table
+from deltalog.data.write_files import DataFileWriter
 from deltalog.errors import InvalidArgumentError, SchemaError
-from deltalog.storage import InMemoryLogStore
+from deltalog.protocol.schema import StructType
+from deltalog.storage import InMemoryLogStore, LocalLogStore
 from deltalog.txn.constraints import ConstraintViolationError, UnsupportedExpressionError
 from deltalog.txn.writer_features import AppendOnlyError
 
@@ -431,6 +433,25 @@ def test_in_memory_store(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------- stats
+
+
+def test_float_columns_get_delta_bounds_but_no_footer_bounds(tmp_path: Path) -> None:
+    # Arrow's footer bounds leave NaN out, and Spark's parquet reader trusts them: it skipped the row group of
+    # [1.0, NaN] for x > 5 (Spark's NaN is above every number). The files now carry no float footer bounds;
+    # the Delta statistics still bound the floats (across batches, inside structs, nulls counted).
+    writer = DataFileWriter(LocalLogStore(str(tmp_path)), StructType.from_arrow_schema(pa.schema(
+        [("x", pa.float64()), ("s", pa.struct([("f", pa.float32()), ("n", pa.int64())]))])), [])
+    writer.write(pa.table({"x": [1.0, None], "s": pa.array([{"f": 2.5, "n": 1}, None],
+                                                           pa.struct([("f", pa.float32()), ("n", pa.int64())]))}))
+    writer.write(pa.table({"x": [-3.0, 4.0], "s": pa.array([{"f": float("nan"), "n": 7}, {"f": None, "n": 2}],
+                                                           pa.struct([("f", pa.float32()), ("n", pa.int64())]))}))
+    (written,) = writer.close()
+    stats = json.loads(written.stats or "")
+    assert stats["minValues"] == {"x": -3.0, "s": {"n": 1}} and stats["maxValues"] == {"x": 4.0, "s": {"n": 7}}
+    assert stats["nullCount"] == {"x": 1, "s": {"f": 2, "n": 1}}  # s.f holds NaN: no bounds, nulls counted
+    footer = pq.ParquetFile(tmp_path / written.rel_path).metadata.row_group(0)
+    bounded = {footer.column(i).path_in_schema: footer.column(i).statistics is not None for i in range(3)}
+    assert bounded == {"x": False, "s.f": False, "s.n": True}
 
 
 def test_stats_content(tmp_path: Path) -> None:

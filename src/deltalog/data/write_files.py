@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog.data.write_stats import stats_json
+from deltalog.data.write_stats import FloatBounds, stats_columns, stats_json
 from deltalog.data.write_variants import fill_variant_table
 from deltalog.protocol.actions import Add
 from deltalog.protocol.column_mapping import physical_schema
@@ -97,25 +97,23 @@ class _Open:
     writer: pq.ParquetWriter
     buffered: list[pa.Table] = field(default_factory=list)
     buffered_bytes: int = 0
-    nan_columns: set[tuple[str, ...]] = field(default_factory=set)
+    floats: dict[tuple[str, ...], FloatBounds] = field(default_factory=dict)
     rows: int = 0
 
 
-def _nan_paths(table: pa.Table) -> set[tuple[str, ...]]:
-    out: set[tuple[str, ...]] = set()
+def _count_floats(table: pa.Table, into: dict[tuple[str, ...], FloatBounds]) -> None:
+    """Add the floating-point leaves of ``table`` (inside structs too) to their :class:`FloatBounds`."""
 
     def visit(arr: Any, path: tuple[str, ...]) -> None:
         t = arr.type
         if pa.types.is_floating(t):
-            if arr.null_count < len(arr) and pc.any(pc.is_nan(arr)).as_py():
-                out.add(path)
+            into.setdefault(path, FloatBounds()).add(arr)
         elif pa.types.is_struct(t):
             for i in range(t.num_fields):
                 visit(pc.struct_field(arr, [i]), (*path, t.field(i).name))
 
     for name in table.column_names:
         visit(table.column(name), (name,))
-    return out
 
 
 def _without_field_ids(schema: pa.Schema) -> pa.Schema:
@@ -181,6 +179,7 @@ class DataFileWriter:
         if self.column_mapping != "id":  # field ids only in id mode, as delta-spark writes them
             self._file_schema = _without_field_ids(self._file_schema)
         self._stats_schema = physical_schema(self.data_schema, self.column_mapping)
+        self._stats_columns = stats_columns(self._file_schema)  # no footer bounds for floats (NaN)
         self._part_fields: list[StructField] = [schema.field(c) for c in self.partition_columns]
         self._part_keys = [physical_name(f, self.column_mapping) for f in self._part_fields]
         self._open: dict[tuple[str | None, ...], _Open] = {}
@@ -256,7 +255,7 @@ class DataFileWriter:
             if len(self._open) >= MAX_OPEN_FILES:
                 self._finish(next(iter(self._open)))
             state = self._open[key] = self._start(values)
-        state.nan_columns |= _nan_paths(data)
+        _count_floats(data, state.floats)
         state.buffered.append(data)
         state.buffered_bytes += data.nbytes
         state.rows += data.num_rows
@@ -273,7 +272,8 @@ class DataFileWriter:
         sink = self.store.open_output(rel)
         self._started.append(rel)
         try:
-            writer = pq.ParquetWriter(sink, self._file_schema, **self._parquet_options())
+            writer = pq.ParquetWriter(sink, self._file_schema, write_statistics=self._stats_columns,
+                                      **self._parquet_options())
         except BaseException:
             sink.abort()
             raise
@@ -304,7 +304,7 @@ class DataFileWriter:
                 partition_values=state.partition_values,
                 size=info.size,
                 num_records=footer.num_rows,
-                stats=stats_json(footer, self._stats_schema, nan_columns=state.nan_columns),
+                stats=stats_json(footer, self._stats_schema, float_bounds=state.floats),
                 modification_time=info.modification_time,
             )
         )

@@ -7,7 +7,8 @@ Delta schema of the columns stored in the file. Rules:
 * ``nullCount`` for every leaf of (nested) structs, summed over row groups (a variant counts as a leaf);
 * ``minValues``/``maxValues`` for numbers, decimals (up to 15 digits, so JSON numbers stay exact),
   dates, timestamps and strings -- only when every row group has them. Not for booleans, binary,
-  arrays or maps, nor for float columns holding NaN (``nan_columns``);
+  arrays or maps, nor for float columns holding NaN (``nan_columns``); a float leaf's counts and bounds
+  may come from the writer instead (``float_bounds``, see :func:`stats_columns`);
 * timestamps are written as ISO text truncated *down* to milliseconds (``2024-01-01T00:00:00.000Z``,
   without ``Z`` for ``timestamp_ntz``); strings are cut to 32 characters, and a cut maximum gets a
   ``U+10FFFF`` tie-breaker appended so it stays >= every value.
@@ -28,14 +29,17 @@ import datetime as dt
 import decimal
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deltalog.protocol.schema import VARIANT, DataType, DecimalType, PrimitiveType, StructType
 
-__all__ = ["STRING_PREFIX", "float_leaves", "stats_json", "stats_value"]
+__all__ = ["STRING_PREFIX", "FloatBounds", "float_leaves", "stats_columns", "stats_json", "stats_value"]
 
 #: Length to which string min/max statistics are cut.
 STRING_PREFIX = 32
@@ -134,7 +138,59 @@ def float_leaves(schema: StructType, prefix: tuple[str, ...] = ()) -> list[tuple
     return out
 
 
-def stats_json(metadata: pq.FileMetaData, schema: StructType, *, nan_columns: Iterable[tuple[str, ...]] = ()) -> str:
+def stats_columns(schema: pa.Schema) -> list[str]:
+    """The parquet columns (dotted paths) of files written with ``schema`` that get footer statistics: all
+    but the floating-point ones. Arrow leaves NaN out of a row group's bounds, and Spark's parquet reader
+    trusts them: a row group holding ``[1.0, NaN]`` would be skipped by ``x > 5`` (or ``x = NaN``) although
+    Spark's NaN is greater than every number. parquet-mr writes NaN into the bounds instead. The writer keeps
+    such a column's Delta statistics itself (:class:`FloatBounds`).
+
+    Example:
+        >>> stats_columns(pa.schema([("x", pa.float64()), ("s", pa.struct([("a", pa.int64()), ("f", pa.float32())]))]))
+        ['s.a']
+    """
+    sink = pa.BufferOutputStream()
+    writer = pq.ParquetWriter(sink, schema)
+    writer.close()
+    columns = writer.writer.metadata.schema
+    return [columns.column(i).path for i in range(len(columns))
+            if columns.column(i).physical_type not in ("FLOAT", "DOUBLE") and "Float16" not in
+            str(columns.column(i).logical_type)]
+
+
+@dataclass
+class FloatBounds:
+    """Null count, bounds (NaN left out) and whether NaN occurs, of one floating-point column of a file,
+    added up batch by batch as the writer writes it.
+
+    Example:
+        >>> b = FloatBounds(); b.add(pa.array([1.5, None, -2.0])); b.add(pa.array([float("nan")]))
+        >>> (b.nulls, b.lo, b.hi, b.nan)
+        (1, -2.0, 1.5, True)
+    """
+
+    nulls: int = 0
+    lo: float | None = None
+    hi: float | None = None
+    nan: bool = False
+
+    def add(self, values: Any) -> None:
+        """Count the values of an Arrow (chunked) array in."""
+        self.nulls += values.null_count
+        if values.null_count == len(values):
+            return
+        if pc.any(pc.is_nan(values)).as_py():
+            self.nan = True
+        found = pc.min_max(values)
+        lo, hi = found["min"].as_py(), found["max"].as_py()
+        if lo is not None and not math.isnan(lo):
+            self.lo = lo if self.lo is None else min(self.lo, lo)
+        if hi is not None and not math.isnan(hi):
+            self.hi = hi if self.hi is None else max(self.hi, hi)
+
+
+def stats_json(metadata: pq.FileMetaData, schema: StructType, *, nan_columns: Iterable[tuple[str, ...]] = (),
+               float_bounds: Mapping[tuple[str, ...], FloatBounds] | None = None) -> str:
     """The ``stats`` JSON string of a file from its footer; ``schema`` lists the stored columns.
 
     Example:
@@ -177,6 +233,10 @@ def stats_json(metadata: pq.FileMetaData, schema: StructType, *, nan_columns: It
                 entry["max"] = hi if entry["max"] is None or hi > entry["max"] else entry["max"]
             except TypeError:
                 entry["minmax"] = False
+    for path, kept in (float_bounds or {}).items():  # counted by the writer (no footer statistics)
+        acc[path] = {"nulls": kept.nulls, "min": kept.lo, "max": kept.hi, "minmax": kept.lo is not None}
+        if kept.nan:
+            skip_minmax.add(path)
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}
     nulls: dict[str, Any] = {}
