@@ -110,6 +110,27 @@ def test_rows_are_the_sql_evaluators_for_random_conditions(table: deltalog.Table
     assert _ids(snap.to_arrow(filter=sql)) == want  # pruning and skipping never lose a matching row
 
 
+def test_nan_is_ordered_as_spark_orders_it(tmp_path: Path) -> None:
+    """Spark: NaN equals NaN and is greater than every other number. Arrow (IEEE) made each comparison with
+    NaN false, so the kernel's ``x > 5`` left out the NaN row Spark's reader and DELETE take."""
+    nan = float("nan")
+    deltalog.write_table(str(tmp_path), pa.table({"id": [1, 2, 3, 4], "x": [1.0, nan, None, 7.0]}))
+    table = deltalog.Table(str(tmp_path))
+
+    def ids(where: object) -> list[int]:
+        return sorted(table.snapshot().to_arrow(filter=where).column("id").to_pylist())
+
+    expected = {"x > 5": [2, 4], "x >= 7": [2, 4], "x < 5": [1], "x <= 1": [1], "x = 'NaN'": [2],
+                "x != 1.0": [2, 4], "x IN (7.0, 'NaN')": [2, 4], "x <=> 'NaN'": [2], "NOT (x > 5)": [1]}
+    assert {sql: ids(sql) for sql in expected} == expected
+    conditions = {">": [2, 4], "<": [1], "=": [1], "!=": [2, 4]}
+    assert {op: ids([("x", op, 1.0 if op in ("=", "!=") else 5)]) for op in conditions} == conditions
+    with_nan = {">": [], ">=": [2], "<": [1, 4], "=": [2], "!=": [1, 4], "in": [2]}
+    assert {op: ids([("x", op, [nan] if op == "in" else nan)]) for op in with_nan} == with_nan
+    table.delete("x > 5")
+    assert ids(None) == [1, 3]
+
+
 def test_delete_and_update_take_sql(tmp_path: Path) -> None:
     table = _write(tmp_path / "t", dvs=True)
     result = table.delete("id >= 340 OR (day = '2024-01-01' AND name IS NULL)")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
@@ -261,7 +262,7 @@ def _literal(value: Any, atype: pa.DataType, column: str, table: str) -> Any:
         ) from None
 
 
-def _expr(cond: Condition) -> pc.Expression:
+def _expr(cond: Condition, floating: bool = False) -> pc.Expression:
     field = pc.field(cond.column)
     if cond.op == "in":
         return field.isin(list(cond.value))
@@ -270,14 +271,30 @@ def _expr(cond: Condition) -> pc.Expression:
     fn = {"=": field.__eq__, "!=": field.__ne__, "<": field.__lt__, "<=": field.__le__,
           ">": field.__gt__, ">=": field.__ge__}[cond.op]
     result: pc.Expression = fn(cond.value)
-    return result
+    if not floating:
+        return result
+    # Spark's order of floating-point values: NaN equals NaN and is above every other number (IEEE and
+    # Arrow make each comparison with NaN false); the value is never null here
+    value_nan = isinstance(cond.value, float) and math.isnan(cond.value)
+    is_nan = pc.is_nan(field)
+    if cond.op in ("=", "!="):
+        matched = is_nan if value_nan else field == cond.value
+        return matched if cond.op == "=" else ~matched
+    if cond.op in (">", ">="):
+        return (is_nan if cond.op == ">=" else pc.scalar(False)) if value_nan else (result | is_nan)
+    return (~is_nan if cond.op == "<" else pc.scalar(True)) if value_nan else result
 
 
 def row_mask(table: pa.Table, conditions: Sequence[Condition]) -> pc.Expression:
     """The AND of all conditions as an Arrow expression (nulls never match)."""
-    expr = _expr(conditions[0])
+
+    def floating(column: str) -> bool:
+        index = table.schema.get_field_index(column)
+        return index >= 0 and bool(pa.types.is_floating(table.schema.field(index).type))
+
+    expr = _expr(conditions[0], floating(conditions[0].column))
     for c in conditions[1:]:
-        expr = expr & _expr(c)
+        expr = expr & _expr(c, floating(c.column))
     return expr
 
 

@@ -414,6 +414,34 @@ def _call(name: str, *args: Value) -> Value:
         raise UnsupportedExpressionError(f"cannot apply {name} to values of types {types}") from None
 
 
+def _nan_of(v: Value) -> Value:
+    return pc.fill_null(pc.is_nan(v), False)
+
+
+def _compare(op: str, lv: Value, rv: Value) -> Value:
+    """``lv op rv`` with Spark's ordering of floating-point values: NaN equals NaN and is greater than
+    every other number (IEEE, and Arrow, make every comparison with NaN false); null when either is null.
+
+    Example:
+        >>> nan = float("nan")
+        >>> _compare(">", pa.array([nan, 1.0, None]), pa.scalar(5.0)).to_pylist()
+        [True, False, None]
+        >>> _compare("=", pa.array([nan, 1.0]), pa.scalar(nan)).to_pylist()
+        [True, False]
+    """
+    ieee = _call(_CMP["=" if op == "!=" else op], lv, rv)
+    if not (pa.types.is_floating(_type_of(lv)) or pa.types.is_floating(_type_of(rv))):
+        return _call("invert", ieee) if op == "!=" else ieee
+    ln = _nan_of(lv) if pa.types.is_floating(_type_of(lv)) else pa.scalar(False)
+    rn = _nan_of(rv) if pa.types.is_floating(_type_of(rv)) else pa.scalar(False)
+    extra = {"=": pc.and_(ln, rn), "!=": pc.and_(ln, rn), ">": pc.and_(ln, pc.invert(rn)), ">=": ln,
+             "<": pc.and_(pc.invert(ln), rn), "<=": rn}[op]
+    result = pc.or_kleene(ieee, extra)
+    either_null = pc.or_(pc.is_null(lv), pc.is_null(rv))
+    result = pc.if_else(either_null, pa.scalar(None, pa.bool_()), result)
+    return pc.invert(result) if op == "!=" else result
+
+
 def _numeric(t: pa.DataType) -> bool:
     return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t))
 
@@ -528,9 +556,9 @@ class Expression:
             return _call("and_kleene" if op == "AND" else "or_kleene", self._eval(left, t), self._eval(right, t))
         lv, rv = self._operands(left, right, t)
         if op in _CMP:
-            return _call(_CMP[op], lv, rv)
+            return _compare(op, lv, rv)
         if op == "<=>":
-            eq = pc.fill_null(_call("equal", lv, rv), False)
+            eq = pc.fill_null(_compare("=", lv, rv), False)
             both_null = _call("and", _call("is_null", lv), _call("is_null", rv))
             return _call("or", eq, both_null)
         if op == "/":
@@ -542,7 +570,7 @@ class Expression:
         result: Value | None = None
         for item in items:
             lv, rv = (value, self._eval(item, t)) if item.kind != "lit" else (value, _literal(item.args[0], value))
-            eq = _call("equal", lv, rv)
+            eq = _compare("=", lv, rv)
             result = eq if result is None else _call("or_kleene", result, eq)
         assert result is not None
         return _call("invert", result) if negate else result
