@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from deltalog.commands.restore import add_from_row
 from deltalog.data.read import map_files, open_data_file, resolve_path
-from deltalog.data.write_stats import float_leaves, stats_json
+from deltalog.data.write_stats import FloatBounds, float_leaves, stats_json
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.column_mapping import physical_schema
 from deltalog.protocol.schema import StructType
@@ -50,25 +50,24 @@ if TYPE_CHECKING:
 __all__ = ["compute_statistics", "file_statistics"]
 
 
-def _has_nan(column: Any) -> bool:
-    return bool(pc.any(pc.is_nan(column)).as_py())
-
-
-def _nan_leaves(parquet: pq.ParquetFile, leaves: list[tuple[str, ...]]) -> set[tuple[str, ...]]:
-    """The float leaves (physical paths) of one file that hold a NaN; a leaf the file lacks holds none."""
+def _float_bounds(parquet: pq.ParquetFile, leaves: list[tuple[str, ...]]) -> dict[tuple[str, ...], FloatBounds]:
+    """The null counts and bounds of one file's float leaves (physical paths), read from the data: files
+    deltalog writes carry no float footer bounds, and other writers' leave NaN out of them. A leaf the file
+    lacks is left out (the footer says what there is)."""
     stored = set(parquet.schema_arrow.names)
-    found: set[tuple[str, ...]] = set()
+    found: dict[tuple[str, ...], FloatBounds] = {}
     for path in leaves:
         if path[0] not in stored:
             continue
         column: Any = parquet.read(columns=[path[0]]).column(0).combine_chunks()
-        for name in path[1:]:  # a field of a struct
-            column = column.field(name) if pa.types.is_struct(column.type) and \
-                column.type.get_field_index(name) >= 0 else None
+        for name in path[1:]:  # a field of a struct (null where the struct is, as parquet counts it)
+            index = column.type.get_field_index(name) if pa.types.is_struct(column.type) else -1
+            column = pc.struct_field(column, [index]) if index >= 0 else None
             if column is None:
                 break
-        if column is not None and _has_nan(column):
-            found.add(path)
+        if column is not None:
+            bounds = found[path] = FloatBounds()
+            bounds.add(column)
     return found
 
 
@@ -85,8 +84,7 @@ def file_statistics(snapshot: Snapshot, row: dict[str, Any]) -> str:
     path = resolve_path(snapshot, row["path"])
     try:
         parquet = pq.ParquetFile(open_data_file(snapshot, row["path"], path, row.get("size")))
-        nan = _nan_leaves(parquet, float_leaves(stored))
-        text = stats_json(parquet.metadata, stored, nan_columns=nan)
+        text = stats_json(parquet.metadata, stored, float_bounds=_float_bounds(parquet, float_leaves(stored)))
     except (OSError, pa.ArrowInvalid) as exc:
         raise InvalidArgumentError(
             f"the statistics of {row['path']} cannot be read: {exc}; nothing was committed",
