@@ -31,12 +31,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from deltalog.commands.restore import add_from_row
 from deltalog.data.read import map_files, open_data_file, resolve_path
-from deltalog.data.write_stats import FloatBounds, float_leaves, stats_json
+from deltalog.data.write_stats import FloatBounds, count_floats, float_leaves, stats_json
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.column_mapping import physical_schema
 from deltalog.protocol.schema import StructType
@@ -52,22 +51,13 @@ __all__ = ["compute_statistics", "file_statistics"]
 
 def _float_bounds(parquet: pq.ParquetFile, leaves: list[tuple[str, ...]]) -> dict[tuple[str, ...], FloatBounds]:
     """The null counts and bounds of one file's float leaves (physical paths), read from the data: files
-    deltalog writes carry no float footer bounds, and other writers' leave NaN out of them. A leaf the file
-    lacks is left out (the footer says what there is)."""
-    stored = set(parquet.schema_arrow.names)
+    deltalog writes carry no float footer bounds, and other writers' leave NaN out of them. Columns the file
+    lacks are left out (the footer says what there is)."""
     found: dict[tuple[str, ...], FloatBounds] = {}
-    for path in leaves:
-        if path[0] not in stored:
-            continue
-        column: Any = parquet.read(columns=[path[0]]).column(0).combine_chunks()
-        for name in path[1:]:  # a field of a struct (null where the struct is, as parquet counts it)
-            index = column.type.get_field_index(name) if pa.types.is_struct(column.type) else -1
-            column = pc.struct_field(column, [index]) if index >= 0 else None
-            if column is None:
-                break
-        if column is not None:
-            bounds = found[path] = FloatBounds()
-            bounds.add(column)
+    stored = set(parquet.schema_arrow.names)
+    columns = sorted({path[0] for path in leaves if path[0] in stored})
+    if columns:
+        count_floats(parquet.read(columns=columns), found)
     return found
 
 

@@ -34,6 +34,7 @@ from deltalog.data.sql_expr import (
     compile_expression,
     conjuncts,
     literal_as,
+    nan_ordered,
 )
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType, contains_variant, physical_name, type_string
@@ -275,14 +276,11 @@ def _expr(cond: Condition, floating: bool = False) -> pc.Expression:
         return result
     # Spark's order of floating-point values: NaN equals NaN and is above every other number (IEEE and
     # Arrow make each comparison with NaN false); the value is never null here
-    value_nan = isinstance(cond.value, float) and math.isnan(cond.value)
-    is_nan = pc.is_nan(field)
-    if cond.op in ("=", "!="):
-        matched = is_nan if value_nan else field == cond.value
-        return matched if cond.op == "=" else ~matched
-    if cond.op in (">", ">="):
-        return (is_nan if cond.op == ">=" else pc.scalar(False)) if value_nan else (result | is_nan)
-    return (~is_nan if cond.op == "<" else pc.scalar(True)) if value_nan else result
+    ieee = field == cond.value if cond.op == "!=" else result
+    value_nan = pc.scalar(isinstance(cond.value, float) and math.isnan(cond.value))
+    ordered: pc.Expression = nan_ordered(cond.op, ieee, pc.coalesce(pc.is_nan(field), pc.scalar(False)), value_nan,
+                                         pc.is_null(field))
+    return ordered
 
 
 def row_mask(table: pa.Table, conditions: Sequence[Condition]) -> pc.Expression:

@@ -434,11 +434,27 @@ def _compare(op: str, lv: Value, rv: Value) -> Value:
         return _call("invert", ieee) if op == "!=" else ieee
     ln = _nan_of(lv) if pa.types.is_floating(_type_of(lv)) else pa.scalar(False)
     rn = _nan_of(rv) if pa.types.is_floating(_type_of(rv)) else pa.scalar(False)
-    extra = {"=": pc.and_(ln, rn), "!=": pc.and_(ln, rn), ">": pc.and_(ln, pc.invert(rn)), ">=": ln,
-             "<": pc.and_(pc.invert(ln), rn), "<=": rn}[op]
-    result = pc.or_kleene(ieee, extra)
-    either_null = pc.or_(pc.is_null(lv), pc.is_null(rv))
-    result = pc.if_else(either_null, pa.scalar(None, pa.bool_()), result)
+    return nan_ordered(op, ieee, ln, rn, pc.or_(pc.is_null(lv), pc.is_null(rv)))
+
+
+def nan_ordered(op: str, ieee: Any, left_nan: Any, right_nan: Any, either_null: Any) -> Any:
+    """Spark's ``left op right`` from the IEEE comparison ``ieee`` (of ``=`` for ``!=``), whether each side
+    is NaN (never null) and whether either is null: NaN equals NaN and is above every other number. The
+    arguments are Arrow arrays, scalars or ``pyarrow.compute`` expressions (filters pushed into a scan).
+
+    Example:
+        >>> nan_ordered(">", pa.array([False, False]), pa.array([True, False]), pa.scalar(False),
+        ...             pa.array([False, False])).to_pylist()
+        [True, False]
+    """
+    both = pc.and_kleene  # (the sides' NaN flags are never null; and_kleene is also an expression function)
+    extra = {"=": both(left_nan, right_nan), "!=": both(left_nan, right_nan),
+             ">": both(left_nan, pc.invert(right_nan)), ">=": left_nan,
+             "<": both(pc.invert(left_nan), right_nan), "<=": right_nan}[op]
+    null = pa.scalar(None, pa.bool_())
+    if isinstance(either_null, pc.Expression):
+        null = pc.scalar(null)
+    result = pc.if_else(either_null, null, pc.or_kleene(ieee, extra))
     return pc.invert(result) if op == "!=" else result
 
 

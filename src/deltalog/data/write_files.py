@@ -29,10 +29,9 @@ from typing import Any
 from urllib.parse import quote
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog.data.write_stats import FloatBounds, stats_columns, stats_json
+from deltalog.data.write_stats import FloatBounds, count_floats, stats_columns, stats_json
 from deltalog.data.write_variants import fill_variant_table
 from deltalog.protocol.actions import Add
 from deltalog.protocol.column_mapping import physical_schema
@@ -101,19 +100,6 @@ class _Open:
     rows: int = 0
 
 
-def _count_floats(table: pa.Table, into: dict[tuple[str, ...], FloatBounds]) -> None:
-    """Add the floating-point leaves of ``table`` (inside structs too) to their :class:`FloatBounds`."""
-
-    def visit(arr: Any, path: tuple[str, ...]) -> None:
-        t = arr.type
-        if pa.types.is_floating(t):
-            into.setdefault(path, FloatBounds()).add(arr)
-        elif pa.types.is_struct(t):
-            for i in range(t.num_fields):
-                visit(pc.struct_field(arr, [i]), (*path, t.field(i).name))
-
-    for name in table.column_names:
-        visit(table.column(name), (name,))
 
 
 def _without_field_ids(schema: pa.Schema) -> pa.Schema:
@@ -255,7 +241,7 @@ class DataFileWriter:
             if len(self._open) >= MAX_OPEN_FILES:
                 self._finish(next(iter(self._open)))
             state = self._open[key] = self._start(values)
-        _count_floats(data, state.floats)
+        count_floats(data, state.floats)
         state.buffered.append(data)
         state.buffered_bytes += data.nbytes
         state.rows += data.num_rows

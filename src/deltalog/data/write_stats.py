@@ -39,7 +39,8 @@ import pyarrow.parquet as pq
 
 from deltalog.protocol.schema import VARIANT, DataType, DecimalType, PrimitiveType, StructType
 
-__all__ = ["STRING_PREFIX", "FloatBounds", "float_leaves", "stats_columns", "stats_json", "stats_value"]
+__all__ = ["STRING_PREFIX", "FloatBounds", "count_floats", "float_leaves", "stats_columns", "stats_json",
+           "stats_value"]
 
 #: Length to which string min/max statistics are cut.
 STRING_PREFIX = 32
@@ -187,6 +188,28 @@ class FloatBounds:
             self.lo = lo if self.lo is None else min(self.lo, lo)
         if hi is not None and not math.isnan(hi):
             self.hi = hi if self.hi is None else max(self.hi, hi)
+
+
+def count_floats(table: pa.Table, into: dict[tuple[str, ...], FloatBounds]) -> None:
+    """Add the floating-point leaves of ``table`` (inside structs too; a field is null where its struct is,
+    as parquet counts it) to their :class:`FloatBounds` in ``into``, keyed by path.
+
+    Example:
+        >>> found: dict[tuple[str, ...], FloatBounds] = {}
+        >>> count_floats(pa.table({"s": pa.array([{"f": 1.0}, None])}), found); found
+        {('s', 'f'): FloatBounds(nulls=1, lo=1.0, hi=1.0, nan=False)}
+    """
+
+    def visit(arr: Any, path: tuple[str, ...]) -> None:
+        t = arr.type
+        if pa.types.is_floating(t):
+            into.setdefault(path, FloatBounds()).add(arr)
+        elif pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                visit(pc.struct_field(arr, [i]), (*path, t.field(i).name))
+
+    for name in table.column_names:
+        visit(table.column(name), (name,))
 
 
 def stats_json(metadata: pq.FileMetaData, schema: StructType, *, nan_columns: Iterable[tuple[str, ...]] = (),

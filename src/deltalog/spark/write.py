@@ -377,7 +377,7 @@ def write(
     (``_statement`` is for deltalog's SQL front end: the ``kind`` of a create-as-select statement, its
     ``description``, its table ``properties`` (any keys) and whether the table is ``managed``; they name
     the commit as delta-spark does. ``_stream`` is for the Delta streaming sink: the micro-batch's
-    ``output_mode``, ``query_id`` and ``epoch_id``, committed as a ``STREAMING UPDATE``.)
+    ``query_id`` and ``epoch_id``, committed as a ``STREAMING UPDATE``.)
 
     ``mode``: ``errorifexists`` (default; also ``error``/``default``), ``append``, ``overwrite`` or
     ``ignore``. Options (case-insensitive, values may be strings as with ``.option()``):
@@ -476,10 +476,8 @@ def write(
             managed=bool(_statement.get("managed")),
         )
     elif _stream is not None:  # a micro-batch of writeStream.format("delta")
-        op = StreamingUpdate(
-            mode=op.mode, partition_by=op.partition_by, output_mode=str(_stream["output_mode"]),
-            query_id=str(_stream["query_id"]), epoch_id=int(_stream["epoch_id"]),
-        )
+        op = StreamingUpdate(mode=op.mode, partition_by=op.partition_by, query_id=str(_stream["query_id"]),
+                             epoch_id=int(_stream["epoch_id"]))
     txn = Transaction(table.store, snapshot, op, table=loc, user_metadata=opts.user_metadata)
     if txn_id is not None:
         have = txn.txn_version(txn_id[0])

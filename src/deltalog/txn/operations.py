@@ -547,41 +547,28 @@ class CreateTableAsSelect(Write):
         }
 
 
-#: Spark's names of the streaming output modes a Delta sink accepts, as ``commitInfo`` records them.
-_OUTPUT_MODES = ("Append", "Complete")
-
 
 @dataclass(frozen=True)
 class StreamingUpdate(Write):
     """``STREAMING UPDATE``: one micro-batch of a Delta streaming sink (``writeStream.format("delta")``),
     committed with the query's ``txn`` (``appId`` = query id, ``version`` = ``epoch_id``). ``Append``
-    output adds the batch's rows; ``Complete`` output (``mode="Overwrite"``) replaces the table's rows.
+    output adds the batch's rows (``mode="Append"``); ``Complete`` output (``mode="Overwrite"``) replaces
+    the table's rows.
 
     Example:
-        >>> op = StreamingUpdate(output_mode="Complete", mode="Overwrite", query_id="q-1", epoch_id=3)
+        >>> op = StreamingUpdate(mode="Overwrite", query_id="q-1", epoch_id=3)
         >>> op.name, op.parameters()
         ('STREAMING UPDATE', {'outputMode': 'Complete', 'queryId': 'q-1', 'epochId': '3'})
     """
 
-    output_mode: str = "Append"
     query_id: str = ""
     epoch_id: int = 0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.output_mode not in _OUTPUT_MODES:
-            raise InvalidArgumentError(
-                f"streaming output mode {self.output_mode!r} is not one of {list(_OUTPUT_MODES)}"
-            )
-
-    @property
-    def name(self) -> str:
-        """``STREAMING UPDATE``, as delta-spark names a sink's commits."""
-        return "STREAMING UPDATE"
+    NAME: ClassVar[str] = "STREAMING UPDATE"
 
     def parameters(self) -> dict[str, str | None]:
-        """The output mode, the query id and the micro-batch (epoch) id."""
-        return {"outputMode": self.output_mode, "queryId": self.query_id, "epochId": str(self.epoch_id)}
+        """The output mode (Spark's name for it), the query id and the micro-batch (epoch) id."""
+        mode = "Complete" if self.mode == "Overwrite" else "Append"
+        return {"outputMode": mode, "queryId": self.query_id, "epochId": str(self.epoch_id)}
 
     def metric_names(self) -> tuple[str, ...]:
         """Files added and removed (``Complete`` output removes the previous rows' files), rows and bytes written."""

@@ -43,8 +43,6 @@ __all__ = ["OUTPUT_MODES", "SINK_OPTIONS", "DeltaSinkBatch", "query_id", "sink_b
 
 #: Output modes (case-insensitive) and the save mode each micro-batch is written with.
 OUTPUT_MODES = {"append": "append", "complete": "overwrite"}
-#: The output modes' names in ``commitInfo.operationParameters.outputMode`` (Spark's ``OutputMode`` names).
-_MODE_NAMES = {"append": "Append", "overwrite": "Complete"}
 #: Options ``writeStream.format("delta")`` accepts (case-insensitive); ``delta.*`` keys are table properties.
 SINK_OPTIONS = ("checkpointLocation", "mergeSchema", "userMetadata", "targetFileSize", "path", "queryName")
 _WRITE_PASSED = ("mergeSchema", "userMetadata", "targetFileSize")
@@ -128,7 +126,7 @@ class DeltaSinkBatch:
             partitionBy=list(self.partition_by) if self.partition_by else None,
             txnAppId=self.app_id(),
             txnVersion=int(batch_id),
-            _stream={"output_mode": _MODE_NAMES[self.mode], "query_id": self.app_id(), "epoch_id": int(batch_id)},
+            _stream={"query_id": self.app_id(), "epoch_id": int(batch_id)},
             **dict(self.options),
         )
 
