@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -60,6 +61,18 @@ class Snapshot:
 
     def __repr__(self) -> str:
         return f"Snapshot(table={self.table!r}, version={self.version}, files={self._state.files.num_rows})"
+
+    def with_metadata(self, metadata: Metadata) -> Snapshot:
+        """This snapshot's files and protocol under another ``metaData`` (a schema a pending commit evolves):
+        what a statement that changes the schema reads and writes its rows with. Not a table version.
+
+        Example:
+            >>> evolved = snap.with_metadata(new_metadata)                  # doctest: +SKIP
+            >>> evolved.version == snap.version                             # doctest: +SKIP
+            True
+        """
+        return Snapshot(self._store, self._segment, dataclasses.replace(self._state, metadata=metadata),
+                        table=self.table)
 
     @property
     def version(self) -> int:

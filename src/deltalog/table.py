@@ -295,10 +295,12 @@ class Table:
         target_alias: str = "target",
         use_deletion_vectors: bool | None = None,
         clock: Callable[[], int] | None = None,
+        merge_schema: bool = False,
     ) -> TableMerger:
         """``MERGE`` the rows of ``source`` (a pyarrow Table, record batch reader or pandas frame) into the
         table on the join condition ``predicate``, with delta-rs's builder (see
-        :mod:`deltalog.commands.merge`): add ``when_...`` clauses, then ``execute()``.
+        :mod:`deltalog.commands.merge`): add ``when_...`` clauses, then ``execute()``. ``merge_schema``
+        adds the source's new columns (and struct fields) to the table in the same commit.
 
         Example:
             >>> (Table("/data/t").merge(updates, "target.id = source.id")             # doctest: +SKIP
@@ -308,7 +310,7 @@ class Table:
         from deltalog.commands.merge import TableMerger
 
         return TableMerger(self, source, predicate, source_alias=source_alias, target_alias=target_alias,
-                           use_deletion_vectors=use_deletion_vectors, clock=clock)
+                           use_deletion_vectors=use_deletion_vectors, clock=clock, merge_schema=merge_schema)
 
     def update_rows(
         self,

@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,7 +37,10 @@ from deltalog.commands.merge_apply import (
 from deltalog.data.filters import Condition
 from deltalog.data.read import map_files, with_row_tracking_columns
 from deltalog.data.sql_expr import Expression, SqlNode, SqlParser, UnsupportedExpressionError, conjuncts
+from deltalog.data.write_schema import data_schema
 from deltalog.errors import InvalidArgumentError
+from deltalog.protocol.column_mapping import with_column_mapping
+from deltalog.protocol.schema_evolution import evolved_schema
 from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import identity_columns
 from deltalog.txn.operations import Merge
@@ -263,9 +266,22 @@ def _key_conditions(source: pa.Table, keys: list[tuple[str, str]], snap: Snapsho
     return []
 
 
-def _checked_clauses(clauses: Sequence[MergeClause], scope: _Scope, snap: Snapshot, loc: str
+def _evolved(snap: Snapshot, source: pa.Table, clauses: Sequence[MergeClause], loc: str) -> Snapshot:
+    """``snap`` under the schema the merge evolves it to (itself when nothing changes): new columns and
+    struct fields get column ids and physical names, under column mapping, before any file is written."""
+    star = any(c.action != "delete" and c.updates is None for c in clauses)
+    keys = [k for c in clauses if c.updates is not None for k in c.updates if isinstance(k, str)]
+    schema = evolved_schema(snap.schema, data_schema(source.schema, table=loc), star=star, keys=keys)
+    if schema is snap.schema:
+        return snap
+    md = with_column_mapping(replace(snap.metadata, schemaString=schema.to_json()), snap.metadata, table=loc)
+    return snap.with_metadata(md)
+
+
+def _checked_clauses(clauses: Sequence[MergeClause], scope: _Scope, snap: Snapshot, loc: str, *, evolve: bool
                      ) -> list[tuple[MergeClause, Expression | None, dict[str, Expression]]]:
-    """Each clause with its compiled condition and assignments (``update_all`` / ``insert_all`` spelled out)."""
+    """Each clause with its compiled condition and assignments (``update_all`` / ``insert_all`` spelled out;
+    with schema evolution (``evolve``) they leave out the target columns the source lacks, as delta-spark)."""
     generated = {n.lower() for n in generated_columns(snap.schema)}
     identities = {c.name.lower(): c for c in identity_columns(snap.schema, table=loc)}
     identity = set(identities)
@@ -281,10 +297,13 @@ def _checked_clauses(clauses: Sequence[MergeClause], scope: _Scope, snap: Snapsh
                 skip = {c.lower() for c in clause.except_cols} | generated | identity
                 wanted = [n for n in scope.t_names if n.lower() not in skip]
                 missing = [n for n in wanted if n.lower() not in s_names]
-                if missing:
+                if evolve:
+                    wanted = [n for n in wanted if n.lower() in s_names]
+                elif missing:
                     raise InvalidArgumentError(
                         f"merge {clause.action}_all: the source has no column {missing[0]!r} (source columns: "
-                        f"{scope.s_names}); name the columns with when_..._{clause.action}(updates) instead",
+                        f"{scope.s_names}); name the columns with when_..._{clause.action}(updates) instead, or "
+                        "merge with merge_schema=True",
                         table=loc)
                 if not wanted:
                     raise InvalidArgumentError(f"merge {clause.action}_all leaves no column to set", table=loc)
@@ -319,9 +338,10 @@ def _checked_clauses(clauses: Sequence[MergeClause], scope: _Scope, snap: Snapsh
 def run_merge(
     table: TableHandle, source: pa.Table, predicate: str, aliases: tuple[str, str],
     clauses: Sequence[MergeClause], *, use_deletion_vectors: bool | None = None,
-    clock: Callable[[], int] | None = None,
+    clock: Callable[[], int] | None = None, merge_schema: bool = False,
 ) -> MergeResult:
-    """Run a MERGE (see :mod:`deltalog.commands.merge`) in one commit.
+    """Run a MERGE (see :mod:`deltalog.commands.merge`) in one commit; ``merge_schema`` evolves the target's
+    schema with the source's (:mod:`deltalog.protocol.schema_evolution`) in the same commit.
 
     Example:
         >>> run_merge(t, src, "target.id = source.id", ("target", "source"),
@@ -329,20 +349,23 @@ def run_merge(
         2
     """
     loc = table.location
-    snap = table.snapshot()
-    names = [f.name for f in snap.schema.fields]
+    read = table.snapshot()
     if len({n.lower() for n in source.column_names}) != source.num_columns:
         raise InvalidArgumentError(f"merge source has repeated column names: {source.column_names}", table=loc)
+    snap = _evolved(read, source, clauses, loc) if merge_schema else read  # the rows are read and written in it
+    names = [f.name for f in snap.schema.fields]
     scope = _Scope(aliases, snap.schema.to_arrow_schema(), source.schema, loc)
     keys, residual = _join_keys(predicate, scope, loc)
-    checked = _checked_clauses(clauses, scope, snap, loc)
+    checked = _checked_clauses(clauses, scope, snap, loc, evolve=merge_schema)
     op = Merge(
         predicate=predicate,
         matched_predicates=tuple(c.describe() for c in clauses if c.kind == "matched"),
         not_matched_predicates=tuple(c.describe() for c in clauses if c.kind == "not_matched"),
         not_matched_by_source_predicates=tuple(c.describe() for c in clauses if c.kind == "not_matched_by_source"),
     )
-    txn, _, _, dvs = begin_dml(table, snap, op, None, use_deletion_vectors=use_deletion_vectors, clock=clock)
+    txn, _, _, dvs = begin_dml(table, read, op, None, use_deletion_vectors=use_deletion_vectors, clock=clock)
+    if snap is not read:
+        txn.update_metadata(snap.metadata)
     by_source = any(c.kind == "not_matched_by_source" for c in clauses)
     candidates = txn.read_candidates([] if by_source else _key_conditions(source, keys, snap))
     tracked = tracked_fields(snap.protocol, snap.metadata)
@@ -366,7 +389,7 @@ def run_merge(
                                  np.flatnonzero(~matched_source), loc)
         # an insert-only merge is an append: readers take its added files as inserts, no change files
         stage_inserts(writer, inserted, record and counts.removed > 0, counts)
-        if not counts.removed and not counts.inserted:
+        if not counts.removed and not counts.inserted and snap is read:  # an evolved schema is still committed
             return MergeResult(version=None, num_source_rows=source.num_rows, used_deletion_vectors=dvs)
         done = writer.commit(merge_metrics(counts, source.num_rows),
                              metric_names=("numTargetFilesAdded", "numTargetChangeFilesAdded"))

@@ -1,95 +1,47 @@
 """MERGE's schema evolution (``withSchemaEvolution()`` / ``spark.databricks.delta.schema.autoMerge.enabled``):
-the source columns the target gains (:func:`new_columns`), the fields its struct columns gain
-(:func:`evolved_structs`), and target values read in the old struct type widened to the new one
-(:func:`widened_struct`).
+the target's evolved schema for a source DataFrame (:func:`evolved_target`, the kernel's rules), and target
+values read in the old struct type widened to the new one (:func:`widened_struct`).
 
 Example:
-    >>> new_columns(snap.schema, source, star=True, keys=[], alias=None)             # doctest: +SKIP
-    [StructField(name='extra', ...)]
+    >>> evolved_target(snap.schema, source, star=True, keys=[], alias=None).field_names  # doctest: +SKIP
+    ['id', 'v', 'extra']
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import Any
 
-from deltalog.protocol.schema import ArrayType, DataType, MapType, StructField, StructType, parse_schema
+from deltalog.protocol.schema import ArrayType, DataType, MapType, StructType, parse_schema
+from deltalog.protocol.schema_evolution import evolved_schema
 from deltalog.spark._common import spark_type
 
-__all__ = ["evolved_structs", "new_columns", "widened_struct"]
+__all__ = ["evolved_target", "widened_struct"]
 
 DataFrame = Any
 Column = Any
 
 
-def new_columns(target: StructType, source: DataFrame, *, star: bool, keys: Iterable[Any],
-                alias: str | None) -> list[StructField]:
-    """Source columns schema evolution adds to the target, in the source's order: every source column the
-    target lacks when a ``*`` clause exists (``star``), else those that an explicit ``set`` / ``values`` key
-    (``keys``) names (``new_col`` or ``t.new_col``), as delta-spark does.
+def evolved_target(target: StructType, source: DataFrame, *, star: bool, keys: Iterable[Any],
+                   alias: str | None) -> StructType:
+    """The target schema after schema evolution (:func:`deltalog.protocol.schema_evolution.evolved_schema`):
+    with a ``*`` clause (``star``) every source column the target lacks and the fields its struct columns
+    lack, else the source columns an explicit ``set`` / ``values`` key (``keys``: ``new_col`` or
+    ``t.new_col``) names, as delta-spark does. ``target`` itself when nothing changes.
 
     Example:
-        >>> new_columns(snap.schema, source, star=True, keys=[], alias="t")           # doctest: +SKIP
-        [StructField(name='extra', ...)]
+        >>> evolved_target(snap.schema, source, star=True, keys=[], alias="t").field_names  # doctest: +SKIP
+        ['id', 'v', 'extra']
     """
-    known = {n.lower() for n in target.field_names}
-    wanted: set[str] | None = None
-    if not star:
-        wanted = set()
-        for key in keys:
-            name = key.lower() if isinstance(key, str) else ""
-            if alias and name.startswith(alias.lower() + "."):
-                name = name[len(alias) + 1:]
-            wanted.add(name)
-    extra = [f for f in source.schema.fields
-             if f.name.lower() not in known and (wanted is None or f.name.lower() in wanted)]
-    if not extra:
-        return []
-    fields = []
-    for f in extra:
-        node = f.jsonValue()
-        node["nullable"] = True
-        fields.append(node)
-    return list(parse_schema(json.dumps({"type": "struct", "fields": fields})).fields)
-
-
-def _evolved_type(target: DataType, source: DataType) -> DataType:
-    """``target`` with the fields ``source`` has and it lacks, at any depth of structs, including structs
-    inside arrays and maps (nullable, in the source's order after the target's); other types stay the
-    target's."""
-    if isinstance(target, ArrayType) and isinstance(source, ArrayType):
-        return replace(target, element_type=_evolved_type(target.element_type, source.element_type))
-    if isinstance(target, MapType) and isinstance(source, MapType):
-        return replace(target, key_type=_evolved_type(target.key_type, source.key_type),
-                       value_type=_evolved_type(target.value_type, source.value_type))
-    if not (isinstance(target, StructType) and isinstance(source, StructType)):
-        return target
-    by_name = {f.name.lower(): f for f in source.fields}
-    fields = []
-    for f in target.fields:
-        match = by_name.pop(f.name.lower(), None)
-        fields.append(f if match is None else replace(f, type=_evolved_type(f.type, match.type)))
-    fields += [StructField(f.name, f.type, True, {}) for f in by_name.values()]
-    return StructType(tuple(fields))
-
-
-def evolved_structs(target: StructType, source: DataFrame) -> list[StructField]:
-    """Schema evolution inside struct columns (``UPDATE SET *`` / ``INSERT *``, as delta-spark): each target
-    struct column gains the fields the source column of the same name has and it lacks.
-
-    Example:
-        >>> [f.type.simpleString() for f in evolved_structs(snap.schema, source)]     # doctest: +SKIP
-        ['long', 'struct<a:int,b:string>']
-    """
+    names = []
+    for key in keys:
+        name = key if isinstance(key, str) else ""
+        if alias and name.lower().startswith(alias.lower() + "."):
+            name = name[len(alias) + 1:]
+        names.append(name)
     src = parse_schema(json.dumps({"type": "struct", "fields": [f.jsonValue() for f in source.schema.fields]}))
-    by_name = {f.name.lower(): f for f in src.fields}
-    out = []
-    for f in target.fields:
-        match = by_name.get(f.name.lower())
-        out.append(f if match is None else replace(f, type=_evolved_type(f.type, match.type)))
-    return out
+    return evolved_schema(target, src, star=star, keys=names)
 
 
 def widened_struct(col: Column, old: DataType, new: DataType) -> Column:

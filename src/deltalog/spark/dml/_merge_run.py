@@ -18,7 +18,7 @@ from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.data.filters import Condition
 from deltalog.errors import DeltaError, InvalidArgumentError
 from deltalog.protocol.column_mapping import with_column_mapping
-from deltalog.protocol.schema import StructField, StructType, parse_schema
+from deltalog.protocol.schema import StructField, parse_schema
 from deltalog.spark._auto_optimize import compact_after
 from deltalog.spark._common import load_snapshot, open_table, spark_type
 from deltalog.spark._conf import auto_merge
@@ -28,7 +28,7 @@ from deltalog.spark._identity import BOUND, identity_value, observe_files
 from deltalog.spark.dml._assign import assign, combine, expression, resolve_column, resolve_path
 from deltalog.spark.dml._broadcast import broadcast_source
 from deltalog.spark.dml._cdc import change_rows, records_changes, stage_change_files, write_change_files
-from deltalog.spark.dml._evolve import evolved_structs, new_columns, widened_struct
+from deltalog.spark.dml._evolve import evolved_target, widened_struct
 from deltalog.spark.dml._jobs import (
     DmlResult,
     DvOutcome,
@@ -153,10 +153,9 @@ class MergeRun:
         target = self.snap.schema
         star = any(c.star for c in self.clauses)
         keys = [k for c in self.clauses for k in (c.assignments or {})]
-        new = new_columns(target, b._source, star=star, keys=keys, alias=b._alias) if self.evolve else []
-        kept = evolved_structs(target, b._source) if self.evolve and star else list(target.fields)
-        changed = bool(new) or kept != list(target.fields)
-        self.schema = StructType((*kept, *new)) if changed else target
+        self.schema = evolved_target(target, b._source, star=star, keys=keys, alias=b._alias) if self.evolve \
+            else target
+        changed = self.schema is not target
         self.metadata = replace(self.snap.metadata, schemaString=self.schema.to_json()) if changed \
             else self.snap.metadata
         if changed:  # under column mapping the new columns get ids and physical names before any file is written
