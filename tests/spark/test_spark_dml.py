@@ -488,6 +488,18 @@ def test_merge_schema_evolution_adds_source_columns(spark: Any, tmp_path: Path) 
     check(spark, path, want)
 
 
+def test_merge_schema_evolution_commits_the_schema_when_no_row_changes(spark: Any, tmp_path: Path) -> None:
+    path = make(tmp_path, partitioned=False, dvs=False)
+    v0, before = version(path), table_rows(path)
+    src = frame_of(spark, [{"id": 10**6, "k": 0, "v": 1.0, "s": "x", "extra": "e"}]).alias("s")
+    merge(spark, path, src, "t.id = s.id", target_alias="t").whenMatchedUpdateAll().execute()
+    assert version(path) == v0  # nothing changes: no commit, as delta-spark skips empty commits
+    merge(spark, path, src, "t.id = s.id", target_alias="t").whenMatchedUpdateAll().withSchemaEvolution().execute()
+    assert version(path) == v0 + 1  # the new schema is a change (delta-spark commits its metadata)
+    assert deltalog.Table(path).snapshot().schema.field_names == ["id", "k", "v", "s", "extra"]
+    check(spark, path, [dict(r, extra=None) for r in before])
+
+
 @pytest.mark.parametrize("dvs", [False, True], ids=["cow", "dv"])
 def test_merge_with_column_condition_and_column_assignments(spark: Any, tmp_path: Path, dvs: bool) -> None:
     from pyspark.sql import functions as F

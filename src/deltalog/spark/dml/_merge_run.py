@@ -413,7 +413,7 @@ class MergeRun:
         except BaseException:
             staged.cleanup()
             raise
-        if not staged.data and not removed and dv is None:
+        if not staged.data and not removed and dv is None and self.metadata is self.snap.metadata:
             return DmlResult(None, {k: str(v) for k, v in self._metrics(scan_ms, **counts).items()})
         try:
             self._identity_metadata(staged.data)
