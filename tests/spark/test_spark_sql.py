@@ -840,6 +840,23 @@ def test_stream_of_a_catalog_table_and_catalog_create_table(spark: Any, tmp_path
             spark.sql(f"DROP TABLE IF EXISTS {name}")
 
 
+def test_catalog_tables_report_the_delta_table_description(spark: Any) -> None:
+    """``spark.catalog.getTable`` / ``listTables`` give a Delta table's description (delta-spark's table
+    reports its log's); Spark's own answer was None, and other tables keep Spark's."""
+    delta, pq = (f"{p}_{uuid.uuid4().hex[:8]}" for p in ("described", "pq"))
+    try:
+        spark.sql(f"CREATE TABLE {delta} (id INT) USING delta COMMENT 'hello table'")
+        spark.sql(f"CREATE TABLE {pq} (id INT) USING parquet COMMENT 'plain'")
+        assert spark.catalog.getTable(delta).description == "hello table"
+        spark.sql(f"COMMENT ON TABLE {delta} IS 'changed'")
+        listed = {t.name: t for t in spark.catalog.listTables()}
+        assert listed[delta].description == "changed" and listed[delta].tableType == "MANAGED"
+        assert listed[pq].description == spark.catalog.getTable(pq).description == "plain"
+    finally:
+        for name in (delta, pq):
+            spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
 def test_non_delta_statements_pass_through(spark: Any, tmp_path: Path) -> None:
     name = f"pq_{uuid.uuid4().hex[:8]}"
     try:

@@ -4,8 +4,9 @@ Installed by :func:`deltalog.spark.register` with the rest of the routing (class
 ``DataFrameWriter.saveAsTable`` / ``insertInto``, ``DataFrame.writeTo`` and the ``DataFrameWriterV2``
 actions, ``DataStreamWriter.toTable``, ``SparkSession.table``, ``DataFrameReader.table``,
 ``DataStreamReader.table`` (a stream of a catalog Delta table is deltalog's streaming source) and
-``Catalog.createTable(..., source="delta")`` (a commit 0 as ``DeltaTable.create()``). Each falls
-back to Spark's own method when the table is not a Delta table (and no ``delta`` format was asked for).
+``Catalog.createTable(..., source="delta")`` (a commit 0 as ``DeltaTable.create()``), and
+``Catalog.getTable`` / ``listTables`` (a Delta table's description). Each falls back to Spark's own method
+when the table is not a Delta table (and no ``delta`` format was asked for).
 
 Example:
     >>> patches()[:1]                                                              # doctest: +SKIP
@@ -188,6 +189,38 @@ def _catalog_create_table(original: Callable[..., Any]) -> Callable[..., Any]:
     return createTable
 
 
+def _described(spark: Any, table: Any) -> Any:
+    """A ``spark.catalog`` ``Table`` of a Delta table with the table's description (its log's, as
+    delta-spark's table reports it): Spark takes it from properties deltalog's provider does not carry."""
+    from deltalog.spark._common import load_snapshot
+    from deltalog.spark.sql.catalog import TableName, lookup
+
+    namespace = list(getattr(table, "namespace", None) or [])
+    if getattr(table, "description", None) is not None or getattr(table, "isTemporary", True) or len(namespace) != 1:
+        return table
+    try:
+        entry = lookup(spark, TableName(table.name, namespace[0], table.catalog))
+        if entry is None or not entry.is_delta:
+            return table
+        return table._replace(description=load_snapshot(entry.location).metadata.description)
+    except Exception:  # a table deltalog cannot read: Spark's answer stands
+        return table
+
+
+def _catalog_get_table(original: Callable[..., Any]) -> Callable[..., Any]:
+    def getTable(self: Any, tableName: str) -> Any:
+        return _described(self._sparkSession, original(self, tableName))
+
+    return getTable
+
+
+def _catalog_list_tables(original: Callable[..., Any]) -> Callable[..., Any]:
+    def listTables(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return [_described(self._sparkSession, t) for t in original(self, *args, **kwargs)]
+
+    return listTables
+
+
 def _write_to(original: Callable[..., Any]) -> Callable[..., Any]:
     def writeTo(self: Any, table: str) -> Any:
         writer = original(self, table)
@@ -281,7 +314,8 @@ def patches() -> list[tuple[type, str, Make]]:
     for cls in _classes("pyspark.sql.streaming.readwriter", "DataStreamReader"):
         out.append((cls, "table", _stream_reader_table))
     for cls in _classes("pyspark.sql.catalog", "Catalog"):  # createExternalTable calls createTable
-        out.append((cls, "createTable", _catalog_create_table))
+        out += [(cls, "createTable", _catalog_create_table), (cls, "getTable", _catalog_get_table),
+                (cls, "listTables", _catalog_list_tables)]
     for cls in _classes("pyspark.sql.session", "SparkSession"):
         out.append((cls, "table", _spark_table))
     for module in ("pyspark.sql.classic.dataframe", "pyspark.sql.connect.dataframe"):
