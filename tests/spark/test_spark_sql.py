@@ -762,6 +762,29 @@ def test_dataframe_catalog_api(spark: Any) -> None:
         spark.sql(f"DROP TABLE IF EXISTS {b}")
 
 
+def test_save_as_table_overwrite_of_a_part_of_the_table(spark: Any) -> None:
+    """``saveAsTable`` in mode overwrite with ``replaceWhere`` or a dynamic ``partitionOverwriteMode`` overwrites
+    that part of the table, as ``save(path)`` does (it was refused: "overwriteSchema cannot be combined with
+    replaceWhere", an option the user never gave)."""
+    from deltalog.spark import DeltaTable
+
+    name = f"part_{uuid.uuid4().hex[:8]}"
+    try:
+        spark.range(6).selectExpr("id", "CAST(id % 3 AS INT) AS k").write.format("delta").partitionBy("k") \
+            .saveAsTable(name)
+        new = spark.createDataFrame([(100, 1)], "id long, k int")
+        new.write.format("delta").mode("overwrite").option("replaceWhere", "k = 1").saveAsTable(name)
+        assert sorted(tuple(r) for r in spark.table(name).collect()) == [(0, 0), (2, 2), (3, 0), (5, 2), (100, 1)]
+        with pytest.raises(Exception, match="DELTA_REPLACE_WHERE_MISMATCH"):
+            new.write.format("delta").mode("overwrite").option("replaceWhere", "k = 2").saveAsTable(name)
+        spark.createDataFrame([(200, 2)], "id long, k int").write.format("delta").mode("overwrite") \
+            .option("partitionOverwriteMode", "dynamic").saveAsTable(name)
+        assert sorted(tuple(r) for r in spark.table(name).collect()) == [(0, 0), (3, 0), (100, 1), (200, 2)]
+        assert [c["operation"] for c in DeltaTable.forName(spark, name)._table.history()][:2] == ["WRITE", "WRITE"]
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
 def test_builder_table_name_registers_a_catalog_table(spark: Any) -> None:
     from deltalog.spark import DeltaTable
 

@@ -107,7 +107,9 @@ def save_as_table(
     cluster_by: Any = None,
 ) -> bool:
     """``df.write.saveAsTable(name)`` for Delta: returns False when Spark should run it (another format, or
-    no format given and no Delta table of that name).
+    no format given and no Delta table of that name). Mode ``overwrite`` replaces an existing table (schema
+    and partitioning as given), unless ``replaceWhere`` or a dynamic ``partitionOverwriteMode`` asks to
+    overwrite a part of it, as ``save(path)`` does.
 
     Example:
         >>> save_as_table(df, "events", fmt="delta", mode="append", partition_by=None, options={})  # doctest: +SKIP
@@ -137,7 +139,11 @@ def save_as_table(
                                        "'append' or 'overwrite' (or 'ignore')", table=name)
         if chosen == "ignore":
             return True
-        if chosen == "overwrite":  # delta-spark replaces the table (schema and partitioning as given)
+        lowered = {k.lower(): str(v) for k, v in opts.items()}
+        selective = "replacewhere" in lowered or lowered.get("partitionoverwritemode", "").lower() == "dynamic"
+        if chosen == "overwrite" and selective:  # a part of the table is overwritten, as by save(path)
+            write(df, entry.location, mode="overwrite", partitionBy=partition_by, clusterBy=cluster_by, **opts)
+        elif chosen == "overwrite":  # delta-spark replaces the table (schema and partitioning as given)
             opts.setdefault("overwriteSchema", "true")
             write(df, entry.location, mode="overwrite", partitionBy=partition_by, clusterBy=cluster_by,
                   _statement={"kind": "CREATE OR REPLACE TABLE AS SELECT", "managed": entry.managed}, **opts)
