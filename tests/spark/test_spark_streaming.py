@@ -199,6 +199,13 @@ def test_options_are_checked_when_the_stream_is_defined(spark: Any, tmp_path: Pa
         spark.readStream.format("delta").option("maxFilesPerTriger", 5).load(a)
     with pytest.raises(InvalidArgumentError, match="schema at read time"):
         spark.readStream.format("delta").schema("id long").load(a)
+    for option, value, want in (("ignoreDeletes", "yes", "'true' or 'false'"),  # delta-spark: true/false only
+                                ("maxFilesPerTrigger", 0, "positive integer"),
+                                ("maxBytesPerTrigger", "0", "positive size")):
+        with pytest.raises(InvalidArgumentError, match=rf"DELTA_ILLEGAL_OPTION.*'{value}' for option {option}.*{want}"):
+            spark.readStream.format("delta").option(option, value).load(a)
+    with pytest.raises(InvalidArgumentError, match=r"DELTA_ILLEGAL_OPTION.*'1' for option mergeSchema"):
+        spark.range(1).write.format("delta").mode("append").option("mergeSchema", "1").save(a)
     with pytest.raises(TableNotFoundError, match=r"DELTA_MISSING_DELTA_TABLE.*nothing is not a Delta table"):
         spark.readStream.format("delta").load(str(tmp_path / "nothing"))  # not a worker's traceback at start
     df = spark.readStream.format("delta").load(a)

@@ -42,8 +42,6 @@ if TYPE_CHECKING:
 
 # Characters java.net.URI leaves unquoted in a path (besides letters, digits and non-ASCII characters).
 _URI_PATH_SAFE = frozenset("/_-!.~'()*,;:$&+=@")
-_TRUE = ("true", "1", "yes")
-_FALSE = ("false", "0", "no")
 
 
 def spark_file_uri(path: str) -> str:
@@ -249,20 +247,27 @@ def session_setting(spark: Any, key: str) -> str | None:
 
 
 def parse_bool(value: Any, name: str) -> bool:
-    """An option value as a bool (``True``, ``"true"``, ``"false"``, ...).
+    """An option or setting value as a bool: ``True`` / ``False`` or ``"true"`` / ``"false"`` in any case,
+    as delta-spark's options and Spark's boolean settings take them (``"yes"`` or ``"1"`` is an error).
 
     Example:
         >>> parse_bool("TRUE", "mergeSchema")
         True
+        >>> parse_bool("yes", "mergeSchema")
+        Traceback (most recent call last):
+        ...
+        deltalog.errors.InvalidArgumentError: [DELTA_ILLEGAL_OPTION] invalid value 'yes' for option mergeSchema: \
+it must be 'true' or 'false'
     """
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
-    if text in _TRUE:
+    if text == "true":
         return True
-    if text in _FALSE:
+    if text == "false":
         return False
-    raise InvalidArgumentError(f"option {name} must be true or false, got {value!r}")
+    raise InvalidArgumentError(f"[DELTA_ILLEGAL_OPTION] invalid value {str(value)!r} for option {name}: it must be "
+                               "'true' or 'false'")
 
 
 def option_map(options: Mapping[str, Any], known: Sequence[str], *, what: str) -> dict[str, Any]:

@@ -126,6 +126,9 @@ class StreamReadOptions:
         max_files = max_bytes = None
         if "maxFilesPerTrigger" in opts:
             max_files = parse_int(opts["maxFilesPerTrigger"], "maxFilesPerTrigger")
+            if max_files <= 0:
+                raise InvalidArgumentError(f"[DELTA_ILLEGAL_OPTION] invalid value {str(opts['maxFilesPerTrigger'])!r} "
+                                           "for option maxFilesPerTrigger: it must be a positive integer")
         if "maxBytesPerTrigger" in opts:
             max_bytes = _parse_bytes(opts["maxBytesPerTrigger"])
         if max_files is None and max_bytes is None:
@@ -151,8 +154,9 @@ def _parse_bytes(value: Any) -> int:
     text = str(value).strip().lower()
     digits = text.rstrip("bkmg")
     unit = text[len(digits):] or "b"
-    if not digits.isdigit() or unit not in _UNITS:
-        raise InvalidArgumentError(f"option maxBytesPerTrigger must be a size such as 1048576 or 10m, got {value!r}")
+    if not digits.isdigit() or unit not in _UNITS or int(digits) == 0:
+        raise InvalidArgumentError(f"[DELTA_ILLEGAL_OPTION] invalid value {str(value)!r} for option "
+                                   "maxBytesPerTrigger: it must be a positive size such as 1048576 or 10m")
     return int(digits) * _UNITS[unit]
 
 
