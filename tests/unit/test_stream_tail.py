@@ -237,6 +237,22 @@ def test_schema_change_mid_stream_is_an_error(table: str) -> None:
     assert len(fresh.files_between(start, fresh.latest_position(start, None))) == 4
 
 
+def test_older_versions_a_rename_left_behind_name_the_way_out(tmp_path: Path) -> None:
+    """A stream started from before a column-mapping rename reads with the newer schema: the error says to
+    start after the rename, not to restart (which meets the same versions again)."""
+    loc = str(tmp_path / "t")
+    deltalog.write_table(loc, pa.table({"id": pa.array([1], pa.int64()), "v": ["a"]}),
+                         properties={"delta.columnMapping.mode": "name"})
+    renamed = deltalog.Table(loc).rename_column("v", "w").version
+    tail = LogTail(deltalog.Table(loc))
+    start = tail.start_position(starting_version=0)
+    with pytest.raises(SchemaError, match=rf"DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE.*schema of version {renamed}, "
+                       r"and version 0.*column v.*startingVersion"):
+        tail.latest_position(start, None)
+    after = tail.start_position(starting_version=renamed)
+    assert tail.files_between(after, tail.latest_position(after, None)) == []
+
+
 def test_schema_change_reasons() -> None:
     def md(fields: str, parts: tuple[str, ...] = ()) -> Metadata:
         return Metadata(id="t", format={"provider": "parquet"}, partitionColumns=parts,

@@ -340,6 +340,8 @@ class LogTail:
         self.options = options or TailOptions()
         latest = table.snapshot()
         self.metadata = metadata if metadata is not None else latest.metadata
+        #: the version whose schema the stream reads with, when it is the latest (for the advice of errors)
+        self._schema_version = latest.version if self.metadata == latest.metadata else None
         self.protocol = latest.protocol
         self.table_id = self.metadata.id
         self._keys = frozenset(metadata_partition_keys(self.metadata))
@@ -608,6 +610,14 @@ class LogTail:
                 table=self.where, version=version,
             )
         problem = schema_change(metadata, self.metadata)
+        if problem is not None and self._schema_version is not None and version < self._schema_version:
+            raise SchemaError(
+                f"[DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE] the stream reads with the schema of version "
+                f"{self._schema_version}, and version {version}, which it reads too, has a schema it cannot read "
+                f"that way: {problem}; start the stream from a version after the column was renamed or dropped "
+                "(startingVersion), or read those versions with a batch read",
+                table=self.where, version=version,
+            )
         if problem is not None:
             raise SchemaError(
                 f"[DELTA_SCHEMA_CHANGED_WITH_VERSION] the table's schema changed in version {version} in a way the "
