@@ -119,6 +119,34 @@ def test_insert_forms(target: Target) -> None:
     assert target.operations()[-1] == "WRITE"
 
 
+def test_insert_schema_evolution_under_auto_merge(target: Target, spark: Any) -> None:
+    """With ``spark.databricks.delta.schema.autoMerge.enabled``, ``INSERT ... BY NAME`` adds the query's new
+    columns and a positional ``INSERT`` the columns past the table's, as delta-spark does; without it they are
+    refused naming the setting (``BY NAME`` failed with a KeyError, a positional INSERT with an arity error)."""
+    from deltalog.errors import InvalidArgumentError, SchemaError
+
+    people(target)
+    with pytest.raises(SchemaError, match=r"note: table \(missing\).*autoMerge\.enabled=true"):
+        target.sql("INSERT INTO {t} BY NAME SELECT 'dee' AS name, 4 AS id, 50 AS age, 'x' AS note")
+    with pytest.raises(InvalidArgumentError, match="INSERT_COLUMN_ARITY_MISMATCH"):
+        target.sql("INSERT INTO {t} SELECT 4, 'dee', 50, 'x'")
+    assert target.version() == 1
+    key = "spark.databricks.delta.schema.autoMerge.enabled"
+    spark.conf.set(key, "true")
+    try:
+        target.sql("INSERT INTO {t} BY NAME SELECT 'dee' AS name, 4 AS id, 50 AS age, 'x' AS note")
+        target.sql("INSERT INTO {t} SELECT 5, 'eve', 60, 'y', 2.5D AS score")
+        if target.kind == "catalog":  # df.write.insertInto: by position, the same evolution
+            spark.createDataFrame([(6, "fay", 70, "z", 3.5, True)], "a int, b string, c int, d string, e double, "
+                                  "flag boolean").write.insertInto(target.ref)
+    finally:
+        spark.conf.unset(key)
+    extra = ["flag"] if target.kind == "catalog" else []
+    assert target.table().snapshot().schema.field_names == ["id", "name", "age", "note", "score", *extra]
+    assert target.rows("SELECT id, note, score FROM {t} WHERE id >= 3 ORDER BY id") == \
+        [(3, None, None), (4, "x", None), (5, "y", 2.5)] + ([(6, "z", 3.5)] if extra else [])
+
+
 def test_insert_overwrite_and_replace_where(target: Target) -> None:
     people(target)
     target.sql("INSERT INTO {t} REPLACE WHERE age = 30 SELECT 7, 'gil', 30")

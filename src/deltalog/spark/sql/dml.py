@@ -198,6 +198,7 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
     from sqlglot import exp
 
     from deltalog.spark._common import load_snapshot, spark_type
+    from deltalog.spark._conf import auto_merge
     from deltalog.spark._defaults import default_value
     from deltalog.spark.write import write
 
@@ -241,16 +242,23 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
         query = _values_with_defaults(query, targets_for(len(query.expressions[0].expressions), listed),
                                       snap.schema)
     df = rewrite_query(spark, _under_ctes(expression, query)).sql(spark)
+    # Columns the table lacks (by name, or past the table's by position under schema evolution) go to the
+    # write as they are: it adds them with autoMerge, else refuses naming the setting, as delta-spark does.
+    extra: list[int] = []
     if expression.args.get("by_name"):
-        listed = list(df.columns)
-    targets = targets_for(len(df.columns), listed)
-    if len(df.columns) != len(targets):
+        listed = [c for c in df.columns if c.lower() in by_lower]
+        extra = [i for i, c in enumerate(df.columns) if c.lower() not in by_lower]
+    targets = targets_for(len(df.columns) - len(extra), listed)
+    if listed is None and len(df.columns) > len(targets) and auto_merge(spark):
+        extra = list(range(len(targets), len(df.columns)))
+    if len(df.columns) - len(extra) != len(targets):
         raise InvalidArgumentError(
             f"[INSERT_COLUMN_ARITY_MISMATCH] cannot write to {ref.shown}: the data has {len(df.columns)} column(s) "
             f"but {len(targets)} are expected ({targets})", table=ref.location)
+    names = list(df.columns)
     positional = [f"_insert_col{i}" for i in range(len(df.columns))]  # the query's names may repeat (SELECT 3, 3)
     df = df.toDF(*positional)
-    source_of = {t.lower(): c for t, c in zip(targets, positional)}
+    source_of = {t.lower(): c for t, c in zip(targets, [c for i, c in enumerate(positional) if i not in extra])}
     columns = []
     for f in fields:
         dtype = spark_type(f.type)
@@ -261,6 +269,7 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
             columns.append(F.col(source_of[f.name.lower()]).cast(dtype).alias(f.name))
         elif f.name.lower() not in generated:  # an unlisted column: its default, else null
             columns.append(default_value(snap.schema, f.name).alias(f.name))
+    columns += [F.col(positional[i]).alias(names[i]) for i in extra]
     data = df.select(*columns)
     overwrite = bool(expression.args.get("overwrite"))
     options: dict[str, Any] = {}

@@ -165,7 +165,8 @@ def save_as_table(
 
 
 def insert_into(df: Any, name: str, overwrite: bool | None) -> bool:
-    """``df.write.insertInto(name)`` into a catalog Delta table (columns by position, as Spark does); False
+    """``df.write.insertInto(name)`` into a catalog Delta table (columns by position, as Spark does; under
+    ``spark.databricks.delta.schema.autoMerge.enabled`` the columns past the table's are added to it); False
     when ``name`` is not a Delta table.
 
     Example:
@@ -175,6 +176,7 @@ def insert_into(df: Any, name: str, overwrite: bool | None) -> bool:
     from pyspark.sql import functions as F
 
     from deltalog.spark._common import load_snapshot, session_of, spark_type
+    from deltalog.spark._conf import auto_merge
     from deltalog.spark.write import write
 
     spark = session_of(df)
@@ -182,13 +184,17 @@ def insert_into(df: Any, name: str, overwrite: bool | None) -> bool:
     if found is None:
         return False
     fields = list(load_snapshot(found.location).schema.fields)
-    if len(df.columns) != len(fields):
+    evolve = len(df.columns) > len(fields) and auto_merge(spark)  # the columns past the table's are added
+    if len(df.columns) != len(fields) and not evolve:
         raise InvalidArgumentError(
             f"[INSERT_COLUMN_ARITY_MISMATCH] cannot insert into {name}: the data has {len(df.columns)} column(s), "
             f"the table {len(fields)}", table=name)
-    positional = df.toDF(*[f"_insert_col{i}" for i in range(len(fields))])  # the names may repeat
+    names = list(df.columns)
+    positional = df.toDF(*[f"_insert_col{i}" for i in range(len(names))])  # the names may repeat
+    extra = zip(positional.columns[len(fields):], names[len(fields):], strict=True)
     data = positional.select(*[F.col(c).cast(spark_type(f.type)).alias(f.name)
-                               for c, f in zip(positional.columns, fields)])
+                               for c, f in zip(positional.columns, fields)],
+                             *[F.col(c).alias(n) for c, n in extra])
     write(data, found.location, mode="overwrite" if overwrite else "append")
     return True
 
