@@ -616,6 +616,30 @@ def test_alter_table(target: Target) -> None:
                                         "CHANGE COLUMN", "CHANGE COLUMN"]
 
 
+def test_alter_column_first_and_after_move_columns(target: Target) -> None:
+    """``ALTER COLUMN c FIRST | AFTER x`` (and ``CHANGE COLUMN c c type ... FIRST | AFTER x``) move a column,
+    nested fields within their struct, as delta-spark does; Spark refused them (sqlglot leaves them as text)."""
+    from deltalog.errors import InvalidArgumentError
+
+    people(target)  # id, name, age
+    target.sql("ALTER TABLE {t} ADD COLUMNS (address STRUCT<city: STRING, zip: STRING>)")
+    target.sql("ALTER TABLE {t} ALTER COLUMN age FIRST")
+    target.sql("ALTER TABLE {t} ALTER COLUMN `name` COMMENT 'given name' AFTER address")
+    target.sql("ALTER TABLE {t} ALTER COLUMN address.zip FIRST")
+    target.sql("ALTER TABLE {t} CHANGE COLUMN id id INT AFTER age")
+    schema = target.table().snapshot().schema
+    assert schema.field_names == ["age", "id", "address", "name"]
+    assert schema.field("address").type.field_names == ["zip", "city"]  # type: ignore[attr-defined]
+    assert schema.field("name").metadata.get("comment") == "given name"
+    assert target.rows("SELECT * FROM {t} WHERE id = 1") == [(30, 1, None, "ann")]
+    params = target.table().history(limit=1)[0]["operationParameters"]
+    assert target.operations()[-1] == "CHANGE COLUMN" and params["position"] == "AFTER age"
+    with pytest.raises(InvalidArgumentError, match=r"DELTA_COLUMN_NOT_FOUND.*'nope'"):
+        target.sql("ALTER TABLE {t} ALTER COLUMN id AFTER nope")
+    with pytest.raises(InvalidArgumentError, match=r"keeps the column's type \(int\)"):
+        target.sql("ALTER TABLE {t} CHANGE COLUMN id id BIGINT FIRST")
+
+
 def test_show_tblproperties(target: Target) -> None:
     people(target)
     shown = target.sql("SHOW TBLPROPERTIES {t}")

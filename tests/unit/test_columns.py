@@ -89,6 +89,29 @@ def test_add_columns_inside_structs_arrays_and_maps(tmp_path: Path, mapping: str
     assert t.snapshot().version == 1
 
 
+def test_move_column_reorders_without_rewriting(tmp_path: Path) -> None:
+    deltalog.write_table(str(tmp_path), pa.table({"id": [1], "s": [{"a": 1, "b": "x"}], "v": ["q"]}))
+    t = deltalog.Table(str(tmp_path))
+    files = t.snapshot().add_files().column("path").to_pylist()
+    assert t.move_column("v", after=None).operation == "CHANGE COLUMN"
+    t.move_column("S.b", after=None, comment="bee")  # any case, as Spark resolves names
+    t.move_column(["id"], after="s")
+    snap = t.snapshot()
+    assert snap.schema.field_names == ["v", "s", "id"]
+    assert [(f.name, f.metadata.get("comment")) for f in snap.schema.field("s").type.fields] == \
+        [("b", "bee"), ("a", None)]  # type: ignore[attr-defined]
+    assert snap.to_arrow().to_pylist() == [{"v": "q", "s": {"b": "x", "a": 1}, "id": 1}]
+    assert snap.add_files().column("path").to_pylist() == files
+    assert [json.loads(h["operationParameters"]["column"])["name"] for h in t.history(limit=3)] == ["id", "b", "v"]
+    assert [h["operationParameters"]["position"] for h in t.history(limit=3)] == ["AFTER s", "FIRST", "FIRST"]
+    for name, after, message in (("nope", None, "DELTA_COLUMN_NOT_FOUND.*no column 'nope'"),
+                                 ("id", "zz", "'zz' does not exist"), ("id", "id", "is the column being moved"),
+                                 ("v.x", None, "'v' is not a struct")):
+        with pytest.raises(InvalidArgumentError, match=message):
+            t.move_column(name, after=after)
+    assert t.latest_version() == 3
+
+
 def test_add_columns_refuses_duplicates_and_not_null(tmp_path: Path) -> None:
     t = make(tmp_path)
     with pytest.raises(InvalidArgumentError, match="DUPLICATE"):

@@ -292,7 +292,8 @@ class DropColumns(Operation):
 
 @dataclass(frozen=True)
 class ChangeColumn(Operation):
-    """``CHANGE COLUMN``: a column's comment or nullability changed (its new JSON object in ``column``).
+    """``CHANGE COLUMN``: a column's comment or nullability changed (its new JSON object in ``column``), or it
+    moved (``position``).
 
     Example:
         >>> ChangeColumn(column={"name": "z", "type": "integer", "nullable": False, "metadata": {}}).name
@@ -300,12 +301,17 @@ class ChangeColumn(Operation):
     """
 
     column: Mapping[str, Any] = field(default_factory=dict)
+    #: where the column moved (``FIRST`` / ``AFTER x``), when it did
+    position: str | None = None
     NAME: ClassVar[str] = "CHANGE COLUMN"
     CHANGES_DATA: ClassVar[bool] = False
 
     def parameters(self) -> dict[str, str | None]:
-        """The column as it is now."""
-        return {"column": json_param(dict(self.column))}
+        """The column as it is now, and where it moved."""
+        out: dict[str, str | None] = {"column": json_param(dict(self.column))}
+        if self.position is not None:
+            out["position"] = self.position
+        return out
 
     def metric_names(self) -> tuple[str, ...]:
         """No metrics."""

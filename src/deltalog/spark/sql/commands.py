@@ -410,8 +410,8 @@ def _show_properties(spark: Any, r: _Reader) -> Any:
 
 
 def _alter(spark: Any, r: _Reader) -> Any:
-    """``ALTER TABLE ... UNSET TBLPROPERTIES``, ``CLUSTER BY NONE`` and ``{ALTER | CHANGE} [COLUMN] c SYNC
-    IDENTITY`` (the other ALTER forms are parsed by sqlglot)."""
+    """``ALTER TABLE ... UNSET TBLPROPERTIES``, ``CLUSTER BY NONE`` and the ``{ALTER | CHANGE} [COLUMN]``
+    forms of :mod:`deltalog.spark.sql.alter_column` (the other ALTER forms are parsed by sqlglot)."""
     from deltalog.spark._common import open_table
     from deltalog.spark.sql.shared import empty_result
 
@@ -420,14 +420,12 @@ def _alter(spark: Any, r: _Reader) -> Any:
     if r.take("CLUSTER", "BY", "NONE") and r.done():
         open_table(ref.location).cluster_by(None)
         return empty_result(spark)
-    if r.take("ALTER") or r.take("CHANGE"):
+    keyword = "ALTER" if r.take("ALTER") else "CHANGE" if r.take("CHANGE") else None
+    if keyword is not None:  # FIRST / AFTER and SYNC IDENTITY
+        from deltalog.spark.sql.alter_column import alter_column_text
+
         r.take("COLUMN")
-        column = r.until("SYNC").strip()
-        if not column or not (r.take("SYNC", "IDENTITY") and r.done()):
-            raise refuse(r.text, "this ALTER TABLE ... ALTER COLUMN form is not supported on Delta tables by deltalog")
-        if len(column) > 1 and column[0] == column[-1] == "`":
-            column = column[1:-1].replace("``", "`")
-        open_table(ref.location).sync_identity(column)
+        alter_column_text(open_table(ref.location), keyword, r.rest(), r.text)
         return empty_result(spark)
     if not r.take("UNSET", "TBLPROPERTIES"):
         raise refuse(r.text, "this ALTER TABLE form is not supported on Delta tables by deltalog")
