@@ -75,6 +75,22 @@ def test_column_mapping_workflow(spark: Any, tmp_path: Path) -> None:
         spark.sql(f"ALTER TABLE {t} DROP COLUMN region")
 
 
+def test_drop_columns_list_with_struct_fields(spark: Any, tmp_path: Path) -> None:
+    """``DROP COLUMNS (v, s.y)`` drops the struct field ``s.y`` (sqlglot parses it as a dotted expression in a
+    list, which was read as a top-level ``y``: DELTA_COLUMN_NOT_FOUND)."""
+    path = str(tmp_path / "nested")
+    t = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {t} (id INT, s STRUCT<x: INT, y: STRING>, v STRING) USING DELTA "
+              "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    spark.sql(f"INSERT INTO {t} VALUES (1, named_struct('x', 1, 'y', 'a'), 'q')")
+    spark.sql(f"ALTER TABLE {t} DROP COLUMNS (v, s.y)")
+    assert spark.read.format("delta").load(path).schema.simpleString() == "struct<id:int,s:struct<x:int>>"
+    from readers import duckdb_rows
+
+    assert _spark_rows(spark, path, ["id", "s.x"]) == [(1, 1)]
+    assert duckdb_rows(path, ["id", "s"]) == [(1, {"x": 1})]
+
+
 def test_switch_existing_table_to_name_mode(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "old")
     spark.range(5).selectExpr("CAST(id % 2 AS STRING) AS k", "id").write.format("delta").partitionBy("k").save(path)

@@ -608,6 +608,8 @@ def _column_path(node: Any) -> str:
 
     if isinstance(node, exp.Column):
         return ".".join(p.name for p in node.parts)
+    if isinstance(node, exp.Dot):  # s.a in a parenthesised list: DROP COLUMNS (v, s.a)
+        return f"{_column_path(node.this)}.{_column_path(node.expression)}"
     return str(node.name)
 
 
