@@ -147,6 +147,35 @@ def test_insert_schema_evolution_under_auto_merge(target: Target, spark: Any) ->
         [(3, None, None), (4, "x", None), (5, "y", 2.5)] + ([(6, "z", 3.5)] if extra else [])
 
 
+def test_char_and_varchar_columns(target: Target, spark: Any) -> None:
+    """``CHAR(n)`` / ``VARCHAR(n)`` columns are stored as Spark stores them (``string`` with the declared type
+    in the field's metadata) and every write checks the length (``EXCEED_LIMIT_LENGTH``), as delta-spark does;
+    CREATE TABLE failed before, and nested ones are refused."""
+    from deltalog.spark import DeltaTable
+    from deltalog.txn.constraints import ConstraintViolationError
+
+    target.sql("CREATE TABLE {t} (id INT, c CHAR(3), v VARCHAR(5)) USING DELTA")
+    fields = {f.name: f for f in target.table().snapshot().schema.fields}
+    assert fields["v"].metadata == {"__CHAR_VARCHAR_TYPE_STRING": "varchar(5)"}
+    target.sql("INSERT INTO {t} VALUES (1, 'abc', 'abcde'), (2, 'a', 'ab   ')")
+    for statement in ("INSERT INTO {t} VALUES (3, 'abcd', 'a')", "UPDATE {t} SET v = 'abcdef' WHERE id = 1",
+                      "MERGE INTO {t} AS x USING (SELECT 9 AS id, 'x' AS c, 'toolong' AS v) s ON x.id = s.id "
+                      "WHEN NOT MATCHED THEN INSERT *"):
+        with pytest.raises(ConstraintViolationError, match="EXCEED_LIMIT_LENGTH"):
+            target.sql(statement)
+    assert target.version() == 1
+    assert [tuple(r)[:2] for r in target.sql("DESCRIBE {t}").collect()] == \
+        [("id", "int"), ("c", "char(3)"), ("v", "varchar(5)")]
+    assert target.rows("SELECT id, c, v FROM {t} ORDER BY id") == [(1, "abc", "abcde"), (2, "a", "ab   ")]
+    with pytest.raises(Exception, match="inside a struct, array or map"):
+        spark.sql(f"CREATE TABLE nested_{uuid.uuid4().hex[:6]} (a ARRAY<VARCHAR(2)>) USING DELTA")
+    if target.kind == "path":
+        built = str(Path(target.path).parent / "built")
+        DeltaTable.create(spark).location(built).addColumn("v", "VARCHAR(2)").execute()
+        with pytest.raises(ConstraintViolationError, match=r"column v is varchar\(2\)"):
+            spark.createDataFrame([("abc",)], "v string").write.format("delta").mode("append").save(built)
+
+
 def test_insert_overwrite_and_replace_where(target: Target) -> None:
     people(target)
     target.sql("INSERT INTO {t} REPLACE WHERE age = 30 SELECT 7, 'gil', 30")

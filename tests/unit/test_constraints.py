@@ -220,3 +220,26 @@ def test_not_null_columns_including_nested() -> None:
         check_not_null(pa.table({"id": [1, None], "st": [{"y": 1}, {"y": 2}]}), schema)
     with pytest.raises(ConstraintViolationError, match=r"column st\.y"):
         check_not_null(pa.table({"id": [1], "st": [{"y": None}]}), schema)
+
+
+def test_char_and_varchar_lengths_are_checked_on_every_kernel_write(tmp_path: Any) -> None:
+    """A ``string`` column with Spark's ``__CHAR_VARCHAR_TYPE_STRING`` metadata (``CHAR(n)`` / ``VARCHAR(n)``)
+    refuses longer values; characters past ``n`` that are all spaces pass, as in Spark."""
+    import deltalog
+    from deltalog.protocol.schema import PrimitiveType, StructField, StructType
+
+    text = PrimitiveType("string")
+    schema = StructType((StructField("id", PrimitiveType("long"), True, {}),
+                         StructField("c", text, True, {"__CHAR_VARCHAR_TYPE_STRING": "char(3)"}),
+                         StructField("v", text, True, {"__CHAR_VARCHAR_TYPE_STRING": "VARCHAR(5)"})))
+    path = str(tmp_path / "t")
+    table = deltalog.create_table(path, schema)
+    ok = pa.table({"id": [1, 2, 3], "c": ["abc", "ab   ", None], "v": ["", "abcde  ", "héllo"]})
+    deltalog.write_table(path, ok, mode="append")
+    with pytest.raises(ConstraintViolationError,
+                       match=r"EXCEED_LIMIT_LENGTH\] column v is varchar\(5\): 1 of 2 rows .*'abcdef' \(6 char"):
+        deltalog.write_table(path, pa.table({"id": [4, 5], "c": ["a", "b"], "v": ["a", "abcdef"]}), mode="append")
+    with pytest.raises(ConstraintViolationError, match=r"column c is char\(3\)"):
+        table.update_rows("id = 1", {"c": "abcd"})
+    assert table.latest_version() == 1
+    assert sorted(table.snapshot().to_arrow().column("v").to_pylist()) == ["", "abcde  ", "héllo"]

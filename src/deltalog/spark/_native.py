@@ -40,13 +40,14 @@ from deltalog.data.write_stats import stats_json
 from deltalog.protocol.schema import StructType
 from deltalog.spark._write_job import delete_written
 from deltalog.storage import LocalLogStore
+from deltalog.txn.constraints import CHAR_VARCHAR_KEY
 
 __all__ = ["native_write_ok", "write_native"]
 
 _STAGING = "_deltalog_staging_"
 _TS_CONF = "spark.sql.parquet.outputTimestampType"
 _IGNORED = frozenset({"nullable", "containsNull", "valueContainsNull", "metadata"})
-_FIELD_KEYS = ("delta.invariants", "delta.generationExpression", "CURRENT_DEFAULT")
+_FIELD_KEYS = ("delta.invariants", "delta.generationExpression", "CURRENT_DEFAULT", CHAR_VARCHAR_KEY)
 
 
 def _normal(node: Any) -> Any:

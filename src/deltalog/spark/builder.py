@@ -33,6 +33,7 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     from deltalog.spark.table import DeltaTable
     from deltalog.table import Table
 
-__all__ = ["DeltaColumnBuilder", "DeltaTableBuilder", "IdentityGenerator", "add_feature_support",
+__all__ = ["DeltaColumnBuilder", "DeltaTableBuilder", "IdentityGenerator", "add_feature_support", "text_type",
            "upgrade_table_protocol"]
 
 _MODES = ("create", "createIfNotExists", "replace", "createOrReplace")
@@ -88,22 +89,43 @@ def _parse_type(spark: Any, text: str) -> Any:
     return _parse_datatype_string(text)
 
 
-def _check_type(dtype: Any, column: str) -> None:
+def _check_type(dtype: Any, column: str, *, top: bool = True) -> None:
+    """Refuse ``CHAR`` / ``VARCHAR`` inside structs, arrays and maps (a top-level one is a ``string`` column
+    whose length the writes check: :func:`text_type`)."""
     from pyspark.sql.types import ArrayType, CharType, MapType, StructType, VarcharType
 
-    if isinstance(dtype, (CharType, VarcharType)):
+    if isinstance(dtype, (CharType, VarcharType)) and not top:
         raise InvalidArgumentError(
-            f"column {column!r}: CHAR/VARCHAR types are not supported (deltalog does not enforce their length); "
-            "use STRING"
+            f"column {column!r}: CHAR/VARCHAR inside a struct, array or map is not supported (deltalog checks the "
+            "length of top-level CHAR/VARCHAR columns only); use STRING there"
         )
     if isinstance(dtype, StructType):
         for f in dtype.fields:
-            _check_type(f.dataType, f"{column}.{f.name}")
+            _check_type(f.dataType, f"{column}.{f.name}", top=False)
     elif isinstance(dtype, ArrayType):
-        _check_type(dtype.elementType, column)
+        _check_type(dtype.elementType, column, top=False)
     elif isinstance(dtype, MapType):
-        _check_type(dtype.keyType, column)
-        _check_type(dtype.valueType, column)
+        _check_type(dtype.keyType, column, top=False)
+        _check_type(dtype.valueType, column, top=False)
+
+
+def text_type(dtype: Any, metadata: Mapping[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    """A column's type and metadata as the table stores them: ``CHAR(n)`` / ``VARCHAR(n)`` become ``string``
+    with the declared type in Spark's ``__CHAR_VARCHAR_TYPE_STRING`` metadata (the writes check the length).
+
+    Example:
+        >>> from pyspark.sql.types import VarcharType                                    # doctest: +SKIP
+        >>> text_type(VarcharType(5))                                                    # doctest: +SKIP
+        (StringType(), {'__CHAR_VARCHAR_TYPE_STRING': 'varchar(5)'})
+    """
+    from pyspark.sql.types import CharType, StringType, VarcharType
+
+    from deltalog.txn.constraints import CHAR_VARCHAR_KEY
+
+    meta = dict(metadata or {})
+    if isinstance(dtype, (CharType, VarcharType)):
+        return StringType(), {**meta, CHAR_VARCHAR_KEY: dtype.simpleString()}
+    return dtype, meta
 
 
 @dataclass
@@ -247,7 +269,8 @@ class DeltaColumnBuilder:
                                                      always=self._identity[1]))
         elif self._generation is not None:
             metadata.update(generated_metadata(self._generation))
-        return StructField(self._name, self._type, self._nullable, metadata)
+        dtype, metadata = text_type(self._type, metadata)
+        return StructField(self._name, dtype, self._nullable, metadata)
 
 
 class DeltaTableBuilder:
@@ -355,6 +378,7 @@ class DeltaTableBuilder:
             metadata.update(identity_field_metadata(colName, dtype, generatedAlwaysAs, always=True))
         elif generatedByDefaultAs is not None:
             metadata.update(identity_field_metadata(colName, dtype, generatedByDefaultAs, always=False))
+        dtype, metadata = text_type(dtype, metadata)
         self._fields.append(
             {"name": colName, "type": dtype.jsonValue(), "nullable": nullable, "metadata": metadata}
         )
@@ -378,7 +402,8 @@ class DeltaTableBuilder:
             raise _type_error("Schema must be StructType or a list of StructField.", cols)
         for f in cols.fields:
             _check_type(f.dataType, f.name)
-            self._fields.append(f.jsonValue())
+            dtype, metadata = text_type(f.dataType, f.metadata)
+            self._fields.append(StructField(f.name, dtype, f.nullable, metadata).jsonValue())
         return self
 
     def partitionedBy(self, *cols: Any) -> DeltaTableBuilder:

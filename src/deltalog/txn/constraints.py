@@ -2,7 +2,9 @@
 
 * CHECK constraints are table properties ``delta.constraints.<name>`` holding a boolean SQL expression;
 * column invariants are column metadata ``delta.invariants`` = ``{"expression": {"expression": "..."}}``;
-* non-nullable columns (``"nullable": false``, also nested struct fields) must hold no nulls.
+* non-nullable columns (``"nullable": false``, also nested struct fields) must hold no nulls;
+* ``CHAR(n)`` / ``VARCHAR(n)`` columns (``string`` with Spark's ``__CHAR_VARCHAR_TYPE_STRING`` metadata) must
+  hold no value longer than ``n``.
 
 A row violates a constraint when the expression is ``false`` *or* ``null`` for it. Expressions are
 compiled by :mod:`deltalog.data.sql_expr` (a practical Spark SQL subset) to ``pyarrow.compute`` calls;
@@ -24,6 +26,7 @@ by 1 of 2 rows, e.g. the row with x = 1; nothing was written [table t]
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -38,9 +41,11 @@ if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
 
 __all__ = [
+    "CHAR_VARCHAR_KEY",
     "ConstraintViolationError",
     "Expression",
     "UnsupportedExpressionError",
+    "check_char_varchar",
     "check_constraints",
     "check_expressions",
     "check_not_null",
@@ -229,9 +234,51 @@ def _check_field(
                 _check_field(child_values, child, (*path, child["name"]), valid, total, table_name)
 
 
+#: Column metadata Spark gives a ``CHAR(n)`` / ``VARCHAR(n)`` column, stored as ``string``.
+CHAR_VARCHAR_KEY = "__CHAR_VARCHAR_TYPE_STRING"
+_CHAR_VARCHAR = re.compile(r"^\s*(?:char|varchar)\s*\(\s*(\d+)\s*\)\s*$", re.IGNORECASE)
+
+
+def check_char_varchar(data: pa.Table, schema_string: str | None, *, table_name: str | None = None) -> None:
+    """Refuse values longer than a top-level ``CHAR(n)`` / ``VARCHAR(n)`` column's length (Spark's write-side
+    check: characters past ``n`` that are all spaces are allowed).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> s = ('{"type":"struct","fields":[{"name":"v","type":"string","nullable":true,'
+        ...      '"metadata":{"__CHAR_VARCHAR_TYPE_STRING":"varchar(3)"}}]}')
+        >>> check_char_varchar(pa.table({"v": ["abc  ", "abcd"]}), s, table_name="t")
+        Traceback (most recent call last):
+        ...
+        deltalog.txn.constraints.ConstraintViolationError: [EXCEED_LIMIT_LENGTH] column v is varchar(3): \
+1 of 2 rows hold a longer value, e.g. 'abcd' (4 characters); nothing was written [table t]
+    """
+    if not schema_string or CHAR_VARCHAR_KEY not in schema_string:
+        return
+    names = {n.lower(): n for n in data.column_names}
+    for f in json.loads(schema_string).get("fields") or []:
+        declared = str((f.get("metadata") or {}).get(CHAR_VARCHAR_KEY, ""))
+        match = _CHAR_VARCHAR.match(declared)
+        name = names.get(str(f.get("name")).lower())
+        if match is None or name is None or f.get("type") != "string":
+            continue
+        limit = int(match.group(1))
+        values = data.column(name)
+        trimmed = pc.utf8_rtrim(values, characters=" ")
+        too_long = pc.fill_null(pc.greater(pc.utf8_length(trimmed), limit), False)
+        bad = pc.sum(too_long.cast(pa.int64())).as_py() or 0
+        if bad:
+            example = values.filter(too_long)[0].as_py()
+            raise ConstraintViolationError(
+                f"[EXCEED_LIMIT_LENGTH] column {f['name']} is {declared.strip().lower()}: {bad} of {data.num_rows} "
+                f"rows hold a longer value, e.g. {example!r} ({len(example)} characters); nothing was written",
+                table=table_name,
+            )
+
+
 def check_table_constraints(data: pa.Table, metadata: Metadata, *, table_name: str | None = None) -> None:
-    """NOT NULL columns, column invariants and CHECK constraints of ``metadata`` against ``data``
-    (all columns, partition columns included).
+    """NOT NULL columns, ``CHAR`` / ``VARCHAR`` lengths, column invariants and CHECK constraints of
+    ``metadata`` against ``data`` (all columns, partition columns included).
 
     Example:
         >>> import pyarrow as pa
@@ -241,6 +288,7 @@ def check_table_constraints(data: pa.Table, metadata: Metadata, *, table_name: s
         >>> check_table_constraints(pa.table({"x": [1]}), md)
     """
     check_not_null(data, metadata.schemaString, table_name=table_name)
+    check_char_varchar(data, metadata.schemaString, table_name=table_name)
     constraints = table_constraints(metadata)
     if constraints:
         check_expressions(data, constraints, table_name=table_name)

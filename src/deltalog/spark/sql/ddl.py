@@ -203,10 +203,25 @@ def _struct_from_columns(spark: Any, columns: list[Any], *, identity: bool = Tru
     from sqlglot import exp
 
     from deltalog.spark.builder import IdentityGenerator, identity_field_metadata
+    from deltalog.txn.constraints import CHAR_VARCHAR_KEY
     from deltalog.txn.generated import generated_metadata
 
     plain, generators, expressions, defaults = [], {}, {}, {}
+    chars: dict[str, str] = {}  # CHAR(n) / VARCHAR(n): stored as string, the declared type in the metadata
     for col in columns:
+        kind = col.args.get("kind")
+        texts = (exp.DataType.Type.CHAR, exp.DataType.Type.VARCHAR, exp.DataType.Type.NCHAR,
+                 exp.DataType.Type.NVARCHAR)
+        if isinstance(kind, exp.DataType) and any(t.this in texts for t in kind.find_all(exp.DataType)):
+            if kind.this not in texts:
+                raise InvalidArgumentError(
+                    f"column {col.name!r}: CHAR/VARCHAR inside a struct, array or map is not supported (deltalog "
+                    "checks the length of top-level CHAR/VARCHAR columns only); use STRING there")
+            chars[col.name] = kind.sql(dialect=DIALECT).lower()
+            col = col.copy()
+            for t in list(col.args["kind"].find_all(exp.DataType)):
+                if t.this in texts:
+                    t.replace(exp.DataType.build("STRING"))
         given = [c for c in col.args.get("constraints") or [] if isinstance(c.kind, exp.DefaultColumnConstraint)]
         if given:  # DEFAULT expr: CURRENT_DEFAULT (checked by the callers: _check_defaults)
             defaults[col.name] = given[0].kind.this.sql(dialect=DIALECT)
@@ -246,10 +261,12 @@ def _struct_from_columns(spark: Any, columns: list[Any], *, identity: bool = Tru
     except Exception as exc:
         raise InvalidArgumentError(f"the column definitions cannot be parsed: {ddl} ({str(exc).splitlines()[0]})") \
             from None
-    if not generators and not expressions and not defaults:
+    if not generators and not expressions and not defaults and not chars:
         return struct
     fields = []
     for f in struct.fields:
+        if f.name in chars:  # as Spark keeps a CHAR / VARCHAR column (the writes check the length)
+            f = StructField(f.name, f.dataType, f.nullable, {**(f.metadata or {}), CHAR_VARCHAR_KEY: chars[f.name]})
         if f.name in defaults:
             f = StructField(f.name, f.dataType, f.nullable, {**(f.metadata or {}),
                             CURRENT_DEFAULT: _spark_default(spark, f.name, defaults[f.name], f.dataType)})
@@ -703,12 +720,14 @@ def _alter_column(spark: Any, table: Any, action: Any, text: str) -> None:
 def _describe(spark: Any, expression: Any) -> Any:
     """``DESCRIBE [TABLE] [EXTENDED]`` of a Delta table: its columns (and partitioning) from the log."""
     from deltalog.spark._common import load_snapshot, spark_type, table_properties
+    from deltalog.txn.constraints import CHAR_VARCHAR_KEY
 
     ref = resolve_table(spark, expression.this)
     if ref is None:
         return None
     snap = load_snapshot(ref.location)
-    rows = [(f.name, spark_type(f.type).simpleString(), f.metadata.get("comment")) for f in snap.schema.fields]
+    rows = [(f.name, f.metadata.get(CHAR_VARCHAR_KEY) or spark_type(f.type).simpleString(), f.metadata.get("comment"))
+            for f in snap.schema.fields]
     if snap.partition_columns:
         rows += [("# Partition Information", "", ""), ("# col_name", "data_type", "comment")]
         rows += [r for r in rows[: len(snap.schema.fields)] if r[0] in snap.partition_columns]

@@ -260,14 +260,15 @@ def _field_ddl(f: Any, *, nested: bool = False) -> str:
 
 def _column_ddl(f: Any) -> str:
     """A top-level column as ``CREATE TABLE`` spells it, with its default, generation or identity."""
+    from deltalog.txn.constraints import CHAR_VARCHAR_KEY
     from deltalog.txn.defaults import CURRENT_DEFAULT
     from deltalog.txn.generated import GENERATION_EXPRESSION
     from deltalog.txn.identity import ALLOW_EXPLICIT, START, STEP
 
-    out = f"{_quoted(f.name)} {type_ddl(f.type)}"
+    meta = f.metadata
+    out = f"{_quoted(f.name)} {str(meta.get(CHAR_VARCHAR_KEY) or '').upper() or type_ddl(f.type)}"  # CHAR(n)
     if not f.nullable:
         out += " NOT NULL"
-    meta = f.metadata
     if meta.get(CURRENT_DEFAULT) is not None:
         out += f" DEFAULT {meta[CURRENT_DEFAULT]}"
     if meta.get(GENERATION_EXPRESSION) is not None:
