@@ -147,6 +147,19 @@ def test_history_without_a_table_is_table_not_found(tmp_path: Path) -> None:
         assert "there is no _delta_log directory" not in str(err.value)
 
 
+def test_a_path_inside_a_table_names_the_table(tmp_path: Path) -> None:
+    """A partition directory (or the log directory) read as a table names the table holding it and how to
+    select its rows."""
+    root = tmp_path / "t"
+    deltalog.write_table(root, pa.table({"id": [1, 2], "k": ["a", "b"]}), partition_by=["k"])
+    with pytest.raises(TableNotFoundError,
+                       match=rf"inside the Delta table at {root}: read that table .*where\(\"k = 'a'\"\)"):
+        deltalog.Table(root / "k=a").snapshot()
+    with pytest.raises(TableNotFoundError,
+                       match=rf"Delta table at {root}: read that table and select its rows with a filter \["):
+        deltalog.Table(root / "_delta_log").history()
+
+
 def test_history_of_a_table_whose_commits_were_all_cleaned_up_is_empty(tmp_path: Path) -> None:
     version, _ = _checkpointed(tmp_path)
     _drop_commits_before(tmp_path, version + 1)

@@ -265,7 +265,27 @@ def _raise_no_table(store: LogStore, table: str, files: list[LogFile]) -> NoRetu
         raise TableNotFoundError(
             f"no Delta table: {LOG_DIR} has no commit files (it holds no files)", table=table, file=LOG_DIR
         )
+    root = _enclosing_table(full) if "://" not in full else None
+    if root is not None:
+        part = os.path.relpath(os.path.dirname(os.path.abspath(full)), root).split(os.sep)[0]
+        key, eq, value = part.partition("=")
+        how = f", e.g. where(\"{key} = '{value}'\")" if eq else ""
+        raise TableNotFoundError(
+            f"no Delta table: there is no {LOG_DIR} directory here; this path is inside the Delta table at {root}: "
+            f"read that table and select its rows with a filter{how}", table=table)
     raise TableNotFoundError(f"no Delta table: there is no {LOG_DIR} directory", table=table)
+
+
+def _enclosing_table(log_dir: str) -> str | None:
+    """The nearest local directory above the one ``log_dir`` belongs to that holds a Delta log."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(log_dir)))
+    while True:
+        if os.path.isdir(os.path.join(here, LOG_DIR)):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
 
 
 def _check_contiguous(
