@@ -197,8 +197,13 @@ def test_options_are_checked_when_the_stream_is_defined(spark: Any, tmp_path: Pa
     append(a, [1])
     with pytest.raises(InvalidArgumentError, match="maxFilesPerTriger"):
         spark.readStream.format("delta").option("maxFilesPerTriger", 5).load(a)
+    with pytest.raises(InvalidArgumentError, match=r"schema at read time: the table's schema is struct<id:bigint>"):
+        spark.readStream.format("delta").schema("id string").load(a)
+    # the table's own schema may be given, as delta-spark accepts it (batch reads too)
+    assert spark.readStream.format("delta").schema("id long NOT NULL").load(a).columns == ["id"]
+    assert spark.read.format("delta").schema("id long").load(a).count() == 1
     with pytest.raises(InvalidArgumentError, match="schema at read time"):
-        spark.readStream.format("delta").schema("id long").load(a)
+        spark.read.format("delta").schema("id long, extra int").load(a)
     for option, value, want in (("ignoreDeletes", "yes", "'true' or 'false'"),  # delta-spark: true/false only
                                 ("maxFilesPerTrigger", 0, "positive integer"),
                                 ("maxBytesPerTrigger", "0", "positive size")):

@@ -23,7 +23,7 @@ def recorded_state(obj: Any) -> dict[str, Any]:
     state: dict[str, Any] | None = obj.__dict__.get(_STATE)
     if state is None:
         state = {"format": None, "options": {}, "mode": None, "partitionBy": None, "clusterBy": None,
-                 "schema": False}
+                 "schema": None}
         obj.__dict__[_STATE] = state
     return state
 

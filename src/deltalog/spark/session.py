@@ -393,7 +393,7 @@ def _recording_options(original: Callable[..., Any]) -> Callable[..., Any]:
 
 def _recording_schema(original: Callable[..., Any]) -> Callable[..., Any]:
     def schema(self: Any, schema: Any) -> Any:
-        recorded_state(self)["schema"] = True
+        recorded_state(self)["schema"] = schema
         return original(self, schema)
 
     return schema
@@ -444,10 +444,30 @@ def _recording_cluster_by(original: Callable[..., Any]) -> Callable[..., Any]:
     return clusterBy
 
 
-def _refuse_read_schema(schema: Any, state: dict[str, Any]) -> None:
-    if schema is not None or state["schema"]:
+def _check_read_schema(spark: Any, given: Any, df: Any) -> Any:
+    """``df`` when the schema the reader was given (``given``: a DDL string or a ``StructType``; None when none
+    was) is the table's (``df``'s), nullability aside, as delta-spark accepts it; otherwise delta-spark's error."""
+    if given is not None:
+        _same_schema(spark, given, df.schema)
+    return df
+
+
+def _same_schema(spark: Any, given: Any, table: Any) -> None:
+    wanted = spark.createDataFrame([], given).schema if isinstance(given, str) else given
+
+    def shape(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: shape(v) for k, v in node.items()
+                    if k not in ("nullable", "containsNull", "valueContainsNull", "metadata")}
+        if isinstance(node, list):
+            return [shape(v) for v in node]
+        return node
+
+    if shape(wanted.jsonValue()) != shape(table.jsonValue()):
         raise InvalidArgumentError(
-            "[DELTA_UNSUPPORTED_SCHEMA_DURING_READ] Delta does not support specifying the schema at read time"
+            "[DELTA_UNSUPPORTED_SCHEMA_DURING_READ] Delta does not support specifying the schema at read time: "
+            f"the table's schema is {table.simpleString()}, the schema given {wanted.simpleString()}; leave "
+            ".schema(...) out (the table's schema is read from its log)"
         )
 
 
@@ -459,24 +479,25 @@ def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
         from deltalog.spark._common import option_map
         from deltalog.spark.read import READ_OPTIONS, read
 
-        _refuse_read_schema(schema, state)
+        given = schema if schema is not None else state["schema"]
+        spark = session_of_reader(self)
         from deltalog.spark.cdf import is_change_feed_read, load_changes
 
         if is_change_feed_read({**state["options"], **options}):  # readChangeFeed: deltalog.spark.cdf
-            return load_changes(session_of_reader(self), path, {**state["options"], **options})
+            return _check_read_schema(spark, given, load_changes(spark, path, {**state["options"], **options}))
         opts = option_map({**state["options"], **options}, READ_OPTIONS, what="Delta read")
         hadoop = {k: v for k, v in opts.items() if not k.startswith("delta.") and k not in READ_OPTIONS}
         opts = {k: v for k, v in opts.items() if k in READ_OPTIONS}
         target = path if path is not None else opts.get("path")
         if not isinstance(target, str):
             raise InvalidArgumentError(f"a Delta read needs exactly one table path, got {target!r}")
-        return read(
-            session_of_reader(self),
+        return _check_read_schema(spark, given, read(
+            spark,
             target,
             versionAsOf=opts.get("versionAsOf"),
             timestampAsOf=opts.get("timestampAsOf"),
             storage_options=hadoop or None,
-        )
+        ))
 
     return spark_errors(load)
 
@@ -486,13 +507,13 @@ def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
         state = recorded_state(self)
         if not _is_delta(format if format is not None else state["format"]):
             return original(self, path, format, schema, **options)
-        from deltalog.spark._common import require_table
+        from deltalog.spark._common import require_table, spark_schema
         from deltalog.spark._instants import session_instant
         from deltalog.spark._storage import storage_options_for
         from deltalog.spark.streaming import register_source
-        from deltalog.spark.streaming.source import SOURCE_NAME, STORAGE_OPTION, StreamReadOptions
+        from deltalog.spark.streaming.source import SOURCE_NAME, STORAGE_OPTION, StreamReadOptions, stream_fields
 
-        _refuse_read_schema(schema, state)
+        given = schema if schema is not None else state["schema"]
         opts = StreamReadOptions.parse({**state["options"], **options}, path)  # fail here, not in a worker
         if opts.starting_timestamp is not None:  # no zone: the session's, as delta-spark (workers have none)
             at = session_instant(session_of_reader(self), opts.starting_timestamp, option="startingTimestamp")
@@ -504,7 +525,11 @@ def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
                       "write its first version) before starting the stream")  # not a worker's traceback at start
         if storage:  # the source's Python workers have no session: the options travel with the source
             options = {**options, STORAGE_OPTION: json.dumps(storage)}
-        return original(self, opts.path, SOURCE_NAME, None, **options)
+        if given is None:
+            return original(self, opts.path, SOURCE_NAME, None, **options)
+        table_schema = spark_schema(stream_fields(opts.open_table().snapshot(), change_feed=opts.change_feed))
+        _same_schema(session_of_reader(self), given, table_schema)
+        return original(self, opts.path, SOURCE_NAME, table_schema, **options)  # the table's own nullability
 
     return spark_errors(load)
 
