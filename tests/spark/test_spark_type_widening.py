@@ -75,3 +75,24 @@ def test_date_to_timestamp_ntz_and_preview_table_through_spark(spark: Any, tmp_p
     cols = ["byte_long", "int_long", "int_decimal", "date_timestamp_ntz"]
     got = sorted(tuple(r) for r in spark.read.format("delta").load(copy).select(*cols).collect())
     assert len(got) == 2 and all(r[1] == 7 for r in got) and got == duckdb_rows(copy, cols)
+
+
+def test_merge_with_schema_evolution_widens_columns(spark: Any, tmp_path: Path) -> None:
+    """``withSchemaEvolution()`` on a table with type widening widens a column to a wider source type (it
+    failed with DELTA_CAST_FAILURE), as delta-spark does; rows the MERGE copies read in the wider type."""
+    from deltalog.spark import DeltaTable
+
+    p = str(tmp_path / "t")
+    spark.createDataFrame([(1, 10), (3, 30)], "id int, v int").write.format("delta") \
+        .option("delta.enableTypeWidening", "true").save(p)
+    source = spark.createDataFrame([(1, 5_000_000_000), (2, 7)], "id int, v bigint")
+    merge = DeltaTable.forPath(spark, p).alias("t").merge(source.alias("s"), "t.id = s.id") \
+        .whenMatchedUpdateAll().whenNotMatchedInsertAll()
+    with pytest.raises(Exception, match="DELTA_CAST_FAILURE"):
+        merge.execute()
+    merge.withSchemaEvolution().execute()
+    df = spark.read.format("delta").load(p)
+    assert df.schema.simpleString() == "struct<id:int,v:bigint>"
+    assert sorted(tuple(r) for r in df.collect()) == [(1, 5_000_000_000), (2, 7), (3, 30)]
+    assert deltalog.Table(p).snapshot().schema.field("v").metadata["delta.typeChanges"] == \
+        [{"fromType": "integer", "toType": "long"}]

@@ -101,3 +101,26 @@ def test_a_source_value_that_does_not_fit_commits_nothing(tmp_path: Path) -> Non
         table.merge(source, "target.id = source.id", merge_schema=True).when_matched_update_all().execute()
     assert table.snapshot().version == 0
     assert table.snapshot().schema.field("s").type.field_names == ["a"]  # type: ignore[attr-defined]
+
+
+def test_type_widening_tables_widen_columns_to_the_source_type(tmp_path: Path) -> None:
+    """With ``delta.enableTypeWidening`` a wider source type widens the column (``delta.typeChanges``), as
+    delta-spark's MERGE with schema evolution does; without it the value must fit the column's type."""
+    path = tmp_path / "t"
+    deltalog.write_table(path, pa.table({"id": pa.array([1], pa.int32()), "v": pa.array([10], pa.int32())}),
+                         properties={"delta.enableTypeWidening": "true"})
+    table = deltalog.Table(path)
+    source = pa.table({"id": pa.array([1, 2], pa.int32()), "v": pa.array([5_000_000_000, 7], pa.int64())})
+    with pytest.raises(DeltaError, match="DELTA_CAST_FAILURE"):  # no schema evolution: no widening
+        table.merge(source, "target.id = source.id").when_matched_update_all().execute()
+    (table.merge(source, "target.id = source.id", merge_schema=True)
+     .when_matched_update_all().when_not_matched_insert_all().execute())
+    field = table.snapshot().schema.field("v")
+    assert field.type.name == "long"  # type: ignore[attr-defined]
+    assert field.metadata["delta.typeChanges"] == [{"fromType": "integer", "toType": "long"}]
+    assert _rows(table, ["id", "v"]) == [(1, 5_000_000_000), (2, 7)]
+    assert duckdb_rows(str(path), ["id", "v"]) == [(1, 5_000_000_000), (2, 7)]
+    explicit = pa.table({"id": pa.array([2], pa.int32()), "v": pa.array([1.5], pa.float64())})
+    with pytest.raises(DeltaError, match="DELTA_CAST_FAILURE"):  # long -> double is not a widening
+        table.merge(explicit, "target.id = source.id", merge_schema=True).when_matched_update({"v": "source.v"}) \
+            .execute()

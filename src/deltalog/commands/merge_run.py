@@ -45,6 +45,7 @@ from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import identity_columns
 from deltalog.txn.operations import Merge
 from deltalog.txn.row_tracking import tracked_fields
+from deltalog.txn.writer_features import is_true
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -271,7 +272,8 @@ def _evolved(snap: Snapshot, source: pa.Table, clauses: Sequence[MergeClause], l
     struct fields get column ids and physical names, under column mapping, before any file is written."""
     star = any(c.action != "delete" and c.updates is None for c in clauses)
     keys = [k for c in clauses if c.updates is not None for k in c.updates if isinstance(k, str)]
-    schema = evolved_schema(snap.schema, data_schema(source.schema, table=loc), star=star, keys=keys)
+    schema = evolved_schema(snap.schema, data_schema(source.schema, table=loc), star=star, keys=keys,
+                            widen=is_true(snap.metadata.configuration, "delta.enableTypeWidening"))
     if schema is snap.schema:
         return snap
     md = with_column_mapping(replace(snap.metadata, schemaString=schema.to_json()), snap.metadata, table=loc)

@@ -8,7 +8,10 @@
 * otherwise only the source columns an explicit assignment names (``{"new_col": "source.new_col"}``) are
   added.
 
-Target columns keep their types: source values are cast to them.
+Target columns keep their types (source values are cast to them), unless the table enables type widening
+(``delta.enableTypeWidening``): then a column whose source column is of a wider type it may widen to
+(:func:`deltalog.protocol.type_widening.can_widen`) takes that type, recorded in ``delta.typeChanges``, as
+delta-spark widens it.
 
 Example:
     >>> import pyarrow as pa
@@ -24,11 +27,12 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from deltalog.protocol.schema import ArrayType, DataType, MapType, StructField, StructType
+from deltalog.protocol.type_widening import can_widen, widened
 
 __all__ = ["evolved_schema", "evolved_type"]
 
 
-def evolved_type(target: DataType, source: DataType) -> DataType:
+def evolved_type(target: DataType, source: DataType, *, widen: bool = False) -> DataType:
     """``target`` with the struct fields ``source`` has and it lacks, at any depth (structs inside arrays and
     maps too), nullable, after the target's fields in the source's order; other types stay the target's.
 
@@ -40,25 +44,34 @@ def evolved_type(target: DataType, source: DataType) -> DataType:
         ['a', 'b']
     """
     if isinstance(target, ArrayType) and isinstance(source, ArrayType):
-        return replace(target, element_type=evolved_type(target.element_type, source.element_type))
+        return replace(target, element_type=evolved_type(target.element_type, source.element_type, widen=widen))
     if isinstance(target, MapType) and isinstance(source, MapType):
-        return replace(target, key_type=evolved_type(target.key_type, source.key_type),
-                       value_type=evolved_type(target.value_type, source.value_type))
+        return replace(target, key_type=evolved_type(target.key_type, source.key_type, widen=widen),
+                       value_type=evolved_type(target.value_type, source.value_type, widen=widen))
     if not (isinstance(target, StructType) and isinstance(source, StructType)):
         return target
     by_name = {f.name.lower(): f for f in source.fields}
-    fields = []
-    for f in target.fields:
-        match = by_name.pop(f.name.lower(), None)
-        fields.append(f if match is None else replace(f, type=evolved_type(f.type, match.type)))
+    fields = [_evolved_field(f, by_name.pop(f.name.lower(), None), widen) for f in target.fields]
     fields += [StructField(f.name, f.type, True, {}) for f in by_name.values()]
     return StructType(tuple(fields))
 
 
-def evolved_schema(target: StructType, source: StructType, *, star: bool, keys: Iterable[str]) -> StructType:
+def _evolved_field(field: StructField, source: StructField | None, widen: bool) -> StructField:
+    """``field`` evolved by the source's field of its name: a wider type where type widening allows it
+    (recorded in ``delta.typeChanges``), else new nested fields."""
+    if source is None:
+        return field
+    if widen and can_widen(field.type, source.type):
+        return widened(field, source.type)
+    return replace(field, type=evolved_type(field.type, source.type, widen=widen))
+
+
+def evolved_schema(target: StructType, source: StructType, *, star: bool, keys: Iterable[str],
+                   widen: bool = False) -> StructType:
     """The target schema after a MERGE's schema evolution (see the module docstring): ``star`` when the
-    merge has an ``*_all`` clause, ``keys`` the target columns its explicit assignments name (unqualified).
-    Returns ``target`` itself when nothing changes.
+    merge has an ``*_all`` clause, ``keys`` the target columns its explicit assignments name (unqualified),
+    ``widen`` when the table enables type widening (``delta.enableTypeWidening``). Returns ``target`` itself
+    when nothing changes.
 
     Example:
         >>> import pyarrow as pa
@@ -72,11 +85,14 @@ def evolved_schema(target: StructType, source: StructType, *, star: bool, keys: 
     wanted = None if star else {k.lower() for k in keys}
     new = [replace(f, nullable=True) for f in source.fields
            if f.name.lower() not in known and (wanted is None or f.name.lower() in wanted)]
+    by_name = {f.name.lower(): f for f in source.fields}
     kept = list(target.fields)
     if star:
-        by_name = {f.name.lower(): f for f in source.fields}
-        kept = [f if f.name.lower() not in by_name else
-                replace(f, type=evolved_type(f.type, by_name[f.name.lower()].type)) for f in kept]
+        kept = [_evolved_field(f, by_name.get(f.name.lower()), widen) for f in kept]
+    elif widen and wanted:  # an explicit assignment of the source column of its name may widen a column
+        named = [by_name.get(f.name.lower()) if f.name.lower() in wanted else None for f in kept]
+        kept = [widened(f, src.type) if src is not None and can_widen(f.type, src.type) else f
+                for f, src in zip(kept, named, strict=True)]
     if not new and kept == list(target.fields):
         return target
     return StructType((*kept, *new))

@@ -24,11 +24,12 @@ Column = Any
 
 
 def evolved_target(target: StructType, source: DataFrame, *, star: bool, keys: Iterable[Any],
-                   alias: str | None) -> StructType:
+                   alias: str | None, widen: bool = False) -> StructType:
     """The target schema after schema evolution (:func:`deltalog.protocol.schema_evolution.evolved_schema`):
     with a ``*`` clause (``star``) every source column the target lacks and the fields its struct columns
     lack, else the source columns an explicit ``set`` / ``values`` key (``keys``: ``new_col`` or
-    ``t.new_col``) names, as delta-spark does. ``target`` itself when nothing changes.
+    ``t.new_col``) names, as delta-spark does; with ``widen`` (type widening enabled) wider source types widen
+    the target's columns. ``target`` itself when nothing changes.
 
     Example:
         >>> evolved_target(snap.schema, source, star=True, keys=[], alias="t").field_names  # doctest: +SKIP
@@ -41,7 +42,7 @@ def evolved_target(target: StructType, source: DataFrame, *, star: bool, keys: I
             name = name[len(alias) + 1:]
         names.append(name)
     src = parse_schema(json.dumps({"type": "struct", "fields": [f.jsonValue() for f in source.schema.fields]}))
-    return evolved_schema(target, src, star=star, keys=names)
+    return evolved_schema(target, src, star=star, keys=names, widen=widen)
 
 
 def widened_struct(col: Column, old: DataType, new: DataType) -> Column:

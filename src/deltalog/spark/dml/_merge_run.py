@@ -60,6 +60,7 @@ from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import IdentityGenerator, identity_columns, with_high_water_marks
 from deltalog.txn.operations import Merge
 from deltalog.txn.transaction import Transaction
+from deltalog.txn.writer_features import is_true
 
 if TYPE_CHECKING:
     from deltalog.spark.dml.merge import MergeBuilder
@@ -153,8 +154,9 @@ class MergeRun:
         target = self.snap.schema
         star = any(c.star for c in self.clauses)
         keys = [k for c in self.clauses for k in (c.assignments or {})]
-        self.schema = evolved_target(target, b._source, star=star, keys=keys, alias=b._alias) if self.evolve \
-            else target
+        widen = is_true(self.snap.metadata.configuration, "delta.enableTypeWidening")
+        self.schema = evolved_target(target, b._source, star=star, keys=keys, alias=b._alias, widen=widen) \
+            if self.evolve else target
         changed = self.schema is not target
         self.metadata = replace(self.snap.metadata, schemaString=self.schema.to_json()) if changed \
             else self.snap.metadata
