@@ -275,11 +275,17 @@ def test_dml_with_ctes_and_subqueries_over_delta_tables(catalog_target: Target, 
     from deltalog.errors import InvalidArgumentError
 
     with pytest.raises(InvalidArgumentError, match=r"DELTA_UNSUPPORTED_SUBQUERY.*target's column t\.id"):
-        target.sql("WITH x AS (SELECT 3 AS id) DELETE FROM {t} t WHERE EXISTS (SELECT 1 FROM x WHERE x.id = t.id)")
+        target.sql("WITH x AS (SELECT 3 AS id) DELETE FROM {t} t WHERE EXISTS (SELECT 1 FROM x WHERE x.id > t.id)")
     assert target.version() == version  # refused, not run with t.id taken for x.id
-    gone = target.sql("WITH x AS (SELECT 3 AS id) DELETE FROM {t} t WHERE t.id IN (SELECT id FROM x)")
+    # EXISTS correlated by equalities runs (as an IN), with EXISTS's meaning for nulls
+    gone = target.sql("WITH x AS (SELECT 3 AS id UNION ALL SELECT NULL) DELETE FROM {t} t "
+                      "WHERE EXISTS (SELECT 1 FROM x WHERE x.id = t.id AND t.age > 0)")
     assert gone.first()[0] == 1
     assert target.rows("SELECT * FROM {t} ORDER BY id") == [(1, "ann", 30), (2, "bo", 0)]
+    kept = target.sql("WITH x AS (SELECT 1 AS id UNION ALL SELECT NULL) UPDATE {t} AS t SET age = 99 "
+                      "WHERE NOT EXISTS (SELECT * FROM x WHERE t.id = x.id)")
+    assert kept.first()[0] == 1
+    assert target.rows("SELECT * FROM {t} ORDER BY id") == [(1, "ann", 30), (2, "bo", 99)]
     assert {t.name for t in spark.catalog.listTables()} == views  # the reads' temporary views are gone
 
 

@@ -98,20 +98,26 @@ def _condition(spark: Any, statement: Any, node: Any, names: set[str], text: str
     statement runs. Its subqueries may read Delta tables and the statement's CTEs
     (``WITH s AS (...) DELETE FROM t WHERE id IN (SELECT id FROM s)``): the CTEs are written into the
     condition as subqueries, and each Delta table read is a temporary view under a unique name until the
-    statement is done (a condition is a ``Column``, which cannot carry DataFrame arguments). A subquery
-    naming a column of the target by its qualifier (correlated) is refused: the target is not named in
-    the plan the condition runs in, and unqualified the column would mean the subquery's own."""
+    statement is done (a condition is a ``Column``, which cannot carry DataFrame arguments). A ``[NOT]
+    EXISTS`` correlated by equalities with the target's columns becomes an ``IN``
+    (:mod:`deltalog.spark.sql.decorrelate`); any other subquery naming a column of the target by its
+    qualifier (correlated) is refused: the target is not named in the plan the condition runs in, and
+    unqualified the column would mean the subquery's own."""
     from sqlglot import exp
+
+    from deltalog.spark.sql.decorrelate import decorrelated
 
     if node.find(exp.Select) is None:
         yield _strip(node, names)
         return
+    node = decorrelated(node.copy(), names)  # EXISTS correlated by equalities: an IN
     for select in node.find_all(exp.Select):
         outer = next((c for c in select.find_all(exp.Column) if c.table and c.table.lower() in names), None)
         if outer is not None:
             raise refuse(text, f"[DELTA_UNSUPPORTED_SUBQUERY] its condition's subquery refers to the target's "
                          f"column {outer.sql(dialect=DIALECT)} (a correlated subquery), which deltalog does not "
-                         "run; use MERGE INTO the table USING the subquery's rows")
+                         "run beyond [NOT] EXISTS correlated by equalities (s.k = t.k AND ...); use MERGE INTO "
+                         "the table USING the subquery's rows")
     tree = unqualified(_inline_ctes(statement, node.copy()), names)
     sql, frames = rewrite_condition(spark, tree)
     try:
