@@ -337,6 +337,7 @@ def _update(spark: Any, expression: Any, text: str) -> Any:
         return None
     if expression.args.get("from") or expression.args.get("from_"):
         raise refuse(text, "UPDATE ... FROM is not Delta syntax; use MERGE INTO")
+    _refuse_row_limits(expression, "UPDATE", text)
     from deltalog.spark._common import load_snapshot
 
     names = _target_names(table)
@@ -356,6 +357,14 @@ def _update(spark: Any, expression: Any, text: str) -> Any:
     return _rows(spark, {"num_affected_rows": int(result.metric("numUpdatedRows"))}, "num_affected_rows bigint")
 
 
+def _refuse_row_limits(expression: Any, what: str, text: str) -> None:
+    """``ORDER BY`` / ``LIMIT`` on UPDATE or DELETE (not Spark syntax): refused rather than ignored."""
+    for arg in ("order", "limit"):
+        if expression.args.get(arg):
+            raise refuse(text, f"{what} ... {arg.upper()} is not Delta syntax: the statement applies to every row "
+                         "its condition matches; narrow the condition instead")
+
+
 def _delete(spark: Any, expression: Any, text: str) -> Any:
     from sqlglot import exp
 
@@ -367,6 +376,10 @@ def _delete(spark: Any, expression: Any, text: str) -> Any:
     ref = resolve_table(spark, table)
     if ref is None:
         return None
+    if expression.args.get("using"):
+        raise refuse(text, "DELETE ... USING is not Delta syntax; use MERGE INTO t USING s ON ... WHEN MATCHED THEN "
+                     "DELETE, or a subquery in the condition (WHERE EXISTS (SELECT 1 FROM s WHERE s.k = t.k))")
+    _refuse_row_limits(expression, "DELETE", text)
     where = expression.args.get("where")
     with contextlib.ExitStack() as scope:
         condition = scope.enter_context(_condition(spark, expression, where.this, _target_names(table), text)) \
