@@ -87,7 +87,7 @@ def _rewritten(exists: Any, names: set[str]) -> Any | None:
         return None
     filters = inner + [exp.Not(this=exp.Is(this=b.copy(), expression=exp.Null())) for _, b in keys]
     query = exp.Select(expressions=[b.copy() for _, b in keys])
-    for arg in ("from_", "from", "joins", "laterals"):
+    for arg in ("with_", "with", "from_", "from", "joins", "laterals"):
         if select.args.get(arg):
             query.set(arg, select.args[arg])
     query.set("where", exp.Where(this=_and([f.copy() for f in filters])))
