@@ -266,8 +266,18 @@ it must be 'true' or 'false'
         return True
     if text == "false":
         return False
-    raise InvalidArgumentError(f"[DELTA_ILLEGAL_OPTION] invalid value {str(value)!r} for option {name}: it must be "
-                               "'true' or 'false'")
+    raise illegal_option(name, value, "'true' or 'false'")
+
+
+def illegal_option(name: str, value: Any, must: str) -> InvalidArgumentError:
+    """delta-spark's ``DELTA_ILLEGAL_OPTION`` error: option ``name`` cannot take ``value``; it must be ``must``.
+
+    Example:
+        >>> print(illegal_option("maxFilesPerTrigger", 0, "a positive integer"))
+        [DELTA_ILLEGAL_OPTION] invalid value '0' for option maxFilesPerTrigger: it must be a positive integer
+    """
+    return InvalidArgumentError(f"[DELTA_ILLEGAL_OPTION] invalid value {str(value)!r} for option {name}: it must be "
+                                f"{must}")
 
 
 def option_map(options: Mapping[str, Any], known: Sequence[str], *, what: str) -> dict[str, Any]:

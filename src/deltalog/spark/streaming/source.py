@@ -58,7 +58,7 @@ from deltalog.feed.tail import AdmissionLimit, IndexedFile, LogTail, StreamPosit
 from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.schema import PrimitiveType, StructField
 from deltalog.snapshot import Snapshot
-from deltalog.spark._common import open_table, option_map, parse_bool, parse_int, spark_schema
+from deltalog.spark._common import illegal_option, open_table, option_map, parse_bool, parse_int, spark_schema
 
 __all__ = ["SOURCE_NAME", "STREAM_READ_OPTIONS", "DeltaStreamDataSource", "DeltaStreamReader", "StreamReadOptions"]
 
@@ -127,8 +127,7 @@ class StreamReadOptions:
         if "maxFilesPerTrigger" in opts:
             max_files = parse_int(opts["maxFilesPerTrigger"], "maxFilesPerTrigger")
             if max_files <= 0:
-                raise InvalidArgumentError(f"[DELTA_ILLEGAL_OPTION] invalid value {str(opts['maxFilesPerTrigger'])!r} "
-                                           "for option maxFilesPerTrigger: it must be a positive integer")
+                raise illegal_option("maxFilesPerTrigger", opts["maxFilesPerTrigger"], "a positive integer")
         if "maxBytesPerTrigger" in opts:
             max_bytes = _parse_bytes(opts["maxBytesPerTrigger"])
         if max_files is None and max_bytes is None:
@@ -155,8 +154,7 @@ def _parse_bytes(value: Any) -> int:
     digits = text.rstrip("bkmg")
     unit = text[len(digits):] or "b"
     if not digits.isdigit() or unit not in _UNITS or int(digits) == 0:
-        raise InvalidArgumentError(f"[DELTA_ILLEGAL_OPTION] invalid value {str(value)!r} for option "
-                                   "maxBytesPerTrigger: it must be a positive size such as 1048576 or 10m")
+        raise illegal_option("maxBytesPerTrigger", value, "a positive size such as 1048576 or 10m")
     return int(digits) * _UNITS[unit]
 
 
