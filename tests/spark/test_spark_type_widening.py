@@ -96,3 +96,27 @@ def test_merge_with_schema_evolution_widens_columns(spark: Any, tmp_path: Path) 
     assert sorted(tuple(r) for r in df.collect()) == [(1, 5_000_000_000), (2, 7), (3, 30)]
     assert deltalog.Table(p).snapshot().schema.field("v").metadata["delta.typeChanges"] == \
         [{"fromType": "integer", "toType": "long"}]
+
+
+def test_insert_under_auto_merge_widens_columns(spark: Any, tmp_path: Path) -> None:
+    """An INSERT (and ``insertInto``) of a wider type under ``schema.autoMerge`` widens the column on a table with
+    type widening, as delta-spark does; without the setting the value is cast (and overflows)."""
+    import uuid
+
+    name = f"widen_{uuid.uuid4().hex[:8]}"
+    key = "spark.databricks.delta.schema.autoMerge.enabled"
+    try:
+        spark.sql(f"CREATE TABLE {name} (id INT, v INT) USING delta "
+                  "TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+        with pytest.raises(Exception, match="CAST_OVERFLOW"):
+            spark.sql(f"INSERT INTO {name} VALUES (1, 5000000000L)")
+        spark.conf.set(key, "true")
+        try:
+            spark.sql(f"INSERT INTO {name} VALUES (1, 5000000000L)")
+            spark.createDataFrame([(2, 7)], "id bigint, v bigint").write.insertInto(name)
+        finally:
+            spark.conf.unset(key)
+        assert spark.table(name).schema.simpleString() == "struct<id:bigint,v:bigint>"
+        assert sorted(tuple(r) for r in spark.table(name).collect()) == [(1, 5_000_000_000), (2, 7)]
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")

@@ -31,7 +31,7 @@ from deltalog.spark.sql.refs import (
     rewrite_query,
     table_sources,
 )
-from deltalog.spark.sql.shared import refuse
+from deltalog.spark.sql.shared import refuse, widened_columns
 from deltalog.txn.defaults import default_columns
 from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import identity_columns
@@ -265,6 +265,7 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
     positional = [f"_insert_col{i}" for i in range(len(df.columns))]  # the query's names may repeat (SELECT 3, 3)
     df = df.toDF(*positional)
     source_of = {t.lower(): c for t, c in zip(targets, [c for i, c in enumerate(positional) if i not in extra])}
+    widening = widened_columns(spark, snap, df, source_of)
     columns = []
     for f in fields:
         dtype = spark_type(f.type)
@@ -272,7 +273,9 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
             value = next(v for k, v in static.items() if k.lower() == f.name.lower())
             columns.append(F.lit(value).cast(dtype).alias(f.name))
         elif f.name.lower() in source_of:
-            columns.append(F.col(source_of[f.name.lower()]).cast(dtype).alias(f.name))
+            source = F.col(source_of[f.name.lower()])
+            kept = f.name.lower() in widening  # the write widens the column to the query's type
+            columns.append((source if kept else source.cast(dtype)).alias(f.name))
         elif f.name.lower() not in generated:  # an unlisted column: its default, else null
             columns.append(default_value(snap.schema, f.name).alias(f.name))
     columns += [F.col(positional[i]).alias(names[i]) for i in extra]

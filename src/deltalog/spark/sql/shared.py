@@ -16,7 +16,8 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError, SqlSyntaxError
 
-__all__ = ["ORIGINALS", "STATE", "empty_result", "internal", "original_sql", "refuse", "syntax_error", "user_frame"]
+__all__ = ["ORIGINALS", "STATE", "empty_result", "internal", "original_sql", "refuse", "syntax_error", "user_frame",
+           "widened_columns"]
 
 #: ``SparkSession.sql`` of each patched session class, before the front end patched it.
 ORIGINALS: dict[Any, Callable[..., Any]] = {}
@@ -107,3 +108,36 @@ def empty_result(spark: Any) -> Any:
     from pyspark.sql.types import StructType
 
     return spark.createDataFrame([], StructType([]))
+
+
+def widened_columns(spark: Any, snapshot: Any, df: Any, source_of: dict[str, str]) -> set[str]:
+    """The table columns (lower-case) an INSERT writes with the query's own, wider type so that the write
+    widens them, as delta-spark does under ``spark.databricks.delta.schema.autoMerge.enabled`` on a table with
+    ``delta.enableTypeWidening``: ``source_of`` maps each column to the ``df`` column that fills it.
+
+    Example:
+        >>> widened_columns(spark, snap, df, {"v": "_insert_col1"})                  # doctest: +SKIP
+        {'v'}
+    """
+    import json
+
+    from deltalog.protocol.schema import parse_data_type
+    from deltalog.protocol.type_widening import can_widen
+    from deltalog.spark._conf import auto_merge
+    from deltalog.txn.writer_features import is_true
+
+    if not is_true(snapshot.metadata.configuration, "delta.enableTypeWidening") or not auto_merge(spark):
+        return set()
+    types = {f.name: f.dataType for f in df.schema.fields}
+    out = set()
+    for f in snapshot.schema.fields:
+        column = source_of.get(f.name.lower())
+        if column is None:
+            continue
+        try:
+            given = parse_data_type(json.loads(types[column].json()))
+        except Exception:  # a type the log cannot name: cast as usual
+            continue
+        if can_widen(f.type, given):
+            out.add(f.name.lower())
+    return out

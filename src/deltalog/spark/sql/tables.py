@@ -177,13 +177,15 @@ def insert_into(df: Any, name: str, overwrite: bool | None) -> bool:
 
     from deltalog.spark._common import load_snapshot, session_of, spark_type
     from deltalog.spark._conf import auto_merge
+    from deltalog.spark.sql.shared import widened_columns
     from deltalog.spark.write import write
 
     spark = session_of(df)
     found = catalog_delta(spark, name)
     if found is None:
         return False
-    fields = list(load_snapshot(found.location).schema.fields)
+    snapshot = load_snapshot(found.location)
+    fields = list(snapshot.schema.fields)
     evolve = len(df.columns) > len(fields) and auto_merge(spark)  # the columns past the table's are added
     if len(df.columns) != len(fields) and not evolve:
         raise InvalidArgumentError(
@@ -192,8 +194,10 @@ def insert_into(df: Any, name: str, overwrite: bool | None) -> bool:
     names = list(df.columns)
     positional = df.toDF(*[f"_insert_col{i}" for i in range(len(names))])  # the names may repeat
     extra = zip(positional.columns[len(fields):], names[len(fields):], strict=True)
-    data = positional.select(*[F.col(c).cast(spark_type(f.type)).alias(f.name)
-                               for c, f in zip(positional.columns, fields)],
+    widening = widened_columns(spark, snapshot, positional,
+                               {f.name.lower(): c for c, f in zip(positional.columns, fields)})
+    data = positional.select(*[(F.col(c) if f.name.lower() in widening else F.col(c).cast(spark_type(f.type)))
+                               .alias(f.name) for c, f in zip(positional.columns, fields)],
                              *[F.col(c).alias(n) for c, n in extra])
     write(data, found.location, mode="overwrite" if overwrite else "append")
     return True
