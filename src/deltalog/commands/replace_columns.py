@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from deltalog.commands.clustering import clustering_of
 from deltalog.commands.rename_drop import column_users, commit_schema, require_column_mapping
 from deltalog.errors import InvalidArgumentError
-from deltalog.protocol.schema import DataType, StructField, StructType
+from deltalog.protocol.schema import DataType, StructField, StructType, bare_json
 from deltalog.txn.defaults import CURRENT_DEFAULT
 from deltalog.txn.operations import ReplaceColumns
 
@@ -45,15 +45,7 @@ __all__ = ["replace_columns"]
 
 def _bare(dtype: DataType) -> Any:
     """``dtype`` without nullability or field metadata (what a type comparison looks at)."""
-    def strip(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items()
-                    if k not in ("nullable", "containsNull", "valueContainsNull", "metadata")}
-        if isinstance(node, list):
-            return [strip(v) for v in node]
-        return node
-
-    return strip(json.loads(StructType((StructField("x", dtype, True, {}),)).to_json())["fields"][0]["type"])
+    return bare_json(json.loads(StructType((StructField("x", dtype, True, {}),)).to_json())["fields"][0]["type"])
 
 
 def replace_columns(

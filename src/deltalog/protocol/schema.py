@@ -44,6 +44,7 @@ __all__ = [
     "PrimitiveType",
     "StructField",
     "StructType",
+    "bare_json",
     "contains_variant",
     "field_id",
     "from_arrow_field",
@@ -285,6 +286,24 @@ def parse_schema(schema_string: str, *, table: str | None = None, version: int |
     if not isinstance(dt, StructType):
         raise SchemaError(f"schema must be a struct, got {type_string(dt)}", table=table, version=version)
     return dt
+
+
+_NOT_TYPE = frozenset({"nullable", "containsNull", "valueContainsNull", "metadata"})
+
+
+def bare_json(node: Any) -> Any:
+    """A schema or type in its JSON form (Delta's, which Spark's ``jsonValue()`` shares) without nullability
+    and field metadata: what two types must share to be the same type.
+
+    Example:
+        >>> bare_json({"type": "array", "elementType": "long", "containsNull": True})
+        {'type': 'array', 'elementType': 'long'}
+    """
+    if isinstance(node, dict):
+        return {k: bare_json(v) for k, v in node.items() if k not in _NOT_TYPE}
+    if isinstance(node, list):
+        return [bare_json(v) for v in node]
+    return node
 
 
 def parse_data_type(obj: Any, path: str = "") -> DataType:

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from deltalog.data.write_files import WrittenFile
 from deltalog.data.write_stats import stats_json
-from deltalog.protocol.schema import StructType
+from deltalog.protocol.schema import StructType, bare_json
 from deltalog.spark._write_job import delete_written
 from deltalog.storage import LocalLogStore
 from deltalog.txn.constraints import CHAR_VARCHAR_KEY
@@ -46,21 +46,11 @@ __all__ = ["native_write_ok", "write_native"]
 
 _STAGING = "_deltalog_staging_"
 _TS_CONF = "spark.sql.parquet.outputTimestampType"
-_IGNORED = frozenset({"nullable", "containsNull", "valueContainsNull", "metadata"})
 _FIELD_KEYS = ("delta.invariants", "delta.generationExpression", "CURRENT_DEFAULT", CHAR_VARCHAR_KEY)
 
 
-def _normal(node: Any) -> Any:
-    """A schema JSON with nullability and field metadata removed (what must match for a native write)."""
-    if isinstance(node, dict):
-        return {k: _normal(v) for k, v in node.items() if k not in _IGNORED}
-    if isinstance(node, list):
-        return [_normal(v) for v in node]
-    return node
-
-
 def _by_name(fields: list[dict[str, Any]]) -> dict[str, Any]:
-    return {str(f.get("name")): _normal(f.get("type")) for f in fields}
+    return {str(f.get("name")): bare_json(f.get("type")) for f in fields}
 
 
 def _walk(node: Any) -> Iterator[Any]:

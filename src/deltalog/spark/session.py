@@ -453,17 +453,10 @@ def _check_read_schema(spark: Any, given: Any, df: Any) -> Any:
 
 
 def _same_schema(spark: Any, given: Any, table: Any) -> None:
+    from deltalog.protocol.schema import bare_json
+
     wanted = spark.createDataFrame([], given).schema if isinstance(given, str) else given
-
-    def shape(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: shape(v) for k, v in node.items()
-                    if k not in ("nullable", "containsNull", "valueContainsNull", "metadata")}
-        if isinstance(node, list):
-            return [shape(v) for v in node]
-        return node
-
-    if shape(wanted.jsonValue()) != shape(table.jsonValue()):
+    if bare_json(wanted.jsonValue()) != bare_json(table.jsonValue()):
         raise InvalidArgumentError(
             "[DELTA_UNSUPPORTED_SCHEMA_DURING_READ] Delta does not support specifying the schema at read time: "
             f"the table's schema is {table.simpleString()}, the schema given {wanted.simpleString()}; leave "

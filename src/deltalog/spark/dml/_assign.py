@@ -25,7 +25,7 @@ from collections.abc import Collection
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError, SchemaError
-from deltalog.protocol.schema import StructField, StructType
+from deltalog.protocol.schema import StructField, StructType, bare_json
 from deltalog.spark._common import spark_type
 from deltalog.spark.dml._scan import is_column
 
@@ -183,15 +183,6 @@ def combine(field: StructField, assigned: list[tuple[tuple[str, ...], Column]], 
     return F.struct(*members)
 
 
-def _strip(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _strip(v) for k, v in node.items() if k not in ("nullable", "containsNull", "valueContainsNull",
-                                                                      "metadata")}
-    if isinstance(node, list):
-        return [_strip(v) for v in node]
-    return node
-
-
 def same_type(a: Any, b: Any) -> bool:
     """Equal Spark types, ignoring nullability and field metadata.
 
@@ -200,7 +191,7 @@ def same_type(a: Any, b: Any) -> bool:
         >>> same_type(ArrayType(LongType(), True), ArrayType(LongType(), False))  # doctest: +SKIP
         True
     """
-    return bool(_strip(a.jsonValue()) == _strip(b.jsonValue()))
+    return bool(bare_json(a.jsonValue()) == bare_json(b.jsonValue()))
 
 
 def assignable(src: Any, dst: Any, *, evolve: bool = False) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 
 from deltalog.spark.sql.shared import refuse
 
-__all__ = ["alter_column_text"]
+__all__ = ["alter_column_text", "same_declared_type"]
 
 _IDENT = r"(?:`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)"
 _PATH = rf"{_IDENT}(?:\s*\.\s*{_IDENT})*"
@@ -71,8 +71,15 @@ def alter_column_text(table: Any, keyword: str, rest: str, text: str) -> None:
     table.move_column(path, after=after, comment=_string(head["comment"]))
 
 
-def _check_type(table: Any, path: list[str], type_sql: str, text: str) -> None:
-    """``CHANGE COLUMN c c type ... FIRST | AFTER x`` restates the column's type; another one is refused."""
+def same_declared_type(table: Any, path: list[str], type_sql: str) -> tuple[bool, str] | None:
+    """Whether the column (or struct field) at ``path`` has the type ``type_sql``, compared as Spark spells
+    types, and the column's type; None when there is no such column. A type Spark cannot parse is not the
+    column's.
+
+    Example:
+        >>> same_declared_type(deltalog.Table("/data/t"), ["id"], "INT")             # doctest: +SKIP
+        (True, 'int')
+    """
     from pyspark.sql.types import _parse_datatype_string
 
     from deltalog.protocol.schema import StructType
@@ -83,13 +90,19 @@ def _check_type(table: Any, path: list[str], type_sql: str, text: str) -> None:
         found = next((f for f in dtype.fields if f.name.lower() == name.lower()), None) \
             if isinstance(dtype, StructType) else None
         if found is None:
-            return  # move_column names the missing column
+            return None
         dtype = found.type
+    have = spark_type(dtype).simpleString()
     try:
-        same = spark_type(dtype).simpleString() == _parse_datatype_string(type_sql).simpleString()
+        return have == _parse_datatype_string(type_sql).simpleString(), have
     except Exception:
-        same = False
-    if not same:
-        have = spark_type(dtype).simpleString()
-        raise refuse(text, f"CHANGE COLUMN ... FIRST / AFTER keeps the column's type ({have}); change a type with "
-                     "ALTER TABLE ... ALTER COLUMN c TYPE t, on its own")
+        return False, have
+
+
+def _check_type(table: Any, path: list[str], type_sql: str, text: str) -> None:
+    """``CHANGE COLUMN c c type ... FIRST | AFTER x`` restates the column's type; another one is refused (a
+    missing column is left for ``move_column`` to name)."""
+    found = same_declared_type(table, path, type_sql)
+    if found is not None and not found[0]:
+        raise refuse(text, f"CHANGE COLUMN ... FIRST / AFTER keeps the column's type ({found[1]}); change a type "
+                     "with ALTER TABLE ... ALTER COLUMN c TYPE t, on its own")

@@ -208,10 +208,9 @@ def _struct_from_columns(spark: Any, columns: list[Any], *, identity: bool = Tru
 
     plain, generators, expressions, defaults = [], {}, {}, {}
     chars: dict[str, str] = {}  # CHAR(n) / VARCHAR(n): stored as string, the declared type in the metadata
+    texts = (exp.DataType.Type.CHAR, exp.DataType.Type.VARCHAR, exp.DataType.Type.NCHAR, exp.DataType.Type.NVARCHAR)
     for col in columns:
         kind = col.args.get("kind")
-        texts = (exp.DataType.Type.CHAR, exp.DataType.Type.VARCHAR, exp.DataType.Type.NCHAR,
-                 exp.DataType.Type.NVARCHAR)
         if isinstance(kind, exp.DataType) and any(t.this in texts for t in kind.find_all(exp.DataType)):
             if kind.this not in texts:
                 raise InvalidArgumentError(
@@ -666,16 +665,10 @@ def _add_columns(spark: Any, table: Any, columns: list[Any], text: str) -> None:
 def _same_type(table: Any, column: str, type_sql: str) -> bool:
     """Whether ``column`` already has the type ``type_sql`` (``CHANGE COLUMN c c STRING COMMENT '...'`` restates
     it: only the comment changes, with or without type widening)."""
-    from pyspark.sql.types import _parse_datatype_string
+    from deltalog.spark.sql.alter_column import same_declared_type
 
-    from deltalog.spark._common import spark_type
-
-    field = next((f for f in table.snapshot().schema.fields if f.name.lower() == column.lower()), None)
-    try:
-        return field is not None and \
-            spark_type(field.type).simpleString() == _parse_datatype_string(type_sql).simpleString()
-    except Exception:  # a type Spark cannot parse: set_column_type names it
-        return False
+    found = same_declared_type(table, [column], type_sql)  # a type Spark cannot parse: set_column_type names it
+    return found is not None and found[0]
 
 
 def _alter_column(spark: Any, table: Any, action: Any, text: str) -> None:
