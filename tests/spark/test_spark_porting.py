@@ -106,8 +106,10 @@ def test_session_retention_check_lets_vacuum_go_below_the_retention(spark: Any, 
     with pytest.raises(InvalidArgumentError, match=r"retention.*retentionDurationCheck\.enabled=false"):
         dt.vacuum(0)
     with conf(spark, spark__databricks__delta__retentionDurationCheck__enabled="false"):
-        deleted = {os.path.basename(r["path"]) for r in dt.vacuum(0).collect()}
+        deleted = {os.path.basename(r["path"]) for r in dt.vacuum(0, dryRun=True).collect()}
+        assert dt.vacuum(0).collect() == []
     assert deleted == {os.path.basename(f) for f in old}
+    assert not any(os.path.exists(os.path.join(p, f)) for f in old)
     assert spark.read.format("delta").load(p).count() == 5
 
 

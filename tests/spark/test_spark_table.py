@@ -107,7 +107,7 @@ def test_restore_and_vacuum(spark: Any, table: str) -> None:
     assert dry.columns == ["path"]
     doomed = sorted(r["path"] for r in dry.collect())
     assert doomed and set(doomed) < set(before)
-    assert dt.vacuum(0.0, enforceRetentionDuration=False).count() == len(doomed)
+    assert dt.vacuum(0.0, enforceRetentionDuration=False).count() == 0  # an empty DataFrame, as delta-spark
     assert data_files(table) == sorted(set(before) - set(doomed))
     assert dt.toDF().count() == 3
 

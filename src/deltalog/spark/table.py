@@ -406,12 +406,15 @@ class DeltaTable:
         self, retentionHours: float | None = None, *, dryRun: bool = False, enforceRetentionDuration: bool = True
     ) -> DataFrame:
         """Delete files no retained version needs (older than ``retentionHours``, default
-        ``delta.deletedFileRetentionDuration``, one week); returns a DataFrame of the deleted (or, with
-        ``dryRun``, deletable) file paths in a ``path`` column.
+        ``delta.deletedFileRetentionDuration``, one week). Returns an empty DataFrame (no columns), as
+        delta-spark's ``vacuum`` does; with ``dryRun`` (a deltalog addition) nothing is deleted and the
+        DataFrame lists the files that would be, in a ``path`` column.
 
         Example:
-            >>> DeltaTable.forPath(spark, "/data/events").vacuum(200).count()  # doctest: +SKIP
+            >>> DeltaTable.forPath(spark, "/data/events").vacuum(200, dryRun=True).count()  # doctest: +SKIP
             3
+            >>> DeltaTable.forPath(spark, "/data/events").vacuum(200).columns  # doctest: +SKIP
+            []
         """
         from deltalog.commands.vacuum import vacuum
         from deltalog.spark._conf import retention_check
@@ -423,6 +426,10 @@ class DeltaTable:
             # delta-spark's spark.databricks.delta.retentionDurationCheck.enabled=false lifts the check too
             enforce_retention_duration=enforceRetentionDuration and retention_check(self._spark),
         )
+        if not dryRun:
+            from pyspark.sql.types import StructType
+
+            return self._spark.createDataFrame([], StructType([]))  # delta-spark returns emptyDataFrame
         root = self._table.store.full_path("")
         paths = [os.path.join(root, p) for p in result.files_deleted]
         return arrow_frame(self._spark, pa.table({"path": pa.array(paths, pa.string())}))
