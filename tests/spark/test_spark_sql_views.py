@@ -77,6 +77,75 @@ def test_views_over_delta_tables_read_the_latest_version(spark: Any, names: dict
     assert deltalog.Table(str(tmp_path / "by_path")).latest_version() == version
 
 
+def test_temp_views_of_delta_dataframes_read_the_latest_version(spark: Any, tmp_path: Path) -> None:
+    """A temporary view of ``spark.read.format("delta").load(p)`` follows the table, as in delta-spark (the
+    DataFrame itself keeps its version: docs/porting.md); one of a time-travel read stays at its version."""
+    suffix = uuid.uuid4().hex[:8]
+    ev, part, old, glob = (f"{k}_{suffix}" for k in ("ev", "part", "old", "glob"))
+    p = str(tmp_path / "t")
+    spark.range(3).write.format("delta").save(p)
+    df = spark.read.format("delta").load(p)
+    df.createOrReplaceTempView(ev)
+    df.filter("id > 0").select("id").createOrReplaceTempView(part)
+    spark.read.format("delta").option("versionAsOf", 0).load(p).createTempView(old)
+    df.createOrReplaceGlobalTempView(glob)
+    try:
+        spark.range(3, 8).write.format("delta").mode("append").save(p)
+        assert _rows(spark, f"SELECT count(*) FROM {ev}") == [(8,)]
+        assert _rows(spark, f"SELECT count(*) FROM {part}") == [(7,)]
+        assert _rows(spark, f"SELECT count(*) FROM {old}") == [(3,)]
+        assert _rows(spark, f"SELECT count(*) FROM global_temp.{glob}") == [(8,)]
+        assert spark.table(ev).count() == 8 and spark.read.table(part).count() == 7
+        assert _rows(spark, f"SELECT count(*) FROM {ev} a JOIN {part} b ON a.id = b.id") == [(7,)]
+        assert df.count() == 3  # the DataFrame keeps the version it was read at
+        spark.range(2).createOrReplaceTempView(ev)  # replaced by another DataFrame: Spark's view again
+        assert _rows(spark, f"SELECT count(*) FROM {ev}") == [(2,)]
+    finally:
+        for view in (ev, part, old):
+            spark.catalog.dropTempView(view)
+        spark.catalog.dropGlobalTempView(glob)
+
+
+def test_update_delete_merge_through_temporary_views(spark: Any, names: dict[str, str], tmp_path: Path) -> None:
+    """delta-spark changes a table through a temporary view of the whole table (a DataFrame's or SQL's); a
+    view of part of it, of an old version, or a persistent view is refused naming why, nothing written."""
+    t, tv, pv = names["t"], names["tv"], names["pv"]
+    suffix = uuid.uuid4().hex[:8]
+    by_df, by_path, part, old = (f"{k}_{suffix}" for k in ("bydf", "bypath", "part", "old"))
+    spark.sql(f"CREATE TABLE {t} (id BIGINT, p STRING, v DOUBLE) USING DELTA PARTITIONED BY (p)")
+    spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 1.0), (2, 'b', 2.0), (3, 'a', 3.0), (4, 'b', 4.0)")
+    location = spark.sql(f"DESCRIBE DETAIL {t}").first()["location"]
+    spark.sql(f"CREATE TEMP VIEW {tv} AS SELECT * FROM {t}")
+    spark.sql(f"CREATE VIEW {pv} AS SELECT * FROM {t}")
+    spark.table(t).createOrReplaceTempView(by_df)
+    spark.read.format("delta").load(location).createOrReplaceTempView(by_path)
+    spark.table(t).where("id > 1").createOrReplaceTempView(part)
+    spark.read.format("delta").option("versionAsOf", 0).load(location).createOrReplaceTempView(old)
+    try:
+        assert _rows(spark, f"UPDATE {tv} SET v = 10 WHERE id = 1") == [(1,)]
+        assert _rows(spark, f"UPDATE {by_df} x SET v = x.v * 10 WHERE x.id = 2") == [(1,)]
+        assert _rows(spark, f"DELETE FROM {by_path} WHERE id = 3") == [(1,)]
+        merged = spark.sql(f"MERGE INTO {by_df} USING (SELECT 4 AS id, 'b' AS p, 0.5 AS v UNION ALL "
+                           f"SELECT 5, 'c', 5.0) s ON {by_df}.id = s.id WHEN MATCHED THEN UPDATE SET * "
+                           "WHEN NOT MATCHED THEN INSERT *").first()
+        assert (merged["num_updated_rows"], merged["num_inserted_rows"]) == (1, 1)
+        expected = [(1, "a", 10.0), (2, "b", 20.0), (4, "b", 0.5), (5, "c", 5.0)]
+        assert _rows(spark, f"SELECT * FROM {t} ORDER BY id") == expected
+        assert _rows(spark, f"SELECT * FROM {by_path} ORDER BY id") == expected  # the views see the changes
+        version = deltalog.Table(location).latest_version()
+        for statement, why in ((f"DELETE FROM {part} WHERE id = 2", "DELTA_UNEXPECTED_PARTIAL_SCAN"),
+                               (f"UPDATE {old} SET v = 0", "version 0"),
+                               (f"UPDATE {pv} SET v = 0", "persistent view"),
+                               (f"INSERT INTO {by_df} VALUES (9, 'z', 9.0)", "insert into the table itself"),
+                               (f"INSERT INTO {tv} VALUES (9, 'z', 9.0)", "insert into the table itself")):
+            with pytest.raises(InvalidArgumentError, match=why):
+                spark.sql(statement)
+        assert deltalog.Table(location).latest_version() == version
+    finally:
+        for view in (by_df, by_path, part, old):
+            spark.catalog.dropTempView(view)
+
+
 def test_truncate_comment_and_cache(spark: Any, names: dict[str, str]) -> None:
     t = names["t"]
     spark.sql(f"CREATE TABLE {t} (id BIGINT, p STRING) USING DELTA PARTITIONED BY (p)")

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from deltalog.data.filters import Condition
     from deltalog.snapshot import Snapshot
 
-__all__ = ["attach", "condition_sql", "skipping_conditions"]
+__all__ = ["attach", "condition_sql", "refreshed", "skipping_conditions", "whole_table"]
 
 _STATE = "_deltalog_snapshot"
 _COMPARISONS = {"=": "=", "==": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "!=": "!=", "<>": "!="}
@@ -231,6 +231,7 @@ class _State:
     steps: tuple[tuple[str, tuple[Any, ...], dict[str, Any]], ...]
     unchanged: frozenset[str]
     rescan: Callable[..., Any]  # read_snapshot, passed in by its module (which attaches this one)
+    latest: bool = False  # read at the table's latest version (not time travel): a view of it follows the table
 
 
 _TRACKED = ("filter", "where", "select", "selectExpr", "withColumn", "withColumns", "withColumnRenamed",
@@ -467,6 +468,56 @@ def _tracked(name: str, plain: Any) -> Any:
     return method
 
 
+_VIEWS = {"createTempView": False, "createOrReplaceTempView": False, "createGlobalTempView": True,
+          "createOrReplaceGlobalTempView": True}
+
+
+def _view_method(name: str, plain: Any, global_view: bool) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = plain(self, *args, **kwargs)
+        state = self.__dict__.get(_STATE)
+        view = args[0] if args else kwargs.get("name")
+        if state is not None and isinstance(view, str):
+            from deltalog.spark._frame_views import remember
+
+            remember(self.sparkSession, view, global_view=global_view, state=state, base=type(self).__mro__[1])
+        return result
+
+    method.__name__ = name
+    method.__doc__ = (plain.__doc__ or "") + "\n(deltalog: the view reads the Delta table as it is at each query.)"
+    return method
+
+
+def refreshed(spark: Any, state: _State, base: type) -> Any:
+    """The tracked frame ``state`` describes made again: read at the table's latest version when it was a
+    latest read (a time-travel read stays at its version), its steps replayed; the result is tracked too.
+
+    Example:
+        >>> refreshed(spark, view.state, view.base).count()                      # doctest: +SKIP
+        1200
+    """
+    snapshot = state.snapshot
+    if state.latest:
+        from deltalog.table import Table
+
+        snapshot = Table(snapshot.table, store=snapshot.store).snapshot()
+    new = replace(state, snapshot=snapshot)
+    return _attach_state(_replay(spark, new, base), new)
+
+
+def whole_table(state: _State) -> bool:
+    """Whether the tracked frame is its table's every row and column, in the table's order (no filter, no
+    projection, no other step): a view of it may stand for the table as a DML target.
+
+    Example:
+        >>> whole_table(recall(spark, "events", None).state)                       # doctest: +SKIP
+        True
+    """
+    names = state.snapshot.schema.field_names
+    columns = list(state.columns) if state.columns is not None else names
+    return state.where is None and not state.steps and not state.prune and columns == names
+
+
 def _mentions_row_metadata(self: Any, state: _State, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether this call names the row-tracking ``_metadata`` (and the frame can be rebuilt with it:
     its steps replay, and it has no column of that name already)."""
@@ -483,6 +534,8 @@ def _subclass(base: type) -> type:
         if sub is not None:
             return sub
         methods = {name: _tracked(name, getattr(base, name)) for name in _TRACKED if hasattr(base, name)}
+        methods.update({name: _view_method(name, getattr(base, name), global_view)
+                        for name, global_view in _VIEWS.items() if hasattr(base, name)})
         sub = type(base.__name__, (base,), {**methods, "__module__": base.__module__})
         sub.__qualname__ = base.__qualname__
         _SUBCLASSES[base] = sub
@@ -510,6 +563,7 @@ def attach(
     columns: Sequence[str] | None = None,
     prune: Sequence[Condition] = (),
     rescan: Callable[..., Any],
+    latest: bool = False,
 ) -> Any:
     """Make ``df`` -- ``rescan(spark, snapshot, where=where, columns=columns)``, ``rescan`` being
     :func:`~deltalog.spark.read.read_snapshot` -- re-plan its scan
@@ -530,5 +584,6 @@ def attach(
         steps=(),
         unchanged=frozenset(n.lower() for n in names),
         rescan=rescan,
+        latest=latest,
     )
     return _attach_state(df, state)

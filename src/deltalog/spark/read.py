@@ -103,7 +103,9 @@ def read(
 
     at = session_instant(spark, timestampAsOf, option="timestampAsOf")  # no zone: the session's, as delta-spark
     snapshot = load_snapshot(path, version=versionAsOf, timestamp=at, options=storage_options, at_syntax=True)
-    return read_snapshot(spark, snapshot, where=where, columns=columns)
+    # not time travel: no version or timestamp, and no ``path@v3`` (whose table is the path before the @)
+    latest = versionAsOf is None and at is None and snapshot.table == str(path)
+    return read_snapshot(spark, snapshot, where=where, columns=columns, latest=latest)
 
 
 def _split_where(where: Any, schema: StructType, table: str) -> tuple[list[Condition], Any]:
@@ -147,11 +149,14 @@ def read_snapshot(
     columns: Sequence[str] | None = None,
     prune: Sequence[Condition] = (),
     row_metadata: bool = False,
+    latest: bool = False,
 ) -> Any:
     """A snapshot's rows as a DataFrame (see :func:`read`; the snapshot is already loaded). ``prune``:
     more conditions that skip files (only skip: Spark does not apply them as a filter). With
     ``row_metadata`` the frame also has a ``_metadata`` struct column (file fields, and a row-tracking
-    table's row ids: :mod:`deltalog.spark._row_metadata`) and is returned untracked.
+    table's row ids: :mod:`deltalog.spark._row_metadata`) and is returned untracked. ``latest``: the
+    snapshot is the table's latest, not time travel (a temporary view of the frame then reads the table
+    as it is at each query: :mod:`deltalog.spark._frame_views`).
 
     Example:
         >>> import deltalog
@@ -200,7 +205,7 @@ def read_snapshot(
     if row_metadata:
         return df
     # Later filters (directly or after select / withColumn / ...) re-plan this scan with file skipping.
-    return attach(df, snapshot, where=where, columns=columns, prune=prune, rescan=read_snapshot)
+    return attach(df, snapshot, where=where, columns=columns, prune=prune, rescan=read_snapshot, latest=latest)
 
 
 def scan_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:

@@ -292,7 +292,7 @@ class DeltaTable:
             >>> DeltaTable.forPath(spark, "/data/events").toDF().columns       # doctest: +SKIP
             ['id', 'day']
         """
-        df = read_snapshot(self._spark, load_snapshot(self._table.location))
+        df = read_snapshot(self._spark, load_snapshot(self._table.location), latest=True)
         return df.alias(self._alias) if self._alias else df
 
     def alias(self, aliasName: str) -> DeltaTable:

@@ -25,6 +25,8 @@ from deltalog.spark.sql.catalog import forget, sync_schema
 from deltalog.spark.sql.dialect import DIALECT, unqualified
 from deltalog.spark.sql.refs import (
     TableRef,
+    delta_view,
+    frame_view,
     read_ref,
     resolve_table,
     rewrite_condition,
@@ -32,6 +34,7 @@ from deltalog.spark.sql.refs import (
     table_sources,
 )
 from deltalog.spark.sql.shared import refuse, widened_columns
+from deltalog.spark.sql.views import view_target
 from deltalog.txn.defaults import default_columns
 from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import identity_columns
@@ -214,6 +217,9 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
         return None
     ref = resolve_table(spark, table)
     if ref is None:
+        if frame_view(spark, table) is not None or delta_view(spark, table) is not None:
+            raise refuse(text, f"{table.name} is a view over a Delta table; INSERT writes to a table: insert into "
+                               "the table itself")
         return None
     if ref.version is not None or ref.timestamp is not None:
         raise refuse(text, "a time-travel version cannot be written to")
@@ -335,7 +341,7 @@ def _update(spark: Any, expression: Any, text: str) -> Any:
     table = expression.this
     if not isinstance(table, exp.Table):
         return None
-    ref = resolve_table(spark, table)
+    ref = resolve_table(spark, table) or view_target(spark, table, text, "UPDATE")
     if ref is None:
         return None
     if expression.args.get("from") or expression.args.get("from_"):
@@ -376,7 +382,7 @@ def _delete(spark: Any, expression: Any, text: str) -> Any:
     table = expression.this
     if not isinstance(table, exp.Table):
         return None
-    ref = resolve_table(spark, table)
+    ref = resolve_table(spark, table) or view_target(spark, table, text, "DELETE")
     if ref is None:
         return None
     if expression.args.get("using"):
@@ -427,7 +433,7 @@ def _merge(spark: Any, expression: Any, text: str) -> Any:
     target = expression.this
     if not isinstance(target, exp.Table):
         return None
-    ref = resolve_table(spark, target)
+    ref = resolve_table(spark, target) or view_target(spark, target, text, "MERGE")
     if ref is None:
         return None
     alias = target.args.get("alias")

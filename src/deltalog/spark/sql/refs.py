@@ -27,8 +27,9 @@ from deltalog.spark.sql.dialect import DIALECT
 from deltalog.spark.sql.shared import user_frame
 
 __all__ = [
-    "Rewritten", "TableRef", "ViewDef", "delta_view", "expand_at_syntax", "reads_delta", "resolve", "resolve_table",
-    "rewrite_condition", "rewrite_query", "view_definition", "view_frame",
+    "Rewritten", "TableRef", "ViewDef", "delta_view", "expand_at_syntax", "frame_view", "frame_view_rows",
+    "reads_delta", "resolve", "resolve_table", "rewrite_condition", "rewrite_query", "view_definition", "view_frame",
+    "view_tree",
 ]
 
 
@@ -410,9 +411,11 @@ def _replace_delta_tables(spark: Any, expression: Any) -> dict[str, Any]:
             continue
         ref = resolve_table(spark, table)
         if ref is None:
-            view = None if isinstance(table.parent, exp.Describe) else delta_view(spark, table)
-            if view is not None:  # a view over Delta tables: its rows now, under the name the query uses
-                name = placeholder(view_frame(spark, view))
+            described = isinstance(table.parent, exp.Describe)
+            remembered = None if described else frame_view(spark, table)
+            view = None if described or remembered is not None else delta_view(spark, table)
+            if remembered is not None or view is not None:  # a view over Delta tables: its rows now
+                name = placeholder(frame_view_rows(spark, remembered) if view is None else view_frame(spark, view))
                 table.replace(exp.Table(this=exp.to_identifier(name),
                                         alias=exp.TableAlias(this=exp.to_identifier(_alias(table) or table.name,
                                                                                     quoted=True))))
@@ -585,7 +588,7 @@ def _is_temp_view(spark: Any, name: str) -> bool:
         return False
 
 
-def _parsed(spark: Any, view: ViewDef) -> Any:
+def view_tree(spark: Any, view: ViewDef) -> Any:
     """The view's text parsed, with its unqualified table names qualified by the view's database (what
     Spark does when it reads the view back, whatever the current database is then)."""
     import sqlglot
@@ -628,9 +631,39 @@ def reads_delta(spark: Any, expression: Any, depth: int = 0) -> bool:
             continue
         if not table.db and table.name.lower() in ctes:
             continue
-        if resolve_table(spark, table) is not None or delta_view(spark, table, depth) is not None:
+        if resolve_table(spark, table) is not None or frame_view(spark, table) is not None \
+                or delta_view(spark, table, depth) is not None:
             return True
     return False
+
+
+def frame_view(spark: Any, table: Any) -> Any:
+    """The remembered temporary view of a deltalog read (:mod:`deltalog.spark._frame_views`) a sqlglot
+    ``Table`` node names, or ``None``.
+
+    Example:
+        >>> frame_view(spark, exp.to_table("events")).state.snapshot.table       # doctest: +SKIP
+        '/data/events'
+    """
+    from deltalog.spark._frame_views import recall
+
+    name = _name_of(table)
+    if name is None or name.catalog:
+        return None
+    return recall(spark, name.table, name.database)
+
+
+def frame_view_rows(spark: Any, view: Any) -> Any:
+    """The rows of a remembered view now: its read made again from the table's latest version (a
+    time-travel read stays at its version).
+
+    Example:
+        >>> frame_view_rows(spark, frame_view(spark, exp.to_table("events"))).count()   # doctest: +SKIP
+        1200
+    """
+    from deltalog.spark._skipping import refreshed
+
+    return refreshed(spark, view.state, view.base)
 
 
 def delta_view(spark: Any, table: Any, depth: int = 0) -> ViewDef | None:
@@ -651,7 +684,7 @@ def delta_view(spark: Any, table: Any, depth: int = 0) -> ViewDef | None:
     if view is None:
         return None
     try:
-        tree = _parsed(spark, view)
+        tree = view_tree(spark, view)
     except Exception:  # text sqlglot cannot read: Spark reads the view itself
         return None
     return view if reads_delta(spark, tree, depth + 1) else None
@@ -666,7 +699,7 @@ def view_frame(spark: Any, view: ViewDef) -> Any:
     """
     from deltalog.spark.sql.shared import internal
 
-    tree = _parsed(spark, view)
+    tree = view_tree(spark, view)
     with internal():
         df = rewrite_query(spark, tree).sql(spark)
     wanted = list(view.columns)

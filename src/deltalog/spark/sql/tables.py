@@ -72,18 +72,19 @@ def _view(spark: Any, name: str, options: Mapping[str, Any] | None) -> Any:
     """A view over Delta tables (see :mod:`deltalog.spark.sql.views`) read now; ``None`` for anything else."""
     from sqlglot import exp
 
-    from deltalog.spark.sql.refs import delta_view, view_frame
+    from deltalog.spark.sql.refs import delta_view, frame_view, frame_view_rows, view_frame
 
     try:
         table = exp.to_table(name.strip(), dialect=DIALECT)
     except Exception:
         return None
-    view = delta_view(spark, table)
-    if view is None:
+    remembered = frame_view(spark, table)  # a view of a deltalog read: made again from the latest version
+    view = delta_view(spark, table) if remembered is None else None
+    if remembered is None and view is None:
         return None
     if options:
         raise InvalidArgumentError(f"{name} is a view: it takes no read options (got {sorted(options)})", table=name)
-    return view_frame(spark, view)
+    return frame_view_rows(spark, remembered) if view is None else view_frame(spark, view)
 
 
 def register_table(spark: Any, name: TableName, df: Any, partitions: Sequence[str], path: str | None,

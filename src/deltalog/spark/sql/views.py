@@ -25,7 +25,7 @@ from typing import Any
 
 from deltalog.spark.sql.dialect import DIALECT
 
-__all__ = ["create_view"]
+__all__ = ["create_view", "view_target"]
 
 
 def create_view(spark: Any, expression: Any, text: str, as_given: Callable[[], Any]) -> Any:
@@ -63,3 +63,56 @@ def create_view(spark: Any, expression: Any, text: str, as_given: Callable[[], A
                                    f"as SQL it reads back itself: register the table (CREATE TABLE name USING DELTA "
                                    f"LOCATION '{ref.location}') and name it in the view")
     return as_given()
+
+
+def view_target(spark: Any, table: Any, text: str, what: str) -> Any:
+    """The Delta table an UPDATE / DELETE / MERGE (``what``) changes through the temporary view ``table``
+    names, as delta-spark allows: a view of a whole Delta table -- a deltalog read registered with
+    ``createOrReplaceTempView`` (:mod:`deltalog.spark._frame_views`) or ``CREATE TEMP VIEW v AS SELECT *
+    FROM t`` -- stands for the table (its latest version). A view of part of one (a filter, a projection),
+    of an older version, or a persistent view is refused naming why; ``None`` when ``table`` is no view
+    over a Delta table (Spark decides).
+
+    Example:
+        >>> view_target(spark, exp.to_table("events_view"), text, "DELETE").location   # doctest: +SKIP
+        '/data/events'
+    """
+    from sqlglot import exp
+
+    from deltalog.spark._skipping import whole_table
+    from deltalog.spark.sql.refs import TableRef, delta_view, frame_view, resolve_table, view_tree
+    from deltalog.spark.sql.shared import refuse
+
+    alias = table.args.get("alias")
+    alias_name = alias.name if alias is not None and alias.name else None
+    remembered = frame_view(spark, table)
+    if remembered is not None:
+        state = remembered.state
+        location = state.snapshot.table
+        if not state.latest:
+            raise refuse(text, f"{table.name} is a view of version {state.snapshot.version} of the Delta table at "
+                               f"{location} (time travel); {what} changes the latest version only: name the table")
+        if not whole_table(state):
+            raise refuse(text, f"[DELTA_UNEXPECTED_PARTIAL_SCAN] {table.name} is a view of part of the Delta table at "
+                               f"{location} (a filter or a projection); {what} changes a table through a temporary "
+                               "view only when the view is the whole table: name the table, with a condition")
+        return TableRef(location, alias=alias_name)
+    view = delta_view(spark, table)
+    if view is None:
+        return None
+    if not view.temporary:
+        raise refuse(text, f"{table.name} is a persistent view; {what} changes a Delta table through a temporary "
+                           "view only: name the table")
+    tree = view_tree(spark, view)
+    source = tree.args.get("from") or tree.args.get("from_")
+    inner = source.this if source is not None else None
+    plain = isinstance(tree, exp.Select) and isinstance(inner, exp.Table) and len(tree.expressions) == 1 \
+        and isinstance(tree.expressions[0], exp.Star) and not tree.args.get("joins") \
+        and not any(tree.args.get(k) for k in ("where", "group", "having", "qualify", "order", "limit", "distinct",
+                                               "with", "laterals", "windows"))
+    ref = resolve_table(spark, inner) if plain else None
+    if ref is None or ref.version is not None or ref.timestamp is not None:
+        raise refuse(text, f"[DELTA_UNEXPECTED_PARTIAL_SCAN] {table.name} is a view of more or less than a whole "
+                           f"Delta table ({view.text}); {what} changes a table through a temporary view only when "
+                           "the view is SELECT * FROM the table: name the table, with a condition")
+    return TableRef(ref.location, ref.name, alias=alias_name, managed=ref.managed)
