@@ -98,6 +98,10 @@ def test_temp_views_of_delta_dataframes_read_the_latest_version(spark: Any, tmp_
         assert spark.table(ev).count() == 8 and spark.read.table(part).count() == 7
         assert _rows(spark, f"SELECT count(*) FROM {ev} a JOIN {part} b ON a.id = b.id") == [(7,)]
         assert df.count() == 3  # the DataFrame keeps the version it was read at
+        spark.range(8, 9).selectExpr("id", "'x' AS extra").write.format("delta").mode("append") \
+            .option("mergeSchema", "true").save(p)
+        assert spark.table(ev).columns == ["id"]  # a column the table gained stays out, as Spark keeps a view's
+        assert _rows(spark, f"SELECT count(*) FROM {ev}") == [(9,)]
         spark.range(2).createOrReplaceTempView(ev)  # replaced by another DataFrame: Spark's view again
         assert _rows(spark, f"SELECT count(*) FROM {ev}") == [(2,)]
     finally:

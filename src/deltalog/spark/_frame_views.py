@@ -33,11 +33,13 @@ _LOCK = threading.Lock()
 @dataclass(frozen=True)
 class FrameView:
     """A remembered view: how the tracked frame was made (``state``, see ``_skipping._State``), the plain
-    DataFrame class its steps replay with, and the plan the session registered (to tell a replaced view)."""
+    DataFrame class its steps replay with, the plan the session registered (to tell a replaced view) and
+    the view's columns then (a column the table gained since stays out of the view, as in Spark)."""
 
     state: Any
     base: type
     plan: Any
+    columns: tuple[str, ...] = ()
 
 
 _VIEWS: dict[tuple[str, str], FrameView] = {}
@@ -71,9 +73,10 @@ def _registered(catalog: Any, name: str, global_view: bool) -> Any:
     return found.get() if found.isDefined() else None
 
 
-def remember(spark: Any, name: str, *, global_view: bool, state: Any, base: type) -> None:
-    """Note that the session just registered the tracked frame ``state`` describes as the temporary view
-    ``name`` (a global one with ``global_view``); nothing for Spark Connect sessions.
+def remember(spark: Any, name: str, *, global_view: bool, state: Any, base: type,
+             columns: tuple[str, ...] = ()) -> None:
+    """Note that the session just registered the tracked frame ``state`` describes (with ``columns``) as
+    the temporary view ``name`` (a global one with ``global_view``); nothing for Spark Connect sessions.
 
     Example:
         >>> remember(spark, "events", global_view=False, state=state, base=DataFrame)   # doctest: +SKIP
@@ -88,7 +91,7 @@ def remember(spark: Any, name: str, *, global_view: bool, state: Any, base: type
     if plan is None:
         return
     with _LOCK:
-        _VIEWS[_key(spark, name, global_view)] = FrameView(state, base, plan)
+        _VIEWS[_key(spark, name, global_view)] = FrameView(state, base, plan, columns)
 
 
 def recall(spark: Any, name: str, database: str | None) -> FrameView | None:

@@ -480,7 +480,8 @@ def _view_method(name: str, plain: Any, global_view: bool) -> Any:
         if state is not None and isinstance(view, str):
             from deltalog.spark._frame_views import remember
 
-            remember(self.sparkSession, view, global_view=global_view, state=state, base=type(self).__mro__[1])
+            remember(self.sparkSession, view, global_view=global_view, state=state, base=type(self).__mro__[1],
+                     columns=tuple(self.columns))
         return result
 
     method.__name__ = name

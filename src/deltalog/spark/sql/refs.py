@@ -655,7 +655,8 @@ def frame_view(spark: Any, table: Any) -> Any:
 
 def frame_view_rows(spark: Any, view: Any) -> Any:
     """The rows of a remembered view now: its read made again from the table's latest version (a
-    time-travel read stays at its version).
+    time-travel read stays at its version), with the view's columns (those the table gained since stay
+    out, as Spark keeps a view's columns).
 
     Example:
         >>> frame_view_rows(spark, frame_view(spark, exp.to_table("events"))).count()   # doctest: +SKIP
@@ -663,7 +664,11 @@ def frame_view_rows(spark: Any, view: Any) -> Any:
     """
     from deltalog.spark._skipping import refreshed
 
-    return refreshed(spark, view.state, view.base)
+    df = refreshed(spark, view.state, view.base)
+    wanted = list(view.columns)
+    if wanted and df.columns != wanted and set(wanted) <= set(df.columns):
+        df = df.select(*["`" + c.replace("`", "``") + "`" for c in wanted])
+    return df
 
 
 def delta_view(spark: Any, table: Any, depth: int = 0) -> ViewDef | None:
