@@ -113,6 +113,41 @@ def test_session_retention_check_lets_vacuum_go_below_the_retention(spark: Any, 
     assert spark.read.format("delta").load(p).count() == 5
 
 
+def test_session_default_source_delta_makes_unformatted_reads_writes_and_tables_delta(
+        spark: Any, tmp_path: Path) -> None:
+    """``spark.sql.sources.default=delta`` (a common setting of delta-spark sessions): every read, write,
+    stream and new catalog table without a format or ``USING`` is Delta, as Spark makes it the default."""
+    import uuid
+
+    suffix = uuid.uuid4().hex[:8]
+    names = {k: f"{k}_{suffix}" for k in ("saved", "created", "ctas", "v2", "streamed", "hive")}
+    p, out = str(tmp_path / "t"), str(tmp_path / "out")
+    try:
+        with conf(spark, spark__sql__sources__default="delta"):
+            spark.range(3).write.save(p)
+            spark.range(3, 5).write.mode("append").save(p)
+            assert deltalog.Table(p).latest_version() == 1 and spark.read.load(p).count() == 5
+            spark.range(2).write.saveAsTable(names["saved"])
+            spark.sql(f"CREATE TABLE {names['created']} (id BIGINT)")
+            spark.sql(f"INSERT INTO {names['created']} VALUES (7)")
+            spark.sql(f"CREATE TABLE {names['ctas']} AS SELECT 1 AS x")
+            spark.range(4).writeTo(names["v2"]).create()
+            query = spark.readStream.load(p).writeStream.option("checkpointLocation", str(tmp_path / "ck")) \
+                .trigger(availableNow=True).start(out)
+            query.awaitTermination(120)
+            assert deltalog.Table(out).snapshot().num_files() >= 1
+            spark.sql(f"CREATE TABLE {names['hive']} (id INT) USING parquet")  # a format named: not Delta
+            for key in ("saved", "created", "ctas", "v2"):
+                assert spark.sql(f"DESCRIBE DETAIL {names[key]}").first()["format"] == "delta", key
+            assert rows(spark.table(names["created"]), "id") == [{"id": 7}]
+            assert spark.sql(f"DESCRIBE DETAIL {names['hive']}").first()["format"] != "delta"
+        spark.range(1).write.mode("overwrite").save(str(tmp_path / "pq"))  # back to Spark's parquet default
+        assert not (tmp_path / "pq" / "_delta_log").exists()
+    finally:
+        for name in names.values():
+            spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
 def test_session_txn_makes_writes_delete_and_update_idempotent(spark: Any, tmp_path: Path) -> None:
     p = str(tmp_path / "t")
     frame(spark, 0, 10).write.format("delta").save(p)

@@ -15,7 +15,10 @@ A writer option or an explicit argument always wins over the session setting, as
 * ``spark.databricks.delta.replaceWhere.dataColumns.enabled=false`` -- ``replaceWhere`` takes AND-ed
   comparisons on partition columns only (:mod:`deltalog.spark.replace_where`);
 * ``spark.databricks.delta.replaceWhere.constraintCheck.enabled=false`` -- the rows an overwrite with
-  ``replaceWhere`` writes are not checked against its condition.
+  ``replaceWhere`` writes are not checked against its condition;
+* ``spark.sql.sources.default=delta`` -- reads, writes, streams, ``saveAsTable`` / ``writeTo`` / ``toTable``
+  and ``CREATE TABLE`` without a format or ``USING`` are Delta (:func:`default_source`), as Spark makes them
+  the default source.
 
 Example:
     >>> spark.conf.set(AUTO_MERGE_CONF, "true")                                     # doctest: +SKIP
@@ -32,6 +35,7 @@ from deltalog.spark._common import parse_bool, session_setting
 
 __all__ = [
     "AUTO_MERGE_CONF",
+    "DEFAULT_SOURCE_CONF",
     "PARTITION_OVERWRITE_MODE_CONF",
     "PROPERTY_DEFAULTS_PREFIX",
     "REPLACE_WHERE_CHECK_CONF",
@@ -40,6 +44,7 @@ __all__ = [
     "USER_METADATA_CONF",
     "auto_merge",
     "default_properties",
+    "default_source",
     "replace_where_check",
     "replace_where_data_columns",
     "retention_check",
@@ -54,6 +59,8 @@ PROPERTY_DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 REPLACE_WHERE_DATA_COLUMNS_CONF = "spark.databricks.delta.replaceWhere.dataColumns.enabled"
 REPLACE_WHERE_CHECK_CONF = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
+DEFAULT_SOURCE_CONF = "spark.sql.sources.default"
+_HIVE_BY_DEFAULT_CONF = "spark.sql.legacy.createHiveTableByDefault"
 
 
 def auto_merge(spark: Any) -> bool:
@@ -64,6 +71,24 @@ def auto_merge(spark: Any) -> bool:
         False
     """
     return parse_bool(session_setting(spark, AUTO_MERGE_CONF) or "false", AUTO_MERGE_CONF)
+
+
+def default_source(spark: Any, given: Any = None, *, create_table: bool = False) -> Any:
+    """The format a read or write uses: ``given`` when there is one, else the session's
+    ``spark.sql.sources.default`` (Spark's ``parquet`` when unset), as Spark picks it. With ``create_table``
+    (``CREATE TABLE`` without ``USING``): ``None`` when ``spark.sql.legacy.createHiveTableByDefault`` makes
+    such tables Hive tables.
+
+    Example:
+        >>> spark.conf.set("spark.sql.sources.default", "delta")                     # doctest: +SKIP
+        >>> default_source(spark), default_source(spark, "csv")                       # doctest: +SKIP
+        ('delta', 'csv')
+    """
+    if given is not None or spark is None:
+        return given
+    if create_table and (session_setting(spark, _HIVE_BY_DEFAULT_CONF) or "false").strip().lower() == "true":
+        return None
+    return session_setting(spark, DEFAULT_SOURCE_CONF) or "parquet"
 
 
 def retention_check(spark: Any) -> bool:

@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
+from deltalog.spark._conf import default_source
 from deltalog.spark._errors import spark_errors
 from deltalog.spark._recorded import recorded_state, session_of_reader, writer_dataframe
 
@@ -467,7 +468,7 @@ def _same_schema(spark: Any, given: Any, table: Any) -> None:
 def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
     def load(self: Any, path: Any = None, format: Any = None, schema: Any = None, **options: Any) -> Any:
         state = recorded_state(self)
-        if not _is_delta(format if format is not None else state["format"]):
+        if not _is_delta(default_source(session_of_reader(self), format if format is not None else state["format"])):
             return original(self, path, format, schema, **options)
         from deltalog.spark._common import option_map
         from deltalog.spark.read import READ_OPTIONS, read
@@ -498,7 +499,7 @@ def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
 def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
     def load(self: Any, path: Any = None, format: Any = None, schema: Any = None, **options: Any) -> Any:
         state = recorded_state(self)
-        if not _is_delta(format if format is not None else state["format"]):
+        if not _is_delta(default_source(session_of_reader(self), format if format is not None else state["format"])):
             return original(self, path, format, schema, **options)
         from deltalog.spark._common import require_table, spark_schema
         from deltalog.spark._instants import session_instant
@@ -533,7 +534,8 @@ def _routed_start(original: Callable[..., Any]) -> Callable[..., Any]:
         queryName: Any = None, **options: Any,
     ) -> Any:
         state = recorded_state(self)
-        if not _is_delta(format if format is not None else state["format"]) or state.get("foreach"):
+        chosen = default_source(_stream_writer_session(self), format if format is not None else state["format"])
+        if not _is_delta(chosen) or state.get("foreach"):
             return original(self, path, format, outputMode, partitionBy, queryName, **options)
         from deltalog.spark.streaming.sink import sink_batch_function
 
@@ -555,6 +557,14 @@ def _routed_start(original: Callable[..., Any]) -> Callable[..., Any]:
     return spark_errors(start)
 
 
+def _stream_writer_session(writer: Any) -> Any:
+    """The session (classic) or client (Connect) of a ``DataStreamWriter``; ``None`` when it cannot be told."""
+    found = writer.__dict__.get("_spark")
+    if found is None:
+        found = getattr(writer.__dict__.get("_df"), "sparkSession", None)
+    return found
+
+
 def _forget_partitioning(writer: Any) -> None:
     """Clear the partition columns Spark's stream writer was given (classic: its JVM writer; Connect: the
     command it will send)."""
@@ -572,7 +582,8 @@ def _routed_save(original: Callable[..., Any]) -> Callable[..., Any]:
         self: Any, path: Any = None, format: Any = None, mode: Any = None, partitionBy: Any = None, **options: Any
     ) -> None:
         state = recorded_state(self)
-        if not _is_delta(format if format is not None else state["format"]):
+        if not _is_delta(default_source(writer_dataframe(self).sparkSession,
+                                        format if format is not None else state["format"])):
             return original(self, path, format, mode, partitionBy, **options)  # type: ignore[no-any-return]
         from deltalog.spark.write import write
 

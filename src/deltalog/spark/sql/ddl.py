@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
+from deltalog.spark._conf import default_source
 from deltalog.spark.sql.catalog import (
     TableName,
     ensure_source,
@@ -79,6 +80,15 @@ class CreateSpec:
     provider: str | None = None
     clustering: list[str] | None = None
     checks: dict[str, str] = field(default_factory=dict)  # CONSTRAINT name CHECK (...): {name: sql}
+
+
+def _hive_format(expression: Any) -> bool:
+    """Whether ``CREATE TABLE`` asks for a Hive table (``ROW FORMAT ...``; ``STORED AS`` names a provider)."""
+    from sqlglot import exp
+
+    props = expression.args.get("properties")
+    return any(isinstance(p, (exp.RowFormatDelimitedProperty, exp.RowFormatSerdeProperty))
+               for p in (props.expressions if props is not None else []))
 
 
 def create_spec(expression: Any) -> CreateSpec:
@@ -309,6 +319,8 @@ def create_table(spark: Any, expression: Any, text: str, *, must_exist: bool = F
     spec = create_spec(expression)
     table = expression.this.this if isinstance(expression.this, exp.Schema) else expression.this
     name, path = _target(spark, table)
+    if spec.provider is None and path is None and not _hive_format(expression):
+        spec.provider = default_source(spark, create_table=True)  # no USING: spark.sql.sources.default, as Spark
     if path is None and (spec.provider or "").lower() != "delta":
         return None
     _check_defaults([*spec.columns, *spec.partition_columns], "CREATE TABLE",

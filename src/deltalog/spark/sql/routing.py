@@ -67,6 +67,12 @@ def _to_table(original: Callable[..., Any]) -> Callable[..., Any]:
         fmt = format if format is not None else state["format"]
         spark = self.__dict__.get("_spark") or getattr(getattr(self, "_df", None), "sparkSession", None)
         found = catalog_delta(spark, tableName) if spark is not None else None
+        if fmt is None and found is None and spark is not None:
+            from deltalog.spark._conf import default_source
+            from deltalog.spark.sql.catalog import lookup
+
+            if lookup(spark, tableName) is None:  # a new table: spark.sql.sources.default decides, as in Spark
+                fmt = default_source(spark)
         delta = isinstance(fmt, str) and fmt.lower() == "delta"
         if found is None and spark is not None and delta:
             # as Spark's toTable: a missing table is created with the stream's schema and partitioning

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError, TableNotFoundError
+from deltalog.spark._conf import default_source
 from deltalog.spark.sql.catalog import TableName, ensure_source, forget, lookup, parse_name, sync_schema
 from deltalog.spark.sql.dialect import DIALECT
 
@@ -123,6 +124,8 @@ def save_as_table(
     tn = parse_name(name)
     entry = lookup(spark, tn)
     existing_delta = entry is not None and entry.is_delta
+    if fmt is None and entry is None:  # a new table: spark.sql.sources.default decides, as in Spark
+        fmt = default_source(spark)
     if not _is_delta(fmt) and not (fmt is None and existing_delta):
         return False
     chosen = str(mode).lower() if mode is not None else "errorifexists"
@@ -250,6 +253,8 @@ def write_v2(state: Mapping[str, Any], action: str, condition: Any = None) -> bo
     tn = parse_name(name)
     entry = lookup(spark, tn)
     provider = state.get("provider")
+    if provider is None and entry is None and action in ("create", "createOrReplace"):
+        provider = default_source(spark)  # no using(...): spark.sql.sources.default, as in Spark
     delta = _is_delta(provider) or (provider is None and entry is not None and entry.is_delta)
     if not delta:
         return False
