@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import deltalog
+from deltalog.txn.constraints import ConstraintViolationError
 
 pytestmark = pytest.mark.spark
 
@@ -36,8 +37,11 @@ def test_generated_partition_column(spark: Any, tmp_path: Path) -> None:
     version = deltalog.Table(path).latest_version()
     bad = spark.createDataFrame([(dt.datetime(2024, 5, 5, 8), 5, dt.date(1999, 1, 1))],
                                 "ts timestamp, v bigint, day date")
-    with pytest.raises(Exception, match="generated column day"):
+    with pytest.raises(ConstraintViolationError, match="generated column day"):
         bad.write.format("delta").mode("append").save(path)
+    with pytest.raises(ConstraintViolationError, match="generated column day") as caught:
+        spark.sql(f"INSERT INTO {t} VALUES (TIMESTAMP'2024-05-05 10:00:00', 5, DATE'1999-01-01')")
+    assert "USER_RAISED_EXCEPTION" not in str(caught.value)  # deltalog's error, as CHECK violations raise
     assert deltalog.Table(path).latest_version() == version
 
     spark.sql(f"UPDATE {t} SET ts = TIMESTAMP'2024-06-01 00:00:00' WHERE v = 1")  # day follows ts

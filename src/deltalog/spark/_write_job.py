@@ -243,24 +243,50 @@ def written_files(rows: Iterable[Any]) -> list[WrittenFile]:
     ]
 
 
-_ERROR_LINE = re.compile(r"^(deltalog(?:\.\w+)*)\.(\w+): (.*)$", re.MULTILINE)
+#: ``deltalog.x.Error: message`` -- a task's traceback line, or a ``raise_error`` check's message (which Spark
+#: prefixes with ``[USER_RAISED_EXCEPTION]`` and follows with ``SQLSTATE: P0001``).
+_ERROR_LINE = re.compile(
+    r"^(?:\[USER_RAISED_EXCEPTION\]\s*)?(deltalog(?:\.\w+)*)\.(\w+): (.*?)(?:\s+SQLSTATE: \w+)?$", re.MULTILINE)
+
+
+def named_error(text: str, *, table: str | None = None) -> DeltaError | None:
+    """The deltalog error the text of a failed Spark job names (``deltalog.x.Error: message``, the last
+    one: a Python task's traceback line or a ``raise_error`` check's message), rebuilt as that class; a
+    class that cannot be imported becomes a ``DeltaError`` (on ``table``); ``None`` when none is named.
+
+    Example:
+        >>> named_error("Traceback ...\ndeltalog.errors.SchemaError: bad")
+        SchemaError('bad')
+    """
+    found = _ERROR_LINE.findall(text)
+    if not found:
+        return None
+    module, name, message = found[-1]
+    try:
+        import importlib
+
+        cls = getattr(importlib.import_module(module), name)
+        if isinstance(cls, type) and issubclass(cls, DeltaError):
+            made: DeltaError = cls(message)
+            return made
+    except (ImportError, AttributeError, TypeError):
+        pass
+    return DeltaError(message, table=table) if table is not None else DeltaError(message)
 
 
 def task_error(exc: Exception, table: str) -> Exception:
-    """The deltalog error a task raised, rebuilt from Spark's PythonException text (no JVM trace)."""
-    text = str(exc)
-    found = _ERROR_LINE.findall(text)
-    if found:
-        module, name, message = found[-1]
-        try:
-            import importlib
+    """The deltalog error a task raised, rebuilt from Spark's PythonException text (no JVM trace), or from
+    the message of a ``raise_error`` check that names one.
 
-            cls = getattr(importlib.import_module(module), name)
-            if isinstance(cls, type) and issubclass(cls, DeltaError):
-                return cls(message)
-        except (ImportError, AttributeError, TypeError):
-            pass
-        return DeltaError(message)
+    Example:
+        >>> task_error(RuntimeError("[USER_RAISED_EXCEPTION] deltalog.errors.SchemaError: bad [table t] "
+        ...                         "SQLSTATE: P0001"), "t")
+        SchemaError('bad [table t]')
+    """
+    text = str(exc)
+    named = named_error(text)
+    if named is not None:
+        return named
     if "No module named 'deltalog'" in text:
         return DeltaError(
             "Spark's Python workers cannot import deltalog: install deltalog where the executors run (or ship it "

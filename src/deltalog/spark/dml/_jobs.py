@@ -41,7 +41,7 @@ from deltalog.data.deletion_vectors import INLINE_DV_MAX_BYTES
 from deltalog.errors import DeltaError, SchemaError
 from deltalog.protocol.actions import Add, Metadata
 from deltalog.protocol.schema import StructType
-from deltalog.spark._write_job import delete_written
+from deltalog.spark._write_job import delete_written, named_error
 from deltalog.spark.dml._scan import FILE, ROW, file_uris, num_records, quoted
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.writer_features import (
@@ -167,7 +167,6 @@ def check_can_write(snapshot: Snapshot) -> None:
 
 
 _RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\]\s*(.*?)(?:\s+SQLSTATE: \w+)?\s*$", re.MULTILINE)
-_DELTALOG_LINE = re.compile(r"^(deltalog(?:\.\w+)*)\.(\w+): (.*)$", re.MULTILINE)
 
 
 def spark_error(exc: Exception, table: str) -> Exception:
@@ -185,19 +184,8 @@ def spark_error(exc: Exception, table: str) -> Exception:
     raised = _RAISED.search(text)
     if raised and raised.group(1).startswith("[DELTA_"):
         return SchemaError(raised.group(1), table=table)
-    found = _DELTALOG_LINE.findall(text)
-    if found:
-        import importlib
-
-        module, name, message = found[-1]
-        try:
-            cls = getattr(importlib.import_module(module), name)
-            if isinstance(cls, type) and issubclass(cls, DeltaError):
-                return cls(message)
-        except (ImportError, AttributeError, TypeError):
-            pass
-        return DeltaError(message, table=table)
-    return exc
+    named = named_error(text, table=table)
+    return exc if named is None else named
 
 
 # ------------------------------------------------------------------------------------- staging
