@@ -62,8 +62,10 @@ def test_time_travel_by_version_and_timestamp(spark: Any, tmp_path: Path) -> Non
     assert spark.read.format("delta").load(str(p)).count() == 30
     with pytest.raises(VersionNotFoundError, match=r"DELTA_VERSION_NOT_FOUND.*version 7"):
         read(spark, str(p), versionAsOf=7)
-    with pytest.raises(VersionNotFoundError, match="DELTA_VERSION_NOT_FOUND"):
+    with pytest.raises(VersionNotFoundError, match="DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION"):
         read(spark, str(p), timestampAsOf="2023-01-01")
+    with pytest.raises(VersionNotFoundError, match="DELTA_TIMESTAMP_GREATER_THAN_COMMIT"):
+        spark.read.format("delta").option("timestampAsOf", "2099-01-01").load(str(p))
     with pytest.raises(InvalidArgumentError, match="both"):
         read(spark, str(p), versionAsOf=0, timestampAsOf="2024-02-15")
     # delta-spark's path suffixes: @v<version> and @<yyyyMMddHHmmssSSS>, in load() and in SQL

@@ -22,7 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from deltalog.errors import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
+from deltalog.errors import (
+    InvalidArgumentError,
+    TableNotFoundError,
+    TimestampAfterLatestError,
+    TimestampBeforeEarliestError,
+    VersionNotFoundError,
+)
 from deltalog.protocol.schema import (
     ArrayType,
     DataType,
@@ -178,8 +184,13 @@ def load_snapshot(
         ) from None
     except VersionNotFoundError as exc:
         what = f"version {version}" if version is not None else f"timestamp {timestamp}"
-        raise VersionNotFoundError(
-            f"[DELTA_VERSION_NOT_FOUND] Cannot time travel Delta table to {what}: {exc.message}", table=where
+        condition = "DELTA_VERSION_NOT_FOUND"  # delta-spark's names for a timestamp past either end
+        if version is None and isinstance(exc, TimestampAfterLatestError):
+            condition = "DELTA_TIMESTAMP_GREATER_THAN_COMMIT"
+        elif version is None and isinstance(exc, TimestampBeforeEarliestError):
+            condition = "DELTA_TIMESTAMP_EARLIER_THAN_COMMIT_RETENTION"
+        raise type(exc)(
+            f"[{condition}] Cannot time travel Delta table to {what}: {exc.message}", table=where
         ) from None
 
 
