@@ -251,6 +251,17 @@ def test_options_timestamps_and_errors(spark: Any, tmp_path: Path) -> None:
         reader.option("startingVersion", 0).option("versionAsOf", 1).load(path)
     with pytest.raises(VersionNotFoundError, match="DELTA_CDC_START_VERSION_AFTER_LATEST"):
         spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 9).load(path)
+    late = spark.read.format("delta").option("readChangeFeed", "true").option("startingTimestamp", "2099-01-01")
+    with pytest.raises(VersionNotFoundError, match="DELTA_TIMESTAMP_GREATER_THAN_COMMIT"):
+        late.load(path)
+    out_of_range = "spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled"
+    spark.conf.set(out_of_range, "true")  # delta-spark's setting: no changes instead of the error
+    try:
+        none = late.load(path)
+        assert none.count() == 0 and none.columns == df.columns
+        assert spark.sql(f"SELECT count(*) FROM table_changes_by_path('{path}', '2099-01-01')").first()[0] == 0
+    finally:
+        spark.conf.unset(out_of_range)
     plain = str(tmp_path / "plain")
     deltalog.write_table(plain, data(0, 3), mode="append")
     with pytest.raises(ChangeDataNotRecordedError, match="DELTA_MISSING_CHANGE_DATA"):

@@ -19,7 +19,10 @@ The DataFrame has the table's columns (end version's schema), then ``_change_typ
 and ``_commit_timestamp``. Options as delta-spark: ``startingVersion`` or ``startingTimestamp`` (required),
 ``endingVersion`` / ``endingTimestamp`` (default: latest); timestamps are texts Spark casts to a timestamp
 (``2024-05-01 12:00:00``: without a zone in the session time zone, as delta-spark reads them) or epoch
-milliseconds.
+milliseconds. A starting timestamp after the latest commit is an error
+(``DELTA_TIMESTAMP_GREATER_THAN_COMMIT``) unless the session sets
+``spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled=true``: then the read has no rows, as
+in delta-spark.
 
 Example:
     >>> df = (spark.read.format("delta").option("readChangeFeed", "true")
@@ -35,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError
+from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError, VersionNotFoundError
 from deltalog.feed.changes import (
     CHANGE_TYPE,
     COMMIT_TIMESTAMP,
@@ -53,6 +56,7 @@ from deltalog.spark._common import (
     parse_bool,
     parse_int,
     physical_field,
+    session_setting,
     spark_type,
 )
 from deltalog.spark._common import spark_schema as to_spark_schema
@@ -63,6 +67,9 @@ if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
 
 __all__ = ["CDF_OPTIONS", "is_change_feed_read", "load_changes", "read_changes"]
+
+#: delta-spark's setting under which a starting timestamp after the latest commit reads no changes.
+CDF_OUT_OF_RANGE_CONF = "spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled"
 
 #: Options of a change data feed read (case-insensitive), besides ``path``.
 CDF_OPTIONS = (
@@ -161,6 +168,13 @@ def read_changes(
         raise TableNotFoundError(
             f"[DELTA_MISSING_DELTA_TABLE] {loc} is not a Delta table ({exc.message})", table=loc
         ) from None
+    except VersionNotFoundError as exc:
+        # delta-spark's spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled: a starting
+        # timestamp after the latest commit reads no changes instead of failing
+        if startingTimestamp is None or "DELTA_TIMESTAMP_GREATER_THAN_COMMIT" not in exc.message or \
+                not parse_bool(session_setting(spark, CDF_OUT_OF_RANGE_CONF) or "false", CDF_OUT_OF_RANGE_CONF):
+            raise
+        return changes_dataframe(spark, table.snapshot(), [])
     end_snap = table.snapshot(end)
     from deltalog.feed.rows import change_schema
 
