@@ -844,6 +844,8 @@ def test_dataframe_catalog_api(spark: Any) -> None:
         assert spark.table(b).count() == 3
         missing = spark.sql(f"SHOW TBLPROPERTIES {b} ('owner')").first()  # replaced: properties as given (none)
         assert "does not have property" in missing.value
+        df.writeTo(b).using("delta").clusterBy("id").createOrReplace()  # Spark 4's DataFrameWriterV2.clusterBy
+        assert DeltaTable.forName(spark, b).detail().first().clusteringColumns == ["id"]
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {a}")
         spark.sql(f"DROP TABLE IF EXISTS {b}")

@@ -267,6 +267,9 @@ def _v2_recording(name: str) -> Make:
             elif name == "partitionedBy":
                 cols = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
                 state["partitions"] = [_column_name(c) for c in cols]
+            elif name == "clusterBy":
+                cols = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+                state["clustering"] = [_column_name(c) for c in cols]
             return original(self, *args, **kwargs)
 
         return method
@@ -332,8 +335,9 @@ def patches() -> list[tuple[type, str, Make]]:
         except Exception:
             continue
     for cls in _classes("pyspark.sql.readwriter", "DataFrameWriterV2"):
-        for name in ("using", "option", "options", "tableProperty", "partitionedBy"):
-            out.append((cls, name, _v2_recording(name)))
+        for name in ("using", "option", "options", "tableProperty", "partitionedBy", "clusterBy"):
+            if hasattr(cls, name):  # clusterBy: Spark 4
+                out.append((cls, name, _v2_recording(name)))
         for name in ("create", "replace", "createOrReplace", "append", "overwrite", "overwritePartitions"):
             out.append((cls, name, _v2_action(name)))
     return out

@@ -261,6 +261,7 @@ def write_v2(state: Mapping[str, Any], action: str, condition: Any = None) -> bo
     opts = dict(state.get("options") or {})
     props = {k: v for k, v in (state.get("properties") or {}).items()}
     parts = list(state.get("partitions") or [])
+    clustering = list(state["clustering"]) if state.get("clustering") is not None else None
     if entry is not None and not entry.is_delta:
         raise InvalidArgumentError(f"{name} exists and is not a Delta table (provider {entry.provider})", table=name)
     if action in ("append", "overwrite", "overwritePartitions"):
@@ -283,7 +284,8 @@ def write_v2(state: Mapping[str, Any], action: str, condition: Any = None) -> bo
         raise TableNotFoundError(
             f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] table {name} cannot be replaced: it does not exist", table=name)
     if entry is not None:  # replace / createOrReplace an existing Delta table
-        write(df, entry.location, mode="overwrite", partitionBy=parts or None, overwriteSchema="true",
+        write(df, entry.location, mode="overwrite", partitionBy=parts or None, clusterBy=clustering,
+              overwriteSchema="true",
               _statement={"kind": "REPLACE TABLE AS SELECT" if action == "replace" else
                           "CREATE OR REPLACE TABLE AS SELECT", "managed": entry.managed, "properties": props},
               **opts)
@@ -292,7 +294,7 @@ def write_v2(state: Mapping[str, Any], action: str, condition: Any = None) -> bo
         return True
     location, managed = register_table(spark, tn, df, parts, opts.pop("path", None))
     try:
-        write(df, location, mode="errorifexists", partitionBy=parts or None,
+        write(df, location, mode="errorifexists", partitionBy=parts or None, clusterBy=clustering,
               _statement={"kind": "CREATE TABLE AS SELECT", "managed": managed, "properties": props}, **opts)
     except BaseException:
         _drop(spark, tn)
