@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["recorded_state", "session_of_reader", "writer_dataframe"]
+__all__ = ["recorded_state", "session_of_reader", "session_of_stream_writer", "writer_dataframe"]
 
 _STATE = "_deltalog_state"
 
@@ -31,6 +31,14 @@ def recorded_state(obj: Any) -> dict[str, Any]:
 def session_of_reader(reader: Any) -> Any:
     """The session (classic) or client (Connect) a ``DataFrameReader`` belongs to."""
     return reader.__dict__.get("_spark") or reader.__dict__.get("_client")
+
+
+def session_of_stream_writer(writer: Any) -> Any:
+    """The session (classic) or client (Connect) of a ``DataStreamWriter``; ``None`` when it cannot be told."""
+    found = writer.__dict__.get("_spark")
+    if found is None:
+        found = getattr(writer.__dict__.get("_df"), "sparkSession", None)
+    return found
 
 
 def writer_dataframe(writer: Any) -> Any:

@@ -45,7 +45,7 @@ from typing import Any
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark._conf import default_source
 from deltalog.spark._errors import spark_errors
-from deltalog.spark._recorded import recorded_state, session_of_reader, writer_dataframe
+from deltalog.spark._recorded import recorded_state, session_of_reader, session_of_stream_writer, writer_dataframe
 
 __all__ = [
     "LEAN_JVM_OPTIONS",
@@ -534,7 +534,7 @@ def _routed_start(original: Callable[..., Any]) -> Callable[..., Any]:
         queryName: Any = None, **options: Any,
     ) -> Any:
         state = recorded_state(self)
-        chosen = default_source(_stream_writer_session(self), format if format is not None else state["format"])
+        chosen = default_source(session_of_stream_writer(self), format if format is not None else state["format"])
         if not _is_delta(chosen) or state.get("foreach"):
             return original(self, path, format, outputMode, partitionBy, queryName, **options)
         from deltalog.spark.streaming.sink import sink_batch_function
@@ -555,14 +555,6 @@ def _routed_start(original: Callable[..., Any]) -> Callable[..., Any]:
         return original(self, None, None, outputMode, None, queryName, **options)
 
     return spark_errors(start)
-
-
-def _stream_writer_session(writer: Any) -> Any:
-    """The session (classic) or client (Connect) of a ``DataStreamWriter``; ``None`` when it cannot be told."""
-    found = writer.__dict__.get("_spark")
-    if found is None:
-        found = getattr(writer.__dict__.get("_df"), "sparkSession", None)
-    return found
 
 
 def _forget_partitioning(writer: Any) -> None:

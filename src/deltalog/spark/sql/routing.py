@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from deltalog.spark._recorded import recorded_state, session_of_reader, writer_dataframe
+from deltalog.spark._recorded import recorded_state, session_of_reader, session_of_stream_writer, writer_dataframe
 
 __all__ = ["patches"]
 
@@ -65,7 +65,7 @@ def _to_table(original: Callable[..., Any]) -> Callable[..., Any]:
 
         state = recorded_state(self)
         fmt = format if format is not None else state["format"]
-        spark = self.__dict__.get("_spark") or getattr(getattr(self, "_df", None), "sparkSession", None)
+        spark = session_of_stream_writer(self)
         found = catalog_delta(spark, tableName) if spark is not None else None
         if fmt is None and found is None and spark is not None:
             from deltalog.spark._conf import default_source
@@ -150,11 +150,11 @@ def _catalog_create_table(original: Callable[..., Any]) -> Callable[..., Any]:
                     description: Any = None, **options: Any) -> Any:
         from deltalog.arrow.write import TableExistsError
         from deltalog.errors import InvalidArgumentError
-        from deltalog.spark._common import session_setting
+        from deltalog.spark._conf import default_source
         from deltalog.spark.builder import DeltaTableBuilder
 
         spark = self._sparkSession
-        fmt = source if source is not None else session_setting(spark, "spark.sql.sources.default")
+        fmt = default_source(spark, source)
         if not (isinstance(fmt, str) and fmt.strip().lower() == "delta"):
             return original(self, tableName, path, source, schema, description, **options)
         where = path if path is not None else options.pop("path", None)
@@ -264,12 +264,9 @@ def _v2_recording(name: str) -> Make:
                 state["options"].update(kwargs)
             elif name == "tableProperty":
                 state["properties"][args[0]] = args[1]
-            elif name == "partitionedBy":
+            elif name in ("partitionedBy", "clusterBy"):
                 cols = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
-                state["partitions"] = [_column_name(c) for c in cols]
-            elif name == "clusterBy":
-                cols = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
-                state["clustering"] = [_column_name(c) for c in cols]
+                state["partitions" if name == "partitionedBy" else "clustering"] = [_column_name(c) for c in cols]
             return original(self, *args, **kwargs)
 
         return method
