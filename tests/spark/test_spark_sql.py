@@ -1014,3 +1014,31 @@ def test_data_sources_are_registered_when_first_needed(spark: Any, monkeypatch: 
         assert calls == ["delta"]  # once per session
     finally:
         spark.sql(f"DROP TABLE {name}")
+
+
+def test_replacing_a_table_keeps_its_location(spark: Any, tmp_path: Path) -> None:
+    """``CREATE OR REPLACE TABLE t ... LOCATION`` / ``DeltaTable.createOrReplace().location(...)`` with another
+    location than the table's is refused (``DELTA_TABLE_LOCATION_MISMATCH``), as delta-spark; it replaced the
+    table where it was and ignored the location. The table's own location, however spelled, is accepted."""
+    from deltalog.errors import InvalidArgumentError
+    from deltalog.spark import DeltaTable
+
+    name = f"loc_{uuid.uuid4().hex[:8]}"
+    here, there = tmp_path / "here", tmp_path / "there"
+    try:
+        spark.sql(f"CREATE TABLE {name} (a INT) USING delta LOCATION '{here}'")
+        spark.sql(f"INSERT INTO {name} VALUES (1)")
+        version = deltalog.Table(str(here)).latest_version()
+        for replace in (lambda: spark.sql(f"CREATE OR REPLACE TABLE {name} (b INT) USING delta LOCATION '{there}'"),
+                        lambda: DeltaTable.createOrReplace(spark).tableName(name).location(str(there))
+                        .addColumn("b", "INT").execute(),
+                        lambda: DeltaTable.replace(spark).tableName(name).location(str(there))
+                        .addColumn("b", "INT").execute()):
+            with pytest.raises(InvalidArgumentError, match="DELTA_TABLE_LOCATION_MISMATCH"):
+                replace()
+        assert deltalog.Table(str(here)).latest_version() == version and not there.exists()
+        spark.sql(f"CREATE OR REPLACE TABLE {name} (b INT) USING delta LOCATION 'file://{here}/'")  # the same place
+        DeltaTable.createOrReplace(spark).tableName(name).location(str(here)).addColumn("c", "INT").execute()
+        assert spark.table(name).columns == ["c"] and deltalog.Table(str(here)).latest_version() == version + 2
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")

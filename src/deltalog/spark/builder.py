@@ -484,7 +484,7 @@ class DeltaTableBuilder:
 
     def _execute_named(self, identifier: str) -> DeltaTable:
         """``execute()`` for a catalog name: the table at the entry's location, registering a new entry."""
-        from deltalog.spark.sql.catalog import forget, lookup, parse_name, raw_sql
+        from deltalog.spark.sql.catalog import check_location, forget, lookup, parse_name, raw_sql
         from deltalog.spark.sql.ddl import CreateSpec, register_table
 
         name = parse_name(identifier)
@@ -497,6 +497,8 @@ class DeltaTableBuilder:
             if self._mode == "create":
                 raise TableExistsError(f"[DELTA_TABLE_ALREADY_EXISTS] Table {identifier} already exists; use "
                                        "createIfNotExists, replace or createOrReplace", table=identifier)
+            if self._mode in ("replace", "createOrReplace"):
+                check_location(identifier, entry.location, self._location)
             self._location, self._name, self._managed = entry.location, None, entry.managed
             return self.execute()
         if self._mode == "replace":

@@ -32,6 +32,7 @@ __all__ = [
     "CatalogEntry",
     "DeltaCatalogSource",
     "TableName",
+    "check_location",
     "ensure_source",
     "forget",
     "lookup",
@@ -215,6 +216,31 @@ def _local(location: str) -> str:
             rest = rest[1:]
         return unquote(rest)
     return location
+
+
+def check_location(name: str, existing: str, given: str | None) -> None:
+    """Refuse replacing the catalog table ``name`` (at ``existing``) with a table at another location
+    ``given``, as delta-spark does (``DELTA_TABLE_LOCATION_MISMATCH``); the same place spelled as a ``file:``
+    URI or with a trailing slash is the same location.
+
+    Example:
+        >>> check_location("t", "file:/data/t", "/data/t/")
+    """
+    if given is None:
+        return
+    import os
+
+    def norm(location: str) -> str:
+        local = _local(location)
+        return os.path.normpath(local) if "://" not in local else local.rstrip("/")
+
+    if norm(existing) != norm(given):
+        from deltalog.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"[DELTA_TABLE_LOCATION_MISMATCH] The location of the existing table {name} is {existing}. The "
+            f"location of the specified table is {given}: a table keeps its location when it is replaced (drop "
+            "it first to create it elsewhere, or leave LOCATION out)", table=name)
 
 
 def lookup(spark: Any, name: TableName | str, *, cached: bool = True) -> CatalogEntry | None:

@@ -23,6 +23,7 @@ from deltalog.errors import InvalidArgumentError, TableNotFoundError, Unsupporte
 from deltalog.spark._conf import default_source
 from deltalog.spark.sql.catalog import (
     TableName,
+    check_location,
     ensure_source,
     forget,
     lookup,
@@ -342,6 +343,8 @@ def create_table(spark: Any, expression: Any, text: str, *, must_exist: bool = F
         raise TableNotFoundError(
             f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] table {name.qualified} cannot be replaced: it does not exist; "  # type: ignore[union-attr]
             "use CREATE OR REPLACE TABLE")
+    if entry is not None and name is not None:  # a replace: the table keeps its location
+        check_location(name.qualified, entry.location, spec.location)
     registered = False
     location = path or (entry.location if entry is not None else spec.location)
     managed = entry is not None and entry.managed
