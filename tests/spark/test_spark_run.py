@@ -69,6 +69,8 @@ def test_sql_pipeline_program(tmp_path: Path) -> None:
     assert facts["clone"] == 3
     assert facts["tables"] == ["clone_of_student", "student", "updates"]
     assert facts["tables_after_drop"] == ["clone_of_student", "student"]
+    assert facts["view_sees_append"] == 13 and facts["view_after_delete"] == 10  # a temp view follows the table
+    assert facts["vacuum_api_columns"] == []  # DeltaTable.vacuum() returns an empty DataFrame
     assert deltalog.Table(str(tmp_path / "warehouse" / "student")).latest_version() == 5
 
 

@@ -55,4 +55,14 @@ facts["clone"] = spark.table("clone_of_student").count()
 facts["tables"] = sorted(r.tableName for r in spark.sql("SHOW TABLES").collect())
 spark.sql("DROP TABLE updates")
 facts["tables_after_drop"] = sorted(r.tableName for r in spark.sql("SHOW TABLES").collect())
+events = spark.read.format("delta").load(path)  # a notebook's way to name a path table for SQL
+events.createOrReplaceTempView("events_view")
+spark.range(100, 103).selectExpr("id", "id % 2 AS parity").write.format("delta").mode("append").save(path)
+facts["view_sees_append"] = spark.sql("SELECT count(*) FROM events_view").collect()[0][0]
+spark.sql("DELETE FROM events_view WHERE id >= 100")
+facts["view_after_delete"] = spark.table("events_view").count()
+
+from delta.tables import DeltaTable  # noqa: E402
+
+facts["vacuum_api_columns"] = DeltaTable.forPath(spark, path).vacuum(200).columns
 print("FACTS " + json.dumps(facts))
