@@ -193,8 +193,11 @@ def test_for_name_with_a_delta_path_and_the_delta_tables_names(spark: Any, tmp_p
     assert isinstance(dt.alias("t").merge(frame(spark, 0, 1).alias("s"), "t.id = s.id"), DeltaMergeBuilder)
     assert isinstance(dt.optimize(), DeltaOptimizeBuilder)
     assert isinstance(PortedDeltaTable.create(spark), DeltaTableBuilder)
-    with pytest.raises(TableNotFoundError, match="DELTA_MISSING_DELTA_TABLE"):
+    with pytest.raises(TableNotFoundError, match="DELTA_MISSING_DELTA_TABLE") as caught:
         PortedDeltaTable.forName(spark, "no_such_table_anywhere")
+    assert "forPath" not in str(caught.value)
+    with pytest.raises(TableNotFoundError, match="looks like a path: use DeltaTable.forPath"):
+        PortedDeltaTable.forName(spark, p)  # a path given to forName: the message says what to call
 
 
 def test_errors_are_pyspark_exceptions_for_ported_except_clauses(spark: Any, tmp_path: Path) -> None:

@@ -223,8 +223,11 @@ class DeltaTable:
         try:
             entry = require_delta(sparkSession, name)
         except TableNotFoundError:
+            hint = f"; {name!r} looks like a path: use DeltaTable.forPath(spark, path) or forName(spark, " \
+                   f"\"delta.`{name}`\")" if "/" in name or "\\" in name else ""
             raise TableNotFoundError(
-                f"[DELTA_MISSING_DELTA_TABLE] {name} is not a Delta table: no such table in the catalog", table=name
+                f"[DELTA_MISSING_DELTA_TABLE] {name} is not a Delta table: no such table in the catalog{hint}",
+                table=name,
             ) from None
         table = cls.forPath(sparkSession, entry.location)
         table._catalog_name = entry.name.full()
