@@ -102,6 +102,16 @@ def test_temp_views_of_delta_dataframes_read_the_latest_version(spark: Any, tmp_
             .option("mergeSchema", "true").save(p)
         assert spark.table(ev).columns == ["id"]  # a column the table gained stays out, as Spark keeps a view's
         assert _rows(spark, f"SELECT count(*) FROM {ev}") == [(9,)]
+        cached = spark.read.format("delta").load(p).cache()  # a cached DataFrame's view reads the cache, as Spark
+        assert cached.count() == 9 and "InMemoryRelation" in cached.filter("id > 1")._jdf.queryExecution() \
+            .optimizedPlan().toString()  # and filters on it too: the scan is not re-planned past the cache
+        cached.createOrReplaceTempView(part)
+        spark.sql(f"CACHE TABLE {ev}")  # the view's rows now, then Spark's cache
+        spark.range(20, 22).write.format("delta").mode("append").save(p)
+        assert _rows(spark, f"SELECT count(*) FROM {ev}") == [(9,)] and spark.table(part).count() == 9
+        spark.sql(f"UNCACHE TABLE {ev}")
+        assert _rows(spark, f"SELECT count(*) FROM {ev}") == [(11,)]
+        cached.unpersist()
         spark.range(2).createOrReplaceTempView(ev)  # replaced by another DataFrame: Spark's view again
         assert _rows(spark, f"SELECT count(*) FROM {ev}") == [(2,)]
     finally:

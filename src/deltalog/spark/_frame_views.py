@@ -9,7 +9,8 @@ registered as a temporary view, deltalog remembers how it was made, and the SQL 
 (:func:`deltalog.spark.sql.refs.frame_view`). A view of a time-travel read stays at its version.
 
 An entry is used only while the session still holds the very plan registered under that name: a view
-replaced by any other DataFrame, or dropped, is forgotten at its next lookup. Classic sessions only (a
+replaced by any other DataFrame, or dropped, is forgotten at its next lookup; a cached view (``CACHE
+TABLE``, ``spark.catalog.cacheTable``) is Spark's to read, from its cache, as in Spark. Classic sessions only (a
 Spark Connect client has no catalog to compare plans with): there, views keep Spark's plain behaviour.
 
 Example:
@@ -121,11 +122,14 @@ def recall(spark: Any, name: str, database: str | None) -> FrameView | None:
     try:
         current = _registered(catalog, name, global_view)
         same = current is not None and bool(current.equals(entry.plan))
+        # a cached view (CACHE TABLE, spark.catalog.cacheTable) is read from Spark's cache, as in Spark
+        cached = same and bool(spark._jsparkSession.catalog().isCached(
+            f"{global_database(spark)}.{name}" if global_view else name))
     except Exception:  # the catalog cannot be asked: do not guess
-        same = False
+        same, cached = False, False
     if not same:
         with _LOCK:
             if _VIEWS.get(key) is entry:
                 del _VIEWS[key]
         return None
-    return entry
+    return None if cached else entry

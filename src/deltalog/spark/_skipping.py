@@ -438,11 +438,17 @@ def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
     return _attach_state(rebuilt, replace(new, steps=(*new.steps, ("filter", (condition,), {}))))
 
 
+def _cached(df: Any) -> bool:
+    """Whether ``df`` was cached (``cache()`` / ``persist()``, classic sessions): what is built on it then
+    reads the cache, as in Spark, so its scan is neither re-planned nor read again for a view."""
+    return df.__dict__.get("is_cached") is True
+
+
 def _tracked(name: str, plain: Any) -> Any:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         state = self.__dict__.get(_STATE)
         base = type(self).__mro__[1]
-        if state is None or getattr(_LOCAL, "busy", False):
+        if state is None or getattr(_LOCAL, "busy", False) or _cached(self):
             return plain(self, *args, **kwargs)
         _LOCAL.busy = True
         try:
@@ -477,7 +483,7 @@ def _view_method(name: str, plain: Any, global_view: bool) -> Any:
         result = plain(self, *args, **kwargs)
         state = self.__dict__.get(_STATE)
         view = args[0] if args else kwargs.get("name")
-        if state is not None and isinstance(view, str):
+        if state is not None and isinstance(view, str) and not _cached(self):
             from deltalog.spark._frame_views import remember
 
             remember(self.sparkSession, view, global_view=global_view, state=state, base=type(self).__mro__[1],

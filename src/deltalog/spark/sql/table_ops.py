@@ -142,7 +142,7 @@ def _catalog_too(spark: Any, ref: TableRef, text: str) -> None:
 def _cache(spark: Any, expression: Any, text: str) -> Any:
     from sqlglot import exp
 
-    from deltalog.spark.sql.refs import delta_view
+    from deltalog.spark.sql.refs import delta_view, frame_view, frame_view_rows
 
     target = expression.this
     if not isinstance(target, exp.Table):
@@ -150,6 +150,12 @@ def _cache(spark: Any, expression: Any, text: str) -> Any:
     if expression.expression is not None:
         return _cache_query(spark, expression, target)
     ref = resolve_table(spark, target)
+    remembered = frame_view(spark, target) if ref is None else None
+    if remembered is not None:  # a temp view of a deltalog read: its rows now, cached by Spark from then on
+        if not target.db:
+            frame_view_rows(spark, remembered).createOrReplaceTempView(target.name)
+        raw_sql(spark, text)
+        return _empty(spark)
     if ref is None and delta_view(spark, target) is None:
         return None
     shown = target.sql(dialect=DIALECT)
