@@ -196,7 +196,7 @@ def test_for_name_with_a_delta_path_and_the_delta_tables_names(spark: Any, tmp_p
     with pytest.raises(TableNotFoundError, match="DELTA_MISSING_DELTA_TABLE") as caught:
         PortedDeltaTable.forName(spark, "no_such_table_anywhere")
     assert "forPath" not in str(caught.value)
-    with pytest.raises(TableNotFoundError, match="looks like a path: use DeltaTable.forPath"):
+    with pytest.raises(TableNotFoundError, match=r"looks like a path: use DeltaTable\.forPath"):
         PortedDeltaTable.forName(spark, p)  # a path given to forName: the message says what to call
 
 

@@ -125,7 +125,8 @@ def test_update_delete_merge_through_temporary_views(spark: Any, names: dict[str
     view of part of it, of an old version, or a persistent view is refused naming why, nothing written."""
     t, tv, pv = names["t"], names["tv"], names["pv"]
     suffix = uuid.uuid4().hex[:8]
-    by_df, by_path, part, old = (f"{k}_{suffix}" for k in ("bydf", "bypath", "part", "old"))
+    by_df, by_path, part, old, sampled, limited = (f"{k}_{suffix}" for k in ("bydf", "bypath", "part", "old",
+                                                                             "sampled", "limited"))
     spark.sql(f"CREATE TABLE {t} (id BIGINT, p STRING, v DOUBLE) USING DELTA PARTITIONED BY (p)")
     spark.sql(f"INSERT INTO {t} VALUES (1, 'a', 1.0), (2, 'b', 2.0), (3, 'a', 3.0), (4, 'b', 4.0)")
     location = spark.sql(f"DESCRIBE DETAIL {t}").first()["location"]
@@ -147,7 +148,11 @@ def test_update_delete_merge_through_temporary_views(spark: Any, names: dict[str
         assert _rows(spark, f"SELECT * FROM {t} ORDER BY id") == expected
         assert _rows(spark, f"SELECT * FROM {by_path} ORDER BY id") == expected  # the views see the changes
         version = deltalog.Table(location).latest_version()
+        spark.sql(f"CREATE TEMP VIEW {sampled} AS SELECT * FROM {t} TABLESAMPLE (50 PERCENT)")
+        spark.sql(f"CREATE TEMP VIEW {limited} AS SELECT * FROM {t} LIMIT 2")
         for statement, why in ((f"DELETE FROM {part} WHERE id = 2", "DELTA_UNEXPECTED_PARTIAL_SCAN"),
+                               (f"DELETE FROM {sampled} WHERE id = 2", "DELTA_UNEXPECTED_PARTIAL_SCAN"),
+                               (f"UPDATE {limited} SET v = 0", "DELTA_UNEXPECTED_PARTIAL_SCAN"),
                                (f"UPDATE {old} SET v = 0", "version 0"),
                                (f"UPDATE {pv} SET v = 0", "persistent view"),
                                (f"INSERT INTO {by_df} VALUES (9, 'z', 9.0)", "insert into the table itself"),
@@ -156,7 +161,7 @@ def test_update_delete_merge_through_temporary_views(spark: Any, names: dict[str
                 spark.sql(statement)
         assert deltalog.Table(location).latest_version() == version
     finally:
-        for view in (by_df, by_path, part, old):
+        for view in (by_df, by_path, part, old, sampled, limited):
             spark.catalog.dropTempView(view)
 
 

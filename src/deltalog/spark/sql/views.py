@@ -106,10 +106,10 @@ def view_target(spark: Any, table: Any, text: str, what: str) -> Any:
     tree = view_tree(spark, view)
     source = tree.args.get("from") or tree.args.get("from_")
     inner = source.this if source is not None else None
-    plain = isinstance(tree, exp.Select) and isinstance(inner, exp.Table) and len(tree.expressions) == 1 \
-        and isinstance(tree.expressions[0], exp.Star) and not tree.args.get("joins") \
-        and not any(tree.args.get(k) for k in ("where", "group", "having", "qualify", "order", "limit", "distinct",
-                                               "with", "laterals", "windows"))
+    clauses = {k for k, v in tree.args.items() if v} if isinstance(tree, exp.Select) else {"not a select"}
+    plain = isinstance(inner, exp.Table) and not inner.args.get("sample") \
+        and clauses <= {"expressions", "from", "from_"} \
+        and len(tree.expressions) == 1 and tree.expressions[0].sql(dialect=DIALECT) == "*"  # SELECT * FROM t
     ref = resolve_table(spark, inner) if plain else None
     if ref is None or ref.version is not None or ref.timestamp is not None:
         raise refuse(text, f"[DELTA_UNEXPECTED_PARTIAL_SCAN] {table.name} is a view of more or less than a whole "
