@@ -131,6 +131,18 @@ class SqlSyntaxError(InvalidArgumentError):
 
 
 
+class MultipleSourceRowMatchError(InvalidArgumentError):
+    """A MERGE whose target row matched more than one source row with an update (or a conditional delete):
+    it cannot tell which source row to apply (``DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE``);
+    nothing is committed. At the Spark API it is also PySpark's ``UnsupportedOperationException``, as
+    delta-spark raises.
+
+    Example:
+        >>> issubclass(MultipleSourceRowMatchError, InvalidArgumentError)
+        True
+    """
+
+
 class FeatureDropError(InvalidArgumentError):
     """A table feature cannot be dropped (yet): the message starts with delta-spark's error class
     (``DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD``, ``DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE``, ...)

@@ -25,7 +25,7 @@ from deltalog.commands.delete import DmlWriter, keep_rest
 from deltalog.commands.update import new_images
 from deltalog.data.change_files import change_rows
 from deltalog.data.sql_expr import Expression
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import InvalidArgumentError, MultipleSourceRowMatchError
 from deltalog.txn.defaults import fill_defaults
 from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import IdentityGenerator, with_high_water_marks
@@ -125,7 +125,7 @@ def apply_to_targets(
         plan.multiple_matches = int((counts > 1).sum())
         only_delete = len(matched) == 1 and matched[0][0].action == "delete" and matched[0][1] is None
         if plan.multiple_matches and not only_delete:
-            raise InvalidArgumentError(
+            raise MultipleSourceRowMatchError(
                 f"[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE] {plan.multiple_matches} target row(s) "
                 "matched more than one source row: the merge cannot tell which one to apply; make the source's "
                 "keys unique (e.g. keep the latest row per key) before merging", table=loc)

@@ -40,6 +40,7 @@ from deltalog.errors import (
     DeltaError,
     InvalidArgumentError,
     MetadataChangedException,
+    MultipleSourceRowMatchError,
     ProtocolChangedException,
     SqlSyntaxError,
     StorageError,
@@ -111,6 +112,10 @@ def spark_class(cls: type[DeltaError]) -> type:
             bases = (cls, base)
         elif cls is ConcurrentModificationException:
             bases = (cls, _ErrorInfo, PySparkException)
+        elif issubclass(cls, MultipleSourceRowMatchError):  # delta-spark: DeltaUnsupportedOperationException
+            from pyspark.errors import UnsupportedOperationException
+
+            bases = (cls, _ErrorInfo, UnsupportedOperationException)
         elif issubclass(cls, SqlSyntaxError):
             from pyspark.errors import ParseException
 

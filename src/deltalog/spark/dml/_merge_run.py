@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.data.filters import Condition
-from deltalog.errors import DeltaError, InvalidArgumentError
+from deltalog.errors import DeltaError, InvalidArgumentError, MultipleSourceRowMatchError
 from deltalog.protocol.column_mapping import with_column_mapping
 from deltalog.protocol.schema import StructField, parse_schema
 from deltalog.spark._auto_optimize import compact_after
@@ -640,7 +640,7 @@ class MergeRun:
 
     def multiple_matches_error(self) -> DeltaError:
         """The error of a merge where a target row matched several source rows."""
-        return DeltaError(
+        return MultipleSourceRowMatchError(
             "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE] Cannot perform Merge as multiple source "
             "rows matched and attempted to modify the same target row in the Delta table in possibly "
             f"conflicting ways. ON condition: {describe(self.b._condition)}. Preprocess the source (e.g. "
