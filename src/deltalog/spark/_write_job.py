@@ -255,7 +255,7 @@ def named_error(text: str, *, table: str | None = None) -> DeltaError | None:
     class that cannot be imported becomes a ``DeltaError`` (on ``table``); ``None`` when none is named.
 
     Example:
-        >>> named_error("Traceback ...\ndeltalog.errors.SchemaError: bad")
+        >>> named_error("Traceback ...\\ndeltalog.errors.SchemaError: bad")
         SchemaError('bad')
     """
     found = _ERROR_LINE.findall(text)
