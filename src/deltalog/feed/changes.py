@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from deltalog.data.change_files import CHANGE_TYPE  # insert, delete, update_preimage, update_postimage
-from deltalog.errors import DeltaError, InvalidArgumentError, VersionNotFoundError
+from deltalog.errors import DeltaError, InvalidArgumentError, TimestampAfterLatestError, VersionNotFoundError
 from deltalog.log.paths import LogFile
 from deltalog.log.reader import FileActions, metadata_partition_keys, read_commits
 from deltalog.log.segment import list_log
@@ -228,7 +228,7 @@ def resolve_range(
         target = to_millis(starting_timestamp)
         idx = bisect.bisect_left(stamps, target)
         if idx >= len(commits):
-            raise VersionNotFoundError(
+            raise TimestampAfterLatestError(
                 f"[DELTA_TIMESTAMP_GREATER_THAN_COMMIT] The provided timestamp ({_fmt(target)}) is after the "
                 f"latest version available to this table ({_fmt(stamps[-1])}, version {commits[-1].version}); "
                 "use a timestamp at or before it",

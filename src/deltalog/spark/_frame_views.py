@@ -103,7 +103,10 @@ def recall(spark: Any, name: str, database: str | None) -> FrameView | None:
         >>> recall(spark, "events", None).state.snapshot.table                 # doctest: +SKIP
         '/data/events'
     """
-    if not _VIEWS:
+    lowered = name.lower()
+    with _LOCK:
+        remembered = any(known == lowered for _, known in _VIEWS)
+    if not remembered:  # most names a query meets: no JVM call
         return None
     catalog = _catalog(spark)
     if catalog is None:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError, VersionNotFoundError
+from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError, TimestampAfterLatestError
 from deltalog.feed.changes import (
     CHANGE_TYPE,
     COMMIT_TIMESTAMP,
@@ -168,11 +168,10 @@ def read_changes(
         raise TableNotFoundError(
             f"[DELTA_MISSING_DELTA_TABLE] {loc} is not a Delta table ({exc.message})", table=loc
         ) from None
-    except VersionNotFoundError as exc:
+    except TimestampAfterLatestError:
         # delta-spark's spark.databricks.delta.changeDataFeed.timestampOutOfRange.enabled: a starting
         # timestamp after the latest commit reads no changes instead of failing
-        if startingTimestamp is None or "DELTA_TIMESTAMP_GREATER_THAN_COMMIT" not in exc.message or \
-                not parse_bool(session_setting(spark, CDF_OUT_OF_RANGE_CONF) or "false", CDF_OUT_OF_RANGE_CONF):
+        if not parse_bool(session_setting(spark, CDF_OUT_OF_RANGE_CONF) or "false", CDF_OUT_OF_RANGE_CONF):
             raise
         return changes_dataframe(spark, table.snapshot(), [])
     end_snap = table.snapshot(end)
