@@ -140,3 +140,17 @@ def test_columns_in_another_order_still_use_the_spark_writer(spark: Any, tmp_pat
     assert all("parquet-mr" in str(pq.read_metadata(f).created_by) for f in data_files(p))
     assert [(r["id"], r["s"]) for r in rows(read(spark, p))] == [(0, "a"), (1, "a"), (2, "a"), (3, "b"), (4, "b")]
     assert read(spark, p).columns == ["s", "id"]
+
+
+def test_void_columns_are_left_out_of_the_files(spark: Any, tmp_path: Path) -> None:
+    # ``NULL AS b`` makes a void column: delta-spark leaves it out of the data files, so that a later
+    # mergeSchema can give it a type and the old files still read (a parquet null column would not)
+    for name, partitioned in (("plain", False), ("parts", True)):
+        p = str(tmp_path / name)
+        writer = spark.sql("SELECT 1 AS a, NULL AS b, 'x' AS p").write.format("delta")
+        (writer.partitionBy("p") if partitioned else writer).save(p)
+        assert [pq.read_schema(f).names for f in data_files(p)] == [["a"] if partitioned else ["a", "p"]]
+        spark.sql("SELECT 2 AS a, 'y' AS b, 'x' AS p").write.format("delta").mode("append") \
+            .option("mergeSchema", "true").save(p)
+        assert deltalog.Table(p).snapshot().schema.field("b").type.name == "string"
+        assert sorted((r["a"], r["b"]) for r in read(spark, p).collect()) == [(1, None), (2, "y")]

@@ -622,8 +622,17 @@ def test_alter_table(target: Target) -> None:
     target.sql("ALTER TABLE {t} DROP CONSTRAINT IF EXISTS adult")  # delta-spark commits this one too
     assert "delta.constraints.adult" not in target.table().snapshot().properties
     assert target.version() == before + 2
+    from pyspark.errors import AnalysisException
+
+    with pytest.raises(AnalysisException) as missing:
+        target.sql("ALTER TABLE {t} DROP CONSTRAINT adult")
+    assert missing.value.getCondition() == "DELTA_CONSTRAINT_DOES_NOT_EXIST"
     target.sql("ALTER TABLE {t} SET TBLPROPERTIES ('team' = 'x', 'delta.logRetentionDuration' = 'interval 60 days')")
     target.sql("ALTER TABLE {t} UNSET TBLPROPERTIES ('owner')")
+    with pytest.raises(AnalysisException) as missing:
+        target.sql("ALTER TABLE {t} UNSET TBLPROPERTIES ('owner')")
+    assert missing.value.getCondition() == "DELTA_UNSET_NON_EXISTENT_PROPERTY"
+    assert target.version() == before + 4
     target.sql("ALTER TABLE {t} UNSET TBLPROPERTIES IF EXISTS ('owner', 'never')")
     props = target.table().snapshot().properties
     assert props["team"] == "x" and "owner" not in props

@@ -360,6 +360,25 @@ def test_merge_schema(tmp_path: Path) -> None:
         write_table(tmp_path, pa.table({"id": [4], "new": [1.5]}), mode="append", schema_mode="merge")
 
 
+def test_void_column_is_left_out_of_files_and_evolves(tmp_path: Path) -> None:
+    # a column of nulls (Spark's NullType, Delta's "void") is not stored in the data files, as delta-spark
+    # writes it; a later merge gives it the data's type and the old files read it as null
+    write_table(tmp_path, pa.table({"id": [1, 2], "b": pa.nulls(2)}))
+    assert [pq.read_schema(p).names for p in tmp_path.glob("*.parquet")] == [["id"]]
+    assert deltalog.Table(str(tmp_path)).snapshot().schema.field("b").type.name == "void"
+    write_table(tmp_path, pa.table({"id": [3], "b": ["x"]}), mode="append", schema_mode="merge")
+    assert deltalog.Table(str(tmp_path)).snapshot().schema.field("b").type.name == "string"
+    want = [(1, None), (2, None), (3, "x")]
+    assert [(r["id"], r["b"]) for r in sorted_rows(read(tmp_path))] == want
+    from readers import delta_rs_rows, duckdb_rows
+
+    assert sorted(delta_rs_rows(str(tmp_path), ["id", "b"])) == want
+    assert sorted(duckdb_rows(str(tmp_path), ["id", "b"])) == want
+    # a table of void columns alone keeps them in its files (a parquet file needs a column to count rows)
+    write_table(tmp_path / "only", pa.table({"b": pa.nulls(3)}))
+    assert read(tmp_path / "only").num_rows == 3
+
+
 def test_overwrite_schema(tmp_path: Path) -> None:
     write_table(tmp_path, pa.table({"id": [1], "p": ["a"]}), partition_by=["p"])
     with pytest.raises(InvalidArgumentError, match='needs mode="overwrite"'):

@@ -209,8 +209,9 @@ def drop_constraint(
     if found is None and not if_exists:
         have = sorted(k[len(_PREFIX) :] for k in conf if k.lower().startswith(_PREFIX))
         raise InvalidArgumentError(
-            f"cannot drop CHECK constraint {name!r}: it does not exist (the table's CHECK constraints: {have}); "
-            "DROP CONSTRAINT IF EXISTS (if_exists=True) ignores a missing constraint",
+            f"[DELTA_CONSTRAINT_DOES_NOT_EXIST] cannot drop CHECK constraint {name!r}: it does not exist (the "
+            f"table's CHECK constraints: {have}); DROP CONSTRAINT IF EXISTS (if_exists=True) ignores a missing "
+            "constraint",
             table=loc,
         )
     old = conf.pop(found) if found is not None else None

@@ -486,7 +486,8 @@ def unset_properties(
         if raw == COMMENT and COMMENT not in conf:  # the description (see set_properties)
             if description is None and not if_exists:
                 raise InvalidArgumentError(
-                    "the table has no comment; nothing to unset (UNSET TBLPROPERTIES IF EXISTS, or "
+                    "[DELTA_UNSET_NON_EXISTENT_PROPERTY] the table has no comment; nothing to unset (UNSET "
+                    "TBLPROPERTIES IF EXISTS, or "
                     "if_exists=True, ignores missing keys)", table=loc)
             description = None
             canonical.append(raw)
@@ -525,8 +526,8 @@ def unset_properties(
         present = [k for k in conf if k == key or (key.startswith("delta.") and k.lower() == key.lower())]
         if not present and not if_exists:
             raise InvalidArgumentError(
-                f"table property {key!r} is not set on the table; nothing to unset (UNSET TBLPROPERTIES IF EXISTS, "
-                "or if_exists=True, ignores missing keys)",
+                f"[DELTA_UNSET_NON_EXISTENT_PROPERTY] table property {key!r} is not set on the table; nothing to "
+                "unset (UNSET TBLPROPERTIES IF EXISTS, or if_exists=True, ignores missing keys)",
                 table=loc,
             )
         for k in present:

@@ -1,8 +1,8 @@
 """Writing data files: hive-style partition directories, rolling parquet files, footer statistics.
 
 :class:`DataFileWriter` receives Arrow tables already conformed to the table's logical schema, splits
-them by partition values (partition columns are *not* stored in the files), buffers rows into row
-groups and rolls to a new file once ``target_file_size`` bytes are written. Each finished file
+them by partition values (partition columns are *not* stored in the files, nor are ``void`` columns),
+buffers rows into row groups and rolls to a new file once ``target_file_size`` bytes are written. Each finished file
 becomes a :class:`WrittenFile` with its ``add`` action fields; statistics come from the footer
 (:func:`deltalog.data.write_stats.stats_json`). Files are streamed to their final path through
 ``LogStore.open_output`` (a local file fsynced on close; a buffered put elsewhere).
@@ -36,7 +36,7 @@ from deltalog.data.write_variants import fill_variant_table
 from deltalog.protocol.actions import Add
 from deltalog.protocol.column_mapping import physical_schema
 from deltalog.protocol.partitions import partition_path, serialize_partition_value
-from deltalog.protocol.schema import StructField, StructType, physical_arrow_schema, physical_name
+from deltalog.protocol.schema import StructField, StructType, is_void, physical_arrow_schema, physical_name
 from deltalog.storage import LogStore
 from deltalog.storage.log_store import OutputFile
 
@@ -159,6 +159,9 @@ class DataFileWriter:
         parts = set(self.partition_columns)
         self.column_mapping = (column_mapping or "none").lower()
         self.data_schema = StructType(tuple(f for f in schema.fields if f.name not in parts))
+        if any(not is_void(f.type) for f in self.data_schema.fields):  # void columns (only nulls) are left out
+            # of the files, as delta-spark writes them (kept when nothing else is left: a file needs a column)
+            self.data_schema = StructType(tuple(f for f in self.data_schema.fields if not is_void(f.type)))
         self._arrow_schema = self.data_schema.to_arrow_schema()
         # Files, statistics and partition values use physical names (and field ids) under column mapping.
         self._file_schema = physical_arrow_schema(self.data_schema, self.column_mapping)

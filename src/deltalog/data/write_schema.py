@@ -11,6 +11,7 @@ with (and whether the table's schema changes):
 * ``"merge"``: new columns are added (nullable, also inside structs), missing columns are written as
   nulls, and data of a narrower type is widened to the table's type (``byte → short → integer →
   long``, ``float → double``, integers to ``double``/wide enough decimals, ``date`` to timestamps);
+  a ``void`` column (only nulls so far) takes the data's type, as in delta-spark;
   a wider data type than the table's is refused -- unless ``widen`` (the table sets
   ``delta.enableTypeWidening``): then the column takes the data's type where
   :func:`deltalog.protocol.type_widening.can_widen` allows it, recorded in ``delta.typeChanges``;
@@ -148,6 +149,8 @@ def widens(data: DataType, table: DataType) -> bool:
 def _merge_type(table_t: DataType, data_t: DataType, path: str, problems: list[str]) -> DataType:
     if _same(table_t, data_t) or widens(data_t, table_t):
         return table_t
+    if isinstance(table_t, PrimitiveType) and table_t.name == "void":  # a column of nulls takes the data's type
+        return _nullable_everywhere(data_t)
     if isinstance(table_t, StructType) and isinstance(data_t, StructType):
         return _merge_struct(table_t, data_t, path, problems)
     if isinstance(table_t, ArrayType) and isinstance(data_t, ArrayType):

@@ -50,6 +50,7 @@ __all__ = [
     "from_arrow_field",
     "from_arrow_type",
     "is_variant_arrow_field",
+    "is_void",
     "parse_data_type",
     "parse_schema",
     "physical_arrow_schema",
@@ -406,6 +407,17 @@ def type_string(dt: DataType) -> str:
     if isinstance(dt, MapType):
         return f"map<{type_string(dt.key_type)},{type_string(dt.value_type)}>"
     return "struct<" + ",".join(f"{f.name}:{type_string(f.type)}" for f in dt.fields) + ">"
+
+
+def is_void(dt: DataType) -> bool:
+    """True for ``void`` (Spark's ``NullType``): a column that holds only nulls. Data files leave such
+    columns out, as delta-spark writes them; readers fill them with nulls.
+
+    Example:
+        >>> is_void(PrimitiveType("void")), is_void(PrimitiveType("long"))
+        (True, False)
+    """
+    return isinstance(dt, PrimitiveType) and dt.name == "void"
 
 
 def contains_variant(dt: DataType) -> bool:
