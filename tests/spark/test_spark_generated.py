@@ -42,6 +42,7 @@ def test_generated_partition_column(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(ConstraintViolationError, match="generated column day") as caught:
         spark.sql(f"INSERT INTO {t} VALUES (TIMESTAMP'2024-05-05 10:00:00', 5, DATE'1999-01-01')")
     assert "USER_RAISED_EXCEPTION" not in str(caught.value)  # deltalog's error, as CHECK violations raise
+    assert caught.value.getCondition() == "DELTA_VIOLATE_CONSTRAINT_WITH_VALUES"  # type: ignore[attr-defined]
     assert deltalog.Table(path).latest_version() == version
 
     spark.sql(f"UPDATE {t} SET ts = TIMESTAMP'2024-06-01 00:00:00' WHERE v = 1")  # day follows ts

@@ -605,6 +605,9 @@ def test_create_table_with_check_constraints(target: Target) -> None:
     assert target.operations() == ["CREATE TABLE"] and target.table().snapshot().protocol.minWriterVersion >= 3
     with pytest.raises(DeltaError, match="qty_pos"):
         target.sql("INSERT INTO {t} VALUES (1, 0)")
+    with pytest.raises(DeltaError, match="column id") as null:
+        target.sql("INSERT INTO {t} VALUES (NULL, 5)")
+    assert null.value.getCondition() == "DELTA_NOT_NULL_CONSTRAINT_VIOLATED"  # type: ignore[attr-defined]
     target.sql("INSERT INTO {t} VALUES (1, 5)")
     assert target.rows("SELECT * FROM {t}") == [(1, 5)]
 
@@ -615,8 +618,9 @@ def test_alter_table(target: Target) -> None:
     assert target.table().snapshot().properties["delta.constraints.adult"] == "age >= 18"
     from deltalog.errors import DeltaError
 
-    with pytest.raises(DeltaError, match="adult"):
+    with pytest.raises(DeltaError, match="adult") as violated:
         target.sql("INSERT INTO {t} VALUES (5, 'kid', 9)")
+    assert violated.value.getCondition() == "DELTA_VIOLATE_CONSTRAINT_WITH_VALUES"  # type: ignore[attr-defined]
     before = target.version()
     target.sql("ALTER TABLE {t} DROP CONSTRAINT adult")
     target.sql("ALTER TABLE {t} DROP CONSTRAINT IF EXISTS adult")  # delta-spark commits this one too

@@ -33,8 +33,11 @@ def test_type_widening_through_spark(spark: Any, tmp_path: Path) -> None:
     assert rows == [(1, 1.5), (2**40, 2.25)] and duckdb_rows(path, ["id", "x"]) == rows
     changes = [f.metadata.get("delta.typeChanges") for f in deltalog.Table(path).snapshot().schema.fields]
     assert changes == [[{"fromType": "integer", "toType": "long"}], [{"fromType": "float", "toType": "double"}]]
-    with pytest.raises(Exception, match="UNSUPPORTED_TYPE_CHANGE"):
+    from pyspark.errors import AnalysisException
+
+    with pytest.raises(AnalysisException, match="from double to integer") as refused:
         spark.sql(f"ALTER TABLE {t} CHANGE COLUMN x x INT")
+    assert refused.value.getCondition() == "DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP"
 
 
 def test_date_to_timestamp_ntz_and_preview_table_through_spark(spark: Any, tmp_path: Path) -> None:

@@ -291,8 +291,8 @@ def set_column_type(
         >>> set_column_type(t, "n", "bigint").operation                                        # doctest: +SKIP
         'CHANGE COLUMN'
     """
-    from deltalog.protocol.schema import parse_data_type
-    from deltalog.protocol.type_widening import can_widen, type_name, widened
+    from deltalog.protocol.schema import parse_data_type, type_string
+    from deltalog.protocol.type_widening import can_widen, widened
     from deltalog.txn.transaction import start_transaction
     from deltalog.txn.writer_features import is_true
 
@@ -317,9 +317,10 @@ def set_column_type(
     if old.name in snapshot.partition_columns:
         raise InvalidArgumentError(f"column {old.name} is a partition column; its type cannot be changed", table=loc)
     if not can_widen(old.type, data_type):
-        shown = type_name(old.type) if not isinstance(old.type, StructType) else "struct"
+        shown, wanted = type_string(old.type), type_string(data_type)
         raise InvalidArgumentError(
-            f"[DELTA_UNSUPPORTED_TYPE_CHANGE] column {old.name} cannot change from {shown} to {data_type}: type "
+            f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] column {old.name} cannot change from {shown} to {wanted}: "
+            "type "
             "widening allows byte -> short -> integer -> long, float -> double, integers to double or a wide "
             "enough decimal, decimal precision/scale increases, and date -> timestamp_ntz", table=loc)
     changed = widened(old, data_type)

@@ -59,9 +59,9 @@ def with_generated(df: Any, schema: StructType, *, table: str) -> Any:
         if given is None:
             df = df.withColumn(name, value)
             continue
-        message = (f"deltalog.txn.constraints.ConstraintViolationError: generated column {name} ({sql}) does not "
-                   f"match a row of the data; leave the column out to have it computed; nothing was written "
-                   f"[table {table}]")
+        message = (f"deltalog.txn.constraints.ConstraintViolationError: [DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] "
+                   f"generated column {name} ({sql}) does not match a row of the data; leave the column out to "
+                   f"have it computed; nothing was written [table {table}]")
         column = F.col(_quoted(given)).cast(spark_type(schema.field(name).type))
         df = df.withColumn(given, F.when(column.eqNullSafe(value), column).otherwise(
             F.raise_error(F.lit(message)).cast(spark_type(schema.field(name).type))))

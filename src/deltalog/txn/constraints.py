@@ -19,8 +19,8 @@ Example:
     >>> check_expressions(data, {"CHECK constraint positive": "x > 3"}, table_name="t")
     Traceback (most recent call last):
     ...
-    deltalog.txn.constraints.ConstraintViolationError: CHECK constraint positive (x > 3) is violated \
-by 1 of 2 rows, e.g. the row with x = 1; nothing was written [table t]
+    deltalog.txn.constraints.ConstraintViolationError: [DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] CHECK \
+constraint positive (x > 3) is violated by 1 of 2 rows, e.g. the row with x = 1; nothing was written [table t]
 """
 
 from __future__ import annotations
@@ -171,7 +171,8 @@ def check_expressions(data: pa.Table, constraints: Mapping[str, str], *, table_n
         if bad:
             first = pc.index(ok, False).as_py()
             raise ConstraintViolationError(
-                f"{label} ({sql}) is violated by {bad} of {data.num_rows} rows, e.g. the row with "
+                f"[DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] {label} ({sql}) is violated by {bad} of {data.num_rows} "
+                "rows, e.g. the row with "
                 f"{describe_row(data, first, expr.columns())}; nothing was written",
                 table=table_name,
             )
@@ -186,8 +187,8 @@ def check_not_null(data: pa.Table, schema_string: str | None, *, table_name: str
         >>> check_not_null(pa.table({"id": [1, None]}), s, table_name="t")
         Traceback (most recent call last):
         ...
-        deltalog.txn.constraints.ConstraintViolationError: NOT NULL constraint violated for column id: \
-1 of 2 rows are null; nothing was written [table t]
+        deltalog.txn.constraints.ConstraintViolationError: [DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NOT NULL \
+constraint violated for column id: 1 of 2 rows are null; nothing was written [table t]
     """
     try:
         schema = json.loads(schema_string) if schema_string else {}
@@ -216,7 +217,8 @@ def _check_field(
         count = pc.sum(nulls.cast(pa.int64())).as_py() or 0
         if count:
             raise ConstraintViolationError(
-                f"NOT NULL constraint violated for column {'.'.join(path)}: {count} of {total} rows are "
+                f"[DELTA_NOT_NULL_CONSTRAINT_VIOLATED] NOT NULL constraint violated for column {'.'.join(path)}: "
+                f"{count} of {total} rows are "
                 "null; nothing was written",
                 table=table_name,
             )

@@ -68,8 +68,9 @@ def fill_generated(data: pa.Table, schema: StructType, *, table: str | None = No
         >>> fill_generated(pa.table({"x": [1], "y": [5]}), schema, table="t")
         Traceback (most recent call last):
         ...
-        deltalog.txn.constraints.ConstraintViolationError: generated column y (x + 1) does not match 1 of 1 \
-rows, e.g. the row with x = 1, y = 5; leave the column out to have it computed; nothing was written [table t]
+        deltalog.txn.constraints.ConstraintViolationError: [DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] generated \
+column y (x + 1) does not match 1 of 1 rows, e.g. the row with x = 1, y = 5; leave the column out to have it \
+computed; nothing was written [table t]
     """
     from deltalog.protocol.schema import StructType as _Struct
 
@@ -100,7 +101,8 @@ rows, e.g. the row with x = 1, y = 5; leave the column out to have it computed; 
         if bad:
             first = pc.index(same, False).as_py()
             raise ConstraintViolationError(
-                f"generated column {name} ({sql}) does not match {bad} of {data.num_rows} rows, e.g. the row with "
+                f"[DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] generated column {name} ({sql}) does not match {bad} of "
+                f"{data.num_rows} rows, e.g. the row with "
                 f"{describe_row(data, first, [])}; leave the column out to have it computed; nothing was written",
                 table=table)
     return data
