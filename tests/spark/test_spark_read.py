@@ -218,3 +218,39 @@ def test_nan_rows_written_by_the_kernel_are_seen_by_spark_filters(spark: Any, tm
     assert frame.where("x > 5").count() == 1
     assert frame.where("x = double('NaN')").count() == 1
     assert frame.where("x < 2.5").count() == 2
+
+
+def test_a_read_dataframe_reads_the_table_as_it_is_when_an_action_runs(spark: Any, tmp_path: Path) -> None:
+    """As in delta-spark: a DataFrame of ``load(p)`` / ``DeltaTable.toDF()`` (and what is built on it) sees
+    commits made after it was created; a time-travel read and a cached frame keep their rows; a column the
+    table gains stays out; one it loses fails the action with ``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS``."""
+    from pyspark.errors import AnalysisException
+
+    from deltalog.spark import DeltaTable
+
+    p = str(tmp_path / "t")
+    spark.range(3).selectExpr("id", "id * 10 AS v").write.format("delta").save(p)
+    df = spark.read.format("delta").load(p)
+    ones = df.filter("id > 0").select("id")
+    table = DeltaTable.forPath(spark, p)
+    as_df = table.toDF()
+    old = spark.read.format("delta").option("versionAsOf", 0).load(p)
+    cached = spark.read.format("delta").load(p).cache()
+    assert (df.count(), ones.count(), as_df.count(), cached.count()) == (3, 2, 3, 3)
+    spark.range(3, 6).selectExpr("id", "id * 10 AS v").write.format("delta").mode("append").save(p)
+    assert df.count() == 6 and sorted(r.id for r in ones.collect()) == [1, 2, 3, 4, 5]
+    assert df.groupBy().count().first()[0] == 6 and df.alias("a").join(df.alias("b"), "id").count() == 6
+    assert (old.count(), cached.count()) == (3, 3)  # a time-travel read, Spark's cache
+    table.update("id = 1", {"v": "-1"})
+    assert as_df.where("id = 1").first().v == -1
+    df.write.format("delta").save(str(tmp_path / "copy"))
+    assert read(spark, str(tmp_path / "copy")).count() == 6
+    spark.range(6, 7).selectExpr("id", "id * 10 AS v", "'x' AS extra").write.format("delta").mode("append") \
+        .option("mergeSchema", "true").save(p)
+    assert df.count() == 7 and df.columns == ["id", "v"] and df.where("id = 6").first().v == 60
+    spark.sql(f"ALTER TABLE delta.`{p}` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    spark.sql(f"ALTER TABLE delta.`{p}` DROP COLUMN v")
+    assert ones.count() == 6  # it reads id alone
+    with pytest.raises(AnalysisException) as lost:
+        df.count()
+    assert lost.value.getCondition() == "DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS"  # type: ignore[attr-defined]

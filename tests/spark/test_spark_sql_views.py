@@ -78,8 +78,8 @@ def test_views_over_delta_tables_read_the_latest_version(spark: Any, names: dict
 
 
 def test_temp_views_of_delta_dataframes_read_the_latest_version(spark: Any, tmp_path: Path) -> None:
-    """A temporary view of ``spark.read.format("delta").load(p)`` follows the table, as in delta-spark (the
-    DataFrame itself keeps its version: docs/porting.md); one of a time-travel read stays at its version."""
+    """A temporary view of ``spark.read.format("delta").load(p)`` follows the table, as in delta-spark (as the
+    DataFrame itself does); one of a time-travel read stays at its version."""
     suffix = uuid.uuid4().hex[:8]
     ev, part, old, glob = (f"{k}_{suffix}" for k in ("ev", "part", "old", "glob"))
     p = str(tmp_path / "t")
@@ -97,7 +97,7 @@ def test_temp_views_of_delta_dataframes_read_the_latest_version(spark: Any, tmp_
         assert _rows(spark, f"SELECT count(*) FROM global_temp.{glob}") == [(8,)]
         assert spark.table(ev).count() == 8 and spark.read.table(part).count() == 7
         assert _rows(spark, f"SELECT count(*) FROM {ev} a JOIN {part} b ON a.id = b.id") == [(7,)]
-        assert df.count() == 3  # the DataFrame keeps the version it was read at
+        assert df.count() == 8  # the DataFrame, too, reads the table as it is when an action runs
         spark.range(8, 9).selectExpr("id", "'x' AS extra").write.format("delta").mode("append") \
             .option("mergeSchema", "true").save(p)
         assert spark.table(ev).columns == ["id"]  # a column the table gained stays out, as Spark keeps a view's

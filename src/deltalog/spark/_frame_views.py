@@ -1,8 +1,8 @@
 """Temporary views of deltalog's Delta reads, remembered by name.
 
 ``spark.read.format("delta").load(p).createOrReplaceTempView("events")`` is how many notebooks name a
-Delta table for SQL. In delta-spark such a view reads the table as it is when each query runs; a deltalog
-DataFrame keeps the version it was read at (its scan is planned from the log once). So when a tracked
+Delta table for SQL. In delta-spark such a view reads the table as it is when each query runs; Spark plans
+a view once, from the DataFrame's plan when it was registered (a scan of the files of that version). So when a tracked
 read (:mod:`deltalog.spark._skipping`: the scan plus the ``select`` / ``filter`` / ... steps since) is
 registered as a temporary view, deltalog remembers how it was made, and the SQL front end and
 ``spark.table`` read the view again from the table's latest version

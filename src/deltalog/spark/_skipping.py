@@ -13,6 +13,12 @@ files, the steps replayed, and the condition applied in full by Spark. The resul
 the plain filter; only fewer files are read. On row-tracking tables, a tracked method whose argument names
 ``_metadata`` runs on the frame rebuilt with the row ids (:mod:`deltalog.spark._row_metadata`).
 
+A frame read at the table's latest version also catches up with the table (:func:`_catch_up`): before
+an action (``count``, ``collect``, ``show``, ``write``, ...) or a method that builds another frame on it
+(``join``, ``groupBy``, ...), when the table has moved on since the frame was planned, its scan is planned
+again at the latest version and its steps replayed in place, as delta-spark's DataFrames read the table
+as it is when an action runs.
+
 Anything else falls back to Spark's plain methods (the same result, no skipping): other transformations
 (``join``, ``groupBy``, ``alias``, ``selectExpr``, ...) return ordinary DataFrames, and a condition or
 step argument that refers to columns of one particular DataFrame (``df.id``, ``df["id"]``, a subquery)
@@ -535,6 +541,101 @@ def _mentions_row_metadata(self: Any, state: _State, args: tuple[Any, ...], kwar
     return METADATA not in self.columns and _portable(args) and _portable(kwargs)
 
 
+#: Methods that run a job (or hand the frame to a writer): on a latest read they first catch up with the
+#: table (:func:`_catch_up`), as delta-spark's DataFrames read the table as it is when an action runs.
+#: So do the other methods that build a new frame on this one (joins, aggregations, ...), which Spark
+#: plans from this frame's plan as it is then.
+_ACTIONS = ("collect", "count", "toPandas", "toArrow", "take", "head", "first", "tail", "show", "isEmpty",
+            "toLocalIterator", "foreach", "foreachPartition", "inputFiles", "writeTo",
+            "groupBy", "groupby", "agg", "join", "crossJoin", "union", "unionAll", "unionByName", "orderBy",
+            "sort", "sortWithinPartitions", "limit", "offset", "distinct", "dropDuplicates", "drop_duplicates",
+            "dropDuplicatesWithinWatermark", "alias", "repartition", "repartitionByRange", "coalesce", "sample",
+            "sampleBy", "describe", "summary", "exceptAll", "subtract", "intersect", "intersectAll", "cube",
+            "rollup", "groupingSets", "dropna", "fillna", "replace", "toDF", "transform", "mapInPandas",
+            "mapInArrow", "randomSplit", "cache", "persist", "checkpoint", "localCheckpoint", "hint", "unpivot",
+            "melt", "observe", "lateralJoin", "asTable", "toJSON")
+
+
+def _catch_up(df: Any) -> None:
+    """Re-plan ``df`` in place on its table's latest version when it is a latest read (not time travel,
+    not cached, classic Spark) and the table has moved on since it was planned: its steps are replayed
+    and its columns kept. A column it has that the table lost, or whose type changed, fails the action
+    (``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS``), as in delta-spark."""
+    state = df.__dict__.get(_STATE)
+    if state is None or not state.latest or getattr(_LOCAL, "busy", False) or _cached(df) or "_jdf" not in df.__dict__:
+        return
+    from deltalog.errors import SchemaError
+    from deltalog.table import Table
+
+    snapshot = state.snapshot
+    table = Table(snapshot.table, store=snapshot.store)
+    if table.latest_version() <= snapshot.version:
+        return
+    base = type(df).__mro__[1]
+    new = replace(state, snapshot=table.snapshot())
+
+    def changed(what: str) -> SchemaError:
+        return SchemaError(
+            f"[DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS] the schema of the Delta table at {snapshot.table} has changed "
+            f"since this DataFrame read version {snapshot.version}, in a way it cannot follow ({what}): read the "
+            "table again", table=snapshot.table)
+
+    _LOCAL.busy = True
+    try:
+        try:
+            fresh = _attach_state(_replay(df.sparkSession, new, base), new)
+            have = {f.name: f.dataType for f in fresh.schema.fields}
+        except Exception as exc:  # a step names a column the table no longer has
+            if new.snapshot.schema == snapshot.schema:
+                raise
+            raise changed(str(exc).split("\n", 1)[0][:300]) from None
+        want = [(f.name, f.dataType) for f in df.schema.fields]
+        lost = [name for name, kind in want if have.get(name) != kind]
+        if lost:
+            raise changed(f"columns {lost}")
+        if list(have) != [name for name, _ in want]:  # columns the table gained stay out, as Spark keeps them
+            fresh = _attach_state(getattr(base, "select")(fresh, *[_quote_ident(n) for n, _ in want]),  # noqa: B009
+                                  replace(fresh.__dict__[_STATE],
+                                          steps=(*fresh.__dict__[_STATE].steps,
+                                                 ("select", tuple(_quote_ident(n) for n, _ in want), {}))))
+    finally:
+        _LOCAL.busy = False
+    df._jdf = fresh._jdf
+    for cached in ("schema", "rdd"):  # functools.cached_property values of the old plan
+        df.__dict__.pop(cached, None)
+    df.__dict__[_STATE] = fresh.__dict__[_STATE]
+
+
+def _caught_up(df: Any) -> None:
+    """:func:`_catch_up`, its errors raised as the Spark API raises deltalog's errors."""
+    from deltalog.errors import DeltaError
+    from deltalog.spark._errors import as_spark_error
+
+    try:
+        _catch_up(df)
+    except DeltaError as exc:
+        raise as_spark_error(exc) from None
+
+
+def _action(name: str, plain: Any) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _caught_up(self)
+        return plain(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = (plain.__doc__ or "") + "\n(deltalog: reads the Delta table as it is when it runs.)"
+    return method
+
+
+def _writer(plain: property) -> property:
+    def write(self: Any) -> Any:
+        _caught_up(self)
+        return plain.fget(self) if plain.fget is not None else None
+
+    write.__doc__ = plain.__doc__
+    return property(write)
+
+
 def _subclass(base: type) -> type:
     with _LOCK:
         sub = _SUBCLASSES.get(base)
@@ -543,6 +644,9 @@ def _subclass(base: type) -> type:
         methods = {name: _tracked(name, getattr(base, name)) for name in _TRACKED if hasattr(base, name)}
         methods.update({name: _view_method(name, getattr(base, name), global_view)
                         for name, global_view in _VIEWS.items() if hasattr(base, name)})
+        methods.update({name: _action(name, getattr(base, name)) for name in _ACTIONS if hasattr(base, name)})
+        if isinstance(getattr(base, "write", None), property):
+            methods["write"] = _writer(getattr(base, "write"))  # noqa: B009
         sub = type(base.__name__, (base,), {**methods, "__module__": base.__module__})
         sub.__qualname__ = base.__qualname__
         _SUBCLASSES[base] = sub
