@@ -221,10 +221,13 @@ def test_nan_rows_written_by_the_kernel_are_seen_by_spark_filters(spark: Any, tm
 
 
 def test_a_read_dataframe_reads_the_table_as_it_is_when_an_action_runs(spark: Any, tmp_path: Path) -> None:
-    """As in delta-spark: a DataFrame of ``load(p)`` / ``DeltaTable.toDF()`` (and what is built on it) sees
-    commits made after it was created; a time-travel read and a cached frame keep their rows; a column the
-    table gains stays out; one it loses fails the action with ``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS``."""
+    """As in delta-spark: a DataFrame of ``load(p)`` / ``DeltaTable.toDF()`` (and frames built on it by
+    ``filter``, ``select``, ``orderBy``, ``limit``, ``groupBy(...).agg``, ``join``, ...) sees commits made
+    after it was created; a time-travel
+    read and a cached frame keep their rows; a column the table gains stays out; one it loses fails the
+    action with ``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS``."""
     from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
 
     from deltalog.spark import DeltaTable
 
@@ -236,10 +239,14 @@ def test_a_read_dataframe_reads_the_table_as_it_is_when_an_action_runs(spark: An
     as_df = table.toDF()
     old = spark.read.format("delta").option("versionAsOf", 0).load(p)
     cached = spark.read.format("delta").load(p).cache()
-    assert (df.count(), ones.count(), as_df.count(), cached.count()) == (3, 2, 3, 3)
+    by_parity = df.groupBy((F.col("id") % 2).alias("odd")).agg(F.sum("v").alias("v"))  # built before the commit
+    pairs = df.join(ones, "id")
+    assert (df.count(), ones.count(), as_df.count(), cached.count(), pairs.count()) == (3, 2, 3, 3, 2)
     spark.range(3, 6).selectExpr("id", "id * 10 AS v").write.format("delta").mode("append").save(p)
     assert df.count() == 6 and sorted(r.id for r in ones.collect()) == [1, 2, 3, 4, 5]
-    assert df.groupBy().count().first()[0] == 6 and df.alias("a").join(df.alias("b"), "id").count() == 6
+    assert df.orderBy("id", ascending=False).limit(4).first().id == 5 and df.distinct().count() == 6
+    assert [r.id for r in df.alias("d").select("d.id").sort("id").tail(1)] == [5]
+    assert sorted(map(tuple, by_parity.collect())) == [(0, 60), (1, 90)] and pairs.count() == 5
     assert (old.count(), cached.count()) == (3, 3)  # a time-travel read, Spark's cache
     table.update("id = 1", {"v": "-1"})
     assert as_df.where("id = 1").first().v == -1

@@ -74,7 +74,10 @@ def test_filter_after_load_reads_only_the_files_that_can_match(spark: Any, table
     # Nothing the statistics can use: every file, the same rows as Spark's filter.
     assert len(load().filter((F.col("id") < 3) | (F.col("id") > 76)).inputFiles()) == every
     # Untracked transformations end skipping (same rows, every file).
-    assert len(load().alias("a").filter("id >= 75").inputFiles()) == every
+    assert len(load().selectExpr("*").filter("id >= 75").inputFiles()) == every
+    # Steps that keep rows and values keep it (alias, orderBy, ...); those that pick rows (limit, ...) end it.
+    assert len(load().alias("a").orderBy("id").filter("id >= 75").inputFiles()) == 1
+    assert len(load().limit(1000).filter("id >= 75").inputFiles()) == every
     # DeltaTable.toDF() and read() without where give the same kind of frame.
     assert len(DeltaTable.forPath(spark, table).toDF().filter("id >= 75").inputFiles()) == 1
     assert len(read(spark, table).filter("id < 10").inputFiles()) == 1

@@ -13,11 +13,13 @@ files, the steps replayed, and the condition applied in full by Spark. The resul
 the plain filter; only fewer files are read. On row-tracking tables, a tracked method whose argument names
 ``_metadata`` runs on the frame rebuilt with the row ids (:mod:`deltalog.spark._row_metadata`).
 
-A frame read at the table's latest version also catches up with the table (:func:`_catch_up`): before
-an action (``count``, ``collect``, ``show``, ``write``, ...) or a method that builds another frame on it
-(``join``, ``groupBy``, ...), when the table has moved on since the frame was planned, its scan is planned
-again at the latest version and its steps replayed in place, as delta-spark's DataFrames read the table
-as it is when an action runs.
+A frame read at the table's latest version also reads the table as it is when an action runs
+(``count``, ``collect``, ``show``, ``write``, ...), as delta-spark's DataFrames do (:func:`_latest`): when
+the table has moved on since the frame was planned, the action runs on the scan planned again at the
+latest version with the steps replayed. Steps are the methods above and those that keep or pick rows
+(``orderBy``, ``limit``, ``distinct``, ...), ``groupBy(...)`` with its aggregation, and ``join`` / ``union``
+with another frame (itself caught up when it is such a frame). Filters after steps that pick rows or
+change values do not prune files.
 
 Anything else falls back to Spark's plain methods (the same result, no skipping): other transformations
 (``join``, ``groupBy``, ``alias``, ``selectExpr``, ...) return ordinary DataFrames, and a condition or
@@ -36,12 +38,12 @@ Example:
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
+
+from deltalog.spark._column_sql import condition_sql, quote_ident, skipping_conditions
 
 if TYPE_CHECKING:
     from deltalog.data.filters import Condition
@@ -50,174 +52,8 @@ if TYPE_CHECKING:
 __all__ = ["attach", "condition_sql", "refreshed", "skipping_conditions", "whole_table"]
 
 _STATE = "_deltalog_snapshot"
-_COMPARISONS = {"=": "=", "==": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "!=": "!=", "<>": "!="}
-_EPOCH = dt.date(1970, 1, 1)
 _LOCK = threading.Lock()
 _SUBCLASSES: dict[type, type] = {}
-
-
-class _Unportable(Exception):
-    """The condition refers to a column of one particular DataFrame."""
-
-
-# --------------------------------------------------------------------------------- column -> SQL
-
-
-def _quote_ident(part: str) -> str:
-    return "`" + part.replace("`", "``") + "`"
-
-
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _sql_literal(value: Any, type_name: str) -> str | None:
-    """A Python literal value as SQL text, or ``None`` when it is not one the pruning rules use."""
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if type_name == "DateType" and isinstance(value, int):
-        return f"DATE '{(_EPOCH + dt.timedelta(days=value)).isoformat()}'"  # Connect: days since the epoch
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else None
-    if isinstance(value, str):
-        return _sql_string(value)
-    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
-        return f"DATE '{value.isoformat()}'"
-    return None
-
-
-# A condition tree in neutral form: ("col", sql) | ("lit", sql or None) | ("sql", text) | ("fn", name, args)
-# | ("other",). Both readers below produce it; :func:`_render` turns it into SQL.
-Node = tuple[Any, ...]
-
-
-def _render(node: Node, *, negate: bool = False) -> str | None:
-    """SQL of a neutral node, or ``None`` when it is not a simple comparison / IN / SQL text."""
-    kind = node[0]
-    if kind == "sql" and not negate:
-        return f"({node[1]})"
-    if kind != "fn":
-        return None
-    name, args = node[1], node[2]
-    if name in ("not", "!") and len(args) == 1 and not negate:
-        return _render(args[0], negate=True)
-    simple = (name in _COMPARISONS and len(args) == 2) or (name == "in" and len(args) >= 2)
-    if not simple or not all(a[0] in ("col", "lit") and a[1] is not None for a in args):
-        return None
-    if name == "in":
-        return f"({args[0][1]} {'NOT IN' if negate else 'IN'} ({', '.join(a[1] for a in args[1:])}))"
-    return None if negate else f"({args[0][1]} {_COMPARISONS[name]} {args[1][1]})"
-
-
-def _conjuncts(node: Node) -> list[Node]:
-    if node[0] == "fn" and node[1] == "and":
-        return [c for a in node[2] for c in _conjuncts(a)]
-    return [node]
-
-
-class _Classic:
-    """Reads a classic ``Column``: its JVM ``ColumnNode`` tree, through py4j (a few calls per node)."""
-
-    def root(self, column: Any) -> Any:
-        return column._jc.node()
-
-    def _children(self, node: Any) -> list[Any]:
-        seq = node.children()
-        return [seq.apply(i) for i in range(seq.size())]
-
-    def neutral(self, node: Any) -> Node:
-        kind = str(node.getClass().getSimpleName())
-        if kind == "ExpressionColumnNode":
-            raise _Unportable(kind)  # e.g. df.id: an attribute resolved against that frame's plan
-        if kind == "UnresolvedAttribute":
-            if node.planId().isDefined():
-                raise _Unportable(kind)
-            seq = node.nameParts()
-            return ("col", ".".join(_quote_ident(str(seq.apply(i))) for i in range(seq.size())))
-        if kind == "Literal":
-            value = node.value()
-            if value is not None and type(value).__name__ == "JavaObject":
-                if str(value.getClass().getName()) in ("java.sql.Date", "java.time.LocalDate"):
-                    return ("lit", f"DATE '{value.toString()}'")
-                return ("lit", None)
-            return ("lit", _sql_literal(value, ""))
-        if kind == "SqlExpression":
-            return ("sql", str(node.expression()))
-        children = [self.neutral(c) for c in self._children(node)]  # checks every node for portability
-        if kind == "UnresolvedFunction":
-            return ("fn", str(node.functionName()).lower(), children)
-        return ("other",)
-
-
-class _Connect:
-    """Reads a Spark Connect ``Column``: its Python expression tree."""
-
-    def root(self, column: Any) -> Any:
-        return column._expr
-
-    def neutral(self, node: Any) -> Node:
-        kind = type(node).__name__
-        if kind == "ColumnReference":
-            if getattr(node, "_plan_id", None) is not None:
-                raise _Unportable(kind)  # e.g. df.id: bound to that frame's plan
-            return ("col", str(node._unparsed_identifier))
-        if kind == "LiteralExpression":
-            return ("lit", _sql_literal(node._value, type(node._dataType).__name__))
-        if kind == "SQLExpression":
-            return ("sql", str(node._expr))
-        children = [self.neutral(c) for c in (getattr(node, "children", None) or [])]
-        if kind == "UnresolvedFunction":
-            return ("fn", str(node._name).lower(), children)
-        return ("other",)
-
-
-def condition_sql(condition: Any) -> list[str] | None:
-    """The SQL text of a filter condition's top-level conjuncts that can be written as SQL (others are
-    left out), or ``None`` when the condition cannot be applied to another DataFrame (it refers to a
-    column of a particular one, e.g. ``df.id``) or is neither a SQL string nor a ``Column``.
-
-    Example:
-        >>> condition_sql("id > 3 AND k = 1")
-        ['id > 3 AND k = 1']
-        >>> condition_sql((F.col("id") > 3) & F.col("k").isin("a", "b"))          # doctest: +SKIP
-        ['(`id` > 3)', "(`k` IN ('a', 'b'))"]
-    """
-    if isinstance(condition, str):
-        return [condition] if condition.strip() else None
-    if type(condition).__name__ != "Column":
-        return None
-    reader: _Classic | _Connect = _Classic() if hasattr(condition, "_jc") else _Connect()
-    try:
-        tree = reader.neutral(reader.root(condition))
-    except _Unportable:
-        return None
-    except Exception:  # an unexpected tree shape (another PySpark version): no skipping, never an error
-        return []
-    parts = [_render(node) for node in _conjuncts(tree)]
-    return [p for p in parts if p is not None]
-
-
-def skipping_conditions(condition: Any, snapshot: Snapshot) -> list[Condition] | None:
-    """Kernel conditions implied by a Spark filter condition (for partition pruning and min/max
-    skipping only; Spark still applies the condition itself); ``None`` when the condition cannot be
-    moved to another DataFrame (see :func:`condition_sql`).
-
-    Example:
-        >>> skipping_conditions("id >= 10 AND upper(s) = 'A'", snap)             # doctest: +SKIP
-        [Condition(column='id', op='>=', value=10)]
-    """
-    from deltalog.spark.dml._scan import pruning_conditions
-
-    texts = condition_sql(condition)
-    if texts is None:
-        return None
-    out: list[Condition] = []
-    for text in texts:
-        conds, _ = pruning_conditions(text, snapshot)
-        out.extend(c for c in conds if c not in out)
-    return out
 
 
 # ------------------------------------------------------------------------------------- the frame
@@ -240,8 +76,13 @@ class _State:
     latest: bool = False  # read at the table's latest version (not time travel): a view of it follows the table
 
 
+#: Steps that keep the rows' columns and values (a filter after them may still prune files).
+_KEEPING = ("orderBy", "sort", "sortWithinPartitions", "repartition", "repartitionByRange", "coalesce", "hint",
+            "distinct", "alias")
+#: Steps that pick rows or change values: a filter after them must not prune the scan below them.
+_PICKING = ("limit", "offset", "sample", "dropDuplicates", "drop_duplicates", "dropna", "fillna", "toDF")
 _TRACKED = ("filter", "where", "select", "selectExpr", "withColumn", "withColumns", "withColumnRenamed",
-            "withColumnsRenamed", "drop")
+            "withColumnsRenamed", "drop", *_KEEPING, *_PICKING)
 _LOCAL = threading.local()
 
 
@@ -315,10 +156,12 @@ def _flat(args: tuple[Any, ...]) -> list[Any]:
 
 def _next_unchanged(state: _State, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> frozenset[str] | None:
     """``unchanged`` after ``name(*args, **kwargs)``; ``None`` when the result cannot be tracked."""
-    if kwargs or not _portable(args):
+    if not _portable(args) or (kwargs and (name not in (*_KEEPING, *_PICKING) or not _portable(kwargs))):
         return None
-    if name in ("filter", "where"):
+    if name in ("filter", "where", *_KEEPING):
         return state.unchanged
+    if name in _PICKING:
+        return frozenset()
     if name == "select":
         cols = _flat(args)
         names = [_plain_name(c) for c in cols]
@@ -381,10 +224,18 @@ def _replay(spark: Any, state: _State, base: type, *, carry: bool = False) -> An
     df = state.rescan(spark, state.snapshot, where=state.where, columns=state.columns, prune=state.prune,
                        row_metadata=carry)
     for name, args, kwargs in state.steps:
+        if name == _GROUPED:  # groupBy(...) then agg(...) / count() / pivot(...).sum(...) ...
+            grouped = getattr(base, args[0][0])(df, *args[0][1])
+            for method, margs in args[1:]:
+                grouped = getattr(type(grouped), method)(grouped, *margs)
+            df = grouped
+            continue
         if carry and name == "select":
             cols = _flat(args)
             if "*" not in [_plain_name(c) for c in cols]:
                 args = (*cols, METADATA)
+        if name in _PAIRED:  # the other frame as of its own table's latest version too
+            args = (_latest(args[0], nested=True), *args[1:])
         df = getattr(base, name)(df, *args, **kwargs)
     return df
 
@@ -410,7 +261,7 @@ def _with_row_metadata(self: Any, base: type, state: _State, name: str, args: tu
     ``select`` / ``selectExpr`` stands for this frame's columns (not the struct)."""
     from deltalog.spark._row_metadata import METADATA
 
-    visible = [_quote_ident(c) for c in self.columns]
+    visible = [quote_ident(c) for c in self.columns]
     if name in ("select", "selectExpr"):
         expanded: list[Any] = []
         for c in _flat(args):
@@ -541,38 +392,38 @@ def _mentions_row_metadata(self: Any, state: _State, args: tuple[Any, ...], kwar
     return METADATA not in self.columns and _portable(args) and _portable(kwargs)
 
 
-#: Methods that run a job (or hand the frame to a writer): on a latest read they first catch up with the
-#: table (:func:`_catch_up`), as delta-spark's DataFrames read the table as it is when an action runs.
-#: So do the other methods that build a new frame on this one (joins, aggregations, ...), which Spark
-#: plans from this frame's plan as it is then.
+#: Methods that run a job (or hand the frame to a writer): on a latest read they run on the frame as of the
+#: table's latest version (:func:`_latest`), as delta-spark's DataFrames read the table as it is when an
+#: action runs. (Methods that build another frame -- ``join``, ``groupBy``, ... -- are Spark's own: their
+#: arguments may hold columns bound to this frame's plan, which a re-planned scan would not resolve.)
 _ACTIONS = ("collect", "count", "toPandas", "toArrow", "take", "head", "first", "tail", "show", "isEmpty",
-            "toLocalIterator", "foreach", "foreachPartition", "inputFiles", "writeTo",
-            "groupBy", "groupby", "agg", "join", "crossJoin", "union", "unionAll", "unionByName", "orderBy",
-            "sort", "sortWithinPartitions", "limit", "offset", "distinct", "dropDuplicates", "drop_duplicates",
-            "dropDuplicatesWithinWatermark", "alias", "repartition", "repartitionByRange", "coalesce", "sample",
-            "sampleBy", "describe", "summary", "exceptAll", "subtract", "intersect", "intersectAll", "cube",
-            "rollup", "groupingSets", "dropna", "fillna", "replace", "toDF", "transform", "mapInPandas",
-            "mapInArrow", "randomSplit", "cache", "persist", "checkpoint", "localCheckpoint", "hint", "unpivot",
-            "melt", "observe", "lateralJoin", "asTable", "toJSON")
+            "toLocalIterator", "foreach", "foreachPartition", "inputFiles", "writeTo", "toJSON")
+_FRESH = "_deltalog_latest"  # (version, frame): the frame as of that version, kept for the next action
 
 
-def _catch_up(df: Any) -> None:
-    """Re-plan ``df`` in place on its table's latest version when it is a latest read (not time travel,
-    not cached, classic Spark) and the table has moved on since it was planned: its steps are replayed
-    and its columns kept. A column it has that the table lost, or whose type changed, fails the action
+def _latest(df: Any, *, nested: bool = False) -> Any:
+    """The frame an action on ``df`` runs on: ``df`` itself, or -- when ``df`` is a latest read (not time
+    travel, not cached, classic Spark) of a table that has moved on since it was planned -- ``df`` planned
+    again at the latest version, its steps replayed and its columns kept (``df`` is left as it is). A
+    column it has that the table lost, or whose type changed, fails the action
     (``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS``), as in delta-spark."""
     state = df.__dict__.get(_STATE)
-    if state is None or not state.latest or getattr(_LOCAL, "busy", False) or _cached(df) or "_jdf" not in df.__dict__:
-        return
+    busy = getattr(_LOCAL, "busy", False)
+    if state is None or not state.latest or (busy and not nested) or _cached(df) or "_jdf" not in df.__dict__:
+        return df
     from deltalog.errors import SchemaError
     from deltalog.table import Table
 
     snapshot = state.snapshot
     table = Table(snapshot.table, store=snapshot.store)
-    if table.latest_version() <= snapshot.version:
-        return
+    version = table.latest_version()
+    if version <= snapshot.version:
+        return df
+    kept = df.__dict__.get(_FRESH)
+    if kept is not None and kept[0] == version:
+        return kept[1]
     base = type(df).__mro__[1]
-    new = replace(state, snapshot=table.snapshot())
+    new = replace(state, snapshot=table.snapshot(version))
 
     def changed(what: str) -> SchemaError:
         return SchemaError(
@@ -583,44 +434,40 @@ def _catch_up(df: Any) -> None:
     _LOCAL.busy = True
     try:
         try:
-            fresh = _attach_state(_replay(df.sparkSession, new, base), new)
-            have = {f.name: f.dataType for f in fresh.schema.fields}
+            fresh = _replay(df.sparkSession, new, base)
+            got = [(f.name, f.dataType) for f in fresh.schema.fields]
         except Exception as exc:  # a step names a column the table no longer has
             if new.snapshot.schema == snapshot.schema:
                 raise
             raise changed(str(exc).split("\n", 1)[0][:300]) from None
         want = [(f.name, f.dataType) for f in df.schema.fields]
-        lost = [name for name, kind in want if have.get(name) != kind]
-        if lost:
-            raise changed(f"columns {lost}")
-        if list(have) != [name for name, _ in want]:  # columns the table gained stay out, as Spark keeps them
-            fresh = _attach_state(getattr(base, "select")(fresh, *[_quote_ident(n) for n, _ in want]),  # noqa: B009
-                                  replace(fresh.__dict__[_STATE],
-                                          steps=(*fresh.__dict__[_STATE].steps,
-                                                 ("select", tuple(_quote_ident(n) for n, _ in want), {}))))
+        if got != want:
+            have = dict(got)
+            lost = [name for name, kind in want if have.get(name) != kind]
+            if lost or len(have) != len(got) or len({n for n, _ in want}) != len(want):
+                raise changed(f"columns {lost or [n for n, _ in want]}")
+            # columns the table gained stay out, as Spark keeps a frame's columns
+            fresh = getattr(base, "select")(fresh, *[quote_ident(n) for n, _ in want])  # noqa: B009
     finally:
-        _LOCAL.busy = False
-    df._jdf = fresh._jdf
-    for cached in ("schema", "rdd"):  # functools.cached_property values of the old plan
-        df.__dict__.pop(cached, None)
-    df.__dict__[_STATE] = fresh.__dict__[_STATE]
+        _LOCAL.busy = busy
+    df.__dict__[_FRESH] = (version, fresh)
+    return fresh
 
 
-def _caught_up(df: Any) -> None:
-    """:func:`_catch_up`, its errors raised as the Spark API raises deltalog's errors."""
+def _latest_or_raise(df: Any) -> Any:
+    """:func:`_latest`, its errors raised as the Spark API raises deltalog's errors."""
     from deltalog.errors import DeltaError
     from deltalog.spark._errors import as_spark_error
 
     try:
-        _catch_up(df)
+        return _latest(df)
     except DeltaError as exc:
         raise as_spark_error(exc) from None
 
 
 def _action(name: str, plain: Any) -> Any:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        _caught_up(self)
-        return plain(self, *args, **kwargs)
+        return plain(_latest_or_raise(self), *args, **kwargs)
 
     method.__name__ = name
     method.__doc__ = (plain.__doc__ or "") + "\n(deltalog: reads the Delta table as it is when it runs.)"
@@ -629,11 +476,82 @@ def _action(name: str, plain: Any) -> Any:
 
 def _writer(plain: property) -> property:
     def write(self: Any) -> Any:
-        _caught_up(self)
-        return plain.fget(self) if plain.fget is not None else None
+        return plain.fget(_latest_or_raise(self)) if plain.fget is not None else None
 
     write.__doc__ = plain.__doc__
     return property(write)
+
+
+_GROUPED = "_grouped"  # the step of a grouping and its aggregation
+_GROUPING = ("groupBy", "groupby", "rollup", "cube")
+_AGGREGATING = ("agg", "count", "mean", "avg", "max", "min", "sum", "pivot")
+_PAIRED = ("join", "crossJoin", "union", "unionAll", "unionByName", "intersect", "intersectAll", "exceptAll",
+           "subtract")
+_GROUPED_STATE = "_deltalog_grouped"
+_GROUPED_SUBCLASSES: dict[type, type] = {}
+
+
+def _grouping(name: str, plain: Any) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        grouped = plain(self, *args, **kwargs)
+        state = self.__dict__.get(_STATE)
+        if state is not None and not kwargs and _portable(args) and not _cached(self):
+            _attach_grouped(grouped, state, ((name, args),))
+        return grouped
+
+    method.__name__ = name
+    method.__doc__ = plain.__doc__
+    return method
+
+
+def _aggregating(name: str, plain: Any) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = plain(self, *args, **kwargs)
+        found = self.__dict__.get(_GROUPED_STATE)
+        if found is None or kwargs or not _portable(args):
+            return result
+        state, chain = found
+        chain = (*chain, (name, args))
+        if name == "pivot":
+            return _attach_grouped(result, state, chain)
+        return _attach_state(result, replace(state, steps=(*state.steps, (_GROUPED, chain, {})), unchanged=frozenset()))
+
+    method.__name__ = name
+    method.__doc__ = plain.__doc__
+    return method
+
+
+def _attach_grouped(grouped: Any, state: _State, chain: tuple[Any, ...]) -> Any:
+    """Make ``grouped`` (a ``GroupedData`` of a tracked frame) track its aggregations as one step."""
+    base = type(grouped)
+    if base.__name__ != "GroupedData":
+        return grouped
+    with _LOCK:
+        sub = _GROUPED_SUBCLASSES.get(base)
+        if sub is None and base not in _GROUPED_SUBCLASSES.values():
+            methods = {n: _aggregating(n, getattr(base, n)) for n in _AGGREGATING if hasattr(base, n)}
+            sub = _GROUPED_SUBCLASSES[base] = type(base.__name__, (base,), {**methods, "__module__": base.__module__})
+    try:
+        grouped.__dict__[_GROUPED_STATE] = (state, chain)
+        if sub is not None:
+            grouped.__class__ = sub
+    except (AttributeError, TypeError):
+        grouped.__dict__.pop(_GROUPED_STATE, None)
+    return grouped
+
+
+def _pairing(name: str, plain: Any) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = plain(self, *args, **kwargs)
+        state = self.__dict__.get(_STATE)
+        if state is None or _cached(self) or not args or type(args[0]).__name__ != "DataFrame" or \
+                not _portable(args[1:]) or not _portable(kwargs):
+            return result
+        return _attach_state(result, replace(state, steps=(*state.steps, (name, args, kwargs)), unchanged=frozenset()))
+
+    method.__name__ = name
+    method.__doc__ = plain.__doc__
+    return method
 
 
 def _subclass(base: type) -> type:
@@ -645,6 +563,8 @@ def _subclass(base: type) -> type:
         methods.update({name: _view_method(name, getattr(base, name), global_view)
                         for name, global_view in _VIEWS.items() if hasattr(base, name)})
         methods.update({name: _action(name, getattr(base, name)) for name in _ACTIONS if hasattr(base, name)})
+        methods.update({name: _grouping(name, getattr(base, name)) for name in _GROUPING if hasattr(base, name)})
+        methods.update({name: _pairing(name, getattr(base, name)) for name in _PAIRED if hasattr(base, name)})
         if isinstance(getattr(base, "write", None), property):
             methods["write"] = _writer(getattr(base, "write"))  # noqa: B009
         sub = type(base.__name__, (base,), {**methods, "__module__": base.__module__})
