@@ -252,6 +252,13 @@ def test_a_read_dataframe_reads_the_table_as_it_is_when_an_action_runs(spark: An
     assert as_df.where("id = 1").first().v == -1
     df.write.format("delta").save(str(tmp_path / "copy"))
     assert read(spark, str(tmp_path / "copy")).count() == 6
+    updates = read(spark, str(tmp_path / "copy"))  # a MERGE source read before a commit to its table
+    spark.range(10, 12).selectExpr("id", "id * 10 AS v").write.format("delta").mode("append") \
+        .save(str(tmp_path / "copy"))
+    DeltaTable.createOrReplace(spark).location(str(tmp_path / "copy2")).addColumns(updates.schema).execute()
+    DeltaTable.forPath(spark, str(tmp_path / "copy2")).alias("t").merge(updates.alias("s"), "t.id = s.id") \
+        .whenNotMatchedInsertAll().execute()
+    assert read(spark, str(tmp_path / "copy2")).count() == 8  # the source as its table is when MERGE runs
     spark.range(6, 7).selectExpr("id", "id * 10 AS v", "'x' AS extra").write.format("delta").mode("append") \
         .option("mergeSchema", "true").save(p)
     assert df.count() == 7 and df.columns == ["id", "v"] and df.where("id = 6").first().v == 60

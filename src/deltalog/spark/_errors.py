@@ -46,13 +46,14 @@ from deltalog.errors import (
     StorageError,
 )
 
-__all__ = ["as_spark_error", "spark_class", "spark_errors", "spark_errors_class"]
+__all__ = ["as_spark_error", "spark_class", "spark_errors", "spark_errors_class", "within_api_call"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 C = TypeVar("C", bound=type)
 
 _CLASSES: dict[type, type] = {}
 _LOCK = threading.Lock()
+_CALLS = threading.local()  # depth: calls of the Spark API in progress on this thread
 
 #: delta-spark's error condition for each write conflict (they share SQLSTATE 2D521).
 _CONFLICT_CONDITIONS: tuple[tuple[type, str], ...] = (
@@ -188,6 +189,8 @@ def spark_errors(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        depth = getattr(_CALLS, "depth", 0)
+        _CALLS.depth = depth + 1
         try:
             return fn(*args, **kwargs)
         except DeltaError as exc:
@@ -195,8 +198,21 @@ def spark_errors(fn: F) -> F:
             if converted is exc:
                 raise
             raise converted.with_traceback(sys.exc_info()[2]) from exc.__cause__
+        finally:
+            _CALLS.depth = depth
 
     return wrapper  # type: ignore[return-value]
+
+
+def within_api_call() -> bool:
+    """Whether this thread is inside a call of deltalog's Spark API (a function :func:`spark_errors`
+    decorates): the DataFrames such a call works on keep their plan for the whole call.
+
+    Example:
+        >>> within_api_call()
+        False
+    """
+    return getattr(_CALLS, "depth", 0) > 0
 
 
 def spark_errors_class(cls: C) -> C:

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from deltalog.data.filters import Condition
     from deltalog.snapshot import Snapshot
 
-__all__ = ["attach", "condition_sql", "refreshed", "skipping_conditions", "whole_table"]
+__all__ = ["attach", "condition_sql", "latest_frame", "refreshed", "skipping_conditions", "whole_table"]
 
 _STATE = "_deltalog_snapshot"
 _LOCK = threading.Lock()
@@ -408,8 +408,11 @@ def _latest(df: Any, *, nested: bool = False) -> Any:
     column it has that the table lost, or whose type changed, fails the action
     (``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS``), as in delta-spark."""
     state = df.__dict__.get(_STATE)
+    from deltalog.spark._errors import within_api_call
+
     busy = getattr(_LOCAL, "busy", False)
-    if state is None or not state.latest or (busy and not nested) or _cached(df) or "_jdf" not in df.__dict__:
+    if state is None or not state.latest or _cached(df) or "_jdf" not in df.__dict__ or \
+            (not nested and (busy or within_api_call())):  # deltalog's own operations keep one plan throughout
         return df
     from deltalog.errors import SchemaError
     from deltalog.table import Table
@@ -454,15 +457,27 @@ def _latest(df: Any, *, nested: bool = False) -> Any:
     return fresh
 
 
-def _latest_or_raise(df: Any) -> Any:
+def _latest_or_raise(df: Any, *, nested: bool = False) -> Any:
     """:func:`_latest`, its errors raised as the Spark API raises deltalog's errors."""
     from deltalog.errors import DeltaError
     from deltalog.spark._errors import as_spark_error
 
     try:
-        return _latest(df)
+        return _latest(df, nested=nested)
     except DeltaError as exc:
         raise as_spark_error(exc) from None
+
+
+def latest_frame(df: Any) -> Any:
+    """``df`` as its table is now, for an operation of deltalog's Spark API that takes it (a MERGE
+    source, a DataFrame to write): a latest Delta read planned again when its table has moved on since,
+    else ``df`` itself. The operation then works on that one plan throughout.
+
+    Example:
+        >>> latest_frame(updates).count()                                           # doctest: +SKIP
+        120
+    """
+    return _latest_or_raise(df, nested=True) if type(df).__name__ == "DataFrame" else df
 
 
 def _action(name: str, plain: Any) -> Any:

@@ -410,6 +410,9 @@ def write(
         ... # doctest: +SKIP
         '12'
     """
+    from deltalog.spark._skipping import latest_frame
+
+    df = latest_frame(df)  # a Delta read as its table is now; the write then keeps that one plan
     table = open_table(path, options=options)
     loc = table.location
     spark = session_of(df)

@@ -230,6 +230,9 @@ class MergeBuilder:
             >>> b.whenMatchedUpdateAll().execute().first().num_updated_rows        # doctest: +SKIP
             3
         """
+        from deltalog.spark._skipping import latest_frame
+
+        self._source = latest_frame(self._source)  # a Delta read as its table is now, as delta-spark reads it
         self.result = MergeRun(self).run()
         m = self.result.metric
         updated, deleted, inserted = m("numTargetRowsUpdated"), m("numTargetRowsDeleted"), m("numTargetRowsInserted")
