@@ -77,6 +77,24 @@ def test_views_over_delta_tables_read_the_latest_version(spark: Any, names: dict
     assert deltalog.Table(str(tmp_path / "by_path")).latest_version() == version
 
 
+def test_a_query_dataframe_reads_its_delta_tables_as_they_are_at_each_action(spark: Any, tmp_path: Path) -> None:
+    """``df = spark.sql("SELECT ...")`` over Delta tables sees later commits at its next action, as in
+    delta-spark; a time-travel query keeps its version, and so does a cached one."""
+    p, q = str(tmp_path / "t"), str(tmp_path / "d")
+    spark.range(4).selectExpr("id", "id % 2 AS k").write.format("delta").save(p)
+    spark.range(2).selectExpr("id AS k", "concat('n', id) AS name").write.format("delta").save(q)
+    joined = spark.sql(f"SELECT t.id, d.name FROM delta.`{p}` t JOIN delta.`{q}` d ON t.k = d.k WHERE t.id > 0")
+    counted = spark.sql(f"SELECT count(*) AS n FROM delta.`{p}`")
+    old = spark.sql(f"SELECT count(*) AS n FROM delta.`{p}` VERSION AS OF 0")
+    cached = spark.sql(f"SELECT * FROM delta.`{p}`").cache()
+    assert (joined.count(), counted.first().n, old.first().n, cached.count()) == (3, 4, 4, 4)
+    spark.range(4, 6).selectExpr("id", "id % 2 AS k").write.format("delta").mode("append").save(p)
+    assert (joined.count(), counted.first().n, old.first().n, cached.count()) == (5, 6, 4, 4)
+    spark.range(2, 3).selectExpr("id AS k", "concat('n', id) AS name").write.format("delta").mode("append").save(q)
+    spark.range(6, 7).selectExpr("id", "2L AS k").write.format("delta").mode("append").save(p)
+    assert sorted(r.name for r in joined.collect())[-1] == "n2" and counted.first().n == 7
+
+
 def test_temp_views_of_delta_dataframes_read_the_latest_version(spark: Any, tmp_path: Path) -> None:
     """A temporary view of ``spark.read.format("delta").load(p)`` follows the table, as in delta-spark (as the
     DataFrame itself does); one of a time-travel read stays at its version."""

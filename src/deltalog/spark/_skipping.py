@@ -49,7 +49,8 @@ if TYPE_CHECKING:
     from deltalog.data.filters import Condition
     from deltalog.snapshot import Snapshot
 
-__all__ = ["attach", "condition_sql", "latest_frame", "refreshed", "skipping_conditions", "whole_table"]
+__all__ = ["attach", "attach_query", "condition_sql", "latest_frame", "refreshed", "skipping_conditions",
+           "whole_table"]
 
 _STATE = "_deltalog_snapshot"
 _LOCK = threading.Lock()
@@ -399,22 +400,33 @@ def _mentions_row_metadata(self: Any, state: _State, args: tuple[Any, ...], kwar
 _ACTIONS = ("collect", "count", "toPandas", "toArrow", "take", "head", "first", "tail", "show", "isEmpty",
             "toLocalIterator", "foreach", "foreachPartition", "inputFiles", "writeTo", "toJSON")
 _FRESH = "_deltalog_latest"  # (version, frame): the frame as of that version, kept for the next action
+_QUERY = "_deltalog_query"  # (frames, rerun) of a SQL query's frame: see attach_query
 
 
 def _latest(df: Any, *, nested: bool = False) -> Any:
     """The frame an action on ``df`` runs on: ``df`` itself, or -- when ``df`` is a latest read (not time
     travel, not cached, classic Spark) of a table that has moved on since it was planned -- ``df`` planned
-    again at the latest version, its steps replayed and its columns kept (``df`` is left as it is). A
-    column it has that the table lost, or whose type changed, fails the action
-    (``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS``), as in delta-spark."""
-    state = df.__dict__.get(_STATE)
+    again at the latest version, its steps replayed and its columns kept (``df`` is left as it is); a SQL
+    query's frame (:func:`attach_query`) is run again over its Delta reads caught up. A column it has that
+    the table lost, or whose type changed, fails the action (``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS``), as in
+    delta-spark."""
     from deltalog.spark._errors import within_api_call
 
+    state, query = df.__dict__.get(_STATE), df.__dict__.get(_QUERY)
     busy = getattr(_LOCAL, "busy", False)
-    if state is None or not state.latest or _cached(df) or "_jdf" not in df.__dict__ or \
+    if ((state is None or not state.latest) and query is None) or _cached(df) or "_jdf" not in df.__dict__ or \
             (not nested and (busy or within_api_call())):  # deltalog's own operations keep one plan throughout
         return df
-    from deltalog.errors import SchemaError
+    if query is not None:
+        frames, rerun = query
+        caught_up = {name: _latest(frame, nested=True) for name, frame in frames.items()}
+        key = tuple(id(f) for f in caught_up.values())
+        if all(caught_up[name] is frame for name, frame in frames.items()):
+            return df
+        kept = df.__dict__.get(_FRESH)
+        if kept is None or kept[0] != key:
+            df.__dict__[_FRESH] = (key, _conform(df, lambda: rerun(caught_up), "the tables it reads"))
+        return df.__dict__[_FRESH][1]
     from deltalog.table import Table
 
     snapshot = state.snapshot
@@ -425,22 +437,33 @@ def _latest(df: Any, *, nested: bool = False) -> Any:
     kept = df.__dict__.get(_FRESH)
     if kept is not None and kept[0] == version:
         return kept[1]
-    base = type(df).__mro__[1]
     new = replace(state, snapshot=table.snapshot(version))
+    fresh = _conform(df, lambda: _replay(df.sparkSession, new, type(df).__mro__[1]),
+                     f"the Delta table at {snapshot.table} (read at version {snapshot.version})",
+                     schema_same=new.snapshot.schema == snapshot.schema)
+    df.__dict__[_FRESH] = (version, fresh)
+    return fresh
 
-    def changed(what: str) -> SchemaError:
+
+def _conform(df: Any, build: Callable[[], Any], what: str, *, schema_same: bool = False) -> Any:
+    """``build()`` -- ``df`` planned again -- with ``df``'s columns (those it gained left out); a column
+    ``df`` has that it lost or retyped raises ``DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS`` naming ``what``."""
+    from deltalog.errors import SchemaError
+
+    def changed(why: str) -> SchemaError:
         return SchemaError(
-            f"[DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS] the schema of the Delta table at {snapshot.table} has changed "
-            f"since this DataFrame read version {snapshot.version}, in a way it cannot follow ({what}): read the "
-            "table again", table=snapshot.table)
+            f"[DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS] the schema of {what} has changed since this DataFrame was "
+            f"made, in a way it cannot follow ({why}): read the table again")
 
+    base = type(df).__mro__[1]
+    busy = getattr(_LOCAL, "busy", False)
     _LOCAL.busy = True
     try:
         try:
-            fresh = _replay(df.sparkSession, new, base)
+            fresh = build()
             got = [(f.name, f.dataType) for f in fresh.schema.fields]
         except Exception as exc:  # a step names a column the table no longer has
-            if new.snapshot.schema == snapshot.schema:
+            if schema_same:
                 raise
             raise changed(str(exc).split("\n", 1)[0][:300]) from None
         want = [(f.name, f.dataType) for f in df.schema.fields]
@@ -453,8 +476,28 @@ def _latest(df: Any, *, nested: bool = False) -> Any:
             fresh = getattr(base, "select")(fresh, *[quote_ident(n) for n, _ in want])  # noqa: B009
     finally:
         _LOCAL.busy = busy
-    df.__dict__[_FRESH] = (version, fresh)
     return fresh
+
+
+def attach_query(df: Any, frames: dict[str, Any], rerun: Callable[[dict[str, Any]], Any]) -> Any:
+    """Make ``df`` -- a SQL query's result, planned over the Delta reads ``frames`` (by placeholder name) --
+    read its tables as they are when an action runs: ``rerun(frames caught up)`` plans it again. Returns
+    ``df`` (unchanged when none of ``frames`` follows its table).
+
+    Example:
+        >>> attach_query(spark.sql(text, **frames), frames, lambda f: spark.sql(text, **f)).count()  # doctest: +SKIP
+        12
+    """
+    follows = [f for f in frames.values() if (s := f.__dict__.get(_STATE)) is not None and s.latest and not _cached(f)]
+    if not follows or type(df).__name__ != "DataFrame" or "_jdf" not in df.__dict__:
+        return df
+    try:
+        df.__dict__[_QUERY] = (dict(frames), rerun)
+        if type(df) not in _SUBCLASSES.values():
+            df.__class__ = _subclass(type(df))
+    except (AttributeError, TypeError):
+        df.__dict__.pop(_QUERY, None)
+    return df
 
 
 def _latest_or_raise(df: Any, *, nested: bool = False) -> Any:

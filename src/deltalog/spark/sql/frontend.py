@@ -375,5 +375,11 @@ def _dispatch(spark: Any, expression: Any, text: str, args: Any, as_given: Calla
     if isinstance(expression, (exp.Query, exp.Insert, exp.Create, exp.Describe, exp.Cache)):
         rewritten = rewrite_query(spark, expression)
         if rewritten.frames:
-            return rewritten.sql(spark, args)
+            df = rewritten.sql(spark, args)
+            if isinstance(expression, exp.Query):  # a query's frame reads its Delta tables as they are at each action
+                from deltalog.spark._skipping import attach_query
+
+                text = rewritten.text
+                df = attach_query(df, rewritten.frames, lambda frames: type(rewritten)(text, frames).sql(spark, args))
+            return df
     return as_given()

@@ -210,14 +210,16 @@ def read_ref(spark: Any, ref: TableRef, *, where: Any = None, row_metadata: bool
 
     snapshot = load_snapshot(ref.location, version=ref.version, timestamp=ref.timestamp, at_syntax=True)
     meta = row_metadata  # the struct is built by deltalog: Spark's own hidden column does not reach the query
+    # not time travel (no VERSION / TIMESTAMP AS OF, no path@v3): the read follows the table (a query's frame)
+    latest = ref.version is None and ref.timestamp is None and snapshot.table == str(ref.location)
     if callable(where):
         where = where({f.name.lower() for f in snapshot.schema.fields})
     if where and not meta:
         try:
-            return read_snapshot(spark, snapshot, where=where)
+            return read_snapshot(spark, snapshot, where=where, latest=latest)
         except Exception:  # only a hint: the query applies its own WHERE clause anyway
             pass
-    return read_snapshot(spark, snapshot, row_metadata=meta)
+    return read_snapshot(spark, snapshot, row_metadata=meta, latest=latest)
 
 
 def _names_metadata(expression: Any) -> bool:
