@@ -395,8 +395,8 @@ def _mentions_row_metadata(self: Any, state: _State, args: tuple[Any, ...], kwar
 
 #: Methods that run a job (or hand the frame to a writer): on a latest read they run on the frame as of the
 #: table's latest version (:func:`_latest`), as delta-spark's DataFrames read the table as it is when an
-#: action runs. (Methods that build another frame -- ``join``, ``groupBy``, ... -- are Spark's own: their
-#: arguments may hold columns bound to this frame's plan, which a re-planned scan would not resolve.)
+#: action runs. (A frame is never re-planned in place: a column bound to its plan, ``df.id``, must keep
+#: resolving against it. Methods that build another frame are tracked steps, or Spark's own.)
 _ACTIONS = ("collect", "count", "toPandas", "toArrow", "take", "head", "first", "tail", "show", "isEmpty",
             "toLocalIterator", "foreach", "foreachPartition", "inputFiles", "writeTo", "toJSON")
 _FRESH = "_deltalog_latest"  # (version, frame): the frame as of that version, kept for the next action
@@ -463,7 +463,9 @@ def _conform(df: Any, build: Callable[[], Any], what: str, *, schema_same: bool 
             fresh = build()
             got = [(f.name, f.dataType) for f in fresh.schema.fields]
         except Exception as exc:  # a step names a column the table no longer has
-            if schema_same:
+            from pyspark.errors import AnalysisException
+
+            if schema_same or not isinstance(exc, AnalysisException):
                 raise
             raise changed(str(exc).split("\n", 1)[0][:300]) from None
         want = [(f.name, f.dataType) for f in df.schema.fields]
