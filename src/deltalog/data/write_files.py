@@ -40,13 +40,28 @@ from deltalog.protocol.schema import StructField, StructType, is_void, physical_
 from deltalog.storage import LogStore
 from deltalog.storage.log_store import OutputFile
 
-__all__ = ["DEFAULT_TARGET_FILE_SIZE", "MAX_OPEN_FILES", "DataFileWriter", "WrittenFile"]
+__all__ = ["DEFAULT_TARGET_FILE_SIZE", "MAX_OPEN_FILES", "DataFileWriter", "WrittenFile", "stored_columns"]
 
 #: Files roll over once this many bytes were written to them.
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 _ROW_GROUP_BYTES = 64 * 1024 * 1024
 #: At most this many files are open at once; with more partitions the oldest open file is finished.
 MAX_OPEN_FILES = 128
+
+
+def stored_columns(schema: StructType) -> StructType:
+    """The columns of ``schema`` a data file stores: all but the ``void`` ones (only nulls), as delta-spark
+    writes them -- unless nothing else is left (a parquet file needs a column to count its rows).
+
+    Example:
+        >>> from deltalog.protocol.schema import PrimitiveType
+        >>> s = StructType((StructField("a", PrimitiveType("long")), StructField("b", PrimitiveType("void"))))
+        >>> stored_columns(s).field_names
+        ['a']
+    """
+    if all(is_void(f.type) for f in schema.fields):
+        return schema
+    return StructType(tuple(f for f in schema.fields if not is_void(f.type)))
 
 
 def _now_ms() -> int:
@@ -158,10 +173,7 @@ class DataFileWriter:
         self._clock = clock
         parts = set(self.partition_columns)
         self.column_mapping = (column_mapping or "none").lower()
-        self.data_schema = StructType(tuple(f for f in schema.fields if f.name not in parts))
-        if any(not is_void(f.type) for f in self.data_schema.fields):  # void columns (only nulls) are left out
-            # of the files, as delta-spark writes them (kept when nothing else is left: a file needs a column)
-            self.data_schema = StructType(tuple(f for f in self.data_schema.fields if not is_void(f.type)))
+        self.data_schema = stored_columns(StructType(tuple(f for f in schema.fields if f.name not in parts)))
         self._arrow_schema = self.data_schema.to_arrow_schema()
         # Files, statistics and partition values use physical names (and field ids) under column mapping.
         self._file_schema = physical_arrow_schema(self.data_schema, self.column_mapping)

@@ -42,6 +42,7 @@ from deltalog.protocol.schema import (
     StructField,
     StructType,
     from_arrow_field,
+    is_void,
 )
 from deltalog.protocol.type_widening import can_widen, widened
 
@@ -129,7 +130,7 @@ def widens(data: DataType, table: DataType) -> bool:
     """
     if not isinstance(data, PrimitiveType):
         return False
-    if data.name == "void":  # a column of nulls fits any column
+    if is_void(data):  # a column of nulls fits any column
         return True
     if isinstance(table, DecimalType):
         digits = _INT_DIGITS.get(data.name)
@@ -149,7 +150,7 @@ def widens(data: DataType, table: DataType) -> bool:
 def _merge_type(table_t: DataType, data_t: DataType, path: str, problems: list[str]) -> DataType:
     if _same(table_t, data_t) or widens(data_t, table_t):
         return table_t
-    if isinstance(table_t, PrimitiveType) and table_t.name == "void":  # a column of nulls takes the data's type
+    if is_void(table_t):  # a column of nulls takes the data's type
         return _nullable_everywhere(data_t)
     if isinstance(table_t, StructType) and isinstance(data_t, StructType):
         return _merge_struct(table_t, data_t, path, problems)

@@ -35,9 +35,9 @@ from urllib.parse import quote
 
 import pyarrow.parquet as pq
 
-from deltalog.data.write_files import WrittenFile
+from deltalog.data.write_files import WrittenFile, stored_columns
 from deltalog.data.write_stats import stats_json
-from deltalog.protocol.schema import StructType, bare_json, is_void
+from deltalog.protocol.schema import StructType, bare_json
 from deltalog.spark._write_job import delete_written
 from deltalog.storage import LocalLogStore
 from deltalog.txn.constraints import CHAR_VARCHAR_KEY
@@ -154,8 +154,7 @@ def write_native(df: Any, store: LocalLogStore, schema: StructType) -> list[Writ
 
     staging_rel = f"{_STAGING}{uuid.uuid4().hex}"
     staging = store.full_path(staging_rel)
-    if any(not is_void(f.type) for f in schema.fields):  # void columns (only nulls) are left out of the files,
-        schema = StructType(tuple(f for f in schema.fields if not is_void(f.type)))  # as delta-spark writes them
+    schema = stored_columns(schema)  # void columns (only nulls) are left out of the files, as delta-spark writes them
     ordered = df.select(*[F.col("`" + f.name.replace("`", "``") + "`").alias(f.name) for f in schema.fields])
     files: list[WrittenFile] = []
     try:

@@ -490,7 +490,7 @@ def attach_query(df: Any, frames: dict[str, Any], rerun: Callable[[dict[str, Any
         >>> attach_query(spark.sql(text, **frames), frames, lambda f: spark.sql(text, **f)).count()  # doctest: +SKIP
         12
     """
-    follows = [f for f in frames.values() if (s := f.__dict__.get(_STATE)) is not None and s.latest and not _cached(f)]
+    follows = any((s := f.__dict__.get(_STATE)) is not None and s.latest and not _cached(f) for f in frames.values())
     if not follows or type(df).__name__ != "DataFrame" or "_jdf" not in df.__dict__:
         return df
     try:

@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import re
 import threading
@@ -379,7 +380,7 @@ def _dispatch(spark: Any, expression: Any, text: str, args: Any, as_given: Calla
             if isinstance(expression, exp.Query):  # a query's frame reads its Delta tables as they are at each action
                 from deltalog.spark._skipping import attach_query
 
-                text = rewritten.text
-                df = attach_query(df, rewritten.frames, lambda frames: type(rewritten)(text, frames).sql(spark, args))
+                df = attach_query(df, rewritten.frames,
+                                  lambda frames: dataclasses.replace(rewritten, frames=frames).sql(spark, args))
             return df
     return as_given()
