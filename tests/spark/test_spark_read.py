@@ -241,9 +241,11 @@ def test_a_read_dataframe_reads_the_table_as_it_is_when_an_action_runs(spark: An
     cached = spark.read.format("delta").load(p).cache()
     by_parity = df.groupBy((F.col("id") % 2).alias("odd")).agg(F.sum("v").alias("v"))  # built before the commit
     pairs = df.join(ones, "id")
+    bound = df.filter(df.id > 0).select(df.id, (df["v"] * 2).alias("w")).orderBy(df.id.desc())  # df's columns
     assert (df.count(), ones.count(), as_df.count(), cached.count(), pairs.count()) == (3, 2, 3, 3, 2)
     spark.range(3, 6).selectExpr("id", "id * 10 AS v").write.format("delta").mode("append").save(p)
     assert df.count() == 6 and sorted(r.id for r in ones.collect()) == [1, 2, 3, 4, 5]
+    assert [tuple(r) for r in bound.collect()] == [(i, i * 20) for i in range(5, 0, -1)]
     assert df.orderBy("id", ascending=False).limit(4).first().id == 5 and df.distinct().count() == 6
     assert [r.id for r in df.alias("d").select("d.id").sort("id").tail(1)] == [5]
     assert sorted(map(tuple, by_parity.collect())) == [(0, 60), (1, 90)] and pairs.count() == 5

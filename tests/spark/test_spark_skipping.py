@@ -86,13 +86,24 @@ def test_filter_after_load_reads_only_the_files_that_can_match(spark: Any, table
     assert len(read(spark, table, where=F.col("id") < 10, columns=["s"]).inputFiles()) == 1
 
 
-def test_conditions_bound_to_the_frame_fall_back_to_the_plain_filter(spark: Any, table: str) -> None:
+def test_conditions_bound_to_the_frame_skip_files_and_keep_resolving(spark: Any, table: str) -> None:
+    from pyspark.sql import functions as F
+
     df = spark.read.format("delta").load(table)
-    got = df.filter(df.id >= 75)
-    assert len(got.inputFiles()) == 8
+    got = df.filter(df.id >= 75)  # df.id is written as `id`: the same plan, so it may skip files
+    assert len(got.inputFiles()) == 1
     assert rows(got) == rows(_plain(spark, table).filter("id >= 75"))
     df2 = spark.read.format("delta").load(table)
     assert rows(df2[df2["id"] > 77]) == rows(_plain(spark, table).filter("id > 77"))
+    # A filtered frame is Spark's plain filter of the loaded one: its columns still resolve after it.
+    ids = df.filter("id >= 75").select(df.id, (df.id * 2).alias("twice")).orderBy(df.id.desc())
+    assert [tuple(r) for r in ids.collect()] == [(i, 2 * i) for i in range(79, 74, -1)]
+    assert len(ids.inputFiles()) == 1
+    sums = df.filter(F.col("k") == 1).groupBy(df.k).agg(F.sum(df.id).alias("t"))
+    assert [tuple(r) for r in sums.collect()] == [(1, sum(i for i in range(80) if (i // 10) % 2 == 1))]
+    # A condition on columns of two frames cannot be written by name: Spark's plain filter decides.
+    joined = df.alias("a").join(df2.alias("b"), "id").filter(F.col("a.k") == F.col("b.k"))
+    assert joined.count() == 80
 
 
 def test_time_travel_frames_skip_within_their_own_snapshot(spark: Any, table: str, tmp_path: Path) -> None:
@@ -202,10 +213,38 @@ def test_filters_after_other_transformations_skip_files(spark: Any, table: str) 
     assert files(load().select((F.col("x") * 4).alias("id"), "k").filter("id >= 75")) == 8
     # ... but conditions on the other, unchanged columns still do.
     assert files(load().withColumn("id", F.col("id") + 100).filter("id >= 75 AND s = 's03'")) == 1
-    # Columns bound to a frame (df.id) cannot move to the re-planned scan: Spark's plain filter.
+    # Columns bound to a frame (df.id) are written by name where that plans the same.
     df = load()
-    assert files(df.select(df.id, "s").filter("id >= 75")) == 8
-    assert files(df.filter(df.id >= 70).filter("id < 75")) == 8
+    assert files(df.select(df.id, "s").filter("id >= 75")) == 1
+    assert files(df.filter(df.id >= 70).filter("id < 75")) == 1
+
+
+def test_bound_columns_are_written_by_name_only_where_spark_plans_them_the_same(spark: Any, table: str) -> None:
+    from pyspark.sql import functions as F
+
+    from deltalog.spark._rebind import rebound
+
+    df = spark.read.format("delta").load(table)
+    base = type(df).__mro__[1]
+
+    def rewritten(method: str, *args: Any) -> tuple[Any, ...] | None:
+        found = rebound(df, lambda a, k: getattr(base, method)(df, *a, **k), args, {})
+        return None if found is None else found[0]
+
+    for method, arg in [("filter", (df.s == "it's \\ 'x'") | (df.d >= dt.date(2024, 2, 1))),
+                        ("filter", df.x.between(1.5, 2) & ~df["ID"].isin(3, 4) & df.s.isNotNull()),
+                        ("select", F.upper(df.s).alias("u")), ("select", df.id.cast("string")),
+                        ("orderBy", df.id.desc_nulls_first())]:
+        got = rewritten(method, arg)
+        assert got is not None and "ExpressionColumnNode" not in str(got[0]._jc.node().getClass()), (method, arg)
+    assert rebound(df, lambda a, k: base.groupBy(df, *a).count(), (df.k,), {})
+    assert rebound(df, lambda a, k: df.groupBy("k").agg(*a), (F.countDistinct(df.id).alias("n"),), {})
+    # Not by name: a column of another frame, a CASE, a user function; the frame is then Spark's own.
+    other = spark.read.format("delta").load(table)
+    assert rewritten("select", other.id) is None
+    assert rewritten("select", F.when(df.id > 3, 1).alias("w")) is None
+    assert rewritten("select", F.udf(lambda v: v)(df.id)) is None
+    assert rewritten("filter", F.col("id") > 3) is None  # nothing bound: nothing to write
 
 
 def test_a_filter_that_cannot_replay_falls_back_to_the_plain_filter(spark: Any, table: str) -> None:

@@ -8,9 +8,11 @@ was made: the scan, then the ``select`` / ``withColumn(s)`` / ``withColumn(s)Ren
 ``filter`` steps applied since (the frames those return are tracked too). On ``filter`` / ``where``,
 the condition's simple conjuncts become kernel conditions; those on columns that are still the table's
 own column of that name (not replaced by ``withColumn``, renamed, computed by an alias, or duplicated)
-prune the snapshot's files by partition values and statistics, the scan is rebuilt over the remaining
-files, the steps replayed, and the condition applied in full by Spark. The result is the same rows as
-the plain filter; only fewer files are read. On row-tracking tables, a tracked method whose argument names
+are kept with the frame, which is Spark's plain filter (so a column of an earlier frame, ``df.id``, still
+resolves on it). When an action runs on it, or on a frame built from it, they prune the snapshot's files
+by partition values and statistics: the scan is rebuilt over the remaining files, the steps replayed,
+and the condition applied in full by Spark. The result is the same rows as the plain filter; only fewer
+files are read. On row-tracking tables, a tracked method whose argument names
 ``_metadata`` runs on the frame rebuilt with the row ids (:mod:`deltalog.spark._row_metadata`).
 
 A frame read at the table's latest version also reads the table as it is when an action runs
@@ -22,13 +24,13 @@ with another frame (itself caught up when it is such a frame). Filters after ste
 change values do not prune files.
 
 Anything else falls back to Spark's plain methods (the same result, no skipping): other transformations
-(``join``, ``groupBy``, ``alias``, ``selectExpr``, ...) return ordinary DataFrames, and a condition or
-step argument that refers to columns of one particular DataFrame (``df.id``, ``df["id"]``, a subquery)
-cannot be moved to a rebuilt scan, so it ends the tracking. Conditions are read as SQL text: a SQL string
-as given; a ``Column`` built from ``col``/``lit``/comparison operators/``isin``/``between``/``expr``
-(classic or Connect) is turned into the SQL text of its top-level conjuncts, anything else in it being
-skipped. The conjuncts kept are those :func:`deltalog.spark.dml._scan.pruning_conditions` proves mean
-the same in Spark and in the kernel.
+(``selectExpr``, ...) return ordinary DataFrames, and a condition or step argument that refers to columns
+of one particular DataFrame (``df.id``, ``df["id"]``, a subquery) cannot be moved to a rebuilt scan, so it
+ends the tracking -- unless :func:`deltalog.spark._rebind.rebound` can write it by name. Conditions are
+read as SQL text: a SQL string as given; a ``Column`` built from ``col`` / ``lit`` / comparison operators /
+``isin`` / ``between`` / ``expr`` (classic or Connect) is turned into the SQL text of its top-level
+conjuncts, anything else in it being skipped. The conjuncts kept are those
+:func:`deltalog.spark.dml._scan.pruning_conditions` proves mean the same in Spark and in the kernel.
 
 Example:
     >>> df = spark.read.format("delta").load("/data/events")                  # doctest: +SKIP
@@ -44,6 +46,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.spark._column_sql import condition_sql, quote_ident, skipping_conditions
+from deltalog.spark._rebind import rebound
 
 if TYPE_CHECKING:
     from deltalog.data.filters import Condition
@@ -276,24 +279,22 @@ def _with_row_metadata(self: Any, base: type, state: _State, name: str, args: tu
 
 
 def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
-    """The filter on a scan re-planned with file skipping, or ``None`` when it cannot skip (nothing
-    usable in the condition, or it cannot move to a rebuilt frame): the caller applies the plain one."""
+    """The filter with the file-skipping conditions it implies added to the frame's state (actions then
+    run on the scan re-planned without the files they skip, see :func:`_latest`), or ``None`` when it
+    cannot skip (nothing usable in the condition, or it cannot move to a rebuilt frame): the caller applies
+    the plain one. The frame returned is Spark's plain filter of ``self``, so a column bound to an earlier
+    frame's plan (``df.id``) still resolves in what is built on it."""
     conditions = skipping_conditions(condition, state.snapshot)
     usable = _usable(conditions, state, list(self.columns)) if conditions and _portable(condition) else []
     usable += _through_generated(condition, state, list(self.columns))
     if not usable:
         return None
     new = replace(state, prune=(*state.prune, *usable))
-    carry = _carries(state, (condition,), {})
-    try:
-        rebuilt = getattr(base, "filter")(_replay(self.sparkSession, new, base, carry=carry), condition)  # noqa: B009
-        if carry:
-            from deltalog.spark._row_metadata import METADATA
-
-            rebuilt = getattr(base, "drop")(rebuilt, METADATA)  # noqa: B009
-    except Exception:  # the replay does not apply (an argument we misread): Spark's plain filter decides
-        return None
-    return _attach_state(rebuilt, replace(new, steps=(*new.steps, ("filter", (condition,), {}))))
+    if _carries(state, (condition,), {}):  # the condition names the row-tracking _metadata: built again now
+        filtered = _with_row_metadata(self, base, new, "filter", (condition,), {})
+    else:
+        filtered = getattr(base, "filter")(self, condition)  # noqa: B009
+    return _attach_state(filtered, replace(new, steps=(*new.steps, ("filter", (condition,), {}))))
 
 
 def _cached(df: Any) -> bool:
@@ -310,6 +311,10 @@ def _tracked(name: str, plain: Any) -> Any:
             return plain(self, *args, **kwargs)
         _LOCAL.busy = True
         try:
+            if not (_portable(args) and _portable(kwargs)):  # df.id: written by name where that is the same
+                found = rebound(self, lambda a, k: plain(self, *a, **k), args, kwargs)
+                if found is not None:
+                    args, kwargs, _ = found
             if name in ("filter", "where") and len(args) == 1 and not kwargs:
                 out = _filter(self, base, state, args[0])
                 if out is not None:
@@ -414,7 +419,8 @@ def _latest(df: Any, *, nested: bool = False) -> Any:
 
     state, query = df.__dict__.get(_STATE), df.__dict__.get(_QUERY)
     busy = getattr(_LOCAL, "busy", False)
-    if ((state is None or not state.latest) and query is None) or _cached(df) or "_jdf" not in df.__dict__ or \
+    classic = "_jdf" in df.__dict__  # Spark Connect frames are not caught up (their filters still skip files)
+    if (state is None and (query is None or not classic)) or _cached(df) or \
             (not nested and (busy or within_api_call())):  # deltalog's own operations keep one plan throughout
         return df
     if query is not None:
@@ -429,18 +435,25 @@ def _latest(df: Any, *, nested: bool = False) -> Any:
         return df.__dict__[_FRESH][1]
     from deltalog.table import Table
 
+    assert state is not None
     snapshot = state.snapshot
     table = Table(snapshot.table, store=snapshot.store)
-    version = table.latest_version()
-    if version <= snapshot.version:
+    version = max(table.latest_version(), snapshot.version) if state.latest and classic else snapshot.version
+    if version == snapshot.version and not state.prune:
         return df
     kept = df.__dict__.get(_FRESH)
     if kept is not None and kept[0] == version:
         return kept[1]
-    new = replace(state, snapshot=table.snapshot(version))
-    fresh = _conform(df, lambda: _replay(df.sparkSession, new, type(df).__mro__[1]),
-                     f"the Delta table at {snapshot.table} (read at version {snapshot.version})",
-                     schema_same=new.snapshot.schema == snapshot.schema)
+    what = f"the Delta table at {snapshot.table} (read at version {snapshot.version})"
+    if version == snapshot.version:  # only files to skip: a replay that does not apply leaves Spark's plan
+        try:
+            fresh = _conform(df, lambda: _replay(df.sparkSession, state, type(df).__mro__[1]), what, schema_same=True)
+        except Exception:
+            fresh = df
+    else:
+        new = replace(state, snapshot=table.snapshot(version))
+        fresh = _conform(df, lambda: _replay(df.sparkSession, new, type(df).__mro__[1]), what,
+                         schema_same=new.snapshot.schema == snapshot.schema)
     df.__dict__[_FRESH] = (version, fresh)
     return fresh
 
@@ -551,10 +564,19 @@ _GROUPED_STATE = "_deltalog_grouped"
 _GROUPED_SUBCLASSES: dict[type, type] = {}
 
 
+def _grouped_frame(grouped: Any) -> Any:
+    """A frame planned from ``grouped``'s grouping (its groups' counts), to compare two groupings by."""
+    return grouped.count()
+
+
 def _grouping(name: str, plain: Any) -> Any:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        grouped = plain(self, *args, **kwargs)
         state = self.__dict__.get(_STATE)
+        if state is not None and not _portable(args):
+            found = rebound(self, lambda a, k: _grouped_frame(plain(self, *a, **k)), args, {})
+            if found is not None:
+                args = found[0]
+        grouped = plain(self, *args, **kwargs)
         if state is not None and not kwargs and _portable(args) and not _cached(self):
             _attach_grouped(grouped, state, ((name, args),))
         return grouped
@@ -566,8 +588,13 @@ def _grouping(name: str, plain: Any) -> Any:
 
 def _aggregating(name: str, plain: Any) -> Any:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = plain(self, *args, **kwargs)
         found = self.__dict__.get(_GROUPED_STATE)
+        frame = self.__dict__.get("_df")
+        if found is not None and frame is not None and name != "pivot" and not kwargs and not _portable(args):
+            again = rebound(frame, lambda a, k: plain(self, *a, **k), args, {})
+            if again is not None:
+                args = again[0]
+        result = plain(self, *args, **kwargs)
         if found is None or kwargs or not _portable(args):
             return result
         state, chain = found

@@ -1,0 +1,208 @@
+"""Columns bound to a DataFrame's plan (``df.id``, ``df["id"] > 3``) rewritten by name, so a step made with
+them can be replayed on the frame planned again (:mod:`deltalog.spark._skipping`).
+
+A classic ``Column`` made from a DataFrame (``df.id``) holds that frame's resolved attribute; on another
+plan of the same table it no longer resolves (Spark's ``MISSING_ATTRIBUTES``). Where each such attribute is
+one of the frame's own output columns, and its name is not shared with another of them, the column means
+the same as the column of that name: ``col("id")``, or for an expression, ``expr`` of its SQL text
+(comparisons, ``&`` / ``|`` / ``~``, arithmetic, ``isin``, named functions, casts, literals of the plain
+types). ``asc()`` / ``desc()`` orderings keep their direction and null order, ``alias`` its name.
+
+Nothing is taken on trust: the rewritten call is planned next to the original one and used only when
+Spark's analyzer says both plans compute the same result (``sameResult``) with the same schema. Anything
+else -- a column of another frame, a name two columns share, a lambda, a user function, a ``when``, a
+Spark Connect column -- stays as it was (the step is then not replayed, as before).
+
+Example:
+    >>> rebound(df, lambda a, k: df.filter(*a, **k), (df.id > 3,), {})          # doctest: +SKIP
+    ((Column<'(`id` > 3)'>,), {}, DataFrame[id: bigint])
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from deltalog.spark._column_sql import quote_ident
+
+__all__ = ["rebound"]
+
+_BINARY = frozenset({"=", "<=>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "and", "or", "&", "|", "^"})
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_INT32 = 2**31
+
+
+class _Unbound(Exception):
+    """The column cannot be written by name."""
+
+
+class _Names:
+    """The names of a frame's output columns, looked up by attribute: the attribute must be one of the
+    frame's output (same expression id), and its name not shared with another of its columns."""
+
+    def __init__(self, frame: Any) -> None:
+        self._output = frame._jdf.queryExecution().analyzed().outputSet()
+        self._columns: list[str] = list(frame.columns)
+
+    def get(self, attribute: Any) -> str | None:
+        if not self._output.contains(attribute):
+            return None
+        low = str(attribute.name()).lower()
+        found = [c for c in self._columns if c.lower() == low]
+        return found[0] if len(found) == 1 else None
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value) if -_INT32 <= value < _INT32 else f"{value}L"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Unbound("float")
+        return f"{value!r}D"
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if type(value).__name__ == "JavaObject" and str(value.getClass().getName()) in ("java.sql.Date",
+                                                                                   "java.time.LocalDate"):
+        return f"DATE '{value.toString()}'"
+    raise _Unbound(type(value).__name__)
+
+
+def _sql(node: Any, names: _Names) -> str:
+    """SQL text of a classic ``ColumnNode`` with the frame's attributes written by their ``names``."""
+    kind = str(node.getClass().getSimpleName())
+    if kind == "ExpressionColumnNode":
+        expression = node.expression()
+        if str(expression.getClass().getSimpleName()) != "AttributeReference":
+            raise _Unbound(kind)
+        name = names.get(expression)
+        if name is None:
+            raise _Unbound("attribute of another frame")
+        return quote_ident(name)
+    if kind == "UnresolvedAttribute":
+        if node.planId().isDefined() or node.isMetadataCol():
+            raise _Unbound(kind)
+        parts = node.nameParts()
+        return ".".join(quote_ident(str(parts.apply(i))) for i in range(parts.size()))
+    if kind == "Literal":
+        if node.dataType().isDefined():
+            raise _Unbound("typed literal")
+        return _literal(node.value())
+    if kind == "SqlExpression":
+        return f"({node.expression()})"
+    seq = node.children()
+    args = [_sql(seq.apply(i), names) for i in range(seq.size())]
+    if kind == "Cast" and len(args) == 1 and node.evalMode().isEmpty():
+        return f"CAST({args[0]} AS {node.dataType().sql()})"
+    if kind == "UnresolvedExtractValue" and len(args) == 2:
+        return f"{args[0]}[{args[1]}]"
+    if kind != "UnresolvedFunction" or node.isUserDefinedFunction() or node.isInternal():
+        raise _Unbound(kind)
+    name = str(node.functionName())
+    if node.isDistinct():
+        if not _NAME.match(name):
+            raise _Unbound(name)
+        return f"{name}(DISTINCT {', '.join(args)})"
+    if name == "!" and len(args) == 1:
+        return f"(NOT {args[0]})"
+    if name == "in" and len(args) >= 2:
+        return f"({args[0]} IN ({', '.join(args[1:])}))"
+    if name.lower() in _BINARY and len(args) == 2:
+        return f"({args[0]} {name.upper()} {args[1]})"
+    if _NAME.match(name):
+        return f"{name}({', '.join(args)})"
+    raise _Unbound(name)
+
+
+def _column(column: Any, names: _Names) -> Any:
+    """``column`` (bound to a plan) with the frame's attributes written by name: a new ``Column``."""
+    node = column._jc.node()
+    kind = str(node.getClass().getSimpleName())
+    if kind == "SortOrder":
+        seq = node.children()
+        inner = _column_of_node(seq.apply(0), names)
+        direction = "desc" if "Descending" in str(node.sortDirection()) else "asc"
+        nulls = "first" if "NullsFirst" in str(node.nullOrdering()) else "last"
+        return getattr(inner, f"{direction}_nulls_{nulls}")()
+    if kind == "Alias" and node.name().size() == 1 and node.metadata().isEmpty():
+        return _column_of_node(node.children().apply(0), names).alias(str(node.name().apply(0)))
+    return _column_of_node(node, names)
+
+
+def _column_of_node(node: Any, names: _Names) -> Any:
+    from pyspark.sql import functions as F
+
+    kind = str(node.getClass().getSimpleName())
+    text = _sql(node, names)
+    return F.col(text) if kind == "ExpressionColumnNode" else F.expr(text)
+
+
+def _bound(node: Any) -> bool:
+    """Whether a classic column tree refers to a particular frame's plan."""
+    kind = str(node.getClass().getSimpleName())
+    if kind == "ExpressionColumnNode":
+        return True
+    seq = node.children()
+    return any(_bound(seq.apply(i)) for i in range(seq.size()))
+
+
+def _bound_column(value: Any) -> bool:
+    return type(value).__name__ == "Column" and "_jc" in value.__dict__ and _bound(value._jc.node())
+
+
+def _any_bound(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(_any_bound(v) for v in value)
+    if isinstance(value, dict):
+        return any(_any_bound(v) for v in value.values())
+    return _bound_column(value)
+
+
+def _rewrite(value: Any, names: _Names) -> Any:
+    if isinstance(value, list):
+        return [_rewrite(v, names) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_rewrite(v, names) for v in value)
+    if isinstance(value, dict):
+        return {k: _rewrite(v, names) for k, v in value.items()}
+    if _bound_column(value):
+        return _column(value, names)
+    return value
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a.schema != b.schema:
+        return False
+    return bool(a._jdf.queryExecution().analyzed().sameResult(b._jdf.queryExecution().analyzed()))
+
+
+def rebound(frame: Any, run: Callable[[tuple[Any, ...], dict[str, Any]], Any], args: tuple[Any, ...],
+            kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any], Any] | None:
+    """``(args, kwargs, result)`` with the columns in ``args`` / ``kwargs`` that are bound to ``frame``'s plan
+    written by name, ``result`` being ``run(args, kwargs)`` (a DataFrame method of ``frame`` applied to
+    them); ``None`` when some column cannot be, or when Spark does not plan the rewritten call the same
+    as ``run`` with the original arguments.
+
+    Example:
+        >>> args, _, out = rebound(df, lambda a, k: df.filter(*a, **k), (df.id > 3,), {})  # doctest: +SKIP
+        >>> args
+        (Column<'(`id` > 3)'>,)
+    """
+    if "_jdf" not in frame.__dict__:
+        return None
+    try:
+        if not (_any_bound(args) or _any_bound(kwargs)):
+            return None
+        names = _Names(frame)
+        new_args, new_kwargs = _rewrite(args, names), _rewrite(kwargs, names)
+        result = run(new_args, new_kwargs)
+        if type(result).__name__ != "DataFrame" or not _same(run(args, kwargs), result):
+            return None
+    except Exception:  # not rewritable (or not the same plan): the caller keeps the original
+        return None
+    return new_args, new_kwargs, result
