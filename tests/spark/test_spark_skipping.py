@@ -99,6 +99,16 @@ def test_conditions_bound_to_the_frame_skip_files_and_keep_resolving(spark: Any,
     ids = df.filter("id >= 75").select(df.id, (df.id * 2).alias("twice")).orderBy(df.id.desc())
     assert [tuple(r) for r in ids.collect()] == [(i, 2 * i) for i in range(79, 74, -1)]
     assert len(ids.inputFiles()) == 1
+    assert df.filter("id >= 75").join(df, df.id == df.id).count() == 5  # a self-join, as Spark resolves it
+    # The filtered frame's own plan skips the files: also cached, or joined from a frame deltalog does not track.
+    own = df.filter(F.col("id") >= 75)
+    assert len(list(own._jdf.inputFiles())) == 1  # Spark's own plan of the frame (what cache() keeps)
+    cached = own.cache()
+    try:
+        assert cached.count() == 5 and cached.select(df.id).count() == 5
+    finally:
+        cached.unpersist()
+    assert len(spark.range(70, 80).join(df.filter("id >= 75"), "id").inputFiles()) == 1
     sums = df.filter(F.col("k") == 1).groupBy(df.k).agg(F.sum(df.id).alias("t"))
     assert [tuple(r) for r in sums.collect()] == [(1, sum(i for i in range(80) if (i // 10) % 2 == 1))]
     # A condition on columns of two frames cannot be written by name: Spark's plain filter decides.

@@ -27,7 +27,7 @@ from typing import Any
 
 from deltalog.spark._column_sql import quote_ident
 
-__all__ = ["rebound"]
+__all__ = ["rebound", "with_plan_ids"]
 
 _BINARY = frozenset({"=", "<=>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "and", "or", "&", "|", "^"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -206,3 +206,38 @@ def rebound(frame: Any, run: Callable[[tuple[Any, ...], dict[str, Any]], Any], a
     except Exception:  # not rewritable (or not the same plan): the caller keeps the original
         return None
     return new_args, new_kwargs, result
+
+
+def with_plan_ids(frame: Any, like: Any) -> Any | None:
+    """``frame`` with its output columns given the expression ids of ``like``'s (a frame of the same
+    columns, e.g. the plain filter ``frame`` is planned again for): what refers to ``like``'s columns, or to
+    the columns of the frames ``like`` is built on (``df.id``), resolves on it the same way. ``None`` on
+    Spark Connect, when the columns differ, or when this Spark's planner classes do not take the call.
+
+    Example:
+        >>> with_plan_ids(pruned, df.filter("id > 3")).select(df.id).count()      # doctest: +SKIP
+        96
+    """
+    if "_jdf" not in frame.__dict__ or "_jdf" not in like.__dict__ or frame.schema != like.schema:
+        return None
+    try:
+        jvm = frame.sparkSession._jvm
+        mine = frame._jdf.queryExecution().analyzed()
+        theirs = like._jdf.queryExecution().analyzed().output()
+        ours = mine.output()
+        if ours.size() != theirs.size():
+            return None
+        catalyst = jvm.org.apache.spark.sql.catalyst
+        to_seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
+        aliases = jvm.java.util.ArrayList()
+        for i in range(ours.size()):
+            want = theirs.apply(i)
+            aliases.add(catalyst.expressions.Alias(ours.apply(i), want.name(), want.exprId(), want.qualifier(),
+                                                   jvm.scala.Option.apply(want.metadata()),
+                                                   to_seq(jvm.java.util.ArrayList())))
+        plan = catalyst.plans.logical.Project(to_seq(aliases), mine)
+        jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(frame.sparkSession._jsparkSession, plan)
+        out = type(like)(jdf, like.sparkSession)
+        return out if out.schema == like.schema else None
+    except Exception:  # another Spark's internals: the caller keeps the plain frame
+        return None

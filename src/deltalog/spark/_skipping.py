@@ -8,12 +8,13 @@ was made: the scan, then the ``select`` / ``withColumn(s)`` / ``withColumn(s)Ren
 ``filter`` steps applied since (the frames those return are tracked too). On ``filter`` / ``where``,
 the condition's simple conjuncts become kernel conditions; those on columns that are still the table's
 own column of that name (not replaced by ``withColumn``, renamed, computed by an alias, or duplicated)
-are kept with the frame, which is Spark's plain filter (so a column of an earlier frame, ``df.id``, still
-resolves on it). When an action runs on it, or on a frame built from it, they prune the snapshot's files
-by partition values and statistics: the scan is rebuilt over the remaining files, the steps replayed,
-and the condition applied in full by Spark. The result is the same rows as the plain filter; only fewer
-files are read. On row-tracking tables, a tracked method whose argument names
-``_metadata`` runs on the frame rebuilt with the row ids (:mod:`deltalog.spark._row_metadata`).
+prune the snapshot's files by partition values and statistics: the scan is rebuilt over the remaining
+files, the steps replayed, and the condition applied in full by Spark, the result's columns given the ids
+of Spark's plain filter (:func:`deltalog.spark._rebind.with_plan_ids`), so a column of an earlier frame
+(``df.id``) still resolves on it. The result is the same rows as the plain filter; only fewer files are
+read. Where the ids cannot be given (Spark Connect), the frame is Spark's plain filter, and the conditions
+prune when an action runs on it or on a frame built from it. On row-tracking tables, a tracked method whose
+argument names ``_metadata`` runs on the frame rebuilt with the row ids (:mod:`deltalog.spark._row_metadata`).
 
 A frame read at the table's latest version also reads the table as it is when an action runs
 (``count``, ``collect``, ``show``, ``write``, ...), as delta-spark's DataFrames do (:func:`_latest`): when
@@ -46,7 +47,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.spark._column_sql import condition_sql, quote_ident, skipping_conditions
-from deltalog.spark._rebind import rebound
+from deltalog.spark._rebind import rebound, with_plan_ids
 
 if TYPE_CHECKING:
     from deltalog.data.filters import Condition
@@ -78,6 +79,7 @@ class _State:
     unchanged: frozenset[str]
     rescan: Callable[..., Any]  # read_snapshot, passed in by its module (which attaches this one)
     latest: bool = False  # read at the table's latest version (not time travel): a view of it follows the table
+    applied: int = 0  # how many of ``prune`` the frame's own plan already skips by (the rest: when an action runs)
 
 
 #: Steps that keep the rows' columns and values (a filter after them may still prune files).
@@ -279,11 +281,11 @@ def _with_row_metadata(self: Any, base: type, state: _State, name: str, args: tu
 
 
 def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
-    """The filter with the file-skipping conditions it implies added to the frame's state (actions then
-    run on the scan re-planned without the files they skip, see :func:`_latest`), or ``None`` when it
-    cannot skip (nothing usable in the condition, or it cannot move to a rebuilt frame): the caller applies
-    the plain one. The frame returned is Spark's plain filter of ``self``, so a column bound to an earlier
-    frame's plan (``df.id``) still resolves in what is built on it."""
+    """The filter on a scan re-planned with file skipping, its columns keeping the plain filter's ids (a
+    column bound to an earlier frame's plan, ``df.id``, still resolves on it); where that cannot be, the
+    plain filter, with the conditions left for the actions (:func:`_latest`). ``None`` when it cannot skip
+    (nothing usable in the condition, or it cannot move to a rebuilt frame): the caller applies the plain
+    one."""
     conditions = skipping_conditions(condition, state.snapshot)
     usable = _usable(conditions, state, list(self.columns)) if conditions and _portable(condition) else []
     usable += _through_generated(condition, state, list(self.columns))
@@ -292,9 +294,16 @@ def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
     new = replace(state, prune=(*state.prune, *usable))
     if _carries(state, (condition,), {}):  # the condition names the row-tracking _metadata: built again now
         filtered = _with_row_metadata(self, base, new, "filter", (condition,), {})
-    else:
-        filtered = getattr(base, "filter")(self, condition)  # noqa: B009
-    return _attach_state(filtered, replace(new, steps=(*new.steps, ("filter", (condition,), {}))))
+        return _attach_state(filtered, replace(new, steps=(*new.steps, ("filter", (condition,), {}))))
+    filtered = getattr(base, "filter")(self, condition)  # noqa: B009
+    try:  # the scan planned again now, its columns given the plain filter's ids (so df.id still resolves)
+        rebuilt = getattr(base, "filter")(_replay(self.sparkSession, new, base), condition)  # noqa: B009
+        skipping = with_plan_ids(rebuilt, filtered)
+    except Exception:  # the replay does not apply (an argument we misread): Spark's plain filter decides
+        skipping = None
+    applied = len(new.prune) if skipping is not None else state.applied
+    return _attach_state(skipping if skipping is not None else filtered,
+                         replace(new, steps=(*new.steps, ("filter", (condition,), {})), applied=applied))
 
 
 def _cached(df: Any) -> bool:
@@ -371,7 +380,7 @@ def refreshed(spark: Any, state: _State, base: type) -> Any:
         from deltalog.table import Table
 
         snapshot = Table(snapshot.table, store=snapshot.store).snapshot()
-    new = replace(state, snapshot=snapshot)
+    new = replace(state, snapshot=snapshot, applied=len(state.prune))
     return _attach_state(_replay(spark, new, base), new)
 
 
@@ -439,7 +448,7 @@ def _latest(df: Any, *, nested: bool = False) -> Any:
     snapshot = state.snapshot
     table = Table(snapshot.table, store=snapshot.store)
     version = max(table.latest_version(), snapshot.version) if state.latest and classic else snapshot.version
-    if version == snapshot.version and not state.prune:
+    if version == snapshot.version and state.applied == len(state.prune):
         return df
     kept = df.__dict__.get(_FRESH)
     if kept is not None and kept[0] == version:
@@ -699,6 +708,7 @@ def attach(
         where=where,
         columns=tuple(columns) if columns is not None else None,
         prune=tuple(prune),
+        applied=len(prune),
         steps=(),
         unchanged=frozenset(n.lower() for n in names),
         rescan=rescan,
