@@ -87,9 +87,11 @@ def test_a_query_dataframe_reads_its_delta_tables_as_they_are_at_each_action(spa
     counted = spark.sql(f"SELECT count(*) AS n FROM delta.`{p}`")
     old = spark.sql(f"SELECT count(*) AS n FROM delta.`{p}` VERSION AS OF 0")
     cached = spark.sql(f"SELECT * FROM delta.`{p}`").cache()
+    built = joined.filter("id > 1").select(joined.id, (joined.id * 10).alias("x")).orderBy("id")  # on the query
     assert (joined.count(), counted.first().n, old.first().n, cached.count()) == (3, 4, 4, 4)
     spark.range(4, 6).selectExpr("id", "id % 2 AS k").write.format("delta").mode("append").save(p)
     assert (joined.count(), counted.first().n, old.first().n, cached.count()) == (5, 6, 4, 4)
+    assert [tuple(r) for r in built.collect()] == [(2, 20), (3, 30), (4, 40), (5, 50)]
     spark.range(2, 3).selectExpr("id AS k", "concat('n', id) AS name").write.format("delta").mode("append").save(q)
     spark.range(6, 7).selectExpr("id", "2L AS k").write.format("delta").mode("append").save(p)
     assert sorted(r.name for r in joined.collect())[-1] == "n2" and counted.first().n == 7

@@ -306,6 +306,34 @@ def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
                          replace(new, steps=(*new.steps, ("filter", (condition,), {})), applied=applied))
 
 
+def _by_name(self: Any, plain: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """``args`` / ``kwargs`` of ``plain`` with the columns bound to ``self``'s plan (``df.id``) written by name
+    where Spark plans that the same (:func:`deltalog.spark._rebind.rebound`)."""
+    if _portable(args) and _portable(kwargs):
+        return args, kwargs
+    found = rebound(self, lambda a, k: plain(self, *a, **k), args, kwargs)
+    return (args, kwargs) if found is None else (found[0], found[1])
+
+
+def _query_step(self: Any, name: str, plain: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A tracked method called on a SQL query's frame (:func:`attach_query`) or on any other frame: on the
+    former, the result runs the query again over its tables caught up, then this step, at its actions."""
+    query = self.__dict__.get(_QUERY)
+    if query is None:
+        return plain(self, *args, **kwargs)
+    _LOCAL.busy = True
+    try:
+        args, kwargs = _by_name(self, plain, args, kwargs)
+        result = plain(self, *args, **kwargs)
+    finally:
+        _LOCAL.busy = False
+    if not (_portable(args) and _portable(kwargs)):
+        return result
+    frames, rerun = query
+    base = type(self).__mro__[1]
+    return attach_query(result, frames, lambda caught: getattr(base, name)(rerun(caught), *args, **kwargs))
+
+
 def _cached(df: Any) -> bool:
     """Whether ``df`` was cached (``cache()`` / ``persist()``, classic sessions): what is built on it then
     reads the cache, as in Spark, so its scan is neither re-planned nor read again for a view."""
@@ -316,14 +344,13 @@ def _tracked(name: str, plain: Any) -> Any:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         state = self.__dict__.get(_STATE)
         base = type(self).__mro__[1]
-        if state is None or getattr(_LOCAL, "busy", False) or _cached(self):
+        if getattr(_LOCAL, "busy", False) or _cached(self):
             return plain(self, *args, **kwargs)
+        if state is None:
+            return _query_step(self, name, plain, args, kwargs)
         _LOCAL.busy = True
         try:
-            if not (_portable(args) and _portable(kwargs)):  # df.id: written by name where that is the same
-                found = rebound(self, lambda a, k: plain(self, *a, **k), args, kwargs)
-                if found is not None:
-                    args, kwargs, _ = found
+            args, kwargs = _by_name(self, plain, args, kwargs)
             if name in ("filter", "where") and len(args) == 1 and not kwargs:
                 out = _filter(self, base, state, args[0])
                 if out is not None:
