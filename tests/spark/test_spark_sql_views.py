@@ -80,6 +80,8 @@ def test_views_over_delta_tables_read_the_latest_version(spark: Any, names: dict
 def test_a_query_dataframe_reads_its_delta_tables_as_they_are_at_each_action(spark: Any, tmp_path: Path) -> None:
     """``df = spark.sql("SELECT ...")`` over Delta tables sees later commits at its next action, as in
     delta-spark; a time-travel query keeps its version, and so does a cached one."""
+    from pyspark.errors import AnalysisException
+
     p, q = str(tmp_path / "t"), str(tmp_path / "d")
     spark.range(4).selectExpr("id", "id % 2 AS k").write.format("delta").save(p)
     spark.range(2).selectExpr("id AS k", "concat('n', id) AS name").write.format("delta").save(q)
@@ -95,6 +97,12 @@ def test_a_query_dataframe_reads_its_delta_tables_as_they_are_at_each_action(spa
     spark.range(2, 3).selectExpr("id AS k", "concat('n', id) AS name").write.format("delta").mode("append").save(q)
     spark.range(6, 7).selectExpr("id", "2L AS k").write.format("delta").mode("append").save(p)
     assert sorted(r.name for r in joined.collect())[-1] == "n2" and counted.first().n == 7
+    spark.sql(f"ALTER TABLE delta.`{q}` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    spark.sql(f"ALTER TABLE delta.`{q}` DROP COLUMN name")
+    with pytest.raises(AnalysisException) as lost:
+        joined.count()
+    assert lost.value.getCondition() == "DELTA_SCHEMA_CHANGE_SINCE_ANALYSIS"  # type: ignore[attr-defined]
+    assert q in str(lost.value)  # the table whose schema changed
 
 
 def test_temp_views_of_delta_dataframes_read_the_latest_version(spark: Any, tmp_path: Path) -> None:

@@ -467,7 +467,9 @@ def _latest(df: Any, *, nested: bool = False) -> Any:
             return df
         kept = df.__dict__.get(_FRESH)
         if kept is None or kept[0] != key:
-            df.__dict__[_FRESH] = (key, _conform(df, lambda: rerun(caught_up), "the tables it reads"))
+            tables = sorted({str(s.snapshot.table) for f in frames.values() if (s := f.__dict__.get(_STATE))})
+            what = f"the Delta tables its query reads ({', '.join(tables)})"
+            df.__dict__[_FRESH] = (key, _conform(df, lambda: rerun(caught_up), what))
         return df.__dict__[_FRESH][1]
     from deltalog.table import Table
 
