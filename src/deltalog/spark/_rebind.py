@@ -190,7 +190,7 @@ def rebound(frame: Any, run: Callable[[tuple[Any, ...], dict[str, Any]], Any], a
 
     Example:
         >>> args, _, out = rebound(df, lambda a, k: df.filter(*a, **k), (df.id > 3,), {})  # doctest: +SKIP
-        >>> args
+        >>> args                                                                   # doctest: +SKIP
         (Column<'(`id` > 3)'>,)
     """
     if "_jdf" not in frame.__dict__:
