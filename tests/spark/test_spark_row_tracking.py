@@ -121,6 +121,11 @@ def test_row_ids_in_spark_reads(spark: Any, tmp_path: Path) -> None:
     assert (row._metadata.row_id, row._metadata.row_commit_version) == truth[4]
     assert row._metadata.file_path.endswith(".parquet") and row._metadata.file_size > 0
     assert {r.id for r in later.collect()} == {k for k in truth if k > 2}
+    # the loaded frame's own columns still resolve on frames built with the row ids (df.id, not MISSING_ATTRIBUTES)
+    assert [tuple(r) for r in df.select("id", "_metadata.row_id").filter(df.id == 4).select(df.id, "row_id")
+            .collect()] == [(4, four)]
+    assert [r.id for r in hit.select(df.id).collect()] == [4]
+    assert [tuple(r) for r in rid.filter(df.v == 100).select(df.id, rid.rid).collect()] == [(4, four)]
     # SQL, as delta-spark users write it: `*` stays the table's columns
     sql = spark.sql(f"SELECT *, _metadata.row_id, _metadata.row_commit_version FROM {t} "
                     f"WHERE _metadata.row_id = {four}")

@@ -27,7 +27,7 @@ from typing import Any
 
 from deltalog.spark._column_sql import quote_ident
 
-__all__ = ["rebound", "with_plan_ids"]
+__all__ = ["passed_through", "plan_ids", "rebound", "with_plan_ids"]
 
 _BINARY = frozenset({"=", "<=>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "and", "or", "&", "|", "^"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -221,23 +221,59 @@ def with_plan_ids(frame: Any, like: Any) -> Any | None:
     if "_jdf" not in frame.__dict__ or "_jdf" not in like.__dict__ or frame.schema != like.schema:
         return None
     try:
-        jvm = frame.sparkSession._jvm
-        mine = frame._jdf.queryExecution().analyzed()
         theirs = like._jdf.queryExecution().analyzed().output()
-        ours = mine.output()
-        if ours.size() != theirs.size():
-            return None
-        catalyst = jvm.org.apache.spark.sql.catalyst
-        to_seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
-        aliases = jvm.java.util.ArrayList()
-        for i in range(ours.size()):
-            want = theirs.apply(i)
-            aliases.add(catalyst.expressions.Alias(ours.apply(i), want.name(), want.exprId(), want.qualifier(),
-                                                   jvm.scala.Option.apply(want.metadata()),
-                                                   to_seq(jvm.java.util.ArrayList())))
-        plan = catalyst.plans.logical.Project(to_seq(aliases), mine)
-        jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(frame.sparkSession._jsparkSession, plan)
-        out = type(like)(jdf, like.sparkSession)
-        return out if out.schema == like.schema else None
+        out = plan_ids(frame, [theirs.apply(i) for i in range(theirs.size())], like)
     except Exception:  # another Spark's internals: the caller keeps the plain frame
         return None
+    return out if out is not None and out.schema == like.schema else None
+
+
+def passed_through(frame: Any, source: Any, names: frozenset[str]) -> Any:
+    """``frame`` with each output column whose (lower-case) name is in ``names`` -- a column of ``source``
+    that ``frame`` passes through unchanged -- given the expression id of ``source``'s column of that name,
+    so that ``source``'s columns (``df.id``) resolve on ``frame``; ``frame`` itself where that cannot be
+    done (a name ``source`` or ``frame`` has twice, Spark Connect, another Spark's internals).
+
+    Example:
+        >>> passed_through(rebuilt, df, frozenset({"id"})).select(df.id).count()      # doctest: +SKIP
+        20
+    """
+    if "_jdf" not in frame.__dict__ or "_jdf" not in source.__dict__:
+        return frame
+    try:
+        output = source._jdf.queryExecution().analyzed().output()
+        attrs = [output.apply(i) for i in range(output.size())]
+        lowered = [str(a.name()).lower() for a in attrs]
+        mine = [c.lower() for c in frame.columns]
+        ids = [attrs[lowered.index(c)] if c in names and lowered.count(c) == 1 and mine.count(c) == 1 else None
+               for c in mine]
+        if not any(a is not None for a in ids):
+            return frame
+        out = plan_ids(frame, ids, frame)
+    except Exception:  # another Spark's internals: the caller keeps the frame
+        return frame
+    return out if out is not None and out.schema == frame.schema else frame
+
+
+def plan_ids(frame: Any, ids: list[Any], like: Any) -> Any | None:
+    """``frame`` (classic) projected so that output column ``i`` carries the expression id, name and
+    qualifier of the JVM attribute ``ids[i]`` (kept as it is where ``ids[i]`` is ``None``); a DataFrame of
+    ``like``'s class. ``None`` when the counts differ."""
+    jvm = frame.sparkSession._jvm
+    mine = frame._jdf.queryExecution().analyzed()
+    ours = mine.output()
+    if ours.size() != len(ids):
+        return None
+    catalyst = jvm.org.apache.spark.sql.catalyst
+    to_seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
+    projection = jvm.java.util.ArrayList()
+    for i, want in enumerate(ids):
+        if want is None:
+            projection.add(ours.apply(i))
+            continue
+        projection.add(catalyst.expressions.Alias(ours.apply(i), want.name(), want.exprId(), want.qualifier(),
+                                                  jvm.scala.Option.apply(want.metadata()),
+                                                  to_seq(jvm.java.util.ArrayList())))
+    plan = catalyst.plans.logical.Project(to_seq(projection), mine)
+    jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(frame.sparkSession._jsparkSession, plan)
+    return type(like)(jdf, like.sparkSession)

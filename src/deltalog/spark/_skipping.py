@@ -47,7 +47,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.spark._column_sql import condition_sql, quote_ident, skipping_conditions
-from deltalog.spark._rebind import rebound, with_plan_ids
+from deltalog.spark._rebind import passed_through, rebound, with_plan_ids
 
 if TYPE_CHECKING:
     from deltalog.data.filters import Condition
@@ -280,6 +280,14 @@ def _with_row_metadata(self: Any, base: type, state: _State, name: str, args: tu
     return result
 
 
+def _kept_ids(self: Any, state: _State, rebuilt: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``rebuilt`` (``name(*args, **kwargs)`` applied to ``self`` planned again) with the columns it passes
+    through from ``self`` given their ids in ``self``, so that ``self``'s columns (``df.id``) resolve on it."""
+    every = replace(state, unchanged=frozenset(c.lower() for c in self.columns))
+    names = _next_unchanged(every, name, args, kwargs)
+    return passed_through(rebuilt, self, names) if names else rebuilt
+
+
 def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
     """The filter on a scan re-planned with file skipping, its columns keeping the plain filter's ids (a
     column bound to an earlier frame's plan, ``df.id``, still resolves on it); where that cannot be, the
@@ -293,7 +301,8 @@ def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
         return None
     new = replace(state, prune=(*state.prune, *usable))
     if _carries(state, (condition,), {}):  # the condition names the row-tracking _metadata: built again now
-        filtered = _with_row_metadata(self, base, new, "filter", (condition,), {})
+        filtered = _kept_ids(self, state, _with_row_metadata(self, base, new, "filter", (condition,), {}),
+                             "filter", (condition,), {})
         return _attach_state(filtered, replace(new, steps=(*new.steps, ("filter", (condition,), {}))))
     filtered = getattr(base, "filter")(self, condition)  # noqa: B009
     try:  # the scan planned again now, its columns given the plain filter's ids (so df.id still resolves)
@@ -356,7 +365,8 @@ def _tracked(name: str, plain: Any) -> Any:
                 if out is not None:
                     return out
             if _mentions_row_metadata(self, state, args, kwargs):
-                result = _with_row_metadata(self, base, state, name, args, kwargs)
+                result = _kept_ids(self, state, _with_row_metadata(self, base, state, name, args, kwargs),
+                                   name, args, kwargs)
             else:
                 result = plain(self, *args, **kwargs)
         finally:
