@@ -1,5 +1,6 @@
 """Columns bound to a DataFrame's plan (``df.id``, ``df["id"] > 3``) rewritten by name, so a step made with
-them can be replayed on the frame planned again (:mod:`deltalog.spark._skipping`).
+them can be replayed on the frame planned again (:mod:`deltalog.spark._skipping`); and frames planned again
+given the column ids of the frames they stand for.
 
 A classic ``Column`` made from a DataFrame (``df.id``) holds that frame's resolved attribute; on another
 plan of the same table it no longer resolves (Spark's ``MISSING_ATTRIBUTES``). Where each such attribute is
@@ -12,6 +13,11 @@ Nothing is taken on trust: the rewritten call is planned next to the original on
 Spark's analyzer says both plans compute the same result (``sameResult``) with the same schema. Anything
 else -- a column of another frame, a name two columns share, a lambda, a user function, a ``when``, a
 Spark Connect column -- stays as it was (the step is then not replayed, as before).
+
+The other way round, a frame planned again (a filter over fewer files, a scan with the row-tracking
+``_metadata``) gets the ids of the columns it stands for: :func:`with_plan_ids` gives every column the id of
+the plain frame's column, :func:`passed_through` those passed through from the frame it was built on --
+a projection over the new plan, so ``df.id`` keeps resolving on what is built from it.
 
 Example:
     >>> rebound(df, lambda a, k: df.filter(*a, **k), (df.id > 3,), {})          # doctest: +SKIP
