@@ -243,6 +243,7 @@ def test_bound_columns_are_written_by_name_only_where_spark_plans_them_the_same(
 
     for method, arg in [("filter", (df.s == "it's \\ 'x'") | (df.d >= dt.date(2024, 2, 1))),
                         ("filter", df.x.between(1.5, 2) & ~df["ID"].isin(3, 4) & df.s.isNotNull()),
+                        ("filter", (df.id > F.col("k")) & F.expr("k < 2")),  # with unbound columns and SQL
                         ("select", F.upper(df.s).alias("u")), ("select", df.id.cast("string")),
                         ("orderBy", df.id.desc_nulls_first())]:
         got = rewritten(method, arg)

@@ -91,7 +91,7 @@ def _sql(node: Any, names: _Names) -> str:
             raise _Unbound("attribute of another frame")
         return quote_ident(name)
     if kind == "UnresolvedAttribute":
-        if node.planId().isDefined() or node.isMetadataCol():
+        if node.planId().isDefined() or node.isMetadataColumn():
             raise _Unbound(kind)
         parts = node.nameParts()
         return ".".join(quote_ident(str(parts.apply(i))) for i in range(parts.size()))
