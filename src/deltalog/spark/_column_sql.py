@@ -4,6 +4,8 @@ A condition given to ``filter`` / ``where`` is read as the SQL text of its top-l
 as given; a ``Column`` built from ``col`` / ``lit`` / comparison operators / ``isin`` / ``between`` / ``expr``
 (classic or Connect) through its expression tree, anything else in it being left out. A column bound to
 one particular DataFrame (``df.id``, a subquery) cannot be moved to another frame: then there is no text.
+The same reading tells whether a tracked method's arguments can be replayed on a frame planned again
+(:func:`portable`) and which column a ``select`` argument passes through (:func:`plain_name`).
 
 Example:
     >>> condition_sql("id > 3 AND k = 1")
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from deltalog.data.filters import Condition
     from deltalog.snapshot import Snapshot
 
-__all__ = ["condition_sql", "quote_ident", "skipping_conditions"]
+__all__ = ["condition_sql", "flat_columns", "plain_name", "portable", "quote_ident", "skipping_conditions"]
 
 _COMPARISONS = {"=": "=", "==": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "!=": "!=", "<>": "!="}
 _EPOCH = dt.date(1970, 1, 1)
@@ -191,3 +193,91 @@ def skipping_conditions(condition: Any, snapshot: Snapshot) -> list[Condition] |
         conds, _ = pruning_conditions(text, snapshot)
         out.extend(c for c in conds if c not in out)
     return out
+
+
+# ------------------------------------------------ arguments of the tracked DataFrame methods
+
+
+def portable(value: Any) -> bool:
+    """Whether ``value`` (an argument of a tracked method) means the same on a re-planned frame: plain
+    Python values and SQL strings do; a ``Column`` does unless it refers to a particular DataFrame
+    (``df.id``, ``df["*"]``, a subquery); anything unexpected does not.
+
+    Example:
+        >>> portable(["id", 3, {"x": "id + 1"}])
+        True
+        >>> portable(object())
+        False
+    """
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(portable(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and portable(v) for k, v in value.items())
+    if type(value).__name__ != "Column":
+        return False
+    try:
+        if hasattr(value, "_jc"):
+            return _classic_portable(value._jc.node())
+        return _connect_portable(value._expr)
+    except Exception:  # an unexpected tree shape: not replayed
+        return False
+
+
+def _classic_portable(node: Any) -> bool:
+    kind = str(node.getClass().getSimpleName())
+    if kind == "ExpressionColumnNode" or "Subquery" in kind:
+        return False
+    if kind in ("UnresolvedAttribute", "UnresolvedStar", "UnresolvedRegex") and node.planId().isDefined():
+        return False
+    seq = node.children()
+    return all(_classic_portable(seq.apply(i)) for i in range(seq.size()))
+
+
+def _connect_portable(node: Any) -> bool:
+    if getattr(node, "_plan_id", None) is not None or "Subquery" in type(node).__name__:
+        return False
+    return all(_connect_portable(c) for c in (getattr(node, "children", None) or []))
+
+
+def plain_name(value: Any) -> str | None:
+    """The column name a ``select`` argument passes through unchanged (``"id"``, ``col("id")``), ``"*"``
+    for a star, ``None`` for anything computed or nested.
+
+    Example:
+        >>> [plain_name(v) for v in ("id", "`a b`", "*", "s.x")]
+        ['id', 'a b', '*', None]
+    """
+    if isinstance(value, str):
+        if value == "*":
+            return value
+        if value.startswith("`") and value.endswith("`") and len(value) > 1 and "`" not in value[1:-1]:
+            return value[1:-1]
+        return None if "." in value or "`" in value else value
+    if type(value).__name__ != "Column":
+        return None
+    if not hasattr(value, "_jc"):
+        expr = value._expr
+        kind = type(expr).__name__
+        if kind == "UnresolvedStar" and getattr(expr, "_unparsed_target", None) is None:
+            return "*"
+        return plain_name(str(expr._unparsed_identifier)) if kind == "ColumnReference" else None
+    node = value._jc.node()
+    kind = str(node.getClass().getSimpleName())
+    if kind == "UnresolvedStar" and node.unparsedTarget().isEmpty():
+        return "*"
+    if kind != "UnresolvedAttribute":
+        return None
+    parts = node.nameParts()
+    return str(parts.apply(0)) if parts.size() == 1 else None
+
+
+def flat_columns(args: tuple[Any, ...]) -> list[Any]:
+    """A ``select``'s columns, given one by one or as one list.
+
+    Example:
+        >>> flat_columns((["a", "b"],)), flat_columns(("a", "b"))
+        (['a', 'b'], ['a', 'b'])
+    """
+    return list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)

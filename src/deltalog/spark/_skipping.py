@@ -46,7 +46,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from deltalog.spark._column_sql import condition_sql, quote_ident, skipping_conditions
+from deltalog.spark._column_sql import (
+    condition_sql,
+    flat_columns,
+    plain_name,
+    portable,
+    quote_ident,
+    skipping_conditions,
+)
 from deltalog.spark._rebind import passed_through, rebound, with_plan_ids
 
 if TYPE_CHECKING:
@@ -92,85 +99,17 @@ _TRACKED = ("filter", "where", "select", "selectExpr", "withColumn", "withColumn
 _LOCAL = threading.local()
 
 
-def _portable(value: Any) -> bool:
-    """Whether ``value`` (an argument of a tracked method) means the same on a re-planned frame: plain
-    Python values and SQL strings do; a ``Column`` does unless it refers to a particular DataFrame
-    (``df.id``, ``df["*"]``, a subquery); anything unexpected does not."""
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(_portable(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _portable(v) for k, v in value.items())
-    if type(value).__name__ != "Column":
-        return False
-    try:
-        if hasattr(value, "_jc"):
-            return _classic_portable(value._jc.node())
-        return _connect_portable(value._expr)
-    except Exception:  # an unexpected tree shape: not replayed
-        return False
-
-
-def _classic_portable(node: Any) -> bool:
-    kind = str(node.getClass().getSimpleName())
-    if kind == "ExpressionColumnNode" or "Subquery" in kind:
-        return False
-    if kind in ("UnresolvedAttribute", "UnresolvedStar", "UnresolvedRegex") and node.planId().isDefined():
-        return False
-    seq = node.children()
-    return all(_classic_portable(seq.apply(i)) for i in range(seq.size()))
-
-
-def _connect_portable(node: Any) -> bool:
-    if getattr(node, "_plan_id", None) is not None or "Subquery" in type(node).__name__:
-        return False
-    return all(_connect_portable(c) for c in (getattr(node, "children", None) or []))
-
-
-def _plain_name(value: Any) -> str | None:
-    """The column name a ``select`` argument passes through unchanged (``"id"``, ``col("id")``), ``"*"``
-    for a star, ``None`` for anything computed or nested."""
-    if isinstance(value, str):
-        if value == "*":
-            return value
-        if value.startswith("`") and value.endswith("`") and len(value) > 1 and "`" not in value[1:-1]:
-            return value[1:-1]
-        return None if "." in value or "`" in value else value
-    if type(value).__name__ != "Column":
-        return None
-    if not hasattr(value, "_jc"):
-        expr = value._expr
-        kind = type(expr).__name__
-        if kind == "UnresolvedStar" and getattr(expr, "_unparsed_target", None) is None:
-            return "*"
-        return _plain_name(str(expr._unparsed_identifier)) if kind == "ColumnReference" else None
-    node = value._jc.node()
-    kind = str(node.getClass().getSimpleName())
-    if kind == "UnresolvedStar" and node.unparsedTarget().isEmpty():
-        return "*"
-    if kind != "UnresolvedAttribute":
-        return None
-    parts = node.nameParts()
-    return str(parts.apply(0)) if parts.size() == 1 else None
-
-
-def _flat(args: tuple[Any, ...]) -> list[Any]:
-    """A ``select``'s columns, given one by one or as one list."""
-    return list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
-
-
 def _next_unchanged(state: _State, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> frozenset[str] | None:
     """``unchanged`` after ``name(*args, **kwargs)``; ``None`` when the result cannot be tracked."""
-    if not _portable(args) or (kwargs and (name not in (*_KEEPING, *_PICKING) or not _portable(kwargs))):
+    if not portable(args) or (kwargs and (name not in (*_KEEPING, *_PICKING) or not portable(kwargs))):
         return None
     if name in ("filter", "where", *_KEEPING):
         return state.unchanged
     if name in _PICKING:
         return frozenset()
     if name == "select":
-        cols = _flat(args)
-        names = [_plain_name(c) for c in cols]
+        cols = flat_columns(args)
+        names = [plain_name(c) for c in cols]
         if "*" in names:
             return state.unchanged
         return state.unchanged & {n.lower() for n in names if n is not None}
@@ -185,7 +124,7 @@ def _next_unchanged(state: _State, name: str, args: tuple[Any, ...], kwargs: dic
         pairs = args[0] if args and isinstance(args[0], dict) else {}
         return state.unchanged - {str(x).lower() for kv in pairs.items() for x in kv}
     if name == "drop":
-        dropped = [_plain_name(c) for c in args]
+        dropped = [plain_name(c) for c in args]
         if any(d is None or d == "*" for d in dropped):
             return None
         return state.unchanged - {str(d).lower() for d in dropped}
@@ -214,7 +153,7 @@ def _through_generated(condition: Any, state: _State, columns: list[str]) -> lis
     :func:`deltalog.spark._generated.generated_partition_conditions`."""
     from deltalog.spark._generated import generated_partition_conditions
 
-    if not state.snapshot.partition_columns or not _portable(condition):
+    if not state.snapshot.partition_columns or not portable(condition):
         return []
     texts = condition_sql(condition)
     lower = [c.lower() for c in columns]
@@ -237,8 +176,8 @@ def _replay(spark: Any, state: _State, base: type, *, carry: bool = False) -> An
             df = grouped
             continue
         if carry and name == "select":
-            cols = _flat(args)
-            if "*" not in [_plain_name(c) for c in cols]:
+            cols = flat_columns(args)
+            if "*" not in [plain_name(c) for c in cols]:
                 args = (*cols, METADATA)
         if name in _PAIRED:  # the other frame as of its own table's latest version too
             args = (_latest(args[0], nested=True), *args[1:])
@@ -270,8 +209,8 @@ def _with_row_metadata(self: Any, base: type, state: _State, name: str, args: tu
     visible = [quote_ident(c) for c in self.columns]
     if name in ("select", "selectExpr"):
         expanded: list[Any] = []
-        for c in _flat(args):
-            expanded.extend(visible if _plain_name(c) == "*" else [c])
+        for c in flat_columns(args):
+            expanded.extend(visible if plain_name(c) == "*" else [c])
         args = tuple(expanded)
     carrying = _replay(self.sparkSession, state, base, carry=True)
     result = getattr(base, name)(carrying, *args, **kwargs)
@@ -295,7 +234,7 @@ def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
     (nothing usable in the condition, or it cannot move to a rebuilt frame): the caller applies the plain
     one."""
     conditions = skipping_conditions(condition, state.snapshot)
-    usable = _usable(conditions, state, list(self.columns)) if conditions and _portable(condition) else []
+    usable = _usable(conditions, state, list(self.columns)) if conditions and portable(condition) else []
     usable += _through_generated(condition, state, list(self.columns))
     if not usable:
         return None
@@ -318,7 +257,7 @@ def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
 def _by_name(self: Any, plain: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
     """``args`` / ``kwargs`` of ``plain`` with the columns bound to ``self``'s plan (``df.id``) written by name
     where Spark plans that the same (:func:`deltalog.spark._rebind.rebound`)."""
-    if _portable(args) and _portable(kwargs):
+    if portable(args) and portable(kwargs):
         return args, kwargs
     found = rebound(self, lambda a, k: plain(self, *a, **k), args, kwargs)
     return (args, kwargs) if found is None else (found[0], found[1])
@@ -336,7 +275,7 @@ def _query_step(self: Any, name: str, plain: Any, args: tuple[Any, ...], kwargs:
         result = plain(self, *args, **kwargs)
     finally:
         _LOCAL.busy = False
-    if not (_portable(args) and _portable(kwargs)):
+    if not (portable(args) and portable(kwargs)):
         return result
     frames, rerun = query
     base = type(self).__mro__[1]
@@ -441,7 +380,7 @@ def _mentions_row_metadata(self: Any, state: _State, args: tuple[Any, ...], kwar
 
     if not _mentions(args, kwargs) or not needs_metadata_scan(state.snapshot):
         return False
-    return METADATA not in self.columns and _portable(args) and _portable(kwargs)
+    return METADATA not in self.columns and portable(args) and portable(kwargs)
 
 
 #: Methods that run a job (or hand the frame to a writer): on a latest read they run on the frame as of the
@@ -620,12 +559,12 @@ def _grouped_frame(grouped: Any) -> Any:
 def _grouping(name: str, plain: Any) -> Any:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         state = self.__dict__.get(_STATE)
-        if state is not None and not _portable(args):
+        if state is not None and not portable(args):
             found = rebound(self, lambda a, k: _grouped_frame(plain(self, *a, **k)), args, {})
             if found is not None:
                 args = found[0]
         grouped = plain(self, *args, **kwargs)
-        if state is not None and not kwargs and _portable(args) and not _cached(self):
+        if state is not None and not kwargs and portable(args) and not _cached(self):
             _attach_grouped(grouped, state, ((name, args),))
         return grouped
 
@@ -638,12 +577,12 @@ def _aggregating(name: str, plain: Any) -> Any:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         found = self.__dict__.get(_GROUPED_STATE)
         frame = self.__dict__.get("_df")
-        if found is not None and frame is not None and name != "pivot" and not kwargs and not _portable(args):
+        if found is not None and frame is not None and name != "pivot" and not kwargs and not portable(args):
             again = rebound(frame, lambda a, k: plain(self, *a, **k), args, {})
             if again is not None:
                 args = again[0]
         result = plain(self, *args, **kwargs)
-        if found is None or kwargs or not _portable(args):
+        if found is None or kwargs or not portable(args):
             return result
         state, chain = found
         chain = (*chain, (name, args))
@@ -680,7 +619,7 @@ def _pairing(name: str, plain: Any) -> Any:
         result = plain(self, *args, **kwargs)
         state = self.__dict__.get(_STATE)
         if state is None or _cached(self) or not args or type(args[0]).__name__ != "DataFrame" or \
-                not _portable(args[1:]) or not _portable(kwargs):
+                not portable(args[1:]) or not portable(kwargs):
             return result
         return _attach_state(result, replace(state, steps=(*state.steps, (name, args, kwargs)), unchanged=frozenset()))
 
