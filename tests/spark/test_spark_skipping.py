@@ -109,6 +109,13 @@ def test_conditions_bound_to_the_frame_skip_files_and_keep_resolving(spark: Any,
     finally:
         cached.unpersist()
     assert len(spark.range(70, 80).join(df.filter("id >= 75"), "id").inputFiles()) == 1
+    # A frame wider than MAX_ID_COLUMNS keeps Spark's plain filter; its actions still skip the files.
+    from deltalog.spark._rebind import MAX_ID_COLUMNS
+
+    wide_df = df.select("*", *[F.lit(i).alias(f"w{i}") for i in range(MAX_ID_COLUMNS)])
+    wide = wide_df.filter("id >= 75").select(wide_df.id, df.s)
+    assert len(list(wide._jdf.inputFiles())) == 8 and len(wide.inputFiles()) == 1
+    assert [tuple(r) for r in wide.orderBy("id").limit(2).collect()] == [(75, "s75"), (76, "s76")]
     sums = df.filter(F.col("k") == 1).groupBy(df.k).agg(F.sum(df.id).alias("t"))
     assert [tuple(r) for r in sums.collect()] == [(1, sum(i for i in range(80) if (i // 10) % 2 == 1))]
     # A condition on columns of two frames cannot be written by name: Spark's plain filter decides.

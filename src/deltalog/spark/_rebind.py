@@ -33,7 +33,7 @@ from typing import Any
 
 from deltalog.spark._column_sql import quote_ident
 
-__all__ = ["passed_through", "plan_ids", "rebound", "with_plan_ids"]
+__all__ = ["MAX_ID_COLUMNS", "passed_through", "plan_ids", "rebound", "with_plan_ids"]
 
 _BINARY = frozenset({"=", "<=>", "<", "<=", ">", ">=", "+", "-", "*", "/", "%", "and", "or", "&", "|", "^"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -214,24 +214,33 @@ def rebound(frame: Any, run: Callable[[tuple[Any, ...], dict[str, Any]], Any], a
     return new_args, new_kwargs, result
 
 
+#: :func:`with_plan_ids` gives up above this many columns (each costs a few calls into the JVM, ~0.2 ms
+#: each: ~1 s for 300 columns); the caller then keeps Spark's plain frame.
+MAX_ID_COLUMNS = 64
+
+
 def with_plan_ids(frame: Any, like: Any) -> Any | None:
     """``frame`` with its output columns given the expression ids of ``like``'s (a frame of the same
     columns, e.g. the plain filter ``frame`` is planned again for): what refers to ``like``'s columns, or to
     the columns of the frames ``like`` is built on (``df.id``), resolves on it the same way. ``None`` on
-    Spark Connect, when the columns differ, or when this Spark's planner classes do not take the call.
+    Spark Connect, when the columns differ, above :data:`MAX_ID_COLUMNS` columns, or when this Spark's
+    planner classes do not take the call.
 
     Example:
         >>> with_plan_ids(pruned, df.filter("id > 3")).select(df.id).count()      # doctest: +SKIP
         96
     """
-    if "_jdf" not in frame.__dict__ or "_jdf" not in like.__dict__ or frame.schema != like.schema:
+    if "_jdf" not in frame.__dict__ or "_jdf" not in like.__dict__:
+        return None
+    schema = like.schema
+    if len(schema.fields) > MAX_ID_COLUMNS or frame.schema != schema:
         return None
     try:
         theirs = like._jdf.queryExecution().analyzed().output()
         out = plan_ids(frame, [theirs.apply(i) for i in range(theirs.size())], like)
     except Exception:  # another Spark's internals: the caller keeps the plain frame
         return None
-    return out if out is not None and out.schema == like.schema else None
+    return out if out is not None and out.schema == schema else None
 
 
 def passed_through(frame: Any, source: Any, names: frozenset[str]) -> Any:
@@ -248,11 +257,10 @@ def passed_through(frame: Any, source: Any, names: frozenset[str]) -> Any:
         return frame
     try:
         output = source._jdf.queryExecution().analyzed().output()
-        attrs = [output.apply(i) for i in range(output.size())]
-        lowered = [str(a.name()).lower() for a in attrs]
+        lowered = [c.lower() for c in source.columns]
         mine = [c.lower() for c in frame.columns]
-        ids = [attrs[lowered.index(c)] if c in names and lowered.count(c) == 1 and mine.count(c) == 1 else None
-               for c in mine]
+        ids = [output.apply(lowered.index(c)) if c in names and lowered.count(c) == 1 and mine.count(c) == 1
+               else None for c in mine]
         if not any(a is not None for a in ids):
             return frame
         out = plan_ids(frame, ids, frame)
@@ -262,24 +270,24 @@ def passed_through(frame: Any, source: Any, names: frozenset[str]) -> Any:
 
 
 def plan_ids(frame: Any, ids: list[Any], like: Any) -> Any | None:
-    """``frame`` (classic) projected so that output column ``i`` carries the expression id, name and
-    qualifier of the JVM attribute ``ids[i]`` (kept as it is where ``ids[i]`` is ``None``); a DataFrame of
-    ``like``'s class. ``None`` when the counts differ."""
+    """``frame`` (classic) projected so that output column ``i`` carries the expression id and qualifier of
+    the JVM attribute ``ids[i]`` under ``frame``'s name for it (kept as it is where ``ids[i]`` is ``None``); a
+    DataFrame of ``like``'s class. ``None`` when the counts differ."""
     jvm = frame.sparkSession._jvm
     mine = frame._jdf.queryExecution().analyzed()
     ours = mine.output()
-    if ours.size() != len(ids):
+    names = frame.columns
+    if ours.size() != len(ids) or len(names) != len(ids):
         return None
     catalyst = jvm.org.apache.spark.sql.catalyst
     to_seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
+    alias = catalyst.expressions.Alias
+    no_metadata, no_keys = jvm.scala.Option.empty(), to_seq(jvm.java.util.ArrayList())
     projection = jvm.java.util.ArrayList()
     for i, want in enumerate(ids):
-        if want is None:
-            projection.add(ours.apply(i))
-            continue
-        projection.add(catalyst.expressions.Alias(ours.apply(i), want.name(), want.exprId(), want.qualifier(),
-                                                  jvm.scala.Option.apply(want.metadata()),
-                                                  to_seq(jvm.java.util.ArrayList())))
+        mine_i = ours.apply(i)
+        projection.add(mine_i if want is None else
+                       alias(mine_i, names[i], want.exprId(), want.qualifier(), no_metadata, no_keys))
     plan = catalyst.plans.logical.Project(to_seq(projection), mine)
     jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(frame.sparkSession._jsparkSession, plan)
     return type(like)(jdf, like.sparkSession)

@@ -12,8 +12,9 @@ prune the snapshot's files by partition values and statistics: the scan is rebui
 files, the steps replayed, and the condition applied in full by Spark, the result's columns given the ids
 of Spark's plain filter (:func:`deltalog.spark._rebind.with_plan_ids`), so a column of an earlier frame
 (``df.id``) still resolves on it. The result is the same rows as the plain filter; only fewer files are
-read. Where the ids cannot be given (Spark Connect), the frame is Spark's plain filter, and the conditions
-prune when an action runs on it or on a frame built from it. On row-tracking tables, a tracked method whose
+read. Where the ids cannot be given (Spark Connect, frames of more than
+:data:`~deltalog.spark._rebind.MAX_ID_COLUMNS` columns), the frame is Spark's plain filter, and the
+conditions prune when an action runs on it or on a frame built from it. On row-tracking tables, a tracked method whose
 argument names ``_metadata`` runs on the frame rebuilt with the row ids (:mod:`deltalog.spark._row_metadata`).
 
 A frame read at the table's latest version also reads the table as it is when an action runs
@@ -54,7 +55,7 @@ from deltalog.spark._column_sql import (
     quote_ident,
     skipping_conditions,
 )
-from deltalog.spark._rebind import passed_through, rebound, with_plan_ids
+from deltalog.spark._rebind import MAX_ID_COLUMNS, passed_through, rebound, with_plan_ids
 
 if TYPE_CHECKING:
     from deltalog.data.filters import Condition
@@ -244,11 +245,13 @@ def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
                              "filter", (condition,), {})
         return _attach_state(filtered, replace(new, steps=(*new.steps, ("filter", (condition,), {}))))
     filtered = getattr(base, "filter")(self, condition)  # noqa: B009
-    try:  # the scan planned again now, its columns given the plain filter's ids (so df.id still resolves)
-        rebuilt = getattr(base, "filter")(_replay(self.sparkSession, new, base), condition)  # noqa: B009
-        skipping = with_plan_ids(rebuilt, filtered)
-    except Exception:  # the replay does not apply (an argument we misread): Spark's plain filter decides
-        skipping = None
+    skipping = None
+    if "_jdf" in filtered.__dict__ and len(filtered.columns) <= MAX_ID_COLUMNS:  # else: pruned at the actions
+        try:  # the scan planned again now, its columns given the plain filter's ids (so df.id still resolves)
+            rebuilt = getattr(base, "filter")(_replay(self.sparkSession, new, base), condition)  # noqa: B009
+            skipping = with_plan_ids(rebuilt, filtered)
+        except Exception:  # the replay does not apply (an argument we misread): Spark's plain filter decides
+            skipping = None
     applied = len(new.prune) if skipping is not None else state.applied
     return _attach_state(skipping if skipping is not None else filtered,
                          replace(new, steps=(*new.steps, ("filter", (condition,), {})), applied=applied))
