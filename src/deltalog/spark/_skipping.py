@@ -257,13 +257,16 @@ def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
                          replace(new, steps=(*new.steps, ("filter", (condition,), {})), applied=applied))
 
 
-def _by_name(self: Any, plain: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
-    """``args`` / ``kwargs`` of ``plain`` with the columns bound to ``self``'s plan (``df.id``) written by name
-    where Spark plans that the same (:func:`deltalog.spark._rebind.rebound`)."""
+def _by_name(frame: Any, run: Callable[[tuple[Any, ...], dict[str, Any]], Any], args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
+    """``(args, kwargs, result)``: the arguments of ``run`` (a method applied to ``frame``, or to what was built
+    from it, planning a DataFrame) with the columns bound to ``frame``'s plan (``df.id``) written by name
+    where Spark plans that the same (:func:`deltalog.spark._rebind.rebound`), and ``run``'s result with them;
+    the arguments as given and ``None`` where nothing was written."""
     if portable(args) and portable(kwargs):
-        return args, kwargs
-    found = rebound(self, lambda a, k: plain(self, *a, **k), args, kwargs)
-    return (args, kwargs) if found is None else (found[0], found[1])
+        return args, kwargs, None
+    found = rebound(frame, run, args, kwargs)
+    return (args, kwargs, None) if found is None else found
 
 
 def _query_step(self: Any, name: str, plain: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -274,8 +277,9 @@ def _query_step(self: Any, name: str, plain: Any, args: tuple[Any, ...], kwargs:
         return plain(self, *args, **kwargs)
     _LOCAL.busy = True
     try:
-        args, kwargs = _by_name(self, plain, args, kwargs)
-        result = plain(self, *args, **kwargs)
+        args, kwargs, result = _by_name(self, lambda a, k: plain(self, *a, **k), args, kwargs)
+        if result is None:
+            result = plain(self, *args, **kwargs)
     finally:
         _LOCAL.busy = False
     if not (portable(args) and portable(kwargs)):
@@ -301,7 +305,7 @@ def _tracked(name: str, plain: Any) -> Any:
             return _query_step(self, name, plain, args, kwargs)
         _LOCAL.busy = True
         try:
-            args, kwargs = _by_name(self, plain, args, kwargs)
+            args, kwargs, planned = _by_name(self, lambda a, k: plain(self, *a, **k), args, kwargs)
             if name in ("filter", "where") and len(args) == 1 and not kwargs:
                 out = _filter(self, base, state, args[0])
                 if out is not None:
@@ -310,7 +314,7 @@ def _tracked(name: str, plain: Any) -> Any:
                 result = _kept_ids(self, state, _with_row_metadata(self, base, state, name, args, kwargs),
                                    name, args, kwargs)
             else:
-                result = plain(self, *args, **kwargs)
+                result = planned if planned is not None else plain(self, *args, **kwargs)
         finally:
             _LOCAL.busy = False
         unchanged = _next_unchanged(state, name, args, kwargs)
@@ -562,10 +566,8 @@ def _grouped_frame(grouped: Any) -> Any:
 def _grouping(name: str, plain: Any) -> Any:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         state = self.__dict__.get(_STATE)
-        if state is not None and not portable(args):
-            found = rebound(self, lambda a, k: _grouped_frame(plain(self, *a, **k)), args, {})
-            if found is not None:
-                args = found[0]
+        if state is not None:  # a grouping is compared by its groups' counts
+            args = _by_name(self, lambda a, k: _grouped_frame(plain(self, *a, **k)), args, {})[0]
         grouped = plain(self, *args, **kwargs)
         if state is not None and not kwargs and portable(args) and not _cached(self):
             _attach_grouped(grouped, state, ((name, args),))
@@ -580,11 +582,11 @@ def _aggregating(name: str, plain: Any) -> Any:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         found = self.__dict__.get(_GROUPED_STATE)
         frame = self.__dict__.get("_df")
-        if found is not None and frame is not None and name != "pivot" and not kwargs and not portable(args):
-            again = rebound(frame, lambda a, k: plain(self, *a, **k), args, {})
-            if again is not None:
-                args = again[0]
-        result = plain(self, *args, **kwargs)
+        result = None
+        if found is not None and frame is not None and name != "pivot" and not kwargs:
+            args, _, result = _by_name(frame, lambda a, k: plain(self, *a, **k), args, {})
+        if result is None:
+            result = plain(self, *args, **kwargs)
         if found is None or kwargs or not portable(args):
             return result
         state, chain = found
