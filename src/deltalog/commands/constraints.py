@@ -97,7 +97,7 @@ def compile_check(name: str, sql: Any, schema: StructType, *, table: str) -> Exp
         >>> compile_check("bad", "id + 1", schema, table="t")
         Traceback (most recent call last):
         ...
-        deltalog.data.sql_expr.UnsupportedExpressionError: CHECK constraint bad (id + 1) should be a boolean \
+        deltalog.data.sql_parse.UnsupportedExpressionError: CHECK constraint bad (id + 1) should be a boolean \
 expression (it evaluates to int64) [table t]
     """
     loc = table

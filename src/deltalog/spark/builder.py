@@ -45,6 +45,7 @@ from deltalog.errors import InvalidArgumentError, TableNotFoundError, Unsupporte
 from deltalog.protocol.actions import Format, Metadata, Protocol
 from deltalog.protocol.schema import parse_schema
 from deltalog.spark._common import open_table
+from deltalog.spark._identity_columns import IdentityGenerator, identity_field_metadata, type_error
 from deltalog.txn.generated import generated_metadata
 from deltalog.txn.operations import CreateTable, UpgradeProtocol
 from deltalog.txn.transaction import start_transaction
@@ -72,11 +73,6 @@ class _ReplaceTable(CreateTable):
     def name(self) -> str:
         """``REPLACE TABLE``."""
         return self.NAME
-
-
-def _type_error(message: str, *objs: Any) -> TypeError:
-    found = "".join(f" Found {o!s} with type {type(o)!s}" for o in objs)
-    return TypeError(message + found)
 
 
 def _parse_type(spark: Any, text: str) -> Any:
@@ -128,39 +124,6 @@ def text_type(dtype: Any, metadata: Mapping[str, Any] | None = None) -> tuple[An
     return dtype, meta
 
 
-@dataclass
-class IdentityGenerator:
-    """delta-spark's ``IdentityGenerator``: an identity column's ``start`` and ``step`` (non-zero), for
-    :meth:`DeltaTableBuilder.addColumn` (``generatedAlwaysAs=`` / ``generatedByDefaultAs=``).
-
-    Example:
-        >>> IdentityGenerator(start=100, step=10)
-        IdentityGenerator(start=100, step=10)
-    """
-
-    start: int = 1
-    step: int = 1
-
-
-def identity_field_metadata(name: str, dtype: Any, generator: Any, *, always: bool) -> dict[str, Any]:
-    from pyspark.sql.types import LongType
-
-    from deltalog.txn.identity import identity_metadata
-
-    if not isinstance(generator, IdentityGenerator):
-        raise _type_error("Generated column must be str or IdentityGenerator.", generator)
-    if not isinstance(dtype, LongType):
-        raise UnsupportedFeatureError(
-            f"[DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE] column {name!r}: identity columns must be BIGINT "
-            f"(LongType), not {dtype.simpleString()}", feature="identityColumns")
-    for what, value in (("start", generator.start), ("step", generator.step)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _type_error(f"IdentityGenerator {what} must be int.", value)
-    if generator.step == 0:
-        raise ValueError("[DELTA_IDENTITY_COLUMNS_ILLEGAL_STEP] IDENTITY column step cannot be 0.")
-    return identity_metadata(start=generator.start, step=generator.step, always=always)
-
-
 class DeltaColumnBuilder:
     """delta-spark's column builder (``DeltaTable.columnBuilder(spark, "price")``): ``dataType``,
     ``nullable``, ``comment`` and ``build()`` give a ``StructField`` for
@@ -175,7 +138,7 @@ class DeltaColumnBuilder:
 
     def __init__(self, spark: Any, colName: str) -> None:
         if not isinstance(colName, str):
-            raise _type_error("Column name must be str.", colName)
+            raise type_error("Column name must be str.", colName)
         self._spark = spark
         self._name = colName
         self._type: Any = None
@@ -193,7 +156,7 @@ class DeltaColumnBuilder:
         from pyspark.sql.types import DataType
 
         if not isinstance(dataType, (str, DataType)):
-            raise _type_error("Column data type must be str or DataType.", dataType)
+            raise type_error("Column data type must be str or DataType.", dataType)
         self._type = _parse_type(self._spark, dataType) if isinstance(dataType, str) else dataType
         _check_type(self._type, self._name)
         return self
@@ -205,7 +168,7 @@ class DeltaColumnBuilder:
             >>> DeltaTable.columnBuilder(spark, "id").dataType("long").nullable(False)     # doctest: +SKIP
         """
         if not isinstance(nullable, bool):
-            raise _type_error("Column nullable must be bool.", nullable)
+            raise type_error("Column nullable must be bool.", nullable)
         self._nullable = nullable
         return self
 
@@ -216,7 +179,7 @@ class DeltaColumnBuilder:
             >>> DeltaTable.columnBuilder(spark, "id").dataType("long").comment("key")      # doctest: +SKIP
         """
         if not isinstance(comment, str):
-            raise _type_error("Column comment must be str.", comment)
+            raise type_error("Column comment must be str.", comment)
         self._comment = comment
         return self
 
@@ -228,7 +191,7 @@ class DeltaColumnBuilder:
             >>> DeltaTable.columnBuilder(spark, "y").dataType("int").generatedAlwaysAs("year(ts)")  # doctest: +SKIP
         """
         if not isinstance(expression, str):
-            raise _type_error("Column generation expression must be str.", expression)
+            raise type_error("Column generation expression must be str.", expression)
         self._generation = expression
         return self
 
@@ -309,7 +272,7 @@ class DeltaTableBuilder:
             DeltaTable('/spark-warehouse/events')
         """
         if not isinstance(identifier, str):
-            raise _type_error("Identifier must be str.", identifier)
+            raise type_error("Identifier must be str.", identifier)
         from deltalog.spark.sql.catalog import parse_name
 
         parse_name(identifier)  # validates
@@ -323,7 +286,7 @@ class DeltaTableBuilder:
             >>> DeltaTable.create(spark).location("/data/events")                       # doctest: +SKIP
         """
         if not isinstance(location, str):
-            raise _type_error("Location must be str.", location)
+            raise type_error("Location must be str.", location)
         self._location = location
         return self
 
@@ -334,7 +297,7 @@ class DeltaTableBuilder:
             >>> DeltaTable.create(spark).location("/t").comment("raw events")           # doctest: +SKIP
         """
         if not isinstance(comment, str):
-            raise _type_error("Table comment must be str.", comment)
+            raise type_error("Table comment must be str.", comment)
         self._comment = comment
         return self
 
@@ -360,13 +323,13 @@ class DeltaTableBuilder:
         from pyspark.sql.types import DataType
 
         if not isinstance(colName, str):
-            raise _type_error("Column name must be str.", colName)
+            raise type_error("Column name must be str.", colName)
         if not isinstance(dataType, (str, DataType)):
-            raise _type_error("Column data type must be str or DataType.", dataType)
+            raise type_error("Column data type must be str or DataType.", dataType)
         if not isinstance(nullable, bool):
-            raise _type_error("Column nullable must be bool.", nullable)
+            raise type_error("Column nullable must be bool.", nullable)
         if comment is not None and not isinstance(comment, str):
-            raise _type_error("Column comment must be str.", comment)
+            raise type_error("Column comment must be str.", comment)
         if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
             raise ValueError(f"column {colName!r}: give generatedAlwaysAs or generatedByDefaultAs, not both")
         dtype = _parse_type(self._spark, dataType) if isinstance(dataType, str) else dataType
@@ -396,10 +359,10 @@ class DeltaTableBuilder:
         if isinstance(cols, list):
             for c in cols:
                 if not isinstance(c, StructField):
-                    raise _type_error("Column in existing schema must be StructField.", c)
+                    raise type_error("Column in existing schema must be StructField.", c)
             cols = StructType(cols)
         if not isinstance(cols, StructType):
-            raise _type_error("Schema must be StructType or a list of StructField.", cols)
+            raise type_error("Schema must be StructType or a list of StructField.", cols)
         for f in cols.fields:
             _check_type(f.dataType, f.name)
             dtype, metadata = text_type(f.dataType, f.metadata)
@@ -415,7 +378,7 @@ class DeltaTableBuilder:
         names = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else list(cols)
         for c in names:
             if not isinstance(c, str):
-                raise _type_error("Partitioning column must be str.", c)
+                raise type_error("Partitioning column must be str.", c)
         self._partitions = names
         return self
 
@@ -429,7 +392,7 @@ class DeltaTableBuilder:
         names = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else list(cols)
         for c in names:
             if not isinstance(c, str):
-                raise _type_error("Clustering column must be str.", c)
+                raise type_error("Clustering column must be str.", c)
         self._clustering = names
         return self
 
@@ -440,7 +403,7 @@ class DeltaTableBuilder:
             >>> builder.property("delta.enableChangeDataFeed", "true")                   # doctest: +SKIP
         """
         if not isinstance(key, str) or not isinstance(value, str):
-            raise _type_error("Key and value of property must be string.", key, value)
+            raise type_error("Key and value of property must be string.", key, value)
         self._properties[key] = value
         return self
 
