@@ -76,6 +76,17 @@ def test_time_travel_by_version_and_timestamp(spark: Any, tmp_path: Path) -> Non
         spark.read.format("delta").option("versionAsOf", 1).load(f"{p}@v0")
     with pytest.raises(TableNotFoundError, match="DELTA_MISSING_DELTA_TABLE"):
         spark.read.format("delta").load(f"{p}@x1")
+    # the @ timestamp is a time in the session time zone, as delta-spark reads it: 20:00 on Jan 31 in Los Angeles
+    # is 04:00 UTC on Feb 1, after version 1's commit (it would be before it, version 0, read as UTC)
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        assert spark.read.format("delta").load(f"{p}@20240131200000000").count() == 20
+        assert read(spark, f"{p}@20240131200000000").count() == 20
+        assert spark.sql(f"SELECT count(*) FROM delta.`{p}@20240131200000000`").first()[0] == 20
+        assert spark.read.format("delta").load(f"{p}@20240131150000000").count() == 10  # 23:00 UTC, Jan 31
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
 
 
 def test_not_a_delta_table_gives_a_clear_error(spark: Any, tmp_path: Path) -> None:

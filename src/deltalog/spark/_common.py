@@ -18,7 +18,7 @@ import functools
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -147,11 +147,13 @@ def require_table(
 
 def load_snapshot(
     path: Any, *, version: Any = None, timestamp: Any = None, options: Mapping[str, Any] | None = None,
-    at_syntax: bool = False,
+    at_syntax: bool = False, instant: Callable[[str], Any] | None = None,
 ) -> Snapshot:
     """The snapshot at ``version`` / ``timestamp`` (latest by default), with delta-spark-style errors.
     With ``at_syntax`` (reads), a path that is not a table but ends in delta-spark's ``@v<version>`` or
-    ``@<yyyyMMddHHmmssSSS>`` is the table before the ``@`` at that version or timestamp.
+    ``@<yyyyMMddHHmmssSSS>`` is the table before the ``@`` at that version or timestamp; ``instant`` turns that
+    timestamp's text into the instant it means (a time in the Spark session's time zone, as delta-spark reads
+    it: :func:`deltalog.spark._instants.session_instant`), else it is read as UTC.
 
     Example:
         >>> load_snapshot("/data/events", version="3").version      # doctest: +SKIP
@@ -178,7 +180,8 @@ def load_snapshot(
                     "gives versionAsOf / timestampAsOf too; use one", table=where) from None
             travel = at_travel(m[2])
             assert travel is not None  # _AT matches only what at_travel reads
-            return load_snapshot(m[1], version=travel[0], timestamp=travel[1], options=options)
+            at = instant(travel[1]) if instant is not None and travel[1] is not None else travel[1]
+            return load_snapshot(m[1], version=travel[0], timestamp=at, options=options)
         raise TableNotFoundError(
             f"[DELTA_MISSING_DELTA_TABLE] {where} is not a Delta table ({exc.message})", table=where
         ) from None

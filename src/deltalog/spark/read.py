@@ -102,7 +102,8 @@ def read(
     from deltalog.spark._instants import session_instant
 
     at = session_instant(spark, timestampAsOf, option="timestampAsOf")  # no zone: the session's, as delta-spark
-    snapshot = load_snapshot(path, version=versionAsOf, timestamp=at, options=storage_options, at_syntax=True)
+    snapshot = load_snapshot(path, version=versionAsOf, timestamp=at, options=storage_options, at_syntax=True,
+                             instant=lambda text: session_instant(spark, text, option="the path's @ timestamp"))
     # not time travel: no version or timestamp, and no ``path@v3`` (whose table is the path before the @)
     latest = versionAsOf is None and at is None and snapshot.table == str(path)
     return read_snapshot(spark, snapshot, where=where, columns=columns, latest=latest)

@@ -206,9 +206,11 @@ def read_ref(spark: Any, ref: TableRef, *, where: Any = None, row_metadata: bool
         1000
     """
     from deltalog.spark._common import load_snapshot
+    from deltalog.spark._instants import session_instant
     from deltalog.spark.read import read_snapshot
 
-    snapshot = load_snapshot(ref.location, version=ref.version, timestamp=ref.timestamp, at_syntax=True)
+    snapshot = load_snapshot(ref.location, version=ref.version, timestamp=ref.timestamp, at_syntax=True,
+                             instant=lambda text: session_instant(spark, text, option="the path's @ timestamp"))
     meta = row_metadata  # the struct is built by deltalog: Spark's own hidden column does not reach the query
     # not time travel (no VERSION / TIMESTAMP AS OF, no path@v3): the read follows the table (a query's frame)
     latest = ref.version is None and ref.timestamp is None and snapshot.table == str(ref.location)
