@@ -50,11 +50,17 @@ def main(url: str, work: str, dv_table: str) -> None:
     bound = loaded.select(loaded.id, "k").filter("id >= 18")
     facts["bound"] = [len(bound.inputFiles()), sorted(r["id"] for r in bound.collect())]
     # The loaded frame's columns still resolve after a filter that skips files (the filtered frame is Spark's
-    # plain filter on Connect, pruned at its actions; a frame built on it with loaded.id is Spark's own).
+    # plain filter on Connect, pruned at its actions); columns bound to it (loaded.id) are written by name where
+    # the server analyses that the same, so frames built with them skip files too.
     skipping = loaded.filter(F.col("id") >= 18)
     after = skipping.select(loaded.id, (loaded.k + 1).alias("k1"))
     facts["after_filter"] = [len(skipping.inputFiles()), len(after.inputFiles()),
                              sorted(r["id"] for r in after.collect())]
+    by_bound = loaded.filter(loaded.id >= 18)
+    facts["bound_filter"] = [len(by_bound.inputFiles()), sorted(r["id"] for r in by_bound.collect())]
+    # ... but not where the name means another column: here loaded.id is the column before withColumn replaced it
+    shadow = loaded.withColumn("id", F.col("id") * 10).filter(loaded.id >= 18)
+    facts["bound_shadowed"] = [len(shadow.inputFiles()), sorted(r["id"] for r in shadow.collect())]
     facts["dv_count"] = read(spark, dv_table).count()
     facts["dv_expected"] = deltalog.Table(dv_table).snapshot().to_arrow().num_rows
     write(spark.range(2), f"{work}/c", **{"delta.constraints.small": "id < 2"})

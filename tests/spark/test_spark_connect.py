@@ -95,8 +95,10 @@ def test_format_delta_over_spark_connect(connect_url: str, tmp_path: Path) -> No
     total, by_stats, by_both = facts["skip_files"]
     assert total > by_stats > by_both >= 1 and facts["skip_rows"] == [18, 18, 19, 19]
     assert facts["chain_files"] == [by_both, total] and facts["chain_rows"] == [[18, 36], [18, 36]]
-    assert facts["shadow_rows"] == 0 and facts["bound"] == [total, [18, 18, 19, 19]]
-    assert facts["after_filter"] == [by_stats, total, [18, 18, 19, 19]]
+    assert facts["shadow_rows"] == 0 and facts["bound"] == [by_stats, [18, 18, 19, 19]]
+    assert facts["after_filter"] == [by_stats, by_stats, [18, 18, 19, 19]]
+    assert facts["bound_filter"] == [by_stats, [18, 18, 19, 19]]
+    assert facts["bound_shadowed"] == [total, [180, 180, 190, 190]]
     assert facts["dv_count"] == facts["dv_expected"]
     assert "CHECK constraint small" in str(facts["constraint"]) and facts["constraint_version"] == 0
     assert facts["flat"] == 7 and "parquet-mr" in str(facts["flat_writer"])

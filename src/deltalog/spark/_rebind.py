@@ -11,8 +11,14 @@ types). ``asc()`` / ``desc()`` orderings keep their direction and null order, ``
 
 Nothing is taken on trust: the rewritten call is planned next to the original one and used only when
 Spark's analyzer says both plans compute the same result (``sameResult``) with the same schema. Anything
-else -- a column of another frame, a name two columns share, a lambda, a user function, a ``when``, a
-Spark Connect column -- stays as it was (the step is then not replayed, as before).
+else -- a column of another frame, a name two columns share, a lambda, a user function, a ``when`` --
+stays as it was (the step is then not replayed, as before).
+
+A Spark Connect column names its frame by a plan id on each column reference: the rewritten column is a copy
+without the plan ids, whatever the expression around them, used only when the server analyses the rewritten
+call to the same plan (``sameSemantics``) with the same schema. So there ``when``, lambdas and user functions
+are rewritten too; a column whose name now means another column (one ``withColumn`` replaced, a self join) is
+not.
 
 The other way round, a frame planned again (a filter over fewer files, a scan with the row-tracking
 ``_metadata``) gets the ids of the columns it stands for: :func:`with_plan_ids` gives every column the id of
@@ -200,7 +206,7 @@ def rebound(frame: Any, run: Callable[[tuple[Any, ...], dict[str, Any]], Any], a
         (Column<'(`id` > 3)'>,)
     """
     if "_jdf" not in frame.__dict__:
-        return None
+        return _connect_rebound(frame, run, args, kwargs)
     try:
         if not (_any_bound(args) or _any_bound(kwargs)):
             return None
@@ -208,6 +214,78 @@ def rebound(frame: Any, run: Callable[[tuple[Any, ...], dict[str, Any]], Any], a
         new_args, new_kwargs = _rewrite(args, names), _rewrite(kwargs, names)
         result = run(new_args, new_kwargs)
         if type(result).__name__ != "DataFrame" or not _same(run(args, kwargs), result):
+            return None
+    except Exception:  # not rewritable (or not the same plan): the caller keeps the original
+        return None
+    return new_args, new_kwargs, result
+
+
+def _connect_nodes(value: Any) -> Any:
+    """Every expression node in ``value`` (a Connect expression, a window spec, or lists of them)."""
+    from pyspark.sql.connect.expressions import Expression, SubqueryExpression
+
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _connect_nodes(item)
+        return
+    if isinstance(value, SubqueryExpression):
+        raise _Unbound("subquery")
+    if isinstance(value, Expression) or type(value).__module__ == "pyspark.sql.connect.window":
+        yield value
+        for item in vars(value).values():
+            yield from _connect_nodes(item)
+
+
+def _plan_bound(message: Any) -> bool:
+    """Whether a Connect protobuf message names a plan anywhere (a column bound to a frame, a subquery)."""
+    for field, value in message.ListFields():
+        if field.name == "plan_id":
+            return True
+        if field.message_type is None:
+            continue
+        items = [value] if hasattr(value, "ListFields") else value.values() if hasattr(value, "values") else value
+        if any(hasattr(i, "ListFields") and _plan_bound(i) for i in items):
+            return True
+    return False
+
+
+def _connect_rewrite(value: Any, client: Any, rewritten: list[Any]) -> Any:
+    """``value`` (an argument) with each Connect column bound to a plan copied without its plan ids (each
+    appended to ``rewritten``); the others as they are."""
+    import copy
+
+    if isinstance(value, list):
+        return [_connect_rewrite(v, client, rewritten) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_connect_rewrite(v, client, rewritten) for v in value)
+    if isinstance(value, dict):
+        return {k: _connect_rewrite(v, client, rewritten) for k, v in value.items()}
+    if type(value).__name__ != "Column" or "_expr" not in value.__dict__:
+        return value
+    if not _plan_bound(value._expr.to_plan(client)):
+        return value
+    expr = copy.deepcopy(value._expr)
+    for node in list(_connect_nodes(expr)):
+        if getattr(node, "_plan_id", None) is not None:
+            node._plan_id = None
+    if _plan_bound(expr.to_plan(client)):  # a plan id somewhere the walk did not reach
+        raise _Unbound("plan id left")
+    rewritten.append(expr)
+    return type(value)(expr)
+
+
+def _connect_rebound(frame: Any, run: Callable[[tuple[Any, ...], dict[str, Any]], Any], args: tuple[Any, ...],
+                     kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any], Any] | None:
+    """:func:`rebound` on Spark Connect: the columns' plan ids dropped (so each names its column), the rewritten
+    call kept where the server analyses it to the same plan (``sameSemantics``) with the same schema."""
+    try:
+        client, rewritten = frame.sparkSession.client, list[Any]()
+        new_args, new_kwargs = _connect_rewrite(args, client, rewritten), _connect_rewrite(kwargs, client, rewritten)
+        if not rewritten:
+            return None
+        result, original = run(new_args, new_kwargs), run(args, kwargs)
+        if type(result).__name__ != "DataFrame" or result.schema != original.schema or \
+                not result.sameSemantics(original):
             return None
     except Exception:  # not rewritable (or not the same plan): the caller keeps the original
         return None
