@@ -89,6 +89,27 @@ def test_time_travel_by_version_and_timestamp(spark: Any, tmp_path: Path) -> Non
         spark.conf.set("spark.sql.session.timeZone", zone)
 
 
+def test_reads_of_one_version_are_the_same_data_to_spark(spark: Any, tmp_path: Path) -> None:
+    """As delta-spark's reads of one version share their file index: Spark sees two reads of it as the same data
+    (``sameSemantics``), so a ``cache()`` of one serves the others; a commit makes later reads read the files."""
+    p = str(tmp_path / "t")
+    spark.range(0, 100, numPartitions=4).write.format("delta").save(p)
+    a, b = spark.read.format("delta").load(p), spark.read.format("delta").load(p)
+    assert a.sameSemantics(b) and a.filter("id > 90").sameSemantics(b.filter("id > 90"))
+    assert a.join(b, a.id == b.id).count() == 100  # each read has columns of its own
+    a.cache()
+    try:
+        assert a.count() == 100
+        later = spark.read.format("delta").load(p).filter("id > 90")  # a filter that could skip 3 files of 4
+        assert "InMemoryRelation" in later._jdf.queryExecution().optimizedPlan().toString() and later.count() == 9
+        write(spark.range(100, 110), p, mode="append")
+        after = spark.read.format("delta").load(p)
+        assert "InMemoryRelation" not in after._jdf.queryExecution().optimizedPlan().toString()
+        assert after.count() == 110 and a.count() == 100  # the cached frame keeps Spark's cached rows
+    finally:
+        a.unpersist()
+
+
 def test_not_a_delta_table_gives_a_clear_error(spark: Any, tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     for path in (tmp_path / "missing", tmp_path / "plain"):

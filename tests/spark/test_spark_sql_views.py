@@ -242,13 +242,29 @@ def test_truncate_comment_and_cache(spark: Any, names: dict[str, str]) -> None:
     assert DeltaTable.forName(spark, t).history(1).first()["version"] == version + 1
 
     spark.sql(f"INSERT INTO {t} VALUES (5, 'x'), (6, 'y')")
-    with pytest.raises(InvalidArgumentError, match=r"cache a DataFrame instead"):
-        spark.sql(f"CACHE TABLE {t}")
+    # CACHE TABLE of a Delta table caches deltalog's read of its version; later reads of that version, which plan
+    # the same scan, are served from it (their WHERE filtering the cached rows), as delta-spark's are
+    spark.sql(f"CACHE TABLE {t}")
+    try:
+        for frame in (spark.sql(f"SELECT id FROM {t} WHERE p = 'y'"), spark.table(t).filter("p = 'y'").select("id"),
+                      spark.sql(f"SELECT id FROM delta.`{_detail_location(spark, t)}` WHERE id > 5")):
+            assert _cached(frame) and [tuple(r) for r in frame.collect()] == [(6,)]
+        spark.sql(f"INSERT INTO {t} VALUES (8, 'z')")  # a new version: read from its files, not from the cache
+        later = spark.sql(f"SELECT count(*) FROM {t}")
+        assert not _cached(later) and later.first()[0] == 3
+        with pytest.raises(InvalidArgumentError, match="invalid storageLevel 'FAST'"):
+            spark.sql(f"CACHE TABLE {t} OPTIONS ('storageLevel' 'FAST')")
+        spark.sql(f"CACHE LAZY TABLE {t} OPTIONS ('storageLevel' 'DISK_ONLY')")
+        assert _cached(spark.table(t)) and spark.table(t).count() == 3
+        spark.sql(f"UNCACHE TABLE {t}")
+        assert not _cached(spark.table(t)) and not _cached(spark.sql(f"SELECT * FROM {t}"))
+    finally:
+        spark.catalog.clearCache()
     cached = names["cached"]
     spark.sql(f"CACHE TABLE {cached} AS SELECT * FROM {t} WHERE id > 5")
     assert spark.catalog.isCached(cached)
     spark.sql(f"INSERT INTO {t} VALUES (7, 'x')")
-    assert _rows(spark, f"SELECT id FROM {cached}") == [(6,)]  # the rows as they were when cached
+    assert _rows(spark, f"SELECT id FROM {cached} ORDER BY id") == [(6,), (8,)]  # the rows as they were when cached
 
 
 def test_rename_managed_and_external_tables(spark: Any, names: dict[str, str], tmp_path: Path) -> None:
@@ -279,6 +295,11 @@ def test_rename_managed_and_external_tables(spark: Any, names: dict[str, str], t
     replaced = spark.createDataFrame([(1, "x")], "a INT, b STRING")  # a replace drops columns: the catalog follows
     replaced.write.format("delta").mode("overwrite").saveAsTable(other)
     assert [c.name for c in spark.catalog.listColumns(other)] == ["a", "b"]
+
+
+def _cached(frame: Any) -> bool:
+    """Whether Spark serves ``frame`` (in part) from its cache."""
+    return "InMemoryRelation" in frame._jdf.queryExecution().optimizedPlan().toString()
 
 
 def _detail_location(spark: Any, name: str) -> str:

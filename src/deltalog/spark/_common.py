@@ -425,6 +425,53 @@ def spark_schema(fields: Sequence[StructField], *, keep_metadata: bool = False) 
     return SparkStruct.fromJson(json.loads(StructType(kept).to_json()))
 
 
+def anything_cached(spark: Any) -> bool:
+    """Whether Spark's cache holds any data (classic sessions; ``False`` on Spark Connect).
+
+    Example:
+        >>> anything_cached(spark)                                      # doctest: +SKIP
+        False
+    """
+    try:
+        return not spark._jsparkSession.sharedState().cacheManager().isEmpty()
+    except Exception:  # Spark Connect (no JVM here), another Spark's internals
+        return False
+
+
+def served_by_cache(frame: Any) -> bool:
+    """Whether Spark's cache holds data for ``frame``'s plan or part of it (a ``cache()`` of a read of the same
+    table version, ``CACHE TABLE``), so that an action on ``frame`` reads the cache, as Spark decides it;
+    ``False`` on Spark Connect and when nothing is cached.
+
+    Example:
+        >>> served_by_cache(spark.table("events"))                      # doctest: +SKIP
+        False
+    """
+    if "_jdf" not in frame.__dict__ or not anything_cached(frame.sparkSession):
+        return False
+    try:
+        manager = frame.sparkSession._jsparkSession.sharedState().cacheManager()
+        plan = frame._jdf.queryExecution().analyzed()
+        every = getattr(manager, "useCachedData$default$2")()  # Scala's default: any cached entry may serve
+        return "InMemoryRelation" in str(manager.useCachedData(plan, every).treeString())
+    except Exception:  # another Spark's internals: as if nothing were cached
+        return False
+
+
+def view_safe(frame: Any) -> Any:
+    """``frame`` for a temporary view deltalog drops afterwards: dropping a view uncaches every cached plan Spark
+    finds the same as the view's (a ``cache()`` of the same read, ``CACHE TABLE``), so the view gets a filter
+    that keeps every row (the optimizer removes it; a projection would not do, Spark normalises it away).
+
+    Example:
+        >>> view_safe(spark.table("events")).createOrReplaceTempView("tmp")       # doctest: +SKIP
+    """
+    from pyspark.sql import functions as F
+
+    base: Any = type(frame).__mro__[1]  # Spark's own class: deltalog's tracked filter would skip files
+    return base.filter(frame, F.lit(True))
+
+
 def session_of(df: Any) -> Any:
     """The SparkSession of a DataFrame (classic or Connect).
 

@@ -136,13 +136,13 @@ def _native_scan(
     from deltalog.spark._common import spark_schema
     from deltalog.spark._log_index import log_indexed, usable
 
-    reader = spark.read.schema(spark_schema(list(physical)))
+    schema = spark_schema(list(physical))
     uris = [file_key(snapshot, p) for p in log_paths]
     try:
         if sizes_mtimes is not None and usable(spark, table=snapshot.table):
-            raw = log_indexed(spark, reader, uris, *sizes_mtimes, hive=False)
+            raw = log_indexed(spark, schema, uris, *sizes_mtimes, hive=False)
         else:
-            raw = reader.parquet(*[resolve_path(snapshot, p) for p in log_paths])
+            raw = spark.read.schema(schema).parquet(*[resolve_path(snapshot, p) for p in log_paths])
     except Exception as exc:
         raise scan_error(exc, snapshot) from None
     if not keys:

@@ -8,7 +8,10 @@ metadata log instead of the file system: the one it uses for directories written
 scan here writes that log -- version line ``v1``, then one JSON line per file (URI, size, modification
 time, ``action: add``) -- into a fresh driver-local temporary directory, lets Spark build its relation
 from it, and deletes the directory (Spark keeps the file list in memory; nothing reads the log again).
-Nothing is written next to the table, and the data files are not touched until the scan runs.
+Nothing is written next to the table, and the data files are not touched until the scan runs. A later
+scan of the same files (same sizes and times, schema and options) reuses that relation under new column
+ids, as delta-spark's reads of one version share a file index: Spark sees them as the same data
+(``sameSemantics``, a ``cache()`` of one serving the other), and the file list is not planned again.
 
 How the file list is interpreted:
 
@@ -25,7 +28,7 @@ sessions (the server could not see the driver-local directory), for files of unk
 :data:`FILE_INDEX_CONF` is ``paths``.
 
 Example:
-    >>> df = log_indexed(spark, spark.read.schema("id long"), ["file:/t/a.parquet"], [512], [0],
+    >>> df = log_indexed(spark, StructType.fromDDL("id long"), ["file:/t/a.parquet"], [512], [0],
     ...                  hive=False)                                               # doctest: +SKIP
     >>> df.inputFiles()                                                             # doctest: +SKIP
     ['file:///t/a.parquet']
@@ -33,17 +36,20 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark._storage import is_connect
 
-__all__ = ["FILE_INDEX_CONF", "log_indexed", "usable"]
+__all__ = ["FILE_INDEX_CONF", "KEPT_FILES", "KEPT_RELATIONS", "log_indexed", "usable"]
 
 #: Session setting: ``log`` (default) plans scans from the Delta log; ``paths`` hands Spark the files'
 #: paths (one status call each).
@@ -76,18 +82,92 @@ def usable(spark: Any, *, table: str, root: str | None = None) -> bool:
     return True
 
 
+#: Relations kept for reuse (:func:`log_indexed`): at most this many, holding at most :data:`KEPT_FILES` files.
+KEPT_RELATIONS = 32
+KEPT_FILES = 400_000
+_KEPT: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+
+
+def _scan_key(spark: Any, schema: Any, options: Mapping[str, str], uris: Sequence[str], sizes: Sequence[int],
+              mtimes: Sequence[int | None], hive: bool) -> str:
+    digest = hashlib.blake2b(digest_size=20)
+    session = spark._jsparkSession  # its relations belong to it: another session (or a restarted one) plans anew
+    head = [str(session.sessionUUID()), schema.json(), json.dumps(sorted(options.items())), str(hive)]
+    digest.update("\n".join(head).encode())
+    for uri, size, mtime in zip(uris, sizes, mtimes, strict=True):
+        digest.update(f"\n{uri}\t{int(size)}\t{int(mtime or 0)}".encode())
+    return digest.hexdigest()
+
+
+def _reused(spark: Any, key: str) -> Any | None:
+    """A new DataFrame over the relation kept under ``key`` (fresh column ids), or ``None``."""
+    from pyspark.sql import DataFrame
+
+    with _KEPT_LOCK:
+        found = _KEPT.get(key)
+        if found is None:
+            return None
+        _KEPT.move_to_end(key)
+    try:
+        plan = found[0].newInstance()
+        jdf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan)
+    except Exception:  # another Spark's internals: plan it again
+        return None
+    return DataFrame(jdf, spark)
+
+
+def _keep(key: str, frame: Any, files: int) -> None:
+    try:
+        plan = frame._jdf.queryExecution().analyzed()
+        if str(plan.getClass().getSimpleName()) != "LogicalRelation":
+            return
+    except Exception:
+        return
+    with _KEPT_LOCK:
+        _KEPT[key] = (plan, files)
+        total = sum(n for _, n in _KEPT.values())
+        while _KEPT and (len(_KEPT) > KEPT_RELATIONS or total > KEPT_FILES):
+            _, (_, n) = _KEPT.popitem(last=False)
+            total -= n
+
+
 def log_indexed(
-    spark: Any, reader: Any, uris: Sequence[str], sizes: Sequence[int], mtimes: Sequence[int | None], *, hive: bool
+    spark: Any, schema: Any, uris: Sequence[str], sizes: Sequence[int], mtimes: Sequence[int | None], *, hive: bool,
+    options: Mapping[str, str] | None = None,
 ) -> Any:
-    """``reader.parquet`` of the files ``uris`` (as Spark names them: ``file:/...``, ``s3a://...``) of the
-    given sizes and modification times (ms), planned from a file-sink metadata log instead of status calls.
-    ``hive``: discover partition columns from the directories; else read the listed files only.
+    """``spark.read.schema(schema).options(**options).parquet`` of the files ``uris`` (as Spark names them:
+    ``file:/...``, ``s3a://...``) of the given sizes and modification times (ms), planned from a file-sink
+    metadata log instead of status calls. ``hive``: discover partition columns from the directories; else read
+    the listed files only.
+
+    A scan of the same files (same sizes and times) with the same schema and options reuses the relation
+    planned the first time, under new column ids, as delta-spark's reads of one table version share their
+    file index: Spark then sees both reads as the same data (``sameSemantics``; a ``cache()`` of one serves
+    the other), and the file list is not planned again. A commit that changes the files changes the key.
 
     Example:
-        >>> log_indexed(spark, spark.read.schema("id long"), uris, sizes, mtimes, hive=False).count()
+        >>> log_indexed(spark, StructType.fromDDL("id long"), uris, sizes, mtimes, hive=False).count()
         ... # doctest: +SKIP
         1000
     """
+    options = dict(options or {})
+    try:
+        key: str | None = _scan_key(spark, schema, options, uris, sizes, mtimes, hive)
+    except Exception:  # another Spark's internals: nothing is reused
+        key = None
+    found = _reused(spark, key) if key is not None else None
+    if found is not None:
+        return found
+    reader = spark.read.schema(schema).options(**options)
+    frame = _planned(reader, uris, sizes, mtimes, hive=hive)
+    if key is not None:
+        _keep(key, frame, len(uris))
+    return frame
+
+
+def _planned(reader: Any, uris: Sequence[str], sizes: Sequence[int], mtimes: Sequence[int | None], *,
+             hive: bool) -> Any:
     folder = tempfile.mkdtemp(prefix="deltalog-scan-")
     try:
         meta = os.path.join(folder, "_spark_metadata")

@@ -55,6 +55,7 @@ from deltalog.spark._column_sql import (
     quote_ident,
     skipping_conditions,
 )
+from deltalog.spark._common import served_by_cache
 from deltalog.spark._rebind import MAX_ID_COLUMNS, passed_through, rebound, with_plan_ids
 
 if TYPE_CHECKING:
@@ -234,6 +235,8 @@ def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
     plain filter, with the conditions left for the actions (:func:`_latest`). ``None`` when it cannot skip
     (nothing usable in the condition, or it cannot move to a rebuilt frame): the caller applies the plain
     one."""
+    if served_by_cache(self):  # Spark reads the cached rows: a scan over fewer files would miss them
+        return None
     conditions = skipping_conditions(condition, state.snapshot)
     usable = _usable(conditions, state, list(self.columns)) if conditions and portable(condition) else []
     usable += _through_generated(condition, state, list(self.columns))
@@ -433,7 +436,7 @@ def _latest(df: Any, *, nested: bool = False) -> Any:
     snapshot = state.snapshot
     table = Table(snapshot.table, store=snapshot.store)
     version = max(table.latest_version(), snapshot.version) if state.latest and classic else snapshot.version
-    if version == snapshot.version and state.applied == len(state.prune):
+    if version == snapshot.version and (state.applied == len(state.prune) or served_by_cache(df)):
         return df
     kept = df.__dict__.get(_FRESH)
     if kept is not None and kept[0] == version:

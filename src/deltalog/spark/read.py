@@ -293,19 +293,20 @@ def _scan_files(
     if native:
         root = snapshot.store.full_path("")
         from_log = usable(spark, table=snapshot.table, root=root if hive else None)
-        reader = spark.read
+        options = {}
         if hive:
             read_fields += [StructField(k, f.type, True, {}) for f, k in zip(part_all, keys)]
-            reader = reader.option("timeZone", "UTC")
+            options["timeZone"] = "UTC"
             if not from_log:
-                reader = reader.option("basePath", root)
-        reader = reader.schema(spark_schema(read_fields))
+                options["basePath"] = root
+        read_schema = spark_schema(read_fields)
         try:
             if from_log:
-                raw = log_indexed(spark, reader, file_keys(snapshot, files), files.column("size").to_pylist(),
-                                  files.column("modificationTime").to_pylist(), hive=hive)
+                raw = log_indexed(spark, read_schema, file_keys(snapshot, files), files.column("size").to_pylist(),
+                                  files.column("modificationTime").to_pylist(), hive=hive, options=options)
             else:
-                raw = reader.parquet(*[resolve_path(snapshot, p) for p in log_paths])
+                raw = spark.read.schema(read_schema).options(**options).parquet(
+                    *[resolve_path(snapshot, p) for p in log_paths])
         except Exception as exc:
             raise _scan_error(exc, snapshot) from None
     else:  # object store without a Hadoop connector: Arrow tasks read the files (keys come with the rows)

@@ -21,6 +21,7 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType
+from deltalog.spark._common import view_safe
 from deltalog.spark.sql.catalog import forget, sync_schema
 from deltalog.spark.sql.dialect import DIALECT, unqualified
 from deltalog.spark.sql.refs import (
@@ -125,7 +126,7 @@ def _condition(spark: Any, statement: Any, node: Any, names: set[str], text: str
     sql, frames = rewrite_condition(spark, tree)
     try:
         for name, df in frames.items():
-            df.createOrReplaceTempView(name)
+            view_safe(df).createOrReplaceTempView(name)
         yield sql
     finally:
         for name in frames:

@@ -205,7 +205,7 @@ def read_ref(spark: Any, ref: TableRef, *, where: Any = None, row_metadata: bool
         >>> read_ref(spark, TableRef("/data/t", version=3)).count()               # doctest: +SKIP
         1000
     """
-    from deltalog.spark._common import load_snapshot
+    from deltalog.spark._common import anything_cached, load_snapshot, served_by_cache
     from deltalog.spark._instants import session_instant
     from deltalog.spark.read import read_snapshot
 
@@ -217,10 +217,16 @@ def read_ref(spark: Any, ref: TableRef, *, where: Any = None, row_metadata: bool
     if callable(where):
         where = where({f.name.lower() for f in snapshot.schema.fields})
     if where and not meta:
+        whole = None
+        if anything_cached(spark):  # a cached read of the table may serve the query: then the whole read
+            whole = read_snapshot(spark, snapshot, latest=latest)
+            if served_by_cache(whole):
+                return whole
         try:
             return read_snapshot(spark, snapshot, where=where, latest=latest)
         except Exception:  # only a hint: the query applies its own WHERE clause anyway
-            pass
+            if whole is not None:
+                return whole
     return read_snapshot(spark, snapshot, row_metadata=meta, latest=latest)
 
 
@@ -346,9 +352,11 @@ class Rewritten:
             >>> rewrite_query(spark, parse("SELECT * FROM delta.`/t`")).sql(spark).count()  # doctest: +SKIP
             3
         """
+        from deltalog.spark._common import view_safe
         from deltalog.spark.sql.shared import original_sql
 
-        return original_sql(spark)(self.text, args, **{**kwargs, **self.frames})
+        views = {name: view_safe(frame) for name, frame in self.frames.items()}  # PySpark drops its views after
+        return original_sql(spark)(self.text, args, **{**kwargs, **views})
 
 
 def rewrite_query(spark: Any, expression: Any) -> Rewritten:

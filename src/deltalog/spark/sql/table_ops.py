@@ -1,5 +1,5 @@
 """Spark's table statements that change, show or hold a Delta table: ``TRUNCATE TABLE``, ``COMMENT ON TABLE``
-/ ``COMMENT ON COLUMN``, ``SHOW CREATE TABLE``, ``SHOW PARTITIONS`` and ``CACHE TABLE``.
+/ ``COMMENT ON COLUMN``, ``SHOW CREATE TABLE``, ``SHOW PARTITIONS``, ``CACHE TABLE`` and ``UNCACHE TABLE``.
 
 * ``TRUNCATE TABLE t`` removes every row as ``DELETE FROM t`` does (one ``DELETE`` commit that removes
   every file; the files stay for time travel until ``VACUUM``); with a ``PARTITION`` clause it is refused as
@@ -14,9 +14,13 @@
 * ``SHOW PARTITIONS t [PARTITION (c = v, ...)]`` lists the partitions that hold live files, one
   ``partition`` row each (``c=v/d=w``, escaped as directory names, null as ``__HIVE_DEFAULT_PARTITION__``),
   sorted, from the log.
-* ``CACHE TABLE`` of a Delta table (or of a view over one) is refused, naming what to do instead: Spark's
-  cache keys cached data by its query plan, and deltalog plans every read of the table anew (the latest
-  version), so the cache would hold data no query reads. ``CACHE [LAZY] TABLE name AS SELECT ...`` over
+* ``CACHE [LAZY] TABLE t [OPTIONS ('storageLevel' 'DISK_ONLY')]`` of a Delta table caches deltalog's read of
+  its current version (eagerly unless ``LAZY``; ``MEMORY_AND_DISK`` by default, as Spark): later reads of that
+  version -- SQL, ``spark.table``, ``spark.read.format("delta")`` -- plan the same scan, so Spark serves them
+  from the cache (a query's ``WHERE`` then filters the cached rows rather than skipping files). After a commit
+  reads plan the new version's files and read them, not the cache; run ``CACHE TABLE`` again to cache that.
+  ``UNCACHE TABLE t`` drops it (and a ``cache()`` of a read of the same version). ``CACHE TABLE`` of a view
+  over Delta tables is refused, naming what to do instead. ``CACHE [LAZY] TABLE name AS SELECT ...`` over
   Delta tables caches the query's rows as they are now, under the temporary view ``name``.
 
 Other tables go to Spark unchanged.
@@ -29,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any
 
 from deltalog.spark.sql.catalog import raw_sql
@@ -55,6 +60,8 @@ def handle(spark: Any, expression: Any, text: str) -> Any:
         return _comment(spark, expression, text)
     if isinstance(expression, exp.Cache):
         return _cache(spark, expression, text)
+    if isinstance(expression, exp.Uncache):
+        return _uncache(spark, expression)
     return None
 
 
@@ -156,12 +163,66 @@ def _cache(spark: Any, expression: Any, text: str) -> Any:
             frame_view_rows(spark, remembered).createOrReplaceTempView(target.name)
         raw_sql(spark, text)
         return _empty(spark)
-    if ref is None and delta_view(spark, target) is None:
+    if ref is not None:
+        return _cache_table(spark, expression, ref, text)
+    if delta_view(spark, target) is None:
         return None
     shown = target.sql(dialect=DIALECT)
-    raise refuse(text, f"{shown} reads a Delta table, which deltalog reads anew at each query, so Spark's cache "
-                       f"would hold rows no query reads; cache a DataFrame instead (df = spark.table('{shown}')"
-                       ".cache()) and query it, or cache a snapshot with CACHE TABLE name AS SELECT ...")
+    raise refuse(text, f"{shown} is a view over Delta tables, which deltalog reads anew at each query, so Spark's "
+                       "cache would hold rows no query reads; cache its tables (CACHE TABLE t), or cache a snapshot "
+                       f"with CACHE TABLE name AS SELECT * FROM {shown}")
+
+
+#: deltalog's cached reads of Delta tables by table location, for ``UNCACHE TABLE``.
+_CACHED: dict[str, list[Any]] = {}
+_CACHED_LOCK = threading.Lock()
+
+
+def _storage_level(expression: Any, text: str) -> Any:
+    from pyspark import StorageLevel
+
+    items = [string_value(o) or o.name for o in expression.args.get("options") or []]
+    given = dict(zip(items[::2], items[1::2], strict=False))
+    name = next((v for k, v in given.items() if str(k).lower() == "storagelevel"), "MEMORY_AND_DISK")
+    level = getattr(StorageLevel, str(name).upper(), None)
+    if not isinstance(level, StorageLevel):
+        known = sorted(k for k, v in vars(StorageLevel).items() if isinstance(v, StorageLevel))
+        raise refuse(text, f"invalid storageLevel {name!r}; use one of {', '.join(known)}")
+    return level
+
+
+def _cache_table(spark: Any, expression: Any, ref: TableRef, text: str) -> Any:
+    """``CACHE [LAZY] TABLE t`` of a Delta table: deltalog's read of its current version, cached by Spark."""
+    from deltalog.spark.sql.refs import read_ref
+
+    level = _storage_level(expression, text)
+    frame = read_ref(spark, ref)
+    frame.persist(level)
+    if not expression.args.get("lazy"):
+        frame.count()
+    with _CACHED_LOCK:
+        _CACHED.setdefault(ref.location, []).append(frame)
+    return _empty(spark)
+
+
+def _uncache(spark: Any, expression: Any) -> Any:
+    """``UNCACHE TABLE [IF EXISTS] t`` of a Delta table: the reads ``CACHE TABLE t`` cached, and a cached read
+    of its current version, leave Spark's cache."""
+    from sqlglot import exp
+
+    from deltalog.spark.sql.refs import read_ref
+
+    target = expression.this
+    ref = resolve_table(spark, target) if isinstance(target, exp.Table) else None
+    if ref is None:
+        return None
+    with _CACHED_LOCK:
+        frames = _CACHED.pop(ref.location, [])
+    for frame in frames:
+        frame.unpersist()
+    with contextlib.suppress(Exception):  # nothing to read (an empty log): nothing cached either
+        read_ref(spark, ref).unpersist()
+    return _empty(spark)
 
 
 def _cache_query(spark: Any, expression: Any, target: Any) -> Any:
