@@ -256,8 +256,14 @@ def test_truncate_comment_and_cache(spark: Any, names: dict[str, str]) -> None:
             spark.sql(f"CACHE TABLE {t} OPTIONS ('storageLevel' 'FAST')")
         spark.sql(f"CACHE LAZY TABLE {t} OPTIONS ('storageLevel' 'DISK_ONLY')")
         assert _cached(spark.table(t)) and spark.table(t).count() == 3
+        assert spark.catalog.isCached(t)
         spark.sql(f"UNCACHE TABLE {t}")
         assert not _cached(spark.table(t)) and not _cached(spark.sql(f"SELECT * FROM {t}"))
+        assert not spark.catalog.isCached(t)
+        spark.catalog.cacheTable(t)  # the catalog's methods do the same (cacheTable is lazy, as Spark's)
+        assert spark.catalog.isCached(t) and _cached(spark.sql(f"SELECT * FROM {t} WHERE id > 5"))
+        spark.catalog.uncacheTable(t)
+        assert not spark.catalog.isCached(t)
     finally:
         spark.catalog.clearCache()
     cached = names["cached"]

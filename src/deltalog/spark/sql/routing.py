@@ -5,8 +5,10 @@ Installed by :func:`deltalog.spark.register` with the rest of the routing (class
 actions, ``DataStreamWriter.toTable``, ``SparkSession.table``, ``DataFrameReader.table``,
 ``DataStreamReader.table`` (a stream of a catalog Delta table is deltalog's streaming source) and
 ``Catalog.createTable(..., source="delta")`` (a commit 0 as ``DeltaTable.create()``), and
-``Catalog.getTable`` / ``listTables`` (a Delta table's description). Each falls back to Spark's own method
-when the table is not a Delta table (and no ``delta`` format was asked for).
+``Catalog.getTable`` / ``listTables`` (a Delta table's description), ``Catalog.cacheTable`` /
+``uncacheTable`` / ``isCached`` (deltalog's read of the table,
+:func:`deltalog.spark.sql.table_ops.catalog_cache`). Each falls back to Spark's own method when the table
+is not a Delta table (and no ``delta`` format was asked for).
 
 Example:
     >>> patches()[:1]                                                              # doctest: +SKIP
@@ -227,6 +229,21 @@ def _catalog_list_tables(original: Callable[..., Any]) -> Callable[..., Any]:
     return listTables
 
 
+def _catalog_cache(name: str) -> Make:
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def method(self: Any, tableName: str, *args: Any, **kwargs: Any) -> Any:
+            from deltalog.spark.sql.table_ops import catalog_cache
+
+            handled = catalog_cache(self._sparkSession, name, tableName, *args, **kwargs)
+            return original(self, tableName, *args, **kwargs) if handled is NotImplemented else handled
+
+        method.__name__ = name
+        method.__doc__ = original.__doc__
+        return method
+
+    return make
+
+
 def _write_to(original: Callable[..., Any]) -> Callable[..., Any]:
     def writeTo(self: Any, table: str) -> Any:
         writer = original(self, table)
@@ -322,6 +339,7 @@ def patches() -> list[tuple[type, str, Make]]:
     for cls in _classes("pyspark.sql.catalog", "Catalog"):  # createExternalTable calls createTable
         out += [(cls, "createTable", _catalog_create_table), (cls, "getTable", _catalog_get_table),
                 (cls, "listTables", _catalog_list_tables)]
+        out += [(cls, name, _catalog_cache(name)) for name in ("cacheTable", "uncacheTable", "isCached")]
     for cls in _classes("pyspark.sql.session", "SparkSession"):
         out.append((cls, "table", _spark_table))
     for module in ("pyspark.sql.classic.dataframe", "pyspark.sql.connect.dataframe"):

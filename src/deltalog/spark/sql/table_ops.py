@@ -41,7 +41,7 @@ from deltalog.spark.sql.dialect import DIALECT, sql_string, string_value
 from deltalog.spark.sql.refs import TableRef, resolve_table
 from deltalog.spark.sql.shared import refuse
 
-__all__ = ["comment_on", "handle", "show_create_table", "show_partitions", "type_ddl"]
+__all__ = ["catalog_cache", "comment_on", "handle", "show_create_table", "show_partitions", "type_ddl"]
 
 
 def handle(spark: Any, expression: Any, text: str) -> Any:
@@ -193,16 +193,50 @@ def _storage_level(expression: Any, text: str) -> Any:
 
 def _cache_table(spark: Any, expression: Any, ref: TableRef, text: str) -> Any:
     """``CACHE [LAZY] TABLE t`` of a Delta table: deltalog's read of its current version, cached by Spark."""
+    _cache_read(spark, ref, _storage_level(expression, text), lazy=bool(expression.args.get("lazy")))
+    return _empty(spark)
+
+
+def _cache_read(spark: Any, ref: TableRef, level: Any, *, lazy: bool) -> None:
     from deltalog.spark.sql.refs import read_ref
 
-    level = _storage_level(expression, text)
     frame = read_ref(spark, ref)
     frame.persist(level)
-    if not expression.args.get("lazy"):
+    if not lazy:
         frame.count()
     with _CACHED_LOCK:
         _CACHED.setdefault(ref.location, []).append(frame)
-    return _empty(spark)
+
+
+def catalog_cache(spark: Any, method: str, name: str, *args: Any, **kwargs: Any) -> Any:
+    """``spark.catalog.cacheTable`` / ``uncacheTable`` / ``isCached`` of a Delta table, as ``CACHE LAZY TABLE``,
+    ``UNCACHE TABLE`` and whether its current version's read is served from the cache; ``NotImplemented`` for
+    other tables and on Spark Connect (Spark's own method runs).
+
+    Example:
+        >>> catalog_cache(spark, "isCached", "events")                           # doctest: +SKIP
+        False
+    """
+    from pyspark import StorageLevel
+
+    from deltalog.spark._common import served_by_cache
+    from deltalog.spark._storage import is_connect
+    from deltalog.spark.sql.refs import read_ref, resolve
+
+    if is_connect(spark) or not isinstance(name, str):
+        return NotImplemented
+    try:
+        ref = resolve(spark, name)
+    except Exception:  # not a Delta table (or not a table): Spark's own method says so
+        return NotImplemented
+    if method == "cacheTable":
+        level = kwargs.get("storageLevel", args[0] if args else None)
+        _cache_read(spark, ref, level if level is not None else StorageLevel.MEMORY_AND_DISK, lazy=True)
+        return None
+    if method == "uncacheTable":
+        _uncache_ref(spark, ref)
+        return None
+    return served_by_cache(read_ref(spark, ref))
 
 
 def _uncache(spark: Any, expression: Any) -> Any:
@@ -210,19 +244,24 @@ def _uncache(spark: Any, expression: Any) -> Any:
     of its current version, leave Spark's cache."""
     from sqlglot import exp
 
-    from deltalog.spark.sql.refs import read_ref
 
     target = expression.this
     ref = resolve_table(spark, target) if isinstance(target, exp.Table) else None
     if ref is None:
         return None
+    _uncache_ref(spark, ref)
+    return _empty(spark)
+
+
+def _uncache_ref(spark: Any, ref: TableRef) -> None:
+    from deltalog.spark.sql.refs import read_ref
+
     with _CACHED_LOCK:
         frames = _CACHED.pop(ref.location, [])
     for frame in frames:
         frame.unpersist()
     with contextlib.suppress(Exception):  # nothing to read (an empty log): nothing cached either
         read_ref(spark, ref).unpersist()
-    return _empty(spark)
 
 
 def _cache_query(spark: Any, expression: Any, target: Any) -> Any:
