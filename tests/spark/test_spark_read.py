@@ -106,8 +106,16 @@ def test_reads_of_one_version_are_the_same_data_to_spark(spark: Any, tmp_path: P
         after = spark.read.format("delta").load(p)
         assert "InMemoryRelation" not in after._jdf.queryExecution().optimizedPlan().toString()
         assert after.count() == 110 and a.count() == 100  # the cached frame keeps Spark's cached rows
+        # deltalog's own scans (a MERGE's) read the files, never a cached read of the same version
+        after.cache()
+        assert after.count() == 110
+        from deltalog.spark import DeltaTable
+
+        DeltaTable.forPath(spark, p).alias("t").merge(spark.range(105, 115).alias("s"), "t.id = s.id") \
+            .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+        assert spark.read.format("delta").load(p).count() == 115 and after.count() == 110
     finally:
-        a.unpersist()
+        spark.catalog.clearCache()
 
 
 def test_not_a_delta_table_gives_a_clear_error(spark: Any, tmp_path: Path) -> None:

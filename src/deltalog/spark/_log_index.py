@@ -9,9 +9,10 @@ scan here writes that log -- version line ``v1``, then one JSON line per file (U
 time, ``action: add``) -- into a fresh driver-local temporary directory, lets Spark build its relation
 from it, and deletes the directory (Spark keeps the file list in memory; nothing reads the log again).
 Nothing is written next to the table, and the data files are not touched until the scan runs. A later
-scan of the same files (same sizes and times, schema and options) reuses that relation under new column
-ids, as delta-spark's reads of one version share a file index: Spark sees them as the same data
-(``sameSemantics``, a ``cache()`` of one serving the other), and the file list is not planned again.
+read of the same files (same sizes and times, schema and options) reuses that relation under new column
+ids (deltalog's own scans for DML do not), as delta-spark's reads of one version share a file index:
+Spark sees them as the same data (``sameSemantics``, a ``cache()`` of one serving the other), and the file
+list is not planned again.
 
 How the file list is interpreted:
 
@@ -134,17 +135,19 @@ def _keep(key: str, frame: Any, files: int) -> None:
 
 def log_indexed(
     spark: Any, schema: Any, uris: Sequence[str], sizes: Sequence[int], mtimes: Sequence[int | None], *, hive: bool,
-    options: Mapping[str, str] | None = None,
+    options: Mapping[str, str] | None = None, reuse: bool = False,
 ) -> Any:
     """``spark.read.schema(schema).options(**options).parquet`` of the files ``uris`` (as Spark names them:
     ``file:/...``, ``s3a://...``) of the given sizes and modification times (ms), planned from a file-sink
     metadata log instead of status calls. ``hive``: discover partition columns from the directories; else read
     the listed files only.
 
-    A scan of the same files (same sizes and times) with the same schema and options reuses the relation
-    planned the first time, under new column ids, as delta-spark's reads of one table version share their
-    file index: Spark then sees both reads as the same data (``sameSemantics``; a ``cache()`` of one serves
-    the other), and the file list is not planned again. A commit that changes the files changes the key.
+    With ``reuse`` (the reads a user sees), a scan of the same files (same sizes and times) with the same
+    schema and options reuses the relation planned the first time, under new column ids, as delta-spark's
+    reads of one table version share their file index: Spark then sees both reads as the same data
+    (``sameSemantics``; a ``cache()`` of one serves the other), and the file list is not planned again. A
+    commit that changes the files changes the key. Without it (deltalog's own scans: DML, checks that ask
+    Spark which files it read), the relation is the scan's own, so Spark's cache never stands in for it.
 
     Example:
         >>> log_indexed(spark, StructType.fromDDL("id long"), uris, sizes, mtimes, hive=False).count()
@@ -152,8 +155,9 @@ def log_indexed(
         1000
     """
     options = dict(options or {})
+    key: str | None = None
     try:
-        key: str | None = _scan_key(spark, schema, options, uris, sizes, mtimes, hive)
+        key = _scan_key(spark, schema, options, uris, sizes, mtimes, hive) if reuse else None
     except Exception:  # another Spark's internals: nothing is reused
         key = None
     found = _reused(spark, key) if key is not None else None

@@ -196,7 +196,7 @@ def read_snapshot(
     elif files.num_rows == 0:
         df = spark.createDataFrame([], spark_schema(logical))
     else:
-        df = _scan(spark, snapshot, files, logical, mode, parts)
+        df = _scan(spark, snapshot, files, logical, mode, parts, reuse=True)
     for cond in conditions:
         df = df.filter(_condition_column(cond))
     if spark_filter is not None:
@@ -249,23 +249,26 @@ def keyed_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> tuple[Any, in
 
 
 def _scan(
-    spark: Any, snapshot: Snapshot, files: pa.Table, logical: list[StructField], mode: str, parts: set[str]
+    spark: Any, snapshot: Snapshot, files: pa.Table, logical: list[StructField], mode: str, parts: set[str], *,
+    reuse: bool = False,
 ) -> Any:
     """Spark's parquet scan of ``files``; files with a deletion vector are scanned apart from the others,
     so only their rows pay for ``_metadata.file_path`` / ``row_index`` (materialising the path string per
-    row is most of a deletion-vector scan's cost) and the anti join."""
+    row is most of a deletion-vector scan's cost) and the anti join. ``reuse``: a user's read, whose relation
+    a later read of the same files shares (:func:`deltalog.spark._log_index.log_indexed`)."""
     if "deletionVector" in files.column_names:
         with_dv = pc.is_valid(files.column("deletionVector"))
         n = pc.sum(with_dv).as_py() or 0
         if 0 < n < files.num_rows:
-            clean = _scan_files(spark, snapshot, files.filter(pc.invert(with_dv)), logical, mode, parts)
-            return clean.unionByName(_scan_files(spark, snapshot, files.filter(with_dv), logical, mode, parts))
-    return _scan_files(spark, snapshot, files, logical, mode, parts)
+            clean = _scan_files(spark, snapshot, files.filter(pc.invert(with_dv)), logical, mode, parts, reuse=reuse)
+            return clean.unionByName(_scan_files(spark, snapshot, files.filter(with_dv), logical, mode, parts,
+                                                 reuse=reuse))
+    return _scan_files(spark, snapshot, files, logical, mode, parts, reuse=reuse)
 
 
 def _scan_files(
     spark: Any, snapshot: Snapshot, files: pa.Table, logical: list[StructField], mode: str, parts: set[str],
-    *, row_key: int | None = None,
+    *, row_key: int | None = None, reuse: bool = False,
 ) -> Any:
     """``row_key``: the bits of :func:`keyed_rows`' packed key, which the rows then carry (``None`` is
     returned when they cannot)."""
@@ -303,7 +306,8 @@ def _scan_files(
         try:
             if from_log:
                 raw = log_indexed(spark, read_schema, file_keys(snapshot, files), files.column("size").to_pylist(),
-                                  files.column("modificationTime").to_pylist(), hive=hive, options=options)
+                                  files.column("modificationTime").to_pylist(), hive=hive, options=options,
+                                  reuse=reuse)
             else:
                 raw = spark.read.schema(read_schema).options(**options).parquet(
                     *[resolve_path(snapshot, p) for p in log_paths])
