@@ -244,7 +244,6 @@ def _uncache(spark: Any, expression: Any) -> Any:
     of its current version, leave Spark's cache."""
     from sqlglot import exp
 
-
     target = expression.this
     ref = resolve_table(spark, target) if isinstance(target, exp.Table) else None
     if ref is None:
