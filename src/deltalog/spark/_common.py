@@ -468,7 +468,8 @@ def view_safe(frame: Any) -> Any:
     """
     from pyspark.sql import functions as F
 
-    base: Any = type(frame).__mro__[1]  # Spark's own class: deltalog's tracked filter would skip files
+    spark_own = ("pyspark.sql.classic.dataframe", "pyspark.sql.connect.dataframe")  # not deltalog's tracked filter
+    base: Any = next((c for c in type(frame).__mro__ if c.__module__ in spark_own), type(frame))
     return base.filter(frame, F.lit(True))
 
 
