@@ -254,8 +254,13 @@ def test_truncate_comment_and_cache(spark: Any, names: dict[str, str]) -> None:
         assert not _cached(later) and later.first()[0] == 3
         with pytest.raises(InvalidArgumentError, match="invalid storageLevel 'FAST'"):
             spark.sql(f"CACHE TABLE {t} OPTIONS ('storageLevel' 'FAST')")
+        entries = spark._jsparkSession.sharedState().cacheManager()
+        assert entries.numCachedEntries() == 1
         spark.sql(f"CACHE LAZY TABLE {t} OPTIONS ('storageLevel' 'DISK_ONLY')")
         assert _cached(spark.table(t)) and spark.table(t).count() == 3
+        assert entries.numCachedEntries() == 1  # the older version's cache, which no read uses, is dropped
+        spark.sql(f"CACHE TABLE {t}")  # the same version again: still cached, once
+        assert _cached(spark.table(t)) and entries.numCachedEntries() == 1
         assert spark.catalog.isCached(t)
         spark.sql(f"UNCACHE TABLE {t}")
         assert not _cached(spark.table(t)) and not _cached(spark.sql(f"SELECT * FROM {t}"))

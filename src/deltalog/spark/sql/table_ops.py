@@ -18,7 +18,8 @@
   its current version (eagerly unless ``LAZY``; ``MEMORY_AND_DISK`` by default, as Spark): later reads of that
   version -- SQL, ``spark.table``, ``spark.read.format("delta")`` -- plan the same scan, so Spark serves them
   from the cache (a query's ``WHERE`` then filters the cached rows rather than skipping files). After a commit
-  reads plan the new version's files and read them, not the cache; run ``CACHE TABLE`` again to cache that.
+  reads plan the new version's files and read them, not the cache; run ``CACHE TABLE`` again to cache that
+  (which drops what it cached of the older version).
   ``UNCACHE TABLE t`` drops it (and a ``cache()`` of a read of the same version). ``CACHE TABLE`` of a view
   over Delta tables is refused, naming what to do instead. ``CACHE [LAZY] TABLE name AS SELECT ...`` over
   Delta tables caches the query's rows as they are now, under the temporary view ``name``.
@@ -198,9 +199,17 @@ def _cache_table(spark: Any, expression: Any, ref: TableRef, text: str) -> Any:
 
 
 def _cache_read(spark: Any, ref: TableRef, level: Any, *, lazy: bool) -> None:
+    """Cache deltalog's read of ``ref`` now; what ``CACHE TABLE`` cached of an older version of it, which no read
+    uses any more, leaves Spark's cache."""
     from deltalog.spark.sql.refs import read_ref
 
     frame = read_ref(spark, ref)
+    with _CACHED_LOCK:
+        earlier = _CACHED.pop(ref.location, [])
+    for old in earlier:
+        with contextlib.suppress(Exception):  # the same version (Spark keeps one entry for both) stays cached
+            if not old.sameSemantics(frame):
+                old.unpersist()
     frame.persist(level)
     if not lazy:
         frame.count()
