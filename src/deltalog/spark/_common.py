@@ -425,6 +425,30 @@ def spark_schema(fields: Sequence[StructField], *, keep_metadata: bool = False) 
     return SparkStruct.fromJson(json.loads(StructType(kept).to_json()))
 
 
+_CACHED_TABLES: set[str] = set()
+
+
+def note_cached(table: str) -> None:
+    """Remember that a read of ``table`` was cached (``cache()`` / ``persist()`` of a Delta read, ``CACHE TABLE``):
+    only such tables' reads ask Spark's cache (:func:`may_be_cached`), so other tables pay nothing for it.
+
+    Example:
+        >>> note_cached("/data/events"); may_be_cached("/data/events")          # doctest: +SKIP
+        True
+    """
+    _CACHED_TABLES.add(str(table))
+
+
+def may_be_cached(table: str) -> bool:
+    """Whether a read of ``table`` was ever cached in this process (:func:`note_cached`).
+
+    Example:
+        >>> may_be_cached("/data/other")                                         # doctest: +SKIP
+        False
+    """
+    return str(table) in _CACHED_TABLES
+
+
 def anything_cached(spark: Any) -> bool:
     """Whether Spark's cache holds any data (classic sessions; ``False`` on Spark Connect).
 

@@ -55,7 +55,7 @@ from deltalog.spark._column_sql import (
     quote_ident,
     skipping_conditions,
 )
-from deltalog.spark._common import served_by_cache
+from deltalog.spark._common import may_be_cached, note_cached, served_by_cache
 from deltalog.spark._rebind import MAX_ID_COLUMNS, passed_through, rebound, with_plan_ids
 
 if TYPE_CHECKING:
@@ -235,7 +235,7 @@ def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
     plain filter, with the conditions left for the actions (:func:`_latest`). ``None`` when it cannot skip
     (nothing usable in the condition, or it cannot move to a rebuilt frame): the caller applies the plain
     one."""
-    if served_by_cache(self):  # Spark reads the cached rows: a scan over fewer files would miss them
+    if may_be_cached(state.snapshot.table) and served_by_cache(self):  # a scan of fewer files would miss the cache
         return None
     conditions = skipping_conditions(condition, state.snapshot)
     usable = _usable(conditions, state, list(self.columns)) if conditions and portable(condition) else []
@@ -400,6 +400,19 @@ def _mentions_row_metadata(self: Any, state: _State, args: tuple[Any, ...], kwar
 _ACTIONS = ("collect", "count", "toPandas", "toArrow", "take", "head", "first", "tail", "show", "isEmpty",
             "toLocalIterator", "foreach", "foreachPartition", "inputFiles", "writeTo", "toJSON")
 _FRESH = "_deltalog_latest"  # (version, frame): the frame as of that version, kept for the next action
+_CACHING = ("cache", "persist")  # noted (_common.note_cached): reads of the table then ask Spark's cache
+
+
+def _caching(name: str, plain: Any) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        state = self.__dict__.get(_STATE)
+        if state is not None:
+            note_cached(str(state.snapshot.table))
+        return plain(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = plain.__doc__
+    return method
 _QUERY = "_deltalog_query"  # (frames, rerun) of a SQL query's frame: see attach_query
 
 
@@ -436,7 +449,8 @@ def _latest(df: Any, *, nested: bool = False) -> Any:
     snapshot = state.snapshot
     table = Table(snapshot.table, store=snapshot.store)
     version = max(table.latest_version(), snapshot.version) if state.latest and classic else snapshot.version
-    if version == snapshot.version and (state.applied == len(state.prune) or served_by_cache(df)):
+    if version == snapshot.version and (state.applied == len(state.prune) or
+                                        (may_be_cached(snapshot.table) and served_by_cache(df))):
         return df
     kept = df.__dict__.get(_FRESH)
     if kept is not None and kept[0] == version:
@@ -645,6 +659,7 @@ def _subclass(base: type) -> type:
         methods.update({name: _view_method(name, getattr(base, name), global_view)
                         for name, global_view in _VIEWS.items() if hasattr(base, name)})
         methods.update({name: _action(name, getattr(base, name)) for name in _ACTIONS if hasattr(base, name)})
+        methods.update({name: _caching(name, getattr(base, name)) for name in _CACHING if hasattr(base, name)})
         methods.update({name: _grouping(name, getattr(base, name)) for name in _GROUPING if hasattr(base, name)})
         methods.update({name: _pairing(name, getattr(base, name)) for name in _PAIRED if hasattr(base, name)})
         if isinstance(getattr(base, "write", None), property):

@@ -205,7 +205,7 @@ def read_ref(spark: Any, ref: TableRef, *, where: Any = None, row_metadata: bool
         >>> read_ref(spark, TableRef("/data/t", version=3)).count()               # doctest: +SKIP
         1000
     """
-    from deltalog.spark._common import anything_cached, load_snapshot, served_by_cache
+    from deltalog.spark._common import anything_cached, load_snapshot, may_be_cached, served_by_cache
     from deltalog.spark._instants import session_instant
     from deltalog.spark.read import read_snapshot
 
@@ -218,7 +218,7 @@ def read_ref(spark: Any, ref: TableRef, *, where: Any = None, row_metadata: bool
         where = where({f.name.lower() for f in snapshot.schema.fields})
     if where and not meta:
         whole = None
-        if anything_cached(spark):  # a cached read of the table may serve the query: then the whole read
+        if may_be_cached(snapshot.table) and anything_cached(spark):  # a cached read may serve the query
             whole = read_snapshot(spark, snapshot, latest=latest)
             if served_by_cache(whole):
                 return whole
