@@ -471,10 +471,12 @@ def served_by_cache(frame: Any) -> bool:
         >>> served_by_cache(spark.table("events"))                      # doctest: +SKIP
         False
     """
-    if "_jdf" not in frame.__dict__ or not anything_cached(frame.sparkSession):
+    if "_jdf" not in frame.__dict__:
         return False
     try:
         manager = frame.sparkSession._jsparkSession.sharedState().cacheManager()
+        if manager.isEmpty():
+            return False
         plan = frame._jdf.queryExecution().analyzed()
         every = getattr(manager, "useCachedData$default$2")()  # Scala's default: any cached entry may serve
         return "InMemoryRelation" in str(manager.useCachedData(plan, every).treeString())

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from deltalog.spark._column_sql import quote_ident
@@ -220,7 +220,7 @@ def rebound(frame: Any, run: Callable[[tuple[Any, ...], dict[str, Any]], Any], a
     return new_args, new_kwargs, result
 
 
-def _connect_nodes(value: Any) -> Any:
+def _connect_nodes(value: Any) -> Iterator[Any]:
     """Every expression node in ``value`` (a Connect expression, a window spec, or lists of them)."""
     from pyspark.sql.connect.expressions import Expression, SubqueryExpression
 

@@ -39,7 +39,7 @@ from typing import Any
 
 from deltalog.spark.sql.catalog import raw_sql
 from deltalog.spark.sql.dialect import DIALECT, sql_string, string_value
-from deltalog.spark.sql.refs import TableRef, resolve_table
+from deltalog.spark.sql.refs import TableRef, read_ref, resolve, resolve_table
 from deltalog.spark.sql.shared import refuse
 
 __all__ = ["catalog_cache", "comment_on", "handle", "show_create_table", "show_partitions", "type_ddl"]
@@ -201,8 +201,6 @@ def _cache_table(spark: Any, expression: Any, ref: TableRef, text: str) -> Any:
 def _cache_read(spark: Any, ref: TableRef, level: Any, *, lazy: bool) -> None:
     """Cache deltalog's read of ``ref`` now; what ``CACHE TABLE`` cached of an older version of it, which no read
     uses any more, leaves Spark's cache."""
-    from deltalog.spark.sql.refs import read_ref
-
     frame = read_ref(spark, ref)
     with _CACHED_LOCK:
         earlier = _CACHED.pop(ref.location, [])
@@ -230,7 +228,6 @@ def catalog_cache(spark: Any, method: str, name: str, *args: Any, **kwargs: Any)
 
     from deltalog.spark._common import served_by_cache
     from deltalog.spark._storage import is_connect
-    from deltalog.spark.sql.refs import read_ref, resolve
 
     if is_connect(spark) or not isinstance(name, str):
         return NotImplemented
@@ -262,8 +259,6 @@ def _uncache(spark: Any, expression: Any) -> Any:
 
 
 def _uncache_ref(spark: Any, ref: TableRef) -> None:
-    from deltalog.spark.sql.refs import read_ref
-
     with _CACHED_LOCK:
         frames = _CACHED.pop(ref.location, [])
     for frame in frames:
