@@ -458,7 +458,7 @@ def _details(results: dict[str, Result]) -> list[str]:
                     f"{x.get('files_with_deletion_vector', 0)} files against {x.get('scan_after_cow_s', 0):.2f} s "
                     "after copy-on-write: merge-on-read moves cost from the DELETE to the readers (files without "
                     "a deletion vector are scanned without it). Rows of files with one are matched to the deleted "
-                    "rows by file size and row index packed in one `long` (`deltalog.spark._dv_scan`; 4.6 s with "
+                    "rows by file size and row index packed in one `long` (`deltalog.spark.reads.dv_scan`; 4.6 s with "
                     "the earlier join on the file path string). What remains is Spark's: asking the parquet scan "
                     "for the row index alone costs about 1 s per 10M rows here (a 16-file sum: 1.33 s with it, "
                     "0.29 s without), and the broadcast anti join about as much again."]

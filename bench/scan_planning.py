@@ -8,7 +8,7 @@ into the data directory. Measured in one Spark session (local[2]):
 
 * **full scan** (``sum(x)``, ``count``): ``deltalog.spark.read`` against ``spark.read.parquet(dir)`` on the
   same directory (Spark skips ``_delta_log``); runs alternate after a warm-up each. deltalog plans the scan
-  from the log (:mod:`deltalog.spark._log_index`); the same scan with explicit paths
+  from the log (:mod:`deltalog.spark.reads.log_index`); the same scan with explicit paths
   (``spark.deltalog.scan.fileIndex=paths``) is timed too;
 * **status/list discoveries**: Spark's own counter of files found by listing or status calls
   (``HiveCatalogMetrics.filesDiscovered``) across deltalog's planning and run -- 0 means no file-system
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import deltalog
     from deltalog.spark import read
-    from deltalog.spark._log_index import FILE_INDEX_CONF
+    from deltalog.spark.reads.log_index import FILE_INDEX_CONF
 
     results_dir = harness.results_dir_for(args)
     results_dir.mkdir(parents=True, exist_ok=True)

@@ -197,7 +197,7 @@ class Bench:
 
         import deltalog
         from deltalog.spark import write
-        from deltalog.spark.optimize import optimize
+        from deltalog.spark.layout.optimize import optimize
 
         spark = self.spark
         rows, nfiles = (20_000, 8) if self.quick else (4_000_000, 32)

@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         __doc__, argv, rows=(4_000_000, 100_000), files=(32, 4), repeat=(5, 1))
     from pyspark.sql import functions as F
 
-    from deltalog.spark.sql.catalog import lookup
-    from deltalog.spark.sql.frontend import original_sql
+    from deltalog.spark.catalog.entries import lookup
+    from deltalog.spark.common.statements import original_sql
 
     args.data_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="sql-", dir=args.data_dir))

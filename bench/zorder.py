@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import deltalog
     from deltalog.spark import read, write
-    from deltalog.spark.optimize import optimize
+    from deltalog.spark.layout.optimize import optimize
 
     spark = harness.spark_session("deltalog-zorder-bench")
     args.data_dir.mkdir(parents=True, exist_ok=True)

@@ -19,19 +19,19 @@ from checks import CORPUS, check_table, load_expected
 WRITE_PROOF = {
     "appendOnly": "tests/unit/test_write.py, tests/unit/test_transaction.py",
     "invariants": "tests/unit/test_constraints.py",
-    "checkConstraints": "tests/unit/test_constraint_commands.py, tests/spark/test_spark_sql.py",
-    "changeDataFeed": "tests/unit/test_changes.py, tests/spark/test_spark_cdf.py",
-    "deletionVectors": "tests/unit/test_deletion_vectors.py, tests/spark/test_spark_dml.py",
+    "checkConstraints": "tests/unit/test_constraint_commands.py, tests/spark/sql/test_spark_sql.py",
+    "changeDataFeed": "tests/unit/test_changes.py, tests/spark/reads/test_spark_cdf.py",
+    "deletionVectors": "tests/unit/test_deletion_vectors.py, tests/spark/dml/test_spark_dml.py",
     "timestampNtz": "tests/unit/test_write.py",
     "inCommitTimestamp": "tests/unit/test_write_properties.py",
     "domainMetadata": "tests/unit/test_write_properties.py, tests/unit/test_checkpoint_writer.py",
     "vacuumProtocolCheck": "tests/unit/test_vacuum.py",
-    "identityColumns": "tests/unit/test_identity.py, tests/spark/test_spark_identity.py",
-    "generatedColumns": "tests/unit/test_generated.py, tests/spark/test_spark_generated.py",
+    "identityColumns": "tests/unit/test_identity.py, tests/spark/columns/test_spark_identity.py",
+    "generatedColumns": "tests/unit/test_generated.py, tests/spark/columns/test_spark_generated.py",
     "columnMapping": "tests/unit/test_column_mapping.py, tests/spark/test_spark_column_mapping.py",
-    "allowColumnDefaults": "tests/unit/test_defaults.py, tests/spark/test_spark_defaults.py",
+    "allowColumnDefaults": "tests/unit/test_defaults.py, tests/spark/columns/test_spark_defaults.py",
     "v2Checkpoint": "tests/unit/test_checkpoint_v2.py, tests/unit/test_checkpoint_writer.py",
-    "clustering": "tests/unit/test_clustering.py, tests/spark/test_spark_clustering.py",
+    "clustering": "tests/unit/test_clustering.py, tests/spark/layout/test_spark_clustering.py",
     "typeWidening": "tests/unit/test_type_widening.py, tests/spark/test_spark_type_widening.py",
     "typeWidening-preview": "tests/unit/test_type_widening.py, tests/spark/test_spark_type_widening.py "
                             "(copies of the corpus table Delta 3.3 widened)",
@@ -68,7 +68,7 @@ def writer_features_section() -> str:
              "it, keeping the feature's rules; *only while inactive*: the table may list the feature but not use "
              "it; *✗*: commits are refused naming the feature (a readable table stays readable). *drop ✓*: "
              "`Table.drop_feature` / `dropFeatureSupport` / `ALTER TABLE ... DROP FEATURE` removes it "
-             "(tests/unit/test_drop_feature.py, tests/spark/test_spark_drop_feature.py).\n",
+             "(tests/unit/test_drop_feature.py, tests/spark/api/test_spark_drop_feature.py).\n",
              "| feature | read | write | drop | write tests |", "|---|---|---|---|---|"]
     from deltalog.protocol.features import SUPPORTED_READER_FEATURES
 

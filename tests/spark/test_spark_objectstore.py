@@ -46,7 +46,7 @@ def table_ids(uri: str, opts: dict[str, str]) -> list[int]:
 
 def test_the_pipeline_on_s3_through_arrow_tasks(spark: Any, s3: tuple[str, dict[str, str]]) -> None:
     from deltalog.spark import DeltaTable
-    from deltalog.spark._storage import native_io
+    from deltalog.spark.common.storage import native_io
 
     uri, opts = s3
     assert not native_io(spark, uri)  # plain pip pyspark: no Hadoop file system for s3a
@@ -109,7 +109,7 @@ def test_per_call_hadoop_settings_and_for_path_hadoop_conf(spark: Any, moto_serv
 def test_arrow_tasks_read_what_sparks_own_scan_reads(spark: Any, tmp_path: Path) -> None:
     """The same local table (partitioned, deletion vectors, a column added later) through both paths."""
     from deltalog.spark import DeltaTable
-    from deltalog.spark._storage import IO_CONF
+    from deltalog.spark.common.storage import IO_CONF
 
     path = str(tmp_path / "t")
     source(spark, 0, 200).write.format("delta").partitionBy("k").option("delta.enableDeletionVectors", "true") \
@@ -131,7 +131,7 @@ def test_arrow_tasks_read_what_sparks_own_scan_reads(spark: Any, tmp_path: Path)
 
 def test_native_io_forced_without_a_connector_says_what_to_add(spark: Any, s3: tuple[str, dict[str, str]]) -> None:
     from deltalog.errors import InvalidArgumentError
-    from deltalog.spark._storage import IO_CONF
+    from deltalog.spark.common.storage import IO_CONF
 
     uri, opts = s3
     deltalog.write_table(uri, deltalog_table_rows(), storage_options=opts)
@@ -148,7 +148,7 @@ def test_session_hadoop_settings_are_read_whole(spark: Any) -> None:
     """The live Hadoop configuration and the session's ``spark.hadoop.*`` settings are read as whole maps
     (one py4j call each): the same keys and values as copying them entry by entry, odd characters included,
     the session's setting winning over the Hadoop one."""
-    from deltalog.spark._storage import _PREFIXES, session_hadoop_conf
+    from deltalog.spark.common.storage import _PREFIXES, session_hadoop_conf
 
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     conf.set("fs.s3a.access.key", 'k=,"v\\ é')
@@ -172,7 +172,7 @@ def test_session_hadoop_settings_are_read_whole(spark: Any) -> None:
 def test_a_hadoop_file_system_configured_for_the_scheme_is_used(spark: Any) -> None:
     """Whether the JVM has a file system for a scheme is remembered per session, but keyed by the configured
     ``fs.<scheme>.impl``: setting one (here a class every Hadoop has) is seen at once, and so is removing it."""
-    from deltalog.spark._storage import native_io
+    from deltalog.spark.common.storage import native_io
 
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     assert not native_io(spark, "s3a://bucket/t") and not native_io(spark, "s3a://bucket/t")

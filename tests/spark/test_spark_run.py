@@ -96,7 +96,7 @@ def test_run_usage_errors(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "deltalog.cli", "run", str(job), "--flag", "x"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 3, done.stderr
-    assert done.stdout.strip() == "deltalog.spark.table ['--flag', 'x']"
+    assert done.stdout.strip() == "deltalog.spark.api.table ['--flag', 'x']"
 
 
 def test_register_after_a_delta_spark_session_was_built(spark: Any) -> None:

@@ -20,7 +20,7 @@ import deltalog
 from deltalog.protocol.schema import VARIANT, ArrayType, StructField, StructType
 from deltalog.protocol.variant import to_python, to_python_list
 from deltalog.spark import DeltaTable
-from deltalog.spark._common import spark_type
+from deltalog.spark.common.core import spark_type
 
 pytestmark = pytest.mark.spark
 

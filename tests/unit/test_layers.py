@@ -100,27 +100,34 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
-#: Circles kept on purpose, each a split of one piece of code that the halves' types tie back together:
-#: the commit step and the writer-rule checks split out of ``Transaction`` (typed against the class they
-#: serve); one MERGE's execution split out of ``DeltaMergeBuilder`` (typed against the builder it runs), with
-#: its one-job path split out of the run (``_merge_one_pass``, typed against the run whose joins it uses);
-#: and delta-spark's API shape, where ``DeltaTable.create()`` returns a ``DeltaTableBuilder`` whose
-#: ``execute()`` returns a ``DeltaTable``, and SQL's CREATE (``sql.ddl``) and table commands
-#: (``sql.commands``) build and return both.
-KNOWN_CIRCLES = sorted([
+def _graph(*, runtime: bool) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (the package faces ``deltalog`` and ``deltalog.spark``
+    re-export everything and are no layer: left out)."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    return {
+        name: {i for i in _imports(path, runtime=runtime)
+               if i in modules and i not in (name, "deltalog", "deltalog.spark")}
+        for name, path in modules.items()
+    }
+
+
+def test_modules_form_no_import_circles() -> None:
+    """No two modules of the package import each other at run time, directly or through others."""
+    assert _cycles(_graph(runtime=True)) == []
+
+
+#: Ties that only type annotations make (imports in ``TYPE_CHECKING`` blocks): each is a class split over
+#: modules whose halves are typed against the class they serve -- the commit step and the writer-rule checks
+#: of ``Transaction``; one MERGE's run (typed against the builder it runs) and its one-job path (typed against
+#: the run). Nothing imports back at run time (the test above); a new tie of this kind shows here.
+TYPING_ONLY_CIRCLES = sorted([
     ["deltalog.txn.committer", "deltalog.txn.transaction", "deltalog.txn.validation"],
-    ["deltalog.spark.dml._merge_one_pass", "deltalog.spark.dml._merge_run", "deltalog.spark.dml.merge"],
-    ["deltalog.spark.builder", "deltalog.spark.sql.commands", "deltalog.spark.sql.ddl", "deltalog.spark.table"],
+    ["deltalog.spark.dml.merge", "deltalog.spark.dml.merge_one_pass", "deltalog.spark.dml.merge_run"],
 ])
 
 
-def test_modules_form_no_import_circles_but_the_known_ones() -> None:
-    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
-    graph = {
-        name: {i for i in _imports(path) if i in modules and i not in (name, "deltalog", "deltalog.spark")}
-        for name, path in modules.items()
-    }  # the package faces (deltalog, deltalog.spark) re-export everything: not a layer
-    assert _cycles(graph) == KNOWN_CIRCLES
+def test_typing_only_circles_are_the_known_ones() -> None:
+    assert _cycles(_graph(runtime=False)) == TYPING_ONLY_CIRCLES
 
 
 #: The layers, lowest first: a module may import (at run time) only from its own layer or the ones below.
@@ -199,3 +206,79 @@ def test_no_module_imports_another_modules_private_names() -> None:
                 offenders += [f"{path.relative_to(PACKAGE)}: {node.module}.{a.name}" for a in node.names
                               if a.name.startswith("_") and not a.name.startswith("__")]
     assert offenders == []
+
+
+
+#: The floors of the Spark engine (``deltalog.spark``), lowest first, the README's architecture: a module may
+#: import (at run time) only from its own floor or the ones below. ``common`` holds what every part shares;
+#: ``columns`` the generated / default / identity column rules; ``reads`` the scans; ``jobs`` the Spark jobs
+#: that write data files; ``layout`` OPTIMIZE and auto compaction; ``writes`` the DataFrame write; ``catalog``
+#: catalog tables; ``api`` delta-spark's ``DeltaTable``; ``sql`` the SQL front end; the session set-up and the
+#: public faces (``tables``, ``exceptions``) on top, and the package face ``deltalog.spark`` above them all.
+SPARK_FLOORS: list[set[str]] = [
+    {"common"},
+    {"columns"},
+    {"reads"},
+    {"jobs"},
+    {"layout"},
+    {"writes"},
+    {"dml", "streaming"},
+    {"catalog"},
+    {"api"},
+    {"sql"},
+    {"session", "run", "tables", "exceptions"},
+]
+SPARK = PACKAGE / "spark"
+
+
+def _floor(module: str) -> int:
+    """``module``'s floor in ``deltalog.spark``; the face (``deltalog.spark`` and names imported from it) is
+    above them all."""
+    parts = module.split(".")
+    return next((i for i, units in enumerate(SPARK_FLOORS) if len(parts) > 2 and parts[2] in units),
+                len(SPARK_FLOORS))
+
+
+def test_every_spark_package_and_module_is_on_a_floor() -> None:
+    units = {p.name.removesuffix(".py") for p in SPARK.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    assert units - {"__init__"} == set().union(*SPARK_FLOORS)
+
+
+def _upward_spark_imports(modules: dict[str, Path]) -> list[str]:
+    """``module -> imported`` for every run-time import of a higher Spark floor than the module's own."""
+    out = []
+    for name, path in sorted(modules.items()):
+        if not name.startswith("deltalog.spark."):
+            continue
+        own = _floor(name)
+        out += [f"{name} -> {imported}" for imported in sorted(_imports(path, runtime=True))
+                if imported.split(".")[:2] == ["deltalog", "spark"] and _floor(imported) > own]
+    return out
+
+
+def test_spark_imports_point_down_the_floors() -> None:
+    assert _upward_spark_imports({_module_name(p): p for p in SPARK.rglob("*.py")}) == []
+
+
+def test_the_floor_check_sees_an_upward_import(tmp_path: Path) -> None:
+    up = tmp_path / "up.py"
+    up.write_text("def f():\n    from deltalog.spark.sql.refs import TableRef\n")
+    typed = tmp_path / "typed.py"
+    typed.write_text("from typing import TYPE_CHECKING\nfrom deltalog.spark.common.core import open_table\n"
+                     "if TYPE_CHECKING:\n    from deltalog.spark.api.table import DeltaTable\n")
+    face = tmp_path / "face.py"
+    face.write_text("from deltalog.spark import read\n")
+    modules = {"deltalog.spark.reads.up": up, "deltalog.spark.reads.typed": typed, "deltalog.spark.session": face}
+    assert _upward_spark_imports(modules) == [
+        "deltalog.spark.reads.up -> deltalog.spark.sql.refs",
+        "deltalog.spark.reads.up -> deltalog.spark.sql.refs.TableRef",
+        "deltalog.spark.session -> deltalog.spark",
+        "deltalog.spark.session -> deltalog.spark.read",
+    ]
+    assert _floor("deltalog.spark.common.core") < _floor("deltalog.spark.reads.scan") < _floor("deltalog.spark.sql")
+
+
+def test_every_spark_package_says_what_it_owns_and_what_it_may_import() -> None:
+    silent = [p.parent.name for p in sorted(SPARK.glob("*/__init__.py"))
+              if "May import" not in (ast.get_docstring(ast.parse(p.read_text())) or "")]
+    assert silent == []

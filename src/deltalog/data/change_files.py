@@ -5,9 +5,9 @@ Hive-style directories below ``_change_data/`` and not in the file, as for data 
 ``_change_type`` (``delete``, ``update_preimage``, ``update_postimage`` or ``insert``), and is committed as a
 ``cdc`` action with ``dataChange=false``. Once a commit has change data files, change data feed readers
 take its changes from them alone, so a command that writes any records every row it changed. The Spark
-engine writes them with a Spark job (:mod:`deltalog.spark.dml._cdc`); the kernel's DELETE, UPDATE and MERGE with
-:func:`write_change_files`, and its overwrite by a data-column predicate streams the inserted rows through
-:func:`change_file_writer`.
+engine writes them with a Spark job (:mod:`deltalog.spark.jobs.change_files`); the kernel's DELETE, UPDATE and
+MERGE with :func:`write_change_files`, and its overwrite by a data-column predicate streams the inserted rows
+through :func:`change_file_writer`.
 
 Example:
     >>> import pyarrow as pa

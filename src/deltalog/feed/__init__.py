@@ -3,7 +3,7 @@ and the engine-free half of a streaming source (:mod:`deltalog.feed.tail`).
 
 Both take a :class:`~deltalog.txn.handle.TableHandle` (a :class:`~deltalog.Table` is one) and read
 snapshots and commits through it. :mod:`deltalog.feed.rows` reads the planned files into one Arrow table
-(``Table.read_changes``); Spark's engine (:mod:`deltalog.spark.cdf`, :mod:`deltalog.spark.streaming`) reads
+(``Table.read_changes``); Spark's engine (:mod:`deltalog.spark.reads.changes`, :mod:`deltalog.spark.streaming`) reads
 them in its own tasks.
 
 Example:

@@ -21,7 +21,7 @@ Rules (PROTOCOL.md, "Change Data Files" / "Add CDC File", and what delta-spark a
 The planner reads the log only (one commit file at a time); engines read the planned files. Two entry
 points: :func:`resolve_range` turns version / timestamp bounds into versions, and
 :func:`iter_commit_changes` yields one :class:`CommitChanges` per commit -- the API the batch readers
-(:mod:`deltalog.feed.rows`, :mod:`deltalog.spark.cdf`) and a streaming change feed share.
+(:mod:`deltalog.feed.rows`, :mod:`deltalog.spark.reads.changes`) and a streaming change feed share.
 
 Example:
     >>> import deltalog

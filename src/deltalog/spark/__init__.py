@@ -5,6 +5,14 @@ and deltalog's kernel does everything transactional: snapshots, time travel, fil
 vectors, schema enforcement and the commit. This package is the only place deltalog imports pyspark;
 ``import deltalog`` works without it.
 
+Its packages are floors, each importing only from its own and the ones below (lowest first): ``common``
+(what every part shares), ``columns`` (generated, default and identity columns), ``reads`` (scans, file
+skipping, deletion vectors on read, change data feed), ``jobs`` (the Spark jobs that write data files),
+``layout`` (OPTIMIZE, Z-order, auto compaction), ``writes`` (the DataFrame write, replaceWhere, idempotent
+writes, CONVERT), ``dml`` and ``streaming``, ``catalog`` (catalog tables), ``api`` (``DeltaTable`` and its
+builders), ``sql`` (the SQL front end); then :mod:`.session` (``configure`` / ``register``), :mod:`.run`
+and the public faces :mod:`.tables` and :mod:`.exceptions` (delta-spark's module names).
+
 Example:
     >>> from pyspark.sql import SparkSession
     >>> from deltalog.spark import DeltaTable, configure, read, write
@@ -19,18 +27,19 @@ Example:
 from __future__ import annotations
 
 from deltalog.spark import exceptions
-from deltalog.spark._errors import spark_errors, spark_errors_class
-from deltalog.spark.builder import DeltaTableBuilder
-from deltalog.spark.idempotent import idempotent_batch
-from deltalog.spark.read import read as _read
+from deltalog.spark.api.builder import TableBuilder
+from deltalog.spark.api.table import DeltaTable, DeltaTableBuilder
+from deltalog.spark.common.errors import spark_errors, spark_errors_class
+from deltalog.spark.reads.scan import read as _read
 from deltalog.spark.session import configure, configure_spark_with_delta_pip, local_session, register, unregister
-from deltalog.spark.table import DeltaTable
 from deltalog.spark.tables import DeltaColumnBuilder, DeltaMergeBuilder, DeltaOptimizeBuilder
-from deltalog.spark.write import write as _write
+from deltalog.spark.writes.idempotent import idempotent_batch
+from deltalog.spark.writes.save import write as _write
 
 # The Spark API raises deltalog's errors as PySpark exceptions too (AnalysisException, ...), so that
-# ported ``except`` clauses keep working: see deltalog.spark._errors.
-for _cls in (DeltaTable, DeltaTableBuilder, DeltaColumnBuilder, DeltaMergeBuilder, DeltaOptimizeBuilder):
+# ported ``except`` clauses keep working: see deltalog.spark.common.errors.
+# (TableBuilder holds the methods DeltaTableBuilder inherits.)
+for _cls in (DeltaTable, DeltaTableBuilder, TableBuilder, DeltaColumnBuilder, DeltaMergeBuilder, DeltaOptimizeBuilder):
     spark_errors_class(_cls)
 read = spark_errors(_read)
 write = spark_errors(_write)

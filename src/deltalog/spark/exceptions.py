@@ -51,7 +51,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if importlib.util.find_spec("pyspark") is None:
         return kernel
-    from deltalog.spark._errors import spark_class
+    from deltalog.spark.common.errors import spark_class
 
     made = spark_class(kernel)
     globals()[name] = made

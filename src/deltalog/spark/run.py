@@ -45,14 +45,14 @@ def install_delta_aliases() -> None:
         >>> install_delta_aliases()
         >>> from delta.tables import DeltaTable
         >>> DeltaTable.__module__
-        'deltalog.spark.table'
+        'deltalog.spark.api.table'
     """
     from typing import List, Optional  # noqa: UP035 -- the names delta.pip_utils exports
 
     from pyspark.sql import SparkSession
 
-    from deltalog.spark import exceptions as exceptions_module
-    from deltalog.spark import tables as tables_module
+    import deltalog.spark.exceptions as exceptions_module
+    import deltalog.spark.tables as tables_module
     from deltalog.spark.session import configure_spark_with_delta_pip
 
     pip_utils = types.ModuleType("delta.pip_utils", "deltalog's configure_spark_with_delta_pip, as delta.pip_utils")

@@ -43,9 +43,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
-from deltalog.spark._conf import default_source
-from deltalog.spark._errors import spark_errors
-from deltalog.spark._recorded import recorded_state, session_of_reader, session_of_stream_writer, writer_dataframe
+from deltalog.spark.common.conf import default_source
+from deltalog.spark.common.errors import spark_errors
+from deltalog.spark.common.recorded import recorded_state, session_of_reader, session_of_stream_writer, writer_dataframe
 
 __all__ = [
     "LEAN_JVM_OPTIONS",
@@ -470,14 +470,14 @@ def _routed_load(original: Callable[..., Any]) -> Callable[..., Any]:
         state = recorded_state(self)
         if not _is_delta(default_source(session_of_reader(self), format if format is not None else state["format"])):
             return original(self, path, format, schema, **options)
-        from deltalog.spark._common import option_map
-        from deltalog.spark.read import READ_OPTIONS, read
+        from deltalog.spark.common.core import option_map
+        from deltalog.spark.reads.scan import READ_OPTIONS, read
 
         given = schema if schema is not None else state["schema"]
         spark = session_of_reader(self)
-        from deltalog.spark.cdf import is_change_feed_read, load_changes
+        from deltalog.spark.reads.changes import is_change_feed_read, load_changes
 
-        if is_change_feed_read({**state["options"], **options}):  # readChangeFeed: deltalog.spark.cdf
+        if is_change_feed_read({**state["options"], **options}):  # readChangeFeed: deltalog.spark.reads.changes
             return _check_read_schema(spark, given, load_changes(spark, path, {**state["options"], **options}))
         opts = option_map({**state["options"], **options}, READ_OPTIONS, what="Delta read")
         hadoop = {k: v for k, v in opts.items() if not k.startswith("delta.") and k not in READ_OPTIONS}
@@ -501,9 +501,9 @@ def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
         state = recorded_state(self)
         if not _is_delta(default_source(session_of_reader(self), format if format is not None else state["format"])):
             return original(self, path, format, schema, **options)
-        from deltalog.spark._common import require_table, spark_schema
-        from deltalog.spark._instants import session_instant
-        from deltalog.spark._storage import storage_options_for
+        from deltalog.spark.common.core import require_table, spark_schema
+        from deltalog.spark.common.instants import session_instant
+        from deltalog.spark.common.storage import storage_options_for
         from deltalog.spark.streaming import register_source
         from deltalog.spark.streaming.source import SOURCE_NAME, STORAGE_OPTION, StreamReadOptions, stream_fields
 
@@ -577,7 +577,7 @@ def _routed_save(original: Callable[..., Any]) -> Callable[..., Any]:
         if not _is_delta(default_source(writer_dataframe(self).sparkSession,
                                         format if format is not None else state["format"])):
             return original(self, path, format, mode, partitionBy, **options)  # type: ignore[no-any-return]
-        from deltalog.spark.write import write
+        from deltalog.spark.writes.save import write
 
         opts = {**state["options"], **options}
         target = path if path is not None else opts.get("path")

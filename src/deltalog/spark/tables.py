@@ -31,10 +31,10 @@ from typing import (  # noqa: UP035 -- delta-spark's module exports these very n
     overload,
 )
 
-from deltalog.spark.builder import DeltaColumnBuilder, DeltaTableBuilder, IdentityGenerator
+from deltalog.spark.api.builder import DeltaColumnBuilder, IdentityGenerator
+from deltalog.spark.api.table import DeltaTable, DeltaTableBuilder
 from deltalog.spark.dml.merge import MergeBuilder as DeltaMergeBuilder
-from deltalog.spark.optimize import DeltaOptimizeBuilder
-from deltalog.spark.table import DeltaTable
+from deltalog.spark.layout.optimize import DeltaOptimizeBuilder
 
 #: Names delta-spark's ``delta.tables`` takes from PySpark: name -> (module, attribute).
 _PYSPARK = {

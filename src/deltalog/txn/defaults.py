@@ -6,7 +6,7 @@ wherever a statement says ``DEFAULT`` (``INSERT ... VALUES (1, DEFAULT)``, ``UPD
 A default is a constant expression: it may not name columns. Readers ignore it, and the rows already in
 the table are not changed when a default is set or dropped. The kernel evaluates defaults with
 :mod:`deltalog.data.sql_expr` (literals, casts, arithmetic, ...); an expression outside that subset (e.g.
-``current_date()``) is refused naming the column, and Spark writes (:mod:`deltalog.spark._defaults`)
+``current_date()``) is refused naming the column, and Spark writes (:mod:`deltalog.spark.columns.defaults`)
 evaluate any Spark expression.
 
 Example:

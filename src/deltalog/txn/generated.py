@@ -5,7 +5,7 @@ A write that leaves the column out gets it computed; a write that provides it mu
 expression for every row (``col <=> expr``), else nothing is written -- as delta-spark enforces it. The
 kernel evaluates expressions with :mod:`deltalog.data.sql_expr` (date parts and casts in UTC); an
 expression outside that subset is refused naming the column, and Spark writes
-(:mod:`deltalog.spark._generated`) evaluate any Spark expression.
+(:mod:`deltalog.spark.columns.generated`) evaluate any Spark expression.
 
 Example:
     >>> import pyarrow as pa

@@ -1,7 +1,7 @@
 """DML on Delta tables with Spark: ``DELETE``, ``UPDATE`` and ``MERGE``, as delta-spark's ``DeltaTable`` has them.
 
 Spark does the row work -- scans with ``_metadata.file_path`` / ``_metadata.row_index``, joins, the
-rewrite of touched files (the Spark writer of :mod:`deltalog.spark.write`) and, for tables with
+rewrite of touched files (the Spark writer of :mod:`deltalog.spark.writes.save`) and, for tables with
 deletion vectors, the new bitmaps (built and written by the executors) -- and the kernel does the rest:
 file pruning, the transaction (read predicate and read files recorded for conflict detection) and the
 single commit with delta-spark's ``operationMetrics``. A failure before the commit leaves the table at
@@ -13,6 +13,13 @@ its version (files already written are unreferenced; ``VACUUM`` removes them).
 
 Each function takes the Spark session and the table path; they return a :class:`DmlResult` (the
 ``DeltaTable`` methods return what delta-spark returns: ``None``, ``None`` and a builder).
+
+Modules: :mod:`.delete`, :mod:`.update`, :mod:`.merge` (the builder) with its run (:mod:`.merge_run`, the
+one-job path in :mod:`.merge_one_pass`), assignments (:mod:`.assign`), schema evolution (:mod:`.evolve`) and
+broadcast sources (:mod:`.broadcast`).
+
+May import: the kernel and the floors below: :mod:`deltalog.spark.common`, ``columns``, ``reads``, ``jobs``,
+``layout``, ``writes``.
 
 Example:
     >>> from deltalog.spark.dml import delete, merge, update
@@ -27,9 +34,9 @@ Example:
 
 from __future__ import annotations
 
-from deltalog.spark.dml._jobs import DmlResult
 from deltalog.spark.dml.delete import delete
 from deltalog.spark.dml.merge import MergeBuilder, merge
 from deltalog.spark.dml.update import update
+from deltalog.spark.jobs.staged import DmlResult
 
 __all__ = ["DmlResult", "MergeBuilder", "delete", "merge", "update"]

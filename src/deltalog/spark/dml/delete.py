@@ -1,7 +1,7 @@
 """``DELETE FROM table WHERE condition`` with Spark jobs and one kernel commit.
 
 1. **Which files.** The simple conjuncts of a SQL condition prune partitions and skip files by min/max
-   statistics (:func:`~deltalog.spark.dml._scan.pruning_conditions`); a ``Column`` condition reads every
+   statistics (:func:`~deltalog.spark.reads.target.pruning_conditions`); a ``Column`` condition reads every
    file. The transaction records exactly that: the conjuncts as its read predicate (or the whole table)
    and the candidate files as read, so concurrent writers elsewhere do not conflict.
 2. **Whole files.** No condition, or a condition on partition columns only: the candidate files are
@@ -9,12 +9,12 @@
 3. **Deletion vectors** (``delta.enableDeletionVectors=true`` and the ``deletionVectors`` feature): Spark
    finds the matching ``(_metadata.file_path, _metadata.row_index)`` pairs; the executors group them per
    file, union them with the file's current deletion vector and write the new bitmaps
-   (:func:`~deltalog.spark.dml._jobs.run_dv_job`); each touched file is re-added with its new deletion
+   (:func:`~deltalog.spark.jobs.staged.run_dv_job`); each touched file is re-added with its new deletion
    vector, or removed when no row is left. The data files are not rewritten.
-4. **Copy-on-write** otherwise (:mod:`~deltalog.spark.dml._rewrite`): one job counts the matches per
+4. **Copy-on-write** otherwise (:mod:`~deltalog.spark.jobs.rewrite`): one job counts the matches per
    file; the surviving rows of the files only partly matched are written as new files by the Spark
    writer and the touched files removed. With the change data feed on, the deleted rows are also
-   written as change data files (:mod:`~deltalog.spark.dml._cdc`; cases 2 and 3 need none).
+   written as change data files (:mod:`~deltalog.spark.jobs.change_files`; cases 2 and 3 need none).
 
 The commit's ``operationMetrics`` follow delta-spark: ``numDeletedRows``, ``numRemovedFiles``,
 ``numAddedFiles``, ``numCopiedRows``, ``numDeletionVectorsAdded``/``Removed``/``Updated``,
@@ -36,10 +36,10 @@ import pyarrow as pa
 
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.commands.dv_rebase import rebase_deletion_vectors
-from deltalog.spark._auto_optimize import compact_after
-from deltalog.spark._common import load_snapshot, open_table
-from deltalog.spark.dml._cdc import deleted_rows, records_changes, stage_change_files, write_change_files
-from deltalog.spark.dml._jobs import (
+from deltalog.spark.common.core import load_snapshot, open_table
+from deltalog.spark.jobs.change_files import deleted_rows, records_changes, stage_change_files, write_change_files
+from deltalog.spark.jobs.rewrite import touched_files, write_survivors
+from deltalog.spark.jobs.staged import (
     DmlResult,
     Staged,
     Timer,
@@ -48,8 +48,8 @@ from deltalog.spark.dml._jobs import (
     refuse_append_only,
     run_dv_job,
 )
-from deltalog.spark.dml._rewrite import touched_files, write_survivors
-from deltalog.spark.dml._scan import (
+from deltalog.spark.layout.auto_optimize import compact_after
+from deltalog.spark.reads.target import (
     FILE,
     ROW,
     condition_column,
@@ -59,7 +59,7 @@ from deltalog.spark.dml._scan import (
     table_probe,
     target_scan,
 )
-from deltalog.spark.idempotent import claim_session_txn
+from deltalog.spark.writes.idempotent import claim_session_txn
 from deltalog.txn.operations import Delete
 from deltalog.txn.transaction import Transaction
 

@@ -24,9 +24,9 @@ it should be deterministic):
    a third job marks the updated / deleted target rows in the touched files' deletion vectors.
    Without ``whenNotMatched`` clauses the second join reads the touched files only. With the change
    data feed on, one more job writes the change data files (pre/post-images, deletes, inserts; see
-   :mod:`~deltalog.spark.dml._cdc`); an insert-only merge needs none;
+   :mod:`~deltalog.spark.jobs.change_files`); an insert-only merge needs none;
 4. **one job** when the pruning leaves a single target file and the table has no deletion vectors, row
-   tracking or change data feed (:mod:`~deltalog.spark.dml._merge_one_pass`): the write job runs at once
+   tracking or change data feed (:mod:`~deltalog.spark.dml.merge_one_pass`): the write job runs at once
    and the multiple-match check and the clause counts come from counts observed while it writes; if no
    target row was acted on, its files are deleted and the merge runs as in 3 (the file stays in place).
 
@@ -52,11 +52,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
-from deltalog.spark.dml._jobs import (
+from deltalog.spark.dml.merge_run import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Clause, MergeRun
+from deltalog.spark.jobs.staged import (
     DmlResult,
 )
-from deltalog.spark.dml._merge_run import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Clause, MergeRun
-from deltalog.spark.dml._scan import (
+from deltalog.spark.reads.target import (
     is_column,
 )
 
@@ -230,7 +230,7 @@ class MergeBuilder:
             >>> b.whenMatchedUpdateAll().execute().first().num_updated_rows        # doctest: +SKIP
             3
         """
-        from deltalog.spark._skipping import latest_frame
+        from deltalog.spark.reads.skipping import latest_frame
 
         self._source = latest_frame(self._source)  # a Delta read as its table is now, as delta-spark reads it
         self.result = MergeRun(self).run()

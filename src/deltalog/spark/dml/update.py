@@ -15,7 +15,7 @@ transaction's read predicate and read files); one job counts the matching rows p
   deletion vectors by the executors; a file whose every row was updated is removed.
 
 With the change data feed on, each updated row is also written to change data files as an
-``update_preimage`` and an ``update_postimage`` row (:mod:`~deltalog.spark.dml._cdc`).
+``update_preimage`` and an ``update_postimage`` row (:mod:`~deltalog.spark.jobs.change_files`).
 
 Metrics follow delta-spark: ``numUpdatedRows``, ``numCopiedRows``, ``numAddedFiles``, ``numRemovedFiles``,
 ``numAddedChangeFiles``, ``numDeletionVectorsAdded``/``Removed``/``Updated``, ``numAddedBytes``,
@@ -38,11 +38,11 @@ import pyarrow as pa
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.commands.dv_rebase import rebase_deletion_vectors
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
-from deltalog.spark._auto_optimize import compact_after
-from deltalog.spark._common import load_snapshot, open_table
-from deltalog.spark.dml._assign import assign, combine, expression, resolve_path
-from deltalog.spark.dml._cdc import records_changes, stage_change_files, updated_rows, write_change_files
-from deltalog.spark.dml._jobs import (
+from deltalog.spark.common.core import load_snapshot, open_table
+from deltalog.spark.dml.assign import assign, combine, expression, resolve_path
+from deltalog.spark.jobs.change_files import records_changes, stage_change_files, updated_rows, write_change_files
+from deltalog.spark.jobs.rewrite import matches_per_file
+from deltalog.spark.jobs.staged import (
     DmlResult,
     Staged,
     Timer,
@@ -52,8 +52,8 @@ from deltalog.spark.dml._jobs import (
     run_dv_job,
     write_rows,
 )
-from deltalog.spark.dml._rewrite import matches_per_file
-from deltalog.spark.dml._scan import (
+from deltalog.spark.layout.auto_optimize import compact_after
+from deltalog.spark.reads.target import (
     FILE,
     ROW,
     condition_column,
@@ -65,7 +65,7 @@ from deltalog.spark.dml._scan import (
     table_probe,
     target_scan,
 )
-from deltalog.spark.idempotent import claim_session_txn
+from deltalog.spark.writes.idempotent import claim_session_txn
 from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import identity_columns
 from deltalog.txn.operations import Update
@@ -203,7 +203,7 @@ def _row_id_columns(snap: Any, cond: Column | None) -> list[Column]:
     row is updated (``cond``; ``None``: every row written is updated)."""
     from pyspark.sql import functions as F
 
-    from deltalog.spark.dml._row_ids import tracked_fields
+    from deltalog.spark.reads.row_ids import tracked_fields
 
     fields = tracked_fields(snap)
     if fields is None:
@@ -218,7 +218,7 @@ def _copy_on_write(
     spark: Any, table: Any, snap: Any, txn: Transaction, touched: pa.Table, cond: Column,
     values: Mapping[str, Column], staged: Staged, updated: int,
 ) -> dict[str, int]:
-    from deltalog.spark.read import scan_rows
+    from deltalog.spark.reads.scan import scan_rows
 
     kept = _row_id_columns(snap, cond)
     # without row ids to carry, the read scan (no per-row file keys) feeds the rewrite

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from deltalog.errors import TableNotFoundError
-from deltalog.spark.sql.catalog import TableName, forget, raw_sql, sync_schema
+from deltalog.spark.catalog.dialect import DIALECT, string_value
+from deltalog.spark.catalog.entries import TableName, forget, raw_sql, sync_schema
 from deltalog.spark.sql.column_defs import (
     check_defaults,
     cluster_names,
@@ -23,7 +24,6 @@ from deltalog.spark.sql.column_defs import (
     struct_from_columns,
     type_obj,
 )
-from deltalog.spark.sql.dialect import DIALECT, string_value
 from deltalog.spark.sql.refs import TableRef, resolve_table
 from deltalog.spark.sql.shared import empty_result, refuse
 
@@ -116,7 +116,7 @@ def _set_location(spark: Any, ref: TableRef, location: Any, text: str) -> Any:
     """``ALTER TABLE t SET LOCATION 'path'``: the catalog entry points at another Delta table with the same
     schema (as delta-spark; ``spark.databricks.delta.alterLocation.bypassSchemaCheck`` lets another schema
     pass); neither table's files change."""
-    from deltalog.spark._common import load_snapshot
+    from deltalog.spark.common.core import load_snapshot
 
     if ref.name is None:
         raise refuse(text, f"{ref.shown} is named by its path; SET LOCATION changes a catalog table's location")
@@ -174,7 +174,7 @@ def _column_path(node: Any) -> str:
 
 
 def _kernel_table(ref: TableRef) -> Any:
-    from deltalog.spark._common import open_table
+    from deltalog.spark.common.core import open_table
 
     return open_table(ref.location)
 
@@ -217,7 +217,7 @@ def _same_type(table: Any, column: str, type_sql: str) -> bool:
 
 def _alter_column(spark: Any, table: Any, action: Any, text: str) -> None:
     from deltalog.protocol.features import writer_features
-    from deltalog.spark._common import spark_type
+    from deltalog.spark.common.core import spark_type
 
     comment = action.args.get("comment") or None  # CHANGE COLUMN parses a missing comment as False
     allow_null = action.args.get("allow_null")

@@ -83,7 +83,7 @@ def same_declared_type(table: Any, path: list[str], type_sql: str) -> tuple[bool
     from pyspark.sql.types import _parse_datatype_string
 
     from deltalog.protocol.schema import StructType
-    from deltalog.spark._common import spark_type
+    from deltalog.spark.common.core import spark_type
 
     dtype: Any = table.snapshot().schema
     for name in path:

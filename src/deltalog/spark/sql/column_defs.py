@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
-from deltalog.spark.sql.dialect import DIALECT
+from deltalog.spark.catalog.dialect import DIALECT
 from deltalog.txn.defaults import CURRENT_DEFAULT, FEATURE_PROPERTY
 
 __all__ = [
@@ -134,7 +134,7 @@ def struct_from_columns(spark: Any, columns: list[Any], *, identity: bool = True
     from pyspark.sql.types import StructField, StructType
     from sqlglot import exp
 
-    from deltalog.spark._identity_columns import IdentityGenerator, identity_field_metadata
+    from deltalog.spark.columns.identity_generator import IdentityGenerator, identity_field_metadata
     from deltalog.txn.constraints import CHAR_VARCHAR_KEY
     from deltalog.txn.generated import generated_metadata
 

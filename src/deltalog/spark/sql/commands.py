@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
-from deltalog.spark.sql.dialect import DIALECT
+from deltalog.spark.catalog.clone import clone_into
+from deltalog.spark.catalog.dialect import DIALECT
+from deltalog.spark.common.statements import internal
 from deltalog.spark.sql.refs import TableRef, resolve, timestamp_of
-from deltalog.spark.sql.shared import internal, refuse, syntax_error
+from deltalog.spark.sql.shared import refuse, syntax_error
 
-__all__ = ["clone_to_catalog", "handle", "run_command"]
+__all__ = ["handle", "run_command"]
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,8 @@ class _Reader:
 
 
 def handle(spark: Any, expression: Any, text: str) -> Any:
-    """Commands sqlglot parses into its own trees (``DESCRIBE HISTORY``); ``None`` for anything else.
+    """Commands sqlglot parses into its own trees (``DESCRIBE HISTORY``, ``CREATE TABLE ... CLONE``); ``None`` for
+    anything else.
 
     Example:
         >>> handle(spark, parse("DESCRIBE HISTORY t"), "DESCRIBE HISTORY t").columns[:2]   # doctest: +SKIP
@@ -139,6 +142,9 @@ def handle(spark: Any, expression: Any, text: str) -> Any:
     from sqlglot import exp
 
     if isinstance(expression, exp.Describe) and _describe_kind(expression) in ("HISTORY", "DETAIL"):
+        return run_command(spark, text)
+    if isinstance(expression, exp.Create) and str(expression.args.get("kind", "")).upper() == "TABLE" and \
+            expression.args.get("clone") is not None:
         return run_command(spark, text)
     return None
 
@@ -200,8 +206,8 @@ def _table(spark: Any, r: _Reader, *stops: str) -> TableRef:
 
 
 def _delta_table(spark: Any, ref: TableRef) -> Any:
-    from deltalog.spark._common import require_table
-    from deltalog.spark.table import DeltaTable
+    from deltalog.spark.api.table import DeltaTable
+    from deltalog.spark.common.core import require_table
 
     require_table(ref.location)  # a path without a table: delta-spark's [DELTA_MISSING_DELTA_TABLE] wording
     table = DeltaTable(spark, ref.location)
@@ -219,7 +225,7 @@ def _history(spark: Any, r: _Reader) -> Any:
 
 
 def _detail(spark: Any, r: _Reader) -> Any:
-    from deltalog.spark.sql.catalog import lookup, parse_name
+    from deltalog.spark.catalog.entries import lookup, parse_name
 
     r.expect("DESCRIBE")
     r.expect("DETAIL")
@@ -232,7 +238,7 @@ def _detail(spark: Any, r: _Reader) -> Any:
         entry = lookup(spark, parse_name(text)) if "DELTA_TABLE_ONLY_OPERATION" in str(exc) else None
         if entry is None or entry.is_delta:
             raise
-        from deltalog.spark.sql.detail import non_delta_detail
+        from deltalog.spark.catalog.detail import non_delta_detail
 
         return non_delta_detail(spark, entry)
     return _delta_table(spark, ref).detail()
@@ -240,8 +246,8 @@ def _detail(spark: Any, r: _Reader) -> Any:
 
 def _vacuum(spark: Any, r: _Reader) -> Any:
     from deltalog.commands.vacuum import vacuum
-    from deltalog.spark._common import open_table
-    from deltalog.spark._conf import retention_check
+    from deltalog.spark.common.conf import retention_check
+    from deltalog.spark.common.core import open_table
 
     r.expect("VACUUM")
     ref = _table(spark, r, "RETAIN", "DRY", "LITE", "FULL", "USING")
@@ -300,7 +306,7 @@ def _optimize(spark: Any, r: _Reader) -> Any:
     if r.take("FULL"):  # OPTIMIZE t FULL: re-cluster every file of a clustered table
         if not r.done():
             raise syntax_error(r.text, f"unexpected {r.rest()[:40]!r} after FULL")
-        from deltalog.spark.optimize import metrics_frame, optimize
+        from deltalog.spark.layout.optimize import metrics_frame, optimize
 
         return metrics_frame(spark, optimize(spark, ref.location, full=True))
     builder = _delta_table(spark, ref).optimize()
@@ -319,7 +325,7 @@ def _optimize(spark: Any, r: _Reader) -> Any:
 
 def _reorg(spark: Any, r: _Reader) -> Any:
     """``REORG TABLE t [WHERE partition predicate] APPLY (PURGE)``: rewrite the files with deletion vectors."""
-    from deltalog.spark.optimize import metrics_frame, optimize
+    from deltalog.spark.layout.optimize import metrics_frame, optimize
 
     r.expect("REORG", "TABLE")
     ref = _table(spark, r, "WHERE", "APPLY")
@@ -354,8 +360,8 @@ def _unquote(text: str) -> str:
 
 
 def _convert(spark: Any, r: _Reader) -> Any:
+    from deltalog.spark.api.table import DeltaTable
     from deltalog.spark.sql.shared import empty_result
-    from deltalog.spark.table import DeltaTable
 
     r.expect("CONVERT", "TO", "DELTA")
     target = r.until("NO", "PARTITIONED")
@@ -382,7 +388,7 @@ def _generate(spark: Any, r: _Reader) -> Any:
 
 def _fsck(spark: Any, r: _Reader) -> Any:
     from deltalog.commands.check import check_table, repair_table
-    from deltalog.spark._common import open_table
+    from deltalog.spark.common.core import open_table
 
     r.expect("FSCK", "REPAIR", "TABLE")
     ref = _table(spark, r, "DRY")
@@ -396,7 +402,7 @@ def _fsck(spark: Any, r: _Reader) -> Any:
 
 
 def _show_properties(spark: Any, r: _Reader) -> Any:
-    from deltalog.spark._common import load_snapshot, table_properties
+    from deltalog.spark.common.core import load_snapshot, table_properties
 
     r.expect("SHOW", "TBLPROPERTIES")
     ref = _spark_table(spark, r, "(")
@@ -412,7 +418,7 @@ def _show_properties(spark: Any, r: _Reader) -> Any:
 def _alter(spark: Any, r: _Reader) -> Any:
     """``ALTER TABLE ... UNSET TBLPROPERTIES``, ``CLUSTER BY NONE`` and the ``{ALTER | CHANGE} [COLUMN]``
     forms of :mod:`deltalog.spark.sql.alter_column` (the other ALTER forms are parsed by sqlglot)."""
-    from deltalog.spark._common import open_table
+    from deltalog.spark.common.core import open_table
     from deltalog.spark.sql.shared import empty_result
 
     r.expect("ALTER", "TABLE")
@@ -482,74 +488,8 @@ def _create(spark: Any, r: _Reader) -> Any:
             location = _unquote(r.literal())
         else:
             raise syntax_error(r.text, f"unexpected {r.rest()[:40]!r}")
-    return _clone(spark, r.text, target_text, source, shallow=shallow, replace=replace, if_not_exists=if_not_exists,
-                  properties=properties, location=location, at=at)
-
-
-def _clone(
-    spark: Any, text: str, target_text: str, source: TableRef, *, shallow: bool, replace: bool, if_not_exists: bool,
-    properties: dict[str, str], location: str | None, at: dict[str, Any],
-) -> Any:
-    from sqlglot import exp
-
-    from deltalog.commands.clone import clone_table
-    from deltalog.spark._common import open_table
-    from deltalog.spark.sql.catalog import TableName, forget, lookup, raw_sql
-    from deltalog.spark.sql.ddl import create_spec, register_table
-
-    table = exp.to_table(target_text, dialect=DIALECT)
-    is_path = (table.db or "").lower() == "delta" and getattr(table.this, "quoted", False)
-    name = None if is_path else TableName(table.name, table.db or None, table.catalog or None)
-    entry = lookup(spark, name) if name is not None else None
-    if entry is not None and not replace:
-        if if_not_exists:
-            return _clone_result(spark, None)
-        raise InvalidArgumentError(f"[TABLE_OR_VIEW_ALREADY_EXISTS] {target_text} already exists")
-    registered = False
-    target_location = table.name if is_path else (entry.location if entry is not None else location)
-    if name is not None and entry is None:
-        src = open_table(source.location).snapshot(at.get("version"), timestamp=at.get("timestamp"))
-        from deltalog.spark._common import spark_schema
-
-        spec = create_spec(exp.Create(this=table))
-        spec.partitions = list(src.partition_columns)
-        target_location, _ = register_table(spark, name, spark_schema(list(src.schema.fields)), spec, location)
-        registered = True
-    assert target_location is not None
-    try:
-        result = clone_table(open_table(source.location), open_table(target_location), shallow=shallow,
-                             replace=replace or registered, properties=properties or None, **at)
-    except BaseException:
-        if registered and name is not None:
-            raw_sql(spark, f"DROP TABLE IF EXISTS {name.sql()}")
-        raise
-    finally:
-        if name is not None:
-            forget(spark, name)
-    return _clone_result(spark, result)
-
-
-def clone_to_catalog(spark: Any, name: str, source: TableRef, *, shallow: bool, replace: bool,
-                     properties: dict[str, str], at: dict[str, Any]) -> Any:
-    """``CREATE [OR REPLACE] TABLE name SHALLOW|DEEP CLONE source`` for ``DeltaTable.clone(name, ...)``.
-
-    Example:
-        >>> clone_to_catalog(spark, "dev.t", TableRef("/data/t"), shallow=True, replace=False,
-        ...                  properties={}, at={})                                     # doctest: +SKIP
-    """
-    text = f"DeltaTable.clone({name!r})"
-    return _clone(spark, text, name, source, shallow=shallow, replace=replace, if_not_exists=False,
-                  properties=properties, location=None, at=at)
-
-
-def _clone_result(spark: Any, result: Any) -> Any:
-    ddl = ("source_table_size bigint, source_num_of_files bigint, num_removed_files bigint, num_copied_files bigint, "
-           "removed_files_size bigint, copied_files_size bigint")
-    if result is None:
-        return spark.createDataFrame([], ddl)
-    row = (result.source_table_size, result.source_num_files, result.num_removed_files, result.num_copied_files,
-           result.removed_files_size, result.copied_files_size)
-    return spark.createDataFrame([row], ddl)
+    return clone_into(spark, r.text, target_text, source, shallow=shallow, replace=replace,
+                      if_not_exists=if_not_exists, properties=properties, location=location, at=at)
 
 
 def _comment_on_text(spark: Any, r: _Reader) -> Any:
@@ -609,8 +549,8 @@ def _show_partitions(spark: Any, r: _Reader) -> Any:
 
 def _show_columns(spark: Any, r: _Reader) -> Any:
     """``SHOW COLUMNS (IN | FROM) table [(IN | FROM) database]``: the table's column names (``col_name``)."""
-    from deltalog.spark._common import load_snapshot
-    from deltalog.spark.sql.catalog import parse_name
+    from deltalog.spark.catalog.entries import parse_name
+    from deltalog.spark.common.core import load_snapshot
 
     r.expect("SHOW", "COLUMNS")
     if not (r.take("IN") or r.take("FROM")):
@@ -635,7 +575,7 @@ def _show_columns(spark: Any, r: _Reader) -> Any:
 def _analyze(spark: Any, r: _Reader) -> Any:
     """``ANALYZE TABLE t COMPUTE DELTA STATISTICS``: every file's statistics read again (Spark's own ``ANALYZE
     TABLE ... COMPUTE STATISTICS`` goes to Spark)."""
-    from deltalog.spark._common import open_table
+    from deltalog.spark.common.core import open_table
     from deltalog.spark.sql.shared import empty_result
 
     r.expect("ANALYZE", "TABLE")

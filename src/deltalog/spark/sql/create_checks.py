@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
-from deltalog.spark.sql.dialect import DIALECT
+from deltalog.spark.catalog.dialect import DIALECT
 
 __all__ = ["check_properties", "split_checks"]
 

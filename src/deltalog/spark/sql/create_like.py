@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from deltalog.spark.sql.dialect import DIALECT
+from deltalog.spark.catalog.dialect import DIALECT
 from deltalog.spark.sql.shared import empty_result, refuse
 
 __all__ = ["create_like"]
@@ -41,7 +41,7 @@ def create_like(spark: Any, expression: Any, text: str) -> Any:
     if not isinstance(expression, exp.Create) or str(expression.args.get("kind") or "").upper() != "TABLE":
         return None
     from deltalog.arrow.write import TableExistsError
-    from deltalog.spark.builder import DeltaTableBuilder
+    from deltalog.spark.api.table import DeltaTableBuilder
     from deltalog.spark.sql.ddl import create_spec
     from deltalog.spark.sql.refs import resolve_table
 
@@ -92,7 +92,7 @@ def _shape_of_delta(location: str) -> tuple[Any, list[str], list[str], str | Non
     from pyspark.sql.types import StructType
 
     from deltalog.commands.clustering import clustering_of
-    from deltalog.spark._common import load_snapshot
+    from deltalog.spark.common.core import load_snapshot
 
     snapshot = load_snapshot(location)
     struct = json.loads(snapshot.schema.to_json())

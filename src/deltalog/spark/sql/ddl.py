@@ -4,7 +4,7 @@
 A table is named either ``delta.`<path>``` (the table at that path) or by a catalog name: the Delta table
 lives at the ``LOCATION`` given, else at the managed location Spark picks under
 ``spark.sql.warehouse.dir``, and the catalog gets a ``USING delta`` entry for it (see
-:mod:`deltalog.spark.sql.catalog`). Columns may be generated (``GENERATED ALWAYS AS``), identity or default
+:mod:`deltalog.spark.catalog.entries`). Columns may be generated (``GENERATED ALWAYS AS``), identity or default
 columns (read by :mod:`deltalog.spark.sql.column_defs`); CHECK constraints written among them are stored as
 ``delta.constraints.*`` properties (:mod:`deltalog.spark.sql.create_checks`).
 
@@ -15,20 +15,20 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError, TableNotFoundError
-from deltalog.spark._conf import default_source
-from deltalog.spark.sql.alter import alter_table
-from deltalog.spark.sql.catalog import (
+from deltalog.spark.catalog.create import CreateSpec, register_table
+from deltalog.spark.catalog.dialect import string_value
+from deltalog.spark.catalog.entries import (
     TableName,
     check_location,
-    ensure_source,
     forget,
     lookup,
     raw_sql,
 )
+from deltalog.spark.common.conf import default_source
+from deltalog.spark.sql.alter import alter_table
 from deltalog.spark.sql.column_defs import (
     check_defaults,
     cluster_names,
@@ -37,7 +37,6 @@ from deltalog.spark.sql.column_defs import (
     type_obj,
 )
 from deltalog.spark.sql.create_checks import check_properties, split_checks
-from deltalog.spark.sql.dialect import sql_string, string_value
 from deltalog.spark.sql.refs import read_ref, resolve, resolve_table, rewrite_query
 from deltalog.spark.sql.shared import empty_result, refuse
 from deltalog.txn.defaults import FEATURE_PROPERTY
@@ -55,9 +54,7 @@ def handle(spark: Any, expression: Any, text: str) -> Any:
 
     if isinstance(expression, exp.Create) and str(expression.args.get("kind", "")).upper() == "TABLE":
         if expression.args.get("clone") is not None:
-            from deltalog.spark.sql.commands import run_command
-
-            return run_command(spark, text)
+            return None  # CREATE TABLE ... CLONE: a table command (deltalog.spark.sql.commands)
         return create_table(spark, expression, text)
     if isinstance(expression, exp.Alter) and str(expression.args.get("kind", "")).upper() == "TABLE":
         return alter_table(spark, expression, text)
@@ -74,19 +71,6 @@ def handle(spark: Any, expression: Any, text: str) -> Any:
 
 
 # ------------------------------------------------------------------------------------------- CREATE
-
-
-@dataclass
-class CreateSpec:
-    columns: list[Any] = field(default_factory=list)
-    partitions: list[str] = field(default_factory=list)
-    partition_columns: list[Any] = field(default_factory=list)
-    location: str | None = None
-    properties: dict[str, str] = field(default_factory=dict)
-    comment: str | None = None
-    provider: str | None = None
-    clustering: list[str] | None = None
-    checks: dict[str, str] = field(default_factory=dict)  # CONSTRAINT name CHECK (...): {name: sql}
 
 
 def _hive_format(expression: Any) -> bool:
@@ -216,7 +200,7 @@ def create_table(spark: Any, expression: Any, text: str, *, must_exist: bool = F
 
 
 def _log_schema(location: str | None, text: str) -> tuple[Any, list[str]]:
-    from deltalog.spark._common import load_snapshot, spark_schema
+    from deltalog.spark.common.core import load_snapshot, spark_schema
 
     if location is None or not _exists(location):
         raise InvalidArgumentError(
@@ -232,7 +216,7 @@ def _empty(spark: Any) -> Any:
 
 def _exists(location: str) -> bool:
     from deltalog.errors import TableNotFoundError
-    from deltalog.spark._common import open_table
+    from deltalog.spark.common.core import open_table
 
     try:
         open_table(location).snapshot()
@@ -241,32 +225,11 @@ def _exists(location: str) -> bool:
     return True
 
 
-def register_table(
-    spark: Any, name: TableName, struct: Any, spec: CreateSpec, location: str | None
-) -> tuple[str, bool]:
-    """Create the catalog entry (``USING delta``); returns the table's location and whether it is managed."""
-    ensure_source(spark)
-    from deltalog.protocol.schema import parse_schema
-    from deltalog.spark.sql.table_ops import type_ddl
-
-    fields = parse_schema(struct.json()).fields  # quoted names at every depth (simpleString quotes none)
-    columns = ", ".join(f"`{f.name.replace('`', '``')}` {type_ddl(f.type)}" for f in fields)
-    parts = f" PARTITIONED BY ({', '.join('`' + p + '`' for p in spec.partitions)})" if spec.partitions else ""
-    where = f" LOCATION {sql_string(location)}" if location else ""
-    comment = f" COMMENT {sql_string(spec.comment)}" if spec.comment else ""
-    raw_sql(spark, f"CREATE TABLE {name.sql()} ({columns}) USING delta{parts}{where}{comment}")
-    forget(spark, name)
-    entry = lookup(spark, name)
-    if entry is None:  # pragma: no cover -- Spark just created it
-        raise TableNotFoundError(f"the catalog entry of {name.qualified} vanished right after it was created")
-    return entry.location, entry.managed
-
-
 def _create_empty(
     spark: Any, location: str, spec: CreateSpec, *, replace: bool, must_exist: bool, if_not_exists: bool,
     registering: bool, managed: bool = False,
 ) -> None:
-    from deltalog.spark.builder import DeltaTableBuilder
+    from deltalog.spark.api.table import DeltaTableBuilder
 
     existing = _exists(location)
     if existing and not replace:
@@ -297,7 +260,7 @@ def _create_empty(
 
 
 def _check_same_schema(spark: Any, location: str, spec: CreateSpec) -> None:
-    from deltalog.spark._common import load_snapshot
+    from deltalog.spark.common.core import load_snapshot
 
     given = struct_from_columns(spark, spec.columns)
     snap = load_snapshot(location)
@@ -314,7 +277,7 @@ def _create_as_select(
     spark: Any, df: Any, location: str, spec: CreateSpec, *, replace: bool, managed: bool, exists: bool,
     if_not_exists: bool,
 ) -> None:
-    from deltalog.spark.write import write
+    from deltalog.spark.writes.save import write
 
     if exists and not replace:
         if if_not_exists:
@@ -335,7 +298,7 @@ def _create_as_select(
 
 def _describe(spark: Any, expression: Any) -> Any:
     """``DESCRIBE [TABLE] [EXTENDED]`` of a Delta table: its columns (and partitioning) from the log."""
-    from deltalog.spark._common import load_snapshot, spark_type, table_properties
+    from deltalog.spark.common.core import load_snapshot, spark_type, table_properties
     from deltalog.txn.constraints import CHAR_VARCHAR_KEY
 
     ref = resolve_table(spark, expression.this)

@@ -2,7 +2,7 @@
 a column list or ``BY NAME``), ``UPDATE``, ``DELETE FROM`` and ``MERGE INTO`` (every clause, ``UPDATE SET *``
 / ``INSERT *``, ``WHEN NOT MATCHED BY SOURCE``, a table, view or subquery as the source).
 
-Each statement runs through deltalog's Spark engine (:mod:`deltalog.spark.write`,
+Each statement runs through deltalog's Spark engine (:mod:`deltalog.spark.writes.save`,
 :mod:`deltalog.spark.dml`) and returns delta-spark's result DataFrame: ``num_affected_rows`` (and
 ``num_inserted_rows`` for INSERT; ``num_updated_rows``, ``num_deleted_rows``, ``num_inserted_rows`` for
 MERGE). Source queries may read Delta tables too (they are rewritten as for any query).
@@ -21,9 +21,9 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType
-from deltalog.spark._common import view_safe
-from deltalog.spark.sql.catalog import forget, sync_schema
-from deltalog.spark.sql.dialect import DIALECT, unqualified
+from deltalog.spark.catalog.dialect import DIALECT, unqualified
+from deltalog.spark.catalog.entries import forget, sync_schema
+from deltalog.spark.common.core import view_safe
 from deltalog.spark.sql.refs import (
     TableRef,
     delta_view,
@@ -207,10 +207,10 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
     from pyspark.sql import functions as F
     from sqlglot import exp
 
-    from deltalog.spark._common import load_snapshot, spark_type
-    from deltalog.spark._conf import auto_merge
-    from deltalog.spark._defaults import default_value
-    from deltalog.spark.write import write
+    from deltalog.spark.columns.defaults import default_value
+    from deltalog.spark.common.conf import auto_merge
+    from deltalog.spark.common.core import load_snapshot, spark_type
+    from deltalog.spark.writes.save import write
 
     node = expression.this
     table = node.this if isinstance(node, exp.Schema) else node
@@ -348,7 +348,7 @@ def _update(spark: Any, expression: Any, text: str) -> Any:
     if expression.args.get("from") or expression.args.get("from_"):
         raise refuse(text, "UPDATE ... FROM is not Delta syntax; use MERGE INTO")
     _refuse_row_limits(expression, "UPDATE", text)
-    from deltalog.spark._common import load_snapshot
+    from deltalog.spark.common.core import load_snapshot
 
     names = _target_names(table)
     assignments: dict[str, str] = {}
@@ -429,7 +429,7 @@ def _source_frame(spark: Any, using: Any, statement: Any) -> tuple[Any, str]:
 def _merge(spark: Any, expression: Any, text: str) -> Any:
     from sqlglot import exp
 
-    from deltalog.spark.table import DeltaTable
+    from deltalog.spark.api.table import DeltaTable
 
     target = expression.this
     if not isinstance(target, exp.Table):
@@ -472,7 +472,7 @@ def _set_target(column: Any, target_alias: str) -> str:
 
 def _value(column: str, value: Any, location: str) -> str:
     """The SQL a MERGE clause assigns to ``column``: ``value``, or its default for the ``DEFAULT`` keyword."""
-    from deltalog.spark._common import load_snapshot
+    from deltalog.spark.common.core import load_snapshot
 
     return _default_sql(load_snapshot(location).schema, column) if _is_default(value) else \
         str(value.sql(dialect=DIALECT))

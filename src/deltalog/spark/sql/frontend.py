@@ -32,8 +32,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from deltalog.spark.sql.dialect import DIALECT
-from deltalog.spark.sql.shared import ORIGINALS, STATE, internal, original_sql
+from deltalog.spark.catalog.dialect import DIALECT
+from deltalog.spark.common.statements import ORIGINALS, STATE, internal, original_sql
 
 __all__ = ["install", "run_sql", "uninstall"]
 
@@ -67,7 +67,7 @@ def install() -> None:
     Example:
         >>> install()                                                           # doctest: +SKIP
     """
-    from deltalog.spark._errors import spark_errors
+    from deltalog.spark.common.errors import spark_errors
 
     with _LOCK:
         for cls in _session_classes():
@@ -139,7 +139,7 @@ def run_sql(spark: Any, text: str, args: Any = None, **kwargs: Any) -> Any:
     """
     if not isinstance(text, str):
         return original_sql(spark)(text, args, **kwargs)
-    from deltalog.spark.sql.catalog import statement_scope
+    from deltalog.spark.catalog.entries import statement_scope
 
     with statement_scope():
         return _run(spark, text, args, kwargs)
@@ -378,7 +378,7 @@ def _dispatch(spark: Any, expression: Any, text: str, args: Any, as_given: Calla
         if rewritten.frames:
             df = rewritten.sql(spark, args)
             if isinstance(expression, exp.Query):  # a query's frame reads its Delta tables as they are at each action
-                from deltalog.spark._skipping import attach_query
+                from deltalog.spark.reads.skipping import attach_query
 
                 df = attach_query(df, rewritten.frames,
                                   lambda frames: dataclasses.replace(rewritten, frames=frames).sql(spark, args))

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
-from deltalog.spark._common import at_travel
-from deltalog.spark.sql.catalog import TableName, jvm_catalog, lookup
-from deltalog.spark.sql.dialect import DIALECT
-from deltalog.spark.sql.shared import user_frame
+from deltalog.spark.catalog.dialect import DIALECT
+from deltalog.spark.catalog.entries import TableName, TableRef, jvm_catalog, lookup
+from deltalog.spark.common.core import at_travel
+from deltalog.spark.common.statements import user_frame
 
 __all__ = [
     "Rewritten", "TableRef", "ViewDef", "delta_view", "expand_at_syntax", "frame_view", "frame_view_rows",
@@ -32,24 +32,6 @@ __all__ = [
     "view_tree",
 ]
 
-
-
-@dataclass(frozen=True)
-class TableRef:
-    """A Delta table named in a statement: ``location`` (path or URI), the catalog ``name`` when it is a
-    catalog table, time travel, and the alias the statement gives it."""
-
-    location: str
-    name: TableName | None = None
-    version: int | None = None
-    timestamp: str | None = None
-    alias: str | None = None
-    managed: bool = False
-
-    @property
-    def shown(self) -> str:
-        """How messages name the table."""
-        return self.name.qualified if self.name is not None else f"delta.`{self.location}`"
 
 
 def expand_at_syntax(text: str) -> str:
@@ -120,7 +102,7 @@ def timestamp_of(spark: Any, expression: str) -> str:
     """
     import datetime as dt
 
-    from deltalog.spark.sql.catalog import raw_sql
+    from deltalog.spark.catalog.entries import raw_sql
 
     try:
         micros = raw_sql(spark, f"SELECT unix_micros(CAST(({expression}) AS TIMESTAMP))").first()[0]
@@ -199,15 +181,15 @@ def read_ref(spark: Any, ref: TableRef, *, where: Any = None, row_metadata: bool
     """deltalog's read of a reference (time travel included) as a DataFrame; ``where`` (a SQL string or a
     callable taking the table's lower-cased column names and returning one) prunes and skips files. With
     ``row_metadata`` the read has the ``_metadata`` struct column (file fields, and a row-tracking table's
-    row ids: :mod:`deltalog.spark._row_metadata`).
+    row ids: :mod:`deltalog.spark.reads.row_metadata`).
 
     Example:
         >>> read_ref(spark, TableRef("/data/t", version=3)).count()               # doctest: +SKIP
         1000
     """
-    from deltalog.spark._common import anything_cached, load_snapshot, may_be_cached, served_by_cache
-    from deltalog.spark._instants import session_instant
-    from deltalog.spark.read import read_snapshot
+    from deltalog.spark.common.core import anything_cached, load_snapshot, may_be_cached, served_by_cache
+    from deltalog.spark.common.instants import session_instant
+    from deltalog.spark.reads.scan import read_snapshot
 
     snapshot = load_snapshot(ref.location, version=ref.version, timestamp=ref.timestamp, at_syntax=True,
                              instant=lambda text: session_instant(spark, text, option="the path's @ timestamp"))
@@ -352,8 +334,8 @@ class Rewritten:
             >>> rewrite_query(spark, parse("SELECT * FROM delta.`/t`")).sql(spark).count()  # doctest: +SKIP
             3
         """
-        from deltalog.spark._common import view_safe
-        from deltalog.spark.sql.shared import original_sql
+        from deltalog.spark.common.core import view_safe
+        from deltalog.spark.common.statements import original_sql
 
         views = {name: view_safe(frame) for name, frame in self.frames.items()}  # PySpark drops its views after
         return original_sql(spark)(self.text, args, **{**kwargs, **views})
@@ -462,7 +444,7 @@ def table_sources(expression: Any) -> None:
 
 
 def _changes_frame(spark: Any, func: Any) -> Any:
-    from deltalog.spark.cdf import load_changes
+    from deltalog.spark.reads.changes import load_changes
 
     args = [_literal(a) for a in func.expressions]
     by_path = str(func.name).lower() == "table_changes_by_path"
@@ -538,7 +520,7 @@ def view_definition(spark: Any, name: TableName) -> ViewDef | None:
 def _sql_definition(spark: Any, name: TableName) -> ViewDef | None:
     """The view's definition asked with SQL (Spark Connect has no JVM catalog to ask): ``DESCRIBE ... AS JSON``
     (Spark 4), the only form that shows a temporary view's text, else the text form of ``DESCRIBE``."""
-    from deltalog.spark.sql.catalog import raw_sql
+    from deltalog.spark.catalog.entries import raw_sql
 
     try:
         doc = json.loads(raw_sql(spark, f"DESCRIBE TABLE EXTENDED {name.sql()} AS JSON").collect()[0][0])
@@ -585,7 +567,7 @@ def _name_of(table: Any) -> TableName | None:
 def _is_temp_view(spark: Any, name: str) -> bool:
     jc = jvm_catalog(spark)
     if jc is None:  # Spark Connect: ask with SQL
-        from deltalog.spark.sql.catalog import raw_sql
+        from deltalog.spark.catalog.entries import raw_sql
 
         if any(c in name for c in "*|'\\"):  # not a pattern SHOW VIEWS can match exactly
             return False
@@ -650,14 +632,14 @@ def reads_delta(spark: Any, expression: Any, depth: int = 0) -> bool:
 
 
 def frame_view(spark: Any, table: Any) -> Any:
-    """The remembered temporary view of a deltalog read (:mod:`deltalog.spark._frame_views`) a sqlglot
+    """The remembered temporary view of a deltalog read (:mod:`deltalog.spark.reads.frame_views`) a sqlglot
     ``Table`` node names, or ``None``.
 
     Example:
         >>> frame_view(spark, exp.to_table("events")).state.snapshot.table       # doctest: +SKIP
         '/data/events'
     """
-    from deltalog.spark._frame_views import recall
+    from deltalog.spark.reads.frame_views import recall
 
     name = _name_of(table)
     if name is None or name.catalog:
@@ -674,7 +656,7 @@ def frame_view_rows(spark: Any, view: Any) -> Any:
         >>> frame_view_rows(spark, frame_view(spark, exp.to_table("events"))).count()   # doctest: +SKIP
         1200
     """
-    from deltalog.spark._skipping import refreshed
+    from deltalog.spark.reads.skipping import refreshed
 
     df = refreshed(spark, view.state, view.base)
     wanted = list(view.columns)
@@ -714,7 +696,7 @@ def view_frame(spark: Any, view: ViewDef) -> Any:
         >>> view_frame(spark, view_definition(spark, parse_name("recent"))).count()   # doctest: +SKIP
         1200
     """
-    from deltalog.spark.sql.shared import internal
+    from deltalog.spark.common.statements import internal
 
     tree = view_tree(spark, view)
     with internal():

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from deltalog.spark._recorded import recorded_state, session_of_reader, session_of_stream_writer, writer_dataframe
+from deltalog.spark.common.recorded import recorded_state, session_of_reader, session_of_stream_writer, writer_dataframe
 
 __all__ = ["patches"]
 
@@ -70,8 +70,8 @@ def _to_table(original: Callable[..., Any]) -> Callable[..., Any]:
         spark = session_of_stream_writer(self)
         found = catalog_delta(spark, tableName) if spark is not None else None
         if fmt is None and found is None and spark is not None:
-            from deltalog.spark._conf import default_source
-            from deltalog.spark.sql.catalog import lookup
+            from deltalog.spark.catalog.entries import lookup
+            from deltalog.spark.common.conf import default_source
 
             if lookup(spark, tableName) is None:  # a new table: spark.sql.sources.default decides, as in Spark
                 fmt = default_source(spark)
@@ -98,7 +98,7 @@ def _to_table(original: Callable[..., Any]) -> Callable[..., Any]:
 def _create_for_stream(spark: Any, writer: Any, name: str, partition_by: Any, options: dict[str, Any]) -> Any:
     """Create catalog Delta table ``name`` for a stream writer's DataFrame (``CREATE TABLE IF NOT EXISTS``, so
     a query started beside it finds the same table); ``delta.*`` options become its properties."""
-    from deltalog.spark.builder import DeltaTableBuilder
+    from deltalog.spark.api.table import DeltaTableBuilder
     from deltalog.spark.sql.tables import catalog_delta
 
     df = getattr(writer, "_df", None)
@@ -152,8 +152,8 @@ def _catalog_create_table(original: Callable[..., Any]) -> Callable[..., Any]:
                     description: Any = None, **options: Any) -> Any:
         from deltalog.arrow.write import TableExistsError
         from deltalog.errors import InvalidArgumentError
-        from deltalog.spark._conf import default_source
-        from deltalog.spark.builder import DeltaTableBuilder
+        from deltalog.spark.api.table import DeltaTableBuilder
+        from deltalog.spark.common.conf import default_source
 
         spark = self._sparkSession
         fmt = default_source(spark, source)
@@ -169,8 +169,8 @@ def _catalog_create_table(original: Callable[..., Any]) -> Callable[..., Any]:
             raise InvalidArgumentError(f"spark.catalog.createTable({tableName!r}, source='delta') needs a schema, or "
                                        "the path of an existing Delta table", table=tableName)
         if schema is None:  # an existing Delta table registered with the schema of its log
-            from deltalog.spark.sql.catalog import parse_name
-            from deltalog.spark.sql.dialect import sql_string
+            from deltalog.spark.catalog.dialect import sql_string
+            from deltalog.spark.catalog.entries import parse_name
 
             def literal(text: Any) -> str:
                 return sql_string(str(text))
@@ -200,8 +200,8 @@ def _catalog_create_table(original: Callable[..., Any]) -> Callable[..., Any]:
 def _described(spark: Any, table: Any) -> Any:
     """A ``spark.catalog`` ``Table`` of a Delta table with the table's description (its log's, as
     delta-spark's table reports it): Spark takes it from properties deltalog's provider does not carry."""
-    from deltalog.spark._common import load_snapshot
-    from deltalog.spark.sql.catalog import TableName, lookup
+    from deltalog.spark.catalog.entries import TableName, lookup
+    from deltalog.spark.common.core import load_snapshot
 
     namespace = list(getattr(table, "namespace", None) or [])
     if getattr(table, "description", None) is not None or getattr(table, "isTemporary", True) or len(namespace) != 1:

@@ -1,7 +1,7 @@
 """What the SQL statement modules share with the front end (:mod:`deltalog.spark.sql.frontend`), below
-both: Spark's own ``sql`` (:func:`original_sql`, kept by the front end when it patches ``SparkSession.sql``),
-a context in which ``spark.sql`` is Spark's own (:func:`internal`), and the errors a Delta statement raises
-(:func:`refuse`, :func:`syntax_error`).
+both: the errors a Delta statement raises (:func:`refuse`, :func:`syntax_error`), an empty result, and the
+columns a statement widens (Spark's own ``sql`` and the statement's state are in
+:mod:`deltalog.spark.common.statements`).
 
 Example:
     >>> str(refuse("VACUUM t RETAIN -1 HOURS", "the retention must not be negative"))
@@ -10,71 +10,15 @@ Example:
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError, SqlSyntaxError
 
-__all__ = ["ORIGINALS", "STATE", "empty_result", "internal", "original_sql", "refuse", "syntax_error", "user_frame",
-           "widened_columns"]
-
-#: ``SparkSession.sql`` of each patched session class, before the front end patched it.
-ORIGINALS: dict[Any, Callable[..., Any]] = {}
-#: ``depth`` > 0 while deltalog runs its own statements (they go straight to Spark); ``user_frames``: the
-#: DataFrames the caller's statement names through ``spark.sql(text, **kwargs)``, by deltalog's names for them.
-STATE = threading.local()
-
-
-def user_frame(name: str) -> Any:
-    """The caller's DataFrame that the statement being run names ``name`` (``spark.sql("... {df} ...",
-    df=df)``), or ``None``.
-
-    Example:
-        >>> user_frame("__deltalog_arg0_1a2b3c4d") is None                       # doctest: +SKIP
-        False
-    """
-    frames = getattr(STATE, "user_frames", None)
-    return frames.get(name) if frames else None
-
+__all__ = ["empty_result", "refuse", "syntax_error", "widened_columns"]
 
 def _shown(statement: str) -> str:
     shown = " ".join(statement.split())
     return shown[:157] + "..." if len(shown) > 160 else shown
-
-
-def original_sql(spark: Any) -> Callable[..., Any]:
-    """Spark's own ``sql`` bound to ``spark`` (what deltalog uses for its internal statements).
-
-    Example:
-        >>> original_sql(spark)("SELECT 1").first()[0]                          # doctest: +SKIP
-        1
-    """
-    for cls in type(spark).__mro__:
-        if cls in ORIGINALS:
-            original = ORIGINALS[cls]
-            return lambda text, args=None, **kw: original(spark, text, args, **kw)
-    return spark.sql  # type: ignore[no-any-return]
-
-
-class _Internal:
-    """While inside, ``spark.sql`` goes straight to Spark (deltalog's own catalog statements)."""
-
-    def __enter__(self) -> None:
-        STATE.depth = getattr(STATE, "depth", 0) + 1
-
-    def __exit__(self, *exc: object) -> None:
-        STATE.depth -= 1
-
-
-def internal() -> _Internal:
-    """A context in which ``spark.sql`` is Spark's own.
-
-    Example:
-        >>> with internal():                                                    # doctest: +SKIP
-        ...     spark.sql("SHOW TABLES")
-    """
-    return _Internal()
 
 
 def refuse(statement: str, why: str) -> InvalidArgumentError:
@@ -123,7 +67,7 @@ def widened_columns(spark: Any, snapshot: Any, df: Any, source_of: dict[str, str
 
     from deltalog.protocol.schema import parse_data_type
     from deltalog.protocol.type_widening import can_widen
-    from deltalog.spark._conf import auto_merge
+    from deltalog.spark.common.conf import auto_merge
     from deltalog.txn.writer_features import is_true
 
     if not is_true(snapshot.metadata.configuration, "delta.enableTypeWidening") or not auto_merge(spark):

@@ -37,12 +37,12 @@ import contextlib
 import threading
 from typing import Any
 
-from deltalog.spark.sql.catalog import raw_sql
-from deltalog.spark.sql.dialect import DIALECT, sql_string, string_value
+from deltalog.spark.catalog.dialect import DIALECT, quoted_name, sql_string, string_value, type_ddl
+from deltalog.spark.catalog.entries import raw_sql
 from deltalog.spark.sql.refs import TableRef, read_ref, resolve, resolve_table
 from deltalog.spark.sql.shared import refuse
 
-__all__ = ["catalog_cache", "comment_on", "handle", "show_create_table", "show_partitions", "type_ddl"]
+__all__ = ["catalog_cache", "comment_on", "handle", "show_create_table", "show_partitions"]
 
 
 def handle(spark: Any, expression: Any, text: str) -> Any:
@@ -112,7 +112,7 @@ def comment_on(spark: Any, kind: str, target: str, comment: str | None, text: st
     """
     from sqlglot import exp
 
-    from deltalog.spark._common import open_table
+    from deltalog.spark.common.core import open_table
 
     if kind.upper() == "TABLE":
         ref = resolve_table(spark, exp.to_table(target, dialect=DIALECT))
@@ -226,8 +226,8 @@ def catalog_cache(spark: Any, method: str, name: str, *args: Any, **kwargs: Any)
     """
     from pyspark import StorageLevel
 
-    from deltalog.spark._common import served_by_cache
-    from deltalog.spark._storage import is_connect
+    from deltalog.spark.common.core import served_by_cache
+    from deltalog.spark.common.storage import is_connect
 
     if is_connect(spark) or not isinstance(name, str):
         return NotImplemented
@@ -296,10 +296,10 @@ def show_create_table(spark: Any, ref: TableRef) -> Any:
           'delta.minWriterVersion' = '2')
     """
     from deltalog.commands.clustering import clustering_of
-    from deltalog.spark._common import load_snapshot, table_properties
+    from deltalog.spark.common.core import load_snapshot, table_properties
 
     snapshot = load_snapshot(ref.location)
-    name = (".".join(_quoted(p) for p in ("spark_catalog", ref.name.database or _current_database(spark),
+    name = (".".join(quoted_name(p) for p in ("spark_catalog", ref.name.database or _current_database(spark),
                                           ref.name.table)) if ref.name is not None else ref.shown)
     lines = [f"CREATE TABLE {name} ("]
     columns = [f"  {_column_ddl(f)}" for f in snapshot.schema.fields]
@@ -307,9 +307,9 @@ def show_create_table(spark: Any, ref: TableRef) -> Any:
     lines.append("USING delta")
     clustering = clustering_of(snapshot)
     if snapshot.partition_columns:
-        lines.append(f"PARTITIONED BY ({', '.join(_quoted(c) for c in snapshot.partition_columns)})")
+        lines.append(f"PARTITIONED BY ({', '.join(quoted_name(c) for c in snapshot.partition_columns)})")
     elif clustering:
-        lines.append(f"CLUSTER BY ({', '.join(_quoted(c) for c in clustering)})")
+        lines.append(f"CLUSTER BY ({', '.join(quoted_name(c) for c in clustering)})")
     if snapshot.metadata.description:
         lines.append(f"COMMENT {sql_string(snapshot.metadata.description)}")
     if ref.name is not None and not ref.managed:
@@ -325,48 +325,6 @@ def _current_database(spark: Any) -> str:
     return str(spark.catalog.currentDatabase())
 
 
-def _quoted(name: str) -> str:
-    """A name as Spark prints it: back-quoted only when it needs to be (sqlglot's quoting, as elsewhere)."""
-    from sqlglot import exp
-
-    return str(exp.to_identifier(name).sql(dialect=DIALECT))
-
-
-def type_ddl(dtype: Any) -> str:
-    """A Delta type as Spark's DDL spells it (``STRUCT<a: INT, `b c`: ARRAY<STRING>>``).
-
-    Example:
-        >>> from deltalog.protocol.schema import PrimitiveType
-        >>> type_ddl(PrimitiveType("decimal(10,2)"))
-        'DECIMAL(10,2)'
-    """
-    from deltalog.protocol.schema import ArrayType, DecimalType, MapType, StructType
-
-    if isinstance(dtype, DecimalType):
-        return f"DECIMAL({dtype.precision},{dtype.scale})"
-    if isinstance(dtype, StructType):
-        return "STRUCT<" + ", ".join(_field_ddl(f, nested=True) for f in dtype.fields) + ">"
-    if isinstance(dtype, ArrayType):
-        return f"ARRAY<{type_ddl(dtype.element_type)}>"
-    if isinstance(dtype, MapType):
-        return f"MAP<{type_ddl(dtype.key_type)}, {type_ddl(dtype.value_type)}>"
-    name = str(getattr(dtype, "name", dtype))
-    return _SPARK_NAMES.get(name, name.upper())
-
-
-_SPARK_NAMES = {"long": "BIGINT", "integer": "INT", "short": "SMALLINT", "byte": "TINYINT"}
-
-
-def _field_ddl(f: Any, *, nested: bool = False) -> str:
-    out = f"{_quoted(f.name)}{':' if nested else ''} {type_ddl(f.type)}"
-    if not f.nullable:
-        out += " NOT NULL"
-    comment = f.metadata.get("comment")
-    if comment is not None:
-        out += f" COMMENT {sql_string(str(comment))}"
-    return out
-
-
 def _column_ddl(f: Any) -> str:
     """A top-level column as ``CREATE TABLE`` spells it, with its default, generation or identity."""
     from deltalog.txn.constraints import CHAR_VARCHAR_KEY
@@ -375,7 +333,7 @@ def _column_ddl(f: Any) -> str:
     from deltalog.txn.identity import ALLOW_EXPLICIT, START, STEP
 
     meta = f.metadata
-    out = f"{_quoted(f.name)} {str(meta.get(CHAR_VARCHAR_KEY) or '').upper() or type_ddl(f.type)}"  # CHAR(n)
+    out = f"{quoted_name(f.name)} {str(meta.get(CHAR_VARCHAR_KEY) or '').upper() or type_ddl(f.type)}"  # CHAR(n)
     if not f.nullable:
         out += " NOT NULL"
     if meta.get(CURRENT_DEFAULT) is not None:
@@ -400,7 +358,7 @@ def show_partitions(spark: Any, ref: TableRef, spec: dict[str, str], text: str) 
     """
     from deltalog.protocol.partitions import partition_path
     from deltalog.protocol.schema import physical_name
-    from deltalog.spark._common import load_snapshot
+    from deltalog.spark.common.core import load_snapshot
 
     snapshot = load_snapshot(ref.location)
     columns = list(snapshot.partition_columns)

@@ -2,7 +2,7 @@
 (``create`` / ``replace`` / ``createOrReplace`` / ``append`` / ``overwrite`` / ``overwritePartitions``),
 ``toTable``, ``spark.table`` and ``spark.read.table``.
 
-Each resolves the name in Spark's catalog (:mod:`deltalog.spark.sql.catalog`): an existing ``USING delta``
+Each resolves the name in Spark's catalog (:mod:`deltalog.spark.catalog.entries`): an existing ``USING delta``
 table is read or written at its location by deltalog; a new one is registered (managed under
 ``spark.sql.warehouse.dir``, or external with a ``path`` option) and written there. Other tables and
 formats go to Spark unchanged. Reads take deltalog's fast path (Spark's parquet scan of the live files);
@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError, TableNotFoundError
-from deltalog.spark._conf import default_source
-from deltalog.spark.sql.catalog import TableName, ensure_source, forget, lookup, parse_name, sync_schema
-from deltalog.spark.sql.dialect import DIALECT
+from deltalog.spark.catalog.dialect import DIALECT
+from deltalog.spark.catalog.entries import TableName, ensure_source, forget, lookup, parse_name, sync_schema
+from deltalog.spark.common.conf import default_source
 
 __all__ = ["insert_into", "read_table", "save_as_table", "write_v2"]
 
@@ -55,13 +55,13 @@ def read_table(spark: Any, name: str, options: Mapping[str, Any] | None = None) 
         >>> read_table(spark, "events", {"versionAsOf": 3}).count()                 # doctest: +SKIP
         900
     """
-    from deltalog.spark._common import option_map
-    from deltalog.spark.read import READ_OPTIONS, read
+    from deltalog.spark.common.core import option_map
+    from deltalog.spark.reads.scan import READ_OPTIONS, read
 
     found = catalog_delta(spark, name)
     if found is None:
         return _view(spark, name, options)
-    from deltalog.spark.cdf import is_change_feed_read, load_changes
+    from deltalog.spark.reads.changes import is_change_feed_read, load_changes
 
     if is_change_feed_read(dict(options or {})):  # spark.read.option("readChangeFeed", "true").table(name)
         return load_changes(spark, found.location, dict(options or {}))
@@ -90,7 +90,7 @@ def _view(spark: Any, name: str, options: Mapping[str, Any] | None) -> Any:
 
 def register_table(spark: Any, name: TableName, df: Any, partitions: Sequence[str], path: str | None,
               comment: str | None = None) -> tuple[str, bool]:
-    from deltalog.spark.sql.ddl import CreateSpec, register_table
+    from deltalog.spark.catalog.create import CreateSpec, register_table
 
     ensure_source(spark)
     spec = CreateSpec(partitions=list(partitions), comment=comment)
@@ -98,7 +98,7 @@ def register_table(spark: Any, name: TableName, df: Any, partitions: Sequence[st
 
 
 def _drop(spark: Any, name: TableName) -> None:
-    from deltalog.spark.sql.catalog import raw_sql
+    from deltalog.spark.catalog.entries import raw_sql
 
     raw_sql(spark, f"DROP TABLE IF EXISTS {name.sql()}")
     forget(spark, name)
@@ -117,8 +117,8 @@ def save_as_table(
         >>> save_as_table(df, "events", fmt="delta", mode="append", partition_by=None, options={})  # doctest: +SKIP
         True
     """
-    from deltalog.spark._common import session_of
-    from deltalog.spark.write import write
+    from deltalog.spark.common.core import session_of
+    from deltalog.spark.writes.save import write
 
     spark = session_of(df)
     tn = parse_name(name)
@@ -179,10 +179,10 @@ def insert_into(df: Any, name: str, overwrite: bool | None) -> bool:
     """
     from pyspark.sql import functions as F
 
-    from deltalog.spark._common import load_snapshot, session_of, spark_type
-    from deltalog.spark._conf import auto_merge
+    from deltalog.spark.common.conf import auto_merge
+    from deltalog.spark.common.core import load_snapshot, session_of, spark_type
     from deltalog.spark.sql.shared import widened_columns
-    from deltalog.spark.write import write
+    from deltalog.spark.writes.save import write
 
     spark = session_of(df)
     found = catalog_delta(spark, name)
@@ -217,7 +217,7 @@ def _up_cast_by_name(df: Any, location: str) -> Any:
 
     from deltalog.data.write_schema import widens
     from deltalog.protocol.schema import parse_data_type
-    from deltalog.spark._common import load_snapshot, spark_type
+    from deltalog.spark.common.core import load_snapshot, spark_type
 
     table = {f.name.lower(): f for f in load_snapshot(location).schema.fields}
     columns, changed = [], False
@@ -245,8 +245,8 @@ def write_v2(state: Mapping[str, Any], action: str, condition: Any = None) -> bo
         >>> write_v2({"df": df, "table": "t", "provider": "delta"}, "create")         # doctest: +SKIP
         True
     """
-    from deltalog.spark._common import session_of
-    from deltalog.spark.write import write
+    from deltalog.spark.common.core import session_of
+    from deltalog.spark.writes.save import write
 
     df, name = state["df"], state["table"]
     spark = session_of(df)

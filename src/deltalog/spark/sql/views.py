@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from deltalog.spark.sql.dialect import DIALECT
+from deltalog.spark.catalog.dialect import DIALECT
 
 __all__ = ["create_view", "view_target"]
 
@@ -39,7 +39,7 @@ def create_view(spark: Any, expression: Any, text: str, as_given: Callable[[], A
     """
     from sqlglot import exp
 
-    from deltalog.spark.sql.catalog import sync_schema
+    from deltalog.spark.catalog.entries import sync_schema
     from deltalog.spark.sql.refs import resolve_table
     from deltalog.spark.sql.shared import refuse
 
@@ -68,7 +68,7 @@ def create_view(spark: Any, expression: Any, text: str, as_given: Callable[[], A
 def view_target(spark: Any, table: Any, text: str, what: str) -> Any:
     """The Delta table an UPDATE / DELETE / MERGE (``what``) changes through the temporary view ``table``
     names, as delta-spark allows: a view of a whole Delta table -- a deltalog read registered with
-    ``createOrReplaceTempView`` (:mod:`deltalog.spark._frame_views`) or ``CREATE TEMP VIEW v AS SELECT *
+    ``createOrReplaceTempView`` (:mod:`deltalog.spark.reads.frame_views`) or ``CREATE TEMP VIEW v AS SELECT *
     FROM t`` -- stands for the table (its latest version). A view of part of one (a filter, a projection),
     of an older version, or a persistent view is refused naming why; ``None`` when ``table`` is no view
     over a Delta table (Spark decides).
@@ -79,7 +79,7 @@ def view_target(spark: Any, table: Any, text: str, what: str) -> Any:
     """
     from sqlglot import exp
 
-    from deltalog.spark._skipping import whole_table
+    from deltalog.spark.reads.skipping import whole_table
     from deltalog.spark.sql.refs import TableRef, delta_view, frame_view, resolve_table, view_tree
     from deltalog.spark.sql.shared import refuse
 

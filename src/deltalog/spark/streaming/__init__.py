@@ -5,6 +5,9 @@
   when a stream is read;
 * :mod:`deltalog.spark.streaming.sink` -- the exactly-once sink (``foreachBatch`` + ``txn``).
 
+May import: the kernel and the floors below: :mod:`deltalog.spark.common`, ``columns``, ``reads``, ``jobs``,
+``layout``, ``writes``.
+
 Both are reached through the ``format("delta")`` routing of :func:`deltalog.spark.register`; for
 idempotent MERGE inside your own ``foreachBatch`` see :func:`deltalog.spark.idempotent_batch`.
 
@@ -28,7 +31,7 @@ def register_source(spark: Any) -> None:
     Example:
         >>> register_source(spark)                                       # doctest: +SKIP
     """
-    from deltalog.spark._sources import register_once
+    from deltalog.spark.common.sources import register_once
     from deltalog.spark.streaming.source import SOURCE_NAME, DeltaStreamDataSource
 
     register_once(spark, SOURCE_NAME, lambda: DeltaStreamDataSource)

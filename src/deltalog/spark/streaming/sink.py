@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalog.errors import DeltaError, InvalidArgumentError
-from deltalog.spark._common import option_map
+from deltalog.spark.common.core import option_map
 
 __all__ = ["OUTPUT_MODES", "SINK_OPTIONS", "DeltaSinkBatch", "query_id", "sink_batch_function"]
 
@@ -117,7 +117,7 @@ class DeltaSinkBatch:
         return self._app_id
 
     def __call__(self, df: Any, batch_id: int) -> None:
-        from deltalog.spark.write import write
+        from deltalog.spark.writes.save import write
 
         write(
             df,

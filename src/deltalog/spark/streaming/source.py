@@ -58,7 +58,7 @@ from deltalog.feed.tail import AdmissionLimit, IndexedFile, LogTail, StreamPosit
 from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.schema import PrimitiveType, StructField
 from deltalog.snapshot import Snapshot
-from deltalog.spark._common import illegal_option, open_table, option_map, parse_bool, parse_int, spark_schema
+from deltalog.spark.common.core import illegal_option, open_table, option_map, parse_bool, parse_int, spark_schema
 
 __all__ = ["SOURCE_NAME", "STREAM_READ_OPTIONS", "DeltaStreamDataSource", "DeltaStreamReader", "StreamReadOptions"]
 

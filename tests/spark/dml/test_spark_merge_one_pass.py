@@ -1,0 +1,116 @@
+"""A MERGE whose pruning leaves one candidate file writes in one job (``_merge_one_pass``): the same rows
+and the same counts as the two-job MERGE, the multiple-match error with nothing committed or left behind, and
+a file without any acted-on row left in place."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from sparkutil import arrow_rows, data, data_files, version
+
+import deltalog
+from deltalog.errors import DeltaError
+from deltalog.spark.dml import merge, merge_run
+
+pytestmark = pytest.mark.spark
+
+_TIMES = {"executionTimeMs", "scanTimeMs", "rewriteTimeMs", "numTargetBytesAdded"}
+
+
+def _one_file(tmp_path: Path, name: str) -> str:
+    path = str(tmp_path / name)
+    deltalog.write_table(path, data(0, 120), mode="append")
+    assert len(deltalog.Table(path).snapshot().add_files()) == 1
+    return path
+
+
+def _source(spark: Any, ids: list[int]) -> Any:
+    rows = [{"id": i, "k": 9, "v": -float(i), "s": f"n{i}"} for i in ids]
+    return spark.createDataFrame(pa.Table.from_pylist(rows)).alias("s")
+
+
+def _upsert(b: Any) -> Any:
+    return b.whenMatchedUpdateAll().whenNotMatchedInsertAll()
+
+
+def _every_kind(b: Any) -> Any:
+    return (b.whenMatchedDelete("s.id % 4 = 0").whenMatchedUpdate(set={"v": "s.v", "s": "'upd'"})
+            .whenNotMatchedInsert("s.id <> 301", {"id": "s.id", "s": "upper(s.s)"})
+            .whenNotMatchedBySourceUpdate("t.id < 10", {"s": "'gone'"}))
+
+
+def _updates_only(b: Any) -> Any:
+    return b.whenMatchedUpdate(set={"v": "s.v"})
+
+
+def _by_source_delete(b: Any) -> Any:
+    return b.whenMatchedUpdateAll().whenNotMatchedBySourceDelete("t.id >= 100")
+
+
+def _delete_duplicates(b: Any) -> Any:  # an unconditional DELETE may match a target row several times
+    return b.whenMatchedDelete()
+
+
+CASES: dict[str, tuple[Callable[[Any], Any], list[int]]] = {
+    "every-kind": (_every_kind, [3, 4, 8, 50, 119, 300, 301, 302]),
+    "updates-only": (_updates_only, [0, 7, 64, 500]),
+    "by-source-delete": (_by_source_delete, [1, 2, 3]),
+    "delete-duplicates": (_delete_duplicates, [5, 5, 6, 6, 6, 700]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_one_job_merge_matches_the_two_job_merge(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    clauses, ids = CASES[case]
+    one, two = _one_file(tmp_path, "one"), _one_file(tmp_path, "two")
+    calls: list[bool] = []
+    real = merge_run.one_pass
+
+    def spy(*args: Any) -> Any:
+        out = real(*args)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(merge_run, "one_pass", spy)
+    clauses(merge(spark, one, _source(spark, ids), "t.id = s.id", target_alias="t")).execute()
+    assert calls == [True]
+    monkeypatch.setattr(merge_run, "one_pass_applies", lambda run, candidates: False)
+    clauses(merge(spark, two, _source(spark, ids), "t.id = s.id", target_alias="t")).execute()
+    assert calls == [True]
+
+    def state(path: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        metrics = deltalog.Table(path).history(limit=1)[0]["operationMetrics"]
+        table_rows = arrow_rows(deltalog.Table(path).snapshot().to_arrow())
+        return table_rows, {k: v for k, v in metrics.items() if k not in _TIMES}
+
+    assert state(one) == state(two)
+    assert deltalog.Table(one).history(limit=1)[0]["operationMetrics"]["numTargetFilesRemoved"] == "1"
+
+
+def test_one_job_merge_refuses_multiple_matches_and_leaves_nothing(spark: Any, tmp_path: Path) -> None:
+    path = _one_file(tmp_path, "t")
+    v0, files = version(path), data_files(path)
+    b = _upsert(merge(spark, path, _source(spark, [4, 5, 5, 900]), "t.id = s.id", target_alias="t"))
+    with pytest.raises(DeltaError, match=r"DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE.*t\.id = s\.id"):
+        b.execute()
+    assert version(path) == v0
+    assert data_files(path) == files  # the rows the job wrote are deleted again
+    assert arrow_rows(deltalog.Table(path).snapshot().to_arrow()) == arrow_rows(data(0, 120))
+
+
+def test_one_job_merge_without_a_match_leaves_the_file_in_place(spark: Any, tmp_path: Path) -> None:
+    path = _one_file(tmp_path, "t")
+    before = {r["path"] for r in deltalog.Table(path).snapshot().add_files().to_pylist()}
+    _upsert(merge(spark, path, _source(spark, [1000, 1001]), "t.id = s.id", target_alias="t")).execute()
+    after = deltalog.Table(path).snapshot()
+    assert before < {r["path"] for r in after.add_files().to_pylist()}
+    metrics = deltalog.Table(path).history(limit=1)[0]["operationMetrics"]
+    assert (metrics["numTargetFilesRemoved"], metrics["numTargetRowsInserted"], metrics["numTargetRowsCopied"]) == (
+        "0", "2", "0")
+    assert len(data_files(path)) == 2  # the job's copy of the file is deleted again

@@ -1,0 +1,234 @@
+"""How a Spark read applies deletion vectors (:mod:`deltalog.spark.reads.dv_scan`): rows keyed by file size and
+row index when the sizes tell the files apart, by file path otherwise -- the same rows either way,
+checked against the kernel's read and the rows each file should keep."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import deltalog
+from deltalog.spark import read
+from deltalog.spark.reads import dv_scan
+from deltalog.spark.reads.log_index import FILE_INDEX_CONF
+
+pytestmark = pytest.mark.spark
+
+#: The module itself: ``deltalog.spark.read`` as an attribute is the function of that name.
+read_module_ = importlib.import_module("deltalog.spark.reads.scan")
+
+
+def _ids(df: Any) -> list[int]:
+    return sorted(r["id"] for r in df.select("id").collect())
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Record whether each scan with deletion vectors was keyed by size (True) or fell back (False)."""
+    calls: list[bool] = []
+    real = read_module_.keyed_scan
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(read_module_, "keyed_scan", spy)
+    return calls
+
+
+def _table(path: str, blocks: list[list[int]]) -> deltalog.Table:
+    for i, ids in enumerate(blocks):
+        deltalog.write_table(path, pa.table({"id": pa.array(ids, pa.int64())}), mode="append",
+                             properties={"delta.enableDeletionVectors": "true"} if i == 0 else None)
+    return deltalog.Table(path)
+
+
+def test_files_told_apart_by_size(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(100, 150)), list(range(150, 400))])
+    table.delete([("id", "<", 300)], use_deletion_vectors=True)  # a DV on every file, one file emptied
+    table.delete([("id", "=", 333)])
+    calls = _spy(monkeypatch)
+    want = [i for i in range(300, 400) if i != 333]
+    assert _ids(read(spark, path)) == want == sorted(table.snapshot().to_arrow().column("id").to_pylist())
+    assert calls == [True]
+    assert dv_scan.row_key_bits(table.snapshot().add_files()) is not None  # row index and size packed
+
+
+def _rewrite_adds(path: str, change: Any) -> None:
+    """Apply ``change`` to every ``add`` of the table's last commit (and drop the checksums)."""
+    log = Path(path) / "_delta_log"
+    last = sorted(log.glob("*.json"))[-1]
+    lines = []
+    for line in last.read_text().splitlines():
+        action = json.loads(line)
+        if "add" in action:
+            change(action["add"])
+        lines.append(json.dumps(action))
+    last.write_text("\n".join(lines) + "\n")
+    for crc in log.glob("*.crc"):
+        crc.unlink()
+
+
+def test_without_row_counts_files_get_ids(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``numRecords`` the row indexes' bit length is unknown, so row index and size are not
+    packed into one number; the DV files get small ids by size instead, with the same rows."""
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(100, 250)), list(range(250, 260))])
+    table.delete([("id", "in", [3, 150, 255])], use_deletion_vectors=True)
+    _rewrite_adds(path, lambda add: add.pop("stats", None))
+    files = deltalog.Table(path).snapshot().add_files()
+    assert files.column("stats").null_count == files.num_rows
+    assert dv_scan.row_key_bits(files) is None
+    calls = _spy(monkeypatch)
+    assert _ids(read(spark, path)) == [i for i in range(260) if i not in (3, 150, 255)]
+    assert calls == [True]
+
+
+def test_shared_sizes_fall_back_to_the_path(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(0, 100)), list(range(100, 300))])  # two alike
+    sizes = table.snapshot().add_files().column("size").to_pylist()
+    assert len(set(sizes)) == 2
+    table.delete([("id", "in", [5, 7, 205])])
+    calls = _spy(monkeypatch)
+    want = sorted([i for i in range(100) if i not in (5, 7)] * 2 + [i for i in range(100, 300) if i != 205])
+    assert _ids(read(spark, path)) == want == sorted(table.snapshot().to_arrow().column("id").to_pylist())
+    assert calls == [False]
+
+
+def test_log_size_unlike_the_file_falls_back(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log whose recorded size is not the file's (another writer's bug). Planned from the log (the
+    default), Spark's ``_metadata.file_size`` is the log's size, so keying by size stays right; with
+    explicit paths Spark reports the file's own size, and keying by it could drop the wrong rows, so the
+    path is used."""
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(100, 250))])
+    table.delete([("id", "in", [7, 107])])
+
+    def grow(add: dict[str, Any]) -> None:
+        add["size"] += 1
+
+    _rewrite_adds(path, grow)
+    calls = _spy(monkeypatch)
+    want = [i for i in range(250) if i not in (7, 107)]
+    assert _ids(read(spark, path)) == want
+    assert calls == [True]
+    spark.conf.set(FILE_INDEX_CONF, "paths")
+    try:
+        assert _ids(read(spark, path)) == want
+    finally:
+        spark.conf.unset(FILE_INDEX_CONF)
+    assert calls == [True, False]
+
+
+def test_keyed_rows_pack_row_index_and_file_size(spark: Any, tmp_path: Path) -> None:
+    """``read.keyed_rows``: each live row's key decodes to its file's size and its row index in that file
+    (deletion vectors applied); ``None`` where a size is shared, row counts are unknown or the scan is
+    not planned from the log."""
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(100, 150)), list(range(150, 400))])
+    table.delete([("id", "in", [3, 120, 151])], use_deletion_vectors=True)
+    files = table.snapshot().add_files()
+    keyed = read_module_.keyed_rows(spark, table.snapshot(), files)
+    assert keyed is not None
+    df, bits = keyed
+    assert df.columns == ["id", dv_scan.ROW_KEY]
+    starts = {}  # file size -> first id of the file (ids are written in order)
+    for size, stats in zip(files.column("size").to_pylist(), files.column("stats").to_pylist(), strict=True):
+        starts[size] = json.loads(stats)["minValues"]["id"]
+    got = sorted((r["id"], r[dv_scan.ROW_KEY]) for r in df.collect())
+    assert [i for i, _ in got] == [i for i in range(400) if i not in (3, 120, 151)]
+    for i, key in got:
+        size, row = key & ((1 << bits) - 1), key >> bits
+        assert starts[size] + row == i
+    spark.conf.set(FILE_INDEX_CONF, "paths")
+    try:
+        assert read_module_.keyed_rows(spark, table.snapshot(), files) is None
+    finally:
+        spark.conf.unset(FILE_INDEX_CONF)
+    _rewrite_adds(path, lambda add: add.pop("stats", None))
+    assert read_module_.keyed_rows(spark, deltalog.Table(path).snapshot(), files.drop(["stats"])) is None
+    shared = _table(str(tmp_path / "u"), [list(range(0, 100)), list(range(0, 100))])
+    assert read_module_.keyed_rows(spark, shared.snapshot(), shared.snapshot().add_files()) is None
+
+
+def test_keyed_rows_of_a_partitioned_table(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Partition values come from the directories (Hive layout) next to the packed key, which still
+    decodes to each row's file and row index; a MERGE keyed so gives the rows a Python merge gives."""
+    from deltalog.spark.dml import merge, merge_run
+
+    path = str(tmp_path / "p")
+    for part, ids in (("a", range(0, 100)), ("b", range(100, 600)), ("c", range(600, 1600))):
+        deltalog.write_table(path, pa.table({"id": pa.array(list(ids), pa.int64()), "p": [part] * len(ids)}),
+                             mode="append", partition_by=["p"])
+    table = deltalog.Table(path)
+    files = table.snapshot().add_files()
+    keyed = read_module_.keyed_rows(spark, table.snapshot(), files)
+    assert keyed is not None
+    df, bits = keyed
+    assert df.columns == ["id", "p", dv_scan.ROW_KEY]
+    first = {s: json.loads(st)["minValues"]["id"]
+             for s, st in zip(files.column("size").to_pylist(), files.column("stats").to_pylist(), strict=True)}
+    got = sorted((r["id"], r["p"], r[dv_scan.ROW_KEY]) for r in df.collect())
+    assert [(i, p) for i, p, _ in got] == [(i, "a" if i < 100 else "b" if i < 600 else "c") for i in range(1600)]
+    assert all(first[key & ((1 << bits) - 1)] + (key >> bits) == i for i, _, key in got)
+    merged: list[bool] = []
+    real = merge_run.keyed_rows
+
+    def spy(*args: Any) -> Any:
+        out = real(*args)
+        merged.append(out is not None)
+        return out
+
+    monkeypatch.setattr(merge_run, "keyed_rows", spy)
+    source = spark.createDataFrame([(5, "a"), (650, "c"), (2000, "c")], "id BIGINT, p STRING").alias("s")
+    (merge(spark, path, source, "t.id = s.id AND t.p = s.p", target_alias="t")
+     .whenMatchedDelete().whenNotMatchedInsertAll().execute())
+    assert _ids(read(spark, path)) == [i for i in [*range(1600), 2000] if i not in (5, 650)]
+    assert merged == [True]
+
+
+def _plan(df: Any) -> str:
+    return str(df._jdf.queryExecution().executedPlan().toString())
+
+
+@pytest.mark.parametrize("limit", [None, 8], ids=["bit-test", "over-the-limit-joins"])
+def test_one_deletion_vector_is_a_bit_test_without_a_join(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int | None
+) -> None:
+    """One file with a deletion vector: each of its rows' bits is tested in a constant (no join); rows at
+    word edges (63, 64, 127: the sign bit of a word) and past the last deleted row are kept or dropped right.
+    Above ``BIT_TEST_MAX_ROWS`` the anti join is used, with the same rows."""
+    if limit is not None:
+        monkeypatch.setattr(dv_scan, "BIT_TEST_MAX_ROWS", limit)
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 300)), list(range(300, 400)), list(range(400, 450))])
+    gone = {0, 62, 63, 64, 127, 128, 200}
+    table.delete([("id", "in", sorted(gone))], use_deletion_vectors=True)
+    assert sum(1 for d in table.snapshot().add_files().column("deletionVector").to_pylist() if d) == 1
+    df = read(spark, path)
+    want = [i for i in range(450) if i not in gone]
+    assert _ids(df) == want == sorted(table.snapshot().to_arrow().column("id").to_pylist())
+    assert ("Join" in _plan(df)) == (limit is not None)
+
+
+def test_bit_test_tells_the_deleted_file_apart_by_size(spark: Any, tmp_path: Path) -> None:
+    """A scan of several files of which one deletes rows: the bit test applies to that file's rows only
+    (told apart by ``_metadata.file_size``); the same row indexes of the other files stay."""
+    from deltalog.data.read import resolve_path
+
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(100, 150)), list(range(150, 400))])
+    table.delete([("id", "in", [1, 5, 70])], use_deletion_vectors=True)
+    snap = table.snapshot()
+    files = snap.add_files()
+    raw = spark.read.parquet(*[resolve_path(snap, p) for p in files.column("path").to_pylist()])
+    out = dv_scan.keyed_scan(spark, snap, files, raw, ["id"])
+    assert out is not None and "Join" not in _plan(out)
+    assert _ids(out) == [i for i in range(400) if i not in (1, 5, 70)]
