@@ -1,4 +1,5 @@
-"""The commit step of a :class:`~deltalog.txn.transaction.Transaction`: rendering the commit file,
+"""The commit step of a :class:`~deltalog.txn.transaction.Transaction` (typed against what it reads of one,
+:class:`~deltalog.txn.staged.StagedTransaction`): rendering the commit file,
 publishing it by put-if-absent with its outcome settled even when the put fails, reading the winners
 of a lost race, and the post-commit work once a version landed.
 
@@ -20,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import logging
-import typing
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -35,14 +35,14 @@ from deltalog.txn.commit import ABSENT, LANDED, TAKEN, previous_commit_timing, p
 from deltalog.txn.conflicts import WinningCommit
 from deltalog.txn.row_tracking import DOMAIN as ROW_TRACKING
 from deltalog.txn.row_tracking import assign_row_ids, domain_configuration, high_water_mark
+from deltalog.txn.staged import StagedTransaction
 from deltalog.txn.writer_features import is_true
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
-    from deltalog.txn.transaction import Transaction
 
 __all__ = [
-    "TableOwner", "after_commit", "committed_snapshot", "note_committed", "publish", "read_winners", "render_commit",
+    "after_commit", "committed_snapshot", "note_committed", "publish", "read_winners", "render_commit",
 ]
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ _PROTECT = "delta.requireCheckpointProtectionBeforeVersion"
 
 
 def render_commit(
-    txn: Transaction,
+    txn: StagedTransaction,
     version: int,
     protocol: Protocol | None,
     metadata: Metadata,
@@ -108,7 +108,7 @@ def render_commit(
     return text.encode("utf-8"), info
 
 
-def _reconciled(txn: Transaction) -> dict[str, Any]:
+def _reconciled(txn: StagedTransaction) -> dict[str, Any]:
     """``commitInfo.rowLevelConcurrency``: the winning versions this commit was rebased onto and the
     number of files rebased (row-level concurrency, :mod:`deltalog.commands.dv_rebase`); nothing when
     no resolver rebased it."""
@@ -118,7 +118,9 @@ def _reconciled(txn: Transaction) -> dict[str, Any]:
                                     "rebasedFiles": sum(txn.reconciled.values())}}
 
 
-def _row_ids(txn: Transaction, protocol: Protocol | None, version: int) -> tuple[list[Add], DomainMetadata | None]:
+def _row_ids(
+    txn: StagedTransaction, protocol: Protocol | None, version: int
+) -> tuple[list[Add], DomainMetadata | None]:
     """The adds with row ids assigned for ``version`` on row-tracking tables (see
     :mod:`deltalog.txn.row_tracking`), and the domain action recording the new high-water mark."""
     final = protocol if protocol is not None else txn.protocol
@@ -137,7 +139,7 @@ def _row_ids(txn: Transaction, protocol: Protocol | None, version: int) -> tuple
     return adds, domain
 
 
-def read_winners(txn: Transaction, start: int) -> list[WinningCommit]:
+def read_winners(txn: StagedTransaction, start: int) -> list[WinningCommit]:
     """The commits from ``start`` to the latest, summarised for the conflict checks (and kept in
     :attr:`Transaction.caught_up`)."""
     listed = [f for f in list_log(txn.store, start) if f.kind == "commit"]
@@ -149,11 +151,11 @@ def read_winners(txn: Transaction, start: int) -> list[WinningCommit]:
     return [WinningCommit.from_actions(fa) for fa in actions]
 
 
-def _partition_keys(txn: Transaction) -> frozenset[str]:
+def _partition_keys(txn: StagedTransaction) -> frozenset[str]:
     return frozenset(metadata_partition_keys(txn.snapshot.metadata)) if txn.snapshot is not None else frozenset()
 
 
-def committed_snapshot(txn: Transaction, version: int, payload: bytes) -> Snapshot | None:
+def committed_snapshot(txn: StagedTransaction, version: int, payload: bytes) -> Snapshot | None:
     """The snapshot at ``version`` from what this writer holds: its read snapshot, the winners it read
     while catching up and its own commit's bytes -- no listing, no log file read again (one ``stat`` of
     its commit file for the modification time). ``None`` when they do not cover every version since the
@@ -177,18 +179,7 @@ def committed_snapshot(txn: Transaction, version: int, payload: bytes) -> Snapsh
     return extend_snapshot(base, [*(f for f, _ in caught), own], actions=[mine, *(fa for _, fa in reversed(caught))])
 
 
-class TableOwner(SnapshotSource, typing.Protocol):
-    """The table a transaction was started from (a :class:`~deltalog.table.Table`): it learns the committed
-    snapshot, so its next ``snapshot()`` reads nothing it already knows."""
-
-    verify_checksums: bool
-
-    def _remember(self, snapshot: Snapshot) -> None:
-        """Keep ``snapshot`` as the newest known state."""
-        ...
-
-
-def publish(txn: Transaction, version: int, payload: bytes) -> bool:
+def publish(txn: StagedTransaction, version: int, payload: bytes) -> bool:
     """Put ``payload`` as commit ``version``; True when it is ours, False when another writer has it.
 
     While the put runs its outcome is unknown; it is settled by :func:`publish_commit` (which reads
@@ -238,7 +229,7 @@ def publish(txn: Transaction, version: int, payload: bytes) -> bool:
     ) from error
 
 
-def after_commit(txn: Transaction, version: int, payload: bytes) -> tuple[str, ...]:
+def after_commit(txn: StagedTransaction, version: int, payload: bytes) -> tuple[str, ...]:
     """Post-commit work after ``version`` (whose bytes are ``payload``) landed; returns the failed
     steps, re-raises an interrupt (with a note that the version was committed) once the commit is
     recorded."""
@@ -275,7 +266,7 @@ def after_commit(txn: Transaction, version: int, payload: bytes) -> tuple[str, .
     return tuple(report.errors)
 
 
-def note_committed(exc: BaseException, txn: Transaction, version: int, when: str) -> None:
+def note_committed(exc: BaseException, txn: StagedTransaction, version: int, when: str) -> None:
     """Say on an interrupt that arrived after the commit landed that the version *was* committed."""
     exc.add_note(
         f"deltalog: {txn.operation.name} was committed as version {version} of {txn.table} before this "

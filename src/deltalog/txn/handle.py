@@ -16,7 +16,7 @@ from __future__ import annotations
 import typing
 from typing import TYPE_CHECKING, Any
 
-from deltalog.txn.committer import TableOwner
+from deltalog.txn.staged import TableOwner
 
 if TYPE_CHECKING:
     from deltalog.log.timestamps import TimestampLike

@@ -57,7 +57,7 @@ from deltalog.txn.commit import (
     operation_metrics,
     remove_action,
 )
-from deltalog.txn.committer import TableOwner, after_commit, publish, read_winners, render_commit
+from deltalog.txn.committer import after_commit, publish, read_winners, render_commit
 from deltalog.txn.conflicts import (
     ISOLATION_LEVELS,
     WRITE_SERIALIZABLE,
@@ -68,6 +68,7 @@ from deltalog.txn.conflicts import (
 from deltalog.txn.operations import Operation
 from deltalog.txn.predicates import Column, ReadPredicate, columns_of, file_may_match
 from deltalog.txn.row_tracking import with_materialized_names
+from deltalog.txn.staged import TableOwner
 from deltalog.txn.validation import already_committed, validate
 from deltalog.txn.writer_features import check_never_writable
 from deltalog.version import __version__

@@ -18,13 +18,14 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from deltalog.errors import InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
 from deltalog.protocol.actions import AddCDCFile, DomainMetadata, Metadata, Protocol, Txn
 from deltalog.protocol.features import writer_features
 from deltalog.txn.commit import dv_key
 from deltalog.txn.row_tracking import check_no_moved_rows
+from deltalog.txn.staged import StagedTransaction
 from deltalog.txn.writer_features import (
     check_append_only,
     check_change_data_feed,
@@ -34,13 +35,10 @@ from deltalog.txn.writer_features import (
     upgrade_protocol,
 )
 
-if TYPE_CHECKING:
-    from deltalog.txn.transaction import Transaction
-
 __all__ = ["already_committed", "validate"]
 
 
-def already_committed(txn: Transaction) -> bool:
+def already_committed(txn: StagedTransaction) -> bool:
     """Whether an application transaction (``txn`` action) staged by ``txn`` is already recorded at the
     same or a later version in the snapshot it read: the commit is then skipped (idempotent writes).
 
@@ -58,7 +56,7 @@ def already_committed(txn: Transaction) -> bool:
     return False
 
 
-def validate(txn: Transaction) -> tuple[Protocol | None, Metadata]:
+def validate(txn: StagedTransaction) -> tuple[Protocol | None, Metadata]:
     """Check ``txn``'s staged actions against the writer rules; returns the protocol action to write
     (``None`` when the protocol stays) and the metadata the commit leaves.
 
@@ -101,7 +99,7 @@ def validate(txn: Transaction) -> tuple[Protocol | None, Metadata]:
     return protocol, metadata
 
 
-def _check_action_counts(txn: Transaction) -> None:
+def _check_action_counts(txn: StagedTransaction) -> None:
     where: dict[str, Any] = {"table": txn.table}
     if len(txn._metadata) > 1:
         raise InvalidArgumentError("a commit may hold at most one metaData action", **where)
@@ -124,7 +122,7 @@ def _check_action_counts(txn: Transaction) -> None:
         raise InvalidArgumentError("a commit may hold at most one txn action per application id", **where)
 
 
-def _resolve_protocol(txn: Transaction, metadata: Metadata) -> Protocol | None:
+def _resolve_protocol(txn: StagedTransaction, metadata: Metadata) -> Protocol | None:
     """The protocol action to write (staged and/or upgraded for ``metadata``), or None."""
     if txn._protocol and txn.snapshot is not None:
         dropping = getattr(txn.operation, "feature_name", None) if txn.operation.name == "DROP FEATURE" else None
@@ -145,7 +143,7 @@ def _resolve_protocol(txn: Transaction, metadata: Metadata) -> Protocol | None:
     return new_protocol
 
 
-def _check_partition_values(txn: Transaction, metadata: Metadata) -> None:
+def _check_partition_values(txn: StagedTransaction, metadata: Metadata) -> None:
     if metadata.configuration.get("delta.columnMapping.mode", "none") != "none":
         return
     expected = set(metadata.partitionColumns)

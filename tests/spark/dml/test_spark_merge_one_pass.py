@@ -1,4 +1,5 @@
-"""A MERGE whose pruning leaves one candidate file writes in one job (``_merge_one_pass``): the same rows
+"""A MERGE whose pruning leaves one candidate file writes in one job (``deltalog.spark.dml.merge_one_pass``): the
+same rows
 and the same counts as the two-job MERGE, the multiple-match error with nothing committed or left behind, and
 a file without any acted-on row left in place."""
 
@@ -14,7 +15,7 @@ from sparkutil import arrow_rows, data, data_files, version
 
 import deltalog
 from deltalog.errors import DeltaError
-from deltalog.spark.dml import merge, merge_run
+from deltalog.spark.dml import merge, merge_one_pass
 
 pytestmark = pytest.mark.spark
 
@@ -70,17 +71,17 @@ def test_one_job_merge_matches_the_two_job_merge(
     clauses, ids = CASES[case]
     one, two = _one_file(tmp_path, "one"), _one_file(tmp_path, "two")
     calls: list[bool] = []
-    real = merge_run.one_pass
+    real = merge_one_pass.one_pass
 
     def spy(*args: Any) -> Any:
         out = real(*args)
         calls.append(out is not None)
         return out
 
-    monkeypatch.setattr(merge_run, "one_pass", spy)
+    monkeypatch.setattr(merge_one_pass, "one_pass", spy)
     clauses(merge(spark, one, _source(spark, ids), "t.id = s.id", target_alias="t")).execute()
     assert calls == [True]
-    monkeypatch.setattr(merge_run, "one_pass_applies", lambda run, candidates: False)
+    monkeypatch.setattr(merge_one_pass, "one_pass_applies", lambda run, candidates: False)
     clauses(merge(spark, two, _source(spark, ids), "t.id = s.id", target_alias="t")).execute()
     assert calls == [True]
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from deltalog.protocol.schema import StructType
+from deltalog.spark.common.core import quoted
 from deltalog.txn.generated import generated_columns
 
 if TYPE_CHECKING:
@@ -25,9 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["generated_partition_conditions", "recompute_generated", "with_generated"]
 
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _computed(schema: StructType, name: str, sql: str) -> Any:
@@ -62,7 +60,7 @@ def with_generated(df: Any, schema: StructType, *, table: str) -> Any:
         message = (f"deltalog.txn.constraints.ConstraintViolationError: [DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] "
                    f"generated column {name} ({sql}) does not match a row of the data; leave the column out to "
                    f"have it computed; nothing was written [table {table}]")
-        column = F.col(_quoted(given)).cast(spark_type(schema.field(name).type))
+        column = F.col(quoted(given)).cast(spark_type(schema.field(name).type))
         df = df.withColumn(given, F.when(column.eqNullSafe(value), column).otherwise(
             F.raise_error(F.lit(message)).cast(spark_type(schema.field(name).type))))
     return df

@@ -67,6 +67,16 @@ def spark_file_uri(path: str) -> str:
     return "file:" + "".join(out)
 
 
+def quoted(name: str) -> str:
+    """A column name (or one part of a nested name) quoted for Spark SQL: backticks, inner backticks doubled.
+
+    Example:
+        >>> quoted("a`b")
+        '`a``b`'
+    """
+    return "`" + name.replace("`", "``") + "`"
+
+
 def open_table(
     path: Any, *, options: Mapping[str, Any] | None = None, storage_options: Mapping[str, Any] | None = None
 ) -> Table:

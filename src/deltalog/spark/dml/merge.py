@@ -52,7 +52,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
-from deltalog.spark.dml.merge_run import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Clause, MergeRun
+from deltalog.spark.dml.merge_one_pass import OnePassRun
+from deltalog.spark.dml.merge_run import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Clause, MergeSpec
 from deltalog.spark.jobs.staged import (
     DmlResult,
 )
@@ -233,7 +234,9 @@ class MergeBuilder:
         from deltalog.spark.reads.skipping import latest_frame
 
         self._source = latest_frame(self._source)  # a Delta read as its table is now, as delta-spark reads it
-        self.result = MergeRun(self).run()
+        spec = MergeSpec(self._spark, self._path, self._source, self._condition, self._alias, self._clauses,
+                         self._evolve)
+        self.result = OnePassRun(spec).run()
         m = self.result.metric
         updated, deleted, inserted = m("numTargetRowsUpdated"), m("numTargetRowsDeleted"), m("numTargetRowsInserted")
         row = [(updated + deleted + inserted, updated, deleted, inserted)]

@@ -18,25 +18,23 @@ If no target row was acted on, the file was not touched: the written files are d
 two-job way, which commits what delta-spark does (the inserts only, the file left in place).
 
 Example:
-    >>> one_pass(run, source, candidates).version                                   # doctest: +SKIP
+    >>> OnePassRun(spec).run().version                                               # doctest: +SKIP
     4
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.spark.dml.broadcast import broadcast_source
+from deltalog.spark.dml.merge_run import MergeRun
 from deltalog.spark.jobs.change_files import records_changes
 from deltalog.spark.jobs.staged import DmlResult, Staged, write_tallied
 from deltalog.spark.reads.row_ids import tracked_fields
 from deltalog.spark.reads.target import live_rows
 
-if TYPE_CHECKING:
-    from deltalog.spark.dml.merge_run import MergeRun
-
-__all__ = ["one_pass", "one_pass_applies"]
+__all__ = ["OnePassRun", "one_pass", "one_pass_applies"]
 
 DataFrame = Any
 
@@ -66,7 +64,7 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     """
     from pyspark.sql import functions as F
 
-    spark = run.b._spark
+    spark = run.b.spark
     T = run._target(candidates, keys=False)  # the read scan: no per-row file or row index
     how = "full" if run.not_matched else "left"
     frame, t_here, s_here = run._frame(T, S, how)
@@ -121,3 +119,22 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     inserted = sum(f.num_records for f in staged.data) - copied - updated
     return run._finish(staged, removed, scan_ms, None, numTargetRowsInserted=inserted, numTargetRowsCopied=copied,
                        **counts)
+
+
+class OnePassRun(MergeRun):
+    """A :class:`~deltalog.spark.dml.merge_run.MergeRun` that writes in one job where :func:`one_pass_applies`
+    (what ``MergeBuilder.execute()`` runs): :func:`one_pass`, else the two-job way.
+
+    Example:
+        >>> OnePassRun(spec).run().metric("numTargetRowsUpdated")                       # doctest: +SKIP
+        3
+    """
+
+    def one_pass(self, S: DataFrame, candidates: Any) -> DmlResult | None:
+        """:func:`one_pass` of this run where it applies; ``None`` (the two-job way) where not.
+
+        Example:
+            >>> OnePassRun(spec).one_pass(source, candidates) is None                   # doctest: +SKIP
+            False
+        """
+        return one_pass(self, S, candidates) if one_pass_applies(self, candidates) else None

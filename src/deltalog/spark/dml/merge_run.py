@@ -1,8 +1,10 @@
-"""How a MERGE runs (:class:`MergeRun`, one execution of a :class:`~deltalog.spark.dml.merge.MergeBuilder`):
-the clauses as codes, the target scan, the join and the jobs described in :mod:`deltalog.spark.dml.merge`.
+"""How a MERGE runs (:class:`MergeRun`, one execution of a :class:`MergeSpec`, what a
+:class:`~deltalog.spark.dml.merge.MergeBuilder` was asked to do): the clauses as codes, the target scan, the
+join and the jobs described in :mod:`deltalog.spark.dml.merge`. The one-job path for a single candidate file
+is a subclass's (:class:`~deltalog.spark.dml.merge_one_pass.OnePassRun`), which the builder runs.
 
 Example:
-    >>> MergeRun(builder).run().metric("numTargetRowsUpdated")                      # doctest: +SKIP
+    >>> MergeRun(spec).run().metric("numTargetRowsUpdated")                         # doctest: +SKIP
     3
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -22,11 +24,10 @@ from deltalog.protocol.schema import StructField, parse_schema
 from deltalog.spark.columns.defaults import default_value
 from deltalog.spark.columns.identity import BOUND, identity_value, observe_files
 from deltalog.spark.common.conf import auto_merge
-from deltalog.spark.common.core import load_snapshot, open_table, spark_type
+from deltalog.spark.common.core import load_snapshot, open_table, quoted, spark_type
 from deltalog.spark.dml.assign import assign, combine, expression, resolve_column, resolve_path
 from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.evolve import evolved_target, widened_struct
-from deltalog.spark.dml.merge_one_pass import one_pass, one_pass_applies
 from deltalog.spark.jobs.change_files import change_rows, records_changes, stage_change_files, write_change_files
 from deltalog.spark.jobs.staged import (
     DmlResult,
@@ -44,16 +45,7 @@ from deltalog.spark.layout.auto_optimize import compact_after
 from deltalog.spark.reads.dv_scan import ROW_KEY
 from deltalog.spark.reads.row_ids import tracked_fields
 from deltalog.spark.reads.scan import keyed_rows
-from deltalog.spark.reads.target import (
-    FILE,
-    ROW,
-    describe,
-    file_uris,
-    live_rows,
-    pruning_conditions,
-    quoted,
-    target_scan,
-)
+from deltalog.spark.reads.target import FILE, ROW, describe, file_uris, live_rows, pruning_conditions, target_scan
 from deltalog.spark.writes.idempotent import claim_session_txn
 from deltalog.txn.defaults import default_columns
 from deltalog.txn.generated import generated_columns
@@ -62,10 +54,7 @@ from deltalog.txn.operations import Merge
 from deltalog.txn.transaction import Transaction
 from deltalog.txn.writer_features import is_true
 
-if TYPE_CHECKING:
-    from deltalog.spark.dml.merge import MergeBuilder
-
-__all__ = ["MATCHED", "NOT_MATCHED", "NOT_MATCHED_BY_SOURCE", "Clause", "MergeRun"]
+__all__ = ["MATCHED", "NOT_MATCHED", "NOT_MATCHED_BY_SOURCE", "Clause", "MergeRun", "MergeSpec"]
 
 DataFrame = Any
 Column = Any
@@ -102,8 +91,6 @@ class Clause:
         return f"WHEN {_KIND_TEXT[self.kind]} THEN {self.action.upper()}{star}"
 
 
-
-
 def _check_clauses(clauses: Sequence[Clause], table: str) -> None:
     if not clauses:
         raise InvalidArgumentError(
@@ -119,26 +106,41 @@ def _check_clauses(clauses: Sequence[Clause], table: str) -> None:
             )
 
 
+@dataclass(frozen=True)
+class MergeSpec:
+    """What a MERGE was asked to do: the builder's state when ``execute()`` ran -- the session, the target
+    table's path, the source frame, the ON condition (SQL text or ``Column``), the target's alias, the WHEN
+    clauses in order and whether the schema may evolve (``withSchemaEvolution()``)."""
+
+    spark: Any
+    path: str
+    source: DataFrame
+    condition: Any
+    alias: str | None
+    clauses: tuple[Clause, ...]
+    evolve: bool
+
+
 class MergeRun:
-    """One execution of a :class:`MergeBuilder` (see the module docstring)."""
+    """One execution of a :class:`MergeSpec` (see the module docstring)."""
 
     #: the joined rows' column holding the code of the clause that acts on the row (< 0: copy or drop)
     ACTION = _ACTION
     #: the smallest code: a row that is neither written nor copied (an unmatched source row not inserted)
     DROP = _DROP
 
-    def __init__(self, b: MergeBuilder) -> None:
+    def __init__(self, b: MergeSpec) -> None:
         from pyspark.sql import functions as F
 
         self.b = b
         #: withSchemaEvolution(), or delta-spark's spark.databricks.delta.schema.autoMerge.enabled
-        self.evolve = b._evolve or auto_merge(b._spark)
+        self.evolve = b.evolve or auto_merge(b.spark)
         self.timer = Timer()
-        self.table = open_table(b._path)
+        self.table = open_table(b.path)
         self.snap = load_snapshot(self.table.location)
         loc = self.table.location
-        _check_clauses(b._clauses, loc)
-        self.clauses = b._clauses
+        _check_clauses(b.clauses, loc)
+        self.clauses = b.clauses
         self.matched = [c for c in self.clauses if c.kind == MATCHED]
         self.not_matched = [c for c in self.clauses if c.kind == NOT_MATCHED]
         self.by_source = [c for c in self.clauses if c.kind == NOT_MATCHED_BY_SOURCE]
@@ -155,7 +157,7 @@ class MergeRun:
         star = any(c.star for c in self.clauses)
         keys = [k for c in self.clauses for k in (c.assignments or {})]
         widen = is_true(self.snap.metadata.configuration, "delta.enableTypeWidening")
-        self.schema = evolved_target(target, b._source, star=star, keys=keys, alias=b._alias, widen=widen) \
+        self.schema = evolved_target(target, b.source, star=star, keys=keys, alias=b.alias, widen=widen) \
             if self.evolve else target
         changed = self.schema is not target
         self.metadata = replace(self.snap.metadata, schemaString=self.schema.to_json()) if changed \
@@ -166,10 +168,10 @@ class MergeRun:
         self.target_names = set(target.field_names)
         #: the target's own type of each column whose struct type gained fields (its values are widened)
         self.widened = {f.name: f.type for f, g in zip(target.fields, self.schema.fields) if f.type != g.type}
-        self.source_names = {n.lower(): n for n in b._source.columns}
+        self.source_names = {n.lower(): n for n in b.source.columns}
         self.identity = IdentityGenerator(identity_columns(target, table=self.table.location), [],
                                           table=self.table.location)
-        self.join_condition = F.expr(b._condition) if isinstance(b._condition, str) else b._condition
+        self.join_condition = F.expr(b.condition) if isinstance(b.condition, str) else b.condition
         self.source_rows: int | None = None
 
     # --------------------------------------------------------------------------------- expressions
@@ -182,7 +184,7 @@ class MergeRun:
         if not c.star:
             assert c.assignments is not None
             what = f"MERGE {c.label()}"
-            qualifiers = [self.b._alias] if self.b._alias else []
+            qualifiers = [self.b.alias] if self.b.alias else []
             by_column: dict[str, list[tuple[tuple[str, ...], Column]]] = {}
             for key, value in c.assignments.items():
                 path: tuple[str, ...] = ()
@@ -334,20 +336,20 @@ class MergeRun:
         conditions: list[Condition] = []
         if not self.by_source:
             conditions, _ = pruning_conditions(
-                b._condition, snap, qualifiers=[b._alias] if b._alias else [], ambiguous=b._source.columns
+                b.condition, snap, qualifiers=[b.alias] if b.alias else [], ambiguous=b.source.columns
             )
         op = Merge(
-            predicate=[describe(b._condition) or ""],
+            predicate=[describe(b.condition) or ""],
             matched_predicates=tuple(c.parameters() for c in self.matched),
             not_matched_predicates=tuple(c.parameters() for c in self.not_matched),
             not_matched_by_source_predicates=tuple(c.parameters() for c in self.by_source),
         )
         self.txn = Transaction(self.table.store, snap, op, table=self.table.location)
-        if not claim_session_txn(b._spark, self.txn):  # delta-spark's txnAppId/txnVersion session settings
+        if not claim_session_txn(b.spark, self.txn):  # delta-spark's txnAppId/txnVersion session settings
             return DmlResult(None, {k: str(v) for k, v in self._metrics(0).items()})
         candidates = self.txn.read_candidates(conditions)
         T = self._target(candidates)
-        S = b._source.withColumn(_S_PRESENT, F.lit(True))
+        S = b.source.withColumn(_S_PRESENT, F.lit(True))
         self._check_sides(T, S)
         try:
             if not self.matched and not self.by_source:
@@ -364,15 +366,15 @@ class MergeRun:
 
         from deltalog.spark.reads.scan import scan_rows
 
-        scan = target_scan(self.b._spark, self.snap, files, drop_deleted=True, row_ids=True) if keys else \
-            scan_rows(self.b._spark, self.snap, files)
+        scan = target_scan(self.b.spark, self.snap, files, drop_deleted=True, row_ids=True) if keys else \
+            scan_rows(self.b.spark, self.snap, files)
         T = scan.withColumn(_T_PRESENT, F.lit(True))
-        return T.alias(self.b._alias) if self.b._alias else T
+        return T.alias(self.b.alias) if self.b.alias else T
 
     def _source_rows(self) -> int:
         """``numSourceRows``, counted once (before the first job when it decides the broadcast)."""
         if self.source_rows is None:
-            self.source_rows = int(self.b._source.count())
+            self.source_rows = int(self.b.source.count())
         return self.source_rows
 
     def clause_counts(self, per_code: Mapping[int, int]) -> dict[str, int]:
@@ -445,7 +447,7 @@ class MergeRun:
             **files, **counts,
         )
         result = staged.commit(self.txn, metrics)
-        compact_after(self.b._spark, self.txn, result, staged.data)  # auto compaction, when the table asks for it
+        compact_after(self.b.spark, self.txn, result, staged.data)  # auto compaction, when the table asks for it
         return DmlResult(result.version, dict(result.operation_metrics))
 
     def _insert_only(self, T: DataFrame, S: DataFrame) -> DmlResult:
@@ -472,6 +474,16 @@ class MergeRun:
         joined = T.join(S, on=self.join_condition, how=how)
         return joined.withColumn(_ACTION, self._action(flags, ordered, default)), t_here, s_here
 
+    def one_pass(self, S: DataFrame, candidates: Any) -> DmlResult | None:
+        """The MERGE written and committed in one job, where a subclass can
+        (:class:`~deltalog.spark.dml.merge_one_pass.OnePassRun`); ``None`` here: the run takes the two-job way.
+
+        Example:
+            >>> MergeRun(spec).one_pass(source, candidates) is None                     # doctest: +SKIP
+            True
+        """
+        return None
+
     def _rewrite(self, T: DataFrame, S: DataFrame, candidates: Any) -> DmlResult:
         from pyspark.sql import functions as F
 
@@ -481,17 +493,16 @@ class MergeRun:
         how = {(True, True): "full", (True, False): "right", (False, True): "left", (False, False): "inner"}[
             (bool(self.not_matched), bool(self.by_source))
         ]
-        if one_pass_applies(self, candidates):  # it checks the assignments before its job, as below
-            done = one_pass(self, S, candidates)
-            if done is not None:
-                return done
+        done = self.one_pass(S, candidates)  # it checks the assignments before its job, as below
+        if done is not None:
+            return done
         uris = file_uris(self.snap, candidates)
         file_of, row_of, by_size, frame_target = T[FILE], T[ROW], None, T
-        keyed = keyed_rows(self.b._spark, self.snap, candidates)
+        keyed = keyed_rows(self.b.spark, self.snap, candidates)
         if keyed is not None:  # a long per row is shuffled with the target rows instead of the file's path
             K, bits = keyed
             K = K.withColumn(_T_PRESENT, F.lit(True))
-            K = frame_target = K.alias(self.b._alias) if self.b._alias else K
+            K = frame_target = K.alias(self.b.alias) if self.b.alias else K
             file_of, row_of = K[ROW_KEY].bitwiseAND(F.lit((1 << bits) - 1)), K[ROW_KEY]
             by_size = dict(zip(candidates.column("size").to_pylist(), uris))
         # The plan is built broadcasting the source, the usual case; it is built again without the hint
@@ -507,7 +518,7 @@ class MergeRun:
             ).agg(F.count(F.lit(1)).alias("rows"), F.sum(pairs).alias("pairs"), F.min(_ACTION).alias("act"))
 
         per_row = first_job(frame, t_here, s_here)
-        if not broadcast_source(self.b._spark, per_row, self._source_rows()):  # else no shuffle of the target
+        if not broadcast_source(self.b.spark, per_row, self._source_rows()):  # else no shuffle of the target
             frame, t_here, s_here = self._frame(frame_target, S, how)
             per_row = first_job(frame, t_here, s_here)
         stats = [r.asDict() for r in per_row.groupBy(FILE, "act").agg(
@@ -575,7 +586,7 @@ class MergeRun:
         else:  # a target row's fate depends only on the source: join the touched files alone
             T = self._target(touched)
             frame, t_here, _ = self._frame(T, F.broadcast(S), "left")  # the touched rows stay in place
-            if not broadcast_source(self.b._spark, frame, self._source_rows()):  # unless the source is too large
+            if not broadcast_source(self.b.spark, frame, self._source_rows()):  # unless the source is too large
                 frame, t_here, _ = self._frame(T, S, "left")
             in_touched = t_here
         keep = in_touched & (action.isin(updates) if use_dvs else ~action.isin(deletes))
@@ -643,7 +654,7 @@ class MergeRun:
         return MultipleSourceRowMatchError(
             "[DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE] Cannot perform Merge as multiple source "
             "rows matched and attempted to modify the same target row in the Delta table in possibly "
-            f"conflicting ways. ON condition: {describe(self.b._condition)}. Preprocess the source (e.g. "
+            f"conflicting ways. ON condition: {describe(self.b.condition)}. Preprocess the source (e.g. "
             "deduplicate it on the merge keys) so that each target row matches at most one source row",
             table=self.table.location,
         )

@@ -38,7 +38,7 @@ import pyarrow as pa
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.commands.dv_rebase import rebase_deletion_vectors
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
-from deltalog.spark.common.core import load_snapshot, open_table
+from deltalog.spark.common.core import load_snapshot, open_table, quoted
 from deltalog.spark.dml.assign import assign, combine, expression, resolve_path
 from deltalog.spark.jobs.change_files import records_changes, stage_change_files, updated_rows, write_change_files
 from deltalog.spark.jobs.rewrite import matches_per_file
@@ -61,7 +61,6 @@ from deltalog.spark.reads.target import (
     file_uris,
     live_rows,
     pruning_conditions,
-    quoted,
     table_probe,
     target_scan,
 )

@@ -35,7 +35,7 @@ from deltalog.feed.changes import cdf_enabled
 from deltalog.protocol.actions import AddCDCFile, Metadata
 from deltalog.protocol.column_mapping import MODE_KEY, mapping_mode
 from deltalog.protocol.schema import StructType
-from deltalog.spark.reads.target import quoted
+from deltalog.spark.common.core import quoted
 from deltalog.storage.locations import StoreRef
 
 if TYPE_CHECKING:

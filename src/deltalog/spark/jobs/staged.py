@@ -41,8 +41,9 @@ from deltalog.data.deletion_vectors import INLINE_DV_MAX_BYTES
 from deltalog.errors import DeltaError, SchemaError
 from deltalog.protocol.actions import Add, Metadata
 from deltalog.protocol.schema import StructType
+from deltalog.spark.common.core import quoted
 from deltalog.spark.jobs.tasks import delete_written, named_error
-from deltalog.spark.reads.target import FILE, ROW, file_uris, num_records, quoted
+from deltalog.spark.reads.target import FILE, ROW, file_uris, num_records
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.writer_features import (
     AppendOnlyError,

@@ -80,6 +80,7 @@ from deltalog.spark.common.core import (
     map_in_arrow,
     open_table,
     parse_size,
+    quoted,
     session_setting,
     spark_schema,
 )
@@ -95,7 +96,7 @@ from deltalog.spark.layout.zorder import (
 from deltalog.spark.reads.files import partition_table
 from deltalog.spark.reads.row_ids import tracked_fields
 from deltalog.spark.reads.scan import scan_rows
-from deltalog.spark.reads.target import FILE, file_uris, quoted, target_scan
+from deltalog.spark.reads.target import FILE, file_uris, target_scan
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.operations import Optimize, Reorg
 from deltalog.txn.row_tracking import tracked_schema

@@ -34,10 +34,9 @@ from deltalog.errors import (
     InvalidArgumentError,
 )
 from deltalog.protocol.schema import DecimalType, PrimitiveType, StructField, StructType
-from deltalog.spark.common.core import map_in_arrow, session_setting
+from deltalog.spark.common.core import map_in_arrow, quoted, session_setting
 from deltalog.spark.common.storage import is_connect
 from deltalog.spark.jobs.tasks import task_error
-from deltalog.spark.reads.target import quoted
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot

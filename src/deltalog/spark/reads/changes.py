@@ -56,6 +56,7 @@ from deltalog.spark.common.core import (
     parse_bool,
     parse_int,
     physical_field,
+    quoted,
     session_setting,
     spark_type,
 )
@@ -226,7 +227,7 @@ def changes_dataframe(spark: Any, snapshot: Snapshot, plan: list[CommitChanges])
         if f.name in parts:
             col = F.col(_part_column(snapshot.partition_columns.index(f.name)))
         else:
-            col = F.col(_quoted(physical_name(f, mode)))
+            col = F.col(quoted(physical_name(f, mode)))
             if needs_cast(f, mode):
                 col = col.cast(spark_type(f.type))  # positional: renames nested physical fields
         out.append(col.alias(f.name))
@@ -237,9 +238,6 @@ def changes_dataframe(spark: Any, snapshot: Snapshot, plan: list[CommitChanges])
     ]
     return rows.select(*out)
 
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _part_column(i: int) -> str:
@@ -253,7 +251,7 @@ def _scan(
 
     fields = [*physical, StructField(CHANGE_TYPE, PrimitiveType("string"), True, {})] if cdc else list(physical)
     raw = parquet_scan(spark, snapshot, log_paths, fields, keys=True)
-    cols = [F.col(_quoted(f.name)) for f in physical]
+    cols = [F.col(quoted(f.name)) for f in physical]
     cols.append(F.col(CHANGE_TYPE) if cdc else F.lit(None).cast("string").alias(CHANGE_TYPE))
     cols.append(F.col(FILE).alias(_FILE))
     if rows:

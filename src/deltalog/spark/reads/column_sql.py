@@ -18,11 +18,13 @@ import datetime as dt
 import math
 from typing import TYPE_CHECKING, Any
 
+from deltalog.spark.common.core import quoted
+
 if TYPE_CHECKING:
     from deltalog.data.filters import Condition
     from deltalog.snapshot import Snapshot
 
-__all__ = ["condition_sql", "flat_columns", "plain_name", "portable", "quote_ident", "skipping_conditions"]
+__all__ = ["condition_sql", "flat_columns", "plain_name", "portable", "skipping_conditions"]
 
 _COMPARISONS = {"=": "=", "==": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "!=": "!=", "<>": "!="}
 _EPOCH = dt.date(1970, 1, 1)
@@ -31,15 +33,6 @@ _EPOCH = dt.date(1970, 1, 1)
 class _Unportable(Exception):
     """The condition refers to a column of one particular DataFrame."""
 
-
-def quote_ident(part: str) -> str:
-    """``part`` as a back-quoted SQL identifier.
-
-    Example:
-        >>> quote_ident("a`b")
-        '`a``b`'
-    """
-    return "`" + part.replace("`", "``") + "`"
 
 
 def _sql_string(text: str) -> str:
@@ -110,7 +103,7 @@ class _Classic:
             if node.planId().isDefined():
                 raise _Unportable(kind)
             seq = node.nameParts()
-            return ("col", ".".join(quote_ident(str(seq.apply(i))) for i in range(seq.size())))
+            return ("col", ".".join(quoted(str(seq.apply(i))) for i in range(seq.size())))
         if kind == "Literal":
             value = node.value()
             if value is not None and type(value).__name__ == "JavaObject":

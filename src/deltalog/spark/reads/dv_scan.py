@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BIT_TEST_MAX_ROWS", "MAX_KEYED_FILES", "ROW_KEY", "deleted_row_keys", "deleted_rows_per_file", "keyed_scan",
-    "row_key_bits",
+    "row_key_bits", "without_deleted_rows",
 ]
 
 #: Above this many deletion-vector files the CASE that maps sizes to ids gets long; the path join is
@@ -103,6 +103,26 @@ def deleted_row_keys(snapshot: Snapshot, files: pa.Table, uris: Sequence[str]) -
         FILE: pa.chunked_array(keys, pa.string()),
         ROW: pa.chunked_array([pa.array(rows.astype(np.int64)) for _, rows in per_file], pa.int64()),
     })
+
+
+def without_deleted_rows(spark: Any, df: Any, snapshot: Snapshot, files: pa.Table, uris: Sequence[str]) -> Any:
+    """``df``, a scan of ``files`` keyed by :data:`~deltalog.spark.reads.files.FILE` / ``ROW`` (``uris[i]`` is file
+    ``i``'s key), without the rows the files' deletion vectors delete: a broadcast anti join on the keys.
+
+    Example:
+        >>> without_deleted_rows(spark, scan, snap, files, file_keys(snap, files)).count()     # doctest: +SKIP
+        900000
+    """
+    from pyspark.sql import functions as F
+
+    from deltalog.spark.common.core import spark_schema
+    from deltalog.spark.reads.files import FILE, ROW, key_fields
+
+    deleted = deleted_row_keys(snapshot, files, uris)
+    if not deleted.num_rows:
+        return df
+    ddf = spark.createDataFrame(deleted, spark_schema(key_fields(with_row=True)))
+    return df.join(F.broadcast(ddf), on=[FILE, ROW], how="left_anti")
 
 
 def row_key_bits(files: pa.Table) -> int | None:

@@ -32,12 +32,13 @@ import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType, parse_schema, physical_name
+from deltalog.spark.common.core import quoted
 from deltalog.storage.locations import StoreRef
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
 
-__all__ = ["FILE", "ROW", "file_key", "file_keys", "parquet_scan", "partition_table", "uses_native_io"]
+__all__ = ["FILE", "ROW", "file_key", "file_keys", "key_fields", "parquet_scan", "partition_table", "uses_native_io"]
 
 #: Column of a scan holding the row's data file key.
 FILE = "__deltalog_file"
@@ -53,9 +54,19 @@ _FETCHERS = 8
 DataFrame = Any
 
 
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
+
+def key_fields(*, with_row: bool) -> list[StructField]:
+    """The key columns of a per-file scan: :data:`FILE` (string) and, ``with_row``, :data:`ROW` (long).
+
+    Example:
+        >>> [f.name for f in key_fields(with_row=True)]
+        ['__deltalog_file', '__deltalog_row']
+    """
+    fields = [StructField(FILE, PrimitiveType("string"), False, {})]
+    if with_row:
+        fields.append(StructField(ROW, PrimitiveType("long"), False, {}))
+    return fields
 
 def file_key(snapshot: Snapshot, log_path: str) -> str:
     """The key of a data file named in the log: what Spark reports in ``_metadata.file_path`` (``file:/...``
@@ -148,7 +159,7 @@ def _native_scan(
     if not keys:
         return raw
     check_keys(raw, uris, snapshot)
-    return raw.select(*[F.col(_quoted(f.name)) for f in physical],
+    return raw.select(*[F.col(quoted(f.name)) for f in physical],
                       F.col("_metadata.file_path").alias(FILE), F.col("_metadata.row_index").alias(ROW))
 
 

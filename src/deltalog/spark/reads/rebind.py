@@ -37,7 +37,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from deltalog.spark.reads.column_sql import quote_ident
+from deltalog.spark.common.core import quoted
 
 __all__ = ["MAX_ID_COLUMNS", "passed_through", "plan_ids", "rebound", "with_plan_ids"]
 
@@ -95,12 +95,12 @@ def _sql(node: Any, names: _Names) -> str:
         name = names.get(expression)
         if name is None:
             raise _Unbound("attribute of another frame")
-        return quote_ident(name)
+        return quoted(name)
     if kind == "UnresolvedAttribute":
         if node.planId().isDefined() or node.isMetadataColumn():
             raise _Unbound(kind)
         parts = node.nameParts()
-        return ".".join(quote_ident(str(parts.apply(i))) for i in range(parts.size()))
+        return ".".join(quoted(str(parts.apply(i))) for i in range(parts.size()))
     if kind == "Literal":
         if node.dataType().isDefined():
             raise _Unbound("typed literal")

@@ -88,8 +88,9 @@ def metadata_scan(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
     """
     from pyspark.sql import functions as F
 
+    from deltalog.spark.common.core import quoted
     from deltalog.spark.reads.row_ids import file_longs, tracked_fields
-    from deltalog.spark.reads.target import FILE, ROW, quoted, target_scan
+    from deltalog.spark.reads.target import FILE, ROW, target_scan
 
     tracking = tracks_rows(snapshot)
     per_file = {_SIZE: file_longs(files, "size"), _MTIME: file_longs(files, "modificationTime")}

@@ -48,13 +48,13 @@ import pyarrow.compute as pc
 
 from deltalog.data.filters import Condition, normalize_filter, prune_files
 from deltalog.errors import InvalidArgumentError
-from deltalog.protocol.schema import PrimitiveType, StructField, StructType, physical_name
-from deltalog.spark.common.core import load_snapshot, needs_cast, physical_field, spark_schema, spark_type
-from deltalog.spark.reads.dv_scan import ROW_KEY, deleted_row_keys, keyed_scan, row_key_bits
+from deltalog.protocol.schema import StructField, StructType, physical_name
+from deltalog.spark.common.core import load_snapshot, needs_cast, physical_field, quoted, spark_schema, spark_type
+from deltalog.spark.reads.dv_scan import ROW_KEY, keyed_scan, row_key_bits, without_deleted_rows
 from deltalog.spark.reads.files import FILE as _FILE
 from deltalog.spark.reads.files import ROW as _ROW
 from deltalog.spark.reads.files import check_keys as _check_join_keys
-from deltalog.spark.reads.files import file_keys, parquet_scan, partition_table, uses_native_io
+from deltalog.spark.reads.files import file_keys, key_fields, parquet_scan, partition_table, uses_native_io
 from deltalog.spark.reads.files import scan_error as _scan_error
 from deltalog.spark.reads.hive import hive_layout_matches
 from deltalog.spark.reads.log_index import log_indexed, usable
@@ -125,14 +125,11 @@ def _split_where(where: Any, schema: StructType, table: str) -> tuple[list[Condi
     )
 
 
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
 
 def _condition_column(cond: Condition) -> Any:
     from pyspark.sql import functions as F
 
-    col = F.col(_quoted(cond.column))
+    col = F.col(quoted(cond.column))
     if cond.op == "in":
         return col.isin(list(cond.value))
     if cond.op == "not in":
@@ -202,7 +199,7 @@ def read_snapshot(
     if spark_filter is not None:
         df = df.filter(spark_filter)
     if needed != names or row_metadata:  # each select costs a few driver round trips; skip needless ones
-        df = df.select(*[F.col(_quoted(n)) for n in names])
+        df = df.select(*[F.col(quoted(n)) for n in names])
     if row_metadata:
         return df
     # Later filters (directly or after select / withColumn / ...) re-plan this scan with file skipping.
@@ -333,15 +330,12 @@ def _scan_files(
             meta = [F.col("_metadata.file_path").alias(_FILE)]
             if has_dv:
                 meta.append(F.col("_metadata.row_index").alias(_ROW))
-            df = raw.select(*[F.col(_quoted(f.name)) for f in read_fields], *meta)
+            df = raw.select(*[F.col(quoted(f.name)) for f in read_fields], *meta)
         if has_dv:
-            deleted = deleted_row_keys(snapshot, files, uris)
-            if deleted.num_rows:
-                ddf = spark.createDataFrame(deleted, spark_schema(_key_fields(with_row=True)))
-                df = df.join(F.broadcast(ddf), on=[_FILE, _ROW], how="left_anti")
+            df = without_deleted_rows(spark, df, snapshot, files, uris)
         if join_parts:
             ptable = partition_table(files, uris, part_fields, mode)
-            pdf = spark.createDataFrame(ptable, spark_schema([*_key_fields(with_row=False), *part_fields]))
+            pdf = spark.createDataFrame(ptable, spark_schema([*key_fields(with_row=False), *part_fields]))
             df = df.join(F.broadcast(pdf), on=_FILE, how="inner")
     sources = []  # (column of df, logical field)
     for f in logical:
@@ -355,17 +349,10 @@ def _scan_files(
         return df  # already the requested columns: a select would only cost driver round trips
     out = []
     for name, f in sources:
-        col = F.col(_quoted(name))
+        col = F.col(quoted(name))
         if f.name not in parts and needs_cast(f, mode):
             col = col.cast(spark_type(f.type))  # positional: renames nested physical fields; wide decimals
         out.append(col.alias(f.name))
     if row_key is not None:
         out.append(F.col(ROW_KEY))
     return df.select(*out)
-
-
-def _key_fields(*, with_row: bool) -> list[StructField]:
-    fields = [StructField(_FILE, PrimitiveType("string"), False, {})]
-    if with_row:
-        fields.append(StructField(_ROW, PrimitiveType("long"), False, {}))
-    return fields

@@ -47,15 +47,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from deltalog.spark.common.core import may_be_cached, note_cached, served_by_cache
-from deltalog.spark.reads.column_sql import (
-    condition_sql,
-    flat_columns,
-    plain_name,
-    portable,
-    quote_ident,
-    skipping_conditions,
-)
+from deltalog.spark.common.core import may_be_cached, note_cached, quoted, served_by_cache
+from deltalog.spark.reads.column_sql import condition_sql, flat_columns, plain_name, portable, skipping_conditions
 from deltalog.spark.reads.rebind import MAX_ID_COLUMNS, passed_through, rebound, with_plan_ids
 
 if TYPE_CHECKING:
@@ -208,7 +201,7 @@ def _with_row_metadata(self: Any, base: type, state: _State, name: str, args: tu
     ``select`` / ``selectExpr`` stands for this frame's columns (not the struct)."""
     from deltalog.spark.reads.row_metadata import METADATA
 
-    visible = [quote_ident(c) for c in self.columns]
+    visible = [quoted(c) for c in self.columns]
     if name in ("select", "selectExpr"):
         expanded: list[Any] = []
         for c in flat_columns(args):
@@ -499,7 +492,7 @@ def _conform(df: Any, build: Callable[[], Any], what: str, *, schema_same: bool 
             if lost or len(have) != len(got) or len({n for n, _ in want}) != len(want):
                 raise changed(f"columns {lost or [n for n, _ in want]}")
             # columns the table gained stay out, as Spark keeps a frame's columns
-            fresh = getattr(base, "select")(fresh, *[quote_ident(n) for n, _ in want])  # noqa: B009
+            fresh = getattr(base, "select")(fresh, *[quoted(n) for n, _ in want])  # noqa: B009
     finally:
         _LOCAL.busy = busy
     return fresh

@@ -29,9 +29,9 @@ import pyarrow as pa
 from deltalog.data.filters import Condition, normalize_filter
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
-from deltalog.spark.common.core import needs_cast, physical_field, spark_schema, spark_type
-from deltalog.spark.reads.dv_scan import deleted_row_keys
-from deltalog.spark.reads.files import FILE, ROW, file_keys, parquet_scan, partition_table
+from deltalog.spark.common.core import needs_cast, physical_field, quoted, spark_schema, spark_type
+from deltalog.spark.reads.dv_scan import without_deleted_rows
+from deltalog.spark.reads.files import FILE, ROW, file_keys, key_fields, parquet_scan, partition_table
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -47,7 +47,6 @@ __all__ = [
     "local_file",
     "partition_frame",
     "pruning_conditions",
-    "quoted",
     "table_probe",
     "target_scan",
 ]
@@ -61,15 +60,6 @@ _FLOAT_UNSAFE_OPS = (">", ">=", "!=", "not in")
 DataFrame = Any  # pyspark.sql.DataFrame (classic or Connect)
 Column = Any  # pyspark.sql.Column
 
-
-def quoted(name: str) -> str:
-    """A column name quoted for Spark (backticks, inner backticks doubled).
-
-    Example:
-        >>> quoted("a`b")
-        '`a``b`'
-    """
-    return "`" + name.replace("`", "``") + "`"
 
 
 def is_column(value: Any) -> bool:
@@ -355,11 +345,6 @@ def live_rows(snapshot: Snapshot, rows: Sequence[Mapping[str, Any]]) -> int:
 # ------------------------------------------------------------------------------------------ scan
 
 
-def _key_fields(*, with_row: bool) -> list[StructField]:
-    fields = [StructField(FILE, PrimitiveType("string"), False, {})]
-    if with_row:
-        fields.append(StructField(ROW, PrimitiveType("long"), False, {}))
-    return fields
 
 
 def table_probe(spark: Any, snapshot: Snapshot) -> Any:
@@ -405,7 +390,7 @@ def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted
     per_file = dict(file_columns or {})
     if files.num_rows == 0:
         longs = [StructField(n, PrimitiveType("long"), True, {}) for n in per_file]
-        return spark.createDataFrame([], spark_schema([*fields, *_key_fields(with_row=True), *extra, *longs]))
+        return spark.createDataFrame([], spark_schema([*fields, *key_fields(with_row=True), *extra, *longs]))
     data_fields = [f for f in fields if f.name not in parts] + extra
     physical = [physical_field(f, mode) for f in data_fields]
     uris = file_uris(snapshot, files)
@@ -421,10 +406,7 @@ def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted
         columns.append(col.alias(f.name))
     df = raw.select(*columns, F.col(FILE), F.col(ROW))
     if has_dv:
-        deleted = deleted_row_keys(snapshot, files, uris)
-        if deleted.num_rows:
-            ddf = spark.createDataFrame(deleted, spark_schema(_key_fields(with_row=True)))
-            df = df.join(F.broadcast(ddf), on=[FILE, ROW], how="left_anti")
+        df = without_deleted_rows(spark, df, snapshot, files, uris)
     if parts:
         df = df.join(F.broadcast(partition_frame(spark, snapshot, files)), on=FILE, how="inner")
     if tracked is not None:
@@ -447,4 +429,4 @@ def partition_frame(spark: Any, snapshot: Snapshot, files: pa.Table) -> DataFram
     parts = set(snapshot.partition_columns)
     part_fields = [f for f in snapshot.schema.fields if f.name in parts]
     table = partition_table(files, file_uris(snapshot, files), part_fields, snapshot.column_mapping_mode)
-    return spark.createDataFrame(table, spark_schema([*_key_fields(with_row=False), *part_fields]))
+    return spark.createDataFrame(table, spark_schema([*key_fields(with_row=False), *part_fields]))

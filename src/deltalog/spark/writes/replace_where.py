@@ -57,7 +57,7 @@ import pyarrow as pa
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType
-from deltalog.spark.common.core import spark_type
+from deltalog.spark.common.core import quoted, spark_type
 from deltalog.spark.jobs.change_files import change_rows, records_changes, stage_change_files, write_change_files
 from deltalog.spark.jobs.rewrite import Touched, touched_files, write_survivors
 from deltalog.spark.jobs.staged import Staged, spark_error
@@ -71,7 +71,6 @@ from deltalog.spark.reads.target import (
     live_rows,
     partition_frame,
     pruning_conditions,
-    quoted,
     target_scan,
 )
 
