@@ -14,7 +14,7 @@ import pytest
 import deltalog
 from deltalog.commands.check import check_table
 from deltalog.commands.convert import convert_to_delta
-from deltalog.errors import StorageNotFoundError, StoragePermissionError, TableNotFoundError
+from deltalog.errors import StorageError, StorageNotFoundError, StoragePermissionError, TableNotFoundError
 
 pytestmark = pytest.mark.objectstore
 
@@ -145,12 +145,25 @@ def test_credentials_never_reach_commit_info_or_reprs(remote: tuple[str, dict[st
 def test_environment_supplies_what_the_options_leave_out(
     s3_table: tuple[str, dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """As delta-rs and the AWS SDKs read it: endpoint, plain HTTP, credentials and region from the environment
+    alone, no storage options at all; options given win over it."""
     uri, opts = s3_table
     for key, value in opts.items():
-        if key != "AWS_ALLOW_HTTP":
-            monkeypatch.setenv(key, value)
-    deltalog.write_table(uri, data(range(4)), storage_options={"aws_allow_http": "true"})
-    assert ids(deltalog.Table(uri, storage_options={"AWS_ALLOW_HTTP": "true"})) == [0, 1, 2, 3]
+        monkeypatch.setenv(key, value)
+    deltalog.write_table(uri, data(range(4)))
+    assert ids(deltalog.Table(uri)) == [0, 1, 2, 3]
+    with pytest.raises(StorageError, match=r"builder error|http"):  # allow_http=false given: the option wins
+        deltalog.Table(uri, storage_options={"AWS_ALLOW_HTTP": "false"}).snapshot()
+
+
+def test_azure_credentials_from_the_environment_alone(
+    azure_table: tuple[str, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri, opts = azure_table
+    for key, value in opts.items():
+        monkeypatch.setenv(key, value)
+    deltalog.write_table(uri, data(range(3)))
+    assert ids(deltalog.Table(uri)) == [0, 1, 2]
 
 
 def test_option_keys_are_case_insensitive(s3_table: tuple[str, dict[str, str]]) -> None:

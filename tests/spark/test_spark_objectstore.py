@@ -200,3 +200,41 @@ def test_credentials_are_not_in_the_plan(spark: Any, s3: tuple[str, dict[str, st
     assert "__deltalog_storage_secret" in plan  # the options travel with the source ...
     assert emulators.SECRET_KEY not in plan  # ... redacted in the plan Spark prints
     assert os.environ.get("AWS_SECRET_ACCESS_KEY") != emulators.SECRET_KEY  # nothing leaked into the env
+
+
+ENV_ONLY = """
+import sys
+from deltalog.spark import DeltaTable, local_session
+
+spark = local_session("env-only", cores=1)
+for uri in sys.argv[1:]:
+    spark.range(20).selectExpr("id", "id % 2 as p").write.format("delta").partitionBy("p").save(uri)
+    DeltaTable.forPath(spark, uri).delete("id < 5")
+    print("ROWS", uri, spark.read.format("delta").load(uri).count())
+"""
+
+
+@pytest.mark.own_jvm
+def test_a_job_takes_endpoints_and_credentials_from_the_environment_alone(
+    tmp_path: Path, moto_server: Any, azurite: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The variables delta-rs and the cloud SDKs read (``AWS_ENDPOINT_URL``, ``AWS_ALLOW_HTTP``, the keys, the
+    region; ``AZURE_STORAGE_*``), no storage options and no Hadoop settings: the job writes, deletes and reads
+    on S3 (``s3://`` and ``s3a://``) and Azure, and the kernel reads what it wrote the same way."""
+    import subprocess
+    import sys
+
+    import emulators
+
+    bucket, container = emulators.new_bucket(moto_server), emulators.new_container(azurite)
+    uris = [f"s3://{bucket}/a", f"s3a://{bucket}/b", f"az://{container}/c"]
+    env = {**os.environ, **moto_server.options, **azurite.options, "SPARK_LOCAL_IP": "127.0.0.1"}
+    program = tmp_path / "job.py"
+    program.write_text(ENV_ONLY)
+    done = subprocess.run([sys.executable, str(program), *uris], env=env, capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert [ln for ln in done.stdout.splitlines() if ln.startswith("ROWS")] == [f"ROWS {u} 15" for u in uris]
+    for key, value in {**moto_server.options, **azurite.options}.items():
+        monkeypatch.setenv(key, value)
+    assert [deltalog.Table(u).snapshot().to_arrow().num_rows for u in uris] == [15] * 3

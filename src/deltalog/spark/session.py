@@ -18,8 +18,9 @@ Structured Streaming ``spark.readStream.format("delta")...load(path)`` (a Python
 (``foreachBatch`` with idempotent commits, :mod:`deltalog.spark.streaming.sink`), catalog tables
 (``saveAsTable``, ``insertInto``, ``writeTo``, ``toTable``, ``spark.table``, ``spark.read.table``:
 :mod:`deltalog.spark.sql.tables`) and SQL (:mod:`deltalog.spark.sql`).
-Executors must be able to import deltalog (same interpreter via ``PYSPARK_PYTHON``, or shipped with
-``spark.submit.pyFiles``).
+Executors must be able to import deltalog: in local mode the workers run the driver's interpreter unless
+``PYSPARK_PYTHON`` (or ``spark.pyspark.python``) names another (:mod:`deltalog.spark.common.workers`); on a
+cluster, install deltalog in the executors' Python or ship it with ``spark.submit.pyFiles``.
 
 Example:
     >>> from pyspark.sql import SparkSession
@@ -46,6 +47,7 @@ from deltalog.errors import InvalidArgumentError
 from deltalog.spark.common.conf import default_source
 from deltalog.spark.common.errors import spark_errors
 from deltalog.spark.common.recorded import recorded_state, session_of_reader, session_of_stream_writer, writer_dataframe
+from deltalog.spark.common.workers import use_driver_python, use_driver_python_for
 
 __all__ = [
     "LEAN_JVM_OPTIONS",
@@ -80,7 +82,10 @@ _ORIGINALS: dict[tuple[type, str], Callable[..., Any]] = {}
 
 
 def configure(builder: Any, *, raw_local_fs: bool = False) -> Any:
-    """Add the recommended settings to a ``SparkSession.Builder`` and route the ``delta`` format.
+    """Add the recommended settings to a ``SparkSession.Builder`` and route the ``delta`` format and Delta's
+    SQL (``spark.sql`` on ``delta.`path``` and catalog Delta tables) of the sessions it makes to deltalog, as
+    :func:`register` does for a session that runs already; in local mode the Python workers run this
+    interpreter (:mod:`deltalog.spark.common.workers`).
 
     ``raw_local_fs=True`` also makes Spark's local file system skip ``.crc`` side files (deltalog's
     own writes never create them; only needed when Spark itself writes next to the table).
@@ -94,11 +99,15 @@ def configure(builder: Any, *, raw_local_fs: bool = False) -> Any:
         >>> spark = configure(SparkSession.builder.master("local[2]")).getOrCreate()  # doctest: +SKIP
     """
     log_dropped(drop_delta_jvm_settings(builder))
+    use_driver_python_for(builder)  # local mode: the workers run this interpreter, which has deltalog
     for key, value in RECOMMENDED_CONF.items():
         builder = builder.config(key, value)
     if raw_local_fs:
         builder = builder.config("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
     _install()
+    from deltalog.spark.sql import install as install_sql
+
+    install_sql()  # the whole of Delta from the session this builder makes: SQL too, with no register(spark)
     return builder
 
 
@@ -246,6 +255,7 @@ def register(spark: Any) -> Any:
     from deltalog.spark.sql import install as install_sql
 
     install_sql()
+    use_driver_python(spark)  # local mode: the Python functions shipped from now on run this interpreter
     log_dropped(_drop_delta_runtime_settings(spark))
     # deltalog's two Python data sources -- the streaming source and the ``delta`` provider of catalog tables --
     # are registered when first needed (a delta stream loaded; a catalog Delta table created or looked up), not

@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import threading
 import uuid
@@ -45,7 +46,7 @@ from deltalog.errors import (
     StorageUnavailableError,
 )
 from deltalog.storage.log_store import FileInfo, OutputFile, is_temp_name, name_key, split_path
-from deltalog.storage.options import StorageOptions, redacted, scrub, split_options
+from deltalog.storage.options import StorageOptions, redacted, scrub, split_options, with_environment
 
 __all__ = ["AZURE_SCHEMES", "GCS_SCHEMES", "OBJECT_SCHEMES", "S3_SCHEMES", "ObjectLogStore", "provider_of"]
 
@@ -136,7 +137,7 @@ class ObjectLogStore:
             raise InvalidArgumentError(f"{location!r} names no bucket or container", table=location)
         self._root = location.rstrip("/")
         self.options = dict(options or {})
-        split = split_options(self.options)
+        split = with_environment(split_options(self.options), self.provider, os.environ)
         self.deltalog_options = split.deltalog
         retry: dict[str, Any] = dict(split.retry)
         kwargs: dict[str, Any] = {"config": split.config, "client_options": split.client}

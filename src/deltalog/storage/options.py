@@ -37,7 +37,7 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError
 
-__all__ = ["StorageOptions", "is_secret_key", "redacted", "scrub", "split_options"]
+__all__ = ["StorageOptions", "is_secret_key", "redacted", "scrub", "split_options", "with_environment"]
 
 StorageOptions = Mapping[str, Any]
 """What users pass as ``storage_options=``: string keys (any case), string / bool / number values."""
@@ -172,3 +172,32 @@ def split_options(options: StorageOptions | None) -> SplitOptions:
         else:
             out.config[key] = str(value).lower() if isinstance(value, bool) else str(value)
     return out
+
+
+#: The prefixes of the environment variables that spell a provider's HTTP client options (``AWS_ALLOW_HTTP``,
+#: ``AZURE_ALLOW_HTTP``, ``GOOGLE_ALLOW_HTTP``, as delta-rs and object_store read them).
+_ENV_PREFIXES = {"s3": ("AWS_",), "azure": ("AZURE_STORAGE_", "AZURE_"), "gcs": ("GOOGLE_", "GCS_")}
+
+
+def with_environment(split: SplitOptions, provider: str, environ: Mapping[str, str]) -> SplitOptions:
+    """``split`` with the HTTP client options it leaves out taken from ``environ`` under ``provider``'s
+    prefixes (``AWS_ALLOW_HTTP=true`` for an S3 emulator on ``http://``). obstore reads the store
+    configuration (endpoint, region, credentials) from the environment itself, but not these; given options
+    win over the environment.
+
+    Example:
+        >>> with_environment(split_options({}), "s3", {"AWS_ALLOW_HTTP": "true", "AWS_TIMEOUT": "30s"}).client
+        {'allow_http': True, 'timeout': '30s'}
+        >>> with_environment(split_options({"allow_http": "false"}), "s3", {"AWS_ALLOW_HTTP": "true"}).client
+        {'allow_http': False}
+    """
+    for key in sorted(_CLIENT_KEYS):
+        if key in split.client:
+            continue
+        for prefix in _ENV_PREFIXES.get(provider, ()):
+            name = prefix + key.upper()
+            value = environ.get(name)
+            if value:
+                split.client[key] = _as_bool(name, value) if key in _BOOL_CLIENT_KEYS else value
+                break
+    return split

@@ -198,6 +198,13 @@ def spark_errors(fn: F) -> F:
             if converted is exc:
                 raise
             raise converted.with_traceback(sys.exc_info()[2]) from exc.__cause__
+        except Exception as exc:
+            from deltalog.spark.common.workers import worker_import_error
+
+            missing = worker_import_error(str(exc))
+            if missing is None:
+                raise
+            raise as_spark_error(missing) from exc
         finally:
             _CALLS.depth = depth
 

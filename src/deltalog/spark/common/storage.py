@@ -88,8 +88,12 @@ def _s3(conf: Mapping[str, str], bucket: str) -> dict[str, str]:
     for key, option in _S3_KEYS.items():
         if merged.get(key):
             out[option] = merged[key]
-    if "path.style.access" in merged:
-        out["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false" if _truthy(merged["path.style.access"]) else "true"
+    # Path-style requests are obstore's default. Hadoop's default path.style.access=false (virtual-hosted
+    # requests) is in every live Hadoop configuration, set or not, so it asks for nothing: taken as a request it
+    # turned an endpoint from the environment (AWS_ENDPOINT_URL, which Spark copies into fs.s3a.endpoint) into
+    # bucket.127.0.0.1 host names. Virtual-hosted requests: AWS_VIRTUAL_HOSTED_STYLE_REQUEST=true.
+    if _truthy(merged.get("path.style.access", "")):
+        out["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "false"
     return out
 
 

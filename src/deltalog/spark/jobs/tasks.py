@@ -31,6 +31,7 @@ from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import StructType
 from deltalog.spark.common.core import map_in_arrow
+from deltalog.spark.common.workers import worker_import_error
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.predicates import ReadPredicate
 
@@ -287,13 +288,8 @@ def task_error(exc: Exception, table: str) -> Exception:
     named = named_error(text)
     if named is not None:
         return named
-    if "No module named 'deltalog'" in text:
-        return DeltaError(
-            "Spark's Python workers cannot import deltalog: install deltalog where the executors run (or ship it "
-            "with spark.submit.pyFiles) and point PYSPARK_PYTHON at that interpreter",
-            table=table,
-        )
-    return exc
+    missing = worker_import_error(text, table)
+    return missing if missing is not None else exc
 
 
 def run_job(df: Any, spec: TaskSpec) -> list[WrittenFile]:
