@@ -195,6 +195,40 @@ class TestDeltaTable:
         assert version(path) == 0
 
 
+    def test_argument_errors_say_what_delta_spark_says(self, spark: Any, delta: Any, tmp_path: Path) -> None:
+        """The exception type and the words of delta-spark's own argument checks (a hint may follow)."""
+        path = str(tmp_path / "t")
+        spark.range(3).write.format("delta").save(path)
+        table = delta.tables.DeltaTable.forPath(spark, path)
+        src = spark.range(2)
+        expected: list[tuple[Any, type[Exception], str]] = [
+            (lambda: table.update("id = 1"), ValueError, "'set' cannot be None"),
+            (lambda: table.update(set=[("id", "1")]), TypeError, "'set' must be a dict, found to be <class 'list'>"),
+            (lambda: table.update(set={1: "1"}), TypeError,
+             "Keys of dict in 'set' must contain only strings with column names, found '1' of type '<class 'int'>'"),
+            (lambda: table.update(set={"id": 1}), TypeError,
+             "Values of dict in 'set' must contain only Spark SQL Columns or strings (expressions in SQL syntax) as "
+             "values, found '1' of type '<class 'int'>'"),
+            (lambda: table.update(3, {"id": "1"}), TypeError,
+             "'condition' must be a Spark SQL Column or a string (expression in SQL syntax), found to be of type "
+             "<class 'int'>"),
+            (lambda: table.delete(5), TypeError, "'condition' must be a Spark SQL Column or a string"),
+            (lambda: table.merge(None, "id = id"), ValueError, "'source' in merge cannot be None"),
+            (lambda: table.merge([1], "id = id"), TypeError, "Type of 'source' in merge must be DataFrame."),
+            (lambda: table.merge(src, None), ValueError, "'condition' in merge cannot be None"),
+            (lambda: table.merge(src, "id = id").whenMatchedUpdate(set=None), ValueError,
+             "'set' in whenMatchedUpdate cannot be None"),
+            (lambda: table.merge(src, "id = id").whenNotMatchedInsert(values=[1]), TypeError,
+             "'values' in whenNotMatchedInsert must be a dict"),
+            (lambda: table.restoreToVersion("0"), ValueError, "version needs to be an int but got '<class 'str'>'."),
+        ]
+        for call, kind, words in expected:
+            with pytest.raises(kind) as raised:
+                call()
+            assert str(raised.value).startswith(words), (words, str(raised.value))
+        assert version(path) == 0
+
+
 class TestDeltaMergeBuilder:
     def test_docstring_examples(self, spark: Any, delta: Any, tmp_path: Path) -> None:
         from pyspark.sql.functions import col, expr, lit

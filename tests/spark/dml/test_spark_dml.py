@@ -245,7 +245,7 @@ def test_update_errors_name_the_column_and_leave_the_table_unchanged(spark: Any,
         update(spark, path, "id = 1", {"nope": "1"})
     with pytest.raises(InvalidArgumentError, match="at least one column"):
         update(spark, path, "id = 1", {})
-    with pytest.raises(InvalidArgumentError, match="SQL expression string or a Spark Column"):
+    with pytest.raises(InvalidArgumentError, match=r"Values of dict in .set. must contain only Spark SQL Columns"):
         update(spark, path, "id = 1", {"v": 3.0})
     with pytest.raises(SchemaError, match=r"cannot assign a value of type array<int> to column 'k' of type bigint"):
         update(spark, path, "id = 1", {"k": "array(1, 2)"})

@@ -31,6 +31,7 @@ from deltalog.commands.clustering import clustering_of
 from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError
 from deltalog.protocol.features import reader_features, writer_features
 from deltalog.spark.api.builder import DeltaColumnBuilder, TableBuilder, add_feature_support, upgrade_table_protocol
+from deltalog.spark.common.arguments import check_condition, check_int, check_source, column_mapping
 from deltalog.spark.common.core import arrow_frame, load_snapshot, open_table
 from deltalog.spark.reads.scan import read_snapshot
 
@@ -465,8 +466,7 @@ class DeltaTable:
             ... # doctest: +SKIP
             4
         """
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise InvalidArgumentError(f"restoreToVersion needs an int version, got {version!r}")
+        check_int(version, "version")
         return self._restore(version=version)
 
     def restoreToTimestamp(self, timestamp: Any) -> DataFrame:
@@ -532,6 +532,7 @@ class DeltaTable:
         """
         from deltalog.spark.dml import delete
 
+        check_condition(condition)
         delete(self._spark, self.path, self._unaliased(condition))
 
     def update(self, condition: Any = None, set: Mapping[str, Any] | None = None) -> None:
@@ -543,7 +544,8 @@ class DeltaTable:
         """
         from deltalog.spark.dml import update
 
-        values = {k: self._unaliased(v) for k, v in set.items()} if isinstance(set, Mapping) else set
+        check_condition(condition)
+        values = {k: self._unaliased(v) for k, v in column_mapping(set, "'set'").items()}
         update(self._spark, self.path, self._unaliased(condition), values)
 
     def _unaliased(self, expression: Any) -> Any:
@@ -567,6 +569,10 @@ class DeltaTable:
         """
         from deltalog.spark.dml import merge
 
+        check_source(source)
+        if condition is None:
+            raise InvalidArgumentError("'condition' in merge cannot be None")
+        check_condition(condition)
         return merge(self._spark, self.path, source, condition, target_alias=self._alias)
 
     def optimize(self) -> DeltaOptimizeBuilder:

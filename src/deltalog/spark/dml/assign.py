@@ -26,8 +26,8 @@ from typing import Any
 
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError, SchemaError
 from deltalog.protocol.schema import StructField, StructType, bare_json
+from deltalog.spark.common.arguments import is_column
 from deltalog.spark.common.core import spark_type
-from deltalog.spark.reads.target import is_column
 
 __all__ = ["assign", "assignable", "combine", "expression", "resolve_column", "resolve_path", "same_type"]
 

@@ -51,14 +51,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
+from deltalog.errors import InvalidArgumentError
+from deltalog.spark.common.arguments import check_condition, check_source, column_mapping
 from deltalog.spark.dml.merge_one_pass import OnePassRun
 from deltalog.spark.dml.merge_run import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Clause, MergeSpec
 from deltalog.spark.jobs.staged import (
     DmlResult,
-)
-from deltalog.spark.reads.target import (
-    is_column,
 )
 
 __all__ = ["MergeBuilder", "merge"]
@@ -70,8 +68,7 @@ _RESULT_DDL = "num_affected_rows bigint, num_updated_rows bigint, num_deleted_ro
 
 
 def _check_condition(condition: Any, what: str) -> None:
-    if not (isinstance(condition, str) or is_column(condition)):
-        raise InvalidArgumentTypeError(f"{what} must be a SQL string or a Spark Column, got {type(condition).__name__}")
+    check_condition(condition)
     if isinstance(condition, str) and not condition.strip():
         raise InvalidArgumentError(f"{what} is an empty string")
 
@@ -85,10 +82,7 @@ def merge(spark: Any, path: str, source: DataFrame, condition: Any, *, target_al
         >>> b.whenMatchedDelete().execute()                                        # doctest: +SKIP
         DataFrame[num_affected_rows: bigint, ...]
     """
-    if source is None:
-        raise InvalidArgumentError("'source' in merge cannot be None")
-    if type(source).__name__ != "DataFrame":
-        raise InvalidArgumentTypeError(f"merge source must be a Spark DataFrame, got {type(source).__name__}")
+    check_source(source)
     if condition is None:
         raise InvalidArgumentError("'condition' in merge cannot be None")
     _check_condition(condition, "merge condition")
@@ -136,20 +130,7 @@ class MergeBuilder:
 
     @staticmethod
     def _mapping(value: Any, name: str, method: str) -> Mapping[str, Any]:
-        if value is None or (isinstance(value, Mapping) and not value):
-            raise InvalidArgumentError(f"{method} needs {name}={{column: expression}} with at least one column")
-        if not isinstance(value, Mapping):
-            raise InvalidArgumentTypeError(f"{method}: {name} must be a dict, got {type(value).__name__}")
-        for key, expr in value.items():
-            if not isinstance(key, str):
-                raise InvalidArgumentTypeError(
-                    f"{method}: the keys of {name} must be column names (str), got {key!r} of type "
-                    f"{type(key).__name__}")
-            if not (isinstance(expr, str) or is_column(expr)):
-                raise InvalidArgumentTypeError(
-                    f"{method}: {name}[{key!r}] must be a SQL expression string or a Spark Column, got "
-                    f"{type(expr).__name__} (wrap literals with pyspark.sql.functions.lit)")
-        return dict(value)
+        return column_mapping(value, f"'{name}' in {method}")
 
     def whenMatchedUpdate(self, condition: Any = None, set: Mapping[str, Any] | None = None) -> MergeBuilder:
         """Update matched target rows (where ``condition`` holds): ``set`` maps target columns to

@@ -37,7 +37,8 @@ import pyarrow as pa
 
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.commands.dv_rebase import rebase_deletion_vectors
-from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
+from deltalog.errors import InvalidArgumentError
+from deltalog.spark.common.arguments import column_mapping
 from deltalog.spark.common.core import load_snapshot, open_table, quoted
 from deltalog.spark.dml.assign import assign, combine, expression, resolve_path
 from deltalog.spark.jobs.change_files import records_changes, stage_change_files, updated_rows, write_change_files
@@ -76,15 +77,7 @@ Column = Any
 
 
 def _assignments(spark_set: Any, snap: Any) -> dict[str, Column]:
-    if spark_set is not None and not isinstance(spark_set, Mapping):
-        raise InvalidArgumentTypeError(f"UPDATE: set must be a dict, got {type(spark_set).__name__}",
-                                       table=snap.table)
-    if not spark_set:
-        raise InvalidArgumentError(
-            "UPDATE needs set={column: expression} with at least one column (expressions are SQL strings or "
-            "Spark Columns)",
-            table=snap.table,
-        )
+    spark_set = column_mapping(spark_set, "'set'")
     from pyspark.sql import functions as F
 
     identity = {c.name for c in identity_columns(snap.schema, table=snap.table)}

@@ -29,6 +29,7 @@ import pyarrow as pa
 from deltalog.data.filters import Condition, normalize_filter
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
+from deltalog.spark.common.arguments import is_column
 from deltalog.spark.common.core import needs_cast, physical_field, quoted, spark_schema, spark_type
 from deltalog.spark.reads.dv_scan import without_deleted_rows
 from deltalog.spark.reads.files import FILE, ROW, file_keys, key_fields, parquet_scan, partition_table
@@ -61,15 +62,6 @@ DataFrame = Any  # pyspark.sql.DataFrame (classic or Connect)
 Column = Any  # pyspark.sql.Column
 
 
-
-def is_column(value: Any) -> bool:
-    """Whether ``value`` is a Spark ``Column`` (classic or Connect).
-
-    Example:
-        >>> is_column("id > 3")
-        False
-    """
-    return type(value).__name__ == "Column"
 
 
 def condition_column(condition: Any, what: str) -> Column:

@@ -57,6 +57,7 @@ import pyarrow as pa
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType
+from deltalog.spark.common.arguments import is_column
 from deltalog.spark.common.core import quoted, spark_type
 from deltalog.spark.jobs.change_files import change_rows, records_changes, stage_change_files, write_change_files
 from deltalog.spark.jobs.rewrite import Touched, touched_files, write_survivors
@@ -67,7 +68,6 @@ from deltalog.spark.reads.target import (
     condition_column,
     describe,
     file_uris,
-    is_column,
     live_rows,
     partition_frame,
     pruning_conditions,
