@@ -450,6 +450,15 @@ def test_describe_history_and_detail(target: Target) -> None:
     assert history.columns == HISTORY_COLUMNS
     assert [(r.version, r.operation) for r in history.collect()] == [(1, "WRITE"), (0, "CREATE TABLE")]
     assert [r.version for r in target.sql("DESCRIBE HISTORY {t} LIMIT 1").collect()] == [1]
+    # every form of table reference delta-spark's grammar takes: DESC or DESCRIBE, delta.`path`, a path as a
+    # string, a backquoted absolute path, qualified catalog names, any case, LIMIT
+    loc = target.location.removeprefix("file:")
+    forms = [f"DESC HISTORY {target.ref}", f"describe history '{loc}' limit 1", f'DESCRIBE HISTORY "{loc}"',
+             f"DESCRIBE HISTORY `{loc}` LIMIT 1", f"DESC HISTORY delta.`{loc}`"]
+    if target.kind == "catalog":
+        forms += [f"DESCRIBE HISTORY default.{target.ref}", f"DESC HISTORY spark_catalog.default.{target.ref} LIMIT 1"]
+    assert {f: target.spark.sql(f).count() for f in forms} == {f: 1 if "limit" in f.lower() else 2 for f in forms}
+    assert target.spark.sql(f"DESC DETAIL `{loc}`").first().numFiles == target.table().snapshot().add_files().num_rows
     detail = target.sql("DESCRIBE DETAIL {t}").first()
     assert detail.format == "delta" and detail.partitionColumns == ["age"]
     assert detail.numFiles == target.table().snapshot().add_files().num_rows

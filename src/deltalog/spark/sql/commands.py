@@ -217,7 +217,8 @@ def _delta_table(spark: Any, ref: TableRef) -> Any:
 
 
 def _history(spark: Any, r: _Reader) -> Any:
-    r.expect("DESCRIBE")
+    if not r.take("DESCRIBE"):
+        r.expect("DESC")
     r.expect("HISTORY")
     ref = _table(spark, r, "LIMIT")
     limit = int(r.number()) if r.take("LIMIT") else None
@@ -227,7 +228,8 @@ def _history(spark: Any, r: _Reader) -> Any:
 def _detail(spark: Any, r: _Reader) -> Any:
     from deltalog.spark.catalog.entries import lookup, parse_name
 
-    r.expect("DESCRIBE")
+    if not r.take("DESCRIBE"):
+        r.expect("DESC")
     r.expect("DETAIL")
     text = r.until()
     if not text:
@@ -593,7 +595,9 @@ def _analyze(spark: Any, r: _Reader) -> Any:
 
 _COMMANDS: list[tuple[tuple[str, ...], Any]] = [
     (("DESCRIBE", "HISTORY"), _history),
+    (("DESC", "HISTORY"), _history),
     (("DESCRIBE", "DETAIL"), _detail),
+    (("DESC", "DETAIL"), _detail),
     (("VACUUM",), _vacuum),
     (("OPTIMIZE",), _optimize),
     (("REORG", "TABLE"), _reorg),

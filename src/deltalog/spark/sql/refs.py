@@ -163,12 +163,28 @@ def resolve(spark: Any, text: str) -> TableRef:
     found = resolve_table(spark, table)
     if found is None:
         entry = lookup(spark, TableName(table.name, table.db or None, table.catalog or None))
+        if entry is None and not table.db and _is_delta_path(table.name):
+            return TableRef(table.name)  # `/data/t`: an absolute path naming no catalog table, as delta-spark reads it
         if entry is None:
             raise TableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] the table {stripped} cannot be found", table=stripped)
         raise InvalidArgumentError(
             f"[DELTA_TABLE_ONLY_OPERATION] {stripped} is not a Delta table (provider {entry.provider or 'unknown'})",
             table=stripped)
     return found
+
+
+def _is_delta_path(name: str) -> bool:
+    """Whether ``name`` is an absolute path or URI (``/data/t``, ``s3://b/t``) holding a Delta table."""
+    from deltalog.errors import DeltaError
+    from deltalog.spark.common.core import open_table
+
+    if not (name.startswith("/") or "://" in name or name.startswith("file:")):
+        return False
+    try:
+        open_table(name).latest_version()
+    except (DeltaError, OSError):
+        return False
+    return True
 
 
 def _cte_names(expression: Any) -> set[str]:
