@@ -31,7 +31,7 @@ from deltalog.commands.clustering import clustering_of
 from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError
 from deltalog.protocol.features import reader_features, writer_features
 from deltalog.spark.api.builder import DeltaColumnBuilder, TableBuilder, add_feature_support, upgrade_table_protocol
-from deltalog.spark.common.arguments import check_condition, check_int, check_source, column_mapping
+from deltalog.spark.common.arguments import check_condition, check_int, column_mapping
 from deltalog.spark.common.core import arrow_frame, load_snapshot, open_table
 from deltalog.spark.reads.scan import read_snapshot
 
@@ -569,11 +569,7 @@ class DeltaTable:
         """
         from deltalog.spark.dml import merge
 
-        check_source(source)
-        if condition is None:
-            raise InvalidArgumentError("'condition' in merge cannot be None")
-        check_condition(condition)
-        return merge(self._spark, self.path, source, condition, target_alias=self._alias)
+        return merge(self._spark, self.path, source, condition, target_alias=self._alias)  # it checks its arguments
 
     def optimize(self) -> DeltaOptimizeBuilder:
         """A builder that compacts small files (``executeCompaction``) or Z-orders the table
