@@ -21,7 +21,8 @@ against copy-on-write, then full scans with deletion vectors on every file / on 
 ``row_concurrency.py`` (concurrent single-row UPDATEs from several processes, row-level concurrency on
 against off); ``kernel_dml.py`` (the kernel's Arrow MERGE, DELETE and compaction against delta-rs's);
 ``object_store.py`` (S3 on a moto server: snapshot load and commit rate against delta-rs,
-and in full runs a Spark scan of a 10k-file table through deltalog's Arrow tasks).
+and in full runs a Spark scan of a 10k-file table through deltalog's Arrow tasks); ``health.py``
+(``Table.health()`` of the 1M-file table against loading its snapshot).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ SCRIPTS: list[tuple[str, list[str], bool]] = [
     ("object_store.py", [], True),
     ("row_concurrency.py", [], True),
     ("kernel_dml.py", [], True),
+    ("health.py", [], True),
 ]
 
 

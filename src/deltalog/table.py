@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from deltalog.commands.update import UpdateResult
     from deltalog.commands.vacuum import VacuumResult
     from deltalog.data.filters import FilterLike
+    from deltalog.health.model import TableHealth
     from deltalog.log.checkpoint_writer import CheckpointResult
     from deltalog.protocol.schema import StructField
     from deltalog.txn.operations import Operation
@@ -196,6 +197,37 @@ class Table:
         self._check_exists()
         return table_history(self.store, table=self.location, limit=limit)
 
+
+    def health(
+        self,
+        version: int | None = None,
+        *,
+        small_file_threshold: int | None = None,
+        history_depth: int | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> TableHealth:
+        """The table's health at ``version`` (latest by default) from its log alone, no data file read:
+        files, bytes and rows, file-size histograms, small files, partition skew, deletion vectors, files
+        without statistics, clustering / Z-order coverage, tombstones and what a VACUUM would reclaim, the
+        log since its checkpoint, the last OPTIMIZE / VACUUM (see :mod:`deltalog.health` and
+        ``docs/health.md``). Files below ``small_file_threshold`` bytes are small (default: a quarter of
+        ``delta.targetFileSize``, else 32 MiB); ``history_depth`` commits at most are scanned for the last
+        OPTIMIZE / VACUUM (default 1000); ``clock`` gives "now" for the retention.
+
+        Example:
+            >>> import pyarrow as pa, deltalog
+            >>> _ = deltalog.write_table("memory://health-table-doc", pa.table({"id": [1, 2, 3]}))
+            >>> h = Table("memory://health-table-doc").health()
+            >>> h.num_files, h.num_rows, h.deleted_row_share, [b.metric for b in h.breaches(max_small_file_share=0.5)]
+            (1, 3, 0.0, ['small_file_share'])
+        """
+        from deltalog.health.compute import DEFAULT_HISTORY_DEPTH, table_health
+
+        snap = self.snapshot(version)
+        return table_health(
+            snap, small_file_threshold=small_file_threshold, clock=clock,
+            history_depth=DEFAULT_HISTORY_DEPTH if history_depth is None else history_depth,
+        )
 
     def transaction(self, operation: Operation, **options: Any) -> Transaction:
         """Begin an optimistic transaction on this table (see :func:`deltalog.txn.start_transaction`).

@@ -34,6 +34,8 @@ def test_bench_quick_writes_results(tmp_path: Path) -> None:
     for workload in ("kernel-merge", "kernel-delete", "kernel-compact"):  # the kernel's DML against delta-rs's
         doc = json.loads((results / f"{workload}.json").read_text())
         assert doc["deltalog_median"] > 0 and doc["anchor_median"] > 0
+    doc = json.loads((results / "health.json").read_text())  # Table.health() against the snapshot load
+    assert doc["deltalog_median"] > 0 and doc["anchor_median"] > 0
     doc = json.loads((results / "row-concurrency.json").read_text())  # processes racing on one table
     assert doc["extra"]["on"]["committed"] + doc["extra"]["on"]["aborted"] == 10
     assert json.loads((results / "scale.json").read_text())["points"]

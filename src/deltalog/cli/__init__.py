@@ -1,13 +1,13 @@
 """The ``deltalog`` command: inspect, check and maintain Delta tables from a shell.
 
-Commands: ``describe``, ``history``, ``files``, ``show``, ``changes``, ``version-at``, ``vacuum``, ``checkpoint``,
-``restore``, ``check`` and ``convert`` (``deltalog COMMAND --help`` for each). Every command takes
+Commands: ``describe``, ``history``, ``files``, ``show``, ``changes``, ``version-at``, ``health``, ``vacuum``,
+``checkpoint``, ``restore``, ``check`` and ``convert`` (``deltalog COMMAND --help`` for each). Every command takes
 ``--json`` (one JSON document on stdout, for scripts) and ``--debug`` (tracebacks on errors); both may
 also come before the command. Progress bars appear on stderr for long work when it is a terminal.
 
 Exit codes: ``0`` success; ``1`` a Delta error (no table, corrupt log, unsupported feature, refused
 operation, I/O error); ``2`` usage error (unknown option, bad value); ``3`` ``check`` found problems
-(still there after ``--repair``). Errors are one line on stderr.
+(still there after ``--repair``), or ``health`` found a threshold passed. Errors are one line on stderr.
 
 Example:
     $ deltalog describe /data/events
@@ -15,6 +15,7 @@ Example:
     $ deltalog files /data/events --version 3
     $ deltalog vacuum /data/events --retention-hours 168 --execute
     $ deltalog check /data/events --repair
+    $ deltalog health /data/events --max-small-file-share 0.5 --json
 
     >>> main(["describe", "/no/such/table"])                         # doctest: +SKIP
     deltalog: no Delta table: the path does not exist [table /no/such/table]
@@ -47,7 +48,7 @@ EXIT_PROBLEMS = 3
 F = TypeVar("F", bound=Callable[..., Any])
 
 _EPILOG = (
-    "Exit codes: 0 ok, 1 Delta error, 2 usage error, 3 check found problems. "
+    "Exit codes: 0 ok, 1 Delta error, 2 usage error, 3 check found problems or health passed a threshold. "
     "--json and --debug work before or after the command."
 )
 
@@ -274,6 +275,58 @@ def version_at(out: Output, path: str, timestamp: str) -> int:
     doc = {"timestamp": timestamp, "timestamp_ms": to_millis(ts), "version": version}
     out.emit(doc, lambda: out.print(str(version)))
     return EXIT_OK
+
+
+@_command(
+    "health",
+    "Table health from the log alone: file sizes, small files, deleted rows, VACUUM and checkpoint backlog.",
+    "Table health from the log alone (no data file is read): live files, bytes and rows; the file-size histogram "
+    "of the table and of its partitions; small files; partition skew; deletion vectors and the reads they cost; "
+    "files without statistics; clustering / Z-order coverage; tombstones and the bytes a VACUUM would reclaim; "
+    "commits since the last checkpoint; the last OPTIMIZE and VACUUM; protocol and features. With --max-... "
+    "thresholds the exit code is 3 when one is passed (for cron and CI). docs/health.md explains every number.",
+)
+@_PATH
+@_VERSION
+@_TIMESTAMP
+@click.option("--small-file-threshold", type=click.IntRange(min=1), default=None, metavar="BYTES",
+              help="Files below this size are small (default: a quarter of delta.targetFileSize, else 32 MiB).")
+@click.option("--history-depth", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Scan at most N commits for the last OPTIMIZE / VACUUM (default 1000).")
+@click.option("--partitions", "max_partitions", type=click.IntRange(min=0), default=10, show_default=True,
+              metavar="N", help="Show this many partitions, those with the most small files first (--json lists all).")
+@click.option("--max-small-file-share", type=click.FloatRange(0, 1), default=None, metavar="SHARE",
+              help="Exit 3 when more than this share of the files is small, e.g. 0.5.")
+@click.option("--max-deleted-share", type=click.FloatRange(0, 1), default=None, metavar="SHARE",
+              help="Exit 3 when deletion vectors delete more than this share of the rows, e.g. 0.2.")
+@click.option("--max-commits-since-checkpoint", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Exit 3 when a reader replays more than N commits after the last checkpoint.")
+@click.option("--max-reclaimable-bytes", type=click.IntRange(min=0), default=None, metavar="BYTES",
+              help="Exit 3 when a VACUUM would reclaim more than this many bytes (tombstones past the retention).")
+def health(out: Output, path: str, version: int | None, timestamp: str | None, small_file_threshold: int | None,
+           history_depth: int | None, max_partitions: int, max_small_file_share: float | None,
+           max_deleted_share: float | None, max_commits_since_checkpoint: int | None,
+           max_reclaimable_bytes: int | None) -> int:
+    from deltalog.cli import render_health as show
+
+    if version is not None and timestamp is not None:
+        raise click.UsageError("give --version or --timestamp, not both")
+    table = _table(path)
+    if timestamp is not None:
+        version = table.version_at(cast(int | str, _timestamp(timestamp)))
+    report = table.health(version, small_file_threshold=small_file_threshold, history_depth=history_depth)
+    thresholds: dict[str, float | None] = {
+        "max_small_file_share": max_small_file_share, "max_deleted_share": max_deleted_share,
+        "max_commits_since_checkpoint": max_commits_since_checkpoint, "max_reclaimable_bytes": max_reclaimable_bytes,
+    }
+    breaches = report.breaches(
+        max_small_file_share=max_small_file_share, max_deleted_share=max_deleted_share,
+        max_commits_since_checkpoint=max_commits_since_checkpoint, max_reclaimable_bytes=max_reclaimable_bytes,
+    )
+    doc = show.health_document(report, thresholds, breaches)
+    checked = any(v is not None for v in thresholds.values())
+    out.emit(doc, lambda: show.health(out, report, breaches, checked=checked, partitions=max_partitions))
+    return EXIT_PROBLEMS if breaches else EXIT_OK
 
 
 @_command(

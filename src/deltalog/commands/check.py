@@ -14,7 +14,8 @@ readers, worth knowing):
   agree with that checkpoint (``last-checkpoint-mismatch``); the latest snapshot loads
   (``snapshot-unreadable``);
 * **crc** -- the ``.crc`` file of the latest version (with ``deep``: of every version) agrees with the
-  replayed state (``crc-mismatch``; ``crc-malformed`` is a warning);
+  replayed state (``crc-mismatch``; ``crc-malformed`` is a warning, and so is ``crc-histogram-mismatch``: its
+  optional file-size or deleted-record-counts histogram disagrees with the files, so readers do not use it);
 * **files** -- every live data file exists (``file-missing``, repairable) with the size the log
   records (``file-size-mismatch``), and so does every deletion-vector file (``dv-missing``). Files
   outside the table root on another file system cannot be checked and are counted as unchecked.
@@ -50,7 +51,7 @@ from deltalog.errors import (
     UnsupportedFeatureError,
 )
 from deltalog.log.checkpoint_writer import json_checksum
-from deltalog.log.crc import read_crc, verify_crc
+from deltalog.log.crc import histogram_problems, read_crc, verify_crc
 from deltalog.log.paths import LAST_CHECKPOINT, LOG_DIR, LogFile
 from deltalog.log.segment import complete_checkpoints, list_log, read_last_checkpoint
 from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor, local_path
@@ -382,6 +383,8 @@ def _check_crc(
         try:
             snap = snapshot if v == snapshot.version else reader.snapshot(v)
             verify_crc(snap, checksum=crc)
+            for problem in histogram_problems(snap, crc):
+                report.add("warning", "crc-histogram-mismatch", problem, file=crc.path, version=v)
         except CorruptLogError as exc:
             report.add("error", "crc-mismatch", exc.message, file=exc.file, version=v)
         except DeltaError as exc:

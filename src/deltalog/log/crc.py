@@ -1,9 +1,20 @@
 """Version checksum files (``_delta_log/<version>.crc``): write, read and verify.
 
 A checksum file records facts about the table state at one version (live file count and bytes, the
-metadata and protocol, transactions, domains). Writers emit it after a commit; readers may recompute
+metadata and protocol, transactions, domains, and the protocol's histograms of file sizes and of deleted
+rows per file, :mod:`deltalog.log.histograms`). Writers emit it after a commit; readers may recompute
 the state and compare, which detects non-compliant edits of the log. Writing never fails a commit and
 a missing or malformed checksum file is never an error: it is simply not used.
+
+The histograms are kept incrementally: the checksum of version ``v`` starts from the histograms of the
+``.crc`` of ``v - 1`` (when it has them) plus and minus the files commit ``v`` adds and removes, and keeps
+that file's bin boundaries; when there is no such file, or the result does not add up to the snapshot's
+file count and size (a commit that re-adds a live file, a remove without a size), they are computed from the
+snapshot's files. Readers take ``fileSizeHistogram`` (the protocol's name) or ``histogramOpt`` (the name
+older delta-spark versions write); a histogram that is not well-formed is left out, the rest of the file is
+still used. A histogram's disagreement with the table is reported by :func:`histogram_problems` (``deltalog
+check`` warns of it), not by :func:`verify_crc`: the histograms are optional and never make a table
+unreadable.
 
 Example:
     >>> from deltalog.storage import InMemoryLogStore
@@ -19,15 +30,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import CorruptLogError, DeltaError
+from deltalog.log.histograms import FILE_SIZE_BIN_BOUNDARIES, DeletedRecordCountsHistogram, FileSizeHistogram
 from deltalog.log.paths import LOG_DIR, crc_name
 from deltalog.protocol.actions import DomainMetadata, Metadata, Protocol, Txn, parse_action_dict
 from deltalog.protocol.features import reader_features, writer_features
 from deltalog.storage import LogStore
 
 if TYPE_CHECKING:
+    from deltalog.log.reader import FileActions
     from deltalog.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
@@ -50,6 +64,10 @@ class VersionChecksum:
     domain_metadata: tuple[DomainMetadata, ...] | None = None
     num_deleted_records: int | None = None
     num_deletion_vectors: int | None = None
+    #: ``fileSizeHistogram`` (read from ``histogramOpt`` too).
+    file_size_histogram: FileSizeHistogram | None = field(default=None, repr=False)
+    #: ``deletedRecordCountsHistogramOpt``.
+    deleted_record_counts_histogram: DeletedRecordCountsHistogram | None = field(default=None, repr=False)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -87,6 +105,10 @@ class VersionChecksum:
             out["numDeletedRecordsOpt"] = self.num_deleted_records
         if self.num_deletion_vectors is not None:
             out["numDeletionVectorsOpt"] = self.num_deletion_vectors
+        if self.file_size_histogram is not None:
+            out["fileSizeHistogram"] = self.file_size_histogram.to_dict()
+        if self.deleted_record_counts_histogram is not None:
+            out["deletedRecordCountsHistogramOpt"] = self.deleted_record_counts_histogram.to_dict()
         return out
 
 
@@ -100,30 +122,41 @@ def crc_path(version: int) -> str:
     return f"{LOG_DIR}/{crc_name(version)}"
 
 
-def checksum_for(snapshot: Snapshot) -> VersionChecksum:
+def checksum_for(
+    snapshot: Snapshot, *, previous: VersionChecksum | None = None, commit: FileActions | None = None,
+    histograms: bool = True,
+) -> VersionChecksum:
     """Compute the checksum record of a snapshot's state (no I/O).
+
+    The histograms are moved forward from ``previous`` (the checksum of ``snapshot.version - 1``) by
+    ``commit`` (the actions of commit ``snapshot.version``) when both are given and the result agrees with
+    the snapshot's file count and size; otherwise they are computed from the snapshot's files, over
+    ``previous``'s bin boundaries when it has a histogram, else over Delta's default ones. ``histograms=False``
+    leaves them out (what :func:`verify_crc` compares needs none of them).
 
     Example:
         >>> checksum_for(snap).num_files == snap.num_files()       # doctest: +SKIP
         True
     """
     files = snapshot.add_files()
-    size = pc.sum(files.column("size")).as_py() if files.num_rows else 0
+    size = int(pc.sum(files.column("size")).as_py() or 0) if files.num_rows else 0
     info = snapshot.commit_info
     ict = None
     if snapshot.properties.get("delta.enableInCommitTimestamps", "false").lower() == "true" and info:
         ict = info.inCommitTimestamp
     txn_id = info.txnId if info is not None and isinstance(info.txnId, str) else None
     deleted = dv_count = None
-    if snapshot.has_feature("deletionVectors"):
+    with_dvs = snapshot.has_feature("deletionVectors")
+    if with_dvs:
         dv = files.column("deletionVector")
         dv_count = files.num_rows - dv.null_count
         card = pc.sum(pc.struct_field(dv, "cardinality")).as_py() if dv_count else 0
         deleted = int(card or 0)
+    sizes, dvs = _histograms(snapshot, files, size, with_dvs, previous, commit) if histograms else (None, None)
     state = snapshot.state  # the reconciled Txn/DomainMetadata actions (lastUpdated etc.)
     return VersionChecksum(
         version=snapshot.version,
-        table_size_bytes=int(size or 0),
+        table_size_bytes=size,
         num_files=files.num_rows,
         metadata=snapshot.metadata,
         protocol=snapshot.protocol,
@@ -133,13 +166,54 @@ def checksum_for(snapshot: Snapshot) -> VersionChecksum:
         domain_metadata=tuple(state.domains[k] for k in sorted(state.domains)),
         num_deleted_records=deleted,
         num_deletion_vectors=dv_count,
+        file_size_histogram=sizes,
+        deleted_record_counts_histogram=dvs,
     )
 
 
-def write_crc(snapshot: Snapshot, *, store: LogStore | None = None, quiet: bool = True) -> str | None:
+def _cardinalities(files: pa.Table) -> Any:
+    return pc.struct_field(files.column("deletionVector"), "cardinality")
+
+
+def _histograms(
+    snapshot: Snapshot, files: pa.Table, size: int, with_dvs: bool,
+    previous: VersionChecksum | None, commit: FileActions | None,
+) -> tuple[FileSizeHistogram, DeletedRecordCountsHistogram | None]:
+    """The checksum's histograms: incremental when possible (see :func:`checksum_for`), else computed."""
+    base = previous if previous is not None and previous.version == snapshot.version - 1 else None
+    if base is not None and base.file_size_histogram is not None and commit is not None \
+            and commit.version == snapshot.version:
+        adds, removes = commit.adds, commit.removes
+        try:
+            if removes.num_rows and removes.column("size").null_count:
+                raise ValueError("a remove without a size")
+            sizes = base.file_size_histogram.plus(adds.column("size")).minus(removes.column("size"))
+            dvs = None
+            if with_dvs and base.deleted_record_counts_histogram is not None:
+                dvs = base.deleted_record_counts_histogram.plus(_cardinalities(adds)).minus(_cardinalities(removes))
+            if sizes.num_files == files.num_rows and sizes.num_bytes == size and (
+                    dvs is None or dvs.num_files == files.num_rows):
+                if with_dvs and dvs is None:
+                    dvs = DeletedRecordCountsHistogram.of(_cardinalities(files))
+                return sizes, dvs
+        except ValueError:
+            pass
+        log.debug("table %s: the histograms of version %d are computed from its files, not from the .crc of "
+                  "version %d", snapshot.table, snapshot.version, base.version)
+    bounds = (base.file_size_histogram.sorted_bin_boundaries if base is not None and base.file_size_histogram
+              else FILE_SIZE_BIN_BOUNDARIES)
+    sizes = FileSizeHistogram.of(files.column("size"), bounds)
+    return sizes, DeletedRecordCountsHistogram.of(_cardinalities(files)) if with_dvs else None
+
+
+def write_crc(
+    snapshot: Snapshot, *, store: LogStore | None = None, quiet: bool = True, commit: FileActions | None = None
+) -> str | None:
     """Write ``<version>.crc`` for ``snapshot`` if absent; returns its path, or ``None`` when it already
     existed or could not be written. With ``quiet`` (the default) it never raises: failures are logged
-    (a commit must not fail here); ``quiet=False`` raises them for a caller that reports them.
+    (a commit must not fail here); ``quiet=False`` raises them for a caller that reports them. Given the
+    ``commit`` that made the version (a writer's own), the histograms are kept from the previous version's
+    ``.crc`` (see :func:`checksum_for`).
 
     Example:
         >>> write_crc(deltalog.Table("/data/t").snapshot())          # doctest: +SKIP
@@ -148,7 +222,11 @@ def write_crc(snapshot: Snapshot, *, store: LogStore | None = None, quiet: bool 
     target = store if store is not None else snapshot.store
     path = crc_path(snapshot.version)
     try:
-        data = json.dumps(checksum_for(snapshot).to_dict(), separators=(",", ":"), ensure_ascii=False)
+        previous = None
+        if commit is not None and commit.version == snapshot.version and snapshot.version > 0:
+            previous = read_crc(snapshot.store, snapshot.version - 1, table=snapshot.table)
+        checksum = checksum_for(snapshot, previous=previous, commit=commit)
+        data = json.dumps(checksum.to_dict(), separators=(",", ":"), ensure_ascii=False)
         target.write(path, data.encode("utf-8"), overwrite=False)
     except FileExistsError:
         return None
@@ -216,6 +294,8 @@ def parse_crc(data: bytes | str, version: int, *, table: str | None = None) -> V
     protocol = action("protocol", obj.get("protocol"))
     ict = _int(obj, "inCommitTimestampOpt")
     txn_id = obj.get("txnId")
+    sizes = _optional(FileSizeHistogram.from_dict, obj.get("fileSizeHistogram", obj.get("histogramOpt")), where)
+    dvs = _optional(DeletedRecordCountsHistogram.from_dict, obj.get("deletedRecordCountsHistogramOpt"), where)
     return VersionChecksum(
         version=version,
         table_size_bytes=_int(obj, "tableSizeBytes", required=True) or 0,
@@ -230,8 +310,21 @@ def parse_crc(data: bytes | str, version: int, *, table: str | None = None) -> V
         domain_metadata=None if domains is None else tuple(action("domainMetadata", d) for d in domains),
         num_deleted_records=_int(obj, "numDeletedRecordsOpt"),
         num_deletion_vectors=_int(obj, "numDeletionVectorsOpt"),
+        file_size_histogram=sizes,
+        deleted_record_counts_histogram=dvs,
         raw=obj,
     )
+
+
+def _optional(parse: Any, body: Any, where: Mapping[str, Any]) -> Any:
+    """An optional part of a checksum file, or ``None`` when it is absent or not well-formed (logged)."""
+    if body is None:
+        return None
+    try:
+        return parse(body)
+    except (TypeError, ValueError) as exc:
+        log.info("ignoring a malformed histogram of %s of %s: %s", where["file"], where["table"], exc)
+        return None
 
 
 def verify_crc(snapshot: Snapshot, *, checksum: VersionChecksum | None = None) -> None:
@@ -247,7 +340,7 @@ def verify_crc(snapshot: Snapshot, *, checksum: VersionChecksum | None = None) -
     crc = checksum if checksum is not None else read_crc(snapshot.store, snapshot.version, table=snapshot.table)
     if crc is None:
         return
-    ours = checksum_for(snapshot)
+    ours = checksum_for(snapshot, histograms=False)
     problems: list[str] = []
 
     def differ(what: str, theirs: object, mine: object) -> None:
@@ -288,6 +381,36 @@ def verify_crc(snapshot: Snapshot, *, checksum: VersionChecksum | None = None) -
         )
 
 
+def histogram_problems(snapshot: Snapshot, crc: VersionChecksum) -> list[str]:
+    """How the checksum's histograms disagree with the snapshot's files (computed over the checksum's own
+    bin boundaries); empty when they agree or the checksum has none.
+
+    Example:
+        >>> histogram_problems(snap, read_crc(snap.store, snap.version))  # doctest: +SKIP
+        []
+    """
+    problems = []
+    files = snapshot.add_files()
+    if crc.file_size_histogram is not None:
+        mine = FileSizeHistogram.of(files.column("size"), crc.file_size_histogram.sorted_bin_boundaries)
+        if mine != crc.file_size_histogram:
+            problems.append(_histogram_difference("fileSizeHistogram", crc.file_size_histogram, mine))
+    if crc.deleted_record_counts_histogram is not None:
+        theirs = crc.deleted_record_counts_histogram.deleted_record_counts
+        counts = DeletedRecordCountsHistogram.of(_cardinalities(files)).deleted_record_counts
+        if counts != theirs:
+            problems.append(f"deletedRecordCountsHistogramOpt: {list(theirs)} in the checksum, {list(counts)} replayed")
+    return problems
+
+
+def _histogram_difference(name: str, theirs: FileSizeHistogram, mine: FileSizeHistogram) -> str:
+    bins = [f"bin {b}: {tc} files / {tb} bytes in the checksum, {mc} / {mb} replayed"
+            for b, tc, tb, mc, mb in zip(theirs.sorted_bin_boundaries, theirs.file_counts, theirs.total_bytes,
+                                         mine.file_counts, mine.total_bytes) if (tc, tb) != (mc, mb)]
+    more = f" (and {len(bins) - 3} more bins)" if len(bins) > 3 else ""
+    return f"{name}: " + "; ".join(bins[:3]) + more
+
+
 def _protocol_key(p: Protocol) -> tuple[int, int, tuple[str, ...], tuple[str, ...]]:
     return (
         p.minReaderVersion,
@@ -297,4 +420,5 @@ def _protocol_key(p: Protocol) -> tuple[int, int, tuple[str, ...], tuple[str, ..
     )
 
 
-__all__ = ["VersionChecksum", "checksum_for", "crc_path", "parse_crc", "read_crc", "verify_crc", "write_crc"]
+__all__ = ["VersionChecksum", "checksum_for", "crc_path", "histogram_problems", "parse_crc", "read_crc", "verify_crc",
+           "write_crc"]

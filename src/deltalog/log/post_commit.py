@@ -23,6 +23,7 @@ from deltalog.log.crc import write_crc
 
 if TYPE_CHECKING:
     from deltalog.log.checkpoint_writer import CheckpointResult
+    from deltalog.log.reader import FileActions
     from deltalog.snapshot import Snapshot
     from deltalog.snapshot_load import SnapshotSource
 
@@ -93,11 +94,14 @@ def run_post_commit(
     snapshot: Snapshot | None = None,
     clock: Clock | None = None,
     write_checksum: bool = True,
+    commit: FileActions | None = None,
 ) -> PostCommitReport:
     """Run the post-commit hooks for ``version`` of ``table``; never raises (an interrupt is returned in
     :attr:`PostCommitReport.interrupt`).
 
-    Pass the committed ``snapshot`` when the caller has it, to avoid replaying the log again. Steps:
+    Pass the committed ``snapshot`` when the caller has it, to avoid replaying the log again, and the
+    ``commit``'s actions (a writer's own), so the checksum's histograms are kept from the previous
+    version's ``.crc`` instead of computed from every file. Steps:
     ``.crc`` file; checkpoint when ``version % delta.checkpointInterval == 0``; log cleanup after a
     checkpoint unless ``delta.enableExpiredLogCleanup`` is ``false``.
 
@@ -118,7 +122,7 @@ def run_post_commit(
         if write_checksum:
             step = "write checksum"
             try:
-                report.crc = write_crc(snap, quiet=False)
+                report.crc = write_crc(snap, quiet=False, commit=commit)
             except Exception as exc:
                 _failed(report, step, table, version, exc)
         checkpointed = False

@@ -39,10 +39,11 @@ from deltalog.txn.staged import StagedTransaction
 from deltalog.txn.writer_features import is_true
 
 if TYPE_CHECKING:
+    from deltalog.log.reader import FileActions
     from deltalog.snapshot import Snapshot
 
 __all__ = [
-    "after_commit", "committed_snapshot", "note_committed", "publish", "read_winners", "render_commit",
+    "after_commit", "committed_snapshot", "note_committed", "own_commit", "publish", "read_winners", "render_commit",
 ]
 
 log = logging.getLogger(__name__)
@@ -155,11 +156,26 @@ def _partition_keys(txn: StagedTransaction) -> frozenset[str]:
     return frozenset(metadata_partition_keys(txn.snapshot.metadata)) if txn.snapshot is not None else frozenset()
 
 
-def committed_snapshot(txn: StagedTransaction, version: int, payload: bytes) -> Snapshot | None:
+def own_commit(txn: StagedTransaction, version: int, payload: bytes) -> tuple[LogFile, FileActions]:
+    """This writer's commit ``version`` (its bytes are ``payload``) as a log file and its actions, read
+    from the bytes (one ``stat`` of the file for its modification time).
+
+    Example:
+        >>> own_commit(txn, 8, payload)[1].version                                   # doctest: +SKIP
+        8
+    """
+    info = txn.store.stat(commit_path(version))
+    own = LogFile(commit_name(version), "commit", version, size=info.size, modification_time=info.modification_time)
+    return own, read_commits(txn.store, [own], table=txn.table, partition_keys=_partition_keys(txn), data=[payload])
+
+
+def committed_snapshot(
+    txn: StagedTransaction, version: int, payload: bytes, own: tuple[LogFile, FileActions] | None = None
+) -> Snapshot | None:
     """The snapshot at ``version`` from what this writer holds: its read snapshot, the winners it read
-    while catching up and its own commit's bytes -- no listing, no log file read again (one ``stat`` of
-    its commit file for the modification time). ``None`` when they do not cover every version since the
-    read snapshot, or a winner changed the metadata (the caller then reads the log).
+    while catching up and its own commit's bytes (or ``own``, as :func:`own_commit` gives them) -- no
+    listing, no log file read again. ``None`` when they do not cover every version since the read
+    snapshot, or a winner changed the metadata (the caller then reads the log).
 
     Example:
         >>> committed_snapshot(txn, 8, payload).version                              # doctest: +SKIP
@@ -173,10 +189,9 @@ def committed_snapshot(txn: StagedTransaction, version: int, payload: bytes) -> 
         return None
     if any(isinstance(a, Metadata) for _, fa in caught for a in fa.others):
         return None
-    info = txn.store.stat(commit_path(version))
-    own = LogFile(commit_name(version), "commit", version, size=info.size, modification_time=info.modification_time)
-    mine = read_commits(txn.store, [own], table=txn.table, partition_keys=_partition_keys(txn), data=[payload])
-    return extend_snapshot(base, [*(f for f, _ in caught), own], actions=[mine, *(fa for _, fa in reversed(caught))])
+    mine_file, mine = own if own is not None else own_commit(txn, version, payload)
+    return extend_snapshot(base, [*(f for f, _ in caught), mine_file],
+                           actions=[mine, *(fa for _, fa in reversed(caught))])
 
 
 def publish(txn: StagedTransaction, version: int, payload: bytes) -> bool:
@@ -241,9 +256,11 @@ def after_commit(txn: StagedTransaction, version: int, payload: bytes) -> tuple[
         owner = txn._owner
         table: SnapshotSource = owner if owner is not None else LogSnapshots(txn.table, txn.store)
         after = None
+        own = None
         if txn.snapshot is not None:
             try:  # the winners already read and our own commit; else only those are read, not the whole log
-                after = committed_snapshot(txn, version, payload)
+                own = own_commit(txn, version, payload)
+                after = committed_snapshot(txn, version, payload, own)
                 if after is None:
                     listing = list_log(txn.store, txn.snapshot.version + 1)
                     verify = owner is None or owner.verify_checksums
@@ -254,7 +271,8 @@ def after_commit(txn: StagedTransaction, version: int, payload: bytes) -> tuple[
                 after = None  # post-commit loads the version itself
         if after is not None and after.version == version and owner is not None:
             owner._remember(after)
-        report = run_post_commit(table, version, snapshot=after, clock=txn._clock)
+        report = run_post_commit(table, version, snapshot=after, clock=txn._clock,
+                                 commit=own[1] if own is not None else None)
     except Exception as exc:  # run_post_commit never raises; loading the snapshot may
         report = PostCommitReport(version=version, errors=[f"load snapshot: {type(exc).__name__}: {exc}"])
     except BaseException as exc:
