@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo demo-s3 test test-property test-faults lint typecheck conformance bench docs clean
+.PHONY: demo demo-s3 spark-versions test test-property test-faults lint typecheck conformance bench docs clean
 
 # pip byte-compiles what it installs on one core (about a minute for pyspark, pandas and the rest); compileall
 # does the same work on every core.
@@ -48,6 +48,10 @@ typecheck: $(VENV)/.installed
 # session, which mostly wait on the JVM; the first lane's output follows, and either failing fails the target.
 # A few shared-session Spark tests (marker other_lane) run in the first lane, with a session of its own,
 # so that the two lanes take about the same time.
+# A third background job runs the Spark version lanes (scripts/spark_lanes.py): tests/spark/test_spark_everyday.py
+# on every other supported PySpark (3.5, 4.0, 4.1, 4.2), each from a package directory cached outside the checkout
+# and installed on first use; the shared-session lane runs the same module on the venv's PySpark. Every lane writes
+# what each feature did, and the README's Spark version table must say the same (make spark-versions rewrites it).
 # Each lane has its own --basetemp: two pytest processes sharing /tmp/pytest-of-<user> both clean up its old
 # directories when they finish, and one removing what the other is removing fails the run.
 # The set-up steps are independent of each other (pip and npm), so they run side by side; ruff follows
@@ -59,20 +63,24 @@ typecheck: $(VENV)/.installed
 test:
 	@$(MAKE) --no-print-directory -j2 lint $(AZURITE)
 	@$(PY) -m compileall -q src bench
-	@rm -f .kernel-tests.log .typecheck.log; tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/deltalog-tests.XXXXXX"); \
+	@rm -f .kernel-tests.log .typecheck.log .lanes-tests.log; tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/deltalog-tests.XXXXXX"); \
 	$(MAKE) --no-print-directory $(SPARK_CDS) & cds=$$!; \
+	$(PY) scripts/spark_lanes.py run --reports "$$tmp/lanes" > .lanes-tests.log 2>&1 & lanes=$$!; \
 	$(PY) -m mypy > .typecheck.log 2>&1 & typecheck=$$!; \
 	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "not spark or own_jvm or other_lane" -p no:cacheprovider --durations=25 \
 		--basetemp="$$tmp/kernel" > .kernel-tests.log 2>&1 & kernel=$$!; \
 	echo "mypy (pid $$typecheck), the kernel suite and own-JVM Spark tests (pid $$kernel) run in the background;" \
 		"shared-session Spark suite:"; \
-	DELTALOG_STRICT=1 $(PY) -m pytest -q -m "spark and not own_jvm and not other_lane" -p no:cacheprovider \
+	DELTALOG_STRICT=1 DELTALOG_LANE_REPORTS="$$tmp/lanes" $(PY) -m pytest -q -m "spark and not own_jvm and not other_lane" \
+		-p no:cacheprovider \
 		--durations=25 \
 		--basetemp="$$tmp/spark" tests/spark; \
 	spark=$$?; \
 	wait $$cds; wait $$typecheck; typecheck=$$?; echo "mypy:"; cat .typecheck.log; rm -f .typecheck.log; \
-	wait $$kernel; kernel=$$?; echo "kernel suite:"; cat .kernel-tests.log; rm -f .kernel-tests.log; rm -rf "$$tmp"; \
-	test $$spark -eq 0 -a $$kernel -eq 0 -a $$typecheck -eq 0
+	wait $$kernel; kernel=$$?; echo "kernel suite:"; cat .kernel-tests.log; rm -f .kernel-tests.log; \
+	wait $$lanes; lanes=$$?; echo "Spark version lanes:"; cat .lanes-tests.log; rm -f .lanes-tests.log; \
+	$(PY) scripts/spark_lanes.py check --reports "$$tmp/lanes"; versions=$$?; rm -rf "$$tmp"; \
+	test $$spark -eq 0 -a $$kernel -eq 0 -a $$typecheck -eq 0 -a $$lanes -eq 0 -a $$versions -eq 0
 
 # The row-level concurrency property test with 3,000 examples (make test runs 150).
 test-property: $(VENV)/.installed
@@ -81,6 +89,13 @@ test-property: $(VENV)/.installed
 # Every fault at every storage step of every operation (make test runs a sample that visits each step once).
 test-faults: $(VENV)/.installed $(AZURITE)
 	DELTALOG_STRICT=1 DELTALOG_FAULTS=all $(PY) -m pytest -q -p no:cacheprovider tests/faults tests/spark/test_spark_faults.py
+
+# The Spark version lanes alone, and the README / docs/compatibility.md version table rewritten from their results.
+spark-versions: $(VENV)/.installed
+	rm -rf .lanes
+	DELTALOG_LANE_REPORTS=.lanes $(PY) -m pytest -q -p no:cacheprovider tests/spark/test_spark_everyday.py
+	$(PY) scripts/spark_lanes.py run --reports .lanes
+	$(PY) scripts/spark_lanes.py table --reports .lanes
 
 conformance: $(VENV)/.installed
 	$(PY) -m pytest -q tests/conformance

@@ -19,6 +19,11 @@ from pools import spawn_pool
 
 # PySpark 4.3 warns at import and on Arrow paths that it prefers pandas < 3; not ours to fix.
 PANDAS_WARNING = "ignore:PySpark does not yet fully support pandas:FutureWarning"
+# PySpark 3.5 compares versions with distutils' LooseVersion, which warns on every use; up to 4.1 it leaves the
+# socket of every collect() to the garbage collector (pyspark/sql/classic/dataframe.py in 4.0.5 and 4.1.4; closed
+# since 4.2); not ours to fix either.
+LEGACY_WARNINGS = {(4, 0): ("ignore:distutils Version classes are deprecated:DeprecationWarning",),
+                   (4, 2): ("ignore:unclosed <socket.socket:ResourceWarning",)}
 
 
 def _missing() -> str | None:
@@ -33,10 +38,17 @@ def _missing() -> str | None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     reason = _missing()
+    legacy: tuple[str, ...] = ()
+    if reason is None:
+        from deltalog.spark.common.compat import PYSPARK
+
+        legacy = tuple(w for below, found in LEGACY_WARNINGS.items() if below > PYSPARK for w in found)
     for item in items:
         if here not in Path(str(item.fspath)).parents:
             continue
         item.add_marker(pytest.mark.filterwarnings(PANDAS_WARNING))
+        for ignored in legacy:
+            item.add_marker(pytest.mark.filterwarnings(ignored))
         if reason is not None and item.get_closest_marker("spark") is not None:
             item.add_marker(pytest.mark.skip(reason=reason))
 
@@ -63,6 +75,57 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
                                                           "spark.sql.warehouse.dir": str(warehouse)})
     yield session
     session.stop()
+
+
+class Lane:
+    """What a ``feature`` test of ``test_spark_everyday.py`` found on the running PySpark: it works, or the
+    version refuses it (the test checked the refusal's message)."""
+
+    def __init__(self) -> None:
+        self.outcome = "unfinished"
+
+    def works(self, note: str = "") -> None:
+        self.outcome = f"works ({note})" if note else "works"
+
+    def refused(self, why: str) -> None:
+        self.outcome = f"refused ({why})"
+
+
+@pytest.fixture
+def lane(request: pytest.FixtureRequest) -> Lane:
+    """The outcome of a ``feature`` test; with ``DELTALOG_LANE_REPORTS=<dir>`` the session writes every
+    feature's outcome to ``<dir>/<pyspark version>.json`` (scripts/spark_lanes.py builds the README table)."""
+    found = Lane()
+    request.node.stash[_LANE] = found
+    return found
+
+
+_LANE = pytest.StashKey[Lane]()
+_OUTCOMES: dict[str, str] = {}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    mark = item.get_closest_marker("feature")
+    if mark is not None and (report.when == "call" or report.failed):
+        found = item.stash.get(_LANE, None)
+        outcome = found.outcome if found is not None and report.passed else "fails"
+        if _OUTCOMES.get(mark.args[0]) != "fails":
+            _OUTCOMES[mark.args[0]] = outcome
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    where = os.environ.get("DELTALOG_LANE_REPORTS")
+    if not where or not _OUTCOMES or importlib.util.find_spec("pyspark") is None:
+        return
+    import json
+
+    import pyspark
+
+    Path(where).mkdir(parents=True, exist_ok=True)
+    Path(where, f"{pyspark.__version__}.json").write_text(json.dumps(_OUTCOMES, indent=1, sort_keys=True) + "\n")
 
 
 @pytest.fixture(scope="session")

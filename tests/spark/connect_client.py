@@ -12,6 +12,7 @@ import sys
 import warnings
 
 import pyarrow.parquet as pq
+from shipping import ship_deltalog
 
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
 
@@ -25,6 +26,7 @@ def main(url: str, work: str, dv_table: str) -> None:
     from deltalog.txn.constraints import ConstraintViolationError
 
     spark = register(SparkSession.builder.remote(url).getOrCreate())
+    ship_deltalog(spark)
     facts: dict[str, object] = {"session": type(spark).__module__}
     p = f"{work}/t"
     df = spark.range(20).withColumn("k", (F.col("id") % 3).cast("int"))

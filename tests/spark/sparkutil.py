@@ -13,7 +13,22 @@ import deltalog
 
 def rows(df: Any, key: str = "id") -> list[dict[str, Any]]:
     """A DataFrame's rows as dicts, sorted by ``key`` (nulls first)."""
-    return arrow_rows(df.toArrow(), key)
+    return arrow_rows(to_arrow(df), key)
+
+
+def to_arrow(df: Any) -> pa.Table:
+    """``df.toArrow()`` on every supported PySpark (3.5 has no ``toArrow``)."""
+    from deltalog.spark.common.compat import to_arrow as collect
+
+    return collect(df)
+
+
+def frame(spark: Any, table: pa.Table, schema: Any = None) -> Any:
+    """``spark.createDataFrame(table[, schema])`` of a ``pyarrow.Table`` on every supported PySpark (3.5 takes
+    no Arrow table)."""
+    from deltalog.spark.common.compat import frame_from_arrow
+
+    return frame_from_arrow(spark, table, schema)
 
 
 def arrow_rows(table: pa.Table, key: str = "id") -> list[dict[str, Any]]:

@@ -14,6 +14,8 @@ import sys
 import warnings
 from typing import Any
 
+from shipping import ship_deltalog
+
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
 
 
@@ -91,6 +93,7 @@ def connect(work: str, url: str) -> dict[str, Any]:
     from deltalog.spark import DeltaTable, register
 
     spark = register(SparkSession.builder.remote(url).getOrCreate())
+    ship_deltalog(spark)
     facts: dict[str, Any] = {"session": type(spark).__module__}
     path = f"{work}/events"
     spark.sql(f"CREATE TABLE delta.`{path}` (id INT, kind STRING) USING DELTA "

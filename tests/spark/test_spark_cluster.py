@@ -1,7 +1,8 @@
 """The Spark engine on a real standalone cluster: a master and one worker started with pyspark's own
 ``spark-class`` on loopback, and a driver in a separate process (see ``cluster_client.py``) that writes,
-reads and time-travels through ``format("delta")`` with executors in their own JVM. The daemons are
-always stopped (``finally``, and ``atexit`` should the interpreter exit first)."""
+reads and time-travels through ``format("delta")`` with executors in their own JVM, then gives them a Python
+that cannot import deltalog and ships deltalog in each way docs/deployment.md#executors tells. The daemons
+are always stopped (``finally``, and ``atexit`` should the interpreter exit first)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from shipping import deltalog_zip, deps_directory, packed_env, python_without, tar_gz, zip_of
 
 import deltalog
 
@@ -101,7 +104,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = _free_port()
     url = f"spark://127.0.0.1:{port}"
     lean = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
-    env_daemon = {**env, "SPARK_DAEMON_JAVA_OPTS": lean, "SPARK_DAEMON_MEMORY": "256m"}
+    # No PYTHONPATH to this checkout: the executors' Python workers find deltalog where each driver says.
+    env_daemon = {**{k: v for k, v in env.items() if k != "PYTHONPATH"},
+                  "SPARK_DAEMON_JAVA_OPTS": lean, "SPARK_DAEMON_MEMORY": "256m"}
     master_log, worker_log = tmp / "master.log", tmp / "worker.log"
     procs = []
     try:
@@ -121,16 +126,46 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             _RUNNING.remove(proc)
 
 
-def test_format_delta_on_a_standalone_cluster(cluster: str, tmp_path: Path) -> None:
-    env = _env(tmp_path)
+@pytest.fixture(scope="module")
+def facts(cluster: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """What one driver (``cluster_client.py``) found on the cluster: its executors have PySpark's packages but
+    neither deltalog nor pyroaring (one of its native dependencies) unless a step gives them an interpreter
+    that has them or ships them."""
+    tmp = tmp_path_factory.mktemp("driver")
+    bare = python_without(tmp / "bare", "pyroaring")
+    env_tgz = tar_gz(tmp / "env.tar.gz", packed_env(tmp / "env", "pyroaring", rest=tmp / "bare"))
+    deps_tgz = tar_gz(tmp / "deps.tar.gz", deps_directory(tmp / "deps", "pyroaring"))
+    zipped, native = deltalog_zip(tmp / "deltalog.zip"), zip_of(tmp / "native.zip", "pyroaring")
+    env = {k: v for k, v in _env(tmp).items() if k != "PYSPARK_PYTHON"}  # the builder's spark.pyspark.python
+    (tmp / "work").mkdir()
     out = subprocess.run(
-        [sys.executable, str(HERE / "cluster_client.py"), cluster, str(tmp_path)],
-        env=env, capture_output=True, text=True, timeout=300,
+        [sys.executable, str(HERE / "cluster_client.py"), cluster, str(tmp / "work"), str(bare), str(env_tgz),
+         str(deps_tgz), str(zipped), str(native)],
+        env=env, capture_output=True, text=True, timeout=300, cwd=tmp / "work",
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    facts = json.loads(out.stdout.strip().splitlines()[-1])
+    found: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return found
+
+
+def test_format_delta_on_a_standalone_cluster(cluster: str, facts: dict[str, Any]) -> None:
     assert facts["master"] == cluster and facts["executors"] == 1
     assert (facts["count"], facts["count_v0"], facts["kernel_rows"]) == (150, 100, 150)
     assert facts["k1"] == 25 + 13
     assert facts["history"] == ["more", None]
     assert facts["flat"] == list(range(15)) and facts["flat_v0"] == 10
+
+
+def test_what_the_executors_need(facts: dict[str, Any]) -> None:
+    """docs/deployment.md#executors: deltalog's error names the executor and the fix; a packed environment
+    (``spark.archives=env.tar.gz#env`` with ``spark.pyspark.python=./env/bin/python``) and a dependency
+    directory (``deps.tar.gz#deps`` on ``PYTHONPATH``) ship deltalog and pyroaring; ``spark.submit.pyFiles``
+    ships deltalog but not pyroaring's native code."""
+    assert facts["python"] == "./env/bin/python"  # the builder's spark.pyspark.python, honoured by configure()
+    assert facts["env"] == 20 and facts["deps"] == 20
+    executor = "deltalog: Spark's Python workers on the executors (executor 0 on host 127.0.0.1) cannot import "
+    assert facts["bare"].startswith(executor + "deltalog. Install deltalog (pip install deltalog"), facts["bare"]
+    assert "spark.archives" in facts["bare"] and "docs/deployment.md#executors" in facts["bare"]
+    assert facts["pyfiles"].startswith(
+        executor + "pyroaring (deltalog needs it): the package is there but not its native code -- a package "
+        "zipped for spark.submit.pyFiles or a pyfile artifact cannot load native code."), facts["pyfiles"]

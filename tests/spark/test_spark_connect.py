@@ -1,5 +1,8 @@
 """The same routing and engine over Spark Connect: a local Connect server (shipped inside pyspark) and
-a client in a separate process (see ``connect_client.py``)."""
+a client in a separate process (see ``connect_client.py``). The server's Python has PySpark's packages and
+deltalog's dependencies but not deltalog, which each client ships with its session
+(``spark.addArtifacts(zip, pyfile=True)``, docs/deployment.md#spark-connect); one client shows what a session
+that does not is told, and what the artifacts do not reach (a stream's ``foreachBatch``)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from shipping import deltalog_zip, python_without
 
 import deltalog
 
@@ -30,7 +34,8 @@ def _free_port() -> int:
         return port
 
 
-def _env(tmp: Path) -> dict[str, str]:
+def _env(tmp: Path, shipped: Path | None = None) -> dict[str, str]:
+    """A client's environment (``shipped``: the zip of deltalog its session ships)."""
     import pyspark
 
     src = str(Path(deltalog.__file__).resolve().parent.parent)
@@ -43,7 +48,23 @@ def _env(tmp: Path) -> dict[str, str]:
         PYSPARK_PYTHON=sys.executable,
         PYTHONPATH=os.pathsep.join(p for p in (src, str(HERE), env.get("PYTHONPATH", "")) if p),
     )
+    if shipped is not None:
+        env["DELTALOG_SHIP"] = str(shipped)
     return env
+
+
+def _server_env(tmp: Path) -> dict[str, str]:
+    """The server's environment: its Python (PYSPARK_PYTHON, which it runs its clients' functions with) cannot
+    import deltalog, and no PYTHONPATH leads to this checkout."""
+    env = {k: v for k, v in _env(tmp).items() if k != "PYTHONPATH"}
+    env["PYSPARK_PYTHON"] = str(python_without(tmp / "server-python"))
+    return env
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """deltalog, zipped for ``spark.addArtifacts(..., pyfile=True)``."""
+    return deltalog_zip(tmp_path_factory.mktemp("ship") / "deltalog.zip")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +72,7 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if importlib.util.find_spec("grpc") is None:
         pytest.skip("Spark Connect needs pyspark[connect] (grpcio, ...)")
     tmp = tmp_path_factory.mktemp("connect")
-    env = _env(tmp)
+    env = _server_env(tmp)
     sbin = Path(env["SPARK_HOME"]) / "sbin"
     port = _free_port()
     subprocess.run(
@@ -79,12 +100,12 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         subprocess.run([str(sbin / "stop-connect-server.sh")], env=env, capture_output=True, timeout=60)
 
 
-def test_format_delta_over_spark_connect(connect_url: str, tmp_path: Path) -> None:
+def test_format_delta_over_spark_connect(connect_url: str, shipped: Path, tmp_path: Path) -> None:
     if not DV_TABLE.is_dir():
         pytest.skip("conformance corpus is not available")
     out = subprocess.run(
         [sys.executable, str(HERE / "connect_client.py"), connect_url, str(tmp_path), str(DV_TABLE)],
-        env=_env(tmp_path), capture_output=True, text=True, timeout=300,
+        env=_env(tmp_path, shipped), capture_output=True, text=True, timeout=300,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     facts = json.loads(out.stdout.strip().splitlines()[-1])
@@ -105,10 +126,10 @@ def test_format_delta_over_spark_connect(connect_url: str, tmp_path: Path) -> No
     assert facts["built"] == [["id", "day"], ["day"], 3]
 
 
-def test_sql_and_catalog_tables_over_spark_connect(connect_url: str, tmp_path: Path) -> None:
+def test_sql_and_catalog_tables_over_spark_connect(connect_url: str, shipped: Path, tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, str(HERE / "sql_catalog_client.py"), "connect", str(tmp_path), connect_url],
-        env=_env(tmp_path), capture_output=True, text=True, timeout=300,
+        env=_env(tmp_path, shipped), capture_output=True, text=True, timeout=300,
     )
     line = next((ln for ln in out.stdout.splitlines() if ln.startswith("FACTS ")), None)
     assert out.returncode == 0 and line is not None, out.stderr[-3000:]
@@ -127,3 +148,24 @@ def test_sql_and_catalog_tables_over_spark_connect(connect_url: str, tmp_path: P
     assert facts["optimize"] >= 2 and facts["vacuum_dry"] == 0
     assert facts["log_version"] == 3
     assert facts["tables_after_drop"] == []
+
+
+def test_what_the_connect_server_needs(connect_url: str, shipped: Path, tmp_path: Path) -> None:
+    """docs/deployment.md#spark-connect: a session whose server's Python lacks deltalog is told so in
+    deltalog's words; the session's artifacts bring it to the server's Python workers, but not to the process
+    the server runs a stream's foreachBatch in (deltalog's Delta sink), which needs it installed."""
+    out = subprocess.run(
+        [sys.executable, str(HERE / "shipping_client.py"), connect_url, str(tmp_path), str(shipped)],
+        env=_env(tmp_path), capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    facts = json.loads(out.stdout.strip().splitlines()[-1])
+    assert facts["bare"].startswith("deltalog: The Spark Connect server's Python workers cannot import deltalog. "
+                                    "Install deltalog"), facts["bare"]
+    assert "PYSPARK_PYTHON in the server's environment" in facts["bare"]
+    assert "spark.addArtifacts('deltalog.zip', pyfile=True)" in facts["bare"]
+    assert "docs/deployment.md#spark-connect" in facts["bare"]
+    assert facts["shipped"] == 20
+    assert facts["sink"].startswith("deltalog: The Python process the Spark Connect server runs a stream's "
+                                    "foreachBatch in (deltalog's Delta sink) cannot import deltalog."), facts["sink"]
+    assert "do not reach this process" in facts["sink"]

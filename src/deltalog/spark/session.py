@@ -18,6 +18,9 @@ Structured Streaming ``spark.readStream.format("delta")...load(path)`` (a Python
 (``foreachBatch`` with idempotent commits, :mod:`deltalog.spark.streaming.sink`), catalog tables
 (``saveAsTable``, ``insertInto``, ``writeTo``, ``toTable``, ``spark.table``, ``spark.read.table``:
 :mod:`deltalog.spark.sql.tables`) and SQL (:mod:`deltalog.spark.sql`).
+On Spark 3.5, which has no Python data sources, ``spark.readStream.format("delta")`` is refused with a PySpark
+``AnalysisException`` naming the running version (``[DELTA_UNSUPPORTED_SPARK_VERSION]``: upgrade to 4.0); every
+other route works there too (:mod:`deltalog.spark.common.compat`).
 Executors must be able to import deltalog: in local mode the workers run the driver's interpreter unless
 ``PYSPARK_PYTHON`` (or ``spark.pyspark.python``) names another (:mod:`deltalog.spark.common.workers`); on a
 cluster, install deltalog in the executors' Python or ship it with ``spark.submit.pyFiles``.
@@ -44,6 +47,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
+from deltalog.spark.common import compat
 from deltalog.spark.common.conf import default_source
 from deltalog.spark.common.errors import spark_errors
 from deltalog.spark.common.recorded import recorded_state, session_of_reader, session_of_stream_writer, writer_dataframe
@@ -344,7 +348,10 @@ def _with_spark_errors(make: Callable[[Callable[..., Any]], Callable[..., Any]])
 
 
 def _patch(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    original = getattr(cls, name)
+    original = getattr(cls, name, None)
+    if original is None:
+        raise AttributeError(f"deltalog cannot route the delta format: {cls.__module__}.{cls.__qualname__} has no "
+                             f"method {name!r} in PySpark {compat.PYSPARK_VERSION} (supported: Spark 3.5 and 4.x)")
     _ORIGINALS[(cls, name)] = original
     wrapper = make(original)
     functools.update_wrapper(wrapper, original)
@@ -352,6 +359,8 @@ def _patch(cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[.
 
 
 def _install() -> None:
+    """Patch the reader and writer classes, all of them or (on any failure) none: a half-installed routing
+    would send some ``delta`` calls to deltalog and others to a JVM that has no Delta."""
     recording = [("format", _recording_format), ("option", _recording_option), ("options", _recording_options)]
     patches: list[tuple[list[type], list[tuple[str, Callable[[Callable[..., Any]], Callable[..., Any]]]]]] = []
     with _LOCK:
@@ -359,23 +368,31 @@ def _install() -> None:
             return
         readers, writers = _classes()
         stream_readers, stream_writers = _stream_classes()
+        cluster_by = [("clusterBy", _recording_cluster_by)] if compat.CLUSTER_BY_WRITER else []
         patches = [
             (readers, [*recording, ("schema", _recording_schema), ("load", _routed_load)]),
             (writers, [*recording, ("mode", _recording_mode), ("partitionBy", _recording_partition_by),
-                       ("clusterBy", _recording_cluster_by), ("save", _routed_save)]),
+                       *cluster_by, ("save", _routed_save)]),
             (stream_readers, [*recording, ("schema", _recording_schema), ("load", _routed_stream_load)]),
             (stream_writers, [*recording, ("outputMode", _recording_output_mode),
-                              ("partitionBy", _recording_partition_by), ("foreachBatch", _recording_foreach),
-                              ("foreach", _recording_foreach), ("start", _routed_start)]),
+                              ("partitionBy", _deferred_stream_partition_by), ("foreachBatch", _recording_foreach),
+                              ("foreach", _recording_foreach), ("start", _routed_start),
+                              ("toTable", _deferred_to_table)]),
         ]
-        for classes, methods in patches:
-            for cls in classes:
-                for name, make in methods:
-                    _patch(cls, name, make)
-        from deltalog.spark.sql.routing import patches as catalog_patches
+        try:
+            for classes, methods in patches:
+                for cls in classes:
+                    for name, make in methods:
+                        _patch(cls, name, make)
+            from deltalog.spark.sql.routing import patches as catalog_patches
 
-        for cls, name, make in catalog_patches():  # catalog tables: saveAsTable, spark.table, writeTo, ...
-            _patch(cls, name, _with_spark_errors(make))
+            for cls, name, make in catalog_patches():  # catalog tables: saveAsTable, spark.table, writeTo, ...
+                _patch(cls, name, _with_spark_errors(make))
+        except BaseException:
+            for (cls, name), original in _ORIGINALS.items():
+                setattr(cls, name, original)
+            _ORIGINALS.clear()
+            raise
 
 
 def _recording_format(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -446,6 +463,29 @@ def _recording_partition_by(original: Callable[..., Any]) -> Callable[..., Any]:
     return partitionBy
 
 
+def _deferred_stream_partition_by(original: Callable[..., Any]) -> Callable[..., Any]:
+    """A stream writer's ``partitionBy`` is recorded and reaches Spark only when a non-Delta query starts
+    (:func:`_routed_start`, :func:`_deferred_to_table`): Spark refuses ``foreachBatch`` (the Delta sink) on a
+    writer that was ever given partitioning, and since 4.1 even ``partitionBy(None)`` counts as given."""
+
+    def partitionBy(self: Any, *cols: Any) -> Any:
+        flat = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else list(cols)
+        recorded_state(self)["partitionBy"] = flat
+        return self
+
+    return partitionBy
+
+
+def _deferred_to_table(original: Callable[..., Any]) -> Callable[..., Any]:
+    def toTable(self: Any, tableName: str, format: Any = None, outputMode: Any = None, partitionBy: Any = None,
+                queryName: Any = None, **options: Any) -> Any:
+        if partitionBy is None:
+            partitionBy = recorded_state(self)["partitionBy"]
+        return original(self, tableName, format, outputMode, partitionBy, queryName, **options)
+
+    return toTable
+
+
 def _recording_cluster_by(original: Callable[..., Any]) -> Callable[..., Any]:
     def clusterBy(self: Any, *cols: Any) -> Any:
         flat = list(cols[0]) if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else list(cols)
@@ -511,6 +551,8 @@ def _routed_stream_load(original: Callable[..., Any]) -> Callable[..., Any]:
         state = recorded_state(self)
         if not _is_delta(default_source(session_of_reader(self), format if format is not None else state["format"])):
             return original(self, path, format, schema, **options)
+        compat.require((4, 0), 'spark.readStream.format("delta") (the Delta streaming source)',
+                       "has no Python streaming data sources (pyspark.sql.datasource) to build it on")
         from deltalog.spark.common.core import require_table, spark_schema
         from deltalog.spark.common.instants import session_instant
         from deltalog.spark.common.storage import storage_options_for
@@ -546,6 +588,8 @@ def _routed_start(original: Callable[..., Any]) -> Callable[..., Any]:
         state = recorded_state(self)
         chosen = default_source(session_of_stream_writer(self), format if format is not None else state["format"])
         if not _is_delta(chosen) or state.get("foreach"):
+            if partitionBy is None:
+                partitionBy = state["partitionBy"]
             return original(self, path, format, outputMode, partitionBy, queryName, **options)
         from deltalog.spark.streaming.sink import sink_batch_function
 
@@ -560,23 +604,10 @@ def _routed_start(original: Callable[..., Any]) -> Callable[..., Any]:
             partition_by=partitionBy if partitionBy is not None else state["partitionBy"],
             options={k: v for k, v in opts.items() if k.lower() not in ("path", "checkpointlocation")},
         )
-        _forget_partitioning(self)  # the sink's writes partition; Spark refuses partitioning with foreachBatch
         self.foreachBatch(sink)
         return original(self, None, None, outputMode, None, queryName, **options)
 
     return spark_errors(start)
-
-
-def _forget_partitioning(writer: Any) -> None:
-    """Clear the partition columns Spark's stream writer was given (classic: its JVM writer; Connect: the
-    command it will send)."""
-    jwrite = getattr(writer, "_jwrite", None)
-    if jwrite is not None:
-        writer._jwrite = jwrite.partitionBy(None)  # null: no partitioning (an empty list would still be "given")
-        return
-    proto = getattr(writer, "_write_proto", None)
-    if proto is not None and hasattr(proto, "partitioning_column_names"):
-        del proto.partitioning_column_names[:]
 
 
 def _routed_save(original: Callable[..., Any]) -> Callable[..., Any]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from sparkutil import arrow_rows, data, rows, version
+from sparkutil import arrow_rows, data, frame, rows, to_arrow, version
 
 import deltalog
 from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError
@@ -57,7 +57,7 @@ def check(spark: Any, path: str, expected: list[dict[str, Any]]) -> None:
 
 def frame_of(spark: Any, table: list[dict[str, Any]] | pa.Table) -> Any:
     arrow = table if isinstance(table, pa.Table) else pa.Table.from_pylist(table)
-    return spark.createDataFrame(arrow)
+    return frame(spark, arrow)
 
 
 def last(path: str) -> dict[str, Any]:
@@ -87,7 +87,7 @@ def test_delete_matches_the_same_filter_on_a_dataframe(
     for condition in ("id < 10 OR (v > 50 AND s = 's1')", F.col("id").between(60, 64), "k = 2 AND id >= 100"):
         expected = frame_of(spark, table_rows(path))
         cond = F.expr(condition) if isinstance(condition, str) else condition
-        want = expected.filter(~F.coalesce(cond, F.lit(False))).toArrow().to_pylist()
+        want = to_arrow(expected.filter(~F.coalesce(cond, F.lit(False)))).to_pylist()
         deleted = len(table_rows(path)) - len(want)
         res = delete(spark, path, condition)
         check(spark, path, want)
@@ -224,7 +224,7 @@ def test_update_matches_the_same_projection_on_a_dataframe(
             F.when(cond, new[c]).otherwise(F.col(c)).cast(before.schema[c].dataType).alias(c) if c in new else F.col(c)
             for c in before.columns
         ]
-        want = before.select(*projected).toArrow().to_pylist()
+        want = to_arrow(before.select(*projected)).to_pylist()
         n = before.filter(cond).count()
         paths_before = {r["path"] for r in live(path)}
         res = update(spark, path, condition, assignments)

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 import spark_deltars_worker
 from pyroaring import BitMap64
-from sparkutil import arrow_rows, rows, version
+from sparkutil import arrow_rows, frame, rows, version
 
 import deltalog
 from deltalog.data.deletion_vectors import INLINE_DV_MAX_BYTES, serialize_bitmap
@@ -251,7 +251,7 @@ def test_update_and_merge_touching_few_rows_write_inline_dvs(
         want[i] = {**want[i], "s": "x"}
     check(spark, rs, path, list(want.values()))
 
-    source = spark.createDataFrame(pa.table({"id": pa.array([3, N + 3], pa.int64()), "s": ["m", "m"]}))
+    source = frame(spark, pa.table({"id": pa.array([3, N + 3], pa.int64()), "s": ["m", "m"]}))
     merge(spark, path, source.alias("s"), "t.id = s.id", target_alias="t").whenMatchedDelete().execute()
     for i in (3, N + 3):
         del want[i]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from sparkutil import arrow_rows, data
+from sparkutil import arrow_rows, data, frame
 
 import deltalog
 from deltalog.errors import InvalidArgumentError
@@ -74,7 +74,7 @@ def test_merge_broadcasts_the_source_when_it_fits(
     settings(SOURCE_BROADCAST_CONF, limit)
     before = arrow_rows(deltalog.Table(path).snapshot().to_arrow())
     src = [{"id": i, "k": 7, "v": -1.0, "s": "new"} for i in (1, 44, 45, 60, 119, 200, 201)]
-    source = spark.createDataFrame(pa.Table.from_pylist(src)).alias("s")
+    source = frame(spark, pa.Table.from_pylist(src)).alias("s")
     builder = merge(spark, path, source, "t.id = s.id", target_alias="t").whenMatchedUpdateAll()
     (builder.whenNotMatchedInsertAll() if inserts else builder).execute()
     joins = [p for p in plans if "Join" in p]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from sparkutil import arrow_rows, data, data_files, version
+from sparkutil import arrow_rows, data, data_files, frame, version
 
 import deltalog
 from deltalog.errors import DeltaError
@@ -31,7 +31,7 @@ def _one_file(tmp_path: Path, name: str) -> str:
 
 def _source(spark: Any, ids: list[int]) -> Any:
     rows = [{"id": i, "k": 9, "v": -float(i), "s": f"n{i}"} for i in ids]
-    return spark.createDataFrame(pa.Table.from_pylist(rows)).alias("s")
+    return frame(spark, pa.Table.from_pylist(rows)).alias("s")
 
 
 def _upsert(b: Any) -> Any:

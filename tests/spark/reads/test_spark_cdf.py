@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import spark_deltars_worker
-from sparkutil import data
+from sparkutil import data, frame, to_arrow
 
 import deltalog
 from deltalog.errors import InvalidArgumentError, VersionNotFoundError
@@ -62,7 +62,7 @@ def spark_changes(spark: Any, path: str, start: int, end: int | None = None) -> 
     reader = spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", start)
     if end is not None:
         reader = reader.option("endingVersion", end)
-    table = reader.load(path).toArrow()
+    table = to_arrow(reader.load(path))
     return [dict(r) for r in table.to_pylist()]
 
 
@@ -146,7 +146,7 @@ def test_update(spark: Any, tmp_path: Path, partitioned: bool, dvs: bool, mappin
 
 
 def run_merge(spark: Any, path: str, source: list[Row]) -> Any:
-    src = spark.createDataFrame(pa.Table.from_pylist(source, schema=data(0, 0).schema)).alias("s")
+    src = frame(spark, pa.Table.from_pylist(source, schema=data(0, 0).schema)).alias("s")
     return (
         merge(spark, path, src, "t.id = s.id", target_alias="t")
         .whenMatchedDelete("s.s = 'gone'")
@@ -188,7 +188,7 @@ def test_merge(spark: Any, tmp_path: Path, partitioned: bool, dvs: bool, mapping
 
 def test_insert_only_merge_is_a_plain_append(spark: Any, tmp_path: Path) -> None:
     path = make(tmp_path)
-    src = spark.createDataFrame(data(200, 3)).alias("s")
+    src = frame(spark, data(200, 3)).alias("s")
     merge(spark, path, src, "t.id = s.id", target_alias="t").whenNotMatchedInsertAll().execute()
     version = deltalog.Table(path).latest_version()
     check_cdc_commit(path, version, cdc=False)
@@ -223,7 +223,7 @@ def test_whole_feed_and_delta_rs_reads_the_data(spark: Any, rs: cf.ProcessPoolEx
 def test_conformance_tables_read_as_the_kernel_reads_them(spark: Any, name: str, start: int) -> None:
     path = str(CORPUS / name)
     ours = deltalog.read_changes(path, starting_version=start).to_pylist()
-    theirs = read_changes(spark, path, startingVersion=start).toArrow().to_pylist()
+    theirs = to_arrow(read_changes(spark, path, startingVersion=start)).to_pylist()
 
     def norm(rows: list[Row]) -> list[str]:
         return sorted(repr(sorted(r.items())) for r in rows)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from sparkutil import data_files
+from sparkutil import data_files, frame, to_arrow
 from test_spark_read import corpus, same_rows
 
 import deltalog
@@ -35,7 +35,7 @@ def uses_hive(path: str) -> bool:
 def frame_of(spark: Any, table: pa.Table) -> Any:
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema))
+    return frame(spark, table, from_arrow_schema(table.schema, prefer_timestamp_ntz=True))
 
 
 def plan_text(df: Any, capsys: pytest.CaptureFixture[str]) -> str:
@@ -59,7 +59,7 @@ def test_filter_after_load_prunes_files_natively(
     for f in data_files(p):
         if "/k=1/" not in f:
             Path(f).write_bytes(b"not parquet")
-    got = loaded.filter(F.col("k") == 1).select("id").toArrow().column("id").to_pylist()
+    got = to_arrow(loaded.filter(F.col("k") == 1).select("id")).column("id").to_pylist()
     assert sorted(got) == list(range(1, 60, 3))
     assert spark.read.format("delta").load(p).where("k IN (1)").count() == 20
     with pytest.raises(Exception):  # noqa: B017 -- Spark's own error for the corrupted files
@@ -89,7 +89,7 @@ def test_special_characters_and_nulls_match_the_kernel(spark: Any, tmp_path: Pat
     assert uses_hive(q)
     expected = deltalog.Table(q).snapshot().to_arrow()
     same_rows(spark.read.format("delta").load(q), expected)
-    got = spark.read.format("delta").load(q).filter("s = 'a/b' OR s IS NULL").toArrow()
+    got = to_arrow(spark.read.format("delta").load(q).filter("s = 'a/b' OR s IS NULL"))
     assert sorted(r["id"] for r in got.to_pylist()) == sorted(
         r["id"] for r in expected.to_pylist() if r["s"] in ("a/b", None)
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from sparkutil import rows
+from sparkutil import rows, to_arrow
 
 import deltalog
 from deltalog.errors import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
@@ -42,7 +42,7 @@ def _norm(value: Any) -> Any:
 
 
 def same_rows(spark_df: Any, expected: pa.Table) -> None:
-    got = [_norm(r) for r in spark_df.toArrow().to_pylist()]
+    got = [_norm(r) for r in to_arrow(spark_df).to_pylist()]
     want = [_norm(r) for r in expected.to_pylist()]
     assert spark_df.columns == expected.column_names
     assert sorted(got, key=repr) == sorted(want, key=repr)
@@ -214,7 +214,7 @@ def test_projection_of_partition_columns_and_missing_columns(spark: Any, tmp_pat
     write(spark.range(6).withColumn("k", F.col("id") % 2), p, partitionBy="k")
     only_k = read(spark, p, columns=["k"])
     assert only_k.columns == ["k"]
-    assert sorted(r["k"] for r in only_k.toArrow().to_pylist()) == [0, 0, 0, 1, 1, 1]
+    assert sorted(r["k"] for r in to_arrow(only_k).to_pylist()) == [0, 0, 0, 1, 1, 1]
     write(spark.range(6, 8).withColumn("k", F.lit(0)).withColumn("extra", F.lit("x")), p, mode="append",
           mergeSchema=True)
     got = rows(read(spark, p, columns=["id", "extra"]))

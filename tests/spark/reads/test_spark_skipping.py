@@ -155,12 +155,14 @@ def test_column_mapping_and_deletion_vectors_of_a_corpus_table(spark: Any) -> No
 def test_condition_sql_of_columns(spark: Any) -> None:
     from pyspark.sql import functions as F
 
+    from deltalog.spark.common.compat import COLUMN_NODES
     from deltalog.spark.reads.skipping import condition_sql
 
     cond = ((F.col("id") >= 3) & (F.col("s") == "it's") & ~F.col("k").isin(1, 2)
             & (F.col("d") == dt.date(2024, 2, 1)) & F.expr("a < 1") & F.col("x").isNull())
     assert condition_sql(cond) == ["(`id` >= 3)", "(`s` = 'it''s')", "(`k` NOT IN (1, 2))",
-                                   "(`d` = DATE '2024-02-01')", "(a < 1)"]
+                                   "(`d` = DATE '2024-02-01')",
+                                   "(a < 1)" if COLUMN_NODES else "(`a` < 1)"]  # 3.5 parses expr() at once
     assert condition_sql("id > 3") == ["id > 3"]
     assert condition_sql(spark.range(1).id > 3) is None
     assert condition_sql(42) is None
@@ -239,6 +241,7 @@ def test_filters_after_other_transformations_skip_files(spark: Any, table: str) 
 def test_bound_columns_are_written_by_name_only_where_spark_plans_them_the_same(spark: Any, table: str) -> None:
     from pyspark.sql import functions as F
 
+    from deltalog.spark.common.compat import COLUMN_NODES
     from deltalog.spark.reads.rebind import rebound
 
     df = spark.read.format("delta").load(table)
@@ -254,7 +257,9 @@ def test_bound_columns_are_written_by_name_only_where_spark_plans_them_the_same(
                         ("select", F.upper(df.s).alias("u")), ("select", df.id.cast("string")),
                         ("orderBy", df.id.desc_nulls_first())]:
         got = rewritten(method, arg)
-        assert got is not None and "ExpressionColumnNode" not in str(got[0]._jc.node().getClass()), (method, arg)
+        assert got is not None, (method, arg)
+        tree = str(got[0]._jc.node().getClass()) if COLUMN_NODES else str(got[0]._jc.expr().treeString())
+        assert "ExpressionColumnNode" not in tree and "AttributeReference" not in tree, (method, arg)
     assert rebound(df, lambda a, k: base.groupBy(df, *a).count(), (df.k,), {})
     assert rebound(df, lambda a, k: df.groupBy("k").agg(*a), (F.countDistinct(df.id).alias("n"),), {})
     # Not by name: a column of another frame, a CASE, a user function; the frame is then Spark's own.

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from sparkutil import arrow_rows, data_files, rows, version
+from sparkutil import arrow_rows, data_files, frame, rows, version
 
 import deltalog
 from deltalog.spark import read, write
@@ -48,7 +48,7 @@ def source_table() -> pa.Table:
 def frame_of(spark: Any, table: pa.Table) -> Any:
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema))
+    return frame(spark, table, from_arrow_schema(table.schema, prefer_timestamp_ntz=True))
 
 
 def adds(path: str) -> list[dict[str, Any]]:

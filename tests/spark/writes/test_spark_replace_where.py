@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import spark_deltars_worker
-from sparkutil import arrow_rows, data_files, rows, version
+from sparkutil import arrow_rows, data_files, frame, rows, to_arrow, version
 
 import deltalog
 from deltalog.errors import DeltaError, InvalidArgumentError
@@ -60,9 +60,9 @@ def expected_after(spark: Any, path: str, condition: Any, new: pa.Table) -> list
     from pyspark.sql import functions as F
 
     cond = F.expr(condition) if isinstance(condition, str) else condition
-    before = spark.createDataFrame(deltalog.Table(path).snapshot().to_arrow())
+    before = frame(spark, deltalog.Table(path).snapshot().to_arrow())
     kept = before.filter(~F.coalesce(cond, F.lit(False)))
-    return arrow_rows(pa.Table.from_pylist(kept.toArrow().to_pylist() + new.to_pylist()))
+    return arrow_rows(pa.Table.from_pylist(to_arrow(kept).to_pylist() + new.to_pylist()))
 
 
 def check(spark: Any, path: str, expected: list[Row]) -> None:
@@ -73,7 +73,7 @@ def check(spark: Any, path: str, expected: list[Row]) -> None:
 
 def replace_where(spark: Any, path: str, new: pa.Table, condition: Any) -> Any:
     """The replaceWhere overwrite, through ``df.write.format("delta")`` for SQL strings."""
-    df = spark.createDataFrame(new)
+    df = frame(spark, new)
     if isinstance(condition, str):
         df.write.format("delta").mode("overwrite").option("replaceWhere", condition).save(path)
         return None
@@ -197,7 +197,7 @@ def test_rows_where_the_condition_is_null_are_kept(spark: Any, tmp_path: Path) -
     assert set(nulls) <= {r["id"] for r in table_rows(path)}
     # A null in the data is not "satisfying the condition" either.
     with pytest.raises(InvalidArgumentError, match=r"DELTA_REPLACE_WHERE_MISMATCH.*1 row\(s\)"):
-        write(spark.createDataFrame(data([4200])), path, mode="overwrite", replaceWhere="v > 20")
+        write(frame(spark, data([4200])), path, mode="overwrite", replaceWhere="v > 20")
     # A Column condition too.
     v = version(path)
     cond_col = F.col("id") < 10
@@ -262,7 +262,7 @@ def test_data_outside_the_condition_commits_nothing_and_leaves_no_file(
 ) -> None:
     path = make(tmp_path, partitioned=partitioned)
     files, v = data_files(path), version(path)
-    bad = spark.createDataFrame(data(range(100, 140)))  # ids 100..139, half of them outside
+    bad = frame(spark, data(range(100, 140)))  # ids 100..139, half of them outside
     with pytest.raises(InvalidArgumentError, match=r"DELTA_REPLACE_WHERE_MISMATCH.*20 row\(s\)") as err:
         bad.write.format("delta").mode("overwrite").option("replaceWhere", "id >= 120").save(path)
     assert path in str(err.value)
@@ -277,7 +277,7 @@ def test_data_outside_the_condition_commits_nothing_and_leaves_no_file(
 def test_bad_conditions_name_the_column_and_commit_nothing(spark: Any, tmp_path: Path) -> None:
     path = make(tmp_path, partitioned=True)
     files, v = data_files(path), version(path)
-    df = spark.createDataFrame(data(range(0, 3)))
+    df = frame(spark, data(range(0, 3)))
     with pytest.raises(InvalidArgumentError, match=r"refers to column `nope`, which the table does not have") as err:
         write(df, path, mode="overwrite", replaceWhere="id > 1 AND nope = 2")
     assert path in str(err.value) and "'id'" in str(err.value)
@@ -337,7 +337,7 @@ def test_concurrent_writes_elsewhere_do_not_conflict(
 def test_session_settings_and_new_tables(spark: Any, tmp_path: Path) -> None:
     path = make(tmp_path, partitioned=True)
     v = version(path)
-    df = spark.createDataFrame(data(range(200, 206)))
+    df = frame(spark, data(range(200, 206)))
     spark.conf.set(DATA_COLUMNS, "false")
     try:
         with pytest.raises(InvalidArgumentError, match="partition columns"):
@@ -366,6 +366,6 @@ def test_merge_schema_with_a_data_column_condition(spark: Any, tmp_path: Path) -
     new = data(range(0, 10)).append_column("extra", pa.array([f"e{i}" for i in range(10)]))
     kept = [{**r, "extra": None} for r in expected_after(spark, path, "id < 10 OR v IS NULL", data([]))]
     want = arrow_rows(pa.Table.from_pylist(kept + new.to_pylist()))
-    write(spark.createDataFrame(new), path, mode="overwrite", replaceWhere="id < 10 OR v IS NULL", mergeSchema="true")
+    write(frame(spark, new), path, mode="overwrite", replaceWhere="id < 10 OR v IS NULL", mergeSchema="true")
     assert deltalog.Table(path).snapshot().schema.field_names == ["id", "k", "v", "s", "extra"]
     check(spark, path, want)

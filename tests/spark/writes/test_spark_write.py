@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from sparkutil import arrow_rows, data_files, rows, version
+from sparkutil import frame as frame_of
 
 import deltalog
 from deltalog.arrow.write import TableExistsError
@@ -101,7 +102,7 @@ def test_partitioned_write_across_types_with_nulls(spark: Any, tmp_path: Path) -
     source = pa.table(cols)
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    df = spark.createDataFrame(source, schema=from_arrow_schema(source.schema))
+    df = frame_of(spark, source, from_arrow_schema(source.schema, prefer_timestamp_ntz=True))
     first, second = ["b", "i8", "i32", "s", "d"], ["i64", "f64", "dec", "ts", "ntz"]
     for i, parts in enumerate((first, second)):
         p = str(tmp_path / f"t{i}")

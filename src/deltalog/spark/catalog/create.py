@@ -16,6 +16,7 @@ from deltalog.errors import TableNotFoundError
 from deltalog.protocol.schema import parse_schema
 from deltalog.spark.catalog.dialect import sql_string, type_ddl
 from deltalog.spark.catalog.entries import TableName, ensure_source, forget, lookup, raw_sql
+from deltalog.spark.common import compat
 
 __all__ = ["CreateSpec", "register_table"]
 
@@ -39,19 +40,25 @@ class CreateSpec:
 def register_table(
     spark: Any, name: TableName, struct: Any, spec: CreateSpec, location: str | None
 ) -> tuple[str, bool]:
-    """Create the catalog entry (``USING delta``); returns the table's location and whether it is managed.
+    """Create the catalog entry (``USING delta``); returns the table's location and whether it is managed. Spark
+    3.5, which has no Python data sources to register ``delta`` with, gets the entry through
+    :func:`~deltalog.spark.common.compat.create_table_entry`.
 
     Example:
         >>> register_table(spark, TableName("events"), df.schema, CreateSpec(), None)       # doctest: +SKIP
         ('file:/warehouse/events', True)
     """
-    ensure_source(spark)
     fields = parse_schema(struct.json()).fields  # quoted names at every depth (simpleString quotes none)
     columns = ", ".join(f"`{f.name.replace('`', '``')}` {type_ddl(f.type)}" for f in fields)
     parts = f" PARTITIONED BY ({', '.join('`' + p + '`' for p in spec.partitions)})" if spec.partitions else ""
     where = f" LOCATION {sql_string(location)}" if location else ""
     comment = f" COMMENT {sql_string(spec.comment)}" if spec.comment else ""
-    raw_sql(spark, f"CREATE TABLE {name.sql()} ({columns}) USING delta{parts}{where}{comment}")
+    if compat.PYTHON_DATA_SOURCES:
+        ensure_source(spark)
+        raw_sql(spark, f"CREATE TABLE {name.sql()} ({columns}) USING delta{parts}{where}{comment}")
+    else:  # no ``delta`` data source to name: Spark makes the entry of a parquet table, created as ``delta``
+        compat.create_table_entry(spark, f"CREATE TABLE {name.sql()} ({columns}) USING parquet{parts}{where}{comment}",
+                                  "delta")
     forget(spark, name)
     entry = lookup(spark, name)
     if entry is None:  # pragma: no cover -- Spark just created it

@@ -33,6 +33,7 @@ __all__ = [
     "DeltaCatalogSource",
     "TableName",
     "TableRef",
+    "alter_entry",
     "check_location",
     "ensure_source",
     "forget",
@@ -184,13 +185,18 @@ def _source_class() -> type:
 
 
 def ensure_source(spark: Any) -> None:
-    """Register the ``delta`` provider with the session (once), so Spark accepts ``USING delta`` tables.
+    """Register the ``delta`` provider with the session (once), so Spark accepts ``USING delta`` tables; nothing
+    on Spark 3.5, which has no Python data sources (Spark's own paths meeting a Delta table then report that
+    it finds no ``delta`` data source; deltalog's reads, writes and SQL never ask Spark for it).
 
     Example:
         >>> ensure_source(spark)                                                # doctest: +SKIP
     """
+    from deltalog.spark.common import compat
     from deltalog.spark.common.sources import register_once
 
+    if not compat.PYTHON_DATA_SOURCES:  # Spark 3.5: none to register (catalog/create.py makes entries without it)
+        return
     register_once(spark, "delta", _source_class)
 
 
@@ -416,6 +422,33 @@ def sync_schema(spark: Any, name: TableName, location: str) -> None:
         jc.catalog.refreshTable(canonical)
     except Exception:  # a catalog this path does not understand: its copy stays (the log is the table's truth)
         return
+
+
+def alter_entry(spark: Any, name: TableName, *, rename_to: TableName | None = None,
+                location: str | None = None) -> bool:
+    """Rename the catalog table ``name`` or point it at ``location`` in the session catalog directly (classic
+    sessions): what Spark's ``ALTER TABLE ... RENAME TO`` / ``SET LOCATION`` do, without the look-up of the table's
+    provider they start with (Spark 3.5 has no ``delta`` data source to find). A managed table's directory moves
+    with its name, as in Spark. False where there is no session catalog to ask (Spark Connect, other catalogs).
+
+    Example:
+        >>> alter_entry(spark, parse_name("events"), rename_to=parse_name("events_old"))  # doctest: +SKIP
+        True
+    """
+    jc = jvm_catalog(spark)
+    if jc is None or (name.catalog and name.catalog.lower() != "spark_catalog"):
+        return False
+    ident = jc.ident(name)
+    if location is not None:
+        jvm = spark._jvm
+        meta = jc.catalog.getTableRawMetadata(ident)
+        st = meta.storage()
+        uri = jvm.org.apache.spark.sql.catalyst.catalog.CatalogUtils.stringToURI(location)
+        jc.catalog.alterTable(meta.withNewStorage(jvm.scala.Some(uri), st.inputFormat(), st.outputFormat(),
+                                                  st.compressed(), st.serde(), st.properties()))
+    if rename_to is not None:
+        jc.catalog.renameTable(ident, jc.ident(rename_to))
+    return True
 
 
 def forget(spark: Any, name: TableName | str | None = None) -> None:

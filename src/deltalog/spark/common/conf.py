@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from deltalog.spark.common.compat import session_conf
 from deltalog.spark.common.core import parse_bool, session_setting
 
 __all__ = [
@@ -131,7 +132,7 @@ def default_properties(spark: Any) -> dict[str, str]:
         {'delta.enableChangeDataFeed': 'true'}
     """
     try:
-        settings = dict(spark.conf.getAll)
+        settings = session_conf(spark)
     except Exception:
         return {}
     return {

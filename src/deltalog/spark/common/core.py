@@ -38,6 +38,7 @@ from deltalog.protocol.schema import (
     StructType,
     physical_name,
 )
+from deltalog.spark.common.compat import DATAFRAME_MODULES, frame_from_arrow, use_cached_data
 from deltalog.storage import LocalLogStore
 from deltalog.storage.locations import StoreRef
 from deltalog.storage.object_store import ObjectLogStore
@@ -488,8 +489,7 @@ def served_by_cache(frame: Any) -> bool:
         if manager.isEmpty():
             return False
         plan = frame._jdf.queryExecution().analyzed()
-        every = getattr(manager, "useCachedData$default$2")()  # Scala's default: any cached entry may serve
-        return "InMemoryRelation" in str(manager.useCachedData(plan, every).treeString())
+        return "InMemoryRelation" in str(use_cached_data(manager, plan).treeString())
     except Exception:  # another Spark's internals: as if nothing were cached
         return False
 
@@ -504,8 +504,8 @@ def view_safe(frame: Any) -> Any:
     """
     from pyspark.sql import functions as F
 
-    spark_own = ("pyspark.sql.classic.dataframe", "pyspark.sql.connect.dataframe")  # not deltalog's tracked filter
-    base: Any = next((c for c in type(frame).__mro__ if c.__module__ in spark_own), type(frame))
+    # PySpark's own class: not deltalog's tracked filter
+    base: Any = next((c for c in type(frame).__mro__ if c.__module__ in DATAFRAME_MODULES), type(frame))
     return base.filter(frame, F.lit(True))
 
 
@@ -552,4 +552,4 @@ def arrow_frame(spark: Any, table: Any) -> Any:
     """
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema, prefer_timestamp_ntz=False))
+    return frame_from_arrow(spark, table, from_arrow_schema(table.schema, prefer_timestamp_ntz=False))

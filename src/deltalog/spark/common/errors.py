@@ -45,6 +45,7 @@ from deltalog.errors import (
     SqlSyntaxError,
     StorageError,
 )
+from deltalog.spark.common.compat import EXCEPTION_MIXINS, init_exception
 
 __all__ = ["as_spark_error", "spark_class", "spark_errors", "spark_errors_class", "within_api_call"]
 
@@ -83,7 +84,7 @@ class _ErrorInfo:
     def getBreakingChangeInfo(self) -> dict[str, Any] | None:
         try:
             return super().getBreakingChangeInfo()  # type: ignore[misc, no-any-return]
-        except (ValueError, KeyError):
+        except (ValueError, KeyError, AttributeError):  # AttributeError: Spark 3.5 has no breaking-change info
             return None
 
 
@@ -108,21 +109,22 @@ def spark_class(cls: type[DeltaError]) -> type:
         found = _CLASSES.get(cls)
         if found is not None:
             return found
-        bases: tuple[type, ...] = (cls, _ErrorInfo, AnalysisException)
+        info = (_ErrorInfo, *EXCEPTION_MIXINS)  # getCondition() on Spark 3.5 too
+        bases: tuple[type, ...] = (cls, *info, AnalysisException)
         if base is not None:
             bases = (cls, base)
         elif cls is ConcurrentModificationException:
-            bases = (cls, _ErrorInfo, PySparkException)
+            bases = (cls, *info, PySparkException)
         elif issubclass(cls, MultipleSourceRowMatchError):  # delta-spark: DeltaUnsupportedOperationException
             from pyspark.errors import UnsupportedOperationException
 
-            bases = (cls, _ErrorInfo, UnsupportedOperationException)
+            bases = (cls, *info, UnsupportedOperationException)
         elif issubclass(cls, SqlSyntaxError):
             from pyspark.errors import ParseException
 
-            bases = (cls, _ErrorInfo, ParseException)
+            bases = (cls, *info, ParseException)
         elif issubclass(cls, InvalidArgumentError):
-            bases = (cls, _ErrorInfo, AnalysisException, IllegalArgumentException)
+            bases = (cls, *info, AnalysisException, IllegalArgumentException)
         module = "deltalog.spark.exceptions" if issubclass(cls, ConcurrentModificationException) else __name__
         made = type(cls.__name__, bases, {"__module__": module, "__reduce__": _reduce_for(cls), "__doc__": cls.__doc__})
         _CLASSES[cls] = made
@@ -173,7 +175,7 @@ def as_spark_error(exc: DeltaError) -> DeltaError:
     new: Any = Exception.__new__(cls)
     new.__dict__.update(exc.__dict__)
     condition, text = _condition(exc, str(exc))
-    PySparkException.__init__(new, text, errorClass=condition)
+    init_exception(new, text, condition)
     new.args = exc.args
     return new  # type: ignore[no-any-return]
 
@@ -201,7 +203,7 @@ def spark_errors(fn: F) -> F:
         except Exception as exc:
             from deltalog.spark.common.workers import worker_import_error
 
-            missing = worker_import_error(str(exc))
+            missing = worker_import_error(exc)
             if missing is None:
                 raise
             raise as_spark_error(missing) from exc

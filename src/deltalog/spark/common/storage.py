@@ -201,8 +201,9 @@ def session_hadoop_conf(spark: Any) -> dict[str, str]:
             except Exception:
                 items = None
         if items is None:
-            every = spark.conf.getAll
-            items = dict(every() if callable(every) else every)
+            from deltalog.spark.common.compat import session_conf
+
+            items = session_conf(spark)
         for key, value in items.items():
             if key.startswith("spark.hadoop.") and key[len("spark.hadoop."):].startswith(_PREFIXES):
                 out[key[len("spark.hadoop."):]] = str(value)

@@ -27,6 +27,7 @@ from typing import Any
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError, SchemaError
 from deltalog.protocol.schema import StructField, StructType, bare_json
 from deltalog.spark.common.arguments import is_column
+from deltalog.spark.common.compat import try_cast
 from deltalog.spark.common.core import spark_type
 
 __all__ = ["assign", "assignable", "combine", "expression", "resolve_column", "resolve_path", "same_type"]
@@ -321,7 +322,7 @@ def assign(value: Column, src_type: Any, field: StructField, *, what: str, evolv
     value, src_type = by_name(value, src_type, dst)
     if same_type(src_type, dst):
         return value
-    casted = value.try_cast(dst)
+    casted = try_cast(value, dst)
     chain: Column = None
     for label, old, new, dtype in _losses(value, casted, src_type, dst, field.name):
         message = F.concat(

@@ -167,7 +167,10 @@ def check_can_write(snapshot: Snapshot) -> None:
 # ------------------------------------------------------------------------------------- errors
 
 
-_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\]\s*(.*?)(?:\s+SQLSTATE: \w+)?\s*$", re.MULTILINE)
+#: A ``raise_error`` check's message: ``[USER_RAISED_EXCEPTION] ... SQLSTATE: P0001`` (Spark 3.5: thrown as a plain
+#: ``java.lang.RuntimeException``).
+_RAISED = re.compile(r"(?:\[USER_RAISED_EXCEPTION\]|java\.lang\.RuntimeException:)\s*(\[DELTA_.*?)"
+                     r"(?:\s+SQLSTATE: \w+)?\s*$", re.MULTILINE)
 
 
 def spark_error(exc: Exception, table: str) -> Exception:

@@ -245,9 +245,11 @@ def written_files(rows: Iterable[Any]) -> list[WrittenFile]:
 
 
 #: ``deltalog.x.Error: message`` -- a task's traceback line, or a ``raise_error`` check's message (which Spark
-#: prefixes with ``[USER_RAISED_EXCEPTION]`` and follows with ``SQLSTATE: P0001``).
+#: prefixes with ``[USER_RAISED_EXCEPTION]`` and follows with ``SQLSTATE: P0001``; Spark 3.5 throws it as a plain
+#: ``java.lang.RuntimeException``, the line of the JVM trace's cause).
 _ERROR_LINE = re.compile(
-    r"^(?:\[USER_RAISED_EXCEPTION\]\s*)?(deltalog(?:\.\w+)*)\.(\w+): (.*?)(?:\s+SQLSTATE: \w+)?$", re.MULTILINE)
+    r"^(?:\[USER_RAISED_EXCEPTION\]\s*|Caused by: java\.lang\.RuntimeException: )?(deltalog(?:\.\w+)*)\.(\w+): "
+    r"(.*?)(?:\s+SQLSTATE: \w+)?$", re.MULTILINE)
 
 
 def named_error(text: str, *, table: str | None = None) -> DeltaError | None:
@@ -288,7 +290,7 @@ def task_error(exc: Exception, table: str) -> Exception:
     named = named_error(text)
     if named is not None:
         return named
-    missing = worker_import_error(text, table)
+    missing = worker_import_error(exc, table)
     return missing if missing is not None else exc
 
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.errors import DeltaError, InvalidArgumentError
+from deltalog.spark.common.compat import rebalance
 from deltalog.spark.common.core import parse_bool, parse_int, parse_size, session_setting
 
 __all__ = [
@@ -87,7 +88,7 @@ def rebalanced(df: Any, partition_columns: Sequence[str]) -> Any:
     """
     present = {c.lower() for c in df.columns}
     columns = [c for c in partition_columns if c.lower() in present]
-    return df.hint("rebalance", *columns)
+    return rebalance(df, columns)
 
 
 def auto_compact_enabled(spark: Any, configuration: Mapping[str, str]) -> bool:

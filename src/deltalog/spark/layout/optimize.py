@@ -74,6 +74,7 @@ from deltalog.errors import (
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
+from deltalog.spark.common.compat import frame_from_arrow
 from deltalog.spark.common.core import (
     arrow_frame,
     load_snapshot,
@@ -260,7 +261,7 @@ def _select_files(spark: Any, snap: Snapshot, filters: Sequence[str], command: s
     ids = [str(i) for i in range(files.num_rows)]
     ptable = partition_table(files, ids, fields, snap.column_mapping_mode)
     key = StructField(FILE, PrimitiveType("string"), False, {})
-    df = spark.createDataFrame(ptable, spark_schema([key, *fields]))
+    df = frame_from_arrow(spark, ptable, spark_schema([key, *fields]))
     for sql in filters:
         try:
             df = df.filter(F.expr(sql))
@@ -381,7 +382,7 @@ def _zorder_rewrite(spark: Any, snap: Snapshot, bins: list[Bin], zorder: list[St
         binmap = pa.table({FILE: pa.array(file_uris(snap, chosen), _STR),
                            BIN: pa.array([b for b, _ in members], _I64)})
         scan = target_scan(spark, snap, chosen, drop_deleted=True, row_ids=True)
-        tagged = scan.join(F.broadcast(spark.createDataFrame(binmap)), on=FILE, how="inner")
+        tagged = scan.join(F.broadcast(frame_from_arrow(spark, binmap)), on=FILE, how="inner")
     ordered = zorder_frame(spark, tagged.select(*data, F.col(BIN)), zorder, bins, snap.table)
     tasks = sum(b.num_output_files for b in bins)
     # Files roll over only at twice the limit: a bin (or a Z-range) becomes one file.

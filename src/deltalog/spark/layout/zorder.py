@@ -34,6 +34,7 @@ from deltalog.errors import (
     InvalidArgumentError,
 )
 from deltalog.protocol.schema import DecimalType, PrimitiveType, StructField, StructType
+from deltalog.spark.common.compat import to_arrow
 from deltalog.spark.common.core import map_in_arrow, quoted, session_setting
 from deltalog.spark.common.storage import is_connect
 from deltalog.spark.jobs.tasks import task_error
@@ -218,7 +219,7 @@ def zorder_frame(
     files = {i: b.num_output_files for i, b in enumerate(bins)}
     if counts is not None and sum(min(n, per_bin) for n in counts) <= _DRIVER_SAMPLE_ROWS:
         try:
-            sampled = sample.select(BIN, *keys).toArrow()
+            sampled = to_arrow(sample.select(BIN, *keys))
         except Exception as exc:
             raise task_error(exc, table) from None
         bounds, z_bounds = _driver_bounds(sampled, keys, bits, files)

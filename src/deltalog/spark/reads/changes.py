@@ -49,6 +49,7 @@ from deltalog.feed.changes import (
     resolve_range,
 )
 from deltalog.protocol.schema import PrimitiveType, StructField, physical_name
+from deltalog.spark.common.compat import frame_from_arrow
 from deltalog.spark.common.core import (
     needs_cast,
     open_table,
@@ -219,7 +220,7 @@ def changes_dataframe(spark: Any, snapshot: Snapshot, plan: list[CommitChanges])
             scans.append(_scan(spark, snapshot, [log_path[u] for u in files], physical, cdc=cdc, rows=any_dv))
     rows = scans[0] if len(scans) == 1 else scans[0].unionByName(scans[1])
     info = _entries(snapshot, entries, uris)
-    rows = rows.join(F.broadcast(spark.createDataFrame(info, to_spark_schema(_entry_fields(snapshot)))), on=_FILE)
+    rows = rows.join(F.broadcast(frame_from_arrow(spark, info, to_spark_schema(_entry_fields(snapshot)))), on=_FILE)
     if any_dv:
         rows = _select_rows(spark, snapshot, rows, entries)
     out = []
@@ -330,11 +331,11 @@ def _select_rows(
     key = [StructField(_ENTRY, PrimitiveType("long"), False, {}), StructField(_ROW, PrimitiveType("long"), False, {})]
     deleted = _dv_rows(snapshot, entries, "deleted")
     if deleted.num_rows:
-        rows = rows.join(F.broadcast(spark.createDataFrame(deleted, to_spark_schema(key))), on=[_ENTRY, _ROW],
+        rows = rows.join(F.broadcast(frame_from_arrow(spark, deleted, to_spark_schema(key))), on=[_ENTRY, _ROW],
                          how="left_anti")
     selected = _dv_rows(snapshot, entries, "selected")
     if selected.num_rows:
-        hits = spark.createDataFrame(selected, to_spark_schema(key)).withColumn(_HIT, F.lit(True))
+        hits = frame_from_arrow(spark, selected, to_spark_schema(key)).withColumn(_HIT, F.lit(True))
         rows = rows.join(F.broadcast(hits), on=[_ENTRY, _ROW], how="left")
         rows = rows.filter(~F.col(_SELECTED) | F.col(_HIT).isNotNull())
     else:

@@ -18,6 +18,7 @@ import datetime as dt
 import math
 from typing import TYPE_CHECKING, Any
 
+from deltalog.spark.common.compat import COLUMN_NODES
 from deltalog.spark.common.core import quoted
 
 if TYPE_CHECKING:
@@ -119,6 +120,58 @@ class _Classic:
         return ("other",)
 
 
+#: Spark 3.5's catalyst classes of the conditions :func:`_render` writes, as the function names 4.x's nodes carry.
+_CATALYST_FUNCTIONS = {"EqualTo": "=", "LessThan": "<", "LessThanOrEqual": "<=", "GreaterThan": ">",
+                       "GreaterThanOrEqual": ">=", "Not": "not", "And": "and", "In": "in"}
+#: Column trees that hold an attribute resolved against one frame's plan (or a star of its columns).
+_BOUND_KINDS = frozenset({"ExpressionColumnNode", "AttributeReference", "ResolvedStar", "OuterReference"})
+
+
+class _Catalyst:
+    """Reads a classic ``Column`` of Spark 3.5: its catalyst ``Expression`` tree, through py4j (``df.id`` is a
+    resolved ``AttributeReference`` there; comparisons are classes of their own)."""
+
+    def root(self, column: Any) -> Any:
+        return column._jc.expr()
+
+    def neutral(self, node: Any) -> Node:
+        kind = str(node.getClass().getSimpleName())
+        if kind in _BOUND_KINDS or "Subquery" in kind:
+            raise _Unportable(kind)
+        if kind == "UnresolvedAttribute":
+            seq = node.nameParts()
+            return ("col", ".".join(quoted(str(seq.apply(i))) for i in range(seq.size())))
+        if kind == "Literal":
+            return ("lit", self._literal(node.value(), str(node.dataType().typeName())))
+        seq = node.children()
+        children = [self.neutral(seq.apply(i)) for i in range(seq.size())]  # checks every node for portability
+        if kind == "UnresolvedFunction":
+            parts = node.nameParts()
+            return ("fn", str(parts.apply(parts.size() - 1)).lower(), children)
+        name = _CATALYST_FUNCTIONS.get(kind)
+        return ("other",) if name is None else ("fn", name, children)
+
+    @staticmethod
+    def _literal(value: Any, type_name: str) -> str | None:
+        if value is None:
+            return None
+        if type_name == "string":  # a UTF8String
+            return _sql_string(str(value.toString()))
+        if type_name == "date":  # days since the epoch
+            return _sql_literal(int(value), "DateType")
+        if type_name in ("boolean", "byte", "short", "integer", "long", "float", "double"):
+            return _sql_literal(value, "")
+        return None
+
+
+def _classic_reader() -> _Classic | _Catalyst:
+    return _Classic() if COLUMN_NODES else _Catalyst()
+
+
+def _classic_root(column: Any) -> Any:
+    return column._jc.node() if COLUMN_NODES else column._jc.expr()
+
+
 class _Connect:
     """Reads a Spark Connect ``Column``: its Python expression tree."""
 
@@ -156,7 +209,7 @@ def condition_sql(condition: Any) -> list[str] | None:
         return [condition] if condition.strip() else None
     if type(condition).__name__ != "Column":
         return None
-    reader: _Classic | _Connect = _Classic() if hasattr(condition, "_jc") else _Connect()
+    reader: _Classic | _Catalyst | _Connect = _classic_reader() if hasattr(condition, "_jc") else _Connect()
     try:
         tree = reader.neutral(reader.root(condition))
     except _Unportable:
@@ -212,7 +265,7 @@ def portable(value: Any) -> bool:
         return False
     try:
         if hasattr(value, "_jc"):
-            return _classic_portable(value._jc.node())
+            return _classic_portable(_classic_root(value))
         return _connect_portable(value._expr)
     except Exception:  # an unexpected tree shape: not replayed
         return False
@@ -220,9 +273,10 @@ def portable(value: Any) -> bool:
 
 def _classic_portable(node: Any) -> bool:
     kind = str(node.getClass().getSimpleName())
-    if kind == "ExpressionColumnNode" or "Subquery" in kind:
+    if kind in _BOUND_KINDS or "Subquery" in kind:
         return False
-    if kind in ("UnresolvedAttribute", "UnresolvedStar", "UnresolvedRegex") and node.planId().isDefined():
+    if COLUMN_NODES and kind in ("UnresolvedAttribute", "UnresolvedStar", "UnresolvedRegex") and \
+            node.planId().isDefined():
         return False
     seq = node.children()
     return all(_classic_portable(seq.apply(i)) for i in range(seq.size()))
@@ -256,9 +310,9 @@ def plain_name(value: Any) -> str | None:
         if kind == "UnresolvedStar" and getattr(expr, "_unparsed_target", None) is None:
             return "*"
         return plain_name(str(expr._unparsed_identifier)) if kind == "ColumnReference" else None
-    node = value._jc.node()
+    node = _classic_root(value)
     kind = str(node.getClass().getSimpleName())
-    if kind == "UnresolvedStar" and node.unparsedTarget().isEmpty():
+    if kind == "UnresolvedStar" and (node.unparsedTarget() if COLUMN_NODES else node.target()).isEmpty():
         return "*"
     if kind != "UnresolvedAttribute":
         return None

@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
+from deltalog.spark.common.compat import frame_from_arrow
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -121,7 +122,7 @@ def without_deleted_rows(spark: Any, df: Any, snapshot: Snapshot, files: pa.Tabl
     deleted = deleted_row_keys(snapshot, files, uris)
     if not deleted.num_rows:
         return df
-    ddf = spark.createDataFrame(deleted, spark_schema(key_fields(with_row=True)))
+    ddf = frame_from_arrow(spark, deleted, spark_schema(key_fields(with_row=True)))
     return df.join(F.broadcast(ddf), on=[FILE, ROW], how="left_anti")
 
 
@@ -252,6 +253,6 @@ def keyed_scan(
         key = F.shiftleft(case.cast("long"), _ROW_BITS).bitwiseOR(row)
         keys = np.concatenate([(np.int64(n) << _ROW_BITS) | rows.astype(np.int64)
                                for n, (_, rows) in enumerate(deleted)])
-    gone = spark.createDataFrame(pa.table({_KEY: pa.array(keys, pa.int64())}))
+    gone = frame_from_arrow(spark, pa.table({_KEY: pa.array(keys, pa.int64())}))
     out = raw.select(*selected, key.alias(_KEY)).join(F.broadcast(gone), on=_KEY, how="left_anti")
     return out if keep_key else out.drop(_KEY)

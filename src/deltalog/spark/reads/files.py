@@ -9,7 +9,8 @@ are joined. Two implementations give the same frame:
 * **native** (local tables; object stores when the session has a Hadoop file system for the scheme, see
   :func:`deltalog.spark.common.storage.native_io`): Spark's own parquet scan over the files' paths/URIs; the
   keys are ``_metadata.file_path`` and ``_metadata.row_index``;
-* **Arrow tasks** (object stores without a Hadoop connector, e.g. plain ``pip install pyspark``): a small
+* **Arrow tasks** (object stores without a Hadoop connector, e.g. plain ``pip install pyspark``; on Spark 3.5
+  also tables with widened column types, whose older files its parquet scan cannot convert): a small
   frame of ``(path, size, key)`` is spread over tasks by ``mapInArrow``; each task opens its files through
   the table's store (obstore: a ranged GET per footer and per column chunk, no HEAD or LIST; the storage
   options travel with the task) and yields the columns, converted to the declared types.
@@ -32,6 +33,8 @@ import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType, parse_schema, physical_name
+from deltalog.protocol.type_widening import TYPE_CHANGES
+from deltalog.spark.common.compat import PARQUET_TYPE_WIDENING, frame_from_arrow
 from deltalog.spark.common.core import quoted
 from deltalog.storage.locations import StoreRef
 
@@ -107,6 +110,8 @@ def uses_native_io(spark: Any, snapshot: Snapshot) -> bool:
     location = snapshot.store.full_path("")
     from deltalog.spark.common.storage import native_io
 
+    if not PARQUET_TYPE_WIDENING and TYPE_CHANGES in snapshot.schema.to_json():
+        return False  # Spark 3.5 cannot read a file's narrower type as the widened one: the Arrow tasks convert it
     return native_io(spark, location)
 
 
@@ -248,7 +253,7 @@ def _arrow_scan(
         "task": pa.array(task_of, pa.int64()),
     }, schema=_SCAN_INPUT)
     spec = _ScanSpec(StoreRef.of(snapshot.store), StructType(tuple(physical)).to_json(), keys, snapshot.table)
-    listing = spark.createDataFrame(table).repartitionByRange(tasks, F.col("task"))
+    listing = frame_from_arrow(spark, table).repartitionByRange(tasks, F.col("task"))
     return listing.mapInArrow(functools.partial(_scan_task, spec), spark_schema(out_fields))
 
 

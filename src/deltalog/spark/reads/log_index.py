@@ -48,6 +48,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
+from deltalog.spark.common.compat import jvm_dataset
 from deltalog.spark.common.storage import is_connect
 
 __all__ = ["FILE_INDEX_CONF", "KEPT_FILES", "KEPT_RELATIONS", "log_indexed", "usable"]
@@ -112,7 +113,7 @@ def _reused(spark: Any, key: str) -> Any | None:
         _KEPT.move_to_end(key)
     try:
         plan = found[0].newInstance()
-        jdf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan)
+        jdf = jvm_dataset(spark._jvm).ofRows(spark._jsparkSession, plan)
     except Exception:  # another Spark's internals: plan it again
         return None
     return DataFrame(jdf, spark)

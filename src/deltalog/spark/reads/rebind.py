@@ -37,6 +37,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from deltalog.spark.common.compat import COLUMN_NODES, jvm_dataset
 from deltalog.spark.common.core import quoted
 
 __all__ = ["MAX_ID_COLUMNS", "passed_through", "plan_ids", "rebound", "with_plan_ids"]
@@ -133,6 +134,8 @@ def _sql(node: Any, names: _Names) -> str:
 
 def _column(column: Any, names: _Names) -> Any:
     """``column`` (bound to a plan) with the frame's attributes written by name: a new ``Column``."""
+    if not COLUMN_NODES:
+        return _catalyst_column(column._jc.expr(), names)
     node = column._jc.node()
     kind = str(node.getClass().getSimpleName())
     if kind == "SortOrder":
@@ -154,17 +157,78 @@ def _column_of_node(node: Any, names: _Names) -> Any:
     return F.col(text) if kind == "ExpressionColumnNode" else F.expr(text)
 
 
+def _catalyst_column(expression: Any, names: _Names) -> Any:
+    """Spark 3.5's form of :func:`_column`: a classic column holds a catalyst expression, written as Spark's own
+    SQL text of it once each attribute in it is one of the frame's columns, made unqualified."""
+    from pyspark.sql import functions as F
+
+    kind = str(expression.getClass().getSimpleName())
+    if kind == "SortOrder":
+        inner = _catalyst_column(expression.child(), names)
+        direction = "desc" if "Descending" in str(expression.direction()) else "asc"
+        nulls = "first" if "NullsFirst" in str(expression.nullOrdering()) else "last"
+        return getattr(inner, f"{direction}_nulls_{nulls}")()
+    if kind == "AttributeReference":
+        name = names.get(expression)
+        if name is None:
+            raise _Unbound("attribute of another frame")
+        return F.col(quoted(name))
+    return F.expr(_catalyst_sql(expression, names))
+
+
+def _catalyst_sql(node: Any, names: _Names) -> str:
+    """Spark's SQL text of a catalyst expression whose attributes are the frame's own columns; the outer alias and
+    a ``DISTINCT`` aggregate written here (3.5's text of an unresolved function leaves ``DISTINCT`` out)."""
+    kind = str(node.getClass().getSimpleName())
+    if kind == "Alias":
+        return f"{_catalyst_sql(node.child(), names)} AS {quoted(str(node.name()))}"
+    if kind == "UnresolvedFunction" and node.isDistinct() and node.filter().isEmpty():
+        parts, seq = node.nameParts(), node.children()
+        name = str(parts.apply(parts.size() - 1))
+        if not _NAME.match(name):
+            raise _Unbound(name)
+        return f"{name}(DISTINCT {', '.join(_catalyst_sql(seq.apply(i), names) for i in range(seq.size()))})"
+    return str(_unqualified(node, names).sql())
+
+
+_NOT_BY_NAME = frozenset({"ResolvedStar", "OuterReference", "CaseWhen", "If", "NamedLambdaVariable"})
+
+
+def _unqualified(node: Any, names: _Names) -> Any:
+    """``node`` with each attribute -- one of the frame's own columns, or :class:`_Unbound` -- without its qualifier
+    (``t.id`` of a query's alias is ``id`` of the frame); what 4.x would not write by name is refused here too."""
+    kind = str(node.getClass().getSimpleName())
+    if kind == "AttributeReference":
+        if names.get(node) is None:
+            raise _Unbound("attribute of another frame")
+        return node if node.qualifier().isEmpty() else node.withQualifier(node.qualifier().take(0))
+    if kind in _NOT_BY_NAME or "Subquery" in kind or "UDF" in kind or "Lambda" in kind or (
+            kind == "UnresolvedFunction" and node.isDistinct()):
+        raise _Unbound(kind)  # as on 4.x: no CASE, lambda or user function is written by name
+    seq = node.children()
+    if seq.size() == 0:
+        return node
+    from pyspark import SparkContext
+
+    jvm: Any = SparkContext._jvm
+    children = jvm.java.util.ArrayList()
+    for i in range(seq.size()):
+        children.add(_unqualified(seq.apply(i), names))
+    return node.withNewChildren(jvm.org.apache.spark.api.python.PythonUtils.toSeq(children))
+
+
 def _bound(node: Any) -> bool:
     """Whether a classic column tree refers to a particular frame's plan."""
     kind = str(node.getClass().getSimpleName())
-    if kind == "ExpressionColumnNode":
+    if kind in ("ExpressionColumnNode", "AttributeReference", "ResolvedStar"):
         return True
     seq = node.children()
     return any(_bound(seq.apply(i)) for i in range(seq.size()))
 
 
 def _bound_column(value: Any) -> bool:
-    return type(value).__name__ == "Column" and "_jc" in value.__dict__ and _bound(value._jc.node())
+    return type(value).__name__ == "Column" and "_jc" in value.__dict__ and _bound(
+        value._jc.node() if COLUMN_NODES else value._jc.expr())
 
 
 def _any_bound(value: Any) -> bool:
@@ -367,5 +431,5 @@ def plan_ids(frame: Any, ids: list[Any], like: Any) -> Any | None:
         projection.add(mine_i if want is None else
                        alias(mine_i, names[i], want.exprId(), want.qualifier(), no_metadata, no_keys))
     plan = catalyst.plans.logical.Project(to_seq(projection), mine)
-    jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(frame.sparkSession._jsparkSession, plan)
+    jdf = jvm_dataset(jvm).ofRows(frame.sparkSession._jsparkSession, plan)
     return type(like)(jdf, like.sparkSession)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from deltalog.protocol.schema import StructField
+from deltalog.spark.common.compat import frame_from_arrow
 from deltalog.spark.reads.files import FILE, ROW
 from deltalog.txn import row_tracking
 from deltalog.txn.row_tracking import materialized_fields
@@ -81,7 +82,7 @@ def fill_row_ids(spark: Any, df: DataFrame, files: pa.Table, uris: list[str],
     frame = pa.table({FILE: pa.array(uris, pa.string()), _BASE: file_longs(files, "baseRowId"),
                       _VERSION: file_longs(files, "defaultRowCommitVersion"), **(extra or {})})
     row_id, version = (f"`{f.name}`" for f in fields)
-    joined = df.join(F.broadcast(spark.createDataFrame(frame)), on=FILE, how="inner")
+    joined = df.join(F.broadcast(frame_from_arrow(spark, frame)), on=FILE, how="inner")
     return (joined.withColumn(fields[0].name, F.coalesce(F.col(row_id), F.col(_BASE) + F.col(ROW)))
             .withColumn(fields[1].name, F.coalesce(F.col(version), F.col(_VERSION)))
             .drop(_BASE, _VERSION))

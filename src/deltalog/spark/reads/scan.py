@@ -49,6 +49,7 @@ import pyarrow.compute as pc
 from deltalog.data.filters import Condition, normalize_filter, prune_files
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructField, StructType, physical_name
+from deltalog.spark.common.compat import frame_from_arrow
 from deltalog.spark.common.core import load_snapshot, needs_cast, physical_field, quoted, spark_schema, spark_type
 from deltalog.spark.reads.dv_scan import ROW_KEY, keyed_scan, row_key_bits, without_deleted_rows
 from deltalog.spark.reads.files import FILE as _FILE
@@ -335,7 +336,7 @@ def _scan_files(
             df = without_deleted_rows(spark, df, snapshot, files, uris)
         if join_parts:
             ptable = partition_table(files, uris, part_fields, mode)
-            pdf = spark.createDataFrame(ptable, spark_schema([*key_fields(with_row=False), *part_fields]))
+            pdf = frame_from_arrow(spark, ptable, spark_schema([*key_fields(with_row=False), *part_fields]))
             df = df.join(F.broadcast(pdf), on=_FILE, how="inner")
     sources = []  # (column of df, logical field)
     for f in logical:

@@ -30,6 +30,7 @@ from deltalog.data.filters import Condition, normalize_filter
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
 from deltalog.spark.common.arguments import is_column
+from deltalog.spark.common.compat import frame_from_arrow
 from deltalog.spark.common.core import needs_cast, physical_field, quoted, spark_schema, spark_type
 from deltalog.spark.reads.dv_scan import without_deleted_rows
 from deltalog.spark.reads.files import FILE, ROW, file_keys, key_fields, parquet_scan, partition_table
@@ -405,7 +406,7 @@ def target_scan(spark: Any, snapshot: Snapshot, files: pa.Table, *, drop_deleted
         df = fill_row_ids(spark, df, files, uris, tracked, extra=per_file)
     elif per_file:
         frame = pa.table({FILE: pa.array(uris, pa.string()), **per_file})
-        df = df.join(F.broadcast(spark.createDataFrame(frame)), on=FILE, how="inner")
+        df = df.join(F.broadcast(frame_from_arrow(spark, frame)), on=FILE, how="inner")
     return df.select(*[F.col(quoted(f.name)) for f in fields], *keys, *[F.col(quoted(f.name)) for f in extra],
                      *[F.col(quoted(n)) for n in per_file])
 
@@ -421,4 +422,4 @@ def partition_frame(spark: Any, snapshot: Snapshot, files: pa.Table) -> DataFram
     parts = set(snapshot.partition_columns)
     part_fields = [f for f in snapshot.schema.fields if f.name in parts]
     table = partition_table(files, file_uris(snapshot, files), part_fields, snapshot.column_mapping_mode)
-    return spark.createDataFrame(table, spark_schema([*key_fields(with_row=False), *part_fields]))
+    return frame_from_arrow(spark, table, spark_schema([*key_fields(with_row=False), *part_fields]))

@@ -14,7 +14,8 @@ from typing import Any
 
 from deltalog.errors import TableNotFoundError
 from deltalog.spark.catalog.dialect import DIALECT, string_value
-from deltalog.spark.catalog.entries import TableName, forget, raw_sql, sync_schema
+from deltalog.spark.catalog.entries import TableName, alter_entry, forget, raw_sql, sync_schema
+from deltalog.spark.common import compat
 from deltalog.spark.sql.column_defs import (
     check_defaults,
     cluster_names,
@@ -105,10 +106,13 @@ def _rename(spark: Any, ref: TableRef, action: Any, text: str) -> Any:
         raise refuse(text, f"{ref.shown} is named by its path, and a path has no name to change; move the "
                            "directory, or register the table (CREATE TABLE name USING DELTA LOCATION '...') and "
                            "rename that")
-    raw_sql(spark, text)
-    forget(spark, ref.name)
     new = action.this
-    forget(spark, TableName(new.name, new.db or None, new.catalog or None))
+    target = TableName(new.name, new.db or None, new.catalog or None)
+    # Spark 3.5's own rename looks the table's provider up first, and it has no ``delta`` data source to find
+    if compat.PYTHON_DATA_SOURCES or not alter_entry(spark, ref.name, rename_to=target):
+        raw_sql(spark, text)
+    forget(spark, ref.name)
+    forget(spark, target)
     return empty_result(spark)
 
 
@@ -133,7 +137,8 @@ def _set_location(spark: Any, ref: TableRef, location: Any, text: str) -> Any:
                            f"than {ref.shown} ({[f.name for f in new.schema.fields]} against "
                            f"{[f.name for f in old.schema.fields]}); set "
                            "spark.databricks.delta.alterLocation.bypassSchemaCheck=true to move it there anyway")
-    raw_sql(spark, text)
+    if compat.PYTHON_DATA_SOURCES or not alter_entry(spark, ref.name, location=target):  # as RENAME (Spark 3.5)
+        raw_sql(spark, text)
     forget(spark, ref.name)
     sync_schema(spark, ref.name, target)
     return empty_result(spark)

@@ -23,6 +23,7 @@ from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructType
 from deltalog.spark.catalog.dialect import DIALECT, unqualified
 from deltalog.spark.catalog.entries import forget, sync_schema
+from deltalog.spark.common.compat import ansi_cast
 from deltalog.spark.common.core import view_safe
 from deltalog.spark.sql.refs import (
     TableRef,
@@ -278,11 +279,11 @@ def _insert(spark: Any, expression: Any, text: str) -> Any:
         dtype = spark_type(f.type)
         if f.name.lower() in static_lower:
             value = next(v for k, v in static.items() if k.lower() == f.name.lower())
-            columns.append(F.lit(value).cast(dtype).alias(f.name))
+            columns.append(ansi_cast(F.lit(value), dtype).alias(f.name))
         elif f.name.lower() in source_of:
             source = F.col(source_of[f.name.lower()])
             kept = f.name.lower() in widening  # the write widens the column to the query's type
-            columns.append((source if kept else source.cast(dtype)).alias(f.name))
+            columns.append((source if kept else ansi_cast(source, dtype)).alias(f.name))  # as Spark's INSERT
         elif f.name.lower() not in generated:  # an unlisted column: its default, else null
             columns.append(default_value(snap.schema, f.name).alias(f.name))
     columns += [F.col(positional[i]).alias(names[i]) for i in extra]

@@ -142,7 +142,31 @@ def run_sql(spark: Any, text: str, args: Any = None, **kwargs: Any) -> Any:
     from deltalog.spark.catalog.entries import statement_scope
 
     with statement_scope():
-        return _run(spark, text, args, kwargs)
+        try:
+            return _run(spark, text, args, kwargs)
+        except Exception as exc:
+            _refuse_missing_provider(exc)
+            raise
+
+
+#: Spark's error when it meets a catalog Delta table itself and no ``delta`` data source is registered.
+_NO_DELTA_SOURCE = "[DATA_SOURCE_NOT_FOUND] Failed to find the data source: delta."
+
+
+def _refuse_missing_provider(exc: BaseException) -> None:
+    """On Spark 3.5 (no Python data sources), Spark's own analysis of a catalog Delta table -- the query of a
+    ``CREATE VIEW``, a statement deltalog leaves to Spark -- finds no ``delta`` provider: said as what it is, not
+    as a JVM trace."""
+    from deltalog.spark.common import compat
+
+    if compat.PYTHON_DATA_SOURCES or _NO_DELTA_SOURCE not in str(exc):
+        return
+    raise compat.UnsupportedSparkVersionError(
+        "Spark's own analysis of a catalog Delta table (a view over one, or a statement deltalog leaves to Spark)",
+        (4, 0), "has no Python data sources to register the delta provider with",
+        "deltalog's own statements, reads and writes of the table work on this version: read it as a DataFrame "
+        "(spark.table(name)) and make a temporary view of that (createOrReplaceTempView), or name it by path "
+        "(delta.`/path/to/table`)") from exc
 
 
 def _run(spark: Any, text: str, args: Any, kwargs: dict[str, Any]) -> Any:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from deltalog.spark.common.compat import CLUSTER_BY_WRITER, DATAFRAME_MODULES
 from deltalog.spark.common.recorded import recorded_state, session_of_reader, session_of_stream_writer, writer_dataframe
 
 __all__ = ["patches"]
@@ -342,17 +343,17 @@ def patches() -> list[tuple[type, str, Make]]:
         out += [(cls, name, _catalog_cache(name)) for name in ("cacheTable", "uncacheTable", "isCached")]
     for cls in _classes("pyspark.sql.session", "SparkSession"):
         out.append((cls, "table", _spark_table))
-    for module in ("pyspark.sql.classic.dataframe", "pyspark.sql.connect.dataframe"):
+    for module in DATAFRAME_MODULES:
         try:
             import importlib
 
             out.append((importlib.import_module(module).DataFrame, "writeTo", _write_to))
-        except Exception:
+        except Exception:  # Spark Connect's optional packages (grpcio, ...) are missing
             continue
+    recorded = ("using", "option", "options", "tableProperty", "partitionedBy", *(
+        ("clusterBy",) if CLUSTER_BY_WRITER else ()))
     for cls in _classes("pyspark.sql.readwriter", "DataFrameWriterV2"):
-        for name in ("using", "option", "options", "tableProperty", "partitionedBy", "clusterBy"):
-            if hasattr(cls, name):  # clusterBy: Spark 4
-                out.append((cls, name, _v2_recording(name)))
+        out += [(cls, name, _v2_recording(name)) for name in recorded]
         for name in ("create", "replace", "createOrReplace", "append", "overwrite", "overwritePartitions"):
             out.append((cls, name, _v2_action(name)))
     return out

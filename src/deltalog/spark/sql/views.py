@@ -10,7 +10,9 @@ column names (:func:`deltalog.spark.sql.refs.delta_view` and :func:`~deltalog.sp
 beside the rewriting of Delta table references they recurse with). ``CREATE VIEW`` itself is Spark's own
 (Spark checks the text against the catalog's schemas); a view naming a Delta table by path
 (``delta.`/p```), with time travel or ``table_changes`` is refused, since Spark could not read it back:
-name a catalog table instead.
+name a catalog table instead. On Spark 3.5, which has no Python data sources, Spark cannot analyse a view's
+query over a catalog Delta table at all: such views are refused there (a temporary view of deltalog's read of
+the table, ``spark.table(name).createOrReplaceTempView(...)``, works).
 
 Example:
     >>> spark.sql("CREATE VIEW recent AS SELECT * FROM events WHERE day > '2024-01-01'")   # doctest: +SKIP
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deltalog.spark.catalog.dialect import DIALECT
+from deltalog.spark.common import compat
 
 __all__ = ["create_view", "view_target"]
 
@@ -57,6 +60,10 @@ def create_view(spark: Any, expression: Any, text: str, as_given: Callable[[], A
                                    "e.g. CREATE TABLE ... SHALLOW CLONE ... VERSION AS OF n)")
             ref = resolve_table(spark, table)
             if ref is not None and ref.name is not None:  # Spark checks the view against the catalog's columns
+                compat.require((4, 0), f"a view over the catalog Delta table {ref.shown}",
+                               "has no Python data sources, so Spark, which analyses a view's query itself, finds "
+                               "no delta provider", f"or make a temporary view of deltalog's read instead: "
+                               f"spark.table('{ref.shown}').createOrReplaceTempView('<view>')")
                 sync_schema(spark, ref.name, ref.location)
             if ref is not None and ref.name is None:
                 raise refuse(text, f"a view cannot name the Delta table {ref.shown} by its path; Spark keeps a view "

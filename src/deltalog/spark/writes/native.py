@@ -14,8 +14,8 @@ staging directory inside the table, and the driver
 generated/identity/default columns or column mapping, the DataFrame's columns are exactly the table's
 (names and types, in any order; nullability aside), no explicit ``targetFileSize`` (Spark writes one
 file per task) and, when there are ``timestamp`` columns, ``spark.sql.parquet.outputTimestampType=TIMESTAMP_MICROS``
-(the INT96 default cannot hold every timestamp; :func:`deltalog.spark.configure` sets it). Anything
-else takes the ``mapInArrow`` path.
+(the INT96 default cannot hold every timestamp; :func:`deltalog.spark.configure` sets it), no ``variant`` columns,
+and on Spark 3.5 no ``void`` ones (its parquet writer refuses them). Anything else takes the ``mapInArrow`` path.
 
 Example:
     >>> native_write_ok(spark, df, plan, explicit_target=False)          # doctest: +SKIP
@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 from deltalog.data.write_files import WrittenFile, stored_columns
 from deltalog.data.write_stats import stats_json
 from deltalog.protocol.schema import StructType, bare_json
+from deltalog.spark.common.compat import PARQUET_VOID
 from deltalog.spark.jobs.tasks import delete_written
 from deltalog.storage import LocalLogStore
 from deltalog.txn.constraints import CHAR_VARCHAR_KEY
@@ -106,7 +107,7 @@ def native_write_ok(spark: Any, df: Any, plan: Any, *, explicit_target: bool) ->
         v for n in _walk(table_json) if isinstance(n, dict)
         for k, v in n.items() if k in ("type", "elementType", "keyType", "valueType") and isinstance(v, str)
     }
-    if any(k.startswith("variant") for k in kinds):
+    if any(k.startswith("variant") for k in kinds) or (not PARQUET_VOID and "void" in kinds):
         return False
     if "timestamp" in kinds:
         try:

@@ -1,0 +1,387 @@
+"""Which PySpark deltalog runs on, and the few calls whose spelling differs between the versions it supports.
+
+This is the only module of ``deltalog.spark`` that looks at ``pyspark.__version__``. Everything else asks it:
+:data:`PYSPARK` (the running ``(major, minor)``), the feature flags below, and the helpers that paper over an
+API a version lacks or spells differently (:func:`frame_from_arrow`, :func:`to_arrow`, :func:`try_cast`,
+:func:`ansi_cast`, :func:`rebalance`, :func:`init_exception`, :func:`create_table_entry`, :func:`jvm_dataset`,
+:func:`use_cached_data`, :func:`session_conf`, :data:`EXCEPTION_MIXINS`, :data:`DATAFRAME_MODULES`,
+:data:`COLUMN_NODES`).
+A feature a version cannot have is refused through :func:`require`, whose error names the running version and
+the one to upgrade to -- never a raw ``TypeError`` or ``AttributeError`` from deep inside.
+
+Supported: Spark 3.5 (LTS), 4.0, 4.1, 4.2 and 4.3 (:data:`SUPPORTED`). What each version lacks:
+
+- 3.5: no Python data sources (``pyspark.sql.datasource``), hence no streaming *source* and no ``delta`` provider
+  Spark's ``CREATE TABLE`` accepts (catalog entries are made by :func:`create_table_entry` instead);
+  ``PySparkException`` takes ``error_class=`` and has no ``getCondition()``; no
+  ``createDataFrame(pyarrow.Table)``, ``Column.try_cast``, ``DataFrame.toArrow``, ``DataFrameWriter.clusterBy`` or
+  ``spark.conf.getAll``; ``raise_error`` fails a job with a plain ``java.lang.RuntimeException``;
+  a classic ``Column`` wraps a catalyst expression, not a ``ColumnNode``; ``DataFrame.hint`` takes no columns (a
+  ``rebalance`` hint of column names fails); ``from_arrow_schema`` reads zone-less timestamps as ``timestamp``,
+  4.x as ``timestamp_ntz`` (pass ``prefer_timestamp_ntz`` explicitly). Spark Connect on 3.5 is not supported
+  beyond what its client happens to share with 4.x.
+- up to 4.1: ``CacheManager.useCachedData`` takes the plan only (:func:`use_cached_data`).
+- 4.0 and 4.1: the Python streaming source has ``latestOffset()`` without a start offset or read limit
+  (``pyspark.sql.streaming.datasource`` arrives in 4.2), so the source applies its own admission limits.
+
+May import: pyspark, pyarrow, :mod:`deltalog.errors`.
+
+Example:
+    >>> from deltalog.spark.common import compat                                     # doctest: +SKIP
+    >>> compat.PYSPARK >= (4, 0), compat.PYTHON_DATA_SOURCES                          # doctest: +SKIP
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pyarrow as pa
+import pyspark
+
+from deltalog.errors import DeltaError
+
+__all__ = [
+    "CLUSTER_BY_WRITER", "COLUMN_NODES", "DATAFRAME_MODULES", "EXCEPTION_MIXINS", "PARQUET_TYPE_WIDENING",
+    "PARQUET_VOID", "PYSPARK", "PYSPARK_VERSION", "PYTHON_DATA_SOURCES", "STREAM_READ_LIMITS", "SUPPORTED",
+    "UnsupportedSparkVersionError", "ansi_cast", "create_table_entry", "frame_from_arrow", "init_exception",
+    "jvm_dataset", "rebalance", "require", "session_conf", "to_arrow", "try_cast", "use_cached_data",
+]
+
+#: The PySpark release running, as installed (``"4.3.0"``).
+PYSPARK_VERSION: str = pyspark.__version__
+
+
+def _minor(text: str) -> tuple[int, int]:
+    found = re.match(r"(\d+)\.(\d+)", text)
+    if found is None:  # pragma: no cover - every PySpark release has one
+        raise ImportError(f"deltalog cannot read the PySpark version {text!r}")
+    return int(found.group(1)), int(found.group(2))
+
+
+#: The running PySpark's ``(major, minor)``.
+PYSPARK: tuple[int, int] = _minor(PYSPARK_VERSION)
+#: The Spark minor versions deltalog is tested on (CI runs a lane on each).
+SUPPORTED: tuple[tuple[int, int], ...] = ((3, 5), (4, 0), (4, 1), (4, 2), (4, 3))
+#: Python data sources (``pyspark.sql.datasource``): the streaming source and a ``delta`` provider need them.
+PYTHON_DATA_SOURCES: bool = PYSPARK >= (4, 0)
+#: The streaming source API with read limits (``latestOffset(start, limit)``, ``pyspark.sql.streaming.datasource``).
+STREAM_READ_LIMITS: bool = PYSPARK >= (4, 2)
+#: ``DataFrameWriter.clusterBy`` and ``DataFrameWriterV2.clusterBy`` exist.
+CLUSTER_BY_WRITER: bool = PYSPARK >= (4, 0)
+#: Spark's parquet writer takes ``void`` (``NullType``) columns (3.5 refuses them when it plans the write).
+PARQUET_VOID: bool = PYSPARK >= (4, 0)
+#: Spark's parquet scan reads a file's narrower type as the widened one of the read schema (Delta type widening).
+PARQUET_TYPE_WIDENING: bool = PYSPARK >= (4, 0)
+#: A classic ``Column`` holds a ``ColumnNode`` tree (``column._jc.node()``); before 4.0 a catalyst ``Expression``
+#: (``column._jc.expr()``), where comparisons are classes of their own (``GreaterThan``), not functions.
+COLUMN_NODES: bool = PYSPARK >= (4, 0)
+#: The modules of PySpark's own concrete ``DataFrame`` classes (classic, then Connect).
+DATAFRAME_MODULES: tuple[str, str] = (
+    "pyspark.sql.classic.dataframe" if PYSPARK >= (4, 0) else "pyspark.sql.dataframe", "pyspark.sql.connect.dataframe")
+
+
+class UnsupportedSparkVersionError(DeltaError, NotImplementedError):
+    """A feature the running Spark version cannot provide without a jar; the message names the version and the
+    Spark release to upgrade to (and ``instead``, what works on this version, when given).
+
+    Example:
+        >>> raise UnsupportedSparkVersionError("the streaming source", (4, 0))        # doctest: +SKIP
+    """
+
+    def __init__(self, feature: str, needs: tuple[int, int], how: str = "", instead: str = "") -> None:
+        need = f"{needs[0]}.{needs[1]}"
+        super().__init__(
+            f"[DELTA_UNSUPPORTED_SPARK_VERSION] {feature} needs Spark {need} or later: this session runs PySpark "
+            f"{PYSPARK_VERSION}, whose Python API {how or 'does not offer what it is built on'}. Upgrade pyspark "
+            f"to {need} or later (pip install 'pyspark>={need}')" + (f"; {instead}" if instead else "") + ".")
+        self.feature = feature
+        self.needs = needs
+
+
+def require(needs: tuple[int, int], feature: str, how: str = "", instead: str = "") -> None:
+    """Refuse ``feature`` unless the running PySpark is at least ``needs`` (see
+    :class:`UnsupportedSparkVersionError` for ``how`` and ``instead``).
+
+    Example:
+        >>> require((4, 0), "the streaming source", "has no Python data sources")      # doctest: +SKIP
+    """
+    if needs > PYSPARK:
+        raise UnsupportedSparkVersionError(feature, needs, how, instead)
+
+
+def init_exception(exc: BaseException, message: str, condition: str | None) -> None:
+    """Run ``PySparkException.__init__`` on ``exc`` with ``message`` and error ``condition`` (3.5 names it
+    ``error_class`` and takes it only without a message; 4.x ``errorClass``, with or without one).
+
+    Example:
+        >>> init_exception(new, "no such table", "DELTA_TABLE_NOT_FOUND")              # doctest: +SKIP
+        >>> str(new)                                                                    # doctest: +SKIP
+        '[DELTA_TABLE_NOT_FOUND] no such table'
+    """
+    from pyspark.errors import PySparkException
+
+    if PYSPARK >= (4, 0):
+        PySparkException.__init__(exc, message, condition)  # type: ignore[arg-type]  # positional: errorClass
+        return
+    PySparkException.__init__(exc, message)  # type: ignore[arg-type]
+    state: Any = exc
+    state.error_class = condition  # what 3.5's getErrorClass() and __str__ read
+
+
+class _Methods40:
+    """4.0's methods of ``PySparkException`` on PySpark 3.5's, which has ``getErrorClass()`` only: deltalog's
+    converted errors answer ``getCondition()``, ``getMessage()`` and ``getQueryContext()`` on every version."""
+
+    def getCondition(self) -> str | None:
+        return getattr(self, "error_class", None)
+
+    def getMessage(self) -> str:
+        return f"[{self.getCondition()}] {getattr(self, 'message', '')}"
+
+    def getQueryContext(self) -> list[Any]:
+        return []
+
+
+#: Extra bases of deltalog's converted PySpark exceptions (4.0's methods on 3.5; none on 4.x).
+EXCEPTION_MIXINS: tuple[type, ...] = () if PYSPARK >= (4, 0) else (_Methods40,)
+
+
+def frame_from_arrow(spark: Any, table: pa.Table, schema: Any = None) -> Any:
+    """A DataFrame holding ``table`` (with Spark ``schema``, a ``StructType``, if given): ``createDataFrame(table)``
+    on 4.x; on 3.5, which takes no Arrow table, the batches go to the JVM as 4.x sends them: cast to the Arrow
+    form of the schema, timestamps without a zone read in the session's zone when the column is a ``timestamp``.
+
+    Example:
+        >>> frame_from_arrow(spark, pa.table({"id": [1, 2]})).count()                   # doctest: +SKIP
+        2
+    """
+    if PYSPARK >= (4, 0):
+        return spark.createDataFrame(table) if schema is None else spark.createDataFrame(table, schema=schema)
+    return _frame_from_arrow_35(spark, table, schema)
+
+
+def _frame_from_arrow_35(spark: Any, table: pa.Table, schema: Any) -> Any:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.pandas.serializers import ArrowStreamSerializer
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+    from pyspark.sql.types import StructType
+
+    if schema is None:
+        schema = from_arrow_schema(table.schema)
+    if not isinstance(schema, StructType):
+        raise TypeError(f"frame_from_arrow takes a StructType schema, got {type(schema).__name__}")
+    if not schema.fields:  # no columns: only the row count
+        return spark.range(table.num_rows).select()
+    if len(schema.fields) != table.num_columns:
+        raise ValueError(f"the schema has {len(schema.fields)} columns, the Arrow table {table.num_columns}")
+    zone = str(spark.conf.get("spark.sql.session.timeZone"))
+    target = to_arrow_schema(schema)
+    columns = [_localized(c, f.dataType, zone).cast(t.type) for c, f, t in zip(table.columns, schema.fields, target)]
+    table = pa.Table.from_arrays(columns, schema=target)
+    step = int(spark._jconf.arrowMaxRecordsPerBatch())
+    batches = table.to_batches(max_chunksize=step if step > 0 else None) or [pa.RecordBatch.from_pylist([], target)]
+    jvm = spark._jvm
+    jiter = spark._sc._serialize_to_jvm(
+        batches, ArrowStreamSerializer(),
+        lambda name: jvm.PythonSQLUtils.readArrowStreamFromFile(name),
+        lambda: jvm.ArrowIteratorServer())
+    df = DataFrame(jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), spark._jsparkSession), spark)
+    df._schema = schema
+    return df
+
+
+def _localized(array: Any, dtype: Any, zone: str) -> Any:
+    """``array`` with nanoseconds floored to microseconds and zone-less timestamps of Spark ``timestamp`` columns
+    read in ``zone``, at every depth (what 4.x's ``createDataFrame(table)`` does before its cast)."""
+    import pyarrow.compute as pc
+    from pyspark.sql.types import ArrayType, MapType, StructType, TimestampType
+
+    kind = array.type
+    if isinstance(array, pa.ChunkedArray):
+        if not (pa.types.is_nested(kind) or pa.types.is_timestamp(kind)):
+            return array
+        return pa.chunked_array([_localized(c, dtype, zone) for c in array.chunks]) if array.chunks else array
+    if pa.types.is_timestamp(kind):
+        if kind.unit == "ns":
+            array = pc.floor_temporal(array, unit="microsecond").cast(pa.timestamp("us", kind.tz))
+        if kind.tz is None and isinstance(dtype, TimestampType):
+            array = pc.assume_timezone(array, zone)
+        return array
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_map(kind) and isinstance(dtype, MapType):
+        keys = _localized(array.keys, dtype.keyType, zone)
+        items = _localized(array.items, dtype.valueType, zone)
+        return pa.MapArray.from_arrays(array.offsets, keys, items, mask=mask)
+    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and isinstance(dtype, ArrayType):
+        values = _localized(array.values, dtype.elementType, zone)
+        return type(array).from_arrays(array.offsets, values, mask=mask)
+    if pa.types.is_struct(kind) and isinstance(dtype, StructType):
+        children = [_localized(array.field(i), f.dataType, zone) for i, f in enumerate(dtype.fields)]
+        return pa.StructArray.from_arrays(children, names=[kind.field(i).name for i in range(kind.num_fields)],
+                                          mask=mask)
+    return array
+
+
+def to_arrow(df: Any) -> pa.Table:
+    """``df`` collected as a ``pyarrow.Table`` (``DataFrame.toArrow`` arrived in 4.0; timestamps in UTC either way).
+
+    Example:
+        >>> to_arrow(spark.range(3)).num_rows                                            # doctest: +SKIP
+        3
+    """
+    if PYSPARK >= (4, 0):
+        return df.toArrow()
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    schema = to_arrow_schema(df.schema)
+    batches = df._collect_as_arrow()
+    return pa.Table.from_batches(batches).cast(schema) if batches else schema.empty_table()
+
+
+def try_cast(column: Any, data_type: Any) -> Any:
+    """``column`` cast to ``data_type`` (a ``DataType`` or a DDL type string), null where the value does not fit
+    (``Column.try_cast`` arrived in 4.0; on 3.5 the same TRY cast is built as a JVM ``Cast`` expression).
+
+    Example:
+        >>> try_cast(F.lit(300), "tinyint")                                              # doctest: +SKIP
+        Column<'CAST(300 AS TINYINT)'>
+    """
+    return column.try_cast(data_type) if PYSPARK >= (4, 0) else _jvm_cast(column, data_type, "TRY")
+
+
+def ansi_cast(column: Any, data_type: Any) -> Any:
+    """``column`` cast to ``data_type`` as Spark's ``INSERT`` casts under its default store assignment policy: a
+    value that does not fit fails the job (``CAST_OVERFLOW``, ...). 4.x's cast does (ANSI is its default); 3.5's
+    wraps or nulls it, so there the cast is a JVM ``Cast`` in ANSI mode.
+
+    Example:
+        >>> ansi_cast(F.lit(5000000000), "int")                                          # doctest: +SKIP
+        Column<'CAST(5000000000 AS INT)'>
+    """
+    return column.cast(data_type) if PYSPARK >= (4, 0) else _jvm_cast(column, data_type, "ANSI")
+
+
+def _jvm_cast(column: Any, data_type: Any, mode: str) -> Any:
+    from pyspark import SparkContext
+    from pyspark.sql import Column
+    from pyspark.sql.types import DataType, _parse_datatype_string
+
+    jc, sc = getattr(column, "_jc", None), SparkContext._active_spark_context
+    if jc is None:
+        raise UnsupportedSparkVersionError(f"a {mode} cast of a Spark Connect column", (4, 0),
+                                           "has no Column.try_cast", "or use a classic (non-Connect) session")
+    if sc is None or sc._jvm is None:
+        raise RuntimeError("a cast of a column needs an active SparkContext")
+    jvm: Any = sc._jvm
+    dtype = data_type if isinstance(data_type, DataType) else _parse_datatype_string(str(data_type))
+    expressions = jvm.org.apache.spark.sql.catalyst.expressions
+    expr = expressions.Cast(jc.expr(), jvm.org.apache.spark.sql.types.DataType.fromJson(dtype.json()),
+                            jvm.scala.Option.empty(), getattr(expressions.EvalMode, mode)())
+    return Column(jvm.org.apache.spark.sql.Column(expr))
+
+
+def rebalance(df: Any, columns: list[str]) -> Any:
+    """``df`` with Spark's ``rebalance`` hint on ``columns`` (names; none: round-robin). 4.x takes the names in
+    ``DataFrame.hint``; 3.5 wants columns there, which its Python ``hint`` refuses, so the hint goes through the
+    JVM (Spark Connect on 3.5: a repartition by the columns, without adaptive execution's skew splitting).
+
+    Example:
+        >>> rebalance(df, ["day"])                                                       # doctest: +SKIP
+        DataFrame[id: bigint, day: date]
+    """
+    names = ["`" + c.replace("`", "``") + "`" for c in columns]  # quoted: a name may hold a dot
+    if PYSPARK >= (4, 0) or not columns:
+        return df.hint("rebalance", *names)
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    cols: list[Any] = [F.col(n) for n in names]
+    if getattr(df, "_jdf", None) is None:
+        return df.repartition(*cols)
+    spark = df.sparkSession
+    jvm = spark._jvm  # the hint node built with the columns' expressions (the JVM's varargs hint takes no Seq)
+    hint = jvm.org.apache.spark.sql.catalyst.plans.logical.UnresolvedHint(
+        "rebalance", df._jseq([c._jc.expr() for c in cols]), df._jdf.queryExecution().logical())
+    return DataFrame(jvm_dataset(jvm).ofRows(spark._jsparkSession, hint), spark)
+
+
+def create_table_entry(spark: Any, statement: str, provider: str) -> None:
+    """Create the session catalog entry that ``statement`` (``CREATE TABLE ... USING <a built-in provider>``)
+    describes, but with ``provider`` as its provider, which Spark never looks up: for Spark 3.5, where no Python
+    data source can give ``delta`` a name Spark's ``CREATE TABLE`` would accept. Spark parses and analyses the
+    statement (names, columns, partitioning, location, comment and properties as ``CREATE TABLE`` takes them);
+    the table it would create is created with the provider swapped, and nothing is run.
+
+    Example:
+        >>> create_table_entry(spark, "CREATE TABLE t (id BIGINT) USING parquet", "delta")   # doctest: +SKIP
+        >>> spark.sql("DESCRIBE TABLE EXTENDED t").where("col_name = 'Provider'").first()[1]  # doctest: +SKIP
+        'delta'
+    """
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:
+        raise UnsupportedSparkVersionError(
+            f"a catalog table USING {provider} over Spark Connect", (4, 0),
+            "has no Python data sources to register the provider with",
+            "or use a classic session, or path tables (delta.`/path/to/table`)")
+    state = jsession.sessionState()
+    command = state.analyzer().execute(state.sqlParser().parsePlan(statement))
+    if command.getClass().getSimpleName() != "CreateDataSourceTableCommand":
+        raise UnsupportedSparkVersionError(
+            f"a table USING {provider} outside the session catalog (spark_catalog)", (4, 0),
+            "has no Python data sources to register the provider with",
+            "or create it in the session catalog, or use path tables (delta.`/path/to/table`)")
+    table = command.table()
+    for name, value in (("provider", spark._jvm.scala.Some(provider)), ("tracksPartitionsInCatalog", False)):
+        found = table.getClass().getDeclaredField(name)
+        found.setAccessible(True)
+        found.set(table, value)
+    state.catalog().createTable(table, False, True)  # not if it exists; a managed location must be empty
+
+
+def jvm_dataset(jvm: Any) -> Any:
+    """The JVM class whose ``ofRows(session, plan)`` makes a classic DataFrame of a logical plan (``Dataset``,
+    ``classic.Dataset`` since 4.0).
+
+    Example:
+        >>> DataFrame(jvm_dataset(spark._jvm).ofRows(spark._jsparkSession, plan), spark)  # doctest: +SKIP
+    """
+    sql = jvm.org.apache.spark.sql
+    return sql.classic.Dataset if PYSPARK >= (4, 0) else sql.Dataset
+
+
+def use_cached_data(manager: Any, plan: Any) -> Any:
+    """``plan`` with the parts Spark's ``CacheManager`` holds data for replaced by the cached data
+    (``useCachedData``: one argument up to 4.1; later a second one, which any cached entry may serve by default).
+
+    Example:
+        >>> use_cached_data(jsession.sharedState().cacheManager(), jdf.queryExecution().analyzed())  # doctest: +SKIP
+    """
+    try:
+        every = getattr(manager, "useCachedData$default$2")()
+    except Exception:  # py4j's "does not exist": a Spark whose useCachedData takes the plan only
+        return manager.useCachedData(plan)
+    return manager.useCachedData(plan, every)
+
+
+def session_conf(spark: Any) -> dict[str, str]:
+    """Every setting of ``spark`` (``spark.conf.getAll`` arrived in 4.0; on 3.5 the JVM's map, in one py4j call;
+    empty for a Spark Connect session of 3.5).
+
+    Example:
+        >>> session_conf(spark)["spark.sql.session.timeZone"]                           # doctest: +SKIP
+        'UTC'
+    """
+    if PYSPARK >= (4, 0):
+        every = spark.conf.getAll
+        return {str(k): str(v) for k, v in dict(every() if callable(every) else every).items()}
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:
+        return {}
+    import json
+
+    jvm = spark._jvm
+    jmap = jvm.scala.collection.JavaConverters.mapAsJavaMap(jsession.conf().getAll())
+    found: dict[str, str] = json.loads(jvm.com.fasterxml.jackson.databind.ObjectMapper().writeValueAsString(jmap))
+    return found
