@@ -34,11 +34,11 @@ Example:
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 from typing import Any
 
 import pyarrow as pa
-import pyspark
 
 from deltalog.errors import DeltaError
 
@@ -50,7 +50,14 @@ __all__ = [
 ]
 
 #: The PySpark release running, as installed (``"4.3.0"``).
-PYSPARK_VERSION: str = pyspark.__version__
+def _installed() -> str:
+    try:  # not ``import pyspark``: ``import deltalog.spark`` must work (and say what is missing later) without it
+        return importlib.metadata.version("pyspark")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.0"
+
+
+PYSPARK_VERSION: str = _installed()
 
 
 def _minor(text: str) -> tuple[int, int]:
