@@ -21,6 +21,12 @@ AZURITE := .tools/node_modules/.bin/azurite-blob
 $(AZURITE):
 	npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@3
 
+# Debian's Chromium, for the test that renders the HTML health report in a real headless browser
+# (tests/health/test_health_report_browser.py); installed with apt-get when missing (about half a minute).
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium > /dev/null
+
 # A class-data-sharing archive of Spark's start-up classes for the JVMs the tests start (scripts/spark_cds.py:
 # about half of a short-lived JVM's start-up CPU; tests/conftest.py passes it on, and a JVM started before
 # it exists goes without). make test writes it beside the first tests, before the own_jvm tests start.
@@ -54,14 +60,14 @@ typecheck: $(VENV)/.installed
 # what each feature did, and the README's Spark version table must say the same (make spark-versions rewrites it).
 # Each lane has its own --basetemp: two pytest processes sharing /tmp/pytest-of-<user> both clean up its old
 # directories when they finish, and one removing what the other is removing fails the run.
-# The set-up steps are independent of each other (pip and npm), so they run side by side; ruff follows
+# The set-up steps are independent of each other (pip, npm and apt), so they run side by side; ruff follows
 # (a fraction of a second), and mypy (half a minute on one core) runs beside the two lanes, its output
 # printed when it is done; any of the three failing fails the target.
 # deltalog's own modules (and the benchmarks') are byte-compiled first: with PYTHONDONTWRITEBYTECODE=1
 # (common in CI images) every process the suite starts (Spark's Python workers, the writer processes, the
 # programs) would compile them again.
 test:
-	@$(MAKE) --no-print-directory -j2 lint $(AZURITE)
+	@$(MAKE) --no-print-directory -j3 lint $(AZURITE) $(CHROMIUM)
 	@$(PY) -m compileall -q src bench
 	@rm -f .kernel-tests.log .typecheck.log .lanes-tests.log; tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/deltalog-tests.XXXXXX"); \
 	$(MAKE) --no-print-directory $(SPARK_CDS) & cds=$$!; \

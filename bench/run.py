@@ -22,7 +22,8 @@ against copy-on-write, then full scans with deletion vectors on every file / on 
 against off); ``kernel_dml.py`` (the kernel's Arrow MERGE, DELETE and compaction against delta-rs's);
 ``object_store.py`` (S3 on a moto server: snapshot load and commit rate against delta-rs,
 and in full runs a Spark scan of a 10k-file table through deltalog's Arrow tasks); ``health.py``
-(``Table.health()`` of the 1M-file table against loading its snapshot).
+(``Table.health()`` of the 1M-file table against loading its snapshot); ``maintain_dv.py`` (full scans of a
+table with 5% of its rows deleted by deletion vectors, before and after ``maintain``, against copy-on-write).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ SCRIPTS: list[tuple[str, list[str], bool]] = [
     ("row_concurrency.py", [], True),
     ("kernel_dml.py", [], True),
     ("health.py", [], True),
+    ("maintain_dv.py", [], False),
 ]
 
 

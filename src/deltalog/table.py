@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from deltalog.data.filters import FilterLike
     from deltalog.health.model import TableHealth
     from deltalog.log.checkpoint_writer import CheckpointResult
+    from deltalog.maintenance import MaintenancePolicy, MaintenanceResult, MaintenanceStep
     from deltalog.protocol.schema import StructField
     from deltalog.txn.operations import Operation
     from deltalog.txn.transaction import CommitResult, Transaction
@@ -109,6 +110,18 @@ class Table:
             latest = self._load(None)
         self._latest = latest
         return latest
+
+    def _after_commit(self, version: int, operation: Operation, partitions: list[dict[str, str | None]]) -> list[str]:
+        """After a data-changing commit of this table's: the maintenance its ``deltalog.maintenance.afterCommit``
+        property asks for (:mod:`deltalog.maintenance.after_commit`); never raises."""
+        snap = self._latest
+        if snap is None or snap.version != version:
+            return []
+        if snap.metadata.configuration.get("deltalog.maintenance.afterCommit", "").strip().lower() != "true":
+            return []
+        from deltalog.maintenance.after_commit import maintain_after_commit
+
+        return maintain_after_commit(self, partitions)
 
     def _remember(self, snapshot: Snapshot) -> None:
         """Cache ``snapshot`` as the latest known state (a writer's own commit), if it is newer."""
@@ -228,6 +241,31 @@ class Table:
             snap, small_file_threshold=small_file_threshold, clock=clock,
             history_depth=DEFAULT_HISTORY_DEPTH if history_depth is None else history_depth,
         )
+
+    def maintain(
+        self,
+        policy: MaintenancePolicy | None = None,
+        *,
+        dry_run: bool = False,
+        actions: Sequence[str] | None = None,
+        clock: Callable[[], int] | None = None,
+        progress: Callable[[MaintenanceStep, int], None] | None = None,
+    ) -> MaintenanceResult:
+        """Plan from the table's health what it needs -- compaction of partitions full of small files, purge of
+        heavy deletion vectors, checkpoint, expired-log cleanup, VACUUM -- and do it, each step its own commit
+        (see :mod:`deltalog.maintenance`); ``policy`` defaults to the table's ``deltalog.maintenance.*``
+        properties, ``dry_run`` only plans, ``actions`` limits the steps.
+
+        Example:
+            >>> r = Table("/data/events").maintain(dry_run=True)                         # doctest: +SKIP
+            >>> [(s.action, s.num_files, s.num_bytes) for s in r.plan.steps]             # doctest: +SKIP
+            [('compact', 40, 5242880), ('vacuum', 3, 1048576)]
+        """
+        from deltalog.maintenance import ACTIONS, maintain
+
+        self._check_exists()
+        return maintain(self, policy, dry_run=dry_run, actions=ACTIONS if actions is None else tuple(actions),
+                        clock=clock, progress=progress)
 
     def transaction(self, operation: Operation, **options: Any) -> Transaction:
         """Begin an optimistic transaction on this table (see :func:`deltalog.txn.start_transaction`).

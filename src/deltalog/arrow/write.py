@@ -541,7 +541,8 @@ def write_table(
         _predicate_sql(predicate) if predicate is not None else None,
     )
     transaction = Transaction(
-        table.store, snapshot, op, table=table.location, clock=clock, user_metadata=user_metadata, retry=retry
+        table.store, snapshot, op, table=table.location, clock=clock, user_metadata=user_metadata, retry=retry,
+        owner=table,  # it learns the committed snapshot and runs the maintenance the table asks for
     )
     if txn is not None:
         have = transaction.txn_version(txn[0])

@@ -1,9 +1,9 @@
 """The ``deltalog`` command: inspect, check and maintain Delta tables from a shell.
 
-Commands: ``describe``, ``history``, ``files``, ``show``, ``changes``, ``version-at``, ``health``, ``vacuum``,
-``checkpoint``, ``restore``, ``check`` and ``convert`` (``deltalog COMMAND --help`` for each). Every command takes
-``--json`` (one JSON document on stdout, for scripts) and ``--debug`` (tracebacks on errors); both may
-also come before the command. Progress bars appear on stderr for long work when it is a terminal.
+Commands: ``describe``, ``history``, ``files``, ``show``, ``changes``, ``version-at``, ``health``, ``maintain``,
+``vacuum``, ``checkpoint``, ``restore``, ``check`` and ``convert`` (``deltalog COMMAND --help`` for each). Every
+command takes ``--json`` (one JSON document on stdout, for scripts) and ``--debug`` (tracebacks on errors); both
+may also come before the command. Progress bars appear on stderr for long work when it is a terminal.
 
 Exit codes: ``0`` success; ``1`` a Delta error (no table, corrupt log, unsupported feature, refused
 operation, I/O error); ``2`` usage error (unknown option, bad value); ``3`` ``check`` found problems
@@ -16,6 +16,7 @@ Example:
     $ deltalog vacuum /data/events --retention-hours 168 --execute
     $ deltalog check /data/events --repair
     $ deltalog health /data/events --max-small-file-share 0.5 --json
+    $ deltalog health /data/events --html health.html
 
     >>> main(["describe", "/no/such/table"])                         # doctest: +SKIP
     deltalog: no Delta table: the path does not exist [table /no/such/table]
@@ -284,7 +285,8 @@ def version_at(out: Output, path: str, timestamp: str) -> int:
     "of the table and of its partitions; small files; partition skew; deletion vectors and the reads they cost; "
     "files without statistics; clustering / Z-order coverage; tombstones and the bytes a VACUUM would reclaim; "
     "commits since the last checkpoint; the last OPTIMIZE and VACUUM; protocol and features. With --max-... "
-    "thresholds the exit code is 3 when one is passed (for cron and CI). docs/health.md explains every number.",
+    "thresholds the exit code is 3 when one is passed (for cron and CI); --html FILE also writes a self-contained "
+    "HTML report with plots. docs/health.md explains every number.",
 )
 @_PATH
 @_VERSION
@@ -303,18 +305,25 @@ def version_at(out: Output, path: str, timestamp: str) -> int:
               help="Exit 3 when a reader replays more than N commits after the last checkpoint.")
 @click.option("--max-reclaimable-bytes", type=click.IntRange(min=0), default=None, metavar="BYTES",
               help="Exit 3 when a VACUUM would reclaim more than this many bytes (tombstones past the retention).")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Also write an HTML report with plots to FILE (one self-contained page that opens offline).")
+@click.option("--html-versions", type=click.IntRange(min=0), default=300, show_default=True, metavar="N",
+              help="The HTML report plots the table's size, files and commit rate over the last N versions.")
 def health(out: Output, path: str, version: int | None, timestamp: str | None, small_file_threshold: int | None,
            history_depth: int | None, max_partitions: int, max_small_file_share: float | None,
            max_deleted_share: float | None, max_commits_since_checkpoint: int | None,
-           max_reclaimable_bytes: int | None) -> int:
+           max_reclaimable_bytes: int | None, html_file: str | None, html_versions: int) -> int:
     from deltalog.cli import render_health as show
+    from deltalog.health.compute import DEFAULT_HISTORY_DEPTH, table_health
 
     if version is not None and timestamp is not None:
         raise click.UsageError("give --version or --timestamp, not both")
     table = _table(path)
     if timestamp is not None:
         version = table.version_at(cast(int | str, _timestamp(timestamp)))
-    report = table.health(version, small_file_threshold=small_file_threshold, history_depth=history_depth)
+    snapshot = table.snapshot(version)  # what Table.health() reads; the HTML report reads its history too
+    report = table_health(snapshot, small_file_threshold=small_file_threshold,
+                          history_depth=DEFAULT_HISTORY_DEPTH if history_depth is None else history_depth)
     thresholds: dict[str, float | None] = {
         "max_small_file_share": max_small_file_share, "max_deleted_share": max_deleted_share,
         "max_commits_since_checkpoint": max_commits_since_checkpoint, "max_reclaimable_bytes": max_reclaimable_bytes,
@@ -323,10 +332,63 @@ def health(out: Output, path: str, version: int | None, timestamp: str | None, s
         max_small_file_share=max_small_file_share, max_deleted_share=max_deleted_share,
         max_commits_since_checkpoint=max_commits_since_checkpoint, max_reclaimable_bytes=max_reclaimable_bytes,
     )
+    if html_file is not None:
+        from pathlib import Path
+
+        from deltalog.health.report_html import html_report
+
+        page = html_report(snapshot, health=report, versions=html_versions, thresholds=thresholds)
+        Path(html_file).write_text(page, encoding="utf-8")
     doc = show.health_document(report, thresholds, breaches)
     checked = any(v is not None for v in thresholds.values())
     out.emit(doc, lambda: show.health(out, report, breaches, checked=checked, partitions=max_partitions))
+    if html_file is not None:
+        out.note(f"HTML report written to {html_file}")
     return EXIT_PROBLEMS if breaches else EXIT_OK
+
+
+#: The steps of ``maintain`` (:data:`deltalog.maintenance.ACTIONS`, named here so --help imports none of it).
+MAINTENANCE_STEPS = ("compact", "purge", "checkpoint", "cleanup-log", "vacuum")
+
+
+@_command(
+    "maintain",
+    "Compact, purge, checkpoint, clean up and vacuum what the table's health asks for.",
+    "Plan from the table's health (read from its log) what it needs -- compact the partitions full of small "
+    "files, purge deletion vectors that delete a large share of their file (REORG ... APPLY (PURGE)), checkpoint a "
+    "long log, delete expired log files, VACUUM files past the retention (LITE where the log allows) -- and do "
+    "it, each step its own commit that concurrent writers never conflict with. --dry-run prints the plan with "
+    "the files and bytes each step would rewrite or delete. Thresholds come from the table's "
+    "deltalog.maintenance.* properties (docs/health.md); the options override them for this run. Exit 1 when a "
+    "step failed (the others still ran); with --dry-run --check, 3 when the plan has steps.",
+)
+@_PATH
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option("--check", is_flag=True, help="With --dry-run: exit 3 when the plan has steps.")
+@click.option("--only", multiple=True, type=click.Choice(MAINTENANCE_STEPS), help="Run only these steps (repeatable).")
+@click.option("--skip", multiple=True, type=click.Choice(MAINTENANCE_STEPS), help="Leave out these steps (repeatable).")
+@click.option("--small-file-share", type=click.FloatRange(0, 1), default=None, metavar="SHARE",
+              help="Compact a partition when at least this share of its files is small (default 0.3).")
+@click.option("--min-small-files", type=click.IntRange(min=1), default=None, metavar="N",
+              help="... and it has at least N small files (default 4).")
+@click.option("--small-file-threshold", type=click.IntRange(min=1), default=None, metavar="BYTES",
+              help="Files below this size are small (default: a quarter of delta.targetFileSize, else 32 MiB).")
+@click.option("--deleted-row-share", type=click.FloatRange(0, 1), default=None, metavar="SHARE",
+              help="Purge a file's deletion vector when it deletes at least this share of its rows (default 0.05).")
+def maintain(out: Output, path: str, dry_run: bool, check: bool, only: tuple[str, ...], skip: tuple[str, ...],
+             small_file_share: float | None, min_small_files: int | None, small_file_threshold: int | None,
+             deleted_row_share: float | None) -> int:
+    from deltalog.cli import render_maintain as run
+
+    if check and not dry_run:
+        raise click.UsageError("--check goes with --dry-run")
+    actions = tuple(a for a in (only or MAINTENANCE_STEPS) if a not in skip)
+    if not actions:
+        raise click.UsageError("--only and --skip leave no step to run")
+    overrides = {k: v for k, v in {
+        "small_file_share": small_file_share, "min_small_files": min_small_files,
+        "small_file_threshold": small_file_threshold, "deleted_row_share": deleted_row_share}.items() if v is not None}
+    return run.run(out, _table(path), dry_run=dry_run, check=check, actions=actions, overrides=overrides)
 
 
 @_command(

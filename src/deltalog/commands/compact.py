@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,7 +44,9 @@ from deltalog.commands.clustering import clustering_of
 from deltalog.commands.optimize_plan import (
     DEFAULT_MAX_FILE_SIZE,
     Bin,
+    PartitionKey,
     compaction_metrics,
+    partition_key,
     plan_compaction,
     plan_zorder,
     zorder_fields,
@@ -57,7 +60,7 @@ from deltalog.errors import (
     ProtocolChangedException,
 )
 from deltalog.protocol.schema import StructField
-from deltalog.txn.operations import Optimize
+from deltalog.txn.operations import Optimize, Reorg
 from deltalog.txn.row_tracking import tracked_fields, tracked_schema
 
 if TYPE_CHECKING:
@@ -66,7 +69,7 @@ if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
 
-__all__ = ["CompactResult", "bin_pieces", "compact", "replan_on_data_change"]
+__all__ = ["CompactResult", "bin_pieces", "compact", "deleted_share", "purge", "replan_on_data_change"]
 
 log = logging.getLogger(__name__)
 
@@ -101,9 +104,13 @@ def compact(
     min_file_size: int | None = None,
     zorder_by: Sequence[str] = (),
     clock: Callable[[], int] | None = None,
+    partitions: Iterable[Mapping[str, str | None]] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> CompactResult:
     """Compact the table's small files, or Z-order its partitions by ``zorder_by`` (see the module
-    docstring), in one ``OPTIMIZE`` commit.
+    docstring), in one ``OPTIMIZE`` commit. ``partitions`` (partition values, as :attr:`PartitionHealth.values
+    <deltalog.health.PartitionHealth.values>` give them) limits the compaction to those partitions besides
+    ``partition_filter``; ``progress`` is called with the bytes of each bin once its new files are written.
 
     Example:
         >>> compact(deltalog.Table("/data/t"), partition_filter="day = '2024-05-01'").version  # doctest: +SKIP
@@ -113,9 +120,83 @@ def compact(
     """
     if isinstance(zorder_by, str):
         raise InvalidArgumentError("zorder_by takes a list of column names", table=table.location)
-    return replan_on_data_change(
-        lambda: _compact_once(table, partition_filter, max_file_size, min_file_size, tuple(zorder_by), clock),
-        table.location)
+    keys = None if partitions is None else {partition_key({"partitionValues": p}) for p in partitions}
+    job = _Job(partition_filter, max_file_size, min_file_size, tuple(zorder_by), keys, None, progress)
+    return replan_on_data_change(lambda: _compact_once(table, job, clock), table.location)
+
+
+def purge(
+    table: TableHandle,
+    *,
+    min_deleted_share: float = 0.0,
+    partition_filter: FilterLike | None = None,
+    partitions: Iterable[Mapping[str, str | None]] | None = None,
+    clock: Callable[[], int] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> CompactResult:
+    """``REORG TABLE ... APPLY (PURGE)``: rewrite each file whose deletion vector deletes at least
+    ``min_deleted_share`` of its rows (every file with a deletion vector by default) without the deleted
+    rows, one new file per file, in one ``REORG`` commit (``dataChange=false``). ``partition_filter`` and
+    ``partitions`` limit it as in :func:`compact`; a file whose row count is unknown (no statistics) is
+    purged only when ``min_deleted_share`` is 0. Like a compaction, it plans again when it loses to a
+    concurrent data change.
+
+    Example:
+        >>> purge(deltalog.Table("/data/t"), min_deleted_share=0.05).num_deleted_rows_purged  # doctest: +SKIP
+        1200
+    """
+    if isinstance(min_deleted_share, bool) or not isinstance(min_deleted_share, (int, float)) or not (
+            0.0 <= min_deleted_share <= 1.0):
+        raise InvalidArgumentError(f"min_deleted_share must be a share between 0 and 1, got {min_deleted_share!r}",
+                                   table=table.location)
+    keys = None if partitions is None else {partition_key({"partitionValues": p}) for p in partitions}
+    job = _Job(partition_filter, None, None, (), keys, float(min_deleted_share), progress)
+    return replan_on_data_change(lambda: _compact_once(table, job, clock), table.location)
+
+
+def deleted_share(row: Mapping[str, Any]) -> float | None:
+    """The share of a file's rows its deletion vector deletes (0.0 without one; ``None`` when the file has
+    a deletion vector but no row count in its statistics).
+
+    Example:
+        >>> deleted_share({"stats": '{"numRecords": 8}', "deletionVector": {"cardinality": 2}})
+        0.25
+    """
+    dv = row.get("deletionVector")
+    if not dv:
+        return 0.0
+    stats = row.get("stats")
+    try:
+        records = json.loads(stats).get("numRecords") if isinstance(stats, str) else None
+    except ValueError:
+        records = None
+    if not isinstance(records, int) or records <= 0:
+        return None
+    return int(dv.get("cardinality") or 0) / records
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What one compaction (or purge) run asks for: the arguments, checked when the run plans."""
+
+    partition_filter: Any
+    max_file_size: int | None
+    min_file_size: int | None
+    zorder_by: tuple[str, ...]
+    partitions: set[PartitionKey] | None
+    #: A purge: the smallest deleted share of the files rewritten (``None``: a compaction).
+    purge_share: float | None
+    progress: Callable[[int], None] | None
+
+
+def _purge_bins(files: Sequence[Mapping[str, Any]], share: float) -> list[Bin]:
+    """One bin per file whose deletion vector deletes at least ``share`` of its rows."""
+    out = []
+    for f in files:
+        found = deleted_share(f)
+        if f.get("deletionVector") and ((found is None and share == 0.0) or (found is not None and found >= share)):
+            out.append(Bin(partition_key(f), (f,)))
+    return out
 
 
 _T = TypeVar("_T")
@@ -159,13 +240,11 @@ def _limits(snap: Snapshot, max_file_size: int | None, min_file_size: int | None
     return limit, small
 
 
-def _compact_once(
-    table: TableHandle, partition_filter: Any, max_file_size: int | None, min_file_size: int | None,
-    zorder_by: tuple[str, ...], clock: Callable[[], int] | None,
-) -> CompactResult:
+def _compact_once(table: TableHandle, job: _Job, clock: Callable[[], int] | None) -> CompactResult:
     snap = table.snapshot()
     loc = table.location
-    limit, small = _limits(snap, max_file_size, min_file_size)
+    partition_filter, zorder_by = job.partition_filter, job.zorder_by
+    limit, small = _limits(snap, job.max_file_size, job.min_file_size)
     conditions, expression = normalize_filter(partition_filter, snap.schema, table=loc)
     outside = [c.column for c in conditions if c.column not in snap.partition_columns]
     if expression is not None or outside:
@@ -174,14 +253,21 @@ def _compact_once(
             + (f"; {outside[0]!r} is not one" if outside else ""), table=loc, version=snap.version)
     zorder = _zorder_fields(snap, zorder_by) if zorder_by else []
     files = prune_files(snap, conditions).to_pylist()
-    bins = plan_zorder(files, max_file_size=limit) if zorder else plan_compaction(
-        files, max_file_size=limit, min_file_size=small)
+    if job.partitions is not None:
+        files = [f for f in files if partition_key(f) in job.partitions]
+    if job.purge_share is not None:
+        bins = _purge_bins(files, job.purge_share)
+    elif zorder:
+        bins = plan_zorder(files, max_file_size=limit)
+    else:
+        bins = plan_compaction(files, max_file_size=limit, min_file_size=small)
     if not bins:
         return CompactResult(version=None)
     tracked = tracked_fields(snap.protocol, snap.metadata)  # the rows keep their ids and commit versions
     schema = tracked_schema(snap.schema, tracked)
     predicate = partition_filter if isinstance(partition_filter, str) else None
-    op = Optimize(predicate=predicate, z_order_by=tuple(f.name for f in zorder))
+    op: Optimize | Reorg = (Reorg(predicate=predicate, apply_purge=True) if job.purge_share is not None
+                            else Optimize(predicate=predicate, z_order_by=tuple(f.name for f in zorder)))
     txn = table.transaction(op, snapshot=snap, **({"clock": clock} if clock else {}))
     written: list[str] = []
 
@@ -205,6 +291,8 @@ def _compact_once(
             writer.abort()
             raise
         written.extend(f.rel_path for f in done)
+        if job.progress is not None:
+            job.progress(b.size)
         return done
 
     added: list[WrittenFile] = []

@@ -16,7 +16,10 @@ commands that act on a table's health (maintenance) can build on it.
 
 Modules: :mod:`~deltalog.health.model` (the typed result and its JSON document), :mod:`~deltalog.health.files`
 (the vectorized file facts), :mod:`~deltalog.health.log_facts` (listing, checkpoint, history),
-:mod:`~deltalog.health.compute` (:func:`table_health`, which puts them together).
+:mod:`~deltalog.health.compute` (:func:`table_health`, which puts them together),
+:mod:`~deltalog.health.history_series` (size, files and commit rate over the last versions),
+:mod:`~deltalog.health.svg_charts` and :mod:`~deltalog.health.report_html` (:func:`html_report`: the HTML
+report, one offline page with inline SVG plots).
 
 Example:
     >>> import deltalog, pyarrow as pa
@@ -33,16 +36,24 @@ from deltalog.health.compute import (
     table_health,
     target_file_size,
 )
+from deltalog.health.history_series import HistoryPoint, HistorySeries, commit_rate, history_points
 from deltalog.health.model import Breach, CommitRef, PartitionHealth, TableHealth
+from deltalog.health.report_html import html_report, render_html
 
 __all__ = [
     "DEFAULT_HISTORY_DEPTH",
     "DEFAULT_TARGET_FILE_SIZE",
     "Breach",
     "CommitRef",
+    "HistoryPoint",
+    "HistorySeries",
     "PartitionHealth",
     "TableHealth",
+    "commit_rate",
     "default_small_file_threshold",
+    "history_points",
+    "html_report",
+    "render_html",
     "table_health",
     "target_file_size",
 ]

@@ -49,6 +49,7 @@ from deltalog.log.histograms import (
     group_sums,
 )
 from deltalog.log.post_commit import checkpoint_interval
+from deltalog.log.segment import list_log
 from deltalog.protocol.features import reader_features, writer_features
 
 if TYPE_CHECKING:
@@ -125,6 +126,10 @@ def table_health(
     clustering = _clustering_columns(snapshot)
     segment = snapshot.segment
     commits = [c for c in segment.all_commits if c.version <= snapshot.version]
+    if history_depth > len(commits) and (not commits or commits[0].version > 0):
+        # the segment lists the commits after its checkpoint only: the history goes further back
+        start = max(0, snapshot.version - history_depth + 1)
+        commits = [f for f in list_log(snapshot.store, start) if f.kind == "commit" and f.version <= snapshot.version]
     history = scan_history(snapshot.store, commits, table=snapshot.table, depth=history_depth,
                            need_zorder=not clustering)
     zorder_columns, zordered = _zorder(files, history.zorder_columns, history.zorder_paths, bool(clustering))

@@ -281,7 +281,15 @@ def after_commit(txn: StagedTransaction, version: int, payload: bytes) -> tuple[
     if report.interrupt is not None:
         note_committed(report.interrupt, txn, version, f"during the post-commit step {report.interrupted_step!r}")
         raise report.interrupt
-    return tuple(report.errors)
+    errors = list(report.errors)
+    if txn._owner is not None and txn.operation.changes_data:  # maintenance's own commits change no data
+        try:
+            partitions = [dict(a.partitionValues or {}) for a in txn._adds]
+            errors.extend(txn._owner._after_commit(version, txn.operation, partitions))
+        except BaseException as exc:
+            note_committed(exc, txn, version, "during the maintenance after it")
+            raise
+    return tuple(errors)
 
 
 def note_committed(exc: BaseException, txn: StagedTransaction, version: int, when: str) -> None:

@@ -44,6 +44,11 @@ class TableOwner(SnapshotSource, typing.Protocol):
         """Keep ``snapshot`` as the newest known state."""
         ...
 
+    def _after_commit(self, version: int, operation: Operation, partitions: list[dict[str, str | None]]) -> list[str]:
+        """Work the table asks for after a commit of ``operation`` that wrote into ``partitions`` landed as
+        ``version`` (maintenance, when its properties turn it on); returns what failed, never raises."""
+        ...
+
 
 class StagedTransaction(typing.Protocol):
     """A transaction as the commit step sees it (see the module docstring); the members are

@@ -22,7 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -455,6 +455,26 @@ class DeltaTable:
         root = self._table.store.full_path("")
         paths = [os.path.join(root, p) for p in result.files_deleted]
         return arrow_frame(self._spark, pa.table({"path": pa.array(paths, pa.string())}))
+
+    def maintain(self, dryRun: bool = False, actions: Sequence[str] | None = None) -> DataFrame:
+        """What the table's health asks for, done (a deltalog addition; see :mod:`deltalog.maintenance`): compact
+        partitions full of small files and purge heavy deletion vectors with Spark's OPTIMIZE / REORG, checkpoint,
+        clean up expired log files, VACUUM -- each step its own commit; thresholds from the table's
+        ``deltalog.maintenance.*`` properties. ``dryRun`` only plans; ``actions`` limits the steps. One row per
+        step: ``action``, ``reason``, ``numFiles``, ``numBytes``, ``status``, ``version``, ``filesDone``,
+        ``bytesDone``, ``error``.
+
+        Example:
+            >>> DeltaTable.forPath(spark, "/data/events").maintain(dryRun=True).select("action").collect()
+            ... # doctest: +SKIP
+            [Row(action='compact'), Row(action='vacuum')]
+        """
+        from deltalog.spark.layout.maintain import maintain_frame
+
+        if not isinstance(dryRun, bool):
+            raise InvalidArgumentError(f"dryRun needs to be a bool but got '{type(dryRun)}'.",
+                                       table=self._table.location)
+        return maintain_frame(self._spark, self._table, dry_run=dryRun, actions=actions)
 
     def restoreToVersion(self, version: int) -> DataFrame:
         """Restore the table to ``version`` in one commit; returns delta-spark's one-row metrics

@@ -31,6 +31,7 @@ from deltalog.spark.common.core import parse_bool, parse_int, parse_size, sessio
 __all__ = [
     "AUTO_COMPACT_PROPERTY",
     "OPTIMIZE_WRITE_PROPERTY",
+    "after_write",
     "auto_compact",
     "auto_compact_enabled",
     "compact_after",
@@ -154,9 +155,27 @@ def compact_after(spark: Any, txn: Any, result: Any, files: Sequence[Any]) -> No
         >>> compact_after(spark, txn, staged.commit(txn, metrics), staged.data)      # doctest: +SKIP
     """
     metadata = txn.metadata
-    if not files or result.skipped or metadata is None or not auto_compact_enabled(spark, dict(metadata.configuration)):
+    if not files or result.skipped or metadata is None:
         return
-    auto_compact(spark, txn.table, written_partitions(files))
+    after_write(spark, txn.table, dict(metadata.configuration), files)
+
+
+def after_write(spark: Any, location: str, configuration: Mapping[str, str], files: Sequence[Any]) -> None:
+    """What a table asks for after a Spark write committed ``files``: auto compaction
+    (``delta.autoOptimize.autoCompact``), then deltalog's maintenance (``deltalog.maintenance.afterCommit``,
+    :mod:`deltalog.spark.layout.maintain`); neither fails the write.
+
+    Example:
+        >>> after_write(spark, "/data/events", snapshot.metadata.configuration, files)   # doctest: +SKIP
+    """
+    if not files:
+        return
+    partitions = written_partitions(files)
+    if auto_compact_enabled(spark, configuration):
+        auto_compact(spark, location, partitions)
+    from deltalog.spark.layout.maintain import maintain_after_write
+
+    maintain_after_write(spark, location, configuration, partitions)
 
 
 def written_partitions(files: Sequence[Any]) -> list[Mapping[str, Any]]:

@@ -57,7 +57,7 @@ import pyarrow as pa
 
 from deltalog.arrow.write import WritePlan, write_batches
 from deltalog.commands.clustering import CLUSTERING_DOMAIN, PROVIDER, clustering_of
-from deltalog.commands.compact import replan_on_data_change
+from deltalog.commands.compact import deleted_share, replan_on_data_change
 from deltalog.commands.optimize_plan import (
     DEFAULT_MAX_FILE_SIZE,
     Bin,
@@ -470,6 +470,7 @@ def optimize(
     purge: bool = False,
     partitions: Sequence[Mapping[str, Any]] | None = None,
     auto: bool = False,
+    min_deleted_share: float = 0.0,
 ) -> OptimizeResult:
     """Compact the table at ``path`` (or, with ``zorder_by``, Z-order it) in one ``OPTIMIZE`` commit; see
     the module docstring. ``where``: SQL filters on partition columns (AND). ``max_file_size`` /
@@ -484,9 +485,10 @@ def optimize(
     -- are Z-ordered by the clustering columns and written with ``clusteringProvider = "liquid"``;
     ``zorder_by`` is refused there, as in delta-spark.
 
-    ``partitions`` (partition-value maps as the log writes them) limits the files to those partitions and
-    ``auto`` marks the commit as auto compaction (``auto: true``), as :mod:`deltalog.spark.layout.auto_optimize`
-    runs it after a write.
+    ``partitions`` (partition-value maps as the log writes them) limits the files to those partitions,
+    ``min_deleted_share`` limits a purge to the files whose deletion vector deletes at least that share of
+    their rows (``deltalog maintain``), and ``auto`` marks the commit as auto compaction (``auto: true``), as
+    :mod:`deltalog.spark.layout.auto_optimize` runs it after a write.
 
     Example:
         >>> optimize(spark, "/data/t", max_file_size="64m").metrics["numFilesRemoved"]       # doctest: +SKIP
@@ -502,14 +504,14 @@ def optimize(
                                    table=str(path))
     return replan_on_data_change(
         lambda: _optimize_once(spark, path, where, zorder_by, max_file_size, min_file_size, full, started,
-                               purge=purge, partitions=partitions, auto=auto),
+                               purge=purge, partitions=partitions, auto=auto, min_deleted_share=min_deleted_share),
         str(path))
 
 
 def _optimize_once(
     spark: Any, path: str, where: Sequence[str], zorder_by: Sequence[str], max_file_size: int | str | None,
     min_file_size: int | str | None, full: bool, started: int, *, purge: bool = False,
-    partitions: Sequence[Mapping[str, Any]] | None = None, auto: bool = False,
+    partitions: Sequence[Mapping[str, Any]] | None = None, auto: bool = False, min_deleted_share: float = 0.0,
 ) -> OptimizeResult:
     table = open_table(path)
     snap = load_snapshot(table.location)
@@ -526,6 +528,8 @@ def _optimize_once(
         rows = [r for r in rows if r.get("clusteringProvider") != PROVIDER]
     if purge:  # the files with deleted rows only; no file is too small to be left alone (size limit 1 byte)
         rows, small = [r for r in rows if r.get("deletionVector")], 1
+        if min_deleted_share > 0:
+            rows = [r for r in rows if (share := deleted_share(r)) is not None and share >= min_deleted_share]
     bins = plan_zorder(rows, max_file_size=limit) if zorder else plan_compaction(
         rows, max_file_size=limit, min_file_size=small)
     if not bins:

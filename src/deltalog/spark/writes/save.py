@@ -79,13 +79,7 @@ from deltalog.spark.common.conf import (
 )
 from deltalog.spark.common.core import open_table, option_map, parse_bool, parse_int, session_of
 from deltalog.spark.jobs.tasks import TaskSpec, delete_written, run_job, task_error
-from deltalog.spark.layout.auto_optimize import (
-    auto_compact,
-    auto_compact_enabled,
-    optimize_write_enabled,
-    rebalanced,
-    written_partitions,
-)
+from deltalog.spark.layout.auto_optimize import after_write, optimize_write_enabled, rebalanced
 from deltalog.spark.writes.idempotent import session_txn
 from deltalog.spark.writes.native import native_write_ok, write_native
 from deltalog.spark.writes.replace_where import ReplaceWhere, overwrite_where, parse_replace_where
@@ -529,6 +523,6 @@ def write(
 
         with txn.discard_unless_committed(discard):
             result = _commit_files(txn, plan, files, opts)
-    if files and not result.skipped and auto_compact_enabled(spark, configuration):
-        auto_compact(spark, loc, written_partitions(files))
+    if files and not result.skipped:
+        after_write(spark, loc, configuration, files)  # auto compaction and maintenance, when the table asks
     return _result(result, files)
