@@ -127,11 +127,12 @@ class TestDeltaTable:
             "clusterId:string,readVersion:bigint,isolationLevel:string,isBlindAppend:boolean,"
             "operationMetrics:map<string,string>,userMetadata:string,engineInfo:string>")
         assert table.history(1).count() == 1
-        assert table.detail().schema.simpleString() == (
+        assert table.detail().schema.simpleString() == (  # delta-spark's columns, then deltalog's
             "struct<format:string,id:string,name:string,description:string,location:string,createdAt:timestamp,"
             "lastModified:timestamp,partitionColumns:array<string>,clusteringColumns:array<string>,"
             "numFiles:bigint,sizeInBytes:bigint,properties:map<string,string>,minReaderVersion:int,"
-            "minWriterVersion:int,tableFeatures:array<string>>")
+            "minWriterVersion:int,tableFeatures:array<string>,numRecords:bigint,numDeletedRecords:bigint,"
+            "numFilesWithDeletionVectors:bigint,numSmallFiles:bigint,commitsSinceCheckpoint:bigint>")
         assert table.vacuum().schema.simpleString() == "struct<>"
         assert table.vacuum(dryRun=True).schema.simpleString() == "struct<path:string>"
         restored = table.restoreToVersion(0)

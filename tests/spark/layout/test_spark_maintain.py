@@ -1,5 +1,6 @@
 """``DeltaTable.maintain()`` on the Spark engine: the kernel's plan, compaction and purge through Spark's
-OPTIMIZE / REORG, and maintenance after a Spark write (``deltalog.maintenance.afterCommit``)."""
+OPTIMIZE / REORG, maintenance after a Spark write (``deltalog.maintenance.afterCommit``), and the health columns
+``detail()`` / ``DESCRIBE DETAIL`` add after delta-spark's."""
 
 from __future__ import annotations
 
@@ -32,6 +33,10 @@ def test_maintain_plans_and_runs_with_spark(spark: Any, tmp_path: Path) -> None:
     before = rows(spark.read.format("delta").load(path))
     assert len(before) == 215
     table = DeltaTable.forPath(spark, path)
+    detail = table.detail().first()
+    assert (detail.numFiles, detail.numRecords, detail.numDeletedRecords, detail.numFilesWithDeletionVectors,
+            detail.numSmallFiles, detail.commitsSinceCheckpoint) == (6, 215, 90, 1, 6, 7)
+    assert spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first().numRecords == 215
     plan = table.maintain(dryRun=True).collect()
     assert [(r.action, r.numFiles, r.status) for r in plan] == [("compact", 5, "planned"), ("purge", 1, "planned")]
     assert deltalog.Table(path).latest_version() == 6
@@ -44,6 +49,9 @@ def test_maintain_plans_and_runs_with_spark(spark: Any, tmp_path: Path) -> None:
     health = deltalog.Table(path).health()
     assert (health.num_files, health.dv_files, health.num_deleted_rows) == (2, 0, 0)
     assert table.maintain(dryRun=True).count() == 0
+    after = table.detail().first()
+    assert (after.numFiles, after.numRecords, after.numDeletedRecords, after.numFilesWithDeletionVectors) == (
+        2, 215, 0, 0)
     with pytest.raises(InvalidArgumentError, match="dryRun needs to be a bool"):
         table.maintain(dryRun="yes")  # type: ignore[arg-type]
 

@@ -385,7 +385,9 @@ class DeltaTable:
 
     def detail(self) -> DataFrame:
         """One row describing the table: format, id, location, createdAt, lastModified,
-        partitionColumns, numFiles, sizeInBytes, properties, protocol versions and tableFeatures.
+        partitionColumns, numFiles, sizeInBytes, properties, protocol versions and tableFeatures, as delta-spark's;
+        then deltalog's numRecords, numDeletedRecords, numFilesWithDeletionVectors, numSmallFiles and
+        commitsSinceCheckpoint, from the log alone (see :data:`deltalog.spark.catalog.detail.DETAIL_SCHEMA`).
 
         Example:
             >>> DeltaTable.forPath(spark, "/data/events").detail().first().numFiles  # doctest: +SKIP
@@ -419,6 +421,7 @@ class DeltaTable:
             "minReaderVersion": snap.protocol.minReaderVersion,
             "minWriterVersion": snap.protocol.minWriterVersion,
             "tableFeatures": features,
+            **_health_columns(snap),
         }
         return detail_frame(self._spark, row)
 
@@ -707,3 +710,17 @@ def _names_a_table(target: str) -> bool:
         (True, False, False)
     """
     return not any(c in target for c in "/\\:")
+
+
+def _health_columns(snap: Any) -> dict[str, Any]:
+    """``DESCRIBE DETAIL``'s deltalog columns, from the table's health (its log alone)."""
+    from deltalog.health import table_health
+
+    h = table_health(snap, history_depth=0)
+    return {
+        "numRecords": h.num_rows if not h.files_without_stats else None,
+        "numDeletedRecords": h.num_deleted_rows,
+        "numFilesWithDeletionVectors": h.dv_files,
+        "numSmallFiles": h.num_small_files,
+        "commitsSinceCheckpoint": h.commits_since_checkpoint,
+    }

@@ -22,9 +22,12 @@ import pyarrow as pa
 
 from deltalog.spark.catalog.entries import CatalogEntry, raw_sql
 
-__all__ = ["DETAIL_SCHEMA", "detail_frame", "location_uri", "non_delta_detail"]
+__all__ = ["DELTA_SPARK_COLUMNS", "DETAIL_SCHEMA", "detail_frame", "location_uri", "non_delta_detail"]
 
-#: delta-spark's ``DESCRIBE DETAIL`` columns, in its order.
+#: delta-spark's ``DESCRIBE DETAIL`` columns, in its order, then deltalog's: ``numRecords`` (live rows: the files'
+#: ``numRecords`` less the rows deletion vectors delete; null when a file has no statistics), ``numDeletedRecords``,
+#: ``numFilesWithDeletionVectors``, ``numSmallFiles`` (below a quarter of the target file size, as
+#: ``Table.health()`` counts them) and ``commitsSinceCheckpoint``.
 DETAIL_SCHEMA = pa.schema(
     [
         ("format", pa.string()),
@@ -42,8 +45,16 @@ DETAIL_SCHEMA = pa.schema(
         ("minReaderVersion", pa.int32()),
         ("minWriterVersion", pa.int32()),
         ("tableFeatures", pa.list_(pa.string())),
+        # deltalog's, after delta-spark's: from the log alone (deltalog.health), null for a non-Delta table
+        ("numRecords", pa.int64()),
+        ("numDeletedRecords", pa.int64()),
+        ("numFilesWithDeletionVectors", pa.int64()),
+        ("numSmallFiles", pa.int64()),
+        ("commitsSinceCheckpoint", pa.int64()),
     ]
 )
+#: How many of :data:`DETAIL_SCHEMA`'s columns are delta-spark's (the rest are deltalog's additions).
+DELTA_SPARK_COLUMNS = 15
 
 _CREATED_FORMAT = "%a %b %d %H:%M:%S %Y"  # java.util.Date.toString without its zone, as DESCRIBE EXTENDED shows it
 
