@@ -2,7 +2,8 @@
 
     python bench/maintain_dv.py [--rows 5000000] [--files 16] [--repeat 3] [--quick] [--results-dir DIR]
 
-Two copies of one table (``id``, ``k``, ``v``, ``s``; ``--rows`` rows in ``--files`` files), one with
+Two copies of one table (``id``, ``k``, ``v``, ``s``; ``--rows`` rows in ``--files`` files, ``delta.targetFileSize``
+4 MiB so that the files of the default size are not small and ``maintain`` purges rather than compacts), one with
 ``delta.enableDeletionVectors=true``. Both get ``DELETE WHERE id % 20 = 7``: 5% of the rows, spread over every
 file, so the merge-on-read copy has a deletion vector on every file and the copy-on-write copy was rewritten.
 Then full scans that materialise every column of every row (Spark's ``noop`` sink), alternating after one
@@ -52,8 +53,11 @@ def main(argv: list[str] | None = None) -> int:
             F.concat(F.lit("s"), (F.col("id") % 1000).cast("string")).alias("s"),
         )
         paths = {"dv": str(work / "dv"), "cow": str(work / "cow")}
-        write(df, paths["dv"], **{"delta.enableDeletionVectors": "true"})
-        write(df, paths["cow"])
+        # a 4 MiB target file size, so that the files (~4 MB each at the default size) are not "small" (below a
+        # quarter of the target) and maintain purges them file by file rather than compacting them all into one
+        target = {"delta.targetFileSize": str(4 << 20)}
+        write(df, paths["dv"], **{"delta.enableDeletionVectors": "true", **target})
+        write(df, paths["cow"], **target)
         for path in paths.values():
             DeltaTable.forPath(spark, path).delete(CONDITION)
         health = deltalog.Table(paths["dv"]).health()
