@@ -7,13 +7,12 @@ PY := $(VENV)/bin/python
 
 .PHONY: demo demo-s3 spark-versions test test-property test-faults lint typecheck conformance bench docs clean
 
-# pip byte-compiles what it installs on one core (about a minute for pyspark, pandas and the rest); compileall
-# does the same work on every core.
+# uv (from PyPI, into the venv) installs and byte-compiles the packages with parallel downloads and workers:
+# about 70 s on a fresh machine, against 120 s for pip's install and a compileall after it.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --no-compile -e '.[test,spark]'
-	$(PY) -m compileall -q -j0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+	$(PY) -m pip install -q --disable-pip-version-check uv
+	$(VENV)/bin/uv pip install -q --python $(PY) --compile-bytecode -e '.[test,spark]'
 	touch $@
 
 # azurite (Azure's blob emulator, from npm) for the object-store tests; moto comes with the test extras.
@@ -88,7 +87,7 @@ test:
 	$(PY) scripts/spark_lanes.py check --reports "$$tmp/lanes"; versions=$$?; rm -rf "$$tmp"; \
 	test $$spark -eq 0 -a $$kernel -eq 0 -a $$typecheck -eq 0 -a $$lanes -eq 0 -a $$versions -eq 0
 
-# The row-level concurrency property test with 3,000 examples (make test runs 150).
+# The row-level concurrency property test with 3,000 examples (make test runs 80).
 test-property: $(VENV)/.installed
 	DELTALOG_STRICT=1 DELTALOG_PROPERTY_EXAMPLES=3000 $(PY) -m pytest -q -p no:cacheprovider tests/unit/test_row_concurrency_property.py
 

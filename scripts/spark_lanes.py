@@ -2,10 +2,11 @@
 version table built from what they found.
 
 Each lane other than the project venv's own PySpark is a directory of packages (that PySpark and what it
-pins: py4j, and pandas < 3 for 3.5) installed once with ``pip install --target`` into a cache outside the
-checkout (``$DELTALOG_LANES_CACHE``, else ``~/.cache/deltalog/spark-lanes``) and reused by every later run and
-clone on the machine. A lane runs the project venv's Python with that directory first on ``PYTHONPATH``, so
-it sees deltalog and the test tools of the venv but its own PySpark; Spark's Python workers inherit the path.
+pins: py4j, and pandas < 3 for 3.5) installed once with ``uv pip install --target`` (pip's when the venv has no
+uv) into a cache outside the checkout (``$DELTALOG_LANES_CACHE``, else ``~/.cache/deltalog/spark-lanes``) and
+reused by every later run and clone on the machine. A lane runs the project venv's Python with that directory
+first on ``PYTHONPATH``, so it sees deltalog and the test tools of the venv but its own PySpark; Spark's Python
+workers inherit the path.
 
     python scripts/spark_lanes.py run --reports DIR     set up what is missing, run every lane, write DIR/<version>.json
     python scripts/spark_lanes.py table --reports DIR   rewrite the version table in README.md and docs/compatibility.md
@@ -66,8 +67,11 @@ def set_up(requirements: list[str]) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check",
-                           "--target", str(partial), *requirements], capture_output=True, text=True)
+    uv = Path(sys.executable).with_name("uv")  # make test installs it in the venv: parallel downloads
+    command = ([str(uv), "pip", "install", "-q", "--python", sys.executable, "--target", str(partial)] if uv.exists()
+               else [sys.executable, "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check",
+                     "--target", str(partial)])
+    done = subprocess.run([*command, *requirements], capture_output=True, text=True)
     if done.returncode != 0:
         shutil.rmtree(partial, ignore_errors=True)
         raise RuntimeError(f"pip could not install {' '.join(requirements)} for a Spark lane:\n{done.stderr[-3000:]}")

@@ -26,7 +26,7 @@ import deltalog
 from deltalog.errors import ConcurrentModificationException
 from deltalog.txn.transaction import Transaction
 
-EXAMPLES = int(os.environ.get("DELTALOG_PROPERTY_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("DELTALOG_PROPERTY_EXAMPLES", "80"))
 ROWS_PER_FILE = 12
 
 

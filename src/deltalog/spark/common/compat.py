@@ -45,8 +45,8 @@ from deltalog.errors import DeltaError
 __all__ = [
     "CLUSTER_BY_WRITER", "COLUMN_NODES", "DATAFRAME_MODULES", "EXCEPTION_MIXINS", "PARQUET_TYPE_WIDENING",
     "PARQUET_VOID", "PYSPARK", "PYSPARK_VERSION", "PYTHON_DATA_SOURCES", "STREAM_READ_LIMITS", "SUPPORTED",
-    "UnsupportedSparkVersionError", "ansi_cast", "create_table_entry", "frame_from_arrow", "init_exception",
-    "jvm_dataset", "rebalance", "require", "session_conf", "to_arrow", "try_cast", "use_cached_data",
+    "UnsupportedSparkVersionError", "ansi_cast", "arrow_schema_utc", "create_table_entry", "frame_from_arrow",
+    "init_exception", "jvm_dataset", "rebalance", "require", "session_conf", "to_arrow", "try_cast", "use_cached_data",
 ]
 
 #: The PySpark release running, as installed (``"4.3.0"``).
@@ -245,6 +245,24 @@ def to_arrow(df: Any) -> pa.Table:
     schema = to_arrow_schema(df.schema)
     batches = df._collect_as_arrow()
     return pa.Table.from_batches(batches).cast(schema) if batches else schema.empty_table()
+
+
+def arrow_schema_utc(struct: Any) -> pa.Schema:
+    """The Spark ``StructType`` ``struct`` as the Arrow schema Spark wants a Python source's batches in, timestamps
+    in UTC: ``to_arrow_schema`` takes the zone as ``timezone=`` from 4.2 on and has UTC as its default before
+    (its parameter is looked for, so a release that moves it again is caught here).
+
+    Example:
+        >>> arrow_schema_utc(StructType.fromJson({"type": "struct", "fields": []}))      # doctest: +SKIP
+        <BLANKLINE>
+    """
+    import inspect
+
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(struct, timezone="UTC")
+    return to_arrow_schema(struct)
 
 
 def try_cast(column: Any, data_type: Any) -> Any:

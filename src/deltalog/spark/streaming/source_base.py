@@ -298,22 +298,17 @@ def _read_changes(snap: Snapshot, f: IndexedFile) -> pa.Table:
 
 def arrow_schema(schema_json: str) -> pa.Schema:
     """The Spark schema ``schema_json`` as the Arrow schema Spark expects a Python source's batches in (timestamps
-    in UTC). PySpark's ``to_arrow_schema`` takes the zone as ``timezone=`` in newer releases and has UTC as its
-    default (``timestamp_utc=True``) in 4.0 and 4.1: the parameter is looked for, not the version.
+    in UTC; :func:`deltalog.spark.common.compat.arrow_schema_utc` knows how each PySpark says so).
 
     Example:
         >>> arrow_schema('{"type":"struct","fields":[{"name":"t","type":"timestamp","nullable":true,"metadata":{}}]}')
         t: timestamp[us, tz=UTC]
     """
-    import inspect
-
-    from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType as SparkStruct
 
-    struct = SparkStruct.fromJson(json.loads(schema_json))
-    if "timezone" in inspect.signature(to_arrow_schema).parameters:
-        return to_arrow_schema(struct, timezone="UTC")
-    return to_arrow_schema(struct)
+    from deltalog.spark.common.compat import arrow_schema_utc
+
+    return arrow_schema_utc(SparkStruct.fromJson(json.loads(schema_json)))
 
 
 def read_files(context: _Context, files: Sequence[IndexedFile]) -> Iterator[pa.RecordBatch]:
