@@ -1,9 +1,9 @@
 """The Spark benchmarks of issue 15 run end to end at tiny sizes: scans over
 many files (``bench/scan_planning.py``), MERGE / DELETE / UPDATE / OPTIMIZE against hand-written jobs and
-delta-rs (``bench/spark_dml.py``), and DELETE with deletion vectors plus the scans after it
-(``bench/dml_dv.py``). They record what the issue counts -- no status/list call per data file in deltalog's
-planning, only the matching files read by a selective scan, the rows each command changed -- and the report
-renders them. Times are never asserted."""
+delta-rs (``bench/spark_dml.py``), DELETE with deletion vectors plus the scans after it (``bench/dml_dv.py``),
+and the scans before and after ``maintain`` (``bench/maintain_dv.py``). They record what the issue counts -- no
+status/list call per data file in deltalog's planning, only the matching files read by a selective scan, the
+rows each command changed -- and the report renders them. Times are never asserted."""
 
 from __future__ import annotations
 
@@ -27,10 +27,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SCANS = textwrap.dedent('''
     import sys
     sys.path.insert(0, sys.argv[1])
-    import dml_dv, scan_planning
+    import dml_dv, maintain_dv, scan_planning
     common = ["--quick", "--results-dir", sys.argv[2], "--data-dir", sys.argv[3]]
     assert scan_planning.main([*common, "--files", "20", "60"]) == 0
     assert dml_dv.main([*common, "--rows", "40000", "--files", "4"]) == 0
+    assert maintain_dv.main([*common, "--rows", "40000", "--files", "4"]) == 0
 ''')
 
 
@@ -73,6 +74,9 @@ def test_spark_scan_benchmarks_quick(tmp_path: Path) -> None:
     dml_dv = _result(results, "dml-dv")["extra"]
     assert isinstance(dml_dv, dict)
     assert dml_dv["deleted_rows"] == 400 and dml_dv["files_with_deletion_vector"] == 4
+    maintained = _result(results, "scan-dv-after-maintain")["extra"]
+    assert isinstance(maintained, dict) and maintained["rows"] == 38000 and maintained["steps"]
+    _result(results, "scan-dv-before-maintain")
     text = _report(results, env, tmp_path)
     assert "| 60 |" in text and (tmp_path / "performance_scan_files.png").exists()
     assert "spark-scan-dv-one" in text
