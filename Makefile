@@ -24,7 +24,8 @@ $(AZURITE):
 # (tests/health/test_health_report_browser.py); installed with apt-get when missing (about half a minute).
 CHROMIUM := /usr/bin/chromium
 $(CHROMIUM):
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium > /dev/null
+	$$( [ "$$(id -u)" = 0 ] || echo sudo ) sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends chromium > /dev/null'
 
 # A class-data-sharing archive of Spark's start-up classes for the JVMs the tests start (scripts/spark_cds.py:
 # about half of a short-lived JVM's start-up CPU; tests/conftest.py passes it on, and a JVM started before
