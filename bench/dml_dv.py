@@ -41,7 +41,6 @@ CONDITION = "id % 100 = 7"
 def main(argv: list[str] | None = None) -> int:
     args, rows, nfiles, repeat = harness.sized_args(
         __doc__, argv, rows=(10_000_000, 200_000), files=(16, 4), repeat=(3, 1))
-    from pyspark.sql import functions as F
 
     import deltalog
     from deltalog.spark import DeltaTable, read, write
@@ -50,12 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     args.data_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="dml-dv-", dir=args.data_dir))
     try:
-        df = spark.range(0, rows, numPartitions=nfiles).select(
-            F.col("id"),
-            (F.col("id") % 97).cast("int").alias("k"),
-            (F.rand(3) * 1000).alias("v"),
-            F.concat(F.lit("s"), (F.col("id") % 1000).cast("string")).alias("s"),
-        )
+        df = generated_rows(spark, rows, nfiles)
         paths = {"dv": str(work / "dv"), "cow": str(work / "cow")}
         write(df, paths["dv"], **{"delta.enableDeletionVectors": "true"})
         write(df, paths["cow"])
@@ -145,6 +139,18 @@ def main(argv: list[str] | None = None) -> int:
                     deltalog_runs=dv_runs, anchor_runs=plain_runs, params=params, quick=args.quick),
              harness.results_dir_for(args))
     return 0
+
+
+def generated_rows(spark: Any, rows: int, nfiles: int) -> Any:
+    """The benchmark's rows (``id``, ``k``, ``v``, ``s``) in ``nfiles`` Spark partitions (a file each)."""
+    from pyspark.sql import functions as F
+
+    return spark.range(0, rows, numPartitions=nfiles).select(
+        F.col("id"),
+        (F.col("id") % 97).cast("int").alias("k"),
+        (F.rand(3) * 1000).alias("v"),
+        F.concat(F.lit("s"), (F.col("id") % 1000).cast("string")).alias("s"),
+    )
 
 
 def _full_scan(df: Any) -> float:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import harness  # puts src/ on sys.path when deltalog is not installed
-from dml_dv import _alternate, _full_scan
+from dml_dv import _alternate, _full_scan, generated_rows
 from harness import Result, save
 
 CONDITION = "id % 20 = 7"
@@ -37,7 +37,6 @@ CONDITION = "id % 20 = 7"
 def main(argv: list[str] | None = None) -> int:
     args, rows, nfiles, repeat = harness.sized_args(
         __doc__, argv, rows=(5_000_000, 200_000), files=(16, 4), repeat=(3, 1))
-    from pyspark.sql import functions as F
 
     import deltalog
     from deltalog.spark import DeltaTable, read, write
@@ -46,12 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     args.data_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="maintain-dv-", dir=args.data_dir))
     try:
-        df = spark.range(0, rows, numPartitions=nfiles).select(
-            F.col("id"),
-            (F.col("id") % 97).cast("int").alias("k"),
-            (F.rand(3) * 1000).alias("v"),
-            F.concat(F.lit("s"), (F.col("id") % 1000).cast("string")).alias("s"),
-        )
+        df = generated_rows(spark, rows, nfiles)
         paths = {"dv": str(work / "dv"), "cow": str(work / "cow")}
         # a 4 MiB target file size, so that the files (~4 MB each at the default size) are not "small" (below a
         # quarter of the target) and maintain purges them file by file rather than compacting them all into one

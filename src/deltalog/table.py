@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from deltalog.health.model import TableHealth
     from deltalog.log.checkpoint_writer import CheckpointResult
     from deltalog.maintenance import MaintenancePolicy, MaintenanceResult, MaintenanceStep
+    from deltalog.protocol.actions import Add
     from deltalog.protocol.schema import StructField
     from deltalog.txn.operations import Operation
     from deltalog.txn.transaction import CommitResult, Transaction
@@ -111,7 +112,7 @@ class Table:
         self._latest = latest
         return latest
 
-    def _after_commit(self, version: int, operation: Operation, partitions: list[dict[str, str | None]]) -> list[str]:
+    def _after_commit(self, version: int, operation: Operation, adds: list[Add]) -> list[str]:
         """After a data-changing commit of this table's: the maintenance its ``deltalog.maintenance.afterCommit``
         property asks for (:mod:`deltalog.maintenance.after_commit`); never raises."""
         snap = self._latest
@@ -121,7 +122,7 @@ class Table:
             return []
         from deltalog.maintenance.after_commit import maintain_after_commit
 
-        return maintain_after_commit(self, partitions)
+        return maintain_after_commit(self, [dict(a.partitionValues or {}) for a in adds])  # only when it is on
 
     def _remember(self, snapshot: Snapshot) -> None:
         """Cache ``snapshot`` as the latest known state (a writer's own commit), if it is newer."""

@@ -19,36 +19,12 @@ from deltalog.log.crc import crc_path
 from deltalog.log.histograms import FILE_SIZE_BIN_BOUNDARIES, FileSizeHistogram
 from deltalog.log.stats_parsed import parse_stats
 from deltalog.storage import InMemoryLogStore, store_for
+from recording_store import CountingStore
 
 T0 = 1_700_000_000_000
 HOUR = 3_600_000
 DAY = 24 * HOUR
 SMALL = 2_000  # bytes: the one-row files are below it, the 3,000-row file above
-
-
-class CountingStore:
-    """A store that records every path read (whole or in part)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.read_paths: list[str] = []
-
-    def read(self, path: str) -> bytes:
-        self.read_paths.append(path)
-        data: bytes = self.inner.read(path)
-        return data
-
-    def read_range(self, path: str, offset: int, length: int) -> bytes:
-        self.read_paths.append(path)
-        data: bytes = self.inner.read_range(path, offset, length)
-        return data
-
-    def open_input(self, path: str, **kw: Any) -> Any:
-        self.read_paths.append(path)
-        return self.inner.open_input(path, **kw)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def _rows(ids: range, part: str) -> pa.Table:

@@ -8,7 +8,6 @@ import bisect
 import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -19,6 +18,7 @@ from deltalog.health.report_html import DEFAULT_MAX_PARTITIONS, html_report, ren
 from deltalog.health.svg_charts import format_bytes
 from deltalog.log.histograms import FileSizeHistogram
 from html_dom import Node, parse
+from recording_store import CountingStore
 
 T0 = 1_714_550_400_000  # 2024-05-01 08:00:00 UTC
 HOUR = 3_600_000
@@ -125,36 +125,11 @@ def test_the_read_budget_and_removes_without_a_size(orders: Path, tmp_path: Path
     assert series.points[8].num_bytes == _totals(orders, 8)[1]
 
 
-class ReadRecorder:
-    """A store that records every path read, whole or in part."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.read_paths: list[str] = []
-
-    def read(self, path: str) -> bytes:
-        self.read_paths.append(path)
-        data: bytes = self.inner.read(path)
-        return data
-
-    def read_range(self, path: str, offset: int, length: int) -> bytes:
-        self.read_paths.append(path)
-        data: bytes = self.inner.read_range(path, offset, length)
-        return data
-
-    def open_input(self, path: str, **kw: Any) -> Any:
-        self.read_paths.append(path)
-        return self.inner.open_input(path, **kw)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def test_no_data_file_is_read_for_the_report(orders: Path, tmp_path: Path) -> None:
     from deltalog.storage import store_for
 
     for table in (orders, _without_crc(orders, tmp_path / "bare")):
-        store = ReadRecorder(store_for(str(table)))
+        store = CountingStore(store_for(str(table)))
         page = html_report(deltalog.Table(table, store=store).snapshot())  # type: ignore[arg-type]
         assert page.count('class="pt') == 18
         assert store.read_paths and all(p.startswith("_delta_log/") for p in store.read_paths)

@@ -284,8 +284,7 @@ def after_commit(txn: StagedTransaction, version: int, payload: bytes) -> tuple[
     errors = list(report.errors)
     if txn._owner is not None and txn.operation.changes_data:  # maintenance's own commits change no data
         try:
-            partitions = [dict(a.partitionValues or {}) for a in txn._adds]
-            errors.extend(txn._owner._after_commit(version, txn.operation, partitions))
+            errors.extend(txn._owner._after_commit(version, txn.operation, txn._adds))
         except BaseException as exc:
             note_committed(exc, txn, version, "during the maintenance after it")
             raise

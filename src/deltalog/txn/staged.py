@@ -44,9 +44,9 @@ class TableOwner(SnapshotSource, typing.Protocol):
         """Keep ``snapshot`` as the newest known state."""
         ...
 
-    def _after_commit(self, version: int, operation: Operation, partitions: list[dict[str, str | None]]) -> list[str]:
-        """Work the table asks for after a commit of ``operation`` that wrote into ``partitions`` landed as
-        ``version`` (maintenance, when its properties turn it on); returns what failed, never raises."""
+    def _after_commit(self, version: int, operation: Operation, adds: list[Add]) -> list[str]:
+        """Work the table asks for after a commit of ``operation`` that added ``adds`` landed as ``version``
+        (maintenance, when its properties turn it on); returns what failed, never raises."""
         ...
 
 
