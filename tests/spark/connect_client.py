@@ -76,8 +76,10 @@ def main(url: str, work: str, dv_table: str) -> None:
     spark.range(7).write.format("delta").save(f"{work}/flat")
     facts["flat"] = spark.read.format("delta").load(f"{work}/flat").count()
     facts["flat_writer"] = str(pq.read_metadata(next(glob.iglob(f"{work}/flat/*.parquet"))).created_by)
-    built = (DeltaTable.create(spark).location(f"{work}/built").addColumn("id", "bigint", nullable=False)
+    built = (DeltaTable.create(spark).location(f"{work}/built")
+             .addColumn("id", "bigint", nullable=False, comment="key")
              .addColumn("day", "date").partitionedBy("day").execute())
+    facts["read_schema"] = [[f.name, f.nullable, dict(f.metadata)] for f in built.toDF().schema.fields]
     built.upgradeTableProtocol(1, 3)
     snap = deltalog.Table(f"{work}/built").snapshot()
     facts["built"] = [snap.schema.field_names, list(snap.partition_columns), snap.protocol.minWriterVersion]

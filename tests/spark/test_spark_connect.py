@@ -124,6 +124,9 @@ def test_format_delta_over_spark_connect(connect_url: str, shipped: Path, tmp_pa
     assert "CHECK constraint small" in str(facts["constraint"]) and facts["constraint_version"] == 0
     assert facts["flat"] == 7 and "parquet-mr" in str(facts["flat_writer"])
     assert facts["built"] == [["id", "day"], ["day"], 3]
+    # the comment comes through; NOT NULL does not: the server's parquet reader makes every column nullable
+    # (docs/porting.md, "Read DataFrames")
+    assert facts["read_schema"] == [["id", True, {"comment": "key"}], ["day", True, {}]]
 
 
 def test_sql_and_catalog_tables_over_spark_connect(connect_url: str, shipped: Path, tmp_path: Path) -> None:

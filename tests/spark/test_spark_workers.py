@@ -1,6 +1,7 @@
 """Sessions as users start them. The Python Spark's workers run: a program started as ``.venv/bin/python
 job.py`` without the venv on ``PATH`` (whose ``python3`` cannot import deltalog) works in local mode --
-through ``configure(builder)`` and through ``register(spark)`` of a session built without it -- and an
+through ``configure(builder)`` and for a session built before ``import deltalog.spark`` (which registers it,
+with no ``register(spark)``) -- and an
 interpreter the user chose is kept, its failure to import deltalog told in deltalog's words (what a cluster
 whose executors lack deltalog sees). And the session a configured builder makes has Delta's SQL too, with no
 ``register(spark)``, as delta-spark's ``configure_spark_with_delta_pip`` session has."""
@@ -21,14 +22,16 @@ from deltalog.spark.common.workers import is_local_master, use_driver_python_for
 PROGRAM = """
 import sys
 from pyspark.sql import SparkSession
-from deltalog.spark import DeltaTable, configure, register
 
 how, path = sys.argv[1], sys.argv[2]
 builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
 if how == "configure":
+    from deltalog.spark import DeltaTable, configure
+
     spark = configure(builder).getOrCreate()
-else:
-    spark = register(builder.getOrCreate())
+else:  # a session built before deltalog.spark is imported, and no register(spark): the import registers it
+    spark = builder.getOrCreate()
+    from deltalog.spark import DeltaTable
 rows = spark.createDataFrame([(i, i % 2) for i in range(10)], "id long, p long")
 try:
     rows.write.format("delta").partitionBy("p").save(path)  # Arrow tasks in Python workers
@@ -67,7 +70,7 @@ def _run(tmp: Path, how: str, **env: str) -> str:
 
 @pytest.mark.spark
 @pytest.mark.own_jvm
-@pytest.mark.parametrize("how", ["configure", "register"])
+@pytest.mark.parametrize("how", ["configure", "before"])
 def test_local_workers_run_the_drivers_interpreter(tmp_path: Path, how: str) -> None:
     fake = _fake_python(tmp_path / "bin", "ModuleNotFoundError: No module named 'pyarrow'")
     path = f"{fake.parent}{os.pathsep}{os.environ.get('PATH', '')}"  # python3 on PATH cannot be a worker

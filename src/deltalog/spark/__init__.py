@@ -44,6 +44,24 @@ for _cls in (DeltaTable, DeltaTableBuilder, TableBuilder, DeltaColumnBuilder, De
 read = spark_errors(_read)
 write = spark_errors(_write)
 
+
+def _register_running_session() -> None:
+    """A session built before ``import deltalog.spark`` (a program that set up Spark first, or a notebook's
+    ``spark``) gets the whole of Delta -- ``format("delta")``, Delta's SQL, its workers' interpreter -- as if
+    :func:`register` had been called on it; a session built later needs :func:`configure` on its builder (or
+    ``register``). Nothing happens where no session runs (a Spark worker, a program that builds one later)."""
+    from pyspark.sql import SparkSession
+
+    try:
+        running = SparkSession.getActiveSession()
+    except Exception:  # a Connect client without its packages, a stopped context: nothing to register
+        return
+    if running is not None:
+        register(running)
+
+
+_register_running_session()
+
 __all__ = [
     "DeltaColumnBuilder",
     "DeltaMergeBuilder",

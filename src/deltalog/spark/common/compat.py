@@ -4,8 +4,8 @@ This is the only module of ``deltalog.spark`` that looks at ``pyspark.__version_
 :data:`PYSPARK` (the running ``(major, minor)``), the feature flags below, and the helpers that paper over an
 API a version lacks or spells differently (:func:`frame_from_arrow`, :func:`to_arrow`, :func:`try_cast`,
 :func:`ansi_cast`, :func:`rebalance`, :func:`init_exception`, :func:`create_table_entry`, :func:`jvm_dataset`,
-:func:`use_cached_data`, :func:`session_conf`, :data:`EXCEPTION_MIXINS`, :data:`DATAFRAME_MODULES`,
-:data:`COLUMN_NODES`).
+:func:`use_cached_data`, :func:`session_conf`, :func:`with_relation_schema`, :data:`EXCEPTION_MIXINS`,
+:data:`DATAFRAME_MODULES`, :data:`COLUMN_NODES`).
 A feature a version cannot have is refused through :func:`require`, whose error names the running version and
 the one to upgrade to -- never a raw ``TypeError`` or ``AttributeError`` from deep inside.
 
@@ -23,6 +23,8 @@ Supported: Spark 3.5 (LTS), 4.0, 4.1, 4.2 and 4.3 (:data:`SUPPORTED`). What each
 - up to 4.1: ``CacheManager.useCachedData`` takes the plan only (:func:`use_cached_data`).
 - 4.0 and 4.1: the Python streaming source has ``latestOffset()`` without a start offset or read limit
   (``pyspark.sql.streaming.datasource`` arrives in 4.2), so the source applies its own admission limits.
+- up to 4.1: no geometry / geography columns (``GeometryType`` arrives in 4.1, Spark's parquet reader and writer
+  take it from 4.2): tables with them are refused by :func:`require_geospatial`.
 
 May import: pyspark, pyarrow, :mod:`deltalog.errors`.
 
@@ -43,10 +45,12 @@ import pyarrow as pa
 from deltalog.errors import DeltaError
 
 __all__ = [
-    "CLUSTER_BY_WRITER", "COLUMN_NODES", "DATAFRAME_MODULES", "EXCEPTION_MIXINS", "PARQUET_TYPE_WIDENING",
-    "PARQUET_VOID", "PYSPARK", "PYSPARK_VERSION", "PYTHON_DATA_SOURCES", "STREAM_READ_LIMITS", "SUPPORTED",
-    "UnsupportedSparkVersionError", "ansi_cast", "arrow_schema_utc", "create_table_entry", "frame_from_arrow",
-    "init_exception", "jvm_dataset", "rebalance", "require", "session_conf", "to_arrow", "try_cast", "use_cached_data",
+    "CLUSTER_BY_WRITER", "COLUMN_NODES", "DATAFRAME_MODULES", "EXCEPTION_MIXINS", "GEOSPATIAL",
+    "PARQUET_TYPE_WIDENING", "PARQUET_VOID", "PYSPARK", "PYSPARK_VERSION", "PYTHON_DATA_SOURCES", "STREAM_READ_LIMITS",
+    "SUPPORTED", "UnsupportedSparkVersionError", "ansi_cast", "arrow_schema_utc", "create_table_entry",
+    "frame_from_arrow", "init_exception", "jvm_dataset", "rebalance", "require", "require_geospatial", "session_conf",
+    "to_arrow", "try_cast", "use_cached_data",
+    "with_relation_schema",
 ]
 
 #: The PySpark release running, as installed (``"4.3.0"``).
@@ -77,6 +81,8 @@ PYTHON_DATA_SOURCES: bool = PYSPARK >= (4, 0)
 STREAM_READ_LIMITS: bool = PYSPARK >= (4, 2)
 #: ``DataFrameWriter.clusterBy`` and ``DataFrameWriterV2.clusterBy`` exist.
 CLUSTER_BY_WRITER: bool = PYSPARK >= (4, 0)
+#: ``GeometryType`` / ``GeographyType`` columns that Spark's parquet reader and writer take.
+GEOSPATIAL: bool = PYSPARK >= (4, 2)
 #: Spark's parquet writer takes ``void`` (``NullType``) columns (3.5 refuses them when it plans the write).
 PARQUET_VOID: bool = PYSPARK >= (4, 0)
 #: Spark's parquet scan reads a file's narrower type as the widened one of the read schema (Delta type widening).
@@ -116,6 +122,21 @@ def require(needs: tuple[int, int], feature: str, how: str = "", instead: str = 
     """
     if needs > PYSPARK:
         raise UnsupportedSparkVersionError(feature, needs, how, instead)
+
+
+def require_geospatial(column: str, type_name: str) -> None:
+    """Refuse a ``geometry`` / ``geography`` column (named, with its Delta type) unless the running Spark reads
+    and writes such columns (:data:`GEOSPATIAL`).
+
+    Example:
+        >>> require_geospatial("g", "geometry(OGC:CRS84)")                              # doctest: +SKIP
+    """
+    if not GEOSPATIAL:
+        raise UnsupportedSparkVersionError(
+            f"the {type_name} column {column!r}", (4, 2),
+            "has no geometry and geography types its parquet reader and writer take (the types arrive in 4.1, "
+            "their parquet support in 4.2)", "the kernel reads the table with its geospatial values as WKB: "
+            "deltalog.Table(path).snapshot().to_arrow()")
 
 
 def init_exception(exc: BaseException, message: str, condition: str | None) -> None:
@@ -374,6 +395,48 @@ def jvm_dataset(jvm: Any) -> Any:
     """
     sql = jvm.org.apache.spark.sql
     return sql.classic.Dataset if PYSPARK >= (4, 0) else sql.Dataset
+
+
+def with_relation_schema(spark: Any, frame: Any, schema: Any) -> Any:
+    """``frame`` -- a classic session's bare parquet scan (``spark.read.schema(...).parquet(...)``) -- with its
+    relation's columns declared as ``schema`` says (a ``pyspark.sql.types.StructType`` of the same columns): the
+    nullability (nested too) and field metadata of the table, as delta-spark's relation over the log declares
+    them. Spark's ``DataFrameReader`` makes every file-source column nullable and the reader's schema is all it
+    takes; the relation Spark built (file index, format, options, partition columns) is kept and only its data
+    and partition schemas are replaced, so column pruning, partition pruning and filter pushdown work as before.
+    ``frame`` unchanged when it is not such a scan (Spark Connect, an Arrow-task scan, another Spark's
+    internals).
+
+    Example:
+        >>> strict = StructType.fromDDL("id long not null")                               # doctest: +SKIP
+        >>> with_relation_schema(spark, spark.read.schema(strict).parquet(p), strict).schema  # doctest: +SKIP
+        StructType([StructField('id', LongType(), False)])
+    """
+    try:
+        jsession = spark._jsparkSession
+        plan = frame._jdf.queryExecution().analyzed()
+        if str(plan.getClass().getSimpleName()) != "LogicalRelation":
+            return frame
+        relation = plan.relation()
+        if str(relation.getClass().getSimpleName()) != "HadoopFsRelation":
+            return frame
+        by_name = {f.name: f for f in schema.fields}
+        parts = [str(n) for n in relation.partitionSchema().fieldNames()]
+        data = [str(n) for n in relation.dataSchema().fieldNames()]
+        if {*parts, *data} != set(by_name):  # a scan of the streaming sink's log has the partitions in both
+            return frame
+        from pyspark.sql import DataFrame
+        from pyspark.sql.types import StructType
+
+        def declared(names: list[str]) -> Any:
+            return jsession.parseDataType(StructType([by_name[n] for n in names]).json())
+
+        rebuilt = spark._jvm.org.apache.spark.sql.execution.datasources.HadoopFsRelation(
+            relation.location(), declared(parts), declared(data), relation.bucketSpec(), relation.fileFormat(),
+            relation.options(), jsession)
+        return DataFrame(jsession.baseRelationToDataFrame(rebuilt), spark)
+    except Exception:  # py4j errors on another Spark's internals: Spark's own (nullable) relation
+        return frame
 
 
 def use_cached_data(manager: Any, plan: Any) -> Any:

@@ -36,9 +36,12 @@ from deltalog.protocol.schema import (
     MapType,
     StructField,
     StructType,
+    contains_geo,
+    geo_spec,
+    parse_data_type,
     physical_name,
 )
-from deltalog.spark.common.compat import DATAFRAME_MODULES, frame_from_arrow, use_cached_data
+from deltalog.spark.common.compat import DATAFRAME_MODULES, frame_from_arrow, require_geospatial, use_cached_data
 from deltalog.storage import LocalLogStore
 from deltalog.storage.locations import StoreRef
 from deltalog.storage.object_store import ObjectLogStore
@@ -339,14 +342,33 @@ def option_map(options: Mapping[str, Any], known: Sequence[str], *, what: str) -
 # ------------------------------------------------------------------------------------------- types
 
 
-def _physical_dt(dt: DataType, mode: str) -> DataType:
+#: The field metadata a Delta read shows, as delta-spark's read schema keeps it (column mapping ids, generation
+#: and identity expressions, defaults, invariants and type changes are the log's, not the DataFrame's).
+READ_METADATA = ("comment",)
+
+
+def _physical_dt(dt: DataType, mode: str, keep: tuple[str, ...] = ()) -> DataType:
     if isinstance(dt, StructType):
-        return StructType(tuple(physical_field(f, mode) for f in dt.fields))
+        return StructType(tuple(physical_field(f, mode, keep=keep) for f in dt.fields))
     if isinstance(dt, ArrayType):
-        return replace(dt, element_type=_physical_dt(dt.element_type, mode))
+        return replace(dt, element_type=_physical_dt(dt.element_type, mode, keep))
     if isinstance(dt, MapType):
-        return replace(dt, key_type=_physical_dt(dt.key_type, mode), value_type=_physical_dt(dt.value_type, mode))
+        return replace(dt, key_type=_physical_dt(dt.key_type, mode, keep),
+                       value_type=_physical_dt(dt.value_type, mode, keep))
     return dt
+
+
+def read_field(field: StructField) -> StructField:
+    """``field`` as a DataFrame read from the table declares it: the table's names, types and nullability (nested
+    too), and of the metadata only :data:`READ_METADATA` (column comments), at every level.
+
+    Example:
+        >>> from deltalog.protocol.schema import PrimitiveType
+        >>> f = StructField("a", PrimitiveType("long"), False, {"comment": "x", "delta.columnMapping.id": 1})
+        >>> read_field(f).metadata
+        {'comment': 'x'}
+    """
+    return physical_field(field, "none", keep=READ_METADATA, widen=False)
 
 
 def _read_decimals(dt: DataType) -> DataType:
@@ -369,8 +391,9 @@ def _widened_from_small_ints(field: StructField) -> bool:
                and str(c.get("toType", "")).startswith("decimal") for c in changes)
 
 
-def physical_field(field: StructField, mode: str) -> StructField:
-    """The field as Spark reads it from data files: physical names at every nesting level, no metadata.
+def physical_field(field: StructField, mode: str, *, keep: tuple[str, ...] = (), widen: bool = True) -> StructField:
+    """The field as Spark reads it from data files: physical names at every nesting level, the table's
+    nullability, and of the metadata only the keys in ``keep`` (none by default).
 
     A decimal column that type widening made from a ``byte`` / ``short`` column is read as
     ``decimal(s + 10, s)``: Spark's vectorized reader reads an INT32 column as a decimal only with 10
@@ -388,10 +411,11 @@ def physical_field(field: StructField, mode: str) -> StructField:
         >>> physical_field(w, "none").type
         DecimalType(precision=11, scale=1)
     """
-    dt = _physical_dt(field.type, mode)
-    if _widened_from_small_ints(field):
+    dt = _physical_dt(field.type, mode, keep)
+    if widen and _widened_from_small_ints(field):
         dt = _read_decimals(dt)
-    return StructField(physical_name(field, mode), dt, field.nullable, {})
+    metadata = {k: field.metadata[k] for k in keep if k in field.metadata}
+    return StructField(physical_name(field, mode), dt, field.nullable, metadata)
 
 
 def needs_cast(field: StructField, mode: str) -> bool:
@@ -424,7 +448,9 @@ def spark_type(dt: DataType | StructType) -> Any:
 
 
 def spark_schema(fields: Sequence[StructField], *, keep_metadata: bool = False) -> Any:
-    """A ``pyspark.sql.types.StructType`` of Delta fields.
+    """A ``pyspark.sql.types.StructType`` of Delta fields. Geospatial columns (Spark 4.2 and later, else
+    refused naming the column: :func:`~deltalog.spark.common.compat.require_geospatial`) are ``GeometryType`` /
+    ``GeographyType``, their CRS and algorithm spelled as PySpark reads them (``SRID:0``, ``SPHERICAL``).
 
     Example:
         >>> spark_schema(snapshot.schema.fields)                    # doctest: +SKIP
@@ -433,7 +459,65 @@ def spark_schema(fields: Sequence[StructField], *, keep_metadata: bool = False) 
     from pyspark.sql.types import StructType as SparkStruct
 
     kept = tuple(f if keep_metadata else replace(f, metadata={}) for f in fields)
-    return SparkStruct.fromJson(json.loads(StructType(kept).to_json()))
+    obj = json.loads(StructType(kept).to_json())
+    geo = next((f for f in kept if contains_geo(f.type)), None)
+    if geo is None:
+        return SparkStruct.fromJson(obj)
+    require_geospatial(geo.name, _geo_name(geo.type))
+    try:
+        return SparkStruct.fromJson(_spark_geo_names(obj))
+    except Exception as exc:  # a CRS PySpark does not map to an SRID (IllegalArgumentException)
+        raise InvalidArgumentError(
+            f"column {geo.name!r} ({_geo_name(geo.type)}) has no Spark type: {exc}. Spark reads the CRSs it has "
+            "SRIDs for (OGC:CRS84, EPSG:3857, SRID:0); the kernel reads any as WKB: "
+            "deltalog.Table(path).snapshot().to_arrow()") from None
+
+
+def geo_ddl(dt: DataType) -> str | None:
+    """A geospatial type as Spark's DDL names it (``GEOMETRY(<srid>)``, ``GEOGRAPHY(<srid>)``: the SRID of its
+    CRS), None for other types; a CRS without an SRID raises :class:`InvalidArgumentError`.
+
+    Example:
+        >>> from deltalog.protocol.schema import PrimitiveType
+        >>> geo_ddl(PrimitiveType("geography(OGC:CRS84, spherical)")), geo_ddl(PrimitiveType("geometry(srid:0)"))
+        ('GEOGRAPHY(4326)', 'GEOMETRY(0)')
+    """
+    spec = geo_spec(dt)
+    if spec is None:
+        return None
+    authority, _, code = spec.crs.partition(":")
+    by_code = authority.upper() in ("EPSG", "SRID") and code.isdigit()
+    srid = 4326 if spec.crs == "OGC:CRS84" else int(code) if by_code else None
+    if srid is None:
+        raise InvalidArgumentError(f"the type {spec.name} has no Spark DDL: Spark names geospatial types by SRID, and "
+                                   f"the CRS {spec.crs!r} has none; use OGC:CRS84, EPSG:<code> or srid:<number>")
+    return f"{spec.kind.upper()}({srid})"
+
+
+def _geo_name(dt: DataType) -> str:
+    """The first geospatial type in ``dt`` (for messages)."""
+    if isinstance(dt, StructType):
+        return next(_geo_name(f.type) for f in dt.fields if contains_geo(f.type))
+    if isinstance(dt, ArrayType):
+        return _geo_name(dt.element_type)
+    if isinstance(dt, MapType):
+        return _geo_name(dt.key_type if contains_geo(dt.key_type) else dt.value_type)
+    return getattr(dt, "name", "")
+
+
+def _spark_geo_names(node: Any, key: str = "") -> Any:
+    """Schema JSON with its geospatial type names as PySpark parses them: ``SRID:<n>`` in upper case, the
+    algorithm in upper case (``geography(OGC:CRS84, SPHERICAL)``, what Spark writes)."""
+    if isinstance(node, dict):
+        return {k: _spark_geo_names(v, k) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_spark_geo_names(v) for v in node]
+    if isinstance(node, str) and key in ("type", "elementType", "keyType", "valueType"):
+        spec = geo_spec(parse_data_type(node)) if node.startswith(("geometry(", "geography(")) else None
+        if spec is not None:
+            crs = "SRID:" + spec.crs[5:] if spec.crs.lower().startswith("srid:") else spec.crs
+            return f"geometry({crs})" if spec.algorithm is None else f"geography({crs}, {spec.algorithm.upper()})"
+    return node
 
 
 _CACHED_TABLES: set[str] = set()

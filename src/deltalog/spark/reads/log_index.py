@@ -48,7 +48,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
-from deltalog.spark.common.compat import jvm_dataset
+from deltalog.spark.common.compat import jvm_dataset, with_relation_schema
 from deltalog.spark.common.storage import is_connect
 
 __all__ = ["FILE_INDEX_CONF", "KEPT_FILES", "KEPT_RELATIONS", "log_indexed", "usable"]
@@ -165,7 +165,8 @@ def log_indexed(
     if found is not None:
         return found
     reader = spark.read.schema(schema).options(**options)
-    frame = _planned(reader, uris, sizes, mtimes, hive=hive)
+    # Spark's reader makes every column nullable: the relation then declares the schema as given
+    frame = with_relation_schema(spark, _planned(reader, uris, sizes, mtimes, hive=hive), schema)
     if key is not None:
         _keep(key, frame, len(uris))
     return frame

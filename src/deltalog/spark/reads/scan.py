@@ -41,6 +41,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -49,8 +50,17 @@ import pyarrow.compute as pc
 from deltalog.data.filters import Condition, normalize_filter, prune_files
 from deltalog.errors import InvalidArgumentError
 from deltalog.protocol.schema import StructField, StructType, physical_name
-from deltalog.spark.common.compat import frame_from_arrow
-from deltalog.spark.common.core import load_snapshot, needs_cast, physical_field, quoted, spark_schema, spark_type
+from deltalog.spark.common.compat import frame_from_arrow, with_relation_schema
+from deltalog.spark.common.core import (
+    READ_METADATA,
+    load_snapshot,
+    needs_cast,
+    physical_field,
+    quoted,
+    read_field,
+    spark_schema,
+    spark_type,
+)
 from deltalog.spark.reads.dv_scan import ROW_KEY, keyed_scan, row_key_bits, without_deleted_rows
 from deltalog.spark.reads.files import FILE as _FILE
 from deltalog.spark.reads.files import ROW as _ROW
@@ -192,7 +202,7 @@ def read_snapshot(
         names = [*names, METADATA]
         needed = [*needed, METADATA]
     elif files.num_rows == 0:
-        df = spark.createDataFrame([], spark_schema(logical))
+        df = spark.createDataFrame([], spark_schema([read_field(f) for f in logical], keep_metadata=True))
     else:
         df = _scan(spark, snapshot, files, logical, mode, parts, reuse=True)
     for cond in conditions:
@@ -218,7 +228,7 @@ def scan_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:
     """
     fields = list(snapshot.schema.fields)
     if files.num_rows == 0:
-        return spark.createDataFrame([], spark_schema(fields))
+        return spark.createDataFrame([], spark_schema([read_field(f) for f in fields], keep_metadata=True))
     return _scan(spark, snapshot, files, fields, snapshot.column_mapping_mode, set(snapshot.partition_columns))
 
 
@@ -278,8 +288,9 @@ def _scan_files(
     part_all = [schema.field(c) for c in snapshot.partition_columns]
     keys = [physical_name(f, mode) for f in part_all]
     part_fields = [f for f in logical if f.name in parts]
-    # Spark gets every data column (its column pruning reads only the selected ones) ...
-    physical = [physical_field(f, mode) for f in schema.fields if f.name not in parts]
+    # Spark gets every data column (its column pruning reads only the selected ones), declared as the table
+    # declares them (nullability, comments) ...
+    physical = [physical_field(f, mode, keep=READ_METADATA) for f in schema.fields if f.name not in parts]
     by_name = {f.name: p for f, p in zip((f for f in schema.fields if f.name not in parts), physical)}
     log_paths = files.column("path").to_pylist()
     has_dv = "deletionVector" in files.column_names and files.column("deletionVector").null_count < files.num_rows
@@ -296,19 +307,19 @@ def _scan_files(
         from_log = usable(spark, table=snapshot.table, root=root if hive else None)
         options = {}
         if hive:
-            read_fields += [StructField(k, f.type, True, {}) for f, k in zip(part_all, keys)]
+            read_fields += [replace(read_field(f), name=k) for f, k in zip(part_all, keys)]
             options["timeZone"] = "UTC"
             if not from_log:
                 options["basePath"] = root
-        read_schema = spark_schema(read_fields)
+        read_schema = spark_schema(read_fields, keep_metadata=True)
         try:
             if from_log:
                 raw = log_indexed(spark, read_schema, file_keys(snapshot, files), files.column("size").to_pylist(),
                                   files.column("modificationTime").to_pylist(), hive=hive, options=options,
                                   reuse=reuse)
             else:
-                raw = spark.read.schema(read_schema).options(**options).parquet(
-                    *[resolve_path(snapshot, p) for p in log_paths])
+                raw = with_relation_schema(spark, spark.read.schema(read_schema).options(**options).parquet(
+                    *[resolve_path(snapshot, p) for p in log_paths]), read_schema)
         except Exception as exc:
             raise _scan_error(exc, snapshot) from None
     else:  # object store without a Hadoop connector: Arrow tasks read the files (keys come with the rows)
@@ -351,9 +362,10 @@ def _scan_files(
     out = []
     for name, f in sources:
         col = F.col(quoted(name))
+        shown = read_field(f)
         if f.name not in parts and needs_cast(f, mode):
-            col = col.cast(spark_type(f.type))  # positional: renames nested physical fields; wide decimals
-        out.append(col.alias(f.name))
+            col = col.cast(spark_type(shown.type))  # positional: renames nested physical fields; wide decimals
+        out.append(col.alias(f.name, metadata=shown.metadata))
     if row_key is not None:
         out.append(F.col(ROW_KEY))
     return df.select(*out)
