@@ -38,6 +38,7 @@ WRITE_PROOF = {
     "rowTracking": "tests/unit/test_row_tracking.py, tests/spark/test_spark_row_tracking.py",
     "checkpointProtection": "tests/unit/test_drop_feature.py",
     "variantType": "tests/unit/test_variant.py, tests/spark/test_spark_variant.py",
+    "geospatial": "tests/unit/test_geospatial.py, tests/spark/test_spark_geospatial.py",
     "variantType-preview": "tests/unit/test_variant.py, tests/spark/test_spark_variant.py (copies of the corpus "
                            "table)",
 }
@@ -50,7 +51,6 @@ WHY_NOT = {
     "icebergCompatV1": "refused: writers must keep the table convertible to Iceberg (column mapping on, no "
                        "deletion vectors, and more), which deltalog does not enforce",
     "icebergCompatV2": "refused: as `icebergCompatV1`; dropping the feature (`drop ✓`) makes the table writable",
-    "geospatial": "refused: geometry and geography columns",
     "variantShredding": "refused: deltalog writes variants unshredded only; reads put shredded files back "
                         "together (tests/unit/test_variant_shredding.py, tests/spark/test_spark_variant_shredding.py)",
     "variantShredding-preview": "as `variantShredding`",

@@ -59,7 +59,7 @@ from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, Table
 from deltalog.protocol.actions import Format, Metadata, Protocol
 from deltalog.protocol.column_mapping import mapping_mode, with_column_mapping
 from deltalog.protocol.conform import to_logical
-from deltalog.protocol.schema import ArrayType, MapType, StructType, parse_schema
+from deltalog.protocol.schema import ArrayType, MapType, StructType, geo_spec, parse_schema, type_string
 from deltalog.storage import LogStore
 from deltalog.table import Table
 from deltalog.txn.constraints import check_expressions, check_table_constraints
@@ -168,6 +168,9 @@ def check_partition_columns(schema: StructType, partition_by: Sequence[str], tab
         ftype = schema.field(c).type
         if isinstance(ftype, (StructType, ArrayType, MapType)):
             raise InvalidArgumentError(f"partition column {c!r} must have a primitive type", table=table)
+        if geo_spec(ftype) is not None:
+            raise InvalidArgumentError(f"partition column {c!r} has the geospatial type {type_string(ftype)}, which "
+                                       "has no partition value form; partition by another column", table=table)
     if len(set(partition_by)) != len(partition_by):
         raise InvalidArgumentError(f"partition columns repeat: {list(partition_by)}", table=table)
     if partition_by and len(partition_by) == len(names):

@@ -429,7 +429,8 @@ def zorder_fields(
 
 
 def orderable(field_type: Any) -> bool:
-    """Whether a column type can be Z-ordered (atomic types; not arrays, maps or structs).
+    """Whether a column type can be Z-ordered (atomic types; not arrays, maps or structs, nor variant, void and
+    geospatial ones, which have no order).
 
     Example:
         >>> from deltalog.protocol.schema import PrimitiveType
@@ -438,7 +439,8 @@ def orderable(field_type: Any) -> bool:
     """
     if isinstance(field_type, (ArrayType, MapType, StructType)):
         return False
-    return getattr(field_type, "name", None) not in ("variant", "void")
+    name = getattr(field_type, "name", None)
+    return name not in ("variant", "void") and not str(name).startswith(("geometry(", "geography("))
 
 
 # ------------------------------------------------------------------------------------------ metrics

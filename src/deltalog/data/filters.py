@@ -37,7 +37,7 @@ from deltalog.data.sql_expr import (
     nan_ordered,
 )
 from deltalog.errors import InvalidArgumentError
-from deltalog.protocol.schema import StructType, contains_variant, physical_name, type_string
+from deltalog.protocol.schema import StructType, contains_variant, geo_spec, physical_name, type_string
 
 #: ``[(column, op, value), ...]`` (AND), a SQL condition ``str``, or a ``pyarrow.compute.Expression`` (rows only).
 FilterLike = Sequence[tuple[str, str, Any]] | str | Any
@@ -129,6 +129,13 @@ def normalize_filter(
                 f"filter on column {column!r} of type {type_string(schema.field(column).type)}: variant values "
                 "cannot be compared (nor files skipped by them); read the column and decode it with "
                 "deltalog.protocol.variant.to_python instead",
+                table=table,
+            )
+        if geo_spec(schema.field(column).type) is not None:
+            raise InvalidArgumentError(
+                f"filter on column {column!r} of type {type_string(schema.field(column).type)}: geospatial values "
+                f"have no order and cannot be compared; filter with a SQL condition such as \"{column} IS NOT NULL\" "
+                "or on other columns",
                 table=table,
             )
         atype = arrow_schema.field(column).type

@@ -42,6 +42,7 @@ from deltalog.protocol.schema import (
     StructField,
     StructType,
     from_arrow_field,
+    geo_spec,
     is_void,
 )
 from deltalog.protocol.type_widening import can_widen, widened
@@ -121,7 +122,8 @@ def _same(a: DataType, b: DataType) -> bool:
 
 
 def widens(data: DataType, table: DataType) -> bool:
-    """True when values of ``data`` convert to ``table`` without loss (Spark's safe up-casts).
+    """True when values of ``data`` convert to ``table`` without loss (Spark's safe up-casts); ``binary`` data
+    goes into a geospatial column as the WKB it stores.
 
     Example:
         >>> int_, long_ = PrimitiveType("integer"), PrimitiveType("long")
@@ -138,6 +140,8 @@ def widens(data: DataType, table: DataType) -> bool:
     if not isinstance(table, PrimitiveType):
         return False
     d, t = data.name, table.name
+    if geo_spec(table) is not None:
+        return d == "binary"
     if d in _INT_RANK and t in _INT_RANK:
         return _INT_RANK[d] < _INT_RANK[t]
     if t == "double":

@@ -11,7 +11,11 @@ Delta schema of the columns stored in the file. Rules:
   may come from the writer instead (``float_bounds``, see :func:`stats_columns`);
 * timestamps are written as ISO text truncated *down* to milliseconds (``2024-01-01T00:00:00.000Z``,
   without ``Z`` for ``timestamp_ntz``); strings are cut to 32 characters, and a cut maximum gets a
-  ``U+10FFFF`` tie-breaker appended so it stays >= every value.
+  ``U+10FFFF`` tie-breaker appended so it stays >= every value;
+* a ``geometry`` column's bounds are the corners of its bounding box as WKT points, from the footer's
+  geospatial statistics (:func:`deltalog.protocol.geospatial.bbox_stats`) -- when every row group holding
+  values has them; a ``geography`` gets none. pyarrow writes no plain statistics for geospatial columns, so
+  their null counts come from the writer (:func:`count_floats`).
 
 Example:
     >>> import pyarrow as pa, pyarrow.parquet as pq
@@ -37,7 +41,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from deltalog.protocol.schema import VARIANT, DataType, DecimalType, PrimitiveType, StructType
+from deltalog.protocol.geospatial import GeoBox, bbox_stats, box_of, is_geo_arrow_type
+from deltalog.protocol.schema import VARIANT, DataType, DecimalType, PrimitiveType, StructType, geo_spec
 
 __all__ = ["STRING_PREFIX", "FloatBounds", "count_floats", "float_leaves", "stats_columns", "stats_json",
            "stats_value"]
@@ -192,7 +197,8 @@ class FloatBounds:
 
 def count_floats(table: pa.Table, into: dict[tuple[str, ...], FloatBounds]) -> None:
     """Add the floating-point leaves of ``table`` (inside structs too; a field is null where its struct is,
-    as parquet counts it) to their :class:`FloatBounds` in ``into``, keyed by path.
+    as parquet counts it) to their :class:`FloatBounds` in ``into``, keyed by path; geospatial leaves count
+    their nulls only (pyarrow's footer has no statistics for them).
 
     Example:
         >>> found: dict[tuple[str, ...], FloatBounds] = {}
@@ -204,12 +210,33 @@ def count_floats(table: pa.Table, into: dict[tuple[str, ...], FloatBounds]) -> N
         t = arr.type
         if pa.types.is_floating(t):
             into.setdefault(path, FloatBounds()).add(arr)
+        elif is_geo_arrow_type(t):
+            into.setdefault(path, FloatBounds()).nulls += arr.null_count
         elif pa.types.is_struct(t):
             for i in range(t.num_fields):
                 visit(pc.struct_field(arr, [i]), (*path, t.field(i).name))
 
     for name in table.column_names:
         visit(table.column(name), (name,))
+
+
+def _add_box(boxes: dict[tuple[str, ...], GeoBox | None], path: tuple[str, ...], col: Any, rows: int) -> None:
+    """Fold a geometry column chunk's bounding box into ``boxes[path]``; a chunk that holds values but has no
+    box (say, WKB its writer could not read) leaves the file without one (None)."""
+    if path in boxes and boxes[path] is None:
+        return
+    st = col.statistics
+    if st is not None and st.has_null_count and st.null_count == rows:
+        return  # only nulls
+    found = getattr(col, "geo_statistics", None)
+    box = box_of(found)
+    if box is None:
+        if found is not None and not found.geospatial_types and found.xmin is None:
+            return  # no geometry at all (only nulls), as pyarrow reports it
+        boxes[path] = None
+        return
+    seen = boxes.get(path)
+    boxes[path] = box if seen is None else seen.union(box)
 
 
 def stats_json(metadata: pq.FileMetaData, schema: StructType, *, nan_columns: Iterable[tuple[str, ...]] = (),
@@ -229,6 +256,8 @@ def stats_json(metadata: pq.FileMetaData, schema: StructType, *, nan_columns: It
     by_column = {_column_path(p, t): p for p, t in leaves.items()}
     skip_minmax = set(nan_columns)
     acc: dict[tuple[str, ...], dict[str, Any]] = {}
+    geometry = {p for p, t in leaves.items() if (g := geo_spec(t)) is not None and g.kind == "geometry"}
+    boxes: dict[tuple[str, ...], GeoBox | None] = {}
     for rg_index in range(metadata.num_row_groups):
         rg = metadata.row_group(rg_index)
         for ci in range(rg.num_columns):
@@ -238,6 +267,8 @@ def stats_json(metadata: pq.FileMetaData, schema: StructType, *, nan_columns: It
                 continue  # list/map internals: no stats
             entry = acc.setdefault(path, {"nulls": 0, "min": None, "max": None, "minmax": True})
             st = col.statistics
+            if path in geometry:
+                _add_box(boxes, path, col, rg.num_rows)
             if st is None:
                 entry["nulls"] = None
                 entry["minmax"] = False
@@ -272,6 +303,12 @@ def stats_json(metadata: pq.FileMetaData, schema: StructType, *, nan_columns: It
         entry = found
         if entry["nulls"] is not None:
             _put(nulls, path, entry["nulls"])
+        box = boxes.get(path)
+        if box is not None:  # a geometry: its bounding box (no plain bounds)
+            low, high = bbox_stats(box)
+            _put(mins, path, low)
+            _put(maxs, path, high)
+            continue
         if not entry["minmax"] or path in skip_minmax:
             continue
         lo = stats_value(dtype, entry["min"], is_max=False)

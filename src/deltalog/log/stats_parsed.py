@@ -51,7 +51,7 @@ def _has_min_max(t: pa.DataType) -> bool:
 
 def _stats_types(schema: StructType, mode: str, exclude: set[str]) -> tuple[pa.DataType, pa.DataType]:
     """(min/max struct, nullCount struct) of the table's physical columns; empty structs dropped."""
-    from deltalog.protocol.schema import StructType, physical_name, to_arrow_type
+    from deltalog.protocol.schema import StructType, geo_spec, physical_name, to_arrow_type
 
     def build(st: StructType, top: bool) -> tuple[list[Field], list[Field]]:
         mm: list[Field] = []
@@ -68,6 +68,9 @@ def _stats_types(schema: StructType, mode: str, exclude: set[str]) -> tuple[pa.D
                     nc.append(_f(name, pa.struct(sub_nc)))
                 continue
             nc.append(_f(name, pa.int64()))
+            if geo_spec(fld.type) is not None:  # bounding box corners as WKT points
+                mm.append(_f(name, pa.string()))
+                continue
             try:
                 at = to_arrow_type(fld.type)
             except Exception:

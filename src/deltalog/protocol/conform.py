@@ -1,6 +1,7 @@
 """A table read from a Parquet data file, conformed to the table's *logical* schema (:func:`to_logical`):
 columns matched by name, physical name or Parquet field id, renamed, widened, shredded variants put back
-together (:mod:`deltalog.protocol.shredding`), and those missing from the file filled with nulls.
+together (:mod:`deltalog.protocol.shredding`), geospatial values taken as WKB
+(:func:`deltalog.protocol.geospatial.wkb_storage`), and those missing from the file filled with nulls.
 
 Example:
     >>> from deltalog.protocol.schema import PrimitiveType, StructField, StructType
@@ -17,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import SchemaError
+from deltalog.protocol.geospatial import wkb_storage
 from deltalog.protocol.schema import (
     PARQUET_FIELD_ID,
     VARIANT,
@@ -27,6 +29,7 @@ from deltalog.protocol.schema import (
     StructType,
     check_mapping_mode,
     field_id,
+    geo_spec,
     join_path,
     null_array,
     physical_name,
@@ -112,6 +115,8 @@ def _conform(arr: pa.Array[Any], dt: DataType, mode: str, path: str) -> pa.Array
         return _conform_struct(arr, VARIANT_STRUCT, target, "none", path)
     if isinstance(dt, StructType):
         return _conform_struct(arr, dt, target, mode, path)
+    if geo_spec(dt) is not None:
+        return pa.ExtensionArray.from_storage(target, wkb_storage(arr, path))
     if isinstance(dt, (ArrayType, MapType)):
         return _conform_nested(arr, dt, target, mode, path)
     if pa.types.is_null(arr.type) or arr.null_count == len(arr):

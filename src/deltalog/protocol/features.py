@@ -2,19 +2,22 @@
 
 Variants are read shredded or not: ``variantType`` / ``variantType-preview`` and ``variantShredding`` /
 ``variantShredding-preview`` are supported for reading (:mod:`deltalog.protocol.shredding` puts shredded
-columns back together). Tables needing ``catalogManaged`` or ``geospatial`` are refused, naming the feature.
+columns back together); ``geospatial`` tables (``geometry`` / ``geography`` columns, see
+:mod:`deltalog.protocol.geospatial`) are read with their columns as WKB. Tables needing ``catalogManaged`` are
+refused, naming the feature.
 
 Example:
     >>> check_readable(Protocol(minReaderVersion=1, minWriterVersion=2), table="t")
     >>> shredded = ("variantShredding-preview", "variantType")
     >>> check_readable(Protocol(3, 7, shredded, shredded), table="t")
     >>> check_readable(Protocol(3, 7, ("geospatial",), ("geospatial",)), table="t")
+    >>> check_readable(Protocol(3, 7, ("catalogManaged",), ("catalogManaged",)), table="t")
     Traceback (most recent call last):
     ...
-    deltalog.errors.UnsupportedFeatureError: table needs reader feature 'geospatial' (geometry and geography \
-columns), which deltalog does not support yet (supported: columnMapping, deletionVectors, timestampNtz, \
-typeWidening, typeWidening-preview, v2Checkpoint, vacuumProtocolCheck, variantShredding, \
-variantShredding-preview, variantType, variantType-preview) [table t]
+    deltalog.errors.UnsupportedFeatureError: table needs reader feature 'catalogManaged' (its catalog ratifies \
+commits; deltalog reads and commits through storage only), which deltalog does not support yet (supported: \
+columnMapping, deletionVectors, geospatial, timestampNtz, typeWidening, typeWidening-preview, v2Checkpoint, \
+vacuumProtocolCheck, variantShredding, variantShredding-preview, variantType, variantType-preview) [table t]
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
     {
         "columnMapping",
         "deletionVectors",
+        "geospatial",
         "timestampNtz",
         "typeWidening",
         "typeWidening-preview",
@@ -42,7 +46,6 @@ SUPPORTED_READER_FEATURES: frozenset[str] = frozenset(
 #: Why some unsupported reader features are refused (added to the error message).
 _UNSUPPORTED_WHY: dict[str, str] = {
     "catalogManaged": "its catalog ratifies commits; deltalog reads and commits through storage only",
-    "geospatial": "geometry and geography columns",
 }
 
 #: Features implied by legacy (pre-table-features) reader versions.

@@ -7,6 +7,9 @@ table read from a Parquet data file into the table's *logical* shape.
 Variant is modelled as ``PrimitiveType("variant")`` (there is no separate class; :data:`VARIANT` is
 that value); in Arrow it is the unshredded ``struct<value: binary not null, metadata: binary not null>``,
 the field order Spark writes to Parquet. :mod:`deltalog.protocol.variant` decodes the two binaries.
+The geospatial types are primitive types too, named by their text (``PrimitiveType("geometry(OGC:CRS84)")``,
+one spelling: :func:`deltalog.protocol.geospatial.canonical_name`); in Arrow they are ``geoarrow.wkb``
+(:class:`~deltalog.protocol.geospatial.GeoArrowWKB`).
 
 Example:
     >>> s = parse_schema('{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,'
@@ -28,6 +31,7 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 
 from deltalog.errors import InvalidArgumentError, SchemaError
+from deltalog.protocol.geospatial import GeoArrowWKB, GeoSpec, canonical_name, geo_spec_of_field, parse_geo_type
 
 # fmt: off
 __all__ = [
@@ -45,10 +49,12 @@ __all__ = [
     "StructField",
     "StructType",
     "bare_json",
+    "contains_geo",
     "contains_variant",
     "field_id",
     "from_arrow_field",
     "from_arrow_type",
+    "geo_spec",
     "is_variant_arrow_field",
     "is_void",
     "parse_data_type",
@@ -91,18 +97,24 @@ def join_path(path: str, name: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class PrimitiveType:
-    """An atomic type named as in the schema JSON (``"long"``, ``"timestamp_ntz"``, ``"variant"``...).
+    """An atomic type named as in the schema JSON (``"long"``, ``"timestamp_ntz"``, ``"variant"``,
+    ``"geometry(OGC:CRS84)"``...); a geospatial name is kept in its one spelling.
 
     Example:
         >>> PrimitiveType("long")
         PrimitiveType(name='long')
+        >>> PrimitiveType("geography(OGC:CRS84,SPHERICAL)")
+        PrimitiveType(name='geography(OGC:CRS84, spherical)')
     """
 
     name: str
 
     def __post_init__(self) -> None:
         if self.name not in PRIMITIVE_TYPE_NAMES:
-            raise SchemaError(f"unknown primitive type {self.name!r}")
+            geo = canonical_name(self.name) if isinstance(self.name, str) else None
+            if geo is None:
+                raise SchemaError(f"unknown primitive type {self.name!r}")
+            object.__setattr__(self, "name", geo)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -322,6 +334,11 @@ def parse_data_type(obj: Any, path: str = "") -> DataType:
     if isinstance(obj, str):
         if obj in PRIMITIVE_TYPE_NAMES:
             return PrimitiveType(obj)
+        try:
+            if parse_geo_type(obj) is not None:
+                return PrimitiveType(obj)
+        except SchemaError as e:
+            raise SchemaError(e.message + where) from None
         if obj == "decimal":
             return DecimalType(10, 0)
         m = _DECIMAL_RE.fullmatch(obj)
@@ -420,6 +437,34 @@ def is_void(dt: DataType) -> bool:
     return isinstance(dt, PrimitiveType) and dt.name == "void"
 
 
+def geo_spec(dt: DataType) -> GeoSpec | None:
+    """The geospatial type ``dt`` is (:class:`~deltalog.protocol.geospatial.GeoSpec`), None for other types.
+
+    Example:
+        >>> geo_spec(PrimitiveType("geometry(EPSG:3857)"))
+        GeoSpec(kind='geometry', crs='EPSG:3857', algorithm=None)
+    """
+    if not isinstance(dt, PrimitiveType) or dt.name in PRIMITIVE_TYPE_NAMES:
+        return None
+    return parse_geo_type(dt.name)
+
+
+def contains_geo(dt: DataType) -> bool:
+    """True when ``dt`` is or holds (in struct fields, elements, map keys or values) a geospatial type.
+
+    Example:
+        >>> contains_geo(ArrayType(PrimitiveType("geometry(OGC:CRS84)"), True))
+        True
+    """
+    if isinstance(dt, ArrayType):
+        return contains_geo(dt.element_type)
+    if isinstance(dt, MapType):
+        return contains_geo(dt.key_type) or contains_geo(dt.value_type)
+    if isinstance(dt, StructType):
+        return any(contains_geo(f.type) for f in dt.fields)
+    return geo_spec(dt) is not None
+
+
 def contains_variant(dt: DataType) -> bool:
     """True when ``dt`` is ``variant`` or has a variant anywhere inside (struct fields, elements, map values).
 
@@ -470,7 +515,8 @@ def to_arrow_type(dt: DataType) -> pa.DataType:
     if isinstance(dt, PrimitiveType):
         if dt.name == "variant":
             return to_arrow_type(VARIANT_STRUCT)
-        return _TO_ARROW[dt.name]
+        geo = geo_spec(dt)
+        return _TO_ARROW[dt.name] if geo is None else GeoArrowWKB.of(geo)
     if isinstance(dt, DecimalType):
         return pa.decimal128(dt.precision, dt.scale)
     if isinstance(dt, ArrayType):
@@ -511,13 +557,18 @@ def is_variant_arrow_field(f: pa.Field[Any]) -> bool:
 
 def from_arrow_field(f: pa.Field[Any], path: str = "") -> DataType:
     """The Delta type of an Arrow field: ``variant`` for a marked variant struct
-    (:func:`is_variant_arrow_field`), else :func:`from_arrow_type` of its type.
+    (:func:`is_variant_arrow_field`), a geospatial type for a ``geoarrow.wkb`` field or PySpark's geometry /
+    geography struct (:func:`deltalog.protocol.geospatial.geo_spec_of_field`), else :func:`from_arrow_type`
+    of its type.
 
     Example:
         >>> from_arrow_field(StructType((StructField("v", VARIANT),)).to_arrow_schema().field("v"))
         PrimitiveType(name='variant')
     """
-    return VARIANT if is_variant_arrow_field(f) else from_arrow_type(f.type, path)
+    if is_variant_arrow_field(f):
+        return VARIANT
+    geo = geo_spec_of_field(f, path)
+    return from_arrow_type(f.type, path) if geo is None else PrimitiveType(geo.name)
 
 
 def from_arrow_type(at: pa.DataType, path: str = "") -> DataType:
@@ -533,6 +584,9 @@ def from_arrow_type(at: pa.DataType, path: str = "") -> DataType:
         PrimitiveType(name='integer')
     """
     t = pa.types
+    geo = geo_spec_of_field(pa.field("value", at), path) if isinstance(at, pa.BaseExtensionType) else None
+    if geo is not None:
+        return PrimitiveType(geo.name)
     simple = (
         ("string", (t.is_string, t.is_large_string, t.is_string_view)),
         ("binary", (t.is_binary, t.is_large_binary, t.is_binary_view, t.is_fixed_size_binary)),

@@ -26,8 +26,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from deltalog.errors import InvalidArgumentError
+from deltalog.protocol.geospatial import parse_point
 from deltalog.protocol.partitions import parse_date_text, parse_timestamp_text
-from deltalog.protocol.schema import DataType, DecimalType, PrimitiveType, type_string
+from deltalog.protocol.schema import DataType, DecimalType, PrimitiveType, geo_spec, type_string
 
 __all__ = ["FileStats", "stat_value", "stats_parsed_to_json"]
 
@@ -217,8 +218,9 @@ def stat_value(dtype: DataType, json_value: Any) -> Any:
     """The Python value of a JSON min/max statistic for a column of type ``dtype``.
 
     Dates and timestamps come from strings (timestamps as aware UTC datetimes; ``timestamp_ntz`` naive);
-    decimals from numbers or strings; variant statistics are returned as stored. Note that writers
-    truncate timestamp statistics to milliseconds.
+    decimals from numbers or strings; variant statistics are returned as stored; a geometry's bounds (WKT
+    points, the corners of its bounding box) as unordered :class:`~deltalog.protocol.geospatial.GeoPoint` values.
+    Note that writers truncate timestamp statistics to milliseconds.
     Values that do not fit the type raise :class:`InvalidArgumentError` naming value and type.
 
     Example:
@@ -282,4 +284,8 @@ def _stat_value(dtype: DataType, v: Any) -> Any:
         return v.encode("latin-1")
     if name == "variant":  # an encoded variant value; not comparable with literals, returned as stored
         return v
+    if geo_spec(dtype) is not None:
+        if not isinstance(v, str):
+            raise TypeError("expected a WKT point")
+        return parse_point(v)
     raise TypeError("columns of this type have no min/max statistics")

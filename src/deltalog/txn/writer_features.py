@@ -20,7 +20,9 @@ implied by a legacy writer version). Features fall in three groups here:
   ``typeWidening-preview`` too, whose tables keep the preview name) and ``rowTracking``
   (fresh row ids on every added file; commits that would move rows are refused, see
   :mod:`deltalog.txn.row_tracking`) and ``checkpointProtection`` (log cleanup never deletes part of the
-  history before ``delta.requireCheckpointProtectionBeforeVersion``, see :mod:`deltalog.log.cleanup`);
+  history before ``delta.requireCheckpointProtectionBeforeVersion``, see :mod:`deltalog.log.cleanup`) and
+  ``geospatial`` (``geometry`` / ``geography`` columns written as WKB with parquet's geospatial logical types,
+  a geometry's bounding box as its statistics, see :mod:`deltalog.protocol.geospatial`);
 * :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.
   implied by a legacy writer version, but unused): none today;
   ``variantType`` / ``variantType-preview`` (unshredded variants: a struct of ``value`` / ``metadata``
@@ -88,6 +90,7 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "checkpointProtection",
         "variantType",
         "variantType-preview",
+        "geospatial",
     }
 )
 
@@ -209,8 +212,8 @@ def active_features(metadata: Metadata) -> set[str]:
     """Features the metadata *uses* (so the protocol must support them).
 
     Table properties (``delta.appendOnly``, ``delta.enableChangeDataFeed``, ...), CHECK constraints,
-    column invariants, generated/identity/default columns, ``timestamp_ntz`` columns, a column mapping
-    mode other than ``none``, and explicit ``delta.feature.<name>=supported`` properties count.
+    column invariants, generated/identity/default columns, ``timestamp_ntz``, variant and geospatial columns, a
+    column mapping mode other than ``none``, and explicit ``delta.feature.<name>=supported`` properties count.
 
     Example:
         >>> from deltalog.protocol.actions import Format, Metadata
@@ -239,6 +242,8 @@ def active_features(metadata: Metadata) -> set[str]:
             out.add("timestampNtz")
         elif isinstance(dtype, str) and dtype.startswith("variant"):
             out.add("variantType")
+        elif isinstance(dtype, str) and dtype.startswith(("geometry(", "geography(")):
+            out.add("geospatial")
         if meta:
             if "delta.invariants" in meta:
                 out.add("invariants")

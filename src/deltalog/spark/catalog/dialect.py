@@ -166,8 +166,10 @@ def type_ddl(dtype: Any) -> str:
         return f"ARRAY<{type_ddl(dtype.element_type)}>"
     if isinstance(dtype, MapType):
         return f"MAP<{type_ddl(dtype.key_type)}, {type_ddl(dtype.value_type)}>"
+    from deltalog.spark.common.core import geo_ddl
+
     name = str(getattr(dtype, "name", dtype))
-    return _SPARK_NAMES.get(name, name.upper())
+    return geo_ddl(dtype) or _SPARK_NAMES.get(name, name.upper())
 
 
 _SPARK_NAMES = {"long": "BIGINT", "integer": "INT", "short": "SMALLINT", "byte": "TINYINT"}
