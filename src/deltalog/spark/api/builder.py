@@ -12,7 +12,11 @@ kernel transaction (``CREATE TABLE``, ``REPLACE TABLE`` or ``CREATE OR REPLACE T
   is stored in the configuration; properties that need a feature upgrade the protocol; a CHECK
   constraint (``delta.constraints.<name>``) is accepted once its expression compiles against the schema
   (the new table holds no rows to check);
-* a replace removes every file, keeps the table id and never lowers the protocol;
+* a replace removes every file, keeps the table id and never lowers the protocol; the history goes on
+  (the replaced versions stay readable); schema, partitioning, properties and comment are the new
+  definition's only, and the clustering goes unless the new definition clusters (other domains stay), as
+  in delta-spark; replacing a missing table is refused (by path: ``DELTA_CANNOT_REPLACE_MISSING_TABLE``, by
+  name: Spark's ``TABLE_OR_VIEW_NOT_FOUND``);
 * ``tableName`` registers the table in the session's catalog (``USING delta``; managed unless a
   ``location`` is given); an existing catalog Delta table is replaced at its location.
 
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -46,6 +51,7 @@ from deltalog.errors import InvalidArgumentError, TableNotFoundError, Unsupporte
 from deltalog.protocol.actions import Format, Metadata, Protocol
 from deltalog.protocol.schema import parse_schema
 from deltalog.spark.columns.identity_generator import IdentityGenerator, identity_field_metadata, type_error
+from deltalog.spark.common.arguments import unsupported_operation
 from deltalog.spark.common.core import open_table
 from deltalog.txn.generated import generated_metadata
 from deltalog.txn.operations import CreateTable, UpgradeProtocol
@@ -61,6 +67,7 @@ __all__ = ["DeltaColumnBuilder", "IdentityGenerator", "TableBuilder", "add_featu
 
 _MODES = ("create", "createIfNotExists", "replace", "createOrReplace")
 _VERSION_KEYS = ("delta.minReaderVersion", "delta.minWriterVersion")
+_PATH_NAME = re.compile(r"\s*delta\s*\.\s*`(.+)`\s*", re.IGNORECASE | re.DOTALL)  # delta.`/path`
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,25 @@ def text_type(dtype: Any, metadata: Mapping[str, Any] | None = None) -> tuple[An
     if isinstance(dtype, (CharType, VarcharType)):
         return StringType(), {**meta, CHAR_VARCHAR_KEY: dtype.simpleString()}
     return dtype, meta
+
+
+def _type_name(dtype: Any) -> str:
+    """A type's name as Spark's ``DataType.typeName`` gives it: ``integer``, ``decimal(10,2)``, ``array``."""
+    value = dtype.jsonValue()
+    return value if isinstance(value, str) else str(dtype.typeName())
+
+
+def _identity(name: str, dtype: Any, generator: IdentityGenerator, *, always: bool) -> dict[str, Any]:
+    """The field metadata of identity column ``name``; a type other than ``BIGINT`` is refused as delta-spark
+    refuses it (``DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE``, an ``UnsupportedOperationException``)."""
+    from pyspark.sql.types import LongType
+
+    if not isinstance(dtype, LongType):
+        raise unsupported_operation(
+            f"DataType {_type_name(dtype)} is not supported for IDENTITY columns. Column {name!r}: declare it "
+            "BIGINT (LongType)", condition="DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE", sql_state="428H2",
+            feature="identityColumns")
+    return identity_field_metadata(name, dtype, generator, always=always)
 
 
 class DeltaColumnBuilder:
@@ -225,11 +251,19 @@ class DeltaColumnBuilder:
         from pyspark.sql.types import StructField
 
         if self._type is None:
-            raise InvalidArgumentError(f"column {self._name!r}: dataType is required before build()")
+            raise InvalidArgumentError(
+                f"The data type of the column {self._name} is not provided: call dataType(...) before build()")
         metadata: dict[str, Any] = {"comment": self._comment} if self._comment is not None else {}
         if self._identity is not None:
-            metadata.update(identity_field_metadata(self._name, self._type, self._identity[0],
-                                                     always=self._identity[1]))
+            if self._generation is not None:
+                raise InvalidArgumentError(
+                    "[DELTA_IDENTITY_COLUMNS_WITH_GENERATED_EXPRESSION] IDENTITY column cannot be specified with a "
+                    f"generated column expression. Column {self._name!r}: keep generatedAlwaysAs or the identity")
+            if self._identity[0].step == 0:
+                raise InvalidArgumentError(
+                    f"[DELTA_IDENTITY_COLUMNS_ILLEGAL_STEP] IDENTITY column step cannot be 0. Column {self._name!r}: "
+                    "give a positive or negative step")
+            metadata.update(_identity(self._name, self._type, self._identity[0], always=self._identity[1]))
         elif self._generation is not None:
             metadata.update(generated_metadata(self._generation))
         dtype, metadata = text_type(self._type, metadata)
@@ -260,6 +294,7 @@ class TableBuilder:
         self._clustering: list[str] = []
         self._properties: dict[str, str] = {}
         self._name: str | None = None
+        self._path_name: str | None = None  # tableName("delta.`/path`"): a path-based table
         self._managed = managed  # a catalog table in the warehouse (commitInfo's isManaged)
 
     def __repr__(self) -> str:
@@ -267,7 +302,9 @@ class TableBuilder:
 
     def tableName(self, identifier: str) -> Self:
         """The table's catalog name: ``execute()`` registers it (``USING delta``) in the session's catalog,
-        at ``location`` when given, else at the managed location under ``spark.sql.warehouse.dir``.
+        at ``location`` when given, else at the managed location under ``spark.sql.warehouse.dir``. As in
+        delta-spark, ``delta.`/path``` names the path-based table at ``/path`` (no catalog entry); a
+        ``location`` given with it must be that path.
 
         Example:
             >>> DeltaTable.create(spark).tableName("events").addColumn("id", "long").execute()  # doctest: +SKIP
@@ -275,10 +312,14 @@ class TableBuilder:
         """
         if not isinstance(identifier, str):
             raise type_error("Identifier must be str.", identifier)
+        found = _PATH_NAME.fullmatch(identifier)
+        if found is not None:
+            self._path_name, self._name = found.group(1).replace("``", "`"), None
+            return self
         from deltalog.spark.catalog.entries import parse_name
 
         parse_name(identifier)  # validates
-        self._name = identifier
+        self._name, self._path_name = identifier, None
         return self
 
     def location(self, location: str) -> Self:
@@ -324,25 +365,37 @@ class TableBuilder:
         """
         from pyspark.sql.types import DataType
 
+        # delta-spark's checks, in its order (the type is parsed before the other arguments are looked at)
         if not isinstance(colName, str):
             raise type_error("Column name must be str.", colName)
         if not isinstance(dataType, (str, DataType)):
             raise type_error("Column data type must be str or DataType.", dataType)
-        if not isinstance(nullable, bool):
-            raise type_error("Column nullable must be bool.", nullable)
-        if comment is not None and not isinstance(comment, str):
-            raise type_error("Column comment must be str.", comment)
-        if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
-            raise ValueError(f"column {colName!r}: give generatedAlwaysAs or generatedByDefaultAs, not both")
         dtype = _parse_type(self._spark, dataType) if isinstance(dataType, str) else dataType
         _check_type(dtype, colName)
-        metadata: dict[str, Any] = {"comment": comment} if comment is not None else {}
-        if isinstance(generatedAlwaysAs, str):
-            metadata.update(generated_metadata(generatedAlwaysAs))
-        elif generatedAlwaysAs is not None:
-            metadata.update(identity_field_metadata(colName, dtype, generatedAlwaysAs, always=True))
+        if not isinstance(nullable, bool):
+            raise type_error("Column nullable must be bool.", nullable)
+        if generatedAlwaysAs is not None and generatedByDefaultAs is not None:
+            raise ValueError(f"generatedByDefaultAs and generatedAlwaysAs cannot both be set. Column {colName!r}: "
+                             "give one of them")
+        identity: tuple[IdentityGenerator, bool] | None = None
+        if isinstance(generatedAlwaysAs, IdentityGenerator):
+            identity = (generatedAlwaysAs, True)
+        elif generatedAlwaysAs is not None and not isinstance(generatedAlwaysAs, str):
+            raise type_error("Generated always as expression must be str or IdentityGenerator.", generatedAlwaysAs)
         elif generatedByDefaultAs is not None:
-            metadata.update(identity_field_metadata(colName, dtype, generatedByDefaultAs, always=False))
+            if not isinstance(generatedByDefaultAs, IdentityGenerator):
+                raise type_error("Generated by default expression must be IdentityGenerator.", generatedByDefaultAs)
+            identity = (generatedByDefaultAs, False)
+        if identity is not None and identity[0].step == 0:
+            raise ValueError(f"Column identity generation requires step to be non-zero. Column {colName!r}: give a "
+                             "positive or negative step")
+        if comment is not None and not isinstance(comment, str):
+            raise type_error("Column comment must be str.", comment)
+        metadata: dict[str, Any] = {"comment": comment} if comment is not None else {}
+        if identity is not None:
+            metadata.update(_identity(colName, dtype, identity[0], always=identity[1]))
+        elif isinstance(generatedAlwaysAs, str):
+            metadata.update(generated_metadata(generatedAlwaysAs))
         dtype, metadata = text_type(dtype, metadata)
         self._fields.append(
             {"name": colName, "type": dtype.jsonValue(), "nullable": nullable, "metadata": metadata}
@@ -420,8 +473,17 @@ class TableBuilder:
         """
         if self._name is not None:
             return self._execute_named(self._name)
+        if self._path_name is not None:
+            if self._location is not None and self._location != self._path_name:
+                raise InvalidArgumentError(
+                    "[DELTA_CREATE_TABLE_IDENTIFIER_LOCATION_MISMATCH] Creating path-based Delta table with a "
+                    f"different location isn't supported. Identifier: delta.`{self._path_name}`, Location: "
+                    f"{self._location}. Give the path once: tableName(\"delta.`path`\") or location(path)",
+                    table=self._path_name)
+            self._location = self._path_name
         if self._location is None:
-            raise InvalidArgumentError("the table needs a name or a location: call tableName(name) or location(path)")
+            raise InvalidArgumentError("[DELTA_CREATE_TABLE_MISSING_TABLE_NAME_OR_LOCATION] Table name or location has "
+                                       "to be specified: call tableName(name) or location(path)")
         table = open_table(self._location)
         loc = table.location
         try:
@@ -439,7 +501,7 @@ class TableBuilder:
         if snapshot is None and self._mode == "replace":
             raise TableNotFoundError(
                 f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table delta.`{loc}` cannot be replaced as it does not "
-                "exist; use createOrReplace to create it",
+                "exist. Use CREATE OR REPLACE TABLE to create the table. DeltaTable.createOrReplace creates it",
                 table=loc,
             )
         if snapshot is None:
@@ -466,10 +528,12 @@ class TableBuilder:
                 check_location(identifier, entry.location, self._location)
             self._location, self._name, self._managed = entry.location, None, entry.managed
             return self.commit_definition()
-        if self._mode == "replace":
+        if self._mode == "replace":  # Spark's check before delta-spark's command runs, in its words
+            relation = ".".join(f"`{p}`" for p in (name.database or _current_database(self._spark), name.table))
             raise TableNotFoundError(
-                f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table {identifier} cannot be replaced as it does not exist; "
-                "use createOrReplace to create it", table=identifier)
+                f"[TABLE_OR_VIEW_NOT_FOUND] The table or view {relation} cannot be found. Verify the spelling and "
+                "correctness of the schema and catalog. REPLACE needs an existing table: DeltaTable.createOrReplace "
+                "creates it", table=identifier)
         from deltalog.spark.common.core import spark_schema
 
         schema = parse_schema(json.dumps({"type": "struct", "fields": self._fields}), table=identifier)
@@ -499,6 +563,7 @@ class TableBuilder:
                                            table=loc)
             seen.add(f["name"].lower())
         schema = parse_schema(json.dumps({"type": "struct", "fields": self._fields}), table=loc)
+        _check_partitions_exist(self._fields, self._partitions, loc)
         check_partition_columns(schema, self._partitions, loc)
         from deltalog.spark.common.conf import default_properties
 
@@ -544,10 +609,38 @@ class TableBuilder:
         if self._clustering:
             txn.set_domain_metadata(CLUSTERING_DOMAIN, clustering_domain(
                 schema, self._clustering, partition_columns=self._partitions, configuration=conf, table=loc))
+        elif snapshot is not None and snapshot.domain_metadata(CLUSTERING_DOMAIN) is not None:
+            # delta-spark's REPLACE drops the clustering (its one domain removed on replace); others stay
+            txn.set_domain_metadata(CLUSTERING_DOMAIN, snapshot.domain_metadata(CLUSTERING_DOMAIN) or "{}",
+                                    removed=True)
         txn.update_metadata(metadata)
         if protocol != base:
             txn.update_protocol(protocol)
         txn.commit()
+
+
+def _current_database(spark: Any) -> str:
+    """The session's current database (``default`` when Spark cannot say)."""
+    try:
+        return str(spark.catalog.currentDatabase())
+    except Exception:  # a session without a catalog API (Connect stubs in tests)
+        return "default"
+
+
+def _check_partitions_exist(fields: list[dict[str, Any]], partitions: list[str], table: str) -> None:
+    """A partition column the schema lacks is refused in delta-spark's words (``DELTA_COLUMN_NOT_FOUND_IN_SCHEMA``,
+    with Spark's tree of the schema)."""
+    names = {f["name"].lower() for f in fields}
+    missing = [c for c in partitions if c.lower() not in names]
+    if missing:
+        from pyspark.sql.types import StructType
+
+        struct = StructType.fromJson({"type": "struct", "fields": fields})
+        tree = struct.treeString() if hasattr(struct, "treeString") else struct.simpleString() + "\n"  # 3.5: none
+        raise InvalidArgumentError(
+            f"[DELTA_COLUMN_NOT_FOUND_IN_SCHEMA] Couldn't find column {missing[0]} in:\n{tree}"
+            f"partition column {missing[0]!r} is not a column of the table: add it with addColumn or partition by "
+            "one of the columns", table=table)
 
 
 def _check_new_location(table: Table) -> None:
@@ -596,13 +689,24 @@ def upgrade_table_protocol(table: Table, reader_version: int, writer_version: in
 
 def add_feature_support(table: Table, feature_name: str) -> Protocol:
     """Add a table feature to the protocol (``SET TBLPROPERTIES delta.feature.<name> = supported``, as
-    delta-spark does); returns the table's protocol afterwards. Features deltalog cannot write are refused.
+    delta-spark does); returns the table's protocol afterwards. A name no Delta Lake feature has is refused
+    with delta-spark's ``DELTA_UNSUPPORTED_FEATURES_IN_CONFIG`` (names match case-insensitively); features
+    deltalog cannot write are refused.
 
     Example:
         >>> add_feature_support(deltalog.Table("/data/t"), "deletionVectors").minWriterVersion  # doctest: +SKIP
         7
     """
     from deltalog.commands.properties import set_properties
+    from deltalog.txn.writer_features import FEATURES
 
-    set_properties(table, {f"delta.feature.{feature_name}": "supported"})
+    known = {name.lower(): name for name in FEATURES}
+    name = known.get(feature_name.lower())
+    if name is None:  # delta-spark's words (its DeltaTableFeatureException), then what deltalog knows
+        raise UnsupportedFeatureError(
+            "[DELTA_UNSUPPORTED_FEATURES_IN_CONFIG] Table features configured in the following Spark configs or Delta "
+            f"table properties are not recognized by this version of Delta Lake: delta.feature.{feature_name}. The "
+            f"table feature {feature_name!r} is unknown to deltalog; known features: {', '.join(sorted(FEATURES))}",
+            feature=feature_name, table=table.location)
+    set_properties(table, {f"delta.feature.{name}": "supported"})
     return table.snapshot().protocol

@@ -31,7 +31,15 @@ from deltalog.commands.clustering import clustering_of
 from deltalog.errors import DeltaError, InvalidArgumentError, TableNotFoundError
 from deltalog.protocol.features import reader_features, writer_features
 from deltalog.spark.api.builder import DeltaColumnBuilder, TableBuilder, add_feature_support, upgrade_table_protocol
-from deltalog.spark.common.arguments import check_condition, check_int, column_mapping
+from deltalog.spark.common.arguments import (
+    check_bool,
+    check_clone,
+    check_condition,
+    check_int,
+    check_str,
+    column_mapping,
+    timestamp_invalid,
+)
 from deltalog.spark.common.core import arrow_frame, load_snapshot, open_table
 from deltalog.spark.reads.scan import read_snapshot
 
@@ -234,8 +242,7 @@ class DeltaTable:
             >>> DeltaTable.forName(spark, "events")                             # doctest: +SKIP
             DeltaTable('/spark-warehouse/events')
         """
-        if not isinstance(tableOrViewName, str):
-            raise ValueError(f"tableOrViewName needs to be a string but got '{type(tableOrViewName)}'.")
+        check_str(tableOrViewName, "tableOrViewName")
         name = tableOrViewName.strip()
         if name.lower().startswith("delta.`") and name.endswith("`") and len(name) > len("delta.``"):
             return cls.forPath(sparkSession, name[len("delta.`"):-1].replace("``", "`"))
@@ -377,8 +384,8 @@ class DeltaTable:
 
         if not isinstance(mode, str) or mode.strip().lower() != "symlink_format_manifest":
             raise InvalidArgumentError(
-                f"[DELTA_MODE_NOT_SUPPORTED] generate mode {mode!r} is not supported; the supported mode is "
-                "'symlink_format_manifest'",
+                f"[DELTA_MODE_NOT_SUPPORTED] Specified mode '{mode}' is not supported. Supported modes are: "
+                "symlink_format_manifest",
                 table=self._table.location,
             )
         generate_symlink_manifest(self._table)
@@ -444,6 +451,8 @@ class DeltaTable:
         from deltalog.commands.vacuum import vacuum
         from deltalog.spark.common.conf import retention_check
 
+        if retentionHours is not None:  # as delta-spark: float()'s own ValueError / TypeError for what is no number
+            retentionHours = float(retentionHours)
         result = vacuum(
             self._table,
             retention_hours=retentionHours,
@@ -493,16 +502,26 @@ class DeltaTable:
         return self._restore(version=version)
 
     def restoreToTimestamp(self, timestamp: Any) -> DataFrame:
-        """Restore the table to the version current at ``timestamp`` (datetime, ISO string -- without a zone
-        in the session time zone, as delta-spark reads it -- or epoch milliseconds); returns the same
-        metrics DataFrame as :meth:`restoreToVersion`.
+        """Restore the table to the version current at ``timestamp`` (a string ``yyyy-MM-dd[ HH:mm:ss]``, without
+        a zone in the session time zone, as delta-spark reads it; deltalog also takes a ``datetime`` / ``date``);
+        returns the same metrics DataFrame as :meth:`restoreToVersion`. Anything else is refused with
+        delta-spark's ``ValueError``, a string that is no timestamp with its ``DELTA_TIMESTAMP_INVALID``.
 
         Example:
             >>> DeltaTable.forPath(spark, "/data/events").restoreToTimestamp("2024-05-01")  # doctest: +SKIP
         """
+        if not isinstance(timestamp, dt.date):
+            check_str(timestamp, "timestamp")
+        return self._restore(timestamp=self._instant(timestamp, "restoreToTimestamp"))
+
+    def _instant(self, timestamp: Any, option: str) -> Any:
+        """``timestamp`` as the instant delta-spark reads (see :mod:`deltalog.spark.common.instants`)."""
         from deltalog.spark.common.instants import session_instant
 
-        return self._restore(timestamp=session_instant(self._spark, timestamp, option="restoreToTimestamp"))
+        try:
+            return session_instant(self._spark, timestamp, option=option)
+        except InvalidArgumentError:  # the text does not read as a timestamp
+            raise timestamp_invalid(timestamp, table=self._table.location) from None
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
         """Raise the protocol to ``(readerVersion, writerVersion)`` in one ``UPGRADE PROTOCOL`` commit
@@ -523,8 +542,7 @@ class DeltaTable:
         Example:
             >>> DeltaTable.forPath(spark, "/data/events").addFeatureSupport("deletionVectors")  # doctest: +SKIP
         """
-        if not isinstance(featureName, str):
-            raise ValueError(f"featureName needs to be a string but got '{type(featureName)}'.")
+        check_str(featureName, "featureName")
         add_feature_support(self._table, featureName)
 
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
@@ -537,10 +555,9 @@ class DeltaTable:
         Example:
             >>> DeltaTable.forPath(spark, "/data/events").dropFeatureSupport("deletionVectors")  # doctest: +SKIP
         """
-        if not isinstance(featureName, str):
-            raise ValueError(f"featureName needs to be a string but got '{type(featureName)}'.")
-        if truncateHistory is not None and not isinstance(truncateHistory, bool):
-            raise ValueError(f"truncateHistory needs to be a boolean but got '{type(truncateHistory)}'.")
+        check_str(featureName, "featureName")
+        if truncateHistory is not None:
+            check_bool(truncateHistory, "truncateHistory")
         self._table.drop_feature(featureName, truncate_history=bool(truncateHistory))
 
     # ----------------------------------------------------------------------------------------- DML
@@ -567,8 +584,9 @@ class DeltaTable:
         """
         from deltalog.spark.dml import update
 
+        mapping = column_mapping(set, "'set'")  # delta-spark checks ``set`` first, then the condition
         check_condition(condition)
-        values = {k: self._unaliased(v) for k, v in column_mapping(set, "'set'").items()}
+        values = {k: self._unaliased(v) for k, v in mapping.items()}
         update(self._spark, self.path, self._unaliased(condition), values)
 
     def _unaliased(self, expression: Any) -> Any:
@@ -622,6 +640,7 @@ class DeltaTable:
             DeltaTable('/data/t_dev')
             >>> DeltaTable.forPath(spark, "/data/t").clone("dev.t", isShallow=True)        # doctest: +SKIP
         """
+        check_clone(target, isShallow, replace, properties)
         return self._clone(target, isShallow, replace, properties)
 
     def cloneAtVersion(
@@ -638,8 +657,7 @@ class DeltaTable:
             >>> DeltaTable.forPath(spark, "/data/t").cloneAtVersion(3, "/backup/t")  # doctest: +SKIP
             DeltaTable('/backup/t')
         """
-        if isinstance(version, bool) or not isinstance(version, int):
-            raise ValueError(f"version needs to be an int but got '{type(version)}'.")
+        check_clone(target, isShallow, replace, properties, version=version)
         return self._clone(target, isShallow, replace, properties, version=version)
 
     def cloneAtTimestamp(
@@ -656,26 +674,14 @@ class DeltaTable:
             >>> DeltaTable.forPath(spark, "/data/t").cloneAtTimestamp("2024-05-01", "/backup/t")  # doctest: +SKIP
             DeltaTable('/backup/t')
         """
-        if not isinstance(timestamp, str):
-            raise ValueError(f"timestamp needs to be a string but got '{type(timestamp)}'.")
-        from deltalog.spark.common.instants import session_instant
-
-        at = session_instant(self._spark, timestamp, option="cloneAtTimestamp")
+        check_clone(target, isShallow, replace, properties, timestamp=timestamp)
+        at = self._instant(timestamp, "cloneAtTimestamp")
         return self._clone(target, isShallow, replace, properties, timestamp=at)
 
     def _clone(self, target: Any, shallow: Any, replace: Any, properties: Any, **at: Any) -> DeltaTable:
         from deltalog.commands.clone import clone_table
 
-        if not isinstance(target, str):
-            raise ValueError(f"target needs to be a string but got '{type(target)}'.")
-        for name, value in (("isShallow", shallow), ("replace", replace)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{name} needs to be a bool but got '{type(value)}'.")
-        if properties is not None and (
-            not isinstance(properties, Mapping)
-            or not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items())
-        ):
-            raise ValueError("properties needs to be a dict of strings to strings.")
+        # the arguments were checked (check_clone) by the public methods
         if _names_a_table(target):  # as delta-spark: a table name registers the clone in the catalog
             from deltalog.spark.catalog.clone import clone_to_catalog
             from deltalog.spark.catalog.entries import TableRef

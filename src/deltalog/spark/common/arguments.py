@@ -1,9 +1,10 @@
 """The argument checks of delta-spark's Python API, in its words: programs and tests match the text of
 the ``ValueError`` / ``TypeError`` delta-spark raises for a missing ``set``, a ``set`` that is not a dict,
-a condition that is neither SQL text nor a ``Column``, a version that is not an int, ... deltalog raises its
-own :class:`~deltalog.errors.InvalidArgumentError` (a ``ValueError``) and
+a condition that is neither SQL text nor a ``Column``, a version that is not an int, a clone argument of the
+wrong type, ... deltalog raises its own :class:`~deltalog.errors.InvalidArgumentError` (a ``ValueError``) and
 :class:`~deltalog.errors.InvalidArgumentTypeError` (also a ``TypeError``) with those words first; a hint
-may follow.
+may follow. The errors delta-spark's JVM raises for values it cannot take (an unparsable timestamp, an
+identity column that is not ``BIGINT``) are made here too, with its error condition and words.
 
 Example:
     >>> column_mapping({"v": "v + 1"}, "'set'")
@@ -19,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError
+from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError, UnsupportedFeatureError
 
-__all__ = ["check_condition", "check_int", "check_source", "column_mapping", "is_column"]
+__all__ = ["check_bool", "check_clone", "check_condition", "check_dict", "check_int", "check_source", "check_str",
+           "column_mapping", "is_column", "timestamp_invalid", "unsupported_operation"]
 
 
 def is_column(value: Any) -> bool:
@@ -106,3 +108,119 @@ def check_int(value: Any, name: str) -> None:
     """
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidArgumentError(f"{name} needs to be an int but got '{type(value)}'.")
+
+
+def check_str(value: Any, name: str) -> None:
+    """``value`` must be a ``str``, as delta-spark's ``featureName``, ``timestamp`` and ``target`` arguments.
+
+    Example:
+        >>> check_str(12345, "featureName")
+        Traceback (most recent call last):
+        ...
+        deltalog.errors.InvalidArgumentError: featureName needs to be a string but got '<class 'int'>'.
+    """
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{name} needs to be a string but got '{type(value)}'.")
+
+
+def check_bool(value: Any, name: str) -> None:
+    """``value`` must be a ``bool``, as delta-spark's ``isShallow``, ``replace`` and ``truncateHistory``.
+
+    Example:
+        >>> check_bool(10, "isShallow")
+        Traceback (most recent call last):
+        ...
+        deltalog.errors.InvalidArgumentError: isShallow needs to be a boolean but got '<class 'int'>'.
+    """
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{name} needs to be a boolean but got '{type(value)}'.")
+
+
+def check_dict(value: Any, name: str) -> None:
+    """``value`` must be a dict (any ``Mapping``), as delta-spark's clone ``properties``.
+
+    Example:
+        >>> check_dict(10, "properties")
+        Traceback (most recent call last):
+        ...
+        deltalog.errors.InvalidArgumentError: properties needs to be a dict but got '<class 'int'>'.
+    """
+    if not isinstance(value, Mapping):
+        raise InvalidArgumentError(f"{name} needs to be a dict but got '{type(value)}'.")
+
+
+def check_clone(target: Any, is_shallow: Any, replace: Any, properties: Any, *, timestamp: Any = "",
+                version: Any = 0) -> None:
+    """The arguments of ``clone`` / ``cloneAtVersion`` / ``cloneAtTimestamp``, checked in delta-spark's order
+    (timestamp, version, target, isShallow, replace, properties and each of their keys and values).
+
+    Example:
+        >>> check_clone("/backup/t", True, False, {"owner": 1})
+        Traceback (most recent call last):
+        ...
+        deltalog.errors.InvalidArgumentError: All property values including 1 needs to be a string but got ...
+    """
+    check_str(timestamp, "timestamp")
+    check_int(version, "version")
+    check_str(target, "target")
+    check_bool(is_shallow, "isShallow")
+    check_bool(replace, "replace")
+    if properties is not None:
+        check_dict(properties, "properties")
+        for key, value in properties.items():
+            check_str(key, f"All property keys including {key}")
+            check_str(value, f"All property values including {value}")
+
+
+def timestamp_invalid(text: Any, *, table: str | None = None) -> InvalidArgumentError:
+    """delta-spark's ``DELTA_TIMESTAMP_INVALID`` for a time-travel / restore timestamp that does not read as a
+    timestamp (an ``AnalysisException`` at the Spark API).
+
+    Example:
+        >>> print(timestamp_invalid("05/04/1999").message)
+        [DELTA_TIMESTAMP_INVALID] The provided timestamp ('05/04/1999') cannot be converted to a valid timestamp. \
+Write it as yyyy-MM-dd[ HH:mm:ss[.SSSSSS]] (in the session time zone) or with a zone: 2024-05-01T12:00:00Z
+    """
+    return InvalidArgumentError(
+        f"[DELTA_TIMESTAMP_INVALID] The provided timestamp ('{text}') cannot be converted to a valid timestamp. "
+        "Write it as yyyy-MM-dd[ HH:mm:ss[.SSSSSS]] (in the session time zone) or with a zone: 2024-05-01T12:00:00Z",
+        table=table,
+    )
+
+
+_UNSUPPORTED: dict[str, type] = {}
+
+
+def unsupported_operation(message: str, *, condition: str, sql_state: str, feature: str,
+                          table: str | None = None) -> UnsupportedFeatureError:
+    """An :class:`~deltalog.errors.UnsupportedFeatureError` that is also PySpark's
+    ``UnsupportedOperationException``, as delta-spark's ``DeltaUnsupportedOperationException`` reaches Python
+    (e.g. ``DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE``); ``message`` without the condition, which
+    ``getCondition()`` returns and ``str()`` shows in front.
+
+    Example:
+        >>> err = unsupported_operation("DataType integer is not supported for IDENTITY columns.",  # doctest: +SKIP
+        ...     condition="DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE", sql_state="428H2", feature="identityColumns")
+        >>> type(err).__mro__[1].__name__, err.getCondition()                          # doctest: +SKIP
+        ('UnsupportedFeatureError', 'DELTA_IDENTITY_COLUMNS_UNSUPPORTED_DATA_TYPE')
+    """
+    from pyspark.errors import UnsupportedOperationException
+
+    from deltalog.spark.common.compat import EXCEPTION_MIXINS, init_exception
+
+    cls = _UNSUPPORTED.get(sql_state)
+    if cls is None:
+        def getSqlState(self: Any) -> str:  # PySpark's name
+            return sql_state
+
+        cls = type("UnsupportedFeatureError", (UnsupportedFeatureError, *EXCEPTION_MIXINS,
+                                               UnsupportedOperationException),
+                   {"__module__": "deltalog.spark.common.errors", "getSqlState": getSqlState,
+                    "__doc__": UnsupportedFeatureError.__doc__})
+        _UNSUPPORTED[sql_state] = cls
+    kernel = UnsupportedFeatureError(f"[{condition}] {message}", feature=feature, table=table)
+    err: Any = Exception.__new__(cls)
+    err.__dict__.update(kernel.__dict__)
+    init_exception(err, str(kernel)[len(condition) + 3:], condition)  # the text after "[condition] "
+    err.args = kernel.args
+    return err  # type: ignore[no-any-return]

@@ -613,6 +613,7 @@ class DeltaOptimizeBuilder:
             >>> builder.executeCompaction().select("metrics.numFilesRemoved").first()[0]   # doctest: +SKIP
             12
         """
+        self._check_columns(())
         return metrics_frame(self._spark, optimize(self._spark, self._path, where=self._filters))
 
     def executeZOrderBy(self, *cols: str | Sequence[str]) -> DataFrame:
@@ -623,10 +624,39 @@ class DeltaOptimizeBuilder:
             'all'
         """
         names: Sequence[Any] = cols[0] if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else cols
+        for c in names:
+            if not isinstance(c, str):  # delta-spark's TypeError, in its words
+                raise InvalidArgumentTypeError(f"Z-order column must be str. Found {c} with type {type(c)}",
+                                               table=self._path)
         if not names:
             raise InvalidArgumentError("executeZOrderBy needs at least one column", table=self._path)
-        if not all(isinstance(c, str) for c in names):
-            raise InvalidArgumentTypeError(f"executeZOrderBy takes column names (str), got {list(names)!r}",
-                                           table=self._path)
+        self._check_columns([str(c) for c in names])
         result = optimize(self._spark, self._path, where=self._filters, zorder_by=[str(c) for c in names])
         return metrics_frame(self._spark, result)
+
+    def _check_columns(self, zorder: Sequence[str]) -> None:
+        """delta-spark's refusals, in its words and order, before anything runs (the engine checks again): a
+        ``where`` filter on a data column (``DELTA_NON_PARTITION_COLUMN_REFERENCE``), then a Z-order column
+        that is a partition column (``DELTA_ZORDERING_ON_PARTITION_COLUMN``) or no column of the table
+        (``DELTA_ZORDERING_COLUMN_DOES_NOT_EXIST``)."""
+        snap = load_snapshot(self._path)
+        parts = list(snap.partition_columns)
+        partition_names = {p.lower() for p in parts}
+        data_names = {n.lower() for n in snap.schema.field_names} - partition_names
+        for sql in self._filters:
+            for name in (_referenced_columns(sql) if isinstance(sql, str) else None) or []:
+                if name.lower() in data_names:
+                    raise InvalidArgumentError(
+                        f"[DELTA_NON_PARTITION_COLUMN_REFERENCE] Predicate references non-partition column '{name}'. "
+                        f"Only the partition columns may be referenced: [{', '.join(parts)}]. OPTIMIZE ... WHERE "
+                        "selects partitions; it cannot filter rows", table=snap.table, version=snap.version)
+        for name in zorder:
+            if name.lower() in partition_names:
+                raise InvalidArgumentError(
+                    f"[DELTA_ZORDERING_ON_PARTITION_COLUMN] {name} is a partition column. Z-Ordering can only be "
+                    "performed on data columns", table=snap.table, version=snap.version)
+            if "." not in name and "`" not in name and name.lower() not in data_names:
+                raise InvalidArgumentError(
+                    f"[DELTA_ZORDERING_COLUMN_DOES_NOT_EXIST] Z-Ordering column {name} does not exist in data schema. "
+                    f"The data columns are {[n for n in snap.schema.field_names if n.lower() in data_names]}",
+                    table=snap.table, version=snap.version)
