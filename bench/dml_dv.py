@@ -17,7 +17,12 @@ Then the read side of merge-on-read, full scans that materialise every column of
 * ``spark-scan-dv-one``: the table after the same DELETE limited to the first file's rows (a deletion
   vector on 1 of ``--files`` files) against the same table before it, without deletion vectors (1.1x).
 
-A ``count()`` of each table after its delete is recorded as well (``extra``).
+A full-scan count of each table after its delete is recorded as well (``extra``; ``groupBy().count()``, which
+Spark runs as a scan, since ``count()`` itself is answered from the log).
+
+* ``spark-count-dv``: ``count()`` of the table with a deletion vector on every file against ``count()`` of the
+  copy-on-write table (target 1.1x): both answered from the log (``deltalog.spark.reads.log_answers``); the
+  Spark scan that ``count()`` ran before is in ``extra`` (``scan_after_*``).
 
 Saves workloads ``dml-dv`` (deltalog = the DELETE with deletion vectors, anchor = the copy-on-write DELETE
 of the same rows) and the two scans. ``bench/run.py`` runs it in full runs only.
@@ -65,8 +70,13 @@ def main(argv: list[str] | None = None) -> int:
 
         def timed_scan(kind: str) -> None:
             t0 = time.perf_counter()
-            read(spark, paths[kind]).count()
+            read(spark, paths[kind]).groupBy().count().collect()  # a scan: count() is answered from the log
             scans[kind].append(time.perf_counter() - t0)
+
+        def timed_count(kind: str) -> float:
+            t0 = time.perf_counter()
+            read(spark, paths[kind]).count()
+            return time.perf_counter() - t0
 
         # warm-up (JIT, Python workers), then alternate; the restore is part of neither timing
         for kind in ("dv", "cow"):
@@ -86,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         with_dv = sum(1 for d in dv_files.column("deletionVector").to_pylist() if d)
         scan_all = _alternate(repeat, warmup=not args.quick, dv=lambda: _full_scan(read(spark, paths["dv"])),
                               cow=lambda: _full_scan(read(spark, paths["cow"])))
+        counts = _alternate(repeat, warmup=not args.quick, dv=lambda: timed_count("dv"), cow=lambda: timed_count("cow"))
+        if read(spark, paths["dv"]).count() != read(spark, paths["dv"]).groupBy().count().collect()[0][0]:
+            raise SystemExit("count() from the log differs from a scan's count")
         tables["dv"].restoreToVersion(0)
         tables["dv"].delete(f"{CONDITION} AND id < {rows // nfiles}")  # the first file's rows only
         one_files = deltalog.Table(paths["dv"]).snapshot().add_files()
@@ -132,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
          scan_all, "same rows after a copy-on-write DELETE", 1.3),
         ("spark-scan-dv-one", f"full scan, a deletion vector on 1 of {nfiles} files, {rows:,} rows",
          scan_one, "same table without deletion vectors", 1.1),
+        ("spark-count-dv", f"count(), deletion vectors on all {nfiles} files (1% deleted), {rows:,} rows",
+         counts, "count() of the same rows after a copy-on-write DELETE", 1.1),
     ):
         print(f"  {workload}: {statistics.median(dv_runs):.2f} s against {statistics.median(plain_runs):.2f} s")
         save(Result(workload=workload, title=title, deltalog_median=statistics.median(dv_runs),

@@ -453,7 +453,7 @@ def _details(results: dict[str, Result]) -> list[str]:
     d = results.get("dml-dv")
     if d is not None and d.extra:
         x = d.extra
-        out += ["", f"**(dml-dv) reading after the DELETE** (a full scan, `count()`): "
+        out += ["", f"**(dml-dv) reading after the DELETE** (a full scan, `groupBy().count()`): "
                     f"{x.get('scan_after_dv_s', 0):.2f} s with deletion vectors on "
                     f"{x.get('files_with_deletion_vector', 0)} files against {x.get('scan_after_cow_s', 0):.2f} s "
                     "after copy-on-write: merge-on-read moves cost from the DELETE to the readers (files without "

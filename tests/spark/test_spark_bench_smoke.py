@@ -69,7 +69,7 @@ def test_spark_scan_benchmarks_quick(tmp_path: Path) -> None:
         assert extra["anchor_files_discovered"] == n == extra["paths_files_discovered"]
     selective = _result(results, "spark-scan-selective")["extra"]
     assert isinstance(selective, dict) and selective["files_read"] == selective["matching_files"] == 1
-    for workload in ("spark-scan-dv-all", "spark-scan-dv-one"):
+    for workload in ("spark-scan-dv-all", "spark-scan-dv-one", "spark-count-dv"):
         _result(results, workload)
     dml_dv = _result(results, "dml-dv")["extra"]
     assert isinstance(dml_dv, dict)

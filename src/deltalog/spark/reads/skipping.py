@@ -49,14 +49,15 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.spark.common.core import may_be_cached, note_cached, quoted, served_by_cache
 from deltalog.spark.reads.column_sql import condition_sql, flat_columns, plain_name, portable, skipping_conditions
+from deltalog.spark.reads.log_answers import logged_count
 from deltalog.spark.reads.rebind import MAX_ID_COLUMNS, passed_through, rebound, with_plan_ids
 
 if TYPE_CHECKING:
     from deltalog.data.filters import Condition
     from deltalog.snapshot import Snapshot
 
-__all__ = ["attach", "attach_query", "condition_sql", "latest_frame", "refreshed", "skipping_conditions",
-           "whole_table"]
+__all__ = ["attach", "attach_query", "condition_sql", "count_from_log", "latest_frame", "refreshed",
+           "skipping_conditions", "whole_table"]
 
 _STATE = "_deltalog_snapshot"
 _LOCK = threading.Lock()
@@ -551,6 +552,34 @@ def _action(name: str, plain: Any) -> Any:
     return method
 
 
+def count_from_log(df: Any) -> int | None:
+    """``df.count()`` from the Delta log (``df`` a tracked read, as it reads the table now), or ``None`` when
+    the log cannot prove it (:mod:`deltalog.spark.reads.log_answers`) or ``df`` is not a tracked read.
+
+    Example:
+        >>> count_from_log(spark.read.format("delta").load("/data/events"))            # doctest: +SKIP
+        1000
+    """
+    if df.__dict__.get(_STATE) is None:
+        return None
+    frame = _latest_or_raise(df)
+    state = frame.__dict__.get(_STATE)
+    if state is None or _cached(frame) or getattr(_LOCAL, "busy", False):
+        return None
+    return logged_count(state.snapshot, where=state.where, prune=state.prune, steps=state.steps)
+
+
+def _counting(plain: Any) -> Any:
+    def count(self: Any) -> int:
+        answer = count_from_log(self)
+        return answer if answer is not None else int(plain(_latest_or_raise(self)))
+
+    count.__name__ = "count"
+    count.__doc__ = (plain.__doc__ or "") + ("\n(deltalog: reads the Delta table as it is when it runs, and answers "
+                                             "from the log when it can: deltalog.spark.reads.log_answers.)")
+    return count
+
+
 def _writer(plain: property) -> property:
     def write(self: Any) -> Any:
         return plain.fget(_latest_or_raise(self)) if plain.fget is not None else None
@@ -652,6 +681,7 @@ def _subclass(base: type) -> type:
         methods.update({name: _view_method(name, getattr(base, name), global_view)
                         for name, global_view in _VIEWS.items() if hasattr(base, name)})
         methods.update({name: _action(name, getattr(base, name)) for name in _ACTIONS if hasattr(base, name)})
+        methods["count"] = _counting(getattr(base, "count"))  # noqa: B009
         methods.update({name: _caching(name, getattr(base, name)) for name in _CACHING if hasattr(base, name)})
         methods.update({name: _grouping(name, getattr(base, name)) for name in _GROUPING if hasattr(base, name)})
         methods.update({name: _pairing(name, getattr(base, name)) for name in _PAIRED if hasattr(base, name)})

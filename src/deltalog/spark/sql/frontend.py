@@ -198,6 +198,27 @@ def _run(spark: Any, text: str, args: Any, kwargs: dict[str, Any]) -> Any:
             return _dispatch(spark, expression, work, passed, as_given)
 
 
+def _count_from_log(spark: Any, expression: Any, rewritten: Any) -> Any | None:
+    """``SELECT count(*) FROM <Delta table>`` as a frame of the log's count, following the table at each action
+    (:mod:`deltalog.spark.sql.log_answers`), or ``None``."""
+    from deltalog.spark.sql.log_answers import count_query_column, logged_count_frame
+
+    column = count_query_column(expression)
+    if column is None or len(rewritten.frames) != 1:
+        return None
+    (frame,) = rewritten.frames.values()
+    df = logged_count_frame(spark, column, frame)
+    if df is None:
+        return None
+    from deltalog.spark.reads.skipping import attach_query
+
+    def again(frames: dict[str, Any]) -> Any:
+        (fresh,) = frames.values()
+        return logged_count_frame(spark, column, fresh) or dataclasses.replace(rewritten, frames=frames).sql(spark)
+
+    return attach_query(df, rewritten.frames, again)
+
+
 def _bind(expression: Any, args: Any) -> None:
     """Replace the statement's parameter markers (``:name``, ``?``) by ``args`` (a dict for named markers, a
     list for positional ones) as SQL literals, in place; a value that is not a plain Python value (a
@@ -400,6 +421,9 @@ def _dispatch(spark: Any, expression: Any, text: str, args: Any, as_given: Calla
     if isinstance(expression, (exp.Query, exp.Insert, exp.Create, exp.Describe, exp.Cache)):
         rewritten = rewrite_query(spark, expression)
         if rewritten.frames:
+            counted = _count_from_log(spark, expression, rewritten)
+            if counted is not None:
+                return counted
             df = rewritten.sql(spark, args)
             if isinstance(expression, exp.Query):  # a query's frame reads its Delta tables as they are at each action
                 from deltalog.spark.reads.skipping import attach_query
