@@ -63,13 +63,12 @@ def test_a_file_without_statistics_is_counted_by_spark(spark: Any, tmp_path: Any
 
 
 def test_sql_count_star_comes_from_the_log(spark: Any, tmp_path: Any) -> None:
-    from pyspark.sql.types import LongType, StructField, StructType
-
     path = str(tmp_path / "t")
     spark.range(0, 50, 1, 2).write.format("delta").save(path)
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id < 5")
     counted = spark.sql(f"SELECT count(*) FROM delta.`{path}`")
-    assert counted.schema == StructType([StructField("count(1)", LongType(), False)])  # Spark's own
+    own = spark.sql(f"SELECT count(*) FROM parquet.`{path}`").schema  # Spark's own query over the files
+    assert counted.schema == own and own.fields[0].name == "count(1)" and not own.fields[0].nullable
     assert counted.collect()[0][0] == 45
     assert spark.sql(f"SELECT COUNT(1) AS n FROM delta.`{path}` t").collect()[0].n == 45
     assert spark.sql(f"SELECT count(*) FROM delta.`{path}` VERSION AS OF 0").collect()[0][0] == 50
@@ -86,3 +85,52 @@ def test_sql_count_star_comes_from_the_log(spark: Any, tmp_path: Any) -> None:
     assert spark.sql(f"SELECT count(*) FROM delta.`{path}`").collect()[0][0] == 48
     with pytest.raises(Exception, match=r"FILE_NOT_FOUND|does not exist"):
         spark.sql(f"SELECT sum(id) FROM delta.`{path}`").collect()
+
+
+def test_min_max_count_come_from_the_log_where_statistics_are_exact(spark: Any, tmp_path: Any) -> None:
+    import datetime as dt
+
+    from pyspark.sql import functions as F
+
+    path = str(tmp_path / "t")
+    rows = [(i, None if i % 4 == 0 else i * 10, dt.date(2024, 1, 1) + dt.timedelta(days=i), f"s{i:03d}", i % 2)
+            for i in range(40)]
+    schema = "id long, v int, d date, s string, p int"
+    spark.createDataFrame(rows, schema).repartition(3).write.format("delta").partitionBy("p").save(path)
+    q = f"SELECT count(*), count(v), min(id), max(id) AS top, min(v), max(d) FROM delta.`{path}`"
+    want = [(40, 30, 0, 39, 10, dt.date(2024, 2, 9))]
+    answered = spark.sql(q)
+    assert [tuple(r) for r in answered.collect()] == want
+    assert answered.columns == ["count(1)", "count(v)", "min(id)", "top", "min(v)", "max(d)"]
+    plain = spark.read.parquet(*[os.path.join(dp, f) for dp, _, fs in os.walk(path) for f in fs
+                                 if f.endswith(".parquet")])
+    spark_types = plain.agg(F.count("*"), F.count("v"), F.min("id"), F.max("id").alias("top"), F.min("v"),
+                            F.max("d")).schema
+    assert answered.schema == spark_types  # names, types, nullability and metadata as Spark's own aggregate
+    df = spark.read.format("delta").load(path)
+    assert [tuple(r) for r in df.agg(F.count("*"), F.count("v"), F.min("id"), F.max("id"), F.min("v"),
+                                     F.max("d")).collect()] == want
+    # what the log cannot prove exactly is Spark's, with the same answer
+    assert spark.sql(f"SELECT max(s), max(p) FROM delta.`{path}`").collect()[0] == ("s039", 1)
+    assert df.select("id").agg(F.max("id")).collect()[0][0] == 39
+    # no data file is read for an answer from the log
+    for dirpath, _, names in os.walk(path):
+        for name in names:
+            if name.endswith(".parquet"):
+                os.remove(os.path.join(dirpath, name))
+    assert [tuple(r) for r in spark.sql(q).collect()] == want
+    with pytest.raises(Exception, match=r"FILE_NOT_FOUND|does not exist"):
+        spark.sql(f"SELECT max(s) FROM delta.`{path}`").collect()
+
+
+def test_bounds_of_files_with_deletion_vectors_are_not_used(spark: Any, tmp_path: Any) -> None:
+    from deltalog.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    spark.range(0, 100, 1, 2).write.format("delta").option("delta.enableDeletionVectors", "true").save(path)
+    DeltaTable.forPath(spark, path).delete("id >= 95 OR id = 0")
+    got = spark.sql(f"SELECT count(*), min(id), max(id), count(id) FROM delta.`{path}`").collect()[0]
+    assert tuple(got) == (94, 1, 94, 94)
+    empty = str(tmp_path / "e")
+    spark.range(0).write.format("delta").save(empty)
+    assert tuple(spark.sql(f"SELECT count(*), max(id) FROM delta.`{empty}`").collect()[0]) == (0, None)

@@ -49,15 +49,15 @@ from typing import TYPE_CHECKING, Any
 
 from deltalog.spark.common.core import may_be_cached, note_cached, quoted, served_by_cache
 from deltalog.spark.reads.column_sql import condition_sql, flat_columns, plain_name, portable, skipping_conditions
-from deltalog.spark.reads.log_answers import logged_count
+from deltalog.spark.reads.log_answers import aggregate_sql, answer_frame, logged_count
 from deltalog.spark.reads.rebind import MAX_ID_COLUMNS, passed_through, rebound, with_plan_ids
 
 if TYPE_CHECKING:
     from deltalog.data.filters import Condition
     from deltalog.snapshot import Snapshot
 
-__all__ = ["attach", "attach_query", "condition_sql", "count_from_log", "latest_frame", "refreshed",
-           "skipping_conditions", "whole_table"]
+__all__ = ["aggregates_sql_from_log", "attach", "attach_query", "condition_sql", "count_from_log", "latest_frame",
+           "refreshed", "skipping_conditions", "whole_table"]
 
 _STATE = "_deltalog_snapshot"
 _LOCK = threading.Lock()
@@ -560,13 +560,43 @@ def count_from_log(df: Any) -> int | None:
         >>> count_from_log(spark.read.format("delta").load("/data/events"))            # doctest: +SKIP
         1000
     """
+    state = _answerable(df)
+    if state is None:
+        return None
+    return logged_count(state.snapshot, where=state.where, prune=state.prune, steps=state.steps)
+
+
+def _answerable(df: Any) -> _State | None:
+    """The state of ``df`` as it reads its table now, when the log may answer for it (a tracked read, not cached,
+    not inside deltalog's own operations)."""
     if df.__dict__.get(_STATE) is None:
         return None
     frame = _latest_or_raise(df)
-    state = frame.__dict__.get(_STATE)
+    state: _State | None = frame.__dict__.get(_STATE)
     if state is None or _cached(frame) or getattr(_LOCAL, "busy", False):
         return None
-    return logged_count(state.snapshot, where=state.where, prune=state.prune, steps=state.steps)
+    return state
+
+
+def aggregates_sql_from_log(df: Any, specs: Sequence[tuple[str | None, str, str | None]]) -> str | None:
+    """A literal ``SELECT`` of the aggregates ``specs`` (:func:`~deltalog.spark.reads.log_answers.aggregate_specs`)
+    of ``df`` -- a tracked read of a whole table, no step but ``select`` of its column names, ``drop`` or sorting --
+    answered from the log, or ``None``.
+
+    Example:
+        >>> aggregates_sql_from_log(spark.read.format("delta").load("/t"), [(None, "count", None)])  # doctest: +SKIP
+        'SELECT 1000L AS `count(1)`'
+    """
+    state = _answerable(df)
+    if state is None or state.where is not None or state.prune:
+        return None
+    if any(name not in ("select", "drop", "orderBy", "sort", "sortWithinPartitions", "repartition", "coalesce")
+           or kwargs or not all(isinstance(a, str) for a in args) for name, args, kwargs in state.steps):
+        return None  # a rename could give a column another's name
+    present = {c.lower() for c in df.columns}
+    if any(column is not None and column.lower() not in present for _, _, column in specs):
+        return None  # Spark's error for a column the frame lacks
+    return aggregate_sql(state.snapshot, specs)
 
 
 def _counting(plain: Any) -> Any:
@@ -578,6 +608,48 @@ def _counting(plain: Any) -> Any:
     count.__doc__ = (plain.__doc__ or "") + ("\n(deltalog: reads the Delta table as it is when it runs, and answers "
                                              "from the log when it can: deltalog.spark.reads.log_answers.)")
     return count
+
+
+def _column_specs(columns: tuple[Any, ...]) -> list[tuple[str | None, str, str | None]] | None:
+    """The aggregates of ``agg``'s ``Column`` arguments when each is ``count`` / ``min`` / ``max`` of a column name
+    (read from the column's SQL text, as PySpark shows it), else ``None``."""
+    import sqlglot
+
+    from deltalog.spark.reads.log_answers import aggregate_specs
+
+    texts = []
+    for column in columns:
+        shown = str(column)
+        if type(column).__name__ != "Column" or not (shown.startswith("Column<'") and shown.endswith("'>")):
+            return None
+        texts.append(shown[len("Column<'"):-2])
+    try:
+        parsed = sqlglot.parse_one("SELECT " + ", ".join(texts), read="spark")
+    except Exception:  # not SQL sqlglot reads: Spark's own agg
+        return None
+    return aggregate_specs(parsed.expressions)
+
+
+def _aggregating_frame(plain: Any) -> Any:
+    def agg(self: Any, *exprs: Any) -> Any:
+        specs = _column_specs(exprs) if exprs and not isinstance(exprs[0], dict) else None
+        text = aggregates_sql_from_log(self, specs) if specs else None
+        if text is None:
+            return plain(self, *exprs)
+        spark = self.sparkSession
+        # one literal row; at each later action it is answered again for the table as it is then
+        return attach_query(answer_frame(spark, text, specs or []), {"t": self},
+                            lambda frames: _answered_again(spark, frames["t"], specs, plain, exprs))
+
+    agg.__name__ = "agg"
+    agg.__doc__ = (plain.__doc__ or "") + ("\n(deltalog: count / min / max of a whole Delta table are answered "
+                                           "from the log when it can: deltalog.spark.reads.log_answers.)")
+    return agg
+
+
+def _answered_again(spark: Any, frame: Any, specs: Any, plain: Any, exprs: tuple[Any, ...]) -> Any:
+    text = aggregates_sql_from_log(frame, specs)
+    return answer_frame(spark, text, specs) if text is not None else plain(frame, *exprs)
 
 
 def _writer(plain: property) -> property:
@@ -682,6 +754,7 @@ def _subclass(base: type) -> type:
                         for name, global_view in _VIEWS.items() if hasattr(base, name)})
         methods.update({name: _action(name, getattr(base, name)) for name in _ACTIONS if hasattr(base, name)})
         methods["count"] = _counting(getattr(base, "count"))  # noqa: B009
+        methods["agg"] = _aggregating_frame(getattr(base, "agg"))  # noqa: B009
         methods.update({name: _caching(name, getattr(base, name)) for name in _CACHING if hasattr(base, name)})
         methods.update({name: _grouping(name, getattr(base, name)) for name in _GROUPING if hasattr(base, name)})
         methods.update({name: _pairing(name, getattr(base, name)) for name in _PAIRED if hasattr(base, name)})

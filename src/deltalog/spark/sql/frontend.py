@@ -199,22 +199,22 @@ def _run(spark: Any, text: str, args: Any, kwargs: dict[str, Any]) -> Any:
 
 
 def _count_from_log(spark: Any, expression: Any, rewritten: Any) -> Any | None:
-    """``SELECT count(*) FROM <Delta table>`` as a frame of the log's count, following the table at each action
-    (:mod:`deltalog.spark.sql.log_answers`), or ``None``."""
-    from deltalog.spark.sql.log_answers import count_query_column, logged_count_frame
+    """``SELECT count(*) / min(c) / max(c) ... FROM <Delta table>`` as a frame of the log's answer, following the
+    table at each action (:mod:`deltalog.spark.sql.log_answers`), or ``None``."""
+    from deltalog.spark.sql.log_answers import aggregate_query_specs, logged_aggregate_frame
 
-    column = count_query_column(expression)
-    if column is None or len(rewritten.frames) != 1:
+    specs = aggregate_query_specs(expression)
+    if specs is None or len(rewritten.frames) != 1:
         return None
     (frame,) = rewritten.frames.values()
-    df = logged_count_frame(spark, column, frame)
+    df = logged_aggregate_frame(spark, specs, frame)
     if df is None:
         return None
     from deltalog.spark.reads.skipping import attach_query
 
     def again(frames: dict[str, Any]) -> Any:
         (fresh,) = frames.values()
-        return logged_count_frame(spark, column, fresh) or dataclasses.replace(rewritten, frames=frames).sql(spark)
+        return logged_aggregate_frame(spark, specs, fresh) or dataclasses.replace(rewritten, frames=frames).sql(spark)
 
     return attach_query(df, rewritten.frames, again)
 
