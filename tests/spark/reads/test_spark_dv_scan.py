@@ -232,3 +232,22 @@ def test_bit_test_tells_the_deleted_file_apart_by_size(spark: Any, tmp_path: Pat
     out = dv_scan.keyed_scan(spark, snap, files, raw, ["id"])
     assert out is not None and "Join" not in _plan(out)
     assert _ids(out) == [i for i in range(400) if i not in (1, 5, 70)]
+
+
+def test_later_reads_reuse_the_deleted_row_keys(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(100, 250)), list(range(250, 300))])
+    table.delete("id % 10 = 3")
+    sent: list[int] = []
+    real = dv_scan.frame_from_arrow
+
+    def counting(spark_: Any, arrow: pa.Table, schema: Any = None) -> Any:
+        sent.append(arrow.num_rows)
+        return real(spark_, arrow, schema)
+
+    monkeypatch.setattr(dv_scan, "frame_from_arrow", counting)
+    want = [i for i in range(300) if i % 10 != 3]
+    assert _ids(read(spark, path)) == want and _ids(read(spark, path)) == want
+    assert sent == [30]  # the second read's keys came from the first
+    table.delete("id = 0")  # other deleted rows: other keys
+    assert _ids(read(spark, path)) == want[1:] and sent == [30, 31]
