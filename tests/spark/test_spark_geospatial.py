@@ -178,3 +178,99 @@ def test_spark_without_geospatial_support_is_refused_naming_the_version(
     with pytest.raises(Exception, match=r"geometry\(OGC:CRS84\) column 'g' needs Spark 4\.2 or later") as found:
         spark.read.format("delta").load(path).collect()
     assert f"runs PySpark {compat.PYSPARK_VERSION}" in str(found.value) and "snapshot().to_arrow()" in str(found.value)
+
+
+def run_stream(query: Any) -> None:
+    """Wait for an ``availableNow`` query to end (its failure raised), then stop it."""
+    try:
+        query.awaitTermination(120)
+    finally:
+        query.stop()
+
+
+@needs_geo
+def test_streams_read_and_write_geospatial_columns(spark: Any, tmp_path: Path) -> None:
+    src, dst, chk = str(tmp_path / "src"), str(tmp_path / "dst"), str(tmp_path / "chk")
+    spark.sql(f"SELECT 1 AS id, ST_GeomFromWKB(X'{hexed(1, 2)}', 4326) AS g, ST_GeogFromWKB(X'{hexed(3, 4)}') AS h, "
+              f"named_struct('p', ST_GeomFromWKB(X'{hexed(5, 6)}', 4326)) AS s").write.format("delta").save(src)
+    spark.sql(f"INSERT INTO delta.`{src}` VALUES (2, NULL, ST_GeogFromWKB(X'{hexed(7, 8)}'), named_struct('p', NULL)), "
+              "(3, NULL, NULL, NULL)")
+    want = [(1, hexed(1, 2), hexed(3, 4), hexed(5, 6)), (2, None, hexed(7, 8), None), (3, None, None, None)]
+
+    stream = spark.readStream.format("delta").load(src)
+    assert stream.schema == spark.read.format("delta").load(src).schema
+    memory = f"geo_stream_{uuid.uuid4().hex[:8]}"
+    run_stream(stream.writeStream.format("memory").queryName(memory).trigger(availableNow=True).start())
+    assert wkb_rows(spark.table(memory), "g", "h", "s.p") == want
+
+    run_stream(stream.writeStream.format("delta").option("checkpointLocation", chk).trigger(availableNow=True)
+               .start(dst))
+    assert deltalog.Table(dst).snapshot().protocol == FEATURE and schema_types(dst) == schema_types(src)
+    assert wkb_rows(spark.read.format("delta").load(dst), "g", "h", "s.p") == want
+
+    def geo(type_name: str, values: list[bytes | None]) -> pa.ExtensionArray:
+        return pa.ExtensionArray.from_storage(to_arrow_type(parse_data_type(type_name)), pa.array(values, pa.binary()))
+
+    nested = str(tmp_path / "nested")  # geometries in an array and a map, written by the kernel
+    items = pa.ListArray.from_arrays(pa.array([0, 2, 2, 3], pa.int32()), geo(GEOM, [point(1, 1), None, point(2, 2)]),
+                                     mask=pa.array([False, True, False]))
+    places = pa.MapArray.from_arrays(pa.array([0, 1, 1, 1], pa.int32()), pa.array(["a"]), geo(GEOG, [point(3, 3)]))
+    deltalog.write_table(nested, pa.table({"id": [1, 2, 3], "xs": items, "m": places}))
+    memory = f"geo_nested_{uuid.uuid4().hex[:8]}"
+    run_stream(spark.readStream.format("delta").load(nested).writeStream.format("memory").queryName(memory)
+               .trigger(availableNow=True).start())
+    got = spark.table(memory).selectExpr("id", "transform(xs, x -> hex(ST_AsBinary(x)))",
+                                         "hex(ST_AsBinary(m['a']))", "size(m)").collect()
+    assert sorted(tuple(r) for r in got) == [(1, [hexed(1, 1), None], hexed(3, 3), 1), (2, None, None, 0),
+                                             (3, [hexed(2, 2)], None, 0)]
+
+
+@needs_geo
+def test_create_table_like_a_geospatial_table(spark: Any, tmp_path: Path) -> None:
+    source, copy = f"geo_{uuid.uuid4().hex[:8]}", f"geo_like_{uuid.uuid4().hex[:8]}"
+    spark.sql(f"CREATE TABLE {source} (id INT, g GEOMETRY(4326), h GEOGRAPHY(4326)) USING DELTA")
+    try:
+        spark.sql(f"CREATE TABLE {copy} LIKE {source}")
+        location = spark.sql(f"DESCRIBE DETAIL {copy}").first()["location"]
+        assert schema_types(location) == {"id": "integer", "g": GEOM, "h": GEOG}
+        assert deltalog.Table(location).snapshot().protocol == FEATURE
+        spark.sql(f"INSERT INTO {copy} VALUES (1, ST_GeomFromWKB(X'{hexed(1, 2)}', 4326), "
+                  f"ST_GeogFromWKB(X'{hexed(3, 4)}'))")
+        assert wkb_rows(spark.table(copy), "g", "h") == [(1, hexed(1, 2), hexed(3, 4))]
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {copy}")
+        spark.sql(f"DROP TABLE IF EXISTS {source}")
+
+    by_path, like_path = str(tmp_path / "source"), str(tmp_path / "like")
+    spark.sql(f"CREATE TABLE delta.`{by_path}` (id INT, s STRUCT<p: GEOGRAPHY(4326)>) USING DELTA")
+    spark.sql(f"CREATE TABLE delta.`{like_path}` LIKE delta.`{by_path}`")
+    assert schema_types(like_path)["s"]["fields"][0]["type"] == GEOG
+    assert deltalog.Table(like_path).snapshot().protocol == FEATURE
+
+
+@needs_geo
+def test_drop_feature_geospatial_once_no_geospatial_column_is_left(spark: Any, tmp_path: Path) -> None:
+    from pyspark.errors import AnalysisException
+
+    path = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id INT, g GEOMETRY(4326), s STRUCT<p: GEOGRAPHY(4326)>) USING DELTA "
+              "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    drop = f"ALTER TABLE delta.`{path}` DROP FEATURE geospatial"
+    with pytest.raises(AnalysisException, match=r"DELTA_CANNOT_DROP_GEOSPATIAL_FEATURE.*columns g, s\.p"):
+        spark.sql(drop)
+    spark.sql(f"ALTER TABLE delta.`{path}` DROP COLUMN g")
+    with pytest.raises(AnalysisException, match=r"DELTA_CANNOT_DROP_GEOSPATIAL_FEATURE.*columns s\.p;"):
+        spark.sql(drop)
+    spark.sql(f"ALTER TABLE delta.`{path}` DROP COLUMN s")
+    with pytest.raises(AnalysisException, match="DELTA_FEATURE_DROP_HISTORY_TRUNCATION_NOT_ALLOWED"):
+        spark.sql(drop + " TRUNCATE HISTORY")
+    version = deltalog.Table(path).snapshot().version
+    spark.sql(drop)
+    snap = deltalog.Table(path).snapshot()
+    assert snap.version == version + 1  # one commit: no checkpoint protection, as delta-spark (no history traces)
+    features = set(snap.protocol.readerFeatures or ()) | set(snap.protocol.writerFeatures or ())
+    assert "geospatial" not in features and "checkpointProtection" not in features
+    assert "columnMapping" in features and snap.protocol.minReaderVersion >= 2
+    assert deltalog.Table(path).history(limit=1)[0]["operation"] == "DROP FEATURE"
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1)")
+    assert [r["id"] for r in spark.read.format("delta").load(path).collect()] == [1]

@@ -311,3 +311,39 @@ def test_a_new_table_with_a_geospatial_column_needs_the_feature(tmp_path: Path) 
     snap = deltalog.Table(tmp_path).snapshot()
     assert snap.protocol == Protocol(3, 7, ("geospatial",), ("geospatial",))
     assert snap.to_arrow().schema.field("g").type.spec == GeoSpec("geography", "OGC:CRS84", "karney")
+
+
+def test_the_feature_is_dropped_once_no_geospatial_column_is_left(tmp_path: Path) -> None:
+    from deltalog.commands.drop_feature import feature_traces
+    from deltalog.errors import FeatureDropError
+
+    path = str(tmp_path / "t")
+    xs = pa.ListArray.from_arrays(pa.array([0, 1], pa.int32()), geo(GEOM, [point(1, 1)]))
+    m = pa.MapArray.from_arrays(pa.array([0, 1], pa.int32()), pa.array(["a"]), geo(GEOG, [point(2, 2)]))
+    s = pa.StructArray.from_arrays([geo(GEOM, [None]), pa.array([1])], names=["p", "n"])
+    deltalog.write_table(path, pa.table({"id": [1], "g": geo(GEOM, [point(0, 0)]), "xs": xs, "m": m, "s": s}),
+                         properties={"delta.columnMapping.mode": "name"})
+    table = deltalog.Table(path)
+    version = table.latest_version()
+    assert feature_traces(table.snapshot(), "geospatial") == ["geospatial columns g, xs.element, m.value, s.p"]
+    with pytest.raises(FeatureDropError, match=r"\[DELTA_CANNOT_DROP_GEOSPATIAL_FEATURE\] .* still has geospatial "
+                                               r"columns g, xs\.element, m\.value, s\.p; drop those columns first"):
+        table.drop_feature("geospatial")
+    with pytest.raises(FeatureDropError, match="DELTA_CANNOT_DROP_GEOSPATIAL_FEATURE"):
+        table.drop_feature("geospatial", dry_run=True)
+    table.drop_columns(["g", "xs", "m"])
+    with pytest.raises(FeatureDropError, match=r"geospatial columns s\.p;"):
+        table.drop_feature("geospatial")
+    table.drop_columns(["s.p"])
+    assert table.latest_version() == version + 2  # the refusals committed nothing
+    with pytest.raises(FeatureDropError, match=r"DELTA_FEATURE_DROP_HISTORY_TRUNCATION_NOT_ALLOWED.*leaves no trace"):
+        table.drop_feature("geospatial", truncate_history=True)
+    assert table.drop_feature("geospatial", dry_run=True).steps == ("commit DROP FEATURE geospatial",)
+    result = table.drop_feature("geospatial")
+    assert result.version == version + 3 and result.prepared_versions == ()  # one commit, no checkpoint protection
+    assert result.protocol == table.snapshot().protocol == Protocol(2, 7, None, ("columnMapping",))
+    assert table.history(limit=1)[0]["operation"] == "DROP FEATURE"
+    assert table.snapshot(version=version).to_arrow().column("g").to_pylist() == [point(0, 0)]  # time travel reads
+    deltalog.write_table(path, pa.table({"id": [2], "s": pa.StructArray.from_arrays([pa.array([2])], names=["n"])}),
+                         mode="append")
+    assert sorted(table.snapshot().to_arrow().column("id").to_pylist()) == [1, 2]

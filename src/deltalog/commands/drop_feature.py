@@ -9,7 +9,10 @@ without the feature. Versions may fall back to legacy ones when the remaining fe
 (``(3, 7, [deletionVectors], [appendOnly, deletionVectors, invariants])`` becomes ``(1, 2)``).
 
 *Writer features* (``checkConstraints`` once no constraint is left, ``inCommitTimestamp``,
-``icebergCompatV1/V2``) are dropped in one commit. *Reader-writer features* (``deletionVectors``,
+``icebergCompatV1/V2``) are dropped in one commit, and so is the reader-writer feature ``geospatial`` once no
+``geometry`` / ``geography`` column is left (at any depth; ``DELTA_CANNOT_DROP_GEOSPATIAL_FEATURE`` names
+those there are): its columns leave no trace in the history that older readers would trip on, so delta-spark
+drops it without protecting or truncating the history. *Reader-writer features* (``deletionVectors``,
 ``v2Checkpoint``, ``vacuumProtocolCheck``, ``typeWidening``, ``typeWidening-preview``) need the older
 versions protected, since they still list the feature:
 
@@ -51,6 +54,7 @@ from deltalog.log.paths import LogFile, commit_name
 from deltalog.log.segment import complete_checkpoints, list_log
 from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.features import LEGACY_READER_FEATURES, LEGACY_WRITER_FEATURES, reader_features, writer_features
+from deltalog.protocol.schema import ArrayType, DataType, MapType, StructType, contains_geo, join_path
 from deltalog.txn.operations import DropTableFeature, Reorg, SetTableProperties
 from deltalog.txn.writer_features import FEATURES, is_true
 
@@ -76,8 +80,11 @@ _PROPERTIES: dict[str, tuple[str, ...]] = {
 }
 _READER_WRITER = ("deletionVectors", "v2Checkpoint", "vacuumProtocolCheck", "typeWidening", "typeWidening-preview")
 _WRITER = ("checkConstraints", "inCommitTimestamp", "icebergCompatV1", "icebergCompatV2", "checkpointProtection")
+#: Reader-writer features without history protection (delta-spark's ``requiresHistoryProtection = false``):
+#: dropped in one commit, as writer features are.
+_NO_HISTORY = ("geospatial",)
 #: The features :func:`drop_feature` can drop.
-REMOVABLE_FEATURES: frozenset[str] = frozenset(_READER_WRITER + _WRITER)
+REMOVABLE_FEATURES: frozenset[str] = frozenset(_READER_WRITER + _WRITER + _NO_HISTORY)
 _WHY_NOT = {
     "columnMapping": "dropping it needs every data file rewritten with logical column names, which deltalog "
                      "does not do yet",
@@ -188,6 +195,19 @@ def _checkpoint(snapshot: Snapshot, clock: _Clock | None) -> None:
         write_checkpoint(snapshot, clock=clock)
 
 
+def _geo_columns(dt: DataType, path: str = "") -> list[str]:
+    """The paths of the geospatial columns in ``dt`` (``s.p``, ``xs.element``, ``m.value``)."""
+    if not contains_geo(dt):
+        return []
+    if isinstance(dt, StructType):
+        return [p for f in dt.fields for p in _geo_columns(f.type, join_path(path, f.name))]
+    if isinstance(dt, ArrayType):
+        return _geo_columns(dt.element_type, join_path(path, "element"))
+    if isinstance(dt, MapType):
+        return _geo_columns(dt.key_type, join_path(path, "key")) + _geo_columns(dt.value_type, join_path(path, "value"))
+    return [path]
+
+
 def feature_traces(snapshot: Snapshot, feature: str) -> list[str]:
     """What in ``snapshot`` still uses ``feature`` (empty: it can be dropped from the protocol).
 
@@ -215,6 +235,10 @@ def feature_traces(snapshot: Snapshot, feature: str) -> list[str]:
         names = sorted(k[len("delta.constraints."):] for k in conf if k.startswith("delta.constraints."))
         if names:
             out.append(f"CHECK constraints {names}")
+    elif feature == "geospatial":
+        columns = _geo_columns(snapshot.schema)
+        if columns:
+            out.append(f"geospatial columns {', '.join(columns)}")
     return out
 
 
@@ -452,8 +476,15 @@ def drop_feature(table: TableHandle, feature: str, *, truncate_history: bool = F
                      table)
     reader_writer = name in _READER_WRITER
     if truncate_history and not reader_writer and name != "checkpointProtection":
+        kind = "a writer feature" if name in _WRITER else "a feature that leaves no trace in the table's history"
         raise _error("DELTA_FEATURE_DROP_HISTORY_TRUNCATION_NOT_ALLOWED",
-                     f"{name} is a writer feature: it is dropped without truncating history", table)
+                     f"{name} is {kind}: it is dropped without truncating history (run the drop without "
+                     "TRUNCATE HISTORY)", table)
+    if name == "geospatial" and feature_traces(snap, name):
+        raise _error("DELTA_CANNOT_DROP_GEOSPATIAL_FEATURE",
+                     f"cannot drop the geospatial table feature: the table still has {feature_traces(snap, name)[0]}; "
+                     "drop those columns first (ALTER TABLE ... DROP COLUMN, which needs column mapping), then the "
+                     "feature", table)
     steps = (*tuple(f"remove {t}" for t in feature_traces(snap, name)), f"commit DROP FEATURE {name}")
     if dry_run:
         if reader_writer:

@@ -89,10 +89,9 @@ def create_like(spark: Any, expression: Any, text: str) -> Any:
 
 
 def _shape_of_delta(location: str) -> tuple[Any, list[str], list[str], str | None, dict[str, str]]:
-    from pyspark.sql.types import StructType
-
     from deltalog.commands.clustering import clustering_of
-    from deltalog.spark.common.core import load_snapshot
+    from deltalog.protocol.schema import parse_schema
+    from deltalog.spark.common.core import load_snapshot, spark_schema
 
     snapshot = load_snapshot(location)
     struct = json.loads(snapshot.schema.to_json())
@@ -100,8 +99,10 @@ def _shape_of_delta(location: str) -> tuple[Any, list[str], list[str], str | Non
         _drop_keys(f)
     configuration = {k: v for k, v in snapshot.metadata.configuration.items()
                      if not k.startswith(_NOT_COPIED)}
-    return (StructType.fromJson(struct), list(snapshot.partition_columns), clustering_of(snapshot) or [],
-            snapshot.metadata.description, configuration)
+    # (spark_schema: geospatial types as PySpark spells them, e.g. geography(OGC:CRS84, SPHERICAL))
+    schema = spark_schema(parse_schema(json.dumps(struct), table=location).fields, keep_metadata=True)
+    return (schema, list(snapshot.partition_columns), clustering_of(snapshot) or [], snapshot.metadata.description,
+            configuration)
 
 
 def _drop_keys(node: Any) -> None:

@@ -33,6 +33,7 @@ from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.schema import PrimitiveType, StructField
 from deltalog.snapshot import Snapshot
 from deltalog.spark.common.core import illegal_option, open_table, option_map, parse_bool, parse_int, spark_schema
+from deltalog.spark.streaming.arrow_form import spark_arrow_table
 
 __all__ = [
     "DEFAULT_MAX_FILES",
@@ -337,4 +338,4 @@ def read_files(context: _Context, files: Sequence[IndexedFile]) -> Iterator[pa.R
         rows = _read_changes(snap, f) if context.change_feed else read_file_rows(snap, f.add)
         if rows.num_rows == 0:
             continue
-        yield from rows.cast(target).to_batches(max_chunksize=_BATCH_ROWS)
+        yield from spark_arrow_table(rows, target).to_batches(max_chunksize=_BATCH_ROWS)
