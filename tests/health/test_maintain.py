@@ -104,7 +104,7 @@ def test_maintain_fixes_the_table(defects: dict[str, Any]) -> None:
     assert ("compact", outcomes["compact"].step.num_bytes) in steps  # the bar ends full
     history = deltalog.Table(path).history()
     ops = {h["version"]: (h["operation"], h["operationParameters"]) for h in history}
-    assert ops[16][0] == "OPTIMIZE" and ops[17] == ("REORG", {"predicate": "[]", "applyPurge": "true"})
+    assert ops[16][0] == "OPTIMIZE" and ops[17] == ("REORG", {"predicate": "[]", "applyPurge": True})
     # rows unchanged, for every reader
     assert _kernel_rows(path) == before
     assert delta_rs_query_rows(str(path), ["id", "part"]) == before

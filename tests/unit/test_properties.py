@@ -35,7 +35,7 @@ def test_set_and_unset_commit_metadata_updates() -> None:
     res = unset_properties(table, ["owner"])
     assert res.operation == "UNSET TBLPROPERTIES"
     assert table.snapshot().properties == {"delta.logRetentionDuration": "interval 60 days"}
-    assert table.history(limit=1)[0]["operationParameters"] == {"properties": '["owner"]', "ifExists": "false"}
+    assert table.history(limit=1)[0]["operationParameters"] == {"properties": '["owner"]', "ifExists": False}
     assert table.snapshot().metadata.id == snap.metadata.id  # same table, new configuration
 
 
@@ -187,7 +187,7 @@ def test_unset_missing_keys() -> None:
     entry = table.history(limit=1)[0]
     assert entry["operationParameters"] == {
         "properties": '["owner","delta.typo","delta.futureThing"]',
-        "ifExists": "true",
+        "ifExists": True,
     }
 
 

@@ -72,7 +72,7 @@ def test_restore_by_version(tmp_path: Path) -> None:
 
     entry = table.history(limit=1)[0]
     assert entry["operation"] == "RESTORE"
-    assert entry["operationParameters"] == {"version": "1", "timestamp": None}
+    assert entry["operationParameters"] == {"version": 1, "timestamp": None}
     assert entry["operationMetrics"] == {
         "numRestoredFiles": "2",
         "numRemovedFiles": "1",

@@ -107,7 +107,7 @@ def create_table(
         description=description, clock=clock, replace=replacing, cluster_by=cluster_by, declared=declared,
     )
     op = CreateTable(partition_by=tuple(plan.metadata.partitionColumns), properties=dict(properties or {}),
-                     description=plan.metadata.description, replace=replacing)
+                     description=plan.metadata.description, replace=replacing, cluster_by=tuple(cluster_by or ()))
     txn = Transaction(table.store, snapshot, op, table=table.location, clock=clock)
     preflight(txn, plan, write_mode, table.location)
     if replacing:

@@ -348,7 +348,7 @@ def clone_table(
             add = _moved(add, _absolute_uri(add.path, root_uri), _absolute_dv(dv, snap, add.path))
         adds.append(add)
 
-    op = Clone(source=f"delta.`{src_table.location}`", source_version=snap.version, is_shallow=shallow)
+    op = Clone(source=f"delta.`{src_table.location}`", source_version=snap.version)
     options: dict[str, Any] = {"snapshot": current}
     if clock is not None:
         options["clock"] = clock

@@ -516,7 +516,9 @@ def _last_vacuum_cutoff(each: list[Any], stamp: Callable[[Any, Any], int], commi
         if op == "VACUUM END":
             ended = str(params.get("status", "")).upper() == "COMPLETED"
         elif op == "VACUUM START" and ended:
-            retention = params.get("specifiedRetentionMillis") or params.get("defaultRetentionMillis")
+            retention = params.get("specifiedRetentionMillis")  # delta-spark writes numbers (0 included)
+            if retention is None:
+                retention = params.get("defaultRetentionMillis")
             if retention is not None:
                 return stamp(fa, f) - int(retention)
             ended = False

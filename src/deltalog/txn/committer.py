@@ -84,7 +84,7 @@ def render_commit(
         timestamp=now,
         inCommitTimestamp=ict,
         operation=txn.operation.name,
-        operationParameters=txn.operation.parameters(),
+        operationParameters=txn.operation.commit_parameters(),
         readVersion=txn.read_version if txn.read_version >= 0 else None,
         isolationLevel=txn._current().effective_isolation,
         isBlindAppend=txn._is_blind_append(),

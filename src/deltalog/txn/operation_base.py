@@ -41,6 +41,9 @@ class Operation:
     """
 
     NAME: ClassVar[str] = ""
+    #: the parameters delta-spark writes to the log as JSON literals (booleans, numbers, null) rather than
+    #: strings, e.g. ``"auto":false``; :meth:`parameters` shows them as text, the way the history does
+    LITERAL_PARAMETERS: ClassVar[frozenset[str]] = frozenset()
     BLIND_APPEND: ClassVar[bool] = False
     CHANGES_DATA: ClassVar[bool] = True
     REWRITES_ROWS: ClassVar[bool] = False
@@ -103,14 +106,27 @@ class Operation:
         return self.WRITES_DATA_FILES
 
     def parameters(self) -> dict[str, str | None]:
-        """``commitInfo.operationParameters``: every value a string (JSON text for lists and maps).
+        """``operationParameters`` as ``DESCRIBE HISTORY`` shows them: every value a string (JSON text for
+        lists and maps) or ``None``; :meth:`commit_parameters` is what the log holds.
 
         Example:
             >>> from deltalog.txn.operations import Optimize
             >>> Optimize(z_order_by=("a",)).parameters()
-            {'predicate': '[]', 'zOrderBy': '["a"]'}
+            {'predicate': '[]', 'zOrderBy': '["a"]', 'clusterBy': '[]', 'auto': 'false'}
         """
         return {}
+
+    def commit_parameters(self) -> dict[str, Any]:
+        """``commitInfo.operationParameters`` as delta-spark writes them to the log: the values of
+        :attr:`LITERAL_PARAMETERS` as JSON literals (``true``, ``604800000``), every other value a string.
+
+        Example:
+            >>> from deltalog.txn.operations import Optimize
+            >>> Optimize().commit_parameters()
+            {'predicate': '[]', 'zOrderBy': '[]', 'clusterBy': '[]', 'auto': False}
+        """
+        return {key: json.loads(value) if key in self.LITERAL_PARAMETERS and value is not None else value
+                for key, value in self.parameters().items()}
 
     def metric_names(self) -> tuple[str, ...]:
         """The ``operationMetrics`` keys this operation reports when the transaction computes them.

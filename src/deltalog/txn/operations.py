@@ -81,11 +81,13 @@ _WRITE_MODES = ("Append", "Overwrite", "ErrorIfExists", "Ignore")
 
 @dataclass(frozen=True)
 class Write(Operation):
-    """``WRITE``: append, overwrite (optionally only where ``predicate`` holds), or create-by-write.
+    """``WRITE``: append, overwrite (optionally only where ``predicate`` holds), or create-by-write. The
+    predicate is recorded as delta-spark records ``replaceWhere``: the condition's text as given (several
+    conditions joined with ``AND``), not a JSON list.
 
     Example:
-        >>> Write(mode="Overwrite", predicate=["day = '2024-01-01'"]).parameters()
-        {'mode': 'Overwrite', 'partitionBy': '[]', 'predicate': '["day = \\'2024-01-01\\'"]'}
+        >>> Write(mode="Overwrite", predicate="day = '2024-01-01'").parameters()
+        {'mode': 'Overwrite', 'partitionBy': '[]', 'predicate': "day = '2024-01-01'"}
     """
 
     mode: str = "Append"
@@ -108,10 +110,10 @@ class Write(Operation):
         return False
 
     def parameters(self) -> dict[str, str | None]:
-        """Mode, partition columns and, for a selective overwrite, the predicate."""
+        """Mode, partition columns and, for a selective overwrite, the predicate's text."""
         out: dict[str, str | None] = {"mode": self.mode, "partitionBy": json_param(list(self.partition_by))}
         if self.predicate is not None:
-            out["predicate"] = json_param(predicate_list(self.predicate))
+            out["predicate"] = " AND ".join(predicate_list(self.predicate))
         return out
 
     def metric_names(self) -> tuple[str, ...]:
@@ -123,11 +125,12 @@ class Write(Operation):
 
 @dataclass(frozen=True)
 class CreateTable(Operation):
-    """``CREATE TABLE`` (or ``CREATE OR REPLACE TABLE`` with ``replace=True``) without data.
+    """``CREATE TABLE`` (or ``CREATE OR REPLACE TABLE`` with ``replace=True``) without data; ``cluster_by``
+    are the clustering columns of a clustered table.
 
     Example:
         >>> CreateTable(partition_by=("d",), properties={"delta.appendOnly": "true"}).parameters()
-        {'isManaged': 'false', 'description': None, 'partitionBy': '["d"]', \
+        {'isManaged': 'false', 'description': None, 'partitionBy': '["d"]', 'clusterBy': '[]', \
 'properties': '{"delta.appendOnly":"true"}'}
     """
 
@@ -136,6 +139,7 @@ class CreateTable(Operation):
     description: str | None = None
     replace: bool = False
     managed: bool = False
+    cluster_by: tuple[str, ...] = ()
     BLIND_APPEND: ClassVar[bool] = True
 
     @property
@@ -144,12 +148,13 @@ class CreateTable(Operation):
         return "CREATE OR REPLACE TABLE" if self.replace else "CREATE TABLE"
 
     def parameters(self) -> dict[str, str | None]:
-        """Managed flag (a catalog table whose files the catalog owns), description, partition columns and
-        properties."""
+        """Managed flag (a catalog table whose files the catalog owns), description, partition columns,
+        clustering columns and properties."""
         return {
             "isManaged": "true" if self.managed else "false",
             "description": self.description,
             "partitionBy": json_param(list(self.partition_by)),
+            "clusterBy": json_param(list(self.cluster_by)),
             "properties": json_param(dict(self.properties)),
         }
 
@@ -160,26 +165,23 @@ class CreateTable(Operation):
 
 @dataclass(frozen=True)
 class Clone(Operation):
-    """``CLONE`` of ``source`` at ``source_version`` (shallow: the files stay where they are).
+    """``CLONE`` of ``source`` at ``source_version``: delta-spark records the source and its version only
+    (whether the clone is shallow is not a parameter).
 
     Example:
-        >>> Clone(source="delta.`/src`", source_version=3, is_shallow=True).parameters()
-        {'source': 'delta.`/src`', 'sourceVersion': '3', 'isShallow': 'true'}
+        >>> Clone(source="delta.`/src`", source_version=3).parameters()
+        {'source': 'delta.`/src`', 'sourceVersion': '3'}
     """
 
     source: str = ""
     source_version: int = 0
-    is_shallow: bool = False
     NAME: ClassVar[str] = "CLONE"
+    LITERAL_PARAMETERS: ClassVar[frozenset[str]] = frozenset({"sourceVersion"})
     WRITES_DATA_FILES: ClassVar[bool] = False
 
     def parameters(self) -> dict[str, str | None]:
-        """Source table, its version and whether the clone is shallow."""
-        return {
-            "source": self.source,
-            "sourceVersion": str(self.source_version),
-            "isShallow": "true" if self.is_shallow else "false",
-        }
+        """Source table and its version."""
+        return {"source": self.source, "sourceVersion": str(self.source_version)}
 
     def metric_names(self) -> tuple[str, ...]:
         """Metrics are supplied by the clone command."""
@@ -200,6 +202,7 @@ class Convert(Operation):
     collect_stats: bool = True
     source_format: str = "parquet"
     NAME: ClassVar[str] = "CONVERT"
+    LITERAL_PARAMETERS: ClassVar[frozenset[str]] = frozenset({"numFiles", "collectStats"})
     BLIND_APPEND: ClassVar[bool] = True
     WRITES_DATA_FILES: ClassVar[bool] = False
 
@@ -342,6 +345,8 @@ class Optimize(Operation):
     Example:
         >>> Optimize(predicate=["day = '2024-01-01'"]).changes_data
         False
+        >>> Optimize(z_order_by=("a",), cluster_by=("k",), auto=True).parameters()
+        {'predicate': '[]', 'zOrderBy': '[]', 'clusterBy': '["k"]', 'auto': 'true'}
     """
 
     predicate: str | Sequence[str] | None = None
@@ -350,17 +355,15 @@ class Optimize(Operation):
     auto: bool = False
     NAME: ClassVar[str] = "OPTIMIZE"
     CHANGES_DATA: ClassVar[bool] = False
+    LITERAL_PARAMETERS: ClassVar[frozenset[str]] = frozenset({"auto"})
 
     def parameters(self) -> dict[str, str | None]:
-        """Predicate and Z-order columns as JSON lists (and the clustering columns of a clustered table;
-        ``auto: true`` for auto compaction after a write)."""
-        out: dict[str, str | None] = {"predicate": json_param(predicate_list(self.predicate)),
-                                      "zOrderBy": json_param(list(self.z_order_by))}
-        if self.cluster_by is not None:
-            out["clusterBy"] = json_param(list(self.cluster_by))
-        if self.auto:
-            out["auto"] = "true"
-        return out
+        """Predicates, Z-order columns and clustering columns as JSON lists (the Z-order list empty on a
+        clustered table, as in delta-spark), and whether this is auto compaction after a write."""
+        return {"predicate": json_param(predicate_list(self.predicate)),
+                "zOrderBy": json_param(list(self.z_order_by) if self.cluster_by is None else []),
+                "clusterBy": json_param(list(self.cluster_by or ())),
+                "auto": "true" if self.auto else "false"}
 
     def metric_names(self) -> tuple[str, ...]:
         """Files and bytes added and removed."""
@@ -379,6 +382,7 @@ class Restore(Operation):
     version: int | None = None
     timestamp: str | None = None
     NAME: ClassVar[str] = "RESTORE"
+    LITERAL_PARAMETERS: ClassVar[frozenset[str]] = frozenset({"version"})
 
     def __post_init__(self) -> None:
         if (self.version is None) == (self.timestamp is None):
@@ -399,8 +403,8 @@ class VacuumStart(Operation):
 
     Example:
         >>> VacuumStart(specified_retention_millis=0).parameters()
-        {'retentionCheckEnabled': 'true', 'specifiedRetentionMillis': '0', \
-'defaultRetentionMillis': '604800000'}
+        {'retentionCheckEnabled': 'true', 'defaultRetentionMillis': '604800000', \
+'specifiedRetentionMillis': '0'}
     """
 
     retention_check_enabled: bool = True
@@ -408,13 +412,15 @@ class VacuumStart(Operation):
     default_retention_millis: int = 7 * 24 * 3600 * 1000
     NAME: ClassVar[str] = "VACUUM START"
     CHANGES_DATA: ClassVar[bool] = False
+    LITERAL_PARAMETERS: ClassVar[frozenset[str]] = frozenset(
+        {"retentionCheckEnabled", "defaultRetentionMillis", "specifiedRetentionMillis"})
 
     def parameters(self) -> dict[str, str | None]:
-        """Retention settings as strings."""
-        out: dict[str, str | None] = {"retentionCheckEnabled": "true" if self.retention_check_enabled else "false"}
+        """Whether the retention check ran, the table's retention and the one given (when given)."""
+        out: dict[str, str | None] = {"retentionCheckEnabled": "true" if self.retention_check_enabled else "false",
+                                      "defaultRetentionMillis": str(self.default_retention_millis)}
         if self.specified_retention_millis is not None:
             out["specifiedRetentionMillis"] = str(self.specified_retention_millis)
-        out["defaultRetentionMillis"] = str(self.default_retention_millis)
         return out
 
     def metric_names(self) -> tuple[str, ...]:
@@ -458,6 +464,7 @@ class Reorg(Operation):
     apply_purge: bool = False
     NAME: ClassVar[str] = "REORG"
     CHANGES_DATA: ClassVar[bool] = False
+    LITERAL_PARAMETERS: ClassVar[frozenset[str]] = frozenset({"applyPurge"})
 
     def parameters(self) -> dict[str, str | None]:
         """Predicate (JSON list) and whether deletion vectors were purged."""
@@ -531,6 +538,7 @@ class CreateTableAsSelect(Write):
     description: str | None = None
     properties: Mapping[str, str] = field(default_factory=dict)
     managed: bool = False
+    cluster_by: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -538,11 +546,13 @@ class CreateTableAsSelect(Write):
         return self.kind
 
     def parameters(self) -> dict[str, str | None]:
-        """As delta-spark records a create-as-select: managed flag, description, partitioning, properties."""
+        """As delta-spark records a create-as-select: managed flag, description, partitioning, clustering,
+        properties."""
         return {
             "isManaged": "true" if self.managed else "false",
             "description": self.description,
             "partitionBy": json_param(list(self.partition_by)),
+            "clusterBy": json_param(list(self.cluster_by)),
             "properties": json_param(dict(self.properties)),
         }
 

@@ -64,6 +64,7 @@ class UnsetTableProperties(Operation):
     if_exists: bool = True
     NAME: ClassVar[str] = "UNSET TBLPROPERTIES"
     CHANGES_DATA: ClassVar[bool] = False
+    LITERAL_PARAMETERS: ClassVar[frozenset[str]] = frozenset({"ifExists"})
 
     def parameters(self) -> dict[str, str | None]:
         """The keys removed and whether missing keys were tolerated."""
@@ -147,6 +148,18 @@ class UpgradeProtocol(Operation):
         return ()
 
 
+def logged_field(field: Mapping[str, Any]) -> dict[str, Any]:
+    """A field's JSON object as delta-spark logs a column (``structFieldToMap``): a nested type by its name
+    alone (``struct``, ``array``, ``map``), as Spark's ``DataType.typeName`` gives it.
+
+    Example:
+        >>> logged_field({"name": "s", "type": {"type": "struct", "fields": []}, "nullable": True, "metadata": {}})
+        {'name': 's', 'type': 'struct', 'nullable': True, 'metadata': {}}
+    """
+    kind = field.get("type")
+    return {**field, "type": kind.get("type") if isinstance(kind, Mapping) else kind}
+
+
 @dataclass(frozen=True)
 class AddColumns(Operation):
     """``ADD COLUMNS``: ``columns`` are the new fields' JSON objects (``{"name":..., "type":...}``).
@@ -165,7 +178,7 @@ class AddColumns(Operation):
     def parameters(self) -> dict[str, str | None]:
         """The added columns (and their positions, when given), as delta-spark records them."""
         places = list(self.positions) + [None] * (len(self.columns) - len(self.positions))
-        return {"columns": json_param([{"column": dict(c), **({"position": p} if p else {})}
+        return {"columns": json_param([{"column": logged_field(c), **({"position": p} if p else {})}
                                        for c, p in zip(self.columns, places)])}
 
     def metric_names(self) -> tuple[str, ...]:
@@ -188,7 +201,7 @@ class ReplaceColumns(Operation):
 
     def parameters(self) -> dict[str, str | None]:
         """The new columns as a JSON list, as delta-spark records them."""
-        return {"columns": json_param([dict(c) for c in self.columns])}
+        return {"columns": json_param([logged_field(c) for c in self.columns])}
 
     def metric_names(self) -> tuple[str, ...]:
         """No metrics."""
@@ -212,6 +225,7 @@ class DropTableFeature(Operation):
     protect_checkpoints: bool = False
     NAME: ClassVar[str] = "DROP FEATURE"
     CHANGES_DATA: ClassVar[bool] = False
+    LITERAL_PARAMETERS: ClassVar[frozenset[str]] = frozenset({"truncateHistory"})
 
     def parameters(self) -> dict[str, str | None]:
         """The feature and whether history was truncated, as delta-spark records them."""
@@ -308,7 +322,7 @@ class ChangeColumn(Operation):
 
     def parameters(self) -> dict[str, str | None]:
         """The column as it is now, and where it moved."""
-        out: dict[str, str | None] = {"column": json_param(dict(self.column))}
+        out: dict[str, str | None] = {"column": json_param(logged_field(self.column))}
         if self.position is not None:
             out["position"] = self.position
         return out

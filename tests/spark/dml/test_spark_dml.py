@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -399,9 +400,8 @@ def test_merge_with_every_clause_matches_a_python_merge(
     assert m["numTargetRowsInserted"] == str(counts["ins"]) and m["numSourceRows"] == str(len(src_rows))
     assert int(m["numTargetRowsMatchedDeleted"]) + int(m["numTargetRowsNotMatchedBySourceDeleted"]) == counts["del"]
     assert m["numTargetRowsCopied"] == "0"  # every target row is matched or not matched by source here
-    assert json.loads(entry["operationParameters"]["matchedPredicates"])[0] == {
-        "predicate": "s.s = 'gone'", "actionType": "delete"
-    }
+    first = json.loads(entry["operationParameters"]["matchedPredicates"])[0]  # as Catalyst prints it analysed
+    assert re.fullmatch(r"\(s#\d+ = gone\)", first["predicate"]) and first["actionType"] == "delete"
 
 
 @pytest.mark.parametrize("dvs", [False, True], ids=["cow", "dv"])

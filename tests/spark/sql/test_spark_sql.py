@@ -509,7 +509,7 @@ def test_reorg_purge(catalog_target: Target) -> None:
     assert with_dvs() == [] and sorted(target.rows("SELECT id, k FROM {t}")) == live
     assert len(target.table().snapshot().add_files()) == 3  # the file without a deletion vector stays
     last = target.table().history(limit=1)[0]
-    assert last["operation"] == "REORG" and last["operationParameters"]["applyPurge"] == "true"
+    assert last["operation"] == "REORG" and last["operationParameters"]["applyPurge"] is True  # a JSON literal
     assert target.sql("REORG TABLE {t} APPLY (PURGE)").first().metrics.numFilesRemoved == 0  # nothing to do
     version = target.version()
     with pytest.raises(InvalidArgumentError, match="UniForm"):

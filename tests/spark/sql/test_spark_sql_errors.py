@@ -77,10 +77,12 @@ def test_unknown_tables_are_named(spark: Any, tmp_path: Path) -> None:
         with pytest.raises(AnalysisException, match="no_such_t"):
             spark.sql(text)
     missing = tmp_path / "nothing"
-    for text in (f"DESCRIBE HISTORY delta.`{missing}`", f"DESCRIBE DETAIL delta.`{missing}`",
-                 f"SELECT * FROM delta.`{missing}`"):  # delta-spark's wording, the path named
+    for text in (f"DESCRIBE DETAIL delta.`{missing}`", f"SELECT * FROM delta.`{missing}`"):  # delta-spark's wording
         with pytest.raises(TableNotFoundError, match=r"DELTA_MISSING_DELTA_TABLE.*nothing is not a Delta table"):
             spark.sql(text).collect()
+    with pytest.raises(TableNotFoundError, match=r"DELTA_TABLE_ONLY_OPERATION.*nothing` is not a Delta table\. "
+                                                 r"DESCRIBE HISTORY is only supported for Delta tables"):
+        spark.sql(f"DESCRIBE HISTORY delta.`{missing}`").collect()
     assert not missing.exists()
 
 

@@ -592,6 +592,7 @@ class TableBuilder:
             description=self._comment,
             replace=self._mode == "createOrReplace" and snapshot is not None,
             managed=self._managed,
+            cluster_by=tuple(self._clustering),
         )
         txn = start_transaction(table, op, snapshot=snapshot)
         if snapshot is not None and txn.snapshot is None:

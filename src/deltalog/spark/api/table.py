@@ -88,11 +88,13 @@ _RESTORE_SCHEMA = pa.schema(
 )
 
 
-def _text_map(value: Any) -> list[tuple[str, str]] | None:
-    """A commitInfo map as string pairs (non-string values as JSON, as Spark shows them)."""
+def _text_map(value: Any) -> list[tuple[str, str | None]] | None:
+    """A commitInfo map as string pairs, as delta-spark shows them: a JSON literal of the log (``true``,
+    ``604800000``) as its text, ``null`` as a null value (e.g. a table's missing description)."""
     if not isinstance(value, Mapping):
         return None
-    return [(str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in value.items()]
+    return [(str(k), v if isinstance(v, str) or v is None else json.dumps(v, separators=(",", ":")))
+            for k, v in value.items()]
 
 
 def _text(value: Any) -> str | None:

@@ -53,9 +53,9 @@ from deltalog.spark.reads.target import (
     FILE,
     ROW,
     condition_column,
-    describe,
     live_rows,
     pruning_conditions,
+    recorded_predicate,
     table_probe,
     target_scan,
 )
@@ -119,9 +119,10 @@ def delete(spark: Any, path: str, condition: Any = None) -> DmlResult:
     snap = load_snapshot(table.location)
     refuse_append_only(snap, "DELETE")
     cond = condition_column(condition, "delete")
-    _ = table_probe(spark, snap).filter(cond).schema  # analysed before any job
+    probe = table_probe(spark, snap)
+    _ = probe.filter(cond).schema  # analysed before any job
     conditions, complete = pruning_conditions(condition, snap)
-    text = describe(condition)
+    text = recorded_predicate(probe, condition)
     txn = Transaction(table.store, snap, Delete(predicate=[text] if text else None), table=table.location)
     txn.conflict_resolvers.append(rebase_deletion_vectors)  # row-level concurrency on shared files
     if not claim_session_txn(spark, txn):  # delta-spark's txnAppId/txnVersion session settings: done already

@@ -45,7 +45,18 @@ from deltalog.spark.layout.auto_optimize import compact_after
 from deltalog.spark.reads.dv_scan import ROW_KEY
 from deltalog.spark.reads.row_ids import tracked_fields
 from deltalog.spark.reads.scan import keyed_rows
-from deltalog.spark.reads.target import FILE, ROW, describe, file_uris, live_rows, pruning_conditions, target_scan
+from deltalog.spark.reads.target import (
+    FILE,
+    ROW,
+    describe,
+    file_uris,
+    live_rows,
+    pruning_conditions,
+    recorded_join_predicate,
+    recorded_predicate,
+    table_probe,
+    target_scan,
+)
 from deltalog.spark.writes.idempotent import claim_session_txn
 from deltalog.txn.defaults import default_columns
 from deltalog.txn.generated import generated_columns
@@ -79,9 +90,11 @@ class Clause:
     assignments: Mapping[str, Any] | None = None
     star: bool = False
 
-    def parameters(self) -> dict[str, str]:
+    def parameters(self, recorded: str | None = None) -> dict[str, str]:
+        """delta-spark's ``MergePredicate``: the condition (``recorded``: as Spark printed it analysed, else
+        its own text) and the action."""
         out = {"actionType": self.action}
-        text = describe(self.condition)
+        text = recorded if recorded is not None else describe(self.condition)
         if text is not None:
             out = {"predicate": text, **out}
         return out
@@ -338,13 +351,7 @@ class MergeRun:
             conditions, _ = pruning_conditions(
                 b.condition, snap, qualifiers=[b.alias] if b.alias else [], ambiguous=b.source.columns
             )
-        op = Merge(
-            predicate=[describe(b.condition) or ""],
-            matched_predicates=tuple(c.parameters() for c in self.matched),
-            not_matched_predicates=tuple(c.parameters() for c in self.not_matched),
-            not_matched_by_source_predicates=tuple(c.parameters() for c in self.by_source),
-        )
-        self.txn = Transaction(self.table.store, snap, op, table=self.table.location)
+        self.txn = Transaction(self.table.store, snap, self._operation(), table=self.table.location)
         if not claim_session_txn(b.spark, self.txn):  # delta-spark's txnAppId/txnVersion session settings
             return DmlResult(None, {k: str(v) for k, v in self._metrics(0).items()})
         candidates = self.txn.read_candidates(conditions)
@@ -359,6 +366,31 @@ class MergeRun:
             raise
         except Exception as exc:
             raise spark_error(exc, self.table.location) from None
+
+    def _operation(self) -> Merge:
+        """The MERGE with its predicates as delta-spark records them: analysed against the target (aliased as
+        in the statement), the source, or both, as each clause sees them (see ``recorded_predicate``)."""
+        from pyspark.sql import functions as F
+
+        b = self.b
+        target = table_probe(b.spark, self.snap)
+        target = target.alias(b.alias) if b.alias else target
+        try:
+            both = target.join(b.source, on=F.expr(b.condition) if isinstance(b.condition, str) else b.condition)
+        except Exception:  # checked (and reported) when the merge runs; here the clauses keep their text
+            both = None
+        sides = {MATCHED: both, NOT_MATCHED: b.source, NOT_MATCHED_BY_SOURCE: target}
+
+        def recorded(clauses: Sequence[Clause]) -> tuple[dict[str, str], ...]:
+            return tuple(c.parameters(recorded_predicate(side, c.condition) if (side := sides[c.kind]) is not None
+                                      else None) for c in clauses)
+
+        return Merge(
+            predicate=[recorded_join_predicate(target, b.source, b.condition) or ""],
+            matched_predicates=recorded(self.matched),
+            not_matched_predicates=recorded(self.not_matched),
+            not_matched_by_source_predicates=recorded(self.by_source),
+        )
 
     def _target(self, files: Any, *, keys: bool = True) -> DataFrame:
         """The target rows of ``files``; without ``keys``, the read scan (no per-row file and row index)."""

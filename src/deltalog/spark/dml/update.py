@@ -58,10 +58,10 @@ from deltalog.spark.reads.target import (
     FILE,
     ROW,
     condition_column,
-    describe,
     file_uris,
     live_rows,
     pruning_conditions,
+    recorded_predicate,
     table_probe,
     target_scan,
 )
@@ -138,7 +138,7 @@ def update(spark: Any, path: str, condition: Any = None, set: Mapping[str, Any] 
         for i, n in enumerate(names)
     }
     conditions, _ = pruning_conditions(condition, snap)
-    text = describe(condition)
+    text = recorded_predicate(probe, condition)
     txn = Transaction(table.store, snap, Update(predicate=[text] if text else None), table=table.location)
     txn.conflict_resolvers.append(rebase_deletion_vectors)  # row-level concurrency on shared files
     if not claim_session_txn(spark, txn):  # delta-spark's txnAppId/txnVersion session settings: done already

@@ -97,7 +97,7 @@ from deltalog.spark.layout.zorder import (
 from deltalog.spark.reads.files import partition_table
 from deltalog.spark.reads.row_ids import tracked_fields
 from deltalog.spark.reads.scan import scan_rows
-from deltalog.spark.reads.target import FILE, file_uris, target_scan
+from deltalog.spark.reads.target import FILE, file_uris, recorded_partition_predicate, table_probe, target_scan
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.operations import Optimize, Reorg
 from deltalog.txn.row_tracking import tracked_schema
@@ -542,8 +542,10 @@ def _optimize_once(
     try:
         added, tasks = _rewrite(spark, snap, bins, zorder, limit)
         staged.data.extend(added)
-        op: Optimize | Reorg = Reorg(predicate=list(where) or None, apply_purge=True) if purge else Optimize(
-            predicate=list(where) or None, z_order_by=tuple(f.name for f in zorder) if not clustering else (),
+        probe = table_probe(spark, snap) if where else None
+        recorded = [recorded_partition_predicate(probe, w) for w in where] if probe is not None else None
+        op: Optimize | Reorg = Reorg(predicate=recorded, apply_purge=True) if purge else Optimize(
+            predicate=recorded, z_order_by=tuple(f.name for f in zorder) if not clustering else (),
             cluster_by=tuple(clustering) if clustering else None, auto=auto)
         txn = Transaction(table.store, snap, op, table=table.location)
         rewritten = [f for b in bins for f in b.files]

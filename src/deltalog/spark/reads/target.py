@@ -48,7 +48,11 @@ __all__ = [
     "live_rows",
     "local_file",
     "partition_frame",
+    "plan_line",
     "pruning_conditions",
+    "recorded_join_predicate",
+    "recorded_partition_predicate",
+    "recorded_predicate",
     "table_probe",
     "target_scan",
 ]
@@ -104,6 +108,122 @@ def describe(condition: Any) -> str | None:
     if text.startswith("Column<'") and text.endswith("'>"):
         return text[len("Column<'") : -2]
     return text
+
+
+# ------------------------------------------------------------------------------------------ history
+#
+# delta-spark records a command's predicates as Catalyst prints them (``simpleString`` of the expression):
+# DELETE, UPDATE and MERGE the condition as analysed against the table (``(id#12L = cast(1 as bigint))``: each
+# column with its expression id, literals cast to the column's type), OPTIMIZE and REORG their partition
+# filters as parsed, not analysed (``('p = a)``). Spark prints them here too: through the JVM on classic
+# Spark, from the plan's text (``explain``) on Spark Connect; where it cannot, the condition's own text.
+
+
+def recorded_predicate(frame: DataFrame, condition: Any) -> str | None:
+    """``condition`` (SQL text or ``Column``) as delta-spark records a DELETE / UPDATE / MERGE clause
+    predicate: Catalyst's text of it analysed against ``frame`` (``None`` for no condition).
+
+    Example:
+        >>> recorded_predicate(table_probe(spark, snap), "id = 1")               # doctest: +SKIP
+        '(id#12L = cast(1 as bigint))'
+    """
+    from pyspark.sql import functions as F
+
+    if condition is None:
+        return None
+    try:
+        filtered = frame.filter(F.expr(condition) if isinstance(condition, str) else condition)
+        text = _analysed_condition(filtered, "Filter")
+    except Exception:  # not analysable here (e.g. names of another scope): the text as given
+        text = None
+    return text if text is not None else describe(condition)
+
+
+def recorded_join_predicate(target: DataFrame, source: DataFrame, condition: Any) -> str | None:
+    """A MERGE's ON ``condition`` as delta-spark records it: analysed against the join of ``target`` and
+    ``source`` (aliased as in the statement).
+
+    Example:
+        >>> recorded_join_predicate(probe.alias("t"), src.alias("s"), "t.id = s.id")  # doctest: +SKIP
+        '(id#12L = id#40L)'
+    """
+    from pyspark.sql import functions as F
+
+    if condition is None:
+        return None
+    try:
+        joined = target.join(source, on=F.expr(condition) if isinstance(condition, str) else condition)
+        text = _analysed_condition(joined, "Join")
+    except Exception:
+        text = None
+    return text if text is not None else describe(condition)
+
+
+def recorded_partition_predicate(frame: DataFrame, text: str) -> str:
+    """A partition filter of OPTIMIZE / REORG as delta-spark records it: Spark's parse of ``text``, not
+    analysed (a column is ``'name``, a string literal its bare value). ``frame`` has the table's columns
+    (:func:`table_probe`): on Spark Connect the parse is read from the plan of ``frame`` filtered by ``text``.
+
+    Example:
+        >>> recorded_partition_predicate(table_probe(spark, snap), "p = 'a' AND q > 1")  # doctest: +SKIP
+        "(('p = a) AND ('q > 1))"
+    """
+    from pyspark.sql import functions as F
+
+    try:
+        jsession = getattr(frame.sparkSession, "_jsparkSession", None)
+        if jsession is not None:
+            parsed = jsession.sessionState().sqlParser().parseExpression(text)
+            return str(parsed.simpleString(_max_fields(frame.sparkSession)))
+        explain = getattr(frame.filter(F.expr(text)), "_explain_string", None)
+        found = plan_line(explain(extended=True), "Parsed", "'Filter ") if explain is not None else None
+    except Exception:  # not a condition Spark can parse: the text as given
+        found = None
+    return found if found is not None else text
+
+
+def plan_line(plan: str, section: str, prefix: str) -> str | None:
+    """The rest of the top node's line of ``section`` (``"Parsed"`` or ``"Analyzed"``) of an extended
+    ``explain`` text, when that line starts with ``prefix``; ``None`` otherwise.
+
+    Example:
+        >>> plan_line("== Parsed Logical Plan ==\\n'Filter ('p = 1)\\n+- Range", "Parsed", "'Filter ")
+        "('p = 1)"
+    """
+    lines = plan.splitlines()
+    header = f"== {section} Logical Plan =="
+    if header not in lines:
+        return None
+    at = lines.index(header) + (2 if section == "Analyzed" else 1)  # the analysed plan's schema line first
+    top = lines[at] if at < len(lines) else ""
+    return top[len(prefix):] if top.startswith(prefix) else None
+
+
+def _max_fields(spark: Any) -> int:
+    try:
+        return int(spark.conf.get("spark.sql.debug.maxToStringFields", "25"))
+    except (TypeError, ValueError):
+        return 25
+
+
+def _analysed_condition(frame: DataFrame, node: str) -> str | None:
+    """The condition of the top node (``Filter`` or inner ``Join``) of ``frame``'s analysed plan, as Catalyst
+    prints it."""
+    jdf = getattr(frame, "_jdf", None)
+    if jdf is not None:
+        plan = jdf.queryExecution().analyzed()
+        if plan.nodeName() != node:
+            return None
+        condition = plan.condition()
+        if node == "Join":
+            if condition.isEmpty():
+                return None
+            condition = condition.get()
+        return str(condition.simpleString(_max_fields(frame.sparkSession)))
+    explain = getattr(frame, "_explain_string", None)
+    if explain is None:
+        return None
+    return plan_line(explain(extended=True), "Analyzed", "Filter " if node == "Filter" else "Join Inner, ")
 
 
 # ------------------------------------------------------------------------------------------ pruning

@@ -217,11 +217,43 @@ def _delta_table(spark: Any, ref: TableRef) -> Any:
 
 
 def _history(spark: Any, r: _Reader) -> Any:
+    """``(DESC | DESCRIBE) HISTORY (path=STRING | table=qualifiedName) (LIMIT limit=INTEGER_VALUE)?``, as
+    delta-spark's grammar has it: a quoted path, ``delta.`<path>```, a catalog name; a view is refused with
+    delta-spark's ``DELTA_CANNOT_DESCRIBE_VIEW_HISTORY``, a path holding no Delta table with its
+    ``DELTA_TABLE_ONLY_OPERATION`` words."""
+    from deltalog.errors import TableNotFoundError
+    from deltalog.spark.catalog.entries import lookup, parse_name
+    from deltalog.spark.common.core import open_table
+
     if not r.take("DESCRIBE"):
         r.expect("DESC")
     r.expect("HISTORY")
-    ref = _table(spark, r, "LIMIT")
-    limit = int(r.number()) if r.take("LIMIT") else None
+    text = r.until("LIMIT")
+    if not text:
+        raise syntax_error(r.text, "a table name, a quoted path or delta.`<path>` is missing")
+    limit = None
+    if r.take("LIMIT"):
+        given = r.literal() if not r.done() else ""
+        if not given.isdigit():
+            raise syntax_error(r.text, f"LIMIT takes a whole number of commits, not {given or 'nothing'!r}")
+        limit = int(given)
+    if not r.done():
+        raise syntax_error(r.text, f"unexpected {r.rest()[:40]!r} at the end")
+    try:
+        ref = resolve(spark, text)
+    except InvalidArgumentError as exc:  # a catalog object that is not a Delta table: a view has its own words
+        entry = lookup(spark, parse_name(text)) if "DELTA_TABLE_ONLY_OPERATION" in str(exc) else None
+        if entry is not None and entry.provider == "view":
+            raise InvalidArgumentError("[DELTA_CANNOT_DESCRIBE_VIEW_HISTORY] Cannot describe the history of a view; "
+                                       "name the Delta table the view reads", table=text) from None
+        raise
+    try:
+        open_table(ref.location).latest_version()
+    except TableNotFoundError as exc:
+        shown = ref.name.qualified if ref.name is not None else f"`{ref.location}`"
+        raise TableNotFoundError(
+            f"[DELTA_TABLE_ONLY_OPERATION] {shown} is not a Delta table. DESCRIBE HISTORY is only supported for "
+            f"Delta tables ({exc.message})", table=ref.location) from None
     return _delta_table(spark, ref).history(limit)
 
 

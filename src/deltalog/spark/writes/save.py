@@ -471,6 +471,7 @@ def write(
             mode=op.mode, partition_by=op.partition_by, kind=str(_statement["kind"]),
             description=_statement.get("description"), properties=dict(properties or {}),
             managed=bool(_statement.get("managed")),
+            cluster_by=tuple([clusterBy] if isinstance(clusterBy, str) else (clusterBy or ())),
         )
     elif _stream is not None:  # a micro-batch of writeStream.format("delta")
         op = StreamingUpdate(mode=op.mode, partition_by=op.partition_by, query_id=str(_stream["query_id"]),
