@@ -6,6 +6,7 @@ pyspark's process-wide mode, which must not leak into the classic session of the
 
 from __future__ import annotations
 
+import datetime as dt
 import glob
 import json
 import sys
@@ -79,7 +80,11 @@ def main(url: str, work: str, dv_table: str) -> None:
     built = (DeltaTable.create(spark).location(f"{work}/built")
              .addColumn("id", "bigint", nullable=False, comment="key")
              .addColumn("day", "date").partitionedBy("day").execute())
+    empty_read = built.toDF().schema  # an empty table's frame is made from the schema alone
+    spark.createDataFrame([(1, dt.date(2024, 1, 1))], "id long, day date").write.format("delta").mode("append") \
+        .save(f"{work}/built")
     facts["read_schema"] = [[f.name, f.nullable, dict(f.metadata)] for f in built.toDF().schema.fields]
+    facts["empty_read_schema"] = [[f.name, f.nullable, dict(f.metadata)] for f in empty_read.fields]
     built.upgradeTableProtocol(1, 3)
     snap = deltalog.Table(f"{work}/built").snapshot()
     facts["built"] = [snap.schema.field_names, list(snap.partition_columns), snap.protocol.minWriterVersion]

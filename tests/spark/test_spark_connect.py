@@ -127,6 +127,7 @@ def test_format_delta_over_spark_connect(connect_url: str, shipped: Path, tmp_pa
     # the comment comes through; NOT NULL does not: the server's parquet reader makes every column nullable
     # (docs/porting.md, "Read DataFrames")
     assert facts["read_schema"] == [["id", True, {"comment": "key"}], ["day", True, {}]]
+    assert facts["empty_read_schema"] == [["id", False, {"comment": "key"}], ["day", True, {}]]
 
 
 def test_sql_and_catalog_tables_over_spark_connect(connect_url: str, shipped: Path, tmp_path: Path) -> None:

@@ -50,6 +50,10 @@ def _register_running_session() -> None:
     ``spark``) gets the whole of Delta -- ``format("delta")``, Delta's SQL, its workers' interpreter -- as if
     :func:`register` had been called on it; a session built later needs :func:`configure` on its builder (or
     ``register``). Nothing happens where no session runs (a Spark worker, a program that builds one later)."""
+    import sys
+
+    if sys.modules.get("pyspark.sql.session") is None:  # no session can run yet (or no pyspark at all)
+        return
     from pyspark.sql import SparkSession
 
     try:
