@@ -47,6 +47,7 @@ def test_update_checks_set_before_the_condition(spark: Any, tables: tuple[str, s
     dt = DeltaTable.forPath(spark, tables[0])
     refused(lambda: dt.update(condition=1), ValueError, "'set' cannot be None")  # delta-spark: set first
     refused(lambda: dt.update(1, {"value": "1"}), TypeError, "'condition' must be a Spark SQL Column or a string")
+    refused(lambda: dt.update(1, {}), TypeError, "'condition' must be a Spark SQL Column")  # the condition first
     assert version(tables[0]) == 0
 
 

@@ -1065,3 +1065,16 @@ def test_replacing_a_table_keeps_its_location(spark: Any, tmp_path: Path) -> Non
         assert spark.table(name).columns == ["c"] and deltalog.Table(str(here)).latest_version() == version + 2
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_describe_table_lays_out_partitioning_as_spark_does_for_delta_tables(spark: Any, tmp_path: Any) -> None:
+    """delta-spark's tables are a catalog's own (v2) tables: DESCRIBE TABLE lists the columns, an empty row and
+    ``# Partitioning`` with ``Part <i>`` rows, or ``Not partitioned``."""
+    flat, parted = str(tmp_path / "flat"), str(tmp_path / "parted")
+    spark.sql(f"CREATE TABLE delta.`{flat}` (a INT COMMENT 'first', b STRING) USING DELTA")
+    spark.sql(f"CREATE TABLE delta.`{parted}` (a INT, b STRING, c DATE) USING DELTA PARTITIONED BY (c, b)")
+    rows = [tuple(r) for r in spark.sql(f"DESCRIBE TABLE delta.`{flat}`").collect()]
+    assert rows == [("a", "int", "first"), ("b", "string", None), ("", "", ""), ("# Partitioning", "", ""),
+                    ("Not partitioned", "", "")]
+    rows = [tuple(r) for r in spark.sql(f"DESCRIBE TABLE delta.`{parted}`").collect()]
+    assert rows[3:] == [("", "", ""), ("# Partitioning", "", ""), ("Part 0", "c", ""), ("Part 1", "b", "")]

@@ -586,8 +586,10 @@ class DeltaTable:
         """
         from deltalog.spark.dml import update
 
-        mapping = column_mapping(set, "'set'")  # delta-spark checks ``set`` first, then the condition
+        # delta-spark checks ``set`` first, then the condition; an empty ``set`` reaches its UPDATE
+        mapping = column_mapping(set, "'set'", allow_empty=True)
         check_condition(condition)
+        column_mapping(mapping, "'set'")
         values = {k: self._unaliased(v) for k, v in mapping.items()}
         update(self._spark, self.path, self._unaliased(condition), values)
 

@@ -36,10 +36,11 @@ def is_column(value: Any) -> bool:
     return type(value).__name__ == "Column"
 
 
-def column_mapping(value: Any, argname: str) -> dict[str, Any]:
+def column_mapping(value: Any, argname: str, *, allow_empty: bool = False) -> dict[str, Any]:
     """``value`` -- column names to SQL expression strings or ``Column`` s (``set`` / ``values``) -- checked
     as delta-spark checks it; ``argname`` is how its messages name the argument (``'set'``, ``'values' in
-    whenNotMatchedInsert``).
+    whenNotMatchedInsert``). ``allow_empty``: an empty mapping passes (the caller refuses it after its other
+    checks, in delta-spark's order).
 
     Example:
         >>> column_mapping({1: "x"}, "'set'")
@@ -61,7 +62,7 @@ def column_mapping(value: Any, argname: str) -> dict[str, Any]:
                 f"Values of dict in {argname} must contain only Spark SQL Columns or strings (expressions in SQL "
                 f"syntax) as values, found '{expr}' of type '{type(expr)}' (wrap literals in "
                 "pyspark.sql.functions.lit)")
-    if not value:
+    if not value and not allow_empty:
         raise InvalidArgumentError(f"{argname} needs at least one column: {{column: expression}}")
     return dict(value)
 

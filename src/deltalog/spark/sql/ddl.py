@@ -307,9 +307,9 @@ def _describe(spark: Any, expression: Any) -> Any:
     snap = load_snapshot(ref.location)
     rows = [(f.name, f.metadata.get(CHAR_VARCHAR_KEY) or spark_type(f.type).simpleString(), f.metadata.get("comment"))
             for f in snap.schema.fields]
-    if snap.partition_columns:
-        rows += [("# Partition Information", "", ""), ("# col_name", "data_type", "comment")]
-        rows += [r for r in rows[: len(snap.schema.fields)] if r[0] in snap.partition_columns]
+    # Spark's layout for a catalog's own (v2) tables, which delta-spark's are
+    rows += [("", "", ""), ("# Partitioning", "", "")]
+    rows += [(f"Part {i}", c, "") for i, c in enumerate(snap.partition_columns)] or [("Not partitioned", "", "")]
     if str(expression.args.get("style") or "").upper() in ("EXTENDED", "FORMATTED"):
         rows += [("", "", ""), ("# Detailed Table Information", "", ""),
                  ("Name", ref.shown, ""),
