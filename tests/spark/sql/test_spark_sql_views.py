@@ -384,5 +384,6 @@ def test_create_table_like_insert_table_and_column_statements(spark: Any, names:
     assert _rows(spark, f"DESCRIBE {odd}")[:2] == [("name", "string", "hello"), ("y", "int", None)]
     # REPLACE COLUMNS: reordered, comments as listed, a column added (the kernel's rules, tested there)
     spark.sql(f"ALTER TABLE {odd} REPLACE COLUMNS (y INT, name STRING, extra STRING COMMENT 'new')")
-    assert _rows(spark, f"DESCRIBE {odd}") == [("y", "int", None), ("name", "string", None), ("extra", "string", "new")]
+    assert _rows(spark, f"DESCRIBE {odd}") == [("y", "int", None), ("name", "string", None), ("extra", "string", "new"),
+                                               ("", "", ""), ("# Partitioning", "", ""), ("Not partitioned", "", "")]
     assert DeltaTable.forName(spark, odd).history(1).first().operation == "REPLACE COLUMNS"
