@@ -456,13 +456,18 @@ def contains_geo(dt: DataType) -> bool:
         >>> contains_geo(ArrayType(PrimitiveType("geometry(OGC:CRS84)"), True))
         True
     """
+    return _contains(dt, lambda t: geo_spec(t) is not None)
+
+
+def _contains(dt: DataType, leaf: Any) -> bool:
+    """Whether ``leaf`` holds for ``dt`` or any type inside it (struct fields, elements, map keys and values)."""
     if isinstance(dt, ArrayType):
-        return contains_geo(dt.element_type)
+        return _contains(dt.element_type, leaf)
     if isinstance(dt, MapType):
-        return contains_geo(dt.key_type) or contains_geo(dt.value_type)
+        return _contains(dt.key_type, leaf) or _contains(dt.value_type, leaf)
     if isinstance(dt, StructType):
-        return any(contains_geo(f.type) for f in dt.fields)
-    return geo_spec(dt) is not None
+        return any(_contains(f.type, leaf) for f in dt.fields)
+    return bool(leaf(dt))
 
 
 def contains_variant(dt: DataType) -> bool:
@@ -474,15 +479,7 @@ def contains_variant(dt: DataType) -> bool:
         >>> contains_variant(MapType(PrimitiveType("string"), PrimitiveType("long"), True))
         False
     """
-    if isinstance(dt, PrimitiveType):
-        return dt == VARIANT
-    if isinstance(dt, ArrayType):
-        return contains_variant(dt.element_type)
-    if isinstance(dt, MapType):
-        return contains_variant(dt.key_type) or contains_variant(dt.value_type)
-    if isinstance(dt, StructType):
-        return any(contains_variant(f.type) for f in dt.fields)
-    return False
+    return _contains(dt, lambda t: t == VARIANT)
 
 
 # --------------------------------------------------------------------------------------------- Arrow

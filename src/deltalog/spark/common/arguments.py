@@ -107,8 +107,13 @@ def check_int(value: Any, name: str) -> None:
         ...
         deltalog.errors.InvalidArgumentError: version needs to be an int but got '<class 'str'>'.
     """
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgumentError(f"{name} needs to be an int but got '{type(value)}'.")
+    _require(not isinstance(value, bool) and isinstance(value, int), value, name, "an int")
+
+
+def _require(ok: bool, value: Any, name: str, what: str) -> None:
+    """delta-spark's words for an argument of the wrong type: ``<name> needs to be <what> but got '<type>'.``"""
+    if not ok:
+        raise InvalidArgumentError(f"{name} needs to be {what} but got '{type(value)}'.")
 
 
 def check_str(value: Any, name: str) -> None:
@@ -120,8 +125,7 @@ def check_str(value: Any, name: str) -> None:
         ...
         deltalog.errors.InvalidArgumentError: featureName needs to be a string but got '<class 'int'>'.
     """
-    if not isinstance(value, str):
-        raise InvalidArgumentError(f"{name} needs to be a string but got '{type(value)}'.")
+    _require(isinstance(value, str), value, name, "a string")
 
 
 def check_bool(value: Any, name: str) -> None:
@@ -133,8 +137,7 @@ def check_bool(value: Any, name: str) -> None:
         ...
         deltalog.errors.InvalidArgumentError: isShallow needs to be a boolean but got '<class 'int'>'.
     """
-    if not isinstance(value, bool):
-        raise InvalidArgumentError(f"{name} needs to be a boolean but got '{type(value)}'.")
+    _require(isinstance(value, bool), value, name, "a boolean")
 
 
 def check_dict(value: Any, name: str) -> None:
@@ -146,8 +149,7 @@ def check_dict(value: Any, name: str) -> None:
         ...
         deltalog.errors.InvalidArgumentError: properties needs to be a dict but got '<class 'int'>'.
     """
-    if not isinstance(value, Mapping):
-        raise InvalidArgumentError(f"{name} needs to be a dict but got '{type(value)}'.")
+    _require(isinstance(value, Mapping), value, name, "a dict")
 
 
 def check_clone(target: Any, is_shallow: Any, replace: Any, properties: Any, *, timestamp: Any = "",
