@@ -144,8 +144,8 @@ def test_reader_version_three_needs_writer_seven() -> None:
 
 def test_features_deltalog_cannot_write_are_refused() -> None:
     table = new_table("props-unwritable")
-    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
-        set_properties(table, {"delta.feature.icebergCompatV1": "supported"})
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV3"):
+        set_properties(table, {"delta.feature.icebergCompatV3": "supported"})
     assert table.latest_version() == 0
     set_properties(table, {"delta.checkpointPolicy": "classic"})
     set_properties(table, {"delta.checkpointPolicy": "v2"})  # V2 checkpoints are written: the feature is added

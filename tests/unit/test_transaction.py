@@ -571,8 +571,8 @@ def test_duplicate_actions_refused() -> None:
 def test_unsupported_writer_feature_refused() -> None:
     t = new_table()
     txn = start_transaction(t, Write())
-    txn.update_protocol(Protocol(3, 7, (), ("appendOnly", "invariants", "icebergCompatV1")))
-    with pytest.raises(UnsupportedFeatureError, match=r"icebergCompatV1.*Iceberg"):
+    txn.update_protocol(Protocol(3, 7, (), ("appendOnly", "invariants", "icebergCompatV3")))
+    with pytest.raises(UnsupportedFeatureError, match=r"icebergCompatV3.*Iceberg"):
         txn.commit()
     txn = start_transaction(t, Write())
     txn.update_protocol(Protocol(1, 1))
@@ -582,9 +582,9 @@ def test_unsupported_writer_feature_refused() -> None:
     txn = start_transaction(t, SetTableProperties())
     txn.update_metadata(
         Metadata(id=md.id, format=md.format, schemaString=md.schemaString, partitionColumns=md.partitionColumns,
-                 configuration={"delta.feature.icebergCompatV1": "supported"})
+                 configuration={"delta.feature.icebergCompatV3": "supported"})
     )
-    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV3"):
         txn.commit()
     # writer version 4 implies generatedColumns; unused, it is fine
     txn = start_transaction(t, Write())

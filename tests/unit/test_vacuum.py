@@ -386,8 +386,8 @@ def test_vacuum_protocol_check_feature_is_supported() -> None:
 
 
 def test_tables_deltalog_cannot_write_are_not_vacuumed() -> None:
-    table, store = _memory_table("vacuum-ice", "icebergCompatV1")
-    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
+    table, store = _memory_table("vacuum-ice", "icebergCompatV3")
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV3"):
         vacuum(table, dry_run=False, clock=lambda: T0 + 30 * DAY)
     assert store.exists("orphan.parquet") and table.latest_version() == 2
 

@@ -99,8 +99,8 @@ def test_explicit_features_and_versions_go_to_the_protocol(tmp_path: Path) -> No
 
 
 def test_unwritable_features_refused(tmp_path: Path) -> None:
-    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV1"):
-        write_table(tmp_path, ids(1), properties={"delta.feature.icebergCompatV1": "supported"})
+    with pytest.raises(UnsupportedFeatureError, match="icebergCompatV3"):
+        write_table(tmp_path, ids(1), properties={"delta.feature.icebergCompatV3": "supported"})
     assert data_files(tmp_path) == set() and not (tmp_path / "_delta_log").exists()
 
 

@@ -59,6 +59,7 @@ from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, Table
 from deltalog.protocol.actions import Format, Metadata, Protocol
 from deltalog.protocol.column_mapping import mapping_mode, with_column_mapping
 from deltalog.protocol.conform import to_logical
+from deltalog.protocol.iceberg_compat import compat_version
 from deltalog.protocol.schema import ArrayType, MapType, StructType, geo_spec, parse_schema, type_string
 from deltalog.storage import LogStore
 from deltalog.table import Table
@@ -559,6 +560,7 @@ def write_table(
     writer = DataFileWriter(
         table.store, plan.schema, plan.metadata.partitionColumns, target_file_size=target_file_size, clock=clock,
         column_mapping=mapping_mode(plan.metadata.configuration),
+        iceberg_compat=compat_version(plan.metadata.configuration),
     )
     inserted = insert_changes(table, snapshot, plan.schema, rows_replaced)  # the change data feed's inserts
 

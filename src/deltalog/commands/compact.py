@@ -59,6 +59,7 @@ from deltalog.errors import (
     MetadataChangedException,
     ProtocolChangedException,
 )
+from deltalog.protocol.iceberg_compat import compat_version
 from deltalog.protocol.schema import StructField
 from deltalog.txn.operations import Optimize, Reorg
 from deltalog.txn.row_tracking import tracked_fields, tracked_schema
@@ -282,7 +283,8 @@ def _compact_once(table: TableHandle, job: _Job, clock: Callable[[], int] | None
                                       b.num_output_files)
         # a bin becomes one file (rolling over only at twice the limit), or its Z-ordered share of rows
         writer = DataFileWriter(table.store, schema, snap.partition_columns, target_file_size=2 * limit,
-                                max_records_per_file=per_file, column_mapping=snap.column_mapping_mode)
+                                max_records_per_file=per_file, column_mapping=snap.column_mapping_mode,
+                                iceberg_compat=compat_version(snap.metadata.configuration))
         try:
             for rows in pieces:
                 writer.write(rows)

@@ -44,6 +44,7 @@ from deltalog.data.filters import Condition, RowFilter, matching_rows, normalize
 from deltalog.data.read import kept_rows, map_files, read_file_columns, read_file_rows, with_row_tracking_columns
 from deltalog.data.sql_expr import Expression
 from deltalog.errors import InvalidArgumentError
+from deltalog.protocol.iceberg_compat import compat_version
 from deltalog.txn.operations import Delete
 from deltalog.txn.row_tracking import tracked_fields, tracked_schema
 from deltalog.txn.writer_features import is_true
@@ -472,7 +473,8 @@ def _rewrite(
     schema = tracked_schema(snap.schema, tracked)
 
     def write(group: list[pa.Table]) -> list[WrittenFile]:
-        writer = DataFileWriter(table.store, schema, snap.partition_columns, column_mapping=snap.column_mapping_mode)
+        writer = DataFileWriter(table.store, schema, snap.partition_columns, column_mapping=snap.column_mapping_mode,
+                                iceberg_compat=compat_version(snap.metadata.configuration))
         try:
             for part in group:
                 writer.write(part)

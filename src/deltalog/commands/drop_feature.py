@@ -54,6 +54,7 @@ from deltalog.log.paths import LogFile, commit_name
 from deltalog.log.segment import complete_checkpoints, list_log
 from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.features import LEGACY_READER_FEATURES, LEGACY_WRITER_FEATURES, reader_features, writer_features
+from deltalog.protocol.iceberg_compat import compat_version
 from deltalog.protocol.schema import ArrayType, DataType, MapType, StructType, contains_geo, join_path
 from deltalog.txn.operations import DropTableFeature, Reorg, SetTableProperties
 from deltalog.txn.writer_features import FEATURES, is_true
@@ -270,7 +271,8 @@ def _rewrite_files(table: TableHandle, snap: Snapshot, rows: list[dict[str, Any]
     txn.read_files(r["path"] for r in rows)
     tracked = tracked_fields(snap.protocol, snap.metadata)  # row tracking: the rows keep their ids
     schema = tracked_schema(snap.schema, tracked)
-    writer = DataFileWriter(table.store, schema, snap.partition_columns, column_mapping=snap.column_mapping_mode)
+    writer = DataFileWriter(table.store, schema, snap.partition_columns, column_mapping=snap.column_mapping_mode,
+                            iceberg_compat=compat_version(snap.metadata.configuration))
     written: list[str] = []
 
     def discard() -> None:

@@ -71,6 +71,7 @@ _ISOLATION = "isolation level"
 _MAPPING_MODE = "column mapping mode"
 _CHECKPOINT_POLICY = "checkpoint policy"
 _PROTOCOL_VERSION = "protocol version"
+_FORMATS = "list of universal formats"
 
 #: Known ``delta.*`` table properties and the kind of value each takes.
 KNOWN_PROPERTIES: dict[str, str] = {
@@ -80,6 +81,9 @@ KNOWN_PROPERTIES: dict[str, str] = {
     "delta.enableInCommitTimestamps": _BOOLEAN,
     "delta.enableTypeWidening": _BOOLEAN,
     "delta.enableRowTracking": _BOOLEAN,
+    "delta.enableIcebergCompatV1": _BOOLEAN,
+    "delta.enableIcebergCompatV2": _BOOLEAN,
+    "delta.universalFormat.enabledFormats": _FORMATS,
     "delta.enableExpiredLogCleanup": _BOOLEAN,
     "delta.checkpoint.writeStatsAsJson": _BOOLEAN,
     "delta.checkpoint.writeStatsAsStruct": _BOOLEAN,
@@ -197,6 +201,11 @@ def _validate_value(key: str, value: str) -> str:
         if text.lower() not in ("classic", "v2"):
             raise _bad(key, value, "must be 'classic' or 'v2'")
         return text.lower()
+    if kind == _FORMATS:  # UniForm: its rules are deltalog.protocol.iceberg_compat's
+        formats = [f.strip().lower() for f in text.split(",") if f.strip()]
+        if any(f not in ("iceberg", "hudi") for f in formats):
+            raise _bad(key, value, "must be a comma-separated list of 'iceberg' and 'hudi'")
+        return ",".join(formats)
     if kind == _PROTOCOL_VERSION:
         n = _int(key, value, 1)
         if n > _VERSION_LIMITS[key]:

@@ -1,7 +1,8 @@
 """Writing data files: hive-style partition directories, rolling parquet files, footer statistics.
 
 :class:`DataFileWriter` receives Arrow tables already conformed to the table's logical schema, splits
-them by partition values (partition columns are *not* stored in the files, nor are ``void`` columns),
+them by partition values (partition columns are *not* stored in the files -- except on Iceberg-compatible
+tables --, nor are ``void`` columns),
 buffers rows into row groups and rolls to a new file once ``target_file_size`` bytes are written. Each finished file
 becomes a :class:`WrittenFile` with its ``add`` action fields; statistics come from the footer
 (:func:`deltalog.data.write_stats.stats_json`). Files are streamed to their final path through
@@ -85,9 +86,10 @@ class WrittenFile:
     num_records: int
     stats: str
     modification_time: int
+    tags: dict[str, str] | None = None
 
     def to_add(self, *, data_change: bool = True) -> Add:
-        """The ``add`` action for this file.
+        """The ``add`` action for this file (with its ``tags``, e.g. ``ICEBERG_COMPAT_VERSION``).
 
         Example:
             >>> WrittenFile("a.parquet", "a.parquet", {}, 10, 1, "{}", 5).to_add().size
@@ -100,6 +102,7 @@ class WrittenFile:
             modificationTime=self.modification_time,
             dataChange=data_change,
             stats=self.stats,
+            tags=dict(self.tags) if self.tags else None,
         )
 
 
@@ -144,6 +147,12 @@ class DataFileWriter:
     ``max_records_per_file`` rows (Spark's ``maxRecordsPerFile``; a file never holds more). Files go
     below ``directory`` (relative to the table root) when one is given.
 
+    ``iceberg_compat`` (the table's Iceberg compat version, 0 for none; see
+    :mod:`deltalog.protocol.iceberg_compat`) writes files as Iceberg readers need them: the partition
+    columns stored too (after the data columns), a field id on every parquet field (list elements and map
+    keys and values included) in any column mapping mode, and the tag ``ICEBERG_COMPAT_VERSION`` on each
+    file; timestamps are INT64 in every file.
+
     Example:
         >>> w = DataFileWriter(store, schema, ["day"], target_file_size=1 << 20)   # doctest: +SKIP
         >>> w.write(table); files = w.close()                                       # doctest: +SKIP
@@ -160,6 +169,7 @@ class DataFileWriter:
         clock: Callable[[], int] = _now_ms,
         column_mapping: str = "none",
         directory: str = "",
+        iceberg_compat: int = 0,
     ) -> None:
         self.directory = directory.strip("/")  # files go below it (change data: ``_change_data``)
         if max_records_per_file is not None and max_records_per_file <= 0:
@@ -173,13 +183,18 @@ class DataFileWriter:
         self._clock = clock
         parts = set(self.partition_columns)
         self.column_mapping = (column_mapping or "none").lower()
-        self.data_schema = stored_columns(StructType(tuple(f for f in schema.fields if f.name not in parts)))
+        self.iceberg_compat = iceberg_compat
+        self._tags = {"ICEBERG_COMPAT_VERSION": str(iceberg_compat)} if iceberg_compat else None
+        stats_data = stored_columns(StructType(tuple(f for f in schema.fields if f.name not in parts)))
+        self.data_schema = stats_data
+        if iceberg_compat:  # partition values materialised in the files, after the data columns
+            self.data_schema = StructType((*stats_data.fields, *(schema.field(c) for c in self.partition_columns)))
         self._arrow_schema = self.data_schema.to_arrow_schema()
         # Files, statistics and partition values use physical names (and field ids) under column mapping.
         self._file_schema = physical_arrow_schema(self.data_schema, self.column_mapping)
-        if self.column_mapping != "id":  # field ids only in id mode, as delta-spark writes them
+        if self.column_mapping != "id" and not iceberg_compat:  # ids in id mode, as delta-spark writes them
             self._file_schema = _without_field_ids(self._file_schema)
-        self._stats_schema = physical_schema(self.data_schema, self.column_mapping)
+        self._stats_schema = physical_schema(stats_data, self.column_mapping)
         self._stats_columns = stats_columns(self._file_schema)  # no footer bounds for floats (NaN)
         self._part_fields: list[StructField] = [schema.field(c) for c in self.partition_columns]
         self._part_keys = [physical_name(f, self.column_mapping) for f in self._part_fields]
@@ -307,6 +322,7 @@ class DataFileWriter:
                 num_records=footer.num_rows,
                 stats=stats_json(footer, self._stats_schema, float_bounds=state.floats),
                 modification_time=info.modification_time,
+                tags=self._tags,
             )
         )
 

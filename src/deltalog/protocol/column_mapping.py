@@ -27,6 +27,7 @@ from typing import Any
 
 from deltalog.errors import UnsupportedFeatureError
 from deltalog.protocol.actions import Metadata
+from deltalog.protocol.iceberg_compat import assign_nested_ids, compat_version, prepare_metadata
 from deltalog.protocol.schema import (
     COLUMN_MAPPING_ID_KEY,
     COLUMN_MAPPING_PHYSICAL_NAME_KEY,
@@ -159,7 +160,10 @@ def assign_column_mapping(
 
 
 def with_column_mapping(metadata: Metadata, previous: Metadata | None, *, table: str | None = None) -> Metadata:
-    """:func:`assign_column_mapping` applied to a metadata action (the same object when nothing changes).
+    """:func:`assign_column_mapping` applied to a metadata action (the same object when nothing changes),
+    after what Iceberg compatibility implies (:func:`deltalog.protocol.iceberg_compat.prepare_metadata`:
+    column mapping ``name`` on a new compat table, ...) and, on ``icebergCompatV2`` tables, with the ids of
+    list elements and map keys and values (:func:`~deltalog.protocol.iceberg_compat.assign_nested_ids`).
 
     Example:
         >>> from deltalog.protocol.actions import Format
@@ -167,14 +171,17 @@ def with_column_mapping(metadata: Metadata, previous: Metadata | None, *, table:
         >>> with_column_mapping(md, None) is md
         True
     """
+    metadata = prepare_metadata(metadata, previous, table=table)  # Iceberg compatibility: see its module
     if mapping_mode(metadata.configuration) == "none" or not metadata.schemaString:
         return metadata
     schema, conf = assign_column_mapping(parse_schema(metadata.schemaString), metadata.configuration,
                                          previous=previous, table=table)
     text = schema.to_json()
-    if text == metadata.schemaString and conf == dict(metadata.configuration):
-        return metadata
-    return dataclasses.replace(metadata, schemaString=text, configuration=conf)
+    if text != metadata.schemaString or conf != dict(metadata.configuration):
+        metadata = dataclasses.replace(metadata, schemaString=text, configuration=conf)
+    if compat_version(metadata.configuration) == 2:  # ids of list elements and map keys / values
+        metadata = assign_nested_ids(metadata)
+    return metadata
 
 
 def physical_schema(schema: StructType, mode: str) -> StructType:

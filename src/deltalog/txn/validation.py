@@ -1,7 +1,8 @@
 """The writer rules a transaction's staged actions must pass before its commit is written: at most one
 ``metaData`` / ``protocol`` action and one action per (file, deletion vector) and per application id,
 partition values matching the partition columns, append-only and change-data-feed rules, the protocol
-upgraded for what the metadata needs (and never downgraded), and row tracking's rules. Also the check
+upgraded for what the metadata needs (and never downgraded), row tracking's rules and Iceberg
+compatibility's (:mod:`deltalog.txn.iceberg_compat`). Also the check
 that skips a commit whose application transaction is already recorded.
 
 Example:
@@ -24,6 +25,7 @@ from deltalog.errors import InvalidArgumentError, TableNotFoundError, Unsupporte
 from deltalog.protocol.actions import AddCDCFile, DomainMetadata, Metadata, Protocol, Txn
 from deltalog.protocol.features import writer_features
 from deltalog.txn.commit import dv_key
+from deltalog.txn.iceberg_compat import check_commit as check_iceberg_compat
 from deltalog.txn.row_tracking import check_no_moved_rows
 from deltalog.txn.staged import StagedTransaction
 from deltalog.txn.writer_features import (
@@ -86,6 +88,10 @@ def validate(txn: StagedTransaction) -> tuple[Protocol | None, Metadata]:
         table=txn.table,
     )
     protocol = _resolve_protocol(txn, metadata)
+    final = protocol or txn.protocol
+    if final is not None:  # Iceberg compatibility's rules (a table without a compat version passes at once)
+        check_iceberg_compat(final, metadata, txn.snapshot, txn._adds, removed=(r.path for r in txn._removes),
+                             table=txn.table)
     if "rowTracking" in writer_features(protocol or txn.protocol or Protocol(1, 1)):
         if not txn.keeps_row_ids:
             check_no_moved_rows(txn.operation, txn._adds, txn._removes, table=txn.table)

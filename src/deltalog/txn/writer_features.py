@@ -22,12 +22,15 @@ implied by a legacy writer version). Features fall in three groups here:
   :mod:`deltalog.txn.row_tracking`) and ``checkpointProtection`` (log cleanup never deletes part of the
   history before ``delta.requireCheckpointProtectionBeforeVersion``, see :mod:`deltalog.log.cleanup`) and
   ``geospatial`` (``geometry`` / ``geography`` columns written as WKB with parquet's geospatial logical types,
-  a geometry's bounding box as its statistics, see :mod:`deltalog.protocol.geospatial`);
+  a geometry's bounding box as its statistics, see :mod:`deltalog.protocol.geospatial`) and
+  ``icebergCompatV1`` / ``icebergCompatV2`` (column mapping, field ids on every parquet field, partition
+  values in the files, the ``ICEBERG_COMPAT_VERSION`` tag, no deletion vectors, only Iceberg's types and
+  widenings, see :mod:`deltalog.protocol.iceberg_compat` and :mod:`deltalog.txn.iceberg_compat`);
 * :data:`INACTIVE_ONLY_WRITER_FEATURES` -- allowed while *not active* on the table (listed, e.g.
   implied by a legacy writer version, but unused): none today;
   ``variantType`` / ``variantType-preview`` (unshredded variants: a struct of ``value`` / ``metadata``
   binaries, no min/max statistics, see :mod:`deltalog.data.write_variants`);
-* everything else (``icebergCompatV1/V2``, ``catalogManaged``, ...) -- refused.
+* everything else (``catalogManaged``, ``icebergCompatV3``, ...) -- refused.
 
 Example:
     >>> from deltalog.protocol.actions import Format, Metadata, Protocol
@@ -91,6 +94,8 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
         "variantType",
         "variantType-preview",
         "geospatial",
+        "icebergCompatV1",
+        "icebergCompatV2",
     }
 )
 
@@ -166,6 +171,8 @@ _PROPERTY_FEATURES = {
     "delta.enableInCommitTimestamps": "inCommitTimestamp",
     "delta.enableTypeWidening": "typeWidening",
     "delta.enableRowTracking": "rowTracking",
+    "delta.enableIcebergCompatV1": "icebergCompatV1",
+    "delta.enableIcebergCompatV2": "icebergCompatV2",
 }
 
 
@@ -273,7 +280,8 @@ def required_features(metadata: Metadata, *, extra: Iterable[str] = ()) -> set[s
 
 
 #: Features that need others (the protocol's feature dependencies).
-_DEPENDS_ON = {"rowTracking": {"domainMetadata"}, "clustering": {"domainMetadata"}}
+_DEPENDS_ON = {"rowTracking": {"domainMetadata"}, "clustering": {"domainMetadata"},
+               "icebergCompatV1": {"columnMapping"}, "icebergCompatV2": {"columnMapping"}}
 
 
 #: Preview names that satisfy a feature the metadata uses (a variant column on a ``variantType-preview``
@@ -386,10 +394,10 @@ def check_writable(
     ``metadata``. ``adds_data=False`` (metadata-only commits) lets column mapping tables through.
 
     Example:
-        >>> check_writable(Protocol(3, 7, (), ("icebergCompatV1",)), None, table="t")
+        >>> check_writable(Protocol(3, 7, (), ("icebergCompatV3",)), None, table="t")
         Traceback (most recent call last):
         ...
-        deltalog.errors.UnsupportedFeatureError: table needs writer feature 'icebergCompatV1', which \
+        deltalog.errors.UnsupportedFeatureError: table needs writer feature 'icebergCompatV3', which \
 deltalog cannot write (it does not keep Iceberg metadata compatible); it can still be read [table t]
     """
     if protocol.minWriterVersion > 7 or protocol.minWriterVersion < 1:
@@ -425,16 +433,16 @@ deltalog cannot write (it does not keep Iceberg metadata compatible); it can sti
 
 def check_never_writable(protocol: Protocol, *, table: str | None = None, version: int | None = None) -> None:
     """Refuse up front -- before any data file is written -- a table with a writer feature deltalog never
-    writes, whatever the commit (``catalogManaged``, ``icebergCompatV2``, ...): such a feature stays while
+    writes, whatever the commit (``catalogManaged``, ``icebergCompatV3``, ...): such a feature stays while
     the table has it, so :func:`check_writable` would refuse the commit anyway. Other tables pass (their
     commit is checked).
 
     Example:
         >>> check_never_writable(Protocol(1, 2), table="t")
-        >>> check_never_writable(Protocol(1, 7, None, ("icebergCompatV2",)), table="t")
+        >>> check_never_writable(Protocol(1, 7, None, ("icebergCompatV3",)), table="t")
         Traceback (most recent call last):
         ...
-        deltalog.errors.UnsupportedFeatureError: table needs writer feature 'icebergCompatV2', which deltalog \
+        deltalog.errors.UnsupportedFeatureError: table needs writer feature 'icebergCompatV3', which deltalog \
 cannot write (it does not keep Iceberg metadata compatible); it can still be read [table t]
     """
     blocked = writer_features(protocol) - SUPPORTED_WRITER_FEATURES - INACTIVE_ONLY_WRITER_FEATURES
@@ -443,8 +451,8 @@ cannot write (it does not keep Iceberg metadata compatible); it can still be rea
 
 
 _REFUSAL_REASONS = {
-    "icebergCompatV1": "it does not keep Iceberg metadata compatible",
-    "icebergCompatV2": "it does not keep Iceberg metadata compatible",
+    "icebergCompatV3": "it does not keep Iceberg metadata compatible",
+    "icebergWriterCompatV1": "it does not keep Iceberg metadata compatible",
     "catalogManaged": "it commits to the file system, not through a catalog",
 }
 

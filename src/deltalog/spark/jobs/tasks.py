@@ -29,6 +29,7 @@ from deltalog.data.write_files import DataFileWriter, WrittenFile
 from deltalog.errors import DeltaError
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
+from deltalog.protocol.iceberg_compat import compat_version
 from deltalog.protocol.schema import StructType
 from deltalog.spark.common.core import map_in_arrow
 from deltalog.spark.common.workers import worker_import_error
@@ -50,6 +51,7 @@ _FILE_FIELDS = (
     ("num_records", pa.int64()),
     ("stats", pa.string()),
     ("modification_time", pa.int64()),
+    ("tags", pa.string()),
 )
 FILE_SCHEMA = pa.schema(_FILE_FIELDS)
 FILE_DDL = ", ".join(f"{n} {'string' if t == pa.string() else 'bigint'}" for n, t in _FILE_FIELDS)
@@ -185,6 +187,7 @@ def _write_task(spec: TaskSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[p
         target_file_size=spec.target_file_size,
         max_records_per_file=spec.max_records,
         column_mapping=mapping_mode(spec.metadata.configuration),
+        iceberg_compat=compat_version(spec.metadata.configuration),
     )
     plan = WritePlan(None, spec.metadata, spec.schema, False, spec.predicate)
     counts: dict[int, int] = {}
@@ -204,7 +207,8 @@ def _write_task(spec: TaskSpec, batches: Iterable[pa.RecordBatch]) -> Iterator[p
 
 def _file_row(f: WrittenFile) -> dict[str, Any]:
     return {"path": f.path, "rel_path": f.rel_path, "partition_values": json.dumps(f.partition_values),
-            "size": f.size, "num_records": f.num_records, "stats": f.stats, "modification_time": f.modification_time}
+            "size": f.size, "num_records": f.num_records, "stats": f.stats, "modification_time": f.modification_time,
+            "tags": json.dumps(f.tags) if f.tags else None}
 
 
 def delete_written(store: Any, files: Iterable[WrittenFile]) -> None:
@@ -239,7 +243,8 @@ def written_files(rows: Iterable[Any]) -> list[WrittenFile]:
     return [
         WrittenFile(path=r["path"], rel_path=r["rel_path"], partition_values=json.loads(r["partition_values"]),
                     size=int(r["size"]), num_records=int(r["num_records"]), stats=r["stats"],
-                    modification_time=int(r["modification_time"]))
+                    modification_time=int(r["modification_time"]),
+                    tags=json.loads(r["tags"]) if r["tags"] else None)
         for r in rows
     ]
 

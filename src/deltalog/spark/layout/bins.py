@@ -31,6 +31,7 @@ from deltalog.commands.optimize_plan import Bin
 from deltalog.data.write_files import WrittenFile
 from deltalog.protocol.actions import Metadata, Protocol
 from deltalog.protocol.column_mapping import mapping_mode
+from deltalog.protocol.iceberg_compat import compat_version
 from deltalog.protocol.schema import StructType
 from deltalog.spark.common.core import arrow_frame, map_in_arrow
 from deltalog.spark.jobs.tasks import FILE_DDL, RunWriter, delete_written, file_rows, task_error, written_files
@@ -113,7 +114,8 @@ def _compact_task(spec: _BinSpec, batches: Iterable[pa.RecordBatch]) -> Iterator
             pieces, per_file = bin_pieces(snap, json.loads(files), spec.tracked, spec.zorder, outputs)
             writer = RunWriter(store, spec.schema, spec.metadata.partitionColumns,
                                target_file_size=spec.target_file_size, max_records_per_file=per_file,
-                               column_mapping=mapping_mode(spec.metadata.configuration))
+                               column_mapping=mapping_mode(spec.metadata.configuration),
+                               iceberg_compat=compat_version(spec.metadata.configuration))
             try:
                 for rows in pieces:
                     writer.write(rows)

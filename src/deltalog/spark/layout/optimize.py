@@ -73,6 +73,7 @@ from deltalog.errors import (
 )
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.column_mapping import mapping_mode
+from deltalog.protocol.iceberg_compat import compat_version
 from deltalog.protocol.schema import PrimitiveType, StructField, StructType
 from deltalog.spark.common.compat import frame_from_arrow
 from deltalog.spark.common.core import (
@@ -312,7 +313,8 @@ def _rewrite_task(spec: _RewriteSpec, batches: Iterable[pa.RecordBatch]) -> Iter
                         done.extend(closing.close())
                     writer = RunWriter(store, spec.schema, spec.metadata.partitionColumns,
                                         target_file_size=spec.target_file_size,
-                                        column_mapping=mapping_mode(spec.metadata.configuration))
+                                        column_mapping=mapping_mode(spec.metadata.configuration),
+                                        iceberg_compat=compat_version(spec.metadata.configuration))
                     current = int(bins[begin])
                 write_batches(writer, iter(data.slice(begin, end - begin).to_batches()), plan, spec.table)
         if writer is not None:
