@@ -1,4 +1,5 @@
-"""Work done after a successful commit: version checksum, periodic checkpoint, expired-log cleanup.
+"""Work done after a successful commit: version checksum, periodic checkpoint, expired-log cleanup, and the
+Iceberg metadata of a UniForm table (:mod:`deltalog.uniform`).
 
 None of it may fail the commit it follows: the commit is already durable, so every step is wrapped and
 its errors are logged (``logging`` at WARNING, with the traceback) and reported, never raised. An
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from deltalog.log.reader import FileActions
     from deltalog.snapshot import Snapshot
     from deltalog.snapshot_load import SnapshotSource
+    from deltalog.uniform.convert import SyncResult
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,8 @@ class PostCommitReport:
     crc: str | None = None
     checkpoint: CheckpointResult | None = None
     cleaned: list[str] = field(default_factory=list)
+    #: What the Iceberg step did (a :class:`deltalog.uniform.convert.SyncResult`), None without UniForm.
+    iceberg: SyncResult | None = None
     errors: list[str] = field(default_factory=list)
     #: The step an interrupt stopped, and the interrupt itself (re-raised by the committer).
     interrupted_step: str | None = None
@@ -103,7 +107,9 @@ def run_post_commit(
     ``commit``'s actions (a writer's own), so the checksum's histograms are kept from the previous
     version's ``.crc`` instead of computed from every file. Steps:
     ``.crc`` file; checkpoint when ``version % delta.checkpointInterval == 0``; log cleanup after a
-    checkpoint unless ``delta.enableExpiredLogCleanup`` is ``false``.
+    checkpoint unless ``delta.enableExpiredLogCleanup`` is ``false``; Iceberg metadata when
+    ``delta.universalFormat.enabledFormats`` lists ``iceberg`` (a failure there is reported like the others:
+    the next commit or ``deltalog uniform sync`` catches up).
 
     Example:
         >>> run_post_commit(deltalog.Table("/data/t"), 3).errors       # doctest: +SKIP
@@ -142,6 +148,16 @@ def run_post_commit(
                 from deltalog.log.cleanup import cleanup_expired_logs
 
                 report.cleaned = cleanup_expired_logs(snap, clock=clock)
+        except Exception as exc:
+            _failed(report, step, table, version, exc)
+        step = "iceberg"
+        try:
+            from deltalog.uniform import enabled as uniform_enabled
+
+            if uniform_enabled(snap.properties):
+                from deltalog.uniform import sync_after_commit
+
+                report.iceberg = sync_after_commit(snap, commit=commit, clock=clock)
         except Exception as exc:
             _failed(report, step, table, version, exc)
     except BaseException as exc:  # an interrupt: keep it for the committer, which re-raises it
