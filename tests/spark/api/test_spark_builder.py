@@ -169,7 +169,7 @@ def test_protocol_properties_upgrade_and_features(spark: Any, tmp_path: Path) ->
     assert last_op(q)["operation"] == "SET TBLPROPERTIES"
     before = version(q)
     with pytest.raises(DeltaError):
-        dt.addFeatureSupport("icebergCompatV1")  # a feature deltalog cannot write
+        dt.addFeatureSupport("icebergCompatV3")  # a feature deltalog cannot write
     with pytest.raises(DeltaError, match="unknown"):
         dt.addFeatureSupport("noSuchFeature")
     assert version(q) == before

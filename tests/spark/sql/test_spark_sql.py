@@ -485,7 +485,7 @@ def test_optimize_and_zorder(target: Target) -> None:
 
 
 def test_reorg_purge(catalog_target: Target) -> None:
-    from deltalog.errors import InvalidArgumentError, SqlSyntaxError
+    from deltalog.errors import InvalidArgumentError, SqlSyntaxError, UnsupportedFeatureError
 
     target = catalog_target
     target.sql("CREATE TABLE {t} (id BIGINT, k INT) USING DELTA PARTITIONED BY (k) "
@@ -513,8 +513,8 @@ def test_reorg_purge(catalog_target: Target) -> None:
     assert last["operation"] == "REORG" and last["operationParameters"]["applyPurge"] is True  # a JSON literal
     assert target.sql("REORG TABLE {t} APPLY (PURGE)").first().metrics.numFilesRemoved == 0  # nothing to do
     version = target.version()
-    with pytest.raises(InvalidArgumentError, match="UniForm"):
-        target.sql("REORG TABLE {t} APPLY (UPGRADE UNIFORM(ICEBERG_COMPAT_VERSION = 2))")
+    with pytest.raises(UnsupportedFeatureError, match="COMPAT_VERSION_NOT_SUPPORTED"):
+        target.sql("REORG TABLE {t} APPLY (UPGRADE UNIFORM(ICEBERG_COMPAT_VERSION = 3))")
     with pytest.raises(SqlSyntaxError, match="APPLY takes"):
         target.sql("REORG TABLE {t} APPLY (COMPACT)")
     with pytest.raises(InvalidArgumentError, match="REORG filter references non-partition column 'id'"):

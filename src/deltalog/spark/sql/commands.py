@@ -1,7 +1,8 @@
 """Delta's own SQL commands: ``DESCRIBE HISTORY`` / ``DETAIL``, ``OPTIMIZE``, ``REORG TABLE ... APPLY
-(PURGE)``, ``VACUUM``, ``RESTORE``, ``CONVERT TO DELTA``, ``GENERATE``, ``FSCK REPAIR TABLE``, ``SHOW
-TBLPROPERTIES``, ``SHOW COLUMNS``, ``ANALYZE TABLE ... COMPUTE DELTA STATISTICS``, ``ALTER TABLE ... UNSET
-TBLPROPERTIES``, ``REPLACE TABLE`` and ``CREATE TABLE ... [SHALLOW|DEEP] CLONE``.
+(PURGE)`` and ``APPLY (UPGRADE UNIFORM (ICEBERG_COMPAT_VERSION = n))``, ``VACUUM``, ``RESTORE``, ``CONVERT TO
+DELTA``, ``GENERATE``, ``FSCK REPAIR TABLE``, ``SHOW TBLPROPERTIES``, ``SHOW COLUMNS``, ``ANALYZE TABLE ...
+COMPUTE DELTA STATISTICS``, ``ALTER TABLE ... UNSET TBLPROPERTIES``, ``REPLACE TABLE`` and ``CREATE TABLE ...
+[SHALLOW|DEEP] CLONE``.
 
 sqlglot does not know most of these statements, so their words come from sqlglot's tokenizer and are
 read here in order; every embedded piece -- table names, conditions, column lists, literals -- is handed
@@ -17,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -368,11 +370,30 @@ def _reorg(spark: Any, r: _Reader) -> Any:
     spec = r.until().strip()
     inner = spec[1:-1].strip() if spec.startswith("(") and spec.endswith(")") else ""
     if inner.upper().startswith("UPGRADE"):
-        raise refuse(r.text, "UniForm (APPLY (UPGRADE UNIFORM ...): Iceberg / Hudi metadata beside the Delta log) is "
-                     "not supported by deltalog; APPLY (PURGE) is")
+        if where:
+            raise syntax_error(r.text, "REORG TABLE ... APPLY (UPGRADE UNIFORM ...) takes no WHERE clause")
+        return _upgrade_uniform(spark, r, ref, inner)
     if inner.upper() != "PURGE":
         raise syntax_error(r.text, f"REORG TABLE ... APPLY takes (PURGE), got {spec[:40]!r}")
     return metrics_frame(spark, optimize(spark, ref.location, where=where, purge=True))
+
+
+_UPGRADE_UNIFORM = re.compile(r"UPGRADE\s+UNIFORM\s*\(\s*ICEBERG_COMPAT_VERSION\s*=\s*(\d+)\s*\)", re.I)
+
+
+def _upgrade_uniform(spark: Any, r: _Reader, ref: TableRef, inner: str) -> Any:
+    """``REORG TABLE t APPLY (UPGRADE UNIFORM (ICEBERG_COMPAT_VERSION = n))``: the kernel's
+    :func:`~deltalog.commands.uniform_upgrade.upgrade_uniform` (column mapping, files rewritten with field ids
+    and the compat tag, deletion vectors purged, then UniForm (Iceberg) enabled)."""
+    from deltalog.commands.uniform_upgrade import upgrade_uniform
+    from deltalog.spark.sql.shared import empty_result
+
+    m = _UPGRADE_UNIFORM.fullmatch(inner.strip())
+    if m is None:
+        raise syntax_error(r.text, "REORG TABLE ... APPLY (UPGRADE UNIFORM (ICEBERG_COMPAT_VERSION = <version>)) "
+                           f"is the form, got {inner[:60]!r}")
+    upgrade_uniform(_delta_table(spark, ref)._table, iceberg_compat_version=int(m.group(1)))
+    return empty_result(spark)
 
 
 def _restore(spark: Any, r: _Reader) -> Any:
