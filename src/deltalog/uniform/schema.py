@@ -10,7 +10,8 @@ Example:
     >>> from deltalog.protocol.schema import PrimitiveType, StructField, StructType
     >>> f = StructField("id", PrimitiveType("long"), True,
     ...                 {"delta.columnMapping.id": 1, "delta.columnMapping.physicalName": "col-a"})
-    >>> converted = convert_schema(StructType((f,)), {"delta.columnMapping.maxColumnId": "1"}, table="t")
+    >>> conf = {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "1"}
+    >>> converted = convert_schema(StructType((f,)), conf, table="t")
     >>> converted.schema.find_field(1).name, converted.physical_paths[1]
     ('id', ('col-a',))
 """
@@ -247,7 +248,7 @@ def partition_spec(
 
     Example:
         >>> spec, new = partition_spec([], converted, [], None, table="t")   # doctest: +SKIP
-        >>> spec.is_unpartitioned(), new
+        >>> spec.is_unpartitioned(), new                                     # doctest: +SKIP
         (True, True)
     """
     sources = []
