@@ -39,6 +39,9 @@ WRITE_PROOF = {
     "checkpointProtection": "tests/unit/test_drop_feature.py",
     "variantType": "tests/unit/test_variant.py, tests/spark/test_spark_variant.py",
     "geospatial": "tests/unit/test_geospatial.py, tests/spark/test_spark_geospatial.py",
+    "icebergCompatV1": "tests/unit/test_iceberg_compat.py",
+    "icebergCompatV2": "tests/unit/test_iceberg_compat.py, tests/spark/test_spark_uniform_enable.py (and a copy of "
+                       "the corpus table delta-spark wrote)",
     "variantType-preview": "tests/unit/test_variant.py, tests/spark/test_spark_variant.py (copies of the corpus "
                            "table)",
 }
@@ -48,9 +51,6 @@ WRITE_PROOF = {
 WHY_NOT = {
     "catalogManaged": "refused: the catalog that owns the table ratifies its commits, and deltalog reads and "
                       "commits through storage only",
-    "icebergCompatV1": "refused: writers must keep the table convertible to Iceberg (column mapping on, no "
-                       "deletion vectors, and more), which deltalog does not enforce",
-    "icebergCompatV2": "refused: as `icebergCompatV1`; dropping the feature (`drop ✓`) makes the table writable",
     "variantShredding": "refused: deltalog writes variants unshredded only; reads put shredded files back "
                         "together (tests/unit/test_variant_shredding.py, tests/spark/test_spark_variant_shredding.py)",
     "variantShredding-preview": "as `variantShredding`",
