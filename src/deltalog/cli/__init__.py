@@ -625,6 +625,37 @@ def convert(
     return EXIT_OK
 
 
+@cli.group("uniform", short_help="UniForm: the Iceberg metadata beside the log.", epilog=_EPILOG)
+def uniform() -> None:
+    """UniForm: write or repair the Iceberg metadata (``metadata/``) that lets Iceberg readers open the table.
+
+    Example: ``deltalog uniform sync /data/events``
+    """
+
+
+def _uniform_command(name: str, rebuild: bool, help_text: str) -> None:
+    @_command(name, help_text.split(":")[0] + ".", help_text)
+    @_PATH
+    def command(out: Output, path: str) -> int:
+        import deltalog.uniform
+
+        result = deltalog.uniform.sync(_table(path), rebuild=rebuild)
+        doc = {"table": result.table, "mode": result.mode, "converted_delta_version": result.converted_version,
+               "iceberg_version": result.iceberg_version, "metadata_location": result.metadata_location,
+               "snapshots_added": len(result.snapshots)}
+        out.emit(doc, lambda: out.print(out.key_values(list(doc.items()))))
+        return EXIT_OK
+
+    cli.commands.pop(name, None)  # _command registers on the top level: move it under ``uniform``
+    uniform.add_command(cast(click.Command, command), name)
+
+
+_uniform_command("sync", False, "Bring the Iceberg metadata up to the latest Delta version: incrementally from the "
+                 "commits since the converted version, or rebuilt from the snapshot when those are gone.")
+_uniform_command("rebuild", True, "Write the Iceberg metadata anew from the latest snapshot: one Iceberg snapshot, "
+                 "the Iceberg history dropped (for metadata that is damaged or from another tool).")
+
+
 @cli.command(
     "run",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},

@@ -100,7 +100,19 @@ def describe_document(snap: Snapshot) -> dict[str, Any]:
             "engine": info.engineInfo,
         },
         "schema": schema,
+        "iceberg": _iceberg(snap),
     }
+
+
+def _iceberg(snap: Snapshot) -> dict[str, Any] | None:
+    """UniForm's Iceberg metadata beside the log (:mod:`deltalog.uniform`), or None."""
+    from deltalog.uniform import iceberg_state
+
+    state = iceberg_state(snap.store)
+    if state is None:
+        return None
+    return {"metadata_location": state.metadata_location, "iceberg_version": state.iceberg_version,
+            "converted_delta_version": state.converted_version}
 
 
 def _schema_tree(schema: Any, partitions: list[str]) -> Tree:
@@ -142,6 +154,9 @@ def describe(out: Output, doc: dict[str, Any], snap: Snapshot) -> None:
     ]
     if doc["description"]:
         rows.insert(4, ("description", doc["description"]))
+    if doc.get("iceberg"):
+        ice = doc["iceberg"]
+        rows.append(("iceberg", f"Delta version {ice['converted_delta_version']} at {ice['metadata_location']}"))
     out.print(out.key_values(rows))
     out.print(_schema_tree(doc["schema"], doc["partition_columns"]))
     if doc["properties"]:

@@ -236,6 +236,28 @@ def protected_paths(snapshot: Snapshot, cutoff_ms: int) -> set[str]:
     return out
 
 
+ICEBERG_DIR = "metadata"
+
+
+def _iceberg_protected(snapshot: Snapshot) -> set[str] | None:
+    """With UniForm's Iceberg metadata beside the log (``metadata/``, see :mod:`deltalog.uniform`): the store
+    paths of the data files its retained Iceberg snapshots read, which vacuum keeps (and ``metadata/``, which
+    it never lists); None for a table without it."""
+    from deltalog.uniform import enabled
+
+    store = snapshot.store
+    if not enabled(snapshot.properties) and not store.exists(f"{ICEBERG_DIR}/version-hint.text"):
+        return None
+    try:
+        from deltalog.uniform.convert import referenced_data_files
+    except ImportError:  # no pyiceberg: keep metadata/, and the Iceberg snapshots' files are not known
+        log.warning("vacuum of %s: pyiceberg is not installed, so the data files of Iceberg snapshots are not "
+                    "known; only metadata/ is kept", snapshot.table)
+        return set()
+    root = store.full_path("").rstrip("/") + "/"
+    return {loc[len(root):] for loc in referenced_data_files(store) if loc.startswith(root)}
+
+
 def _hidden_prefixes(partition_columns: Iterable[str]) -> tuple[str, ...]:
     return tuple(f"{c}=" for c in partition_columns if c[:1] in ("_", "."))
 
@@ -337,6 +359,9 @@ def vacuum(
 
     store = snapshot.store
     protected = protected_paths(snapshot, cutoff)
+    iceberg = _iceberg_protected(snapshot)
+    if iceberg is not None:
+        protected |= iceberg
     protected_dvs = {(p.rpartition("/")[0], m.group(0)) for p in protected if (m := _DV_NAME.search(p))}
     prefixes = _hidden_prefixes(snapshot.partition_columns)
     doomed: list[tuple[str, int]] = []
@@ -354,7 +379,7 @@ def vacuum(
                   and not _is_hidden(p.split("/"), prefixes)]
     for info in listed:
         parts = info.path.split("/")
-        if _is_hidden(parts, prefixes):
+        if _is_hidden(parts, prefixes) or (iceberg is not None and len(parts) > 1 and parts[0] == ICEBERG_DIR):
             continue
         directories.update("/".join(parts[:i]) for i in range(1, len(parts)))
         if info.path in protected or info.modification_time >= cutoff:

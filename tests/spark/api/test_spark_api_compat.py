@@ -132,7 +132,8 @@ class TestDeltaTable:
             "lastModified:timestamp,partitionColumns:array<string>,clusteringColumns:array<string>,"
             "numFiles:bigint,sizeInBytes:bigint,properties:map<string,string>,minReaderVersion:int,"
             "minWriterVersion:int,tableFeatures:array<string>,numRecords:bigint,numDeletedRecords:bigint,"
-            "numFilesWithDeletionVectors:bigint,numSmallFiles:bigint,commitsSinceCheckpoint:bigint>")
+            "numFilesWithDeletionVectors:bigint,numSmallFiles:bigint,commitsSinceCheckpoint:bigint,"
+            "icebergMetadataLocation:string,icebergConvertedDeltaVersion:bigint>")
         assert table.vacuum().schema.simpleString() == "struct<>"
         assert table.vacuum(dryRun=True).schema.simpleString() == "struct<path:string>"
         restored = table.restoreToVersion(0)

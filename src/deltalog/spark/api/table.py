@@ -431,6 +431,7 @@ class DeltaTable:
             "minWriterVersion": snap.protocol.minWriterVersion,
             "tableFeatures": features,
             **_health_columns(snap),
+            **_iceberg_columns(snap),
         }
         return detail_frame(self._spark, row)
 
@@ -720,6 +721,17 @@ def _names_a_table(target: str) -> bool:
         (True, False, False)
     """
     return not any(c in target for c in "/\\:")
+
+
+def _iceberg_columns(snap: Any) -> dict[str, Any]:
+    """UniForm's Iceberg state for ``detail()`` (:func:`deltalog.uniform.iceberg_state`), nulls without one."""
+    from deltalog.uniform import iceberg_state
+
+    state = iceberg_state(snap.store)
+    if state is None:
+        return {}
+    return {"icebergMetadataLocation": state.metadata_location,
+            "icebergConvertedDeltaVersion": state.converted_version}
 
 
 def _health_columns(snap: Any) -> dict[str, Any]:

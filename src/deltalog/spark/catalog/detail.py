@@ -27,7 +27,8 @@ __all__ = ["DELTA_SPARK_COLUMNS", "DETAIL_SCHEMA", "detail_frame", "location_uri
 #: delta-spark's ``DESCRIBE DETAIL`` columns, in its order, then deltalog's: ``numRecords`` (live rows: the files'
 #: ``numRecords`` less the rows deletion vectors delete; null when a file has no statistics), ``numDeletedRecords``,
 #: ``numFilesWithDeletionVectors``, ``numSmallFiles`` (below a quarter of the target file size, as
-#: ``Table.health()`` counts them) and ``commitsSinceCheckpoint``.
+#: ``Table.health()`` counts them), ``commitsSinceCheckpoint``, and UniForm's ``icebergMetadataLocation`` and
+#: ``icebergConvertedDeltaVersion`` (null without Iceberg metadata).
 DETAIL_SCHEMA = pa.schema(
     [
         ("format", pa.string()),
@@ -51,6 +52,9 @@ DETAIL_SCHEMA = pa.schema(
         ("numFilesWithDeletionVectors", pa.int64()),
         ("numSmallFiles", pa.int64()),
         ("commitsSinceCheckpoint", pa.int64()),
+        # UniForm (deltalog.uniform): the newest Iceberg metadata file beside the log, the Delta version it holds
+        ("icebergMetadataLocation", pa.string()),
+        ("icebergConvertedDeltaVersion", pa.int64()),
     ]
 )
 #: How many of :data:`DETAIL_SCHEMA`'s columns are delta-spark's (the rest are deltalog's additions).

@@ -1,0 +1,123 @@
+"""UniForm maintenance: VACUUM keeps ``metadata/`` and the data files of the Iceberg snapshots still retained,
+old Iceberg snapshots expire with ``delta.logRetentionDuration``, the table's detail and ``deltalog describe``
+show the Iceberg state, and ``deltalog uniform sync|rebuild`` bring it up to date."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+from iceberg_readers import pyiceberg_rows, pyiceberg_table
+
+import deltalog
+import deltalog.uniform
+from deltalog.cli import cli as main
+
+pytest.importorskip("pyiceberg")
+
+UNIFORM = {"delta.enableIcebergCompatV2": "true", "delta.universalFormat.enabledFormats": "iceberg"}
+DAY = 86_400_000
+
+
+def _files(path: str, under: str = "") -> set[str]:
+    out = set()
+    for root, _, names in os.walk(os.path.join(path, under)):
+        for n in names:
+            out.add(os.path.relpath(os.path.join(root, n), path))
+    return out
+
+
+def test_vacuum_keeps_metadata_and_files_of_retained_iceberg_snapshots(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"id": [1, 2]}), properties=UNIFORM)
+    first = pyiceberg_table(path).metadata.current_snapshot_id
+    deltalog.write_table(path, pa.table({"id": [3]}), mode="overwrite")  # removes the first file
+    metadata_before = _files(path, "metadata")
+    table = deltalog.Table(path)
+    result = table.vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False)
+    assert result.num_deleted_files == 0  # the first Iceberg snapshot still reads the removed file
+    assert metadata_before <= _files(path, "metadata")
+    assert pyiceberg_rows(path, ["id"], snapshot_id=first) == [(1,), (2,)]
+    # past the log retention the old Iceberg snapshot expires with the next commit; then vacuum removes the file
+    later = int(time.time() * 1000) + 31 * DAY
+    deltalog.write_table(path, pa.table({"id": [4]}), mode="append", clock=lambda: later)
+    md = pyiceberg_table(path).metadata
+    assert first not in {s.snapshot_id for s in md.snapshots}
+    result = table.vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False, clock=lambda: later)
+    assert result.num_deleted_files == 1
+    assert pyiceberg_rows(path, ["id"]) == [(3,), (4,)]
+
+
+def test_vacuum_keeps_metadata_dir_when_files_are_old(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"id": [1]}), properties=UNIFORM)
+    stray = os.path.join(path, "metadata", "unrelated.bin")  # even files no snapshot names stay
+    with open(stray, "wb") as f:
+        f.write(b"x")
+    os.utime(stray, (0, 0))
+    later = int(time.time() * 1000) + 10 * DAY
+    res = deltalog.Table(path).vacuum(retention_hours=0, dry_run=True, enforce_retention_duration=False,
+                                      clock=lambda: later)
+    assert not [p for p in res.files_deleted if p.startswith("metadata/")]
+
+
+def test_detail_and_describe_show_the_iceberg_state(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"id": [1]}), properties=UNIFORM)
+    deltalog.write_table(path, pa.table({"id": [2]}), mode="append")
+    state = deltalog.uniform.iceberg_state(deltalog.Table(path).snapshot().store)
+    assert state is not None and state.converted_version == 1
+    assert state.metadata_location.endswith("metadata/v2.metadata.json")
+    out = CliRunner().invoke(main, ["describe", "--json", path])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)["iceberg"]
+    assert doc["converted_delta_version"] == 1 and doc["metadata_location"].endswith("v2.metadata.json")
+    out = CliRunner().invoke(main, ["describe", path])
+    assert out.exit_code == 0 and "iceberg" in out.output
+
+
+def test_cli_sync_and_rebuild(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"id": [1]}), properties=UNIFORM)
+    runner = CliRunner()
+    out = runner.invoke(main, ["uniform", "sync", "--json", path])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["mode"] == "up-to-date"
+    out = runner.invoke(main, ["uniform", "rebuild", path])
+    assert out.exit_code == 0, out.output
+    assert "rebuilt" in out.output
+    md = pyiceberg_table(path).metadata
+    assert len(md.snapshots) == 1 and md.properties["delta-version"] == "0"
+    assert pyiceberg_rows(path, ["id"]) == [(1,)]
+
+
+def test_sync_of_a_table_without_uniform_writes_metadata(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"id": [1, 2]}), properties={"delta.columnMapping.mode": "name"})
+    assert not os.path.exists(os.path.join(path, "metadata"))  # no UniForm: the post-commit step does nothing
+    result = deltalog.uniform.sync(path)
+    assert result.mode == "created"
+    assert pyiceberg_rows(path, ["id"]) == [(1,), (2,)]
+
+
+def test_a_failing_iceberg_step_never_fails_the_commit(tmp_path: Any, monkeypatch: Any) -> None:
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"id": [1]}), properties=UNIFORM)
+    import deltalog.uniform.convert as convert
+
+    def boom(*_: Any, **__: Any) -> Any:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(convert, "write_list", boom)
+    res = deltalog.write_table(path, pa.table({"id": [2]}), mode="append")
+    assert res.version == 1
+    assert any(e.startswith("iceberg:") for e in res.commit.post_commit_errors)
+    assert pyiceberg_rows(path, ["id"]) == [(1,)]  # still readable: the previous metadata
+    monkeypatch.undo()
+    deltalog.write_table(path, pa.table({"id": [3]}), mode="append")  # the next commit catches up
+    assert pyiceberg_rows(path, ["id"]) == [(1,), (2,), (3,)]
