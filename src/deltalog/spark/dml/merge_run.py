@@ -17,7 +17,6 @@ from typing import Any
 import pyarrow as pa
 
 from deltalog.commands.delete import uses_deletion_vectors
-from deltalog.data.filters import Condition
 from deltalog.errors import DeltaError, InvalidArgumentError, MultipleSourceRowMatchError
 from deltalog.protocol.column_mapping import with_column_mapping
 from deltalog.protocol.schema import StructField, parse_schema
@@ -28,6 +27,7 @@ from deltalog.spark.common.core import load_snapshot, open_table, quoted, spark_
 from deltalog.spark.dml.assign import assign, combine, expression, resolve_column, resolve_path
 from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.evolve import evolved_target, widened_struct
+from deltalog.spark.dml.merge_keys import merge_candidates
 from deltalog.spark.jobs.change_files import change_rows, records_changes, stage_change_files, write_change_files
 from deltalog.spark.jobs.staged import (
     DmlResult,
@@ -51,7 +51,6 @@ from deltalog.spark.reads.target import (
     describe,
     file_uris,
     live_rows,
-    pruning_conditions,
     recorded_join_predicate,
     recorded_predicate,
     table_probe,
@@ -346,15 +345,15 @@ class MergeRun:
         from pyspark.sql import functions as F
 
         b, snap = self.b, self.snap
-        conditions: list[Condition] = []
-        if not self.by_source:
-            conditions, _ = pruning_conditions(
-                b.condition, snap, qualifiers=[b.alias] if b.alias else [], ambiguous=b.source.columns
-            )
         self.txn = Transaction(self.table.store, snap, self._operation(), table=self.table.location)
         if not claim_session_txn(b.spark, self.txn):  # delta-spark's txnAppId/txnVersion session settings
             return DmlResult(None, {k: str(v) for k, v in self._metrics(0).items()})
-        candidates = self.txn.read_candidates(conditions)
+        try:
+            candidates = self._candidates()
+        except DeltaError:
+            raise
+        except Exception as exc:
+            raise spark_error(exc, self.table.location) from None
         T = self._target(candidates)
         S = b.source.withColumn(_S_PRESENT, F.lit(True))
         self._check_sides(T, S)
@@ -366,6 +365,16 @@ class MergeRun:
             raise
         except Exception as exc:
             raise spark_error(exc, self.table.location) from None
+
+    def _candidates(self) -> pa.Table:
+        """The target files the merge reads, recorded as read (:func:`~deltalog.spark.dml.merge_keys.
+        merge_candidates`); the pass over the source's keys counts its rows too."""
+        b = self.b
+        files, rows = merge_candidates(self.txn, self.snap, b.condition, b.source, alias=b.alias,
+                                       by_source=[c.condition for c in self.by_source])
+        if rows is not None:
+            self.source_rows = rows
+        return files
 
     def _operation(self) -> Merge:
         """The MERGE with its predicates as delta-spark records them: analysed against the target (aliased as

@@ -41,8 +41,11 @@ if TYPE_CHECKING:
 __all__ = [
     "FILE",
     "ROW",
+    "Names",
     "condition_column",
+    "conjuncts",
     "describe",
+    "exact_conditions",
     "file_uris",
     "footer_rows",
     "live_rows",
@@ -229,9 +232,15 @@ def _analysed_condition(frame: DataFrame, node: str) -> str | None:
 # ------------------------------------------------------------------------------------------ pruning
 
 
-def _conjuncts(node: Any) -> list[Any]:
+def conjuncts(node: Any) -> list[Any]:
+    """The terms of a parsed condition's top-level ``AND``s.
+
+    Example:
+        >>> [t.kind for t in conjuncts(SqlParser("a = 1 AND b > 2").parse())]       # doctest: +SKIP
+        ['binary', 'binary']
+    """
     if node.kind == "binary" and node.args[0] == "AND":
-        return _conjuncts(node.args[1]) + _conjuncts(node.args[2])
+        return conjuncts(node.args[1]) + conjuncts(node.args[2])
     return [node]
 
 
@@ -245,8 +254,15 @@ def _literal(node: Any) -> tuple[bool, Any]:
     return False, None
 
 
-class _Names:
-    """Resolves a column reference of a condition to a table column, the way Spark would."""
+class Names:
+    """Resolves a column reference of a condition to a table column, the way Spark would: ``qualifiers``
+    may prefix a name (the target alias of a MERGE), unqualified names in ``ambiguous`` (a MERGE's source
+    columns) are never taken as the table's.
+
+    Example:
+        >>> Names(snap.schema, ["t"], ["id"]).resolve(SqlParser("t.id").parse())      # doctest: +SKIP
+        'id'
+    """
 
     def __init__(self, schema: StructType, qualifiers: Collection[str], ambiguous: Collection[str]) -> None:
         self.names = schema.field_names
@@ -273,7 +289,7 @@ class _Names:
         return found[0] if len(found) == 1 else None
 
 
-def _simple(node: Any, names: _Names) -> list[tuple[str, str, Any]] | None:
+def _simple(node: Any, names: Names) -> list[tuple[str, str, Any]] | None:
     kind, args = node.kind, node.args
     if kind == "binary" and args[0] in _FLIP:
         left, right = names.resolve(args[1]), names.resolve(args[2])
@@ -351,25 +367,36 @@ def pruning_conditions(
     except UnsupportedExpressionError:
         return [], False
     schema = snapshot.schema
-    names = _Names(schema, qualifiers, ambiguous)
+    names = Names(schema, qualifiers, ambiguous)
     out: list[Condition] = []
     complete = True
-    for conjunct in _conjuncts(node):
+    for conjunct in conjuncts(node):
         simple = _simple(conjunct, names)
         if simple is None:
             complete = False
             continue
         for column, op, value in simple:
-            try:
-                conds, _ = normalize_filter([(column, op, value)], schema, table=snapshot.table)
-            except InvalidArgumentError:
-                complete = False
-                continue
-            if all(_safe(c, schema) and _exact(c, value) for c in conds):
-                out.extend(conds)
-            else:
-                complete = False
+            conds = exact_conditions(column, op, value, snapshot)
+            complete = complete and bool(conds)
+            out.extend(conds)
     return out, complete
+
+
+def exact_conditions(column: str, op: str, value: Any, snapshot: Snapshot) -> list[Condition]:
+    """``column op value`` as kernel conditions in the column's type, or none when pruning by it could be
+    wrong: a type without safe statistics, a NaN, a float compared by order, a value the conversion changes
+    (``id < 2.5`` on a long column must not become ``id < 2``), one that does not fit the column.
+
+    Example:
+        >>> exact_conditions("id", ">=", 3, snap)                                  # doctest: +SKIP
+        [Condition(column='id', op='>=', value=3)]
+    """
+    schema = snapshot.schema
+    try:
+        conds, _ = normalize_filter([(column, op, value)], schema, table=snapshot.table)
+    except InvalidArgumentError:
+        return []
+    return conds if all(_safe(c, schema) and _exact(c, value) for c in conds) else []
 
 
 # ------------------------------------------------------------------------------------------ files
