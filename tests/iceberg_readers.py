@@ -74,3 +74,35 @@ def duckdb_rows(path: str, columns: list[str], *, snapshot_id: int | None = None
         return _rows(con.execute(sql, [path]).to_arrow_table(), columns)
     finally:
         con.close()
+
+
+def store_file_io_class() -> Any:
+    """A pyiceberg ``FileIO`` (for ``py-io-impl``) that reads object-store locations through deltalog's stores,
+    for stores pyiceberg has no file system of its own for (Azure's ``az://``): planning, manifests and parquet
+    are still pyiceberg's. The properties carry the storage options (``deltalog.option.<KEY>``)."""
+    from pyiceberg.io import FileIO, InputFile, OutputFile
+
+    from deltalog.storage import store_for
+    from deltalog.uniform.io import StoreFileIO
+
+    class ObjectStoreIO(FileIO):
+        def _io(self, location: str) -> tuple[StoreFileIO, str]:
+            scheme, rest = location.split("://", 1)
+            container = rest.split("/", 1)[0]
+            opts = {k[len("deltalog.option."):]: v for k, v in self.properties.items()
+                    if k.startswith("deltalog.option.")}
+            fio = StoreFileIO(store_for(f"{scheme}://{container}", options=opts))
+            return fio, location
+
+        def new_input(self, location: str) -> InputFile:
+            fio, loc = self._io(location)
+            return fio.new_input(loc)
+
+        def new_output(self, location: str) -> OutputFile:
+            fio, loc = self._io(location)
+            return fio.new_output(loc)
+
+        def delete(self, location: str | InputFile | OutputFile) -> None:
+            raise NotImplementedError("a reader deletes nothing")
+
+    return ObjectStoreIO
