@@ -375,8 +375,9 @@ def sync_snapshot(
         if base is not None and not isinstance(base, TableMetadataV2):
             base = None  # another format version: start over
         converted = _int(base.properties.get(DELTA_VERSION), -1) if base is not None else None
-        if base is not None and str(base.table_uuid) != str(_table_uuid(snapshot.metadata.id)):
-            base, converted = None, None  # another table's metadata (the table was replaced): start over
+        if base is not None and (str(base.table_uuid) != str(_table_uuid(snapshot.metadata.id))
+                                 or base.location.rstrip("/") != fio.root):
+            base, converted = None, None  # another table's metadata, or a copy's of another place: start over
         if not rebuild and converted is not None and converted >= version:
             mode = "up-to-date" if converted == version else "newer"
             return SyncResult(table, mode, converted, n, fio.location(metadata_path(n)) if n is not None else None)
