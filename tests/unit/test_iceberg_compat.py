@@ -161,11 +161,27 @@ def test_existing_table_without_column_mapping_is_refused(tmp_path: Path) -> Non
     assert "UPGRADE UNIFORM" in str(err) and "'delta.columnMapping.mode'" in str(err)
 
 
-def test_existing_files_without_ids_need_a_rewrite(tmp_path: Path) -> None:
-    write_table(tmp_path, rows(), properties={"delta.columnMapping.mode": "name"})
-    err = refused(tmp_path, lambda: deltalog.Table(str(tmp_path)).set_properties(UNIFORM),
-                  "DELTA_ICEBERG_COMPAT_VIOLATION.CHANGE_VERSION_NEED_REWRITE")
-    assert "REORG TABLE" in str(err)
+def test_alter_enables_it_on_a_table_with_data_without_a_rewrite(tmp_path: Path) -> None:
+    """As delta-spark 3.3+: the files written before keep no ids (Iceberg readers use the name mapping);
+    the files written after are compliant; one SET TBLPROPERTIES may turn column mapping on too."""
+    write_table(tmp_path, rows(), partition_by=["day"])
+    t = deltalog.Table(str(tmp_path))
+    t.set_properties({**UNIFORM, "delta.columnMapping.mode": "name"})
+    assert_uniform(t.snapshot())
+    assert [h["operation"] for h in t.history(limit=1)] == ["SET TBLPROPERTIES"]
+    write_table(tmp_path, rows(), mode="append")
+    tags = [dict(x or []).get("ICEBERG_COMPAT_VERSION") for x in t.snapshot().add_files()["tags"].to_pylist()]
+    assert sorted(tags, key=str) == ["2", "2", None, None]
+    pytest.importorskip("pyiceberg")
+    from iceberg_readers import pyiceberg_rows
+
+    assert sorted(pyiceberg_rows(str(tmp_path), ["id", "day"])) == sorted(
+        (r["id"], r["day"]) for r in t.snapshot().to_arrow().to_pylist())
+    upgrade_uniform(t)  # REORG rewrites the two old files
+    assert_compliant_files(tmp_path, t.snapshot())
+    assert sorted(pyiceberg_rows(str(tmp_path), ["id", "day"])) == [
+        (1, "2024-01-01"), (1, "2024-01-01"), (2, "2024-01-02"), (2, "2024-01-02"), (3, "2024-01-01"),
+        (3, "2024-01-01")]
 
 
 @pytest.mark.parametrize(("properties", "data", "error_class"), [

@@ -149,7 +149,7 @@ def prepare_metadata(metadata: Metadata, previous: Metadata | None, *, table: st
     * a compat version on a table without column mapping: a new table (``previous`` is ``None``) that did
       not set ``delta.columnMapping.mode`` gets ``name``; otherwise it is refused
       (``DELTA_ICEBERG_COMPAT_VIOLATION.WRONG_REQUIRED_TABLE_PROPERTY``) -- turning column mapping on
-      for an existing table is a separate step (or ``REORG ... APPLY (UPGRADE UNIFORM ...)``).
+      for an existing table is asked for explicitly (or done by ``REORG ... APPLY (UPGRADE UNIFORM ...)``).
 
     Example:
         >>> from deltalog.protocol.actions import Format
@@ -188,8 +188,8 @@ def prepare_metadata(metadata: Metadata, previous: Metadata | None, *, table: st
             raise compat_error(
                 version, "WRONG_REQUIRED_TABLE_PROPERTY",
                 f"IcebergCompatV{version} requires table property '{_MODE_KEY}' to be set to 'name'. Current "
-                f"value: '{conf.get(_MODE_KEY, 'none')}'. Enable column mapping first (ALTER TABLE ... SET "
-                f"TBLPROPERTIES ('{_MODE_KEY}' = 'name')), or run REORG TABLE ... APPLY (UPGRADE UNIFORM "
+                f"value: '{conf.get(_MODE_KEY, 'none')}'. Set '{_MODE_KEY}' = 'name' too (the same ALTER TABLE "
+                f"... SET TBLPROPERTIES may do both), or run REORG TABLE ... APPLY (UPGRADE UNIFORM "
                 f"(ICEBERG_COMPAT_VERSION = {version})), which does every step", table=table)
     if conf == dict(metadata.configuration):
         return metadata

@@ -12,10 +12,12 @@ class and says what to do; nothing is committed.
 * no deletion vectors: ``delta.enableDeletionVectors`` off (``DELETION_VECTORS_SHOULD_BE_DISABLED``), no
   live file or new add with one (``DELETION_VECTORS_NOT_PURGED``);
 * no replace of a partitioned table with other partition columns (``REPLACE_TABLE_CHANGE_PARTITION_NAMES``);
-* ``numRecords`` in the statistics of every add;
-* turning V2 on for a table whose live files were not written for it (no ``ICEBERG_COMPAT_VERSION`` tag:
-  no field ids, partition values not in the files) needs ``REORG ... APPLY (UPGRADE UNIFORM
-  (ICEBERG_COMPAT_VERSION = 2))`` first (``CHANGE_VERSION_NEED_REWRITE``).
+* ``numRecords`` in the statistics of every add.
+
+Turning a compat version on for a table with data rewrites nothing, as delta-spark 3.3+ enables UniForm
+without a rewrite: files written before (no ``ICEBERG_COMPAT_VERSION`` tag, no field ids, partition values
+only in the log) are read by Iceberg readers through the name mapping and identity partitions of the
+Iceberg metadata; ``REORG ... APPLY (UPGRADE UNIFORM (ICEBERG_COMPAT_VERSION = 2))`` rewrites them.
 
 Example:
     >>> from deltalog.protocol.actions import Format, Metadata, Protocol
@@ -160,16 +162,6 @@ def check_commit(
                 f"IcebergCompatV{version} requires all AddFiles to contain the numRecords statistic. AddFile "
                 f"{a.path} is missing this statistic. Stats: {a.stats}", feature=f"icebergCompatV{version}",
                 table=table)
-    if snapshot is not None and version == 2 and was != 2:
-        total, bad = untagged_files(snapshot, version, skip=gone)
-        if bad:
-            raise compat_error(
-                version, "CHANGE_VERSION_NEED_REWRITE",
-                f"Changing to IcebergCompatV{version} requires rewriting the table. Please run REORG TABLE APPLY "
-                f"(UPGRADE UNIFORM ('ICEBERG_COMPAT_VERSION = {version}'));\nNote that REORG enables table feature "
-                f"IcebergCompatV{version} and other Delta lake clients without that table feature support may "
-                f"not be able to write to the table. ({bad} of the {total} live files were not written for "
-                f"IcebergCompatV{version}: no field ids or no ICEBERG_COMPAT_VERSION tag)", table=table)
 
 
 def _check_schema(version: int, metadata: Metadata, table: str | None) -> None:
