@@ -153,6 +153,27 @@ class FeatureDropError(InvalidArgumentError):
         True
     """
 
+
+class IcebergCompatError(UnsupportedFeatureError):
+    """A change or commit breaks a rule of Iceberg compatibility or UniForm
+    (:mod:`deltalog.protocol.iceberg_compat`): the message starts with delta-spark's error class
+    (``DELTA_ICEBERG_COMPAT_VIOLATION.<sub-class>``, ``DELTA_UNIVERSAL_FORMAT_VIOLATION``) and says what to do;
+    nothing was committed.
+
+    Example:
+        >>> IcebergCompatError("[DELTA_UNIVERSAL_FORMAT_VIOLATION] ...", feature="icebergCompatV2").feature
+        'icebergCompatV2'
+    """
+
+    def __reduce__(self) -> tuple[object, ...]:  # pickled (a Spark task's error) as itself
+        return (_rebuild_iceberg, (self.message, self.feature, self.table, self.version, self.file))
+
+
+def _rebuild_iceberg(
+    message: str, feature: str, table: str | None, version: int | None, file: str | None
+) -> IcebergCompatError:
+    return IcebergCompatError(message, feature=feature, table=table, version=version, file=file)
+
 # --------------------------------------------------------------------------------- conflicts
 
 

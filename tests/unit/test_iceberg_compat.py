@@ -18,8 +18,8 @@ import deltalog
 from deltalog.arrow.create import create_table
 from deltalog.arrow.write import write_table
 from deltalog.commands.uniform_upgrade import upgrade_uniform
+from deltalog.errors import IcebergCompatError
 from deltalog.protocol.actions import Add
-from deltalog.protocol.iceberg_compat import IcebergCompatError
 from deltalog.protocol.schema import parse_schema
 from deltalog.txn.operations import Write
 

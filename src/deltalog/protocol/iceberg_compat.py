@@ -31,7 +31,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from deltalog.errors import UnsupportedFeatureError
+from deltalog.errors import IcebergCompatError, UnsupportedFeatureError
 from deltalog.protocol.actions import Metadata
 from deltalog.protocol.schema import (
     COLUMN_MAPPING_NESTED_IDS_KEY,
@@ -74,24 +74,15 @@ _V2_TYPES = frozenset({"byte", "short", "integer", "long", "float", "double", "s
 _INTEGRAL = {"byte": 1, "short": 2, "integer": 3, "long": 4}
 
 
-class IcebergCompatError(UnsupportedFeatureError):
-    """A change or commit breaks a rule of Iceberg compatibility or UniForm; the message starts with
-    delta-spark's error class (``DELTA_ICEBERG_COMPAT_VIOLATION.<sub-class>``,
-    ``DELTA_UNIVERSAL_FORMAT_VIOLATION``) and says what to do. Nothing was committed.
-
-    Example:
-        >>> str(compat_error(2, "VERSION_MUTUAL_EXCLUSIVE", "Only one ...", table="t")).split("]")[0]
-        '[DELTA_ICEBERG_COMPAT_VIOLATION.VERSION_MUTUAL_EXCLUSIVE'
-    """
-
-
 def compat_error(version: int, sub_class: str, detail: str, *, table: str | None = None) -> IcebergCompatError:
-    """An :class:`IcebergCompatError` of class ``DELTA_ICEBERG_COMPAT_VIOLATION.<sub_class>`` with
-    delta-spark's opening sentence, then ``detail``.
+    """An :class:`~deltalog.errors.IcebergCompatError` of class ``DELTA_ICEBERG_COMPAT_VIOLATION.<sub_class>``
+    with delta-spark's opening sentence, then ``detail``.
 
     Example:
         >>> compat_error(2, "X", "Fix it.").feature
         'icebergCompatV2'
+        >>> str(compat_error(2, "VERSION_MUTUAL_EXCLUSIVE", "Only one ...", table="t")).split("]")[0]
+        '[DELTA_ICEBERG_COMPAT_VIOLATION.VERSION_MUTUAL_EXCLUSIVE'
     """
     return IcebergCompatError(
         f"[DELTA_ICEBERG_COMPAT_VIOLATION.{sub_class}] The validation of IcebergCompatV{version} has failed. "

@@ -1,7 +1,7 @@
 """The commit-time rules of Iceberg compatibility (``delta.enableIcebergCompatV1`` / ``V2``): what a
 commit to a compat table must hold, checked with its final protocol, metadata and staged actions before
 anything is written to the log. Each refusal is a
-:class:`~deltalog.protocol.iceberg_compat.IcebergCompatError` whose message starts with delta-spark's error
+:class:`~deltalog.errors.IcebergCompatError` whose message starts with delta-spark's error
 class and says what to do; nothing is committed.
 
 * one compat version at a time (``VERSION_MUTUAL_EXCLUSIVE``);
@@ -27,7 +27,7 @@ Example:
     >>> check_commit(Protocol(2, 7, None, ("columnMapping", "icebergCompatV2")), md, None, [], table="t")
     Traceback (most recent call last):
     ...
-    deltalog.protocol.iceberg_compat.IcebergCompatError: [DELTA_ICEBERG_COMPAT_VIOLATION.\
+    deltalog.errors.IcebergCompatError: [DELTA_ICEBERG_COMPAT_VIOLATION.\
 DELETION_VECTORS_SHOULD_BE_DISABLED] The validation of IcebergCompatV2 has failed. IcebergCompatV2 requires \
 Deletion Vectors to be disabled on the table first. Then run REORG PURGE command to purge the Deletion Vectors \
 on the table. (ALTER TABLE ... SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'false'), then REORG TABLE \
