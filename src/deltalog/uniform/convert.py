@@ -27,7 +27,7 @@ import pyarrow as pa
 from pyiceberg.manifest import DataFile, ManifestEntry, ManifestEntryStatus, ManifestFile
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.table.metadata import TableMetadataV2
+from pyiceberg.table.metadata import TableMetadata, TableMetadataV2
 from pyiceberg.table.refs import SnapshotRef, SnapshotRefType
 from pyiceberg.table.snapshots import MetadataLogEntry, Operation, Snapshot, SnapshotLogEntry, Summary
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
@@ -41,7 +41,7 @@ from deltalog.protocol.schema import parse_schema
 from deltalog.storage import LogStore
 from deltalog.uniform.datafiles import FileContext, data_file, file_location
 from deltalog.uniform.io import StoreFileIO, current_version, metadata_path, read_metadata, write_hint
-from deltalog.uniform.manifests import live_entries, manifest_entries, new_manifest, write_list
+from deltalog.uniform.manifests import live_entries, manifest_entries, manifest_list, new_manifest, write_list
 from deltalog.uniform.schema import convert_schema, partition_spec, same_schema
 
 __all__ = [
@@ -57,7 +57,8 @@ DELTA_VERSION = "delta-version"
 DELTA_TIMESTAMP = "delta-timestamp"
 NAME_MAPPING = "schema.name-mapping.default"
 _ATTEMPTS = 8
-_MERGE_AT = 100  # manifests of the current snapshot before they are merged into one (Iceberg's default)
+_MERGE_AT = 32  # manifests of the current snapshot before the small ones are merged into one
+_SMALL_MANIFEST = 10_000  # live entries below which a manifest is merged
 _ENTRIES_PER_MANIFEST = 50_000
 _METADATA_LOG = 100
 
@@ -93,7 +94,7 @@ class _Building:
         self.snapshot_log: list[SnapshotLogEntry] = list(base.snapshot_log) if base else []
         self.current: Snapshot | None = base.current_snapshot() if base else None
         self.last_seq = base.last_sequence_number if base else 0
-        self.manifests: list[ManifestFile] = self.current.manifests(fio) if self.current else []
+        self.manifests: list[ManifestFile] = manifest_list(fio, self.current.manifest_list) if self.current else []
         self.uuid = _table_uuid(delta_id)
         self.added: list[int] = []
         self.ctx: FileContext | None = None
@@ -187,10 +188,15 @@ class _Building:
         self._snapshot(snapshot_id, seq, manifests, op, version, timestamp, new_files, [], total=True)
 
     def _merge(self, manifests: list[ManifestFile], snapshot_id: int, seq: int) -> list[ManifestFile]:
+        """The small manifests (and those of old specs' few files) merged into one per spec; large ones kept."""
         by_spec: dict[int, list[ManifestEntry]] = {}
-        for m in manifests:
-            by_spec.setdefault(m.partition_spec_id, []).extend(live_entries(self.fio, m))
         out = []
+        for m in manifests:
+            live = (m.added_files_count or 0) + (m.existing_files_count or 0)
+            if live >= _SMALL_MANIFEST:
+                out.append(m)
+                continue
+            by_spec.setdefault(m.partition_spec_id, []).extend(live_entries(self.fio, m))
         for spec_id, entries in by_spec.items():
             for chunk in _chunks(entries):
                 merged = new_manifest(self.fio, self._spec(spec_id), self._schema(), snapshot_id, seq, existing=chunk)
@@ -371,7 +377,7 @@ def sync_snapshot(
     metadata_at = metadata_at or metadata_at_loader(store, table)
     for _ in range(_ATTEMPTS):
         n = current_version(store)
-        base = read_metadata(store, n) if n is not None else None
+        base = _read_cached(store, fio.root, n) if n is not None else None
         if base is not None and not isinstance(base, TableMetadataV2):
             base = None  # another format version: start over
         converted = _int(base.properties.get(DELTA_VERSION), -1) if base is not None else None
@@ -408,12 +414,36 @@ def sync_snapshot(
             rebuild = False
             continue
         write_hint(store, target)
+        _remember_metadata(store, fio.root, target, md)
         _expire(fio, base, md)
         return SyncResult(table, mode, version, target, fio.location(metadata_path(target)), b.added)
     raise DeltaError(
         f"gave up writing Iceberg metadata after {_ATTEMPTS} attempts: other writers kept writing it first; the "
         "next commit or `deltalog uniform sync` brings it up to date", table=table, version=version,
     )
+
+
+_metadata_cache: dict[str, tuple[tuple[int, int, int], TableMetadata]] = {}
+
+
+def _read_cached(store: LogStore, root: str, n: int) -> TableMetadata:
+    """Metadata version ``n``; the last one read or written per table is kept, checked by size and time (a
+    table removed and written again may reach the same version with other content)."""
+    info = store.stat(metadata_path(n))
+    key = (n, info.size, info.modification_time)
+    found = _metadata_cache.get(root)
+    if found is not None and found[0] == key:
+        return found[1]
+    md = read_metadata(store, n)
+    _remember_metadata(store, root, n, md)
+    return md
+
+
+def _remember_metadata(store: LogStore, root: str, n: int, md: TableMetadata) -> None:
+    info = store.stat(metadata_path(n))
+    if len(_metadata_cache) > 256:
+        _metadata_cache.clear()
+    _metadata_cache[root] = ((n, info.size, info.modification_time), md)
 
 
 def _snapshot_time(snapshot: Any, fallback: int) -> int:

@@ -79,6 +79,35 @@ def live_entries(fio: StoreFileIO, manifest: ManifestFile) -> list[ManifestEntry
     return [e for e in manifest_entries(fio, manifest) if e.status != ManifestEntryStatus.DELETED]
 
 
+_lists: OrderedDict[str, list[ManifestFile]] = OrderedDict()
+
+
+def manifest_list(fio: StoreFileIO, location: str) -> list[ManifestFile]:
+    """The manifests a manifest list names (remembered: a manifest list never changes once written).
+
+    Example:
+        >>> [m.manifest_path for m in manifest_list(fio, snapshot.manifest_list)]  # doctest: +SKIP
+        ['/data/t/metadata/manifest-1-....avro']
+    """
+    with _lock:
+        found = _lists.get(location)
+    if found is not None:
+        return list(found)
+    from pyiceberg.manifest import read_manifest_list
+
+    manifests = list(read_manifest_list(fio.new_input(location)))
+    _remember_list(location, manifests)
+    return list(manifests)
+
+
+def _remember_list(location: str, manifests: list[ManifestFile]) -> None:
+    with _lock:
+        _lists[location] = manifests
+        _lists.move_to_end(location)
+        while len(_lists) > 256:
+            _lists.popitem(last=False)
+
+
 def _name(kind: str, snapshot_id: int) -> str:
     return f"{METADATA_DIR}/{kind}-{snapshot_id}-{uuid.uuid4().hex}.avro"
 
@@ -142,4 +171,6 @@ def write_list(
     location = fio.location(_name("snap", snapshot_id))
     with write_manifest_list(2, fio.new_output(location), snapshot_id, parent_id, sequence_number, CODEC) as w:
         w.add_manifests(list(manifests))
+        written = [w.prepare_manifest(m) for m in manifests]  # with this snapshot's sequence numbers
+    _remember_list(location, written)
     return location

@@ -12,11 +12,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
-from iceberg_readers import pyiceberg_rows, pyiceberg_table
 
 import deltalog
 import deltalog.uniform
 from deltalog.cli import cli as main
+from iceberg_readers import duckdb_rows, pyiceberg_rows, pyiceberg_table
 
 pytest.importorskip("pyiceberg")
 
@@ -121,3 +121,27 @@ def test_a_failing_iceberg_step_never_fails_the_commit(tmp_path: Any, monkeypatc
     monkeypatch.undo()
     deltalog.write_table(path, pa.table({"id": [3]}), mode="append")  # the next commit catches up
     assert pyiceberg_rows(path, ["id"]) == [(1,), (2,), (3,)]
+
+
+def test_manifests_are_reused_and_merged(tmp_path: Any) -> None:
+    """One new manifest per append, the others carried over unchanged; past 32 the small ones merge into one."""
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"id": [0]}), properties=UNIFORM)
+    first = pyiceberg_table(path).metadata.current_snapshot()
+    assert first is not None
+    previous = {m.manifest_path for m in first.manifests(PyArrowFileIO())}
+    for i in range(1, 36):
+        deltalog.write_table(path, pa.table({"id": [i]}), mode="append")
+        snap = pyiceberg_table(path).metadata.current_snapshot()
+        assert snap is not None
+        manifests = {m.manifest_path for m in snap.manifests(PyArrowFileIO())}
+        if len(manifests) == len(previous) + 1:
+            assert previous < manifests  # reused, not rewritten
+        else:
+            assert len(manifests) < len(previous)  # merged
+        previous = manifests
+    assert len(previous) < 33
+    assert pyiceberg_rows(path, ["id"]) == [(i,) for i in range(36)]
+    assert duckdb_rows(path, ["id"]) == [(i,) for i in range(36)]
