@@ -112,6 +112,14 @@ def test_every_way_of_enabling_it(spark: Any, tmp_path: Path) -> None:
     spark.sql(f"ALTER TABLE delta.`{d}` UNSET TBLPROPERTIES ('delta.enableIcebergCompatV2')")
     assert "delta.universalFormat.enabledFormats" not in deltalog.Table(d).snapshot().metadata.configuration
 
+    # REPLACE TABLE ... AS SELECT of a table without column mapping: a new table, column mapping set
+    r = str(tmp_path / "r")
+    spark.range(2).write.format("delta").save(r)
+    spark.sql(f"REPLACE TABLE delta.`{r}` USING DELTA PARTITIONED BY (k) TBLPROPERTIES ({PROPS}) "
+              "AS SELECT id, array(int(id)) AS xs, id % 2 AS k FROM range(4)")
+    _check(r)
+    assert _rows(spark, r, "id", "k") == [(0, 0), (1, 1), (2, 0), (3, 1)]
+
 
 def test_rules_refuse_with_delta_spark_error_classes(spark: Any, tmp_path: Path) -> None:
     e = str(tmp_path / "e")

@@ -128,6 +128,11 @@ def test_create_table_and_set_properties_enable_it(tmp_path: Path) -> None:
     assert_uniform(t.snapshot())
     write_table(tmp_path / "b", rows(), mode="append")
     assert_compliant_files(tmp_path / "b", t.snapshot())
+    # CREATE OR REPLACE counts as a new table, as in delta-spark: column mapping is set
+    write_table(tmp_path / "e", rows())
+    t = create_table(tmp_path / "e", rows().schema, mode="overwrite", properties=UNIFORM)
+    assert_uniform(t.snapshot())
+    assert t.snapshot().num_files() == 0 and t.history(limit=1)[0]["operation"] == "CREATE OR REPLACE TABLE"
     # V1 keeps working for tables that use it (no arrays or maps there)
     t = create_table(tmp_path / "c", pa.schema([("id", pa.int64())]),
                      properties={"delta.enableIcebergCompatV1": "true",

@@ -360,7 +360,7 @@ def plan_write(
             createdTime=old.createdTime,
         )
     if meta_changed:  # new columns (or a new mode) get column ids and physical names
-        md = with_column_mapping(md, old, table=loc)
+        md = with_column_mapping(md, old, table=loc, replacing=replace)
         schema = parse_schema(md.schemaString or "")
     protocol = None
     if change is not None and change.changes_protocol:

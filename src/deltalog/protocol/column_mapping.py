@@ -159,11 +159,14 @@ def assign_column_mapping(
     return new, conf
 
 
-def with_column_mapping(metadata: Metadata, previous: Metadata | None, *, table: str | None = None) -> Metadata:
+def with_column_mapping(metadata: Metadata, previous: Metadata | None, *, table: str | None = None,
+                        replacing: bool = False) -> Metadata:
     """:func:`assign_column_mapping` applied to a metadata action (the same object when nothing changes),
     after what Iceberg compatibility implies (:func:`deltalog.protocol.iceberg_compat.prepare_metadata`:
     column mapping ``name`` on a new compat table, ...) and, on ``icebergCompatV2`` tables, with the ids of
     list elements and map keys and values (:func:`~deltalog.protocol.iceberg_compat.assign_nested_ids`).
+    ``replacing``: a ``REPLACE TABLE`` / ``CREATE OR REPLACE``, which Iceberg compatibility treats as a new
+    table (column mapping ``name`` set when the new properties do not choose).
 
     Example:
         >>> from deltalog.protocol.actions import Format
@@ -171,7 +174,7 @@ def with_column_mapping(metadata: Metadata, previous: Metadata | None, *, table:
         >>> with_column_mapping(md, None) is md
         True
     """
-    metadata = prepare_metadata(metadata, previous, table=table)  # Iceberg compatibility: see its module
+    metadata = prepare_metadata(metadata, None if replacing else previous, table=table)  # Iceberg compatibility
     if mapping_mode(metadata.configuration) == "none" or not metadata.schemaString:
         return metadata
     schema, conf = assign_column_mapping(parse_schema(metadata.schemaString), metadata.configuration,

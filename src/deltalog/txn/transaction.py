@@ -459,7 +459,8 @@ class Transaction:
             >>> txn.update_metadata(new_metadata)                         # doctest: +SKIP
         """
         previous = self.snapshot.metadata if self.snapshot is not None else None
-        metadata = with_column_mapping(metadata, previous, table=self.table)
+        replacing = "REPLACE TABLE" in self.operation.name  # REPLACE / CREATE OR REPLACE [TABLE AS SELECT]
+        metadata = with_column_mapping(metadata, previous, table=self.table, replacing=replacing)
         conf = with_materialized_names(metadata.configuration)  # row tracking: delta-spark's column names
         self.add_action(replace(metadata, configuration=conf) if conf != dict(metadata.configuration) else metadata)
 
