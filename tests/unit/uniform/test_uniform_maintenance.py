@@ -145,3 +145,31 @@ def test_manifests_are_reused_and_merged(tmp_path: Any) -> None:
     assert len(previous) < 33
     assert pyiceberg_rows(path, ["id"]) == [(i,) for i in range(36)]
     assert duckdb_rows(path, ["id"]) == [(i,) for i in range(36)]
+
+
+def test_concurrent_writers_leave_readable_current_metadata(tmp_path: Any) -> None:
+    """Writers racing for the same Iceberg metadata version: one wins each, the others read again and go on
+    (or stop when the winner converted their version); the end state holds every Delta version's rows."""
+    import threading
+
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"id": [0]}), properties=UNIFORM)
+    errors: list[str] = []
+
+    def writer(w: int) -> None:
+        for i in range(4):
+            res = deltalog.write_table(path, pa.table({"id": [w * 100 + i]}), mode="append")
+            errors.extend(res.commit.post_commit_errors)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(1, 4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    table = deltalog.Table(path)
+    md = pyiceberg_table(path).metadata
+    assert md.properties["delta-version"] == str(table.latest_version()) == "12"
+    assert pyiceberg_rows(path, ["id"]) == sorted((r,) for r in table.snapshot().to_arrow().column("id").to_pylist())
+    versions = [int(s.summary["delta-version"]) for s in md.snapshots]
+    assert versions == list(range(13))  # one Iceberg snapshot per Delta commit, in order
