@@ -416,6 +416,7 @@ def sync_snapshot(
         write_hint(store, target)
         _remember_metadata(store, fio.root, target, md)
         _expire(fio, base, md)
+        _drop_old_metadata(store, target)
         return SyncResult(table, mode, version, target, fio.location(metadata_path(target)), b.added)
     raise DeltaError(
         f"gave up writing Iceberg metadata after {_ATTEMPTS} attempts: other writers kept writing it first; the "
@@ -502,6 +503,19 @@ def _expire(fio: StoreFileIO, base: TableMetadataV2 | None, md: TableMetadataV2)
             fio.delete(s.manifest_list)
     except Exception as exc:  # leftovers are harmless: the next expiry or a rebuild finds nothing to read them
         log.warning("table %s: could not delete the files of expired Iceberg snapshots: %s", fio.root, exc)
+
+
+def _drop_old_metadata(store: LogStore, target: int) -> None:
+    """Delete the metadata JSON that just left the metadata log (the newest 100 are kept), best effort."""
+    old = target - _METADATA_LOG - 1
+    if old < 1:
+        return
+    try:
+        store.delete(metadata_path(old))
+    except FileNotFoundError:
+        pass
+    except Exception as exc:
+        log.warning("table %s: could not delete old Iceberg metadata %s: %s", store.root, metadata_path(old), exc)
 
 
 def referenced_data_files(store: LogStore) -> set[str]:

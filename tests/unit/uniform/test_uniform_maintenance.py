@@ -173,3 +173,18 @@ def test_concurrent_writers_leave_readable_current_metadata(tmp_path: Any) -> No
     assert pyiceberg_rows(path, ["id"]) == sorted((r,) for r in table.snapshot().to_arrow().column("id").to_pylist())
     versions = [int(s.summary["delta-version"]) for s in md.snapshots]
     assert versions == list(range(13))  # one Iceberg snapshot per Delta commit, in order
+
+
+def test_old_metadata_files_leave_with_the_metadata_log(tmp_path: Any, monkeypatch: Any) -> None:
+    import deltalog.uniform.convert as convert
+
+    monkeypatch.setattr(convert, "_METADATA_LOG", 2)
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"id": [0]}), properties=UNIFORM)
+    for i in range(1, 6):
+        deltalog.write_table(path, pa.table({"id": [i]}), mode="append")
+    names = sorted(n for n in os.listdir(os.path.join(path, "metadata")) if n.endswith(".metadata.json"))
+    assert names == ["v4.metadata.json", "v5.metadata.json", "v6.metadata.json"]
+    md = pyiceberg_table(path).metadata
+    assert [e.metadata_file.rsplit("/", 1)[1] for e in md.metadata_log] == ["v4.metadata.json", "v5.metadata.json"]
+    assert pyiceberg_rows(path, ["id"]) == [(i,) for i in range(6)]

@@ -15,10 +15,10 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from iceberg_readers import duckdb_rows, pyiceberg_rows, pyiceberg_table
 
 import deltalog
 from deltalog.protocol.schema import PrimitiveType, StructField
+from iceberg_readers import duckdb_rows, pyiceberg_rows, pyiceberg_table
 from readers import sort_key
 
 pytest.importorskip("pyiceberg")
@@ -195,3 +195,30 @@ def test_fell_behind_catches_up_from_the_log_or_rebuilds(tmp_path: Any) -> None:
     result = deltalog.uniform.sync(path)
     assert result.mode == "rebuilt" and result.converted_version == 3
     check_readers(path)
+
+
+def test_nested_types_and_dropped_column(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    data = pa.table({
+        "id": pa.array([1, 2, 3], pa.int64()),
+        "s": pa.array([{"a": 1, "b": "x"}, None, {"a": 3, "b": None}],
+                      pa.struct([("a", pa.int32()), ("b", pa.string())])),
+        "l": pa.array([[1, 2], [], [3]], pa.list_(pa.int64())),
+        "m": pa.array([[("k", 1)], [("j", 2), ("k", 3)], []], pa.map_(pa.string(), pa.int64())),
+        "gone": ["g1", "g2", "g3"],
+    })
+    deltalog.write_table(path, data, properties=UNIFORM)
+    table = deltalog.Table(path)
+    table.drop_column("gone")
+    deltalog.write_table(path, data.drop_columns(["gone"]).slice(0, 1), mode="append")
+    columns, expected = delta_rows(path)
+    assert columns == ["id", "s", "l", "m"]
+
+    def norm(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:  # maps as sorted pairs
+        return sorted(((i, s, lst, sorted(dict(m).items()) if m is not None else None) for i, s, lst, m in rows),
+                      key=lambda r: (r[0], str(r)))
+
+    assert norm(duckdb_rows(path, columns)) == norm(expected)
+    assert norm(pyiceberg_rows(path, columns)) == norm(expected)
+    schema = pyiceberg_table(path).metadata.schema()
+    assert [f.name for f in schema.fields] == ["id", "s", "l", "m"]
