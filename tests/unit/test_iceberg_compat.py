@@ -213,6 +213,17 @@ def test_enabling_deletion_vectors_later_is_refused(tmp_path: Path) -> None:
             "DELTA_ICEBERG_COMPAT_VIOLATION.DELETION_VECTORS_SHOULD_BE_DISABLED")
 
 
+def test_live_deletion_vectors_must_be_purged_first(tmp_path: Path) -> None:
+    write_table(tmp_path, rows(), properties={"delta.enableDeletionVectors": "true",
+                                              "delta.columnMapping.mode": "name"})
+    t = deltalog.Table(str(tmp_path))
+    t.delete("id = 1")
+    t.set_properties({"delta.enableDeletionVectors": "false"})
+    err = refused(tmp_path, lambda: t.set_properties(UNIFORM),
+                  "DELTA_ICEBERG_COMPAT_VIOLATION.DELETION_VECTORS_NOT_PURGED")
+    assert "REORG TABLE APPLY (PURGE)" in str(err)
+
+
 def test_only_iceberg_widenings(tmp_path: Path) -> None:
     data = pa.table({"n": pa.array([1], pa.int32()), "f": pa.array([1.0], pa.float32())})
     write_table(tmp_path, data, properties={**UNIFORM, "delta.enableTypeWidening": "true"})
