@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 from urllib.parse import unquote
 
-from deltalog.errors import InvalidArgumentError
+from deltalog.errors import InvalidArgumentError, UnsupportedFeatureError
 from deltalog.log.cleanup import DEFAULT_DELETED_FILE_RETENTION, duration_property_ms
 from deltalog.protocol.deletion_vectors import DeletionVectorDescriptor, local_path
 from deltalog.storage import FileInfo, LogStore
@@ -241,19 +241,24 @@ ICEBERG_DIR = "metadata"
 
 def _iceberg_protected(snapshot: Snapshot) -> set[str] | None:
     """With UniForm's Iceberg metadata beside the log (``metadata/``, see :mod:`deltalog.uniform`): the store
-    paths of the data files its retained Iceberg snapshots read, which vacuum keeps (and ``metadata/``, which
-    it never lists); None for a table without it."""
+    paths of the data files its retained Iceberg snapshots read, which vacuum keeps while UniForm is enabled
+    (once disabled, the metadata is no longer kept up to date and keeps nothing but itself); ``metadata/`` is
+    never listed. None for a table without it."""
     from deltalog.uniform import enabled
 
     store = snapshot.store
-    if not enabled(snapshot.properties) and not store.exists(f"{ICEBERG_DIR}/version-hint.text"):
+    on = enabled(snapshot.properties)
+    if not on and not store.exists(f"{ICEBERG_DIR}/version-hint.text"):
         return None
+    if not on:
+        return set()
     try:
         from deltalog.uniform.convert import referenced_data_files
-    except ImportError:  # no pyiceberg: keep metadata/, and the Iceberg snapshots' files are not known
-        log.warning("vacuum of %s: pyiceberg is not installed, so the data files of Iceberg snapshots are not "
-                    "known; only metadata/ is kept", snapshot.table)
-        return set()
+    except ImportError:  # no pyiceberg: the Iceberg snapshots' files are not known, so nothing may go
+        raise UnsupportedFeatureError(
+            "VACUUM of a UniForm table must keep the data files its Iceberg snapshots read, and reading their "
+            "manifests needs pyiceberg: pip install 'deltalog[iceberg]'", feature="pyiceberg", table=snapshot.table,
+        ) from None
     root = store.full_path("").rstrip("/") + "/"
     return {loc[len(root):] for loc in referenced_data_files(store) if loc.startswith(root)}
 
