@@ -495,9 +495,9 @@ def _expire(fio: StoreFileIO, base: TableMetadataV2 | None, md: TableMetadataV2)
     try:
         live: set[str] = set()
         for s in md.snapshots:
-            live.update(m.manifest_path for m in s.manifests(fio))
+            live.update(m.manifest_path for m in manifest_list(fio, s.manifest_list))
         for s in gone:
-            for m in s.manifests(fio):
+            for m in manifest_list(fio, s.manifest_list):
                 if m.manifest_path not in live:
                     fio.delete(m.manifest_path)
             fio.delete(s.manifest_list)
@@ -533,7 +533,7 @@ def referenced_data_files(store: LogStore) -> set[str]:
     out: set[str] = set()
     seen: set[str] = set()
     for s in md.snapshots:
-        for m in s.manifests(fio):
+        for m in manifest_list(fio, s.manifest_list):
             if m.manifest_path in seen:
                 continue
             seen.add(m.manifest_path)
