@@ -222,3 +222,22 @@ def test_nested_types_and_dropped_column(tmp_path: Any) -> None:
     assert norm(pyiceberg_rows(path, columns)) == norm(expected)
     schema = pyiceberg_table(path).metadata.schema()
     assert [f.name for f in schema.fields] == ["id", "s", "l", "m"]
+
+
+def test_type_widening_int_to_long(tmp_path: Any) -> None:
+    """Older files keep their int bounds (4 bytes); both readers prune the widened column correctly."""
+    path = str(tmp_path / "t")
+    props = {**UNIFORM, "delta.enableTypeWidening": "true"}
+    deltalog.write_table(path, pa.table({"x": pa.array([1, 5], pa.int32())}), properties=props)
+    deltalog.Table(path).set_column_type("x", "long")
+    deltalog.write_table(path, pa.table({"x": pa.array([2**40], pa.int64())}), mode="append")
+    assert pyiceberg_table(path).metadata.schema().find_field("x").field_type == pa_long()
+    assert pyiceberg_rows(path, ["x"], row_filter="x > 3") == [(5,), (2**40,)]
+    assert duckdb_rows(path, ["x"], where="x > 3") == [(5,), (2**40,)]
+    check_readers(path)
+
+
+def pa_long() -> Any:
+    from pyiceberg.types import LongType
+
+    return LongType()
