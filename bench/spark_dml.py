@@ -1,6 +1,7 @@
 """Spark MERGE, DELETE / UPDATE and OPTIMIZE against hand-written Spark jobs and delta-rs (issue 15).
 
-    python bench/spark_dml.py [--only merge dml optimize] [--large] [--repeat 3] [--quick] [--results-dir DIR]
+    python bench/spark_dml.py [--only merge merge-pruned dml optimize] [--large] [--repeat 3] [--quick]
+                               [--results-dir DIR]
 
 Every deltalog command runs on a table written once by deltalog and is undone between runs by a log-only
 ``RESTORE`` to version 0 (not timed), so each run does the same work; deltalog and its Spark anchor
@@ -12,6 +13,10 @@ copy of the same table per run.
   adds 5M into 50M): ``DeltaTable.merge(...).whenMatchedUpdateAll().whenNotMatchedInsertAll()`` against
   the same result written by hand (full outer join on ``id`` + parquet write), and against delta-rs's
   ``merge`` (``when_matched_update_all().when_not_matched_insert_all()``);
+* **merge, pruned** -- the same upsert of 10k keys (half new) that all fall in the last of the 40 key-ordered files
+  of a 10M-row table (quick 200 into 20k / 8 files), against a MERGE that rewrites every file (the hand-written
+  full outer join of the whole table with the source + parquet write) and against deltalog's MERGE without
+  the pruning by the source's keys (which joins every file with the source, rewriting only the touched one);
 * **dml** -- DELETE and UPDATE (``v = v + 1``) of the 1% of rows with ``id % 100 = 7`` (in every file) of a
   10M-row, 16-file table (quick 20k / 4), copy-on-write and with deletion vectors, against the hand-written
   rewrite (read the files, filter / ``when`` the rows, write parquet);
@@ -21,7 +26,8 @@ copy of the same table per run.
   + parquet write of the same rows.
 
 Saves ``spark-merge`` (anchor: hand-written; target 1.3), ``spark-merge-deltars`` (reported),
-``spark-merge-large`` / ``-large-deltars`` with ``--large``, ``spark-delete-cow`` / ``spark-update-cow``
+``spark-merge-large`` / ``-large-deltars`` with ``--large``, ``spark-merge-pruned`` (target 0.3),
+``spark-merge-pruned-unpruned`` (reported), ``spark-delete-cow`` / ``spark-update-cow``
 (target 1.2), ``spark-delete-dv`` / ``spark-update-dv`` (reported), ``spark-optimize-compact-deltars``,
 ``spark-zorder-deltars`` (reported) and ``spark-zorder-sortwrite`` (target 1.5). Full runs only.
 """
@@ -152,6 +158,74 @@ class Bench:
         self.save(f"spark-merge{suffix}-deltars", f"Spark MERGE upsert, {size}, against delta-rs", mine, deltars,
                   "delta-rs merge", INF, target_rows=target_rows, source_rows=source_rows)
 
+    def run_merge_pruned(self, target_rows: int, files: int, source_rows: int) -> None:
+        """MERGE of ``source_rows`` keys that all fall in the last of ``files`` key-ordered files: with the
+        pruning by the source's keys against the same MERGE without it (which reads every file)."""
+        from pyspark.sql import functions as F
+
+        from deltalog.spark import DeltaTable, write
+        from deltalog.spark.dml import merge_keys
+
+        spark = self.spark
+        path = self.work / "merge-pruned"
+        cols = lambda df: df.select("id", (F.col("id") * 0.5).alias("v"))  # noqa: E731
+        write(cols(spark.range(0, target_rows, numPartitions=files)), str(path))  # one key range per file
+        half = source_rows // 2
+        src_path = self.work / "merge-pruned-source.parquet"
+        cols(spark.range(target_rows - half, target_rows + half, numPartitions=1)).withColumn(
+            "v", F.col("v") + 1).write.mode("overwrite").parquet(str(src_path))
+        source = spark.read.parquet(str(src_path))
+        table = DeltaTable.forPath(spark, str(path))
+        pairs = merge_keys.key_pairs
+
+        def run(prune: bool) -> Any:
+            merge_keys.key_pairs = pairs if prune else (lambda *a, **k: [])  # type: ignore[assignment]
+            try:
+                return (table.alias("t").merge(source.alias("s"), "t.id = s.id")
+                        .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+            finally:
+                merge_keys.key_pairs = pairs  # type: ignore[assignment]
+
+        import time
+
+        times: dict[bool, list[float]] = {True: [], False: []}
+        for i in range(self.repeat + (0 if self.quick else 1)):  # a warm-up of each first (full runs)
+            for prune in ((True, False) if i % 2 == 0 else (False, True)):
+                table.restoreToVersion(0)
+                t0 = time.perf_counter()
+                run(prune)
+                times[prune].append(time.perf_counter() - t0)
+        skip = 0 if self.quick else 1
+        mine, theirs = times[True][skip:], times[False][skip:]
+        first_files = [str(p) for p in path.glob("*.parquet")]
+        out = self.work / "merge-pruned-hand"
+
+        def rewrite_all() -> None:  # what a MERGE that rewrites every file does: the whole table joined and written
+            t = spark.read.parquet(*first_files).alias("t")
+            joined = t.join(source.alias("s"), F.col("t.id") == F.col("s.id"), "full_outer")
+            pick = lambda c: F.when(F.col("s.id").isNotNull(), F.col(f"s.{c}")).otherwise(F.col(f"t.{c}"))  # noqa: E731
+            joined.select(*[pick(c).alias(c) for c in ("id", "v")]).write.mode("overwrite").parquet(str(out))
+
+        hand: list[float] = []
+        for _ in range(self.repeat + skip):
+            t0 = time.perf_counter()
+            rewrite_all()
+            hand.append(time.perf_counter() - t0)
+        hand = hand[skip:]
+        table.restoreToVersion(0)
+        run(True)
+        removed = table.history(1).first()["operationMetrics"]["numTargetFilesRemoved"]
+        if removed != "1" or table.toDF().count() != target_rows + half:
+            raise SystemExit(f"pruned MERGE removed {removed} files and left {table.toDF().count()} rows")
+        table.restoreToVersion(0)
+        what = f"{source_rows:,} keys in the last of {files} key-ordered files ({target_rows:,} rows)"
+        self.save("spark-merge-pruned", f"Spark MERGE upsert, {what}", mine, hand,
+                  "hand-written Spark full outer join + write of every file", 0.3,
+                  target_rows=target_rows, files=files, source_rows=source_rows)
+        self.save("spark-merge-pruned-unpruned", f"Spark MERGE upsert, {what}, against deltalog's MERGE without the "
+                  "pruning", mine, theirs, "the same MERGE without pruning by the source's keys (rewrites the "
+                  "touched file only)", INF, target_rows=target_rows, files=files, source_rows=source_rows)
+
     # ------------------------------------------------------------------------------------ DELETE / UPDATE
 
     def run_dml(self) -> None:
@@ -263,7 +337,7 @@ def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
     """
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     harness.common_args(parser)
-    parser.add_argument("--only", nargs="+", choices=("merge", "dml", "optimize"), default=None)
+    parser.add_argument("--only", nargs="+", choices=("merge", "merge-pruned", "dml", "optimize"), default=None)
     parser.add_argument("--large", action="store_true", help="also MERGE 5M source rows into 50M")
     parser.add_argument("--repeat", type=int, default=None, help="timed runs per side (default 3, quick 1)")
     args = parser.parse_args(argv)
@@ -276,6 +350,8 @@ def main(argv: list[str] | None = None, *, spark: Any = None) -> int:
             bench.run_merge(*((20_000, 2_000) if bench.quick else (5_000_000, 500_000)), "")
             if args.large and not bench.quick:
                 bench.run_merge(50_000_000, 5_000_000, "-large")
+        if "merge" in parts or "merge-pruned" in parts:
+            bench.run_merge_pruned(*((20_000, 8, 200) if bench.quick else (10_000_000, 40, 10_000)))
         if "dml" in parts:
             bench.run_dml()
         if "optimize" in parts:
