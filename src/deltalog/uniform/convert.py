@@ -402,7 +402,7 @@ def sync_snapshot(
             mode = "created" if base is None else "rebuilt"
             b.apply_metadata(snapshot.metadata, version)
             ts = _snapshot_time(snapshot, now)
-            if snapshot.num_files or b.current is not None:
+            if snapshot.num_files() or b.current is not None:
                 b.rebuild_files(snapshot.add_files(), version=version, timestamp=ts)
         target = (n or 0) + 1
         previous = fio.location(metadata_path(n)) if n is not None else None

@@ -188,3 +188,14 @@ def test_old_metadata_files_leave_with_the_metadata_log(tmp_path: Any, monkeypat
     md = pyiceberg_table(path).metadata
     assert [e.metadata_file.rsplit("/", 1)[1] for e in md.metadata_log] == ["v4.metadata.json", "v5.metadata.json"]
     assert pyiceberg_rows(path, ["id"]) == [(i,) for i in range(6)]
+
+
+def test_empty_table_and_deleting_every_row(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"x": pa.array([], pa.int32())}), properties=UNIFORM)
+    assert pyiceberg_table(path).metadata.current_snapshot_id is None  # no files: no snapshot yet
+    assert pyiceberg_rows(path, ["x"]) == [] and duckdb_rows(path, ["x"]) == []
+    deltalog.write_table(path, pa.table({"x": pa.array([1], pa.int32())}), mode="append")
+    deltalog.Table(path).delete("x = 1")
+    assert pyiceberg_rows(path, ["x"]) == [] and duckdb_rows(path, ["x"]) == []
+    assert pyiceberg_table(path).metadata.current_snapshot().summary["total-records"] == "0"
