@@ -371,6 +371,7 @@ def sync_snapshot(
     store: LogStore = snapshot.store
     table = snapshot.table
     fio = StoreFileIO(store)
+    fio.deferring = True
     version = snapshot.version
     now = int(clock()) if clock is not None else time.time_ns() // 1_000_000
     retention_ms = duration_property_ms(snapshot.properties, "delta.logRetentionDuration", "interval 30 days")
@@ -407,6 +408,7 @@ def sync_snapshot(
         target = (n or 0) + 1
         previous = fio.location(metadata_path(n)) if n is not None else None
         md = b.freeze(version, ts, now, previous, retention_ms)
+        fio.flush()  # manifests and manifest lists, all durable before the metadata that names them
         try:
             store.write(metadata_path(target), md.model_dump_json(exclude_none=True).encode("utf-8"), overwrite=False)
         except FileExistsError:

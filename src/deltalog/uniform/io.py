@@ -54,9 +54,10 @@ def metadata_path(version: int) -> str:
 class _Output(io.BytesIO):
     """Collects a file's bytes; ``close`` puts them in the store (put-if-absent unless ``overwrite``)."""
 
-    def __init__(self, store: LogStore, path: str, overwrite: bool) -> None:
+    def __init__(self, store: LogStore, path: str, overwrite: bool, fio: StoreFileIO | None = None) -> None:
         super().__init__()
         self._store, self._path, self._overwrite = store, path, overwrite
+        self._fio = fio
         self._done = False
 
     def close(self) -> None:
@@ -64,6 +65,9 @@ class _Output(io.BytesIO):
             self._done = True
             data = self.getvalue()
             super().close()
+            if self._fio is not None and self._fio.deferring:
+                self._fio.defer(self._path, data)
+                return
             self._store.write(self._path, data, overwrite=self._overwrite)
             return
         super().close()
@@ -100,7 +104,9 @@ class _StoreOutput(OutputFile):
         self.written = 0
 
     def __len__(self) -> int:
-        return self._fio.store.stat(self._fio.relative(self.location)).size
+        path = self._fio.relative(self.location)
+        pending = self._fio.pending.get(path)
+        return len(pending) if pending is not None else self._fio.store.stat(path).size
 
     def exists(self) -> bool:
         return self._fio.store.exists(self._fio.relative(self.location))
@@ -109,7 +115,7 @@ class _StoreOutput(OutputFile):
         return _StoreInput(self._fio, self.location)
 
     def create(self, overwrite: bool = False) -> OutputStream:
-        out: OutputStream = _Output(self._fio.store, self._fio.relative(self.location), overwrite)
+        out: OutputStream = _Output(self._fio.store, self._fio.relative(self.location), overwrite, self._fio)
         return out
 
 
@@ -129,6 +135,32 @@ class StoreFileIO(FileIO):
         super().__init__()
         self.store = store
         self.root = store.full_path("").rstrip("/")
+        #: While :attr:`deferring`, finished files wait here (store path -> bytes) for :meth:`flush`.
+        self.pending: dict[str, bytes] = {}
+        self.deferring = False
+
+    def defer(self, path: str, data: bytes) -> None:
+        """Keep a finished file for :meth:`flush` (files under fresh names: put whole, never overwritten)."""
+        self.pending[path] = data
+
+    def flush(self) -> None:
+        """Put every deferred file, in parallel (each is durable before this returns); an error is raised once
+        every put has finished or failed.
+
+        Example:
+            >>> fio.flush()                                                       # doctest: +SKIP
+        """
+        items, self.pending = list(self.pending.items()), {}
+        if len(items) <= 1:
+            for path, data in items:
+                self.store.write(path, data, overwrite=False)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
+            futures = [pool.submit(self.store.write, path, data, overwrite=False) for path, data in items]
+        for f in futures:
+            f.result()
 
     def location(self, path: str) -> str:
         """The absolute location of a store path."""
