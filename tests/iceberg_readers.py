@@ -13,7 +13,8 @@ import pytest
 from readers import sort_key
 
 
-def _extension(module_name: str) -> str:
+def extension_path(module_name: str) -> str:
+    """The extension file a ``duckdb-extension-*`` wheel ships (skips the test without it)."""
     module = pytest.importorskip(module_name)
     found = glob.glob(os.path.join(os.path.dirname(module.__file__), "**", "*.duckdb_extension"), recursive=True)
     if not found:
@@ -54,7 +55,7 @@ def pyiceberg_rows(path: str, columns: list[str], *, snapshot_id: int | None = N
 
 def duckdb_connection(setup: list[str] | None = None) -> Any:
     duckdb = pytest.importorskip("duckdb")
-    avro, iceberg = _extension("duckdb_extension_avro"), _extension("duckdb_extension_iceberg")
+    avro, iceberg = extension_path("duckdb_extension_avro"), extension_path("duckdb_extension_iceberg")
     con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
     con.execute(f"LOAD '{avro}'")
     con.execute(f"LOAD '{iceberg}'")

@@ -11,7 +11,7 @@ import pytest
 
 import deltalog
 import deltalog.uniform
-from iceberg_readers import pyiceberg_rows, store_file_io_class
+from iceberg_readers import duckdb_rows, extension_path, pyiceberg_rows, store_file_io_class
 
 pytestmark = pytest.mark.objectstore
 pytest.importorskip("pyiceberg")
@@ -41,6 +41,13 @@ def test_uniform_on_object_stores(kind: str, request: pytest.FixtureRequest) -> 
     props = _iceberg_properties(uri, opts)
     expected = sorted(zip(*[table.snapshot().to_arrow().column(c).to_pylist() for c in ("id", "day")]))
     assert pyiceberg_rows(uri, ["id", "day"], properties=props) == expected
+    if kind == "s3":  # DuckDB's iceberg extension over its httpfs extension
+        endpoint = opts["AWS_ENDPOINT_URL"].split("://", 1)[1]
+        setup = [f"LOAD '{extension_path('duckdb_extension_httpfs')}'",
+                 f"CREATE SECRET (TYPE s3, KEY_ID '{opts['AWS_ACCESS_KEY_ID']}', "
+                 f"SECRET '{opts['AWS_SECRET_ACCESS_KEY']}', REGION '{opts['AWS_REGION']}', ENDPOINT '{endpoint}', "
+                 "URL_STYLE 'path', USE_SSL false)"]
+        assert duckdb_rows(uri, ["id", "day"], setup=setup) == expected
     assert deltalog.uniform.sync(table).mode == "up-to-date"
     hint = table.snapshot().store.read("metadata/version-hint.text")
     assert hint == b"3"
