@@ -241,3 +241,18 @@ def pa_long() -> Any:
     from pyiceberg.types import LongType
 
     return LongType()
+
+
+def test_restore_and_clones(tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    deltalog.write_table(path, pa.table({"id": [1, 2]}), properties=UNIFORM)
+    deltalog.write_table(path, pa.table({"id": [3]}), mode="overwrite")
+    table = deltalog.Table(path)
+    table.restore(version=0)  # the first file comes back
+    check_readers(path)
+    assert pyiceberg_rows(path, ["id"]) == [(1,), (2,)]
+    for shallow in (True, False):
+        target = str(tmp_path / f"clone-{shallow}")
+        table.clone(target, shallow=shallow)  # the clone has UniForm too: its own Iceberg metadata
+        assert pyiceberg_table(target).metadata.location == target
+        check_readers(target)
