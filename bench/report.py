@@ -116,6 +116,20 @@ def reason(r: Result) -> str:
             "Spark's row size of the source columns it keeps fits `spark.deltalog.merge.sourceBroadcastThreshold` "
             "(by default an eighth of the driver heap), so only matched rows are shuffled."
         )
+    if r.workload.startswith("spark-merge-pruned"):
+        return (
+            "The source's keys prune the target's files before any join (`spark.dml.merge_keys`, 2026-12-02): "
+            "one aggregate over the source, which also counts `numSourceRows` (counted anyway), gives the range "
+            "of each `target column = source column` key of the ON condition, the value set of a partition key "
+            "and, for a source with fewer rows than files left, its exact keys; they prune by partition values "
+            "and min/max statistics like a WHERE clause, and are the transaction's read predicate. Here only the "
+            "last file is read, so the MERGE runs its one-job path on it. Without the pruning deltalog's MERGE "
+            "already rewrote only the touched file but joined all 40 with the source (the `-unpruned` row); "
+            "delta-spark reads every file too (delta-io/delta#517, #2567). With NOT MATCHED BY SOURCE clauses the "
+            "files their conditions may act on are read as well (all of them for one without a condition). "
+            "The rows equal those of the unpruned MERGE in a property test over random layouts, sources and "
+            "clauses (`tests/spark/dml/test_spark_merge_pruning.py`)."
+        )
     if r.workload.startswith("spark-merge"):
         return (
             "The target is one file, so deltalog's MERGE runs one job, as the hand-written one does: the full "
