@@ -251,6 +251,20 @@ def test_every_add_needs_num_records(tmp_path: Path) -> None:
     assert t.latest_version() == 0
 
 
+def test_convert_to_delta_does_not_enable_it(tmp_path: Path) -> None:
+    from deltalog.commands.convert import convert_to_delta
+    from deltalog.errors import UnsupportedFeatureError
+
+    pq.write_table(pa.table({"id": [1]}), tmp_path / "a.parquet")
+    with pytest.raises(UnsupportedFeatureError, match="UPGRADE UNIFORM"):
+        convert_to_delta(tmp_path, properties=UNIFORM)
+    assert not (tmp_path / "_delta_log").exists()
+    convert_to_delta(tmp_path)
+    upgrade_uniform(deltalog.Table(str(tmp_path)))  # the way to get there
+    assert_compliant_files(tmp_path, snap(tmp_path))
+    assert snap(tmp_path).to_arrow().column("id").to_pylist() == [1]
+
+
 # ----------------------------------------------------------------------------- the conformance table
 
 

@@ -43,9 +43,10 @@ import pyarrow.parquet as pq
 
 from deltalog.data.write_schema import data_schema
 from deltalog.data.write_stats import float_leaves, stats_json
-from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError
+from deltalog.errors import DeltaError, InvalidArgumentError, SchemaError, TableNotFoundError, UnsupportedFeatureError
 from deltalog.log.segment import build_segment
 from deltalog.protocol.actions import Add, Format, Metadata
+from deltalog.protocol.iceberg_compat import compat_version
 from deltalog.protocol.partitions import (
     HIVE_DEFAULT_PARTITION,
     parse_partition_value,
@@ -256,6 +257,11 @@ def convert_to_delta(
     from deltalog.txn.transaction import Transaction
 
     loc = os.fspath(location)
+    if compat_version(properties):  # it would set column mapping, whose physical names the files do not use
+        raise UnsupportedFeatureError(
+            "CONVERT TO DELTA cannot enable Iceberg compatibility (its column mapping would not match the "
+            "files' column names): convert first, then run REORG TABLE ... APPLY (UPGRADE UNIFORM "
+            "(ICEBERG_COMPAT_VERSION = 2))", feature="icebergCompatV2", table=loc)
     store = store if store is not None else store_for(loc)
     step = progress or (lambda phase, done, total: None)
     full = store.full_path("")
