@@ -149,6 +149,15 @@ def test_unsetting_compat_removes_iceberg_from_enabled_formats(tmp_path: Path) -
     write_table(tmp_path, rows(), mode="append")  # a plain column-mapping table again
 
 
+def test_dropping_the_feature_turns_uniform_off(tmp_path: Path) -> None:
+    write_table(tmp_path, rows(), properties=UNIFORM)
+    t = deltalog.Table(str(tmp_path))
+    t.drop_feature("icebergCompatV2")
+    s = t.snapshot()
+    assert "icebergCompatV2" not in (s.protocol.writerFeatures or ())
+    assert not any(k.startswith(("delta.universalFormat", "delta.enableIceberg")) for k in s.metadata.configuration)
+
+
 # ------------------------------------------------------------------------------------------- rules
 
 
