@@ -126,6 +126,8 @@ def test_not_even_type_annotations_tie_modules_in_a_circle() -> None:
 #: The layers, lowest first: a module may import (at run time) only from its own layer or the ones below.
 #: ``data`` is the kernel's data-file engine in Arrow (pruning, deletion vectors, reading and writing files);
 #: ``health`` reads a snapshot's health from its log (above the snapshot, below the commands that may act on it);
+#: ``uniform`` writes a snapshot's Iceberg metadata (the committer runs it after each commit, VACUUM asks it
+#: which files Iceberg snapshots still read);
 #: ``maintenance`` plans from a table's health and runs the commands that act on it;
 #: ``arrow`` is the Arrow front end (``write_table``), beside Spark's and the CLI. Typing-only imports (in
 #: ``TYPE_CHECKING`` blocks) may name a higher layer's class: the log's writers are typed against the snapshot
@@ -137,6 +139,7 @@ LAYERS: list[set[str]] = [
     {"data"},
     {"snapshot", "snapshot_load"},
     {"health"},
+    {"uniform"},
     {"txn"},
     {"commands"},
     {"feed"},

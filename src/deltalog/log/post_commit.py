@@ -1,5 +1,5 @@
 """Work done after a successful commit: version checksum, periodic checkpoint, expired-log cleanup, and the
-Iceberg metadata of a UniForm table (:mod:`deltalog.uniform`).
+steps a higher layer hands in (the committer's: the Iceberg metadata of a UniForm table, :mod:`deltalog.uniform`).
 
 None of it may fail the commit it follows: the commit is already durable, so every step is wrapped and
 its errors are logged (``logging`` at WARNING, with the traceback) and reported, never raised. An
@@ -16,8 +16,9 @@ Example:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from deltalog.log.cleanup import Clock
 from deltalog.log.crc import write_crc
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from deltalog.log.reader import FileActions
     from deltalog.snapshot import Snapshot
     from deltalog.snapshot_load import SnapshotSource
-    from deltalog.uniform.convert import SyncResult
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +42,9 @@ class PostCommitReport:
     crc: str | None = None
     checkpoint: CheckpointResult | None = None
     cleaned: list[str] = field(default_factory=list)
-    #: What the Iceberg step did (a :class:`deltalog.uniform.convert.SyncResult`), None without UniForm.
-    iceberg: SyncResult | None = None
+    #: What each step handed in by the caller returned, by step name (``"iceberg"``: a UniForm table's
+    #: :class:`deltalog.uniform.convert.SyncResult`).
+    after: dict[str, Any] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     #: The step an interrupt stopped, and the interrupt itself (re-raised by the committer).
     interrupted_step: str | None = None
@@ -99,6 +100,7 @@ def run_post_commit(
     clock: Clock | None = None,
     write_checksum: bool = True,
     commit: FileActions | None = None,
+    after: Sequence[tuple[str, Callable[[Snapshot], Any]]] = (),
 ) -> PostCommitReport:
     """Run the post-commit hooks for ``version`` of ``table``; never raises (an interrupt is returned in
     :attr:`PostCommitReport.interrupt`).
@@ -107,9 +109,9 @@ def run_post_commit(
     ``commit``'s actions (a writer's own), so the checksum's histograms are kept from the previous
     version's ``.crc`` instead of computed from every file. Steps:
     ``.crc`` file; checkpoint when ``version % delta.checkpointInterval == 0``; log cleanup after a
-    checkpoint unless ``delta.enableExpiredLogCleanup`` is ``false``; Iceberg metadata when
-    ``delta.universalFormat.enabledFormats`` lists ``iceberg`` (a failure there is reported like the others:
-    the next commit or ``deltalog uniform sync`` catches up).
+    checkpoint unless ``delta.enableExpiredLogCleanup`` is ``false``; then each ``(name, step)`` of ``after``,
+    called with the committed snapshot (the committer's Iceberg metadata of a UniForm table: a failure there is
+    reported like the others, and the next commit or ``deltalog uniform sync`` catches up).
 
     Example:
         >>> run_post_commit(deltalog.Table("/data/t"), 3).errors       # doctest: +SKIP
@@ -150,16 +152,11 @@ def run_post_commit(
                 report.cleaned = cleanup_expired_logs(snap, clock=clock)
         except Exception as exc:
             _failed(report, step, table, version, exc)
-        step = "iceberg"
-        try:
-            from deltalog.uniform import enabled as uniform_enabled
-
-            if uniform_enabled(snap.properties):
-                from deltalog.uniform import sync_after_commit
-
-                report.iceberg = sync_after_commit(snap, commit=commit, clock=clock)
-        except Exception as exc:
-            _failed(report, step, table, version, exc)
+        for step, run in after:
+            try:
+                report.after[step] = run(snap)
+            except Exception as exc:
+                _failed(report, step, table, version, exc)
     except BaseException as exc:  # an interrupt: keep it for the committer, which re-raises it
         report.interrupted_step = step
         report.interrupt = exc

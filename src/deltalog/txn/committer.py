@@ -271,8 +271,9 @@ def after_commit(txn: StagedTransaction, version: int, payload: bytes) -> tuple[
                 after = None  # post-commit loads the version itself
         if after is not None and after.version == version and owner is not None:
             owner._remember(after)
-        report = run_post_commit(table, version, snapshot=after, clock=txn._clock,
-                                 commit=own[1] if own is not None else None)
+        commit = own[1] if own is not None else None
+        report = run_post_commit(table, version, snapshot=after, clock=txn._clock, commit=commit,
+                                 after=_uniform_step(txn, commit))
     except Exception as exc:  # run_post_commit never raises; loading the snapshot may
         report = PostCommitReport(version=version, errors=[f"load snapshot: {type(exc).__name__}: {exc}"])
     except BaseException as exc:
@@ -289,6 +290,14 @@ def after_commit(txn: StagedTransaction, version: int, payload: bytes) -> tuple[
             note_committed(exc, txn, version, "during the maintenance after it")
             raise
     return tuple(errors)
+
+
+def _uniform_step(txn: StagedTransaction, commit: FileActions | None) -> list[tuple[str, Any]]:
+    """The post-commit step keeping a UniForm table's Iceberg metadata current (:mod:`deltalog.uniform`; it does
+    nothing for other tables)."""
+    from deltalog.uniform import sync_after_commit
+
+    return [("iceberg", lambda snap: sync_after_commit(snap, commit=commit, clock=txn._clock))]
 
 
 def note_committed(exc: BaseException, txn: StagedTransaction, version: int, when: str) -> None:

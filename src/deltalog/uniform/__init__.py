@@ -77,9 +77,10 @@ def sync_after_commit(snapshot: Any, commit: FileActions | None = None,
 
 def _snapshot_of(table: Any) -> Any:
     if isinstance(table, str):
-        from deltalog.table import Table
+        from deltalog.snapshot_load import LogSnapshots
+        from deltalog.storage import store_for
 
-        table = Table(table)
+        table = LogSnapshots(table, store_for(table))
     return table.snapshot() if hasattr(table, "snapshot") else table
 
 
