@@ -33,7 +33,7 @@ _LOCK = threading.Lock()
 
 @dataclass(frozen=True)
 class FrameView:
-    """A remembered view: how the tracked frame was made (``state``, see ``_skipping._State``), the plain
+    """A remembered view: how the tracked frame was made (``state``, see ``frame_state.FrameState``), the plain
     DataFrame class its steps replay with, the plan the session registered (to tell a replaced view) and
     the view's columns then (a column the table gained since stays out of the view, as in Spark)."""
 

@@ -44,11 +44,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from deltalog.spark.common.core import may_be_cached, note_cached, quoted, served_by_cache
 from deltalog.spark.reads.column_sql import condition_sql, flat_columns, plain_name, portable, skipping_conditions
+from deltalog.spark.reads.frame_state import (
+    TRACKED,
+    FrameState,
+    next_unchanged,
+    through_generated,
+    usable_conditions,
+)
 from deltalog.spark.reads.log_answers import aggregate_sql, answer_frame, logged_count
 from deltalog.spark.reads.rebind import MAX_ID_COLUMNS, passed_through, rebound, with_plan_ids
 
@@ -67,97 +74,10 @@ _SUBCLASSES: dict[type, type] = {}
 # ------------------------------------------------------------------------------------- the frame
 
 
-@dataclass(frozen=True)
-class _State:
-    """How to rebuild a tracked frame: the scan :func:`~deltalog.spark.reads.scan.read_snapshot` made (its
-    ``where`` / ``columns``, plus extra pruning conditions), then ``steps`` replayed with the plain
-    DataFrame methods. ``unchanged`` holds the (lower-case) output columns that are still the table's
-    column of that name, row for row: only conditions on those may prune files."""
-
-    snapshot: Snapshot
-    where: Any
-    columns: tuple[str, ...] | None
-    prune: tuple[Condition, ...]
-    steps: tuple[tuple[str, tuple[Any, ...], dict[str, Any]], ...]
-    unchanged: frozenset[str]
-    rescan: Callable[..., Any]  # read_snapshot, passed in by its module (which attaches this one)
-    latest: bool = False  # read at the table's latest version (not time travel): a view of it follows the table
-    applied: int = 0  # how many of ``prune`` the frame's own plan already skips by (the rest: when an action runs)
-
-
-#: Steps that keep the rows' columns and values (a filter after them may still prune files).
-_KEEPING = ("orderBy", "sort", "sortWithinPartitions", "repartition", "repartitionByRange", "coalesce", "hint",
-            "distinct", "alias")
-#: Steps that pick rows or change values: a filter after them must not prune the scan below them.
-_PICKING = ("limit", "offset", "sample", "dropDuplicates", "drop_duplicates", "dropna", "fillna", "toDF")
-_TRACKED = ("filter", "where", "select", "selectExpr", "withColumn", "withColumns", "withColumnRenamed",
-            "withColumnsRenamed", "drop", *_KEEPING, *_PICKING)
 _LOCAL = threading.local()
 
 
-def _next_unchanged(state: _State, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> frozenset[str] | None:
-    """``unchanged`` after ``name(*args, **kwargs)``; ``None`` when the result cannot be tracked."""
-    if not portable(args) or (kwargs and (name not in (*_KEEPING, *_PICKING) or not portable(kwargs))):
-        return None
-    if name in ("filter", "where", *_KEEPING):
-        return state.unchanged
-    if name in _PICKING:
-        return frozenset()
-    if name == "select":
-        cols = flat_columns(args)
-        names = [plain_name(c) for c in cols]
-        if "*" in names:
-            return state.unchanged
-        return state.unchanged & {n.lower() for n in names if n is not None}
-    if name == "withColumn":
-        return state.unchanged - {str(args[0]).lower()}
-    if name == "withColumns":
-        keys = {str(k).lower() for m in args if isinstance(m, dict) for k in m}
-        return state.unchanged - keys
-    if name == "withColumnRenamed":
-        return state.unchanged - {str(a).lower() for a in args}
-    if name == "withColumnsRenamed":
-        pairs = args[0] if args and isinstance(args[0], dict) else {}
-        return state.unchanged - {str(x).lower() for kv in pairs.items() for x in kv}
-    if name == "drop":
-        dropped = [plain_name(c) for c in args]
-        if any(d is None or d == "*" for d in dropped):
-            return None
-        return state.unchanged - {str(d).lower() for d in dropped}
-    return None
-
-
-def _usable(conditions: list[Condition], state: _State, columns: list[str]) -> list[Condition]:
-    """The conditions that may prune files of a frame with ``columns``: each on a column that is the
-    table's own, unchanged and not duplicated, and not already applied."""
-    counts: dict[str, int] = {}
-    for c in columns:
-        counts[c.lower()] = counts.get(c.lower(), 0) + 1
-    out = []
-    for cond in conditions:
-        key = cond.column.lower()
-        if key not in state.unchanged:
-            key = key.split(".", 1)[0]
-        if key in state.unchanged and counts.get(key) == 1 and cond not in state.prune and cond not in out:
-            out.append(cond)
-    return out
-
-
-def _through_generated(condition: Any, state: _State, columns: list[str]) -> list[Condition]:
-    """Partition conditions on generated partition columns implied by conditions on their source column
-    (still the table's own column in this frame), see
-    :func:`deltalog.spark.columns.generated.generated_partition_conditions`."""
-    from deltalog.spark.columns.generated import generated_partition_conditions
-
-    if not state.snapshot.partition_columns or not portable(condition):
-        return []
-    texts = condition_sql(condition)
-    lower = [c.lower() for c in columns]
-    return [cond for source, cond in generated_partition_conditions(texts or [], state.snapshot)
-            if source.lower() in state.unchanged and lower.count(source.lower()) == 1 and cond not in state.prune]
-
-
-def _replay(spark: Any, state: _State, base: type, *, carry: bool = False) -> Any:
+def _replay(spark: Any, state: FrameState, base: type, *, carry: bool = False) -> Any:
     """The tracked frame rebuilt: the scan with ``state.prune``, then its steps. With ``carry`` the scan
     has the row-tracking ``_metadata`` struct (:mod:`deltalog.spark.reads.row_metadata`), which every
     ``select`` step keeps; the caller drops it."""
@@ -187,7 +107,7 @@ def _mentions(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return mentions_metadata(args) or mentions_metadata(kwargs)
 
 
-def _carries(state: _State, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def _carries(state: FrameState, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether rebuilding the frame needs the row-tracking ``_metadata`` struct: the table tracks rows and
     ``args`` / ``kwargs`` or a step mention ``_metadata``."""
     from deltalog.spark.reads.row_metadata import needs_metadata_scan
@@ -196,7 +116,7 @@ def _carries(state: _State, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bo
         needs_metadata_scan(state.snapshot)
 
 
-def _with_row_metadata(self: Any, base: type, state: _State, name: str, args: tuple[Any, ...],
+def _with_row_metadata(self: Any, base: type, state: FrameState, name: str, args: tuple[Any, ...],
                        kwargs: dict[str, Any]) -> Any:
     """``name(*args, **kwargs)`` applied to the frame rebuilt with the ``_metadata`` struct; ``*`` in a
     ``select`` / ``selectExpr`` stands for this frame's columns (not the struct)."""
@@ -215,15 +135,17 @@ def _with_row_metadata(self: Any, base: type, state: _State, name: str, args: tu
     return result
 
 
-def _kept_ids(self: Any, state: _State, rebuilt: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _kept_ids(
+    self: Any, state: FrameState, rebuilt: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     """``rebuilt`` (``name(*args, **kwargs)`` applied to ``self`` planned again) with the columns it passes
     through from ``self`` given their ids in ``self``, so that ``self``'s columns (``df.id``) resolve on it."""
     every = replace(state, unchanged=frozenset(c.lower() for c in self.columns))
-    names = _next_unchanged(every, name, args, kwargs)
+    names = next_unchanged(every, name, args, kwargs)
     return passed_through(rebuilt, self, names) if names else rebuilt
 
 
-def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
+def _filter(self: Any, base: type, state: FrameState, condition: Any) -> Any:
     """The filter on a scan re-planned with file skipping, its columns keeping the plain filter's ids (a
     column bound to an earlier frame's plan, ``df.id``, still resolves on it); where that cannot be, the
     plain filter, with the conditions left for the actions (:func:`_latest`). ``None`` when it cannot skip
@@ -232,8 +154,8 @@ def _filter(self: Any, base: type, state: _State, condition: Any) -> Any:
     if may_be_cached(state.snapshot.table) and served_by_cache(self):  # a scan of fewer files would miss the cache
         return None
     conditions = skipping_conditions(condition, state.snapshot)
-    usable = _usable(conditions, state, list(self.columns)) if conditions and portable(condition) else []
-    usable += _through_generated(condition, state, list(self.columns))
+    usable = usable_conditions(conditions, state, list(self.columns)) if conditions and portable(condition) else []
+    usable += through_generated(condition, state, list(self.columns))
     if not usable:
         return None
     new = replace(state, prune=(*state.prune, *usable))
@@ -314,7 +236,7 @@ def _tracked(name: str, plain: Any) -> Any:
                 result = planned if planned is not None else plain(self, *args, **kwargs)
         finally:
             _LOCAL.busy = False
-        unchanged = _next_unchanged(state, name, args, kwargs)
+        unchanged = next_unchanged(state, name, args, kwargs)
         if unchanged is None:
             return result
         step_name = "filter" if name == "where" else name
@@ -347,7 +269,7 @@ def _view_method(name: str, plain: Any, global_view: bool) -> Any:
     return method
 
 
-def refreshed(spark: Any, state: _State, base: type) -> Any:
+def refreshed(spark: Any, state: FrameState, base: type) -> Any:
     """The tracked frame ``state`` describes made again: read at the table's latest version when it was a
     latest read (a time-travel read stays at its version), its steps replayed; the result is tracked too.
 
@@ -364,7 +286,7 @@ def refreshed(spark: Any, state: _State, base: type) -> Any:
     return _attach_state(_replay(spark, new, base), new)
 
 
-def whole_table(state: _State) -> bool:
+def whole_table(state: FrameState) -> bool:
     """Whether the tracked frame is its table's every row and column, in the table's order (no filter, no
     projection, no other step): a view of it may stand for the table as a DML target.
 
@@ -377,7 +299,7 @@ def whole_table(state: _State) -> bool:
     return state.where is None and not state.steps and not state.prune and columns == names
 
 
-def _mentions_row_metadata(self: Any, state: _State, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def _mentions_row_metadata(self: Any, state: FrameState, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether this call names the row-tracking ``_metadata`` (and the frame can be rebuilt with it:
     its steps replay, and it has no column of that name already)."""
     from deltalog.spark.reads.row_metadata import METADATA, needs_metadata_scan
@@ -566,13 +488,13 @@ def count_from_log(df: Any) -> int | None:
     return logged_count(state.snapshot, where=state.where, prune=state.prune, steps=state.steps)
 
 
-def _answerable(df: Any) -> _State | None:
+def _answerable(df: Any) -> FrameState | None:
     """The state of ``df`` as it reads its table now, when the log may answer for it (a tracked read, not cached,
     not inside deltalog's own operations)."""
     if df.__dict__.get(_STATE) is None:
         return None
     frame = _latest_or_raise(df)
-    state: _State | None = frame.__dict__.get(_STATE)
+    state: FrameState | None = frame.__dict__.get(_STATE)
     if state is None or _cached(frame) or getattr(_LOCAL, "busy", False):
         return None
     return state
@@ -711,7 +633,7 @@ def _aggregating(name: str, plain: Any) -> Any:
     return method
 
 
-def _attach_grouped(grouped: Any, state: _State, chain: tuple[Any, ...]) -> Any:
+def _attach_grouped(grouped: Any, state: FrameState, chain: tuple[Any, ...]) -> Any:
     """Make ``grouped`` (a ``GroupedData`` of a tracked frame) track its aggregations as one step."""
     base = type(grouped)
     if base.__name__ != "GroupedData":
@@ -749,7 +671,7 @@ def _subclass(base: type) -> type:
         sub = _SUBCLASSES.get(base)
         if sub is not None:
             return sub
-        methods = {name: _tracked(name, getattr(base, name)) for name in _TRACKED if hasattr(base, name)}
+        methods = {name: _tracked(name, getattr(base, name)) for name in TRACKED if hasattr(base, name)}
         methods.update({name: _view_method(name, getattr(base, name), global_view)
                         for name, global_view in _VIEWS.items() if hasattr(base, name)})
         methods.update({name: _action(name, getattr(base, name)) for name in _ACTIONS if hasattr(base, name)})
@@ -766,7 +688,7 @@ def _subclass(base: type) -> type:
         return sub
 
 
-def _attach_state(df: Any, state: _State) -> Any:
+def _attach_state(df: Any, state: FrameState) -> Any:
     base = type(df)
     if base.__name__ != "DataFrame":
         return df
@@ -800,7 +722,7 @@ def attach(
         DataFrame[id: bigint]
     """
     names = list(columns) if columns is not None else snapshot.schema.field_names
-    state = _State(
+    state = FrameState(
         snapshot=snapshot,
         where=where,
         columns=tuple(columns) if columns is not None else None,
