@@ -23,7 +23,9 @@ against off); ``kernel_dml.py`` (the kernel's Arrow MERGE, DELETE and compaction
 ``object_store.py`` (S3 on a moto server: snapshot load and commit rate against delta-rs,
 and in full runs a Spark scan of a 10k-file table through deltalog's Arrow tasks); ``health.py``
 (``Table.health()`` of the 1M-file table against loading its snapshot); ``maintain_dv.py`` (full scans of a
-table with 5% of its rows deleted by deletion vectors, before and after ``maintain``, against copy-on-write).
+table with 5% of its rows deleted by deletion vectors, before and after ``maintain``, against copy-on-write);
+``uniform.py`` (the cost UniForm's Iceberg metadata adds to a commit: 100 sequential appends and one OPTIMIZE
+of 1,000 files, against the same table without ``delta.universalFormat.enabledFormats``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ SCRIPTS: list[tuple[str, list[str], bool]] = [
     ("kernel_dml.py", [], True),
     ("health.py", [], True),
     ("maintain_dv.py", [], False),
+    ("uniform.py", [], True),
 ]
 
 

@@ -34,6 +34,9 @@ def test_bench_quick_writes_results(tmp_path: Path) -> None:
     for workload in ("kernel-merge", "kernel-delete", "kernel-compact"):  # the kernel's DML against delta-rs's
         doc = json.loads((results / f"{workload}.json").read_text())
         assert doc["deltalog_median"] > 0 and doc["anchor_median"] > 0
+    for workload in ("uniform-appends", "uniform-optimize"):  # UniForm's commits against the same without it
+        doc = json.loads((results / f"{workload}.json").read_text())
+        assert doc["deltalog_median"] > 0 and doc["anchor_median"] > 0 and doc["target"] == 1.5
     doc = json.loads((results / "health.json").read_text())  # Table.health() against the snapshot load
     assert doc["deltalog_median"] > 0 and doc["anchor_median"] > 0
     doc = json.loads((results / "row-concurrency.json").read_text())  # processes racing on one table

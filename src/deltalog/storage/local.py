@@ -22,7 +22,8 @@ import errno
 import os
 import stat as stat_mod
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
@@ -33,7 +34,7 @@ from deltalog.errors import InvalidArgumentError
 from deltalog.storage.failures import storage_error
 from deltalog.storage.log_store import FileInfo, OutputFile, is_temp_name, name_key, split_path
 
-__all__ = ["OS_OPS", "FileOps", "LocalLogStore"]
+__all__ = ["OS_OPS", "FileOps", "LocalLogStore", "Staged"]
 
 # errno values with which link(2) reports that the file system cannot make hard links at all.
 _NO_LINK_ERRNOS = frozenset(
@@ -137,6 +138,16 @@ class _LocalOutput:
             self._file.close()
         with contextlib.suppress(Exception):
             self._store._ops.unlink(self._full)
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A file written by :meth:`LocalLogStore.stage` and not yet published: its store path, the temporary file
+    that holds its fsynced content, and the content."""
+
+    path: str
+    tmp: str
+    data: bytes
 
 
 class LocalLogStore:
@@ -404,6 +415,91 @@ class LocalLogStore:
             self._unlink_quietly(tmp)
         self._fsync_dir(parent)
         return True
+
+    def write_fresh(self, path: str, data: bytes) -> None:
+        """Create ``path`` in place (exclusive create, ``FileExistsError`` if present), write ``data`` and fsync
+        it, *without* making its directory entry durable: :meth:`sync_dirs` does that, once for many files.
+
+        Only for files under fresh names that nothing names until a later write, made after
+        :meth:`sync_dirs`, does (UniForm's manifests, named by the metadata JSON): a crash may leave such a
+        file partial or missing, and no reader looks for it.
+
+        Example:
+            >>> import tempfile
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     store = LocalLogStore(tmp)
+            ...     store.write_fresh("m/a.avro", b"1"); store.sync_dirs(["m/a.avro"])
+            ...     store.read("m/a.avro")
+            b'1'
+        """
+        final = self._abs(path)
+        with self._named(path, "writing"):
+            self._make_dirs(os.path.dirname(final), final)
+            self._put_exclusive(final, data)
+
+    def sync_dirs(self, paths: Iterable[str]) -> None:
+        """Make the directory entries of the files ``paths`` durable (one fsync per directory).
+
+        Example:
+            >>> LocalLogStore("/data/t").sync_dirs(["metadata/snap-1.avro"])            # doctest: +SKIP
+        """
+        for parent in sorted({os.path.dirname(self._abs(p)) for p in paths}):
+            self._fsync_dir(parent)
+
+    def stage(self, path: str, data: bytes) -> Staged:
+        """The first half of :meth:`write`: ``data`` in a temporary file beside ``path``, fsynced (invisible to
+        listings); :meth:`publish` or :meth:`discard` it. Lets a writer make several files' content durable
+        at once (in parallel) and publish them in the order its readers need.
+
+        Example:
+            >>> import tempfile
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     store = LocalLogStore(tmp)
+            ...     staged = store.stage("x", b"1")
+            ...     store.exists("x"), store.publish(staged, overwrite=False), store.read("x")
+            (False, None, b'1')
+        """
+        final = self._abs(path)
+        parent, name = os.path.split(final)
+        with self._named(path, "writing"):
+            self._make_dirs(parent, final)
+            return Staged(path, self._write_temp(parent, name, data), data)
+
+    def publish(self, staged: Staged, *, overwrite: bool, sync_dir: bool = True) -> None:
+        """The second half of :meth:`write`: put the staged file at its path, atomically, if absent
+        (``FileExistsError`` otherwise) or replacing what is there; the temporary file is gone either way.
+
+        ``sync_dir=False`` skips the directory fsync after the rename or link: the content is durable, but
+        after a crash the path may still hold what it held before. Only for a file whose previous content
+        stays valid (UniForm's ``version-hint.text``, which may lag behind the newest metadata).
+        """
+        final = self._abs(staged.path)
+        parent = os.path.dirname(final)
+        try:
+            with self._named(staged.path, "writing"):
+                if overwrite:
+                    self._ops.replace(staged.tmp, final)
+                elif not self._hard_links:
+                    self._put_exclusive(final, staged.data)
+                else:
+                    try:
+                        self._ops.link(staged.tmp, final)
+                    except FileExistsError:
+                        raise _exists_error(final) from None
+                    except OSError as exc:
+                        no_links = exc.errno in _NO_LINK_ERRNOS or getattr(exc, "winerror", None) in _NO_LINK_WINERRORS
+                        if not no_links:
+                            raise
+                        self._hard_links = False
+                        self._put_exclusive(final, staged.data)
+        finally:
+            self._unlink_quietly(staged.tmp)
+        if sync_dir:
+            self._fsync_dir(parent)
+
+    def discard(self, staged: Staged) -> None:
+        """Remove a staged file that will not be published."""
+        self._unlink_quietly(staged.tmp)
 
     def open_output(self, path: str) -> OutputFile:
         """A new file at ``path`` written in place; see :meth:`LogStore.open_output`.

@@ -40,7 +40,7 @@ from deltalog.protocol.actions import Metadata
 from deltalog.protocol.schema import parse_schema
 from deltalog.storage import LogStore
 from deltalog.uniform.datafiles import FileContext, data_file, file_location
-from deltalog.uniform.io import StoreFileIO, current_version, metadata_path, read_metadata, write_hint
+from deltalog.uniform.io import StoreFileIO, current_version, metadata_path, publish_metadata, read_metadata
 from deltalog.uniform.manifests import live_entries, manifest_entries, manifest_list, new_manifest, write_list
 from deltalog.uniform.schema import convert_schema, partition_spec, same_schema
 
@@ -48,6 +48,7 @@ __all__ = [
     "DELTA_TIMESTAMP",
     "DELTA_VERSION",
     "SyncResult",
+    "clear_caches",
     "sync_snapshot",
 ]
 
@@ -408,14 +409,11 @@ def sync_snapshot(
         target = (n or 0) + 1
         previous = fio.location(metadata_path(n)) if n is not None else None
         md = b.freeze(version, ts, now, previous, retention_ms)
-        fio.flush()  # manifests and manifest lists, all durable before the metadata that names them
-        try:
-            store.write(metadata_path(target), md.model_dump_json(exclude_none=True).encode("utf-8"), overwrite=False)
-        except FileExistsError:
+        # manifests and manifest lists, all durable before the metadata that names them, then the hint
+        if not publish_metadata(fio, target, md.model_dump_json(exclude_none=True).encode("utf-8")):
             log.info("table %s: Iceberg metadata v%d was written by another writer; reading it again", table, target)
             rebuild = False
             continue
-        write_hint(store, target)
         _remember_metadata(store, fio.root, target, md)
         _expire(fio, base, md)
         _drop_old_metadata(store, target)
@@ -427,6 +425,21 @@ def sync_snapshot(
 
 
 _metadata_cache: dict[str, tuple[tuple[int, int, int], TableMetadata]] = {}
+
+
+def clear_caches() -> None:
+    """Forget the Iceberg metadata, manifest lists and manifest entries remembered in this process (the next
+    sync reads them from storage, as a fresh process does; the benchmark uses it).
+
+    Example:
+        >>> clear_caches()
+    """
+    import deltalog.uniform.manifests as manifests
+
+    _metadata_cache.clear()
+    with manifests._lock:
+        manifests._cache.clear()
+        manifests._lists.clear()
 
 
 def _read_cached(store: LogStore, root: str, n: int) -> TableMetadata:

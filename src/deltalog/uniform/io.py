@@ -16,8 +16,13 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
+import os
 import re
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile, OutputStream
@@ -25,6 +30,7 @@ from pyiceberg.serializers import FromByteStream
 from pyiceberg.table.metadata import TableMetadata
 
 from deltalog.storage import LogStore
+from deltalog.storage.local import LocalLogStore, Staged
 
 __all__ = [
     "HINT",
@@ -32,6 +38,7 @@ __all__ = [
     "StoreFileIO",
     "current_version",
     "metadata_path",
+    "publish_metadata",
     "read_metadata",
     "write_hint",
 ]
@@ -147,20 +154,23 @@ class StoreFileIO(FileIO):
         """Put every deferred file, in parallel (each is durable before this returns); an error is raised once
         every put has finished or failed.
 
+        They have fresh names that nothing names yet, so they need not be published atomically: on a local
+        disk each is created in place and fsynced, and one fsync of ``metadata/`` then makes their entries
+        durable (instead of a temporary file, a link and a directory fsync each); on an object store each is
+        one PUT.
+
         Example:
             >>> fio.flush()                                                       # doctest: +SKIP
         """
         items, self.pending = list(self.pending.items()), {}
-        if len(items) <= 1:
-            for path, data in items:
-                self.store.write(path, data, overwrite=False)
+        store = self.store
+        if isinstance(store, LocalLogStore):
+            local = store
+            _parallel([functools.partial(local.write_fresh, path, data) for path, data in items])
+            if items:  # one directory fsync for them all, before a metadata JSON names them
+                local.sync_dirs([path for path, _ in items])
             return
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
-            futures = [pool.submit(self.store.write, path, data, overwrite=False) for path, data in items]
-        for f in futures:
-            f.result()
+        _parallel([functools.partial(store.write, path, data, overwrite=False) for path, data in items])
 
     def location(self, path: str) -> str:
         """The absolute location of a store path."""
@@ -183,6 +193,101 @@ class StoreFileIO(FileIO):
         loc = location if isinstance(location, str) else location.location
         with contextlib.suppress(FileNotFoundError):
             self.store.delete(self.relative(loc))
+
+
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_pool_lock = threading.Lock()
+
+
+def _writers() -> ThreadPoolExecutor:
+    """The threads that put a commit's manifests in parallel: made once per process (starting threads on
+    every commit cost more than the small local writes themselves), again in a forked child (whose copy of
+    the parent's pool has no threads)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            _pool = (os.getpid(), ThreadPoolExecutor(max_workers=8, thread_name_prefix="deltalog-iceberg"))
+        return _pool[1]
+
+
+def _parallel(calls: Sequence[Callable[[], object]]) -> None:
+    """Run ``calls`` at once (the first in this thread, the others in the pool); when some fail, the first
+    failure is raised once every call has finished."""
+    _, errors = _parallel_settled(calls)
+    if errors:
+        raise errors[0]
+
+
+def _parallel_settled(calls: Sequence[Callable[[], Any]]) -> tuple[list[Any], list[BaseException]]:
+    """Run ``calls`` at once; every call's result (None for a failed one) and the failures."""
+    futures = [_writers().submit(c) for c in calls[1:]] if len(calls) > 1 else []
+    results: list[Any] = []
+    errors: list[BaseException] = []
+    for k, call in enumerate(calls):
+        try:
+            results.append(call() if k == 0 else futures[k - 1].result())
+        except BaseException as exc:
+            results.append(None)
+            errors.append(exc)
+    return results, errors
+
+
+def publish_metadata(fio: StoreFileIO, version: int, data: bytes) -> bool:
+    """Put the files deferred in ``fio`` (a commit's manifests and manifest list), then Iceberg metadata version
+    ``version`` (put-if-absent), then point the version hint at it. Returns False when another writer put
+    that version first (nothing of ours names the manifests then).
+
+    Order is what keeps readers safe: a file is durable before one that names it can be seen. On an object
+    store that is one PUT after the other (the manifests in parallel). On a local disk the content of all of
+    them is written and fsynced at once, in parallel (the manifests in place under their fresh names, the
+    metadata JSON and the hint as temporary files), and then three steps publish them in order: one fsync of
+    ``metadata/`` for the manifests' entries; the metadata JSON's link and an fsync of ``metadata/``; the
+    hint's rename, whose entry is left to the next directory fsync -- after a crash the hint may name the
+    version before, which readers open as they would have a moment earlier (deltalog looks past it).
+
+    Example:
+        >>> publish_metadata(fio, 8, md.model_dump_json().encode())              # doctest: +SKIP
+        True
+    """
+    store = fio.store
+    if not isinstance(store, LocalLogStore):
+        fio.flush()
+        try:
+            store.write(metadata_path(version), data, overwrite=False)
+        except FileExistsError:
+            return False
+        write_hint(store, version)
+        return True
+    local = store
+    items, fio.pending = list(fio.pending.items()), {}
+    calls: list[Callable[[], Staged | None]] = [
+        lambda: local.stage(metadata_path(version), data),
+        lambda: local.stage(HINT, str(version).encode("ascii")),
+        *[functools.partial(local.write_fresh, path, body) for path, body in items],
+    ]
+    results, errors = _parallel_settled(calls)
+    staged_md, staged_hint = results[0], results[1]
+    try:
+        if errors:
+            raise errors[0]
+        assert staged_md is not None and staged_hint is not None
+        if items:
+            local.sync_dirs([path for path, _ in items])
+        try:
+            local.publish(staged_md, overwrite=False)
+        except FileExistsError:
+            return False
+        finally:
+            staged_md = None
+        current = _hint(store)
+        if current is None or current <= version or not store.exists(metadata_path(current)):
+            local.publish(staged_hint, overwrite=True, sync_dir=False)
+            staged_hint = None
+        return True
+    finally:
+        for left in (staged_md, staged_hint):
+            if left is not None:
+                local.discard(left)
 
 
 def _hint(store: LogStore) -> int | None:

@@ -11,17 +11,29 @@ Example:
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
+from pyiceberg.avro import file as _avro_file
 from pyiceberg.avro.codecs import AvroCompressionCodec
+from pyiceberg.avro.file import AvroOutputFile
+from pyiceberg.avro.resolver import resolve_writer
+from pyiceberg.avro.writer import Writer
+from pyiceberg.io import OutputFile
 from pyiceberg.manifest import (
     DataFile,
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    ManifestListWriter,
+    ManifestListWriterV2,
+    ManifestWriter,
+    ManifestWriterV2,
     write_manifest,
     write_manifest_list,
 )
@@ -135,7 +147,9 @@ def new_manifest(
         return None
     location = fio.location(_name("manifest", snapshot_id))
     kept: list[ManifestEntry] = []
-    writer = write_manifest(2, spec, schema, fio.new_output(location), snapshot_id, CODEC)
+    output = fio.new_output(location)
+    writer: ManifestWriter = _ManifestWriter(spec, schema, output, snapshot_id, CODEC) if _PREBUILT \
+        else write_manifest(2, spec, schema, output, snapshot_id, CODEC)
     with writer:
         for df in added:
             writer.add_entry(ManifestEntry.from_args(
@@ -169,8 +183,98 @@ def write_list(
         '/data/t/metadata/snap-7-....avro'
     """
     location = fio.location(_name("snap", snapshot_id))
-    with write_manifest_list(2, fio.new_output(location), snapshot_id, parent_id, sequence_number, CODEC) as w:
+    output = fio.new_output(location)
+    lister: ManifestListWriter = _ManifestListWriter(output, snapshot_id, parent_id, sequence_number, CODEC) \
+        if _PREBUILT else write_manifest_list(2, output, snapshot_id, parent_id, sequence_number, CODEC)
+    with lister as w:
         w.add_manifests(list(manifests))
         written = [w.prepare_manifest(m) for m in manifests]  # with this snapshot's sequence numbers
     _remember_list(location, written)
     return location
+
+
+# -------------------------------------------------------------------------- Avro writers built once per schema
+# pyiceberg builds, for every manifest and manifest list it writes, the file schema, the record writer resolved
+# against it (a visitor over the whole manifest-entry schema) and the header's metadata (the table schema as
+# JSON): most of the cost of a commit's small manifest. They depend only on the table schema and partition
+# spec, so they are kept per (spec, schema) object -- the same objects from commit to commit, as the last
+# metadata is remembered -- and the bytes written are pyiceberg's own. With a pyiceberg whose writers lack
+# these hooks, its own writers are used as they are.
+
+_PREBUILT = all(hasattr(ManifestWriterV2, name) for name in ("new_writer", "_with_partition", "_meta")) and all(
+    hasattr(AvroOutputFile, name) for name in ("_write_header", "write_block")) and all(
+    hasattr(_avro_file, name) for name in ("_SCHEMA_KEY", "META_SCHEMA", "AvroFileHeader", "MAGIC"))
+_parts: OrderedDict[tuple[int, int, str], tuple[PartitionSpec, Schema, Schema, Writer, dict[str, str]]] = OrderedDict()
+_list_writer: Writer | None = None
+
+
+_headers: OrderedDict[tuple[int, str], tuple[Schema, str]] = OrderedDict()
+_header_writer: Writer | None = None
+
+
+class _PrebuiltAvroFile(AvroOutputFile[Any]):
+    """pyiceberg's Avro file writer, given the record writer instead of resolving it from the schemas, and
+    writing the header with the file schema's Avro JSON converted once per schema."""
+
+    def __init__(self, output_file: OutputFile, file_schema: Schema, schema_name: str, writer: Writer,
+                 metadata: dict[str, str]) -> None:
+        self.output_file = output_file
+        self.file_schema = file_schema
+        self.schema_name = schema_name
+        self.sync_bytes = os.urandom(16)
+        self.writer = writer
+        self.metadata = metadata
+
+    def _write_header(self) -> None:  # as pyiceberg's, with the schema JSON and the header writer kept
+        global _header_writer
+        from pyiceberg.avro import file as avro_file
+        from pyiceberg.avro.codecs import AVRO_CODEC_KEY, CODEC_MAPPING_ICEBERG_TO_AVRO
+        from pyiceberg.avro.resolver import construct_writer
+        from pyiceberg.table import TableProperties
+        from pyiceberg.utils.schema_conversion import AvroSchemaConversion
+
+        codec_name = self.metadata.get(AVRO_CODEC_KEY, TableProperties.WRITE_AVRO_COMPRESSION_DEFAULT)
+        codec_name = CODEC_MAPPING_ICEBERG_TO_AVRO.get(codec_name) or codec_name
+        key = (id(self.file_schema), self.schema_name)
+        with _lock:
+            found = _headers.get(key)
+        if found is None or found[0] is not self.file_schema:
+            found = (self.file_schema, json.dumps(
+                AvroSchemaConversion().iceberg_to_avro(self.file_schema, schema_name=self.schema_name)))
+            with _lock:
+                _headers[key] = found
+                while len(_headers) > 64:
+                    _headers.popitem(last=False)
+        meta = {**self.metadata, avro_file._SCHEMA_KEY: found[1], AVRO_CODEC_KEY: codec_name}
+        if _header_writer is None:
+            _header_writer = construct_writer(avro_file.META_SCHEMA)
+        _header_writer.write(self.encoder, avro_file.AvroFileHeader(avro_file.MAGIC, meta, self.sync_bytes))
+
+
+class _ManifestWriter(ManifestWriterV2):
+    def new_writer(self) -> AvroOutputFile[ManifestEntry]:
+        key = (id(self._spec), id(self._schema), str(self._compression))
+        with _lock:
+            found = _parts.get(key)
+        if found is None or found[0] is not self._spec or found[1] is not self._schema:
+            file_schema = self._with_partition(2)
+            writer = resolve_writer(record_schema=self._with_partition(2), file_schema=file_schema)
+            found = (self._spec, self._schema, file_schema, writer, self._meta)  # holding them keeps the ids unique
+            with _lock:
+                _parts[key] = found
+                while len(_parts) > 64:
+                    _parts.popitem(last=False)
+        return _PrebuiltAvroFile(self._output_file, found[2], "manifest_entry", found[3], found[4])
+
+
+class _ManifestListWriter(ManifestListWriterV2):
+    def __enter__(self) -> ManifestListWriter:
+        global _list_writer
+        from pyiceberg.manifest import MANIFEST_LIST_FILE_SCHEMAS
+
+        schema = MANIFEST_LIST_FILE_SCHEMAS[2]
+        if _list_writer is None:
+            _list_writer = resolve_writer(record_schema=schema, file_schema=schema)
+        self._writer = _PrebuiltAvroFile(self._output_file, schema, "manifest_file", _list_writer, self._meta)
+        self._writer.__enter__()
+        return self
