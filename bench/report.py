@@ -497,15 +497,17 @@ def _details(results: dict[str, Result]) -> list[str]:
     if ua is not None and ua.extra:
         x = ua.extra
         plain = x.get("plain_s") or 0
-        med = x.get("median_commit_s") or {}
-        out += ["", f"**(uniform-appends) per commit**: UniForm {_ms(ua.deltalog_median)}, the same table without "
-                    f"`enabledFormats` (column mapping and icebergCompatV2 kept, so only the Iceberg step differs) "
-                    f"{_ms(ua.anchor_median)}, a plain table {_ms(plain)}: UniForm {x.get('ratio_vs_plain') or 0:.2f}× "
-                    f"the plain table, whose difference to the compat table ({x.get('compat_vs_plain') or 0:.2f}×) is "
-                    f"column mapping and the compat rules. The Iceberg step: {_ms(x.get('iceberg_step_s') or 0)} a "
-                    "commit. Medians of single commits: " + ", ".join(f"{k} {_ms(v)}" for k, v in med.items())
-                + ". Each commit is a fresh `write_table` call (snapshot load, data file, commit, `.crc`, a "
-                  "checkpoint every 10); the three tables take turns commit by commit."]
+        means = x.get("mean_commit_s") or {}
+        out += ["", f"**(uniform-appends) per commit** (median of single commits): UniForm {_ms(ua.deltalog_median)}, "
+                    f"the same table without `enabledFormats` (column mapping and icebergCompatV2 kept, so only the "
+                    f"Iceberg step differs) {_ms(ua.anchor_median)}, a plain table {_ms(plain)}: UniForm "
+                    f"{x.get('ratio_vs_plain') or 0:.2f}× the plain table, whose difference to the compat table "
+                    f"({x.get('compat_vs_plain') or 0:.2f}×) is column mapping and the compat rules. The Iceberg step: "
+                    f"{_ms(x.get('iceberg_step_s') or 0)} a commit. Means per commit (median of the runs; they also "
+                    "count the checkpoint every 10 commits and this shared machine's load spikes): "
+                    + ", ".join(f"{k} {_ms(v)}" for k, v in means.items())
+                    + f", UniForm / compat {x.get('ratio_of_means') or 0:.2f}×. Each commit is a fresh `write_table` "
+                    "call (snapshot load, data file, commit, `.crc`); the three tables take turns commit by commit."]
     uo = results.get("uniform-optimize")
     if uo is not None:
         out += ["", f"**(uniform-optimize)**: the OPTIMIZE commit removes {uo.params.get('files', 0):,} files and "

@@ -16,9 +16,11 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +44,7 @@ from deltalog.storage import LogStore
 from deltalog.uniform.datafiles import FileContext, data_file, file_location
 from deltalog.uniform.io import StoreFileIO, current_version, metadata_path, publish_metadata, read_metadata
 from deltalog.uniform.manifests import live_entries, manifest_entries, manifest_list, new_manifest, write_list
-from deltalog.uniform.schema import convert_schema, partition_spec, same_schema
+from deltalog.uniform.schema import ConvertedSchema, convert_schema, partition_spec, same_schema
 
 __all__ = [
     "DELTA_TIMESTAMP",
@@ -102,8 +104,7 @@ class _Building:
 
     # ------------------------------------------------------------------------------------ metadata
     def apply_metadata(self, md: Metadata, version: int) -> None:
-        schema = parse_schema(md.schemaString or '{"type":"struct","fields":[]}', table=self.table, version=version)
-        conv = convert_schema(schema, md.configuration, table=self.table)
+        schema, conv, mapping = _converted(md, self.table, version)
         same = next((s for s in self.schemas if same_schema(s, conv.schema)), None)
         if same is None:
             new_id = max((s.schema_id for s in self.schemas), default=-1) + 1
@@ -112,7 +113,7 @@ class _Building:
             self.schema_id = new_id
         else:
             self.schema_id = same.schema_id
-            conv.schema = same
+            conv = dataclasses.replace(conv, schema=same)
         self.last_column_id = max(self.last_column_id, conv.last_column_id)
         spec, new = partition_spec(md.partitionColumns, conv, self.specs, self.last_partition_id, table=self.table)
         if new:
@@ -124,7 +125,7 @@ class _Building:
         self.spec_id = spec.spec_id
         keep = {k: v for k, v in self.properties.items() if not k.startswith("delta.")}
         keep.update(md.configuration)
-        keep[NAME_MAPPING] = conv.name_mapping.model_dump_json()
+        keep[NAME_MAPPING] = mapping
         self.properties = keep
         parts = []
         for name in md.partitionColumns:
@@ -295,6 +296,26 @@ class _Building:
         ))
 
 
+_conversions: OrderedDict[tuple[str, str, tuple[tuple[str, str], ...]], tuple[Any, ConvertedSchema, str]] = \
+    OrderedDict()
+
+
+def _converted(md: Metadata, table: str, version: int) -> tuple[Any, ConvertedSchema, str]:
+    """The Delta schema of ``md``, its Iceberg conversion (schema id 0) and the name mapping's JSON, remembered
+    per table, schema and configuration (a commit's metadata is usually the one before's: this is per commit
+    otherwise). The conversion is shared: callers replace its fields, never change them in place."""
+    key = (table, md.schemaString or "", tuple(sorted(md.configuration.items())))
+    found = _conversions.get(key)
+    if found is None:
+        schema = parse_schema(md.schemaString or '{"type":"struct","fields":[]}', table=table, version=version)
+        conv = convert_schema(schema, md.configuration, table=table)
+        found = (schema, conv, conv.name_mapping.model_dump_json())
+        _conversions[key] = found
+        while len(_conversions) > 64:
+            _conversions.popitem(last=False)
+    return found
+
+
 def _int(raw: Any, default: int) -> int:
     try:
         return int(raw)
@@ -437,6 +458,7 @@ def clear_caches() -> None:
     import deltalog.uniform.manifests as manifests
 
     _metadata_cache.clear()
+    _conversions.clear()
     with manifests._lock:
         manifests._cache.clear()
         manifests._lists.clear()

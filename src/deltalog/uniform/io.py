@@ -22,7 +22,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile, OutputStream
@@ -145,10 +145,24 @@ class StoreFileIO(FileIO):
         #: While :attr:`deferring`, finished files wait here (store path -> bytes) for :meth:`flush`.
         self.pending: dict[str, bytes] = {}
         self.deferring = False
+        #: On a local disk the deferred files are written at once in the background (not yet named by
+        #: anything, so not yet needed durable): :meth:`flush` / :func:`publish_metadata` wait for these.
+        self.started: dict[str, Future[None]] = {}
 
     def defer(self, path: str, data: bytes) -> None:
-        """Keep a finished file for :meth:`flush` (files under fresh names: put whole, never overwritten)."""
+        """Keep a finished file for :meth:`flush` (files under fresh names: put whole, never overwritten); on
+        a local disk its write starts now, so its fsync overlaps the work that builds the files naming it."""
         self.pending[path] = data
+        if isinstance(self.store, LocalLogStore):
+            self.started[path] = _writers().submit(self.store.write_fresh, path, data)
+
+    def _take(self) -> tuple[list[str], list[Future[None]], list[tuple[str, bytes]]]:
+        """The deferred files' paths, the writes of them already started and the files not started yet, handed
+        over (and forgotten here)."""
+        items, self.pending = list(self.pending.items()), {}
+        started, self.started = self.started, {}
+        return ([path for path, _ in items], [started[path] for path, _ in items if path in started],
+                [(path, data) for path, data in items if path not in started])
 
     def flush(self) -> None:
         """Put every deferred file, in parallel (each is durable before this returns); an error is raised once
@@ -162,14 +176,16 @@ class StoreFileIO(FileIO):
         Example:
             >>> fio.flush()                                                       # doctest: +SKIP
         """
-        items, self.pending = list(self.pending.items()), {}
+        paths, started, items = self._take()
         store = self.store
         if isinstance(store, LocalLogStore):
             local = store
             _parallel([functools.partial(local.write_fresh, path, data) for path, data in items])
-            if items:  # one directory fsync for them all, before a metadata JSON names them
-                local.sync_dirs([path for path, _ in items])
+            _wait(started)
+            if paths:  # one directory fsync for them all, before a metadata JSON names them
+                local.sync_dirs(paths)
             return
+        _wait(started)
         _parallel([functools.partial(store.write, path, data, overwrite=False) for path, data in items])
 
     def location(self, path: str) -> str:
@@ -218,6 +234,18 @@ def _parallel(calls: Sequence[Callable[[], object]]) -> None:
         raise errors[0]
 
 
+def _wait(futures: Sequence[Future[None]]) -> None:
+    """Wait for every one of ``futures``; the first failure is raised once all have finished."""
+    error: BaseException | None = None
+    for f in futures:
+        try:
+            f.result()
+        except BaseException as exc:
+            error = error or exc
+    if error is not None:
+        raise error
+
+
 def _parallel_settled(calls: Sequence[Callable[[], Any]]) -> tuple[list[Any], list[BaseException]]:
     """Run ``calls`` at once; every call's result (None for a failed one) and the failures."""
     futures = [_writers().submit(c) for c in calls[1:]] if len(calls) > 1 else []
@@ -239,8 +267,9 @@ def publish_metadata(fio: StoreFileIO, version: int, data: bytes) -> bool:
 
     Order is what keeps readers safe: a file is durable before one that names it can be seen. On an object
     store that is one PUT after the other (the manifests in parallel). On a local disk the content of all of
-    them is written and fsynced at once, in parallel (the manifests in place under their fresh names, the
-    metadata JSON and the hint as temporary files), and then three steps publish them in order: one fsync of
+    them is written and fsynced at once, in parallel (the manifests in place under their fresh names, each as
+    soon as it was made, see :meth:`StoreFileIO.defer`; the metadata JSON and the hint as temporary files),
+    and then three steps publish them in order: one fsync of
     ``metadata/`` for the manifests' entries; the metadata JSON's link and an fsync of ``metadata/``; the
     hint's rename, whose entry is left to the next directory fsync -- after a crash the hint may name the
     version before, which readers open as they would have a moment earlier (deltalog looks past it).
@@ -259,7 +288,7 @@ def publish_metadata(fio: StoreFileIO, version: int, data: bytes) -> bool:
         write_hint(store, version)
         return True
     local = store
-    items, fio.pending = list(fio.pending.items()), {}
+    paths, started, items = fio._take()
     calls: list[Callable[[], Staged | None]] = [
         lambda: local.stage(metadata_path(version), data),
         lambda: local.stage(HINT, str(version).encode("ascii")),
@@ -268,11 +297,15 @@ def publish_metadata(fio: StoreFileIO, version: int, data: bytes) -> bool:
     results, errors = _parallel_settled(calls)
     staged_md, staged_hint = results[0], results[1]
     try:
+        try:
+            _wait(started)
+        except BaseException as exc:
+            errors.append(exc)
         if errors:
             raise errors[0]
         assert staged_md is not None and staged_hint is not None
-        if items:
-            local.sync_dirs([path for path, _ in items])
+        if paths:
+            local.sync_dirs(paths)
         try:
             local.publish(staged_md, overwrite=False)
         except FileExistsError:
