@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import harness
+import sweep
 from harness import GIB, Result, load_results
 
 DOCS = harness.ROOT / "docs"
@@ -320,7 +321,7 @@ def render(results_dir: Path, out: Path) -> str:
     env = next((r.environment for r in results.values() if r.environment), {})
     loads = [r.environment.get("load_average_1min") for r in results.values() if r.environment]
     dates = sorted(str(r.environment["date"]) for r in results.values() if r.environment.get("date"))
-    when = dates[0] if not dates or dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+    when = "" if not dates else dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
     busy = max((x for x in loads if isinstance(x, (int, float))), default=None)
     lines = [
         "# Performance",
@@ -382,6 +383,7 @@ def render(results_dir: Path, out: Path) -> str:
                       f"{rss.extra['driver_python_rss_bytes'] / GIB:.2f} GiB RSS, its JVM "
                       f"{rss.extra['driver_jvm_rss_bytes'] / GIB:.2f} GiB RSS (the file list Spark plans from is "
                       "one small object per file)."]
+    lines += _sweep_section(results_dir, out.parent / sweep.PLOT_NAME)
     missed = [results[k] for k in sorted(results) if not results[k].holds]
     lines += ["", "## Targets not met yet", ""]
     if not missed:
@@ -520,6 +522,64 @@ def _details(results: dict[str, Result]) -> list[str]:
         items = sorted(st.extra.items(), key=lambda kv: int(kv[0].rpartition("=")[2] or 0))
         admission = "; ".join(f"{k}: {v}" for k, v in items)
         out += ["", f"**(streaming) admission control**, 100 pending files, `Trigger.AvailableNow`: {admission}."]
+    return out
+
+
+def _sweep_section(results_dir: Path, plot_path: Path) -> list[str]:
+    """The "Sweep" section from ``sweep.json`` (``bench/sweep.py``, issue 55), with its plot drawn to
+    ``plot_path``; nothing when the sweep has not run."""
+    doc = sweep.load(results_dir)
+    if not doc or not doc.get("cells"):
+        return []
+    cells: list[dict[str, Any]] = doc["cells"]
+    yes = lambda c: "yes" if c["holds"] else "**no**"  # noqa: E731
+    out = ["", "## Sweep: deletion-vector reads and MERGE at everyday sizes", "",
+           f"`bench/sweep.py` (issue 55), {doc.get('files', '?')} files per table, local[2], the median of "
+           f"{doc.get('repeat', '?')} timed runs per side, the sides of each row measured alternately in one run"
+           + ("" if doc.get("complete") else " (**incomplete run**: the cells measured before it stopped)")
+           + (" (**quick sizes**: the numbers only show that the sweep runs)" if doc.get("quick") else "")
+           + ". Each Delta read starts at `spark.read.format(\"delta\").load(path)`; DV = deletion vectors on "
+           "every file after deleting 1% of the rows (`id % 100 = 7`); floor = Spark reading the DV table's files "
+           "with `_metadata.row_index` (no row dropped); copy-on-write = the same rows after a copy-on-write DELETE; "
+           "parquet = that table's files through `spark.read.parquet`. `count()` of a Delta table is answered from "
+           "the log (no Spark job)."]
+    if plot_path and sweep.plot(doc, plot_path):
+        out += ["", f"![sweep ratios]({plot_path.name})"]
+    reads: dict[tuple[int, str], dict[str, dict[str, Any]]] = {}
+    for c in cells:
+        if c["kind"] == "read":
+            reads.setdefault((c["rows"], c["shape"]), {})[f"{c['ours']}/{c['anchor']}"] = c
+    if reads:
+        out += ["", "| rows | shape | DV | floor | copy-on-write | parquet | DV / floor (≤ 1.3×) | DV / CoW | "
+                "CoW / parquet | Spark jobs DV / floor / CoW / parquet |", "|---|---|---|---|---|---|---|---|---|---|"]
+        order = {s: i for i, s in enumerate(sweep.SHAPES)}
+        for (rows, shape), r in sorted(reads.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 99))):
+            floor, dv_cow, cow_pq = r.get("dv/floor"), r.get("dv/cow"), r.get("cow/parquet")
+            if not (floor and dv_cow and cow_pq):
+                continue
+            out.append(
+                f"| {rows:,} | `{sweep.SHAPE_TEXT.get(shape, shape)}` | {_ms(floor['ours_s'])} | "
+                f"{_ms(floor['anchor_s'])} | {_ms(dv_cow['anchor_s'])} | {_ms(cow_pq['anchor_s'])} | "
+                f"{floor['ratio']:.2f}×{'' if floor['holds'] else ' **no**'} | {dv_cow['ratio']:.2f}× | "
+                f"{cow_pq['ratio']:.2f}× | {floor['ours_jobs']} / {floor['anchor_jobs']} / {dv_cow['anchor_jobs']} / "
+                f"{cow_pq['anchor_jobs']} |")
+    plans = [c for c in cells if c["kind"] == "plan"]
+    if plans:
+        out += ["", "Planning alone (`load()`, no action):", "",
+                "| rows | DV | copy-on-write | difference (≤ 50 ms) | holds |", "|---|---|---|---|---|"]
+        for c in sorted(plans, key=lambda c: c["rows"]):
+            out.append(f"| {c['rows']:,} | {_ms(c['ours_s'])} | {_ms(c['anchor_s'])} | "
+                       f"{c['difference_ms']:+,.0f} ms | {yes(c)} |")
+    merges = [c for c in cells if c["kind"] == "merge"]
+    if merges:
+        out += ["", "MERGE upsert (`whenMatchedUpdateAll().whenNotMatchedInsertAll()`, half the source matching keys "
+                "spread over the whole target, half new) against the hand-written Spark full outer join + parquet "
+                "write of the same result; Spark jobs counted per call with a job group:", "",
+                "| source rows | target rows | MERGE | hand-written | ratio (≤ 1.3×) | Spark jobs MERGE / hand-written "
+                "(≤ hand-written + 2) | holds |", "|---|---|---|---|---|---|---|"]
+        for c in sorted(merges, key=lambda c: (c["source_rows"], c["target_rows"])):
+            out.append(f"| {c['source_rows']:,} | {c['target_rows']:,} | {_ms(c['ours_s'])} | {_ms(c['anchor_s'])} | "
+                       f"{c['ratio']:.2f}× | {c['ours_jobs']} / {c['anchor_jobs']} | {yes(c)} |")
     return out
 
 

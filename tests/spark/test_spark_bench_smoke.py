@@ -1,9 +1,10 @@
 """The Spark benchmarks of issue 15 run end to end at tiny sizes: scans over
 many files (``bench/scan_planning.py``), MERGE / DELETE / UPDATE / OPTIMIZE against hand-written jobs and
 delta-rs (``bench/spark_dml.py``), DELETE with deletion vectors plus the scans after it (``bench/dml_dv.py``),
-and the scans before and after ``maintain`` (``bench/maintain_dv.py``). They record what the issue counts -- no
-status/list call per data file in deltalog's planning, only the matching files read by a selective scan, the
-rows each command changed -- and the report renders them. Times are never asserted."""
+the scans before and after ``maintain`` (``bench/maintain_dv.py``) and issue 55's sweep (``bench/sweep.py``).
+They record what the issue counts -- no status/list call per data file in deltalog's planning, only the
+matching files read by a selective scan, the rows each command changed, the Spark jobs of each side -- and
+the report renders them. Times are never asserted."""
 
 from __future__ import annotations
 
@@ -101,3 +102,34 @@ def test_spark_dml_benchmarks_quick(spark: Any, tmp_path: Path) -> None:
         _result(results, workload)
     text = _report(results, env, tmp_path)
     assert "spark-merge" in text and "spark-zorder-sortwrite" in text
+
+
+def test_spark_sweep_quick(spark: Any, tmp_path: Path) -> None:
+    """Issue 55's sweep (``bench/sweep.py``) at its smallest: one read size and shape, one MERGE, in the shared
+    session; every cell lands in sweep.json with both sides timed and the jobs counted, and the report renders
+    the Sweep section with its plot."""
+    results = tmp_path / "results"
+    argv = ["--quick", "--rows", "20000", "--shapes", "agg", "--merges", "100:1000", "--results-dir", str(results),
+            "--data-dir", str(tmp_path / "data"), "--plot", str(tmp_path / "plot.png")]
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import sweep
+
+        assert sweep.main(argv, spark=spark) == 0
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    assert spark.range(1).count() == 1  # still running
+    doc = json.loads((results / "sweep.json").read_text())
+    assert doc["complete"] and doc["quick"]
+    kinds = [(c["kind"], c["shape"], c["ours"], c["anchor"]) for c in doc["cells"]]
+    assert kinds == [("read", "agg", "dv", "floor"), ("read", "agg", "dv", "cow"), ("read", "agg", "cow", "parquet"),
+                     ("plan", "load()", "dv", "cow"), ("merge", "upsert", "merge", "hand")]
+    for c in doc["cells"]:
+        assert c["ours_s"] > 0 and c["anchor_s"] > 0 and c["ratio"] > 0
+    merge = doc["cells"][-1]
+    assert merge["anchor_jobs"] > 0 and merge["ours_jobs"] > 0 and merge["jobs_target"] == merge["anchor_jobs"] + 2
+    assert doc["cells"][0]["anchor_jobs"] > 0  # the floor scans
+    assert (tmp_path / "plot.png").exists()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MPLCONFIGDIR": str(tmp_path / "mpl")}
+    text = _report(results, env, tmp_path)
+    assert "## Sweep" in text and "| 100 | 1,000 |" in text and (tmp_path / "sweep.png").exists()
