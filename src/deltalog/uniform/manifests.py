@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import threading
@@ -188,7 +189,8 @@ def write_list(
         if _PREBUILT else write_manifest_list(2, output, snapshot_id, parent_id, sequence_number, CODEC)
     with lister as w:
         w.add_manifests(list(manifests))
-        written = [w.prepare_manifest(m) for m in manifests]  # with this snapshot's sequence numbers
+        # with this snapshot's sequence numbers
+        written = getattr(w, "prepared", None) or [w.prepare_manifest(m) for m in manifests]
     _remember_list(location, written)
     return location
 
@@ -202,7 +204,7 @@ def write_list(
 # these hooks, its own writers are used as they are.
 
 _PREBUILT = all(hasattr(ManifestWriterV2, name) for name in ("new_writer", "_with_partition", "_meta")) and all(
-    hasattr(AvroOutputFile, name) for name in ("_write_header", "write_block")) and all(
+    hasattr(AvroOutputFile, name) for name in ("_write_header", "write_block", "compression_codec")) and all(
     hasattr(_avro_file, name) for name in ("_SCHEMA_KEY", "META_SCHEMA", "AvroFileHeader", "MAGIC"))
 _parts: OrderedDict[tuple[int, int, str], tuple[PartitionSpec, Schema, Schema, Writer, dict[str, str]]] = OrderedDict()
 _list_writer: Writer | None = None
@@ -267,7 +269,48 @@ class _ManifestWriter(ManifestWriterV2):
         return _PrebuiltAvroFile(self._output_file, found[2], "manifest_entry", found[3], found[4])
 
 
+_encoded: OrderedDict[tuple[str, int, int], bytes] = OrderedDict()
+
+
 class _ManifestListWriter(ManifestListWriterV2):
+    """Writes the list's records with each manifest's Avro record encoded once: a manifest never changes once
+    written, and the list of the next snapshot names the same manifests again (with the same sequence
+    numbers once assigned), so only the new ones are encoded per commit."""
+
+    prepared: list[ManifestFile]
+
+    def add_manifests(self, manifest_files: list[ManifestFile]) -> ManifestListWriter:
+        from pyiceberg.avro.encoder import BinaryEncoder
+
+        self.prepared = [self.prepare_manifest(m) for m in manifest_files]
+        out = self._writer
+        records = []
+        for m in self.prepared:
+            key = (m.manifest_path, m.sequence_number, m.min_sequence_number)
+            with _lock:
+                found = _encoded.get(key)
+            if found is None:
+                buf = io.BytesIO()
+                out.writer.write(BinaryEncoder(buf), m)
+                found = buf.getvalue()
+                with _lock:
+                    _encoded[key] = found
+                    while len(_encoded) > _CACHE_SIZE:
+                        _encoded.popitem(last=False)
+            records.append(found)
+        block = b"".join(records)  # the block AvroOutputFile.write_block writes, from the encoded records
+        out.encoder.write_int(len(records))
+        codec = out.compression_codec()
+        if codec:
+            content, length = codec.compress(block)
+            out.encoder.write_int(length)
+            out.encoder.write(content)
+        else:
+            out.encoder.write_int(len(block))
+            out.encoder.write(block)
+        out.encoder.write(out.sync_bytes)
+        return self
+
     def __enter__(self) -> ManifestListWriter:
         global _list_writer
         from pyiceberg.manifest import MANIFEST_LIST_FILE_SCHEMAS
