@@ -45,3 +45,29 @@ def test_spark_write_and_merge_keep_iceberg_metadata_current(spark: Any, tmp_pat
     md = pyiceberg_table(path).metadata
     assert md.properties["delta-version"] == str(deltalog.Table(path).latest_version())
     assert [s.summary["delta-version"] for s in md.snapshots] == ["0", "1"]
+
+
+def test_sql_and_streaming_writes_keep_iceberg_metadata_current(spark: Any, tmp_path: Any) -> None:
+    """SQL (CREATE TABLE with TBLPROPERTIES, INSERT, UPDATE, DELETE) and a streaming append each leave one Iceberg
+    snapshot per Delta commit that pyiceberg reads as deltalog does."""
+    pytest.importorskip("pyiceberg")
+    path = str(tmp_path / "t")
+    props = ", ".join(f"'{k}' = '{v}'" for k, v in UNIFORM.items())
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, v STRING) USING delta TBLPROPERTIES ({props})")
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    spark.sql(f"UPDATE delta.`{path}` SET v = 'B' WHERE id = 2")
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 3")
+    columns = ["id", "v"]
+    assert pyiceberg_rows(path, columns) == _delta(path, columns) == [(1, "a"), (2, "B")]
+
+    incoming = str(tmp_path / "incoming")
+    spark.createDataFrame([(100, "s"), (101, "s")], "id long, v string").write.parquet(incoming)
+    stream = spark.readStream.schema("id long, v string").parquet(incoming)
+    query = (stream.writeStream.format("delta").outputMode("append")
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start(path))
+    query.awaitTermination(120)
+    expected = _delta(path, columns)
+    assert expected == [(1, "a"), (2, "B"), (100, "s"), (101, "s")]
+    assert pyiceberg_rows(path, columns) == expected
+    md = pyiceberg_table(path).metadata
+    assert md.properties["delta-version"] == str(deltalog.Table(path).latest_version())
