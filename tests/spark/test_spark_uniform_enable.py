@@ -172,3 +172,20 @@ def test_upgrade_uniform_and_the_conformance_table(spark: Any, tmp_path: Path) -
     after = spark.read.format("delta").load(path)
     assert after.where("IntegerType = 0").count() == 0 and after.count() < count + 2
     assert {r[0] for r in after.where("IntegerType = 1").select("StringType").collect()} == {"changed"}
+
+
+def test_merge_adding_nested_columns_writes_their_ids(spark: Any, tmp_path: Path) -> None:
+    """A MERGE with schema evolution that adds an array and a map column to a compat table gives their elements,
+    keys and values ids before it writes a file: every field of the new files carries one."""
+    from deltalog.spark import DeltaTable
+
+    path = str(tmp_path / "t")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, v STRING) USING delta TBLPROPERTIES ({PROPS})")
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'a'), (2, 'b')")
+    source = spark.createDataFrame([(2, "B", [1, 2], {"k": 1}), (3, "c", None, None)],
+                                   "id long, v string, xs array<int>, m map<string,int>")
+    (DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), "t.id = s.id").withSchemaEvolution()
+     .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+    snap = _check(path)
+    assert [f.name for f in snap.schema.fields] == ["id", "v", "xs", "m"]
+    assert _rows(spark, path, "id", "v") == [(1, "a"), (2, "B"), (3, "c")]
