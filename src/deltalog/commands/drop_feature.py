@@ -63,7 +63,8 @@ if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.txn.handle import TableHandle
 
-__all__ = ["REMOVABLE_FEATURES", "DropFeatureResult", "drop_feature", "feature_traces", "protocol_without"]
+__all__ = ["REMOVABLE_FEATURES", "DropFeatureResult", "drop_feature", "feature_traces", "protocol_without",
+           "rewrite_files"]
 
 _RETENTION = "delta.dropFeatureTruncateHistory.retentionDuration"
 _DEFAULT_RETENTION = "interval 24 hours"
@@ -260,9 +261,16 @@ def _set_conf(table: TableHandle, snap: Snapshot, conf: dict[str, str], clock: _
     return txn.commit().version
 
 
-def _rewrite_files(table: TableHandle, snap: Snapshot, rows: list[dict[str, Any]], clock: _Clock | None,
-                   *, purge: bool) -> int:
-    """Rewrite ``rows`` (live files) with their kept rows in the table's current types, ``dataChange=false``."""
+def rewrite_files(table: TableHandle, snap: Snapshot, rows: list[dict[str, Any]], clock: _Clock | None,
+                  *, purge: bool, iceberg_compat: int | None = None) -> int:
+    """Rewrite ``rows`` (live files) with their kept rows in the table's current types, ``dataChange=false``,
+    in one REORG commit (``purge``: deletion vectors are purged); returns its version. ``iceberg_compat``: the
+    Iceberg compat version the new files follow (default: the table's own).
+
+    Example:
+        >>> rewrite_files(table, snap, snap.add_files().to_pylist(), None, purge=True)   # doctest: +SKIP
+        7
+    """
     from deltalog.data.read import kept_rows, read_file_rows, with_row_tracking_columns
     from deltalog.data.write_files import DataFileWriter
     from deltalog.txn.row_tracking import tracked_fields, tracked_schema
@@ -272,7 +280,8 @@ def _rewrite_files(table: TableHandle, snap: Snapshot, rows: list[dict[str, Any]
     tracked = tracked_fields(snap.protocol, snap.metadata)  # row tracking: the rows keep their ids
     schema = tracked_schema(snap.schema, tracked)
     writer = DataFileWriter(table.store, schema, snap.partition_columns, column_mapping=snap.column_mapping_mode,
-                            iceberg_compat=compat_version(snap.metadata.configuration))
+                            iceberg_compat=iceberg_compat if iceberg_compat is not None else
+                            compat_version(snap.metadata.configuration))
     written: list[str] = []
 
     def discard() -> None:
@@ -333,7 +342,7 @@ def _remove_traces(table: TableHandle, feature: str, clock: _Clock | None) -> li
             snap = table.snapshot()
         rows = [r for r in snap.add_files().to_pylist() if r.get("deletionVector")]
         if rows:
-            versions.append(_rewrite_files(table, snap, rows, clock, purge=True))
+            versions.append(rewrite_files(table, snap, rows, clock, purge=True))
     elif feature == "v2Checkpoint":
         at, only_v2 = _latest_checkpoint(snap)
         if str(conf.get("delta.checkpointPolicy", "classic")).lower() == "v2" or (only_v2 and at == snap.version):
@@ -350,7 +359,7 @@ def _remove_traces(table: TableHandle, feature: str, clock: _Clock | None) -> li
         if _schema_type_changes(snap.metadata.schemaString):
             rows = _old_type_files(snap)
             if rows:
-                versions.append(_rewrite_files(table, snap, rows, clock, purge=False))
+                versions.append(rewrite_files(table, snap, rows, clock, purge=False))
                 snap = table.snapshot()
             txn = table.transaction(SetTableProperties(properties={}), **_options(clock, snap))
             txn.update_metadata(replace(snap.metadata, schemaString=_without_type_changes(

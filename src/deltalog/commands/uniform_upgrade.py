@@ -26,8 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from deltalog.protocol.column_mapping import with_column_mapping
 from deltalog.protocol.iceberg_compat import (
     COMPAT_KEYS,
@@ -38,7 +36,7 @@ from deltalog.protocol.iceberg_compat import (
     enabled_formats,
 )
 from deltalog.txn.iceberg_compat import untagged_files
-from deltalog.txn.operations import Reorg, SetTableProperties
+from deltalog.txn.operations import SetTableProperties
 from deltalog.txn.writer_features import is_true
 
 if TYPE_CHECKING:
@@ -88,42 +86,10 @@ def _needs_rewrite(snap: Snapshot, version: int) -> list[dict[str, Any]]:
 def _rewrite(table: TableHandle, snap: Snapshot, rows: list[dict[str, Any]], version: int,
              clock: _Clock | None) -> int:
     """Rewrite ``rows`` (live files) for compat ``version``: kept rows only, ``dataChange=false``."""
-    from deltalog.data.read import kept_rows, read_file_rows, with_row_tracking_columns
-    from deltalog.data.write_files import DataFileWriter
-    from deltalog.txn.row_tracking import tracked_fields, tracked_schema
+    from deltalog.commands.drop_feature import rewrite_files
 
     purge = any(r.get("deletionVector") for r in rows)
-    txn = table.transaction(Reorg(apply_purge=purge), **_options(clock, snap))
-    txn.read_files(r["path"] for r in rows)
-    tracked = tracked_fields(snap.protocol, snap.metadata)  # row tracking: the rows keep their ids
-    schema = tracked_schema(snap.schema, tracked)
-    writer = DataFileWriter(table.store, schema, snap.partition_columns, column_mapping=snap.column_mapping_mode,
-                            iceberg_compat=version)
-    written: list[str] = []
-
-    def discard() -> None:
-        for rel in written:
-            table.store.delete(rel)
-
-    with txn.discard_unless_committed(discard):
-        try:
-            for row in rows:
-                if tracked is None:
-                    writer.write(read_file_rows(snap, row))
-                    continue
-                data = with_row_tracking_columns(snap, row, read_file_rows(snap, row, apply_deletion_vector=False),
-                                                 (tracked[0].name, tracked[1].name))
-                writer.write(data.filter(pa.array(kept_rows(snap, row, data.num_rows))))
-            files = writer.close()
-        except BaseException:
-            writer.abort()
-            raise
-        written.extend(f.rel_path for f in files)
-        txn.remove_files(rows, data_change=False)
-        for f in files:
-            txn.add_file(replace(f.to_add(), dataChange=False))
-        txn.keeps_row_ids = tracked is not None
-        return txn.commit().version
+    return rewrite_files(table, snap, rows, clock, purge=purge, iceberg_compat=version)
 
 
 def upgrade_uniform(table: TableHandle, *, iceberg_compat_version: int = 2,
