@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -90,16 +91,57 @@ def test_without_row_counts_files_get_ids(spark: Any, tmp_path: Path, monkeypatc
     assert calls == [True]
 
 
-def test_shared_sizes_fall_back_to_the_path(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_shared_sizes_told_apart_by_modification_time(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two files of one size: planned from the log, a file is told apart by its size and modification time
+    (a perfect hash of the two, searched on the driver); with the same modification time too, or with
+    explicit paths (whose times are the file system's), the path join -- the same rows each way."""
     path = str(tmp_path / "t")
     table = _table(path, [list(range(0, 100)), list(range(0, 100)), list(range(100, 300))])  # two alike
     sizes = table.snapshot().add_files().column("size").to_pylist()
     assert len(set(sizes)) == 2
     table.delete([("id", "in", [5, 7, 205])])
-    calls = _spy(monkeypatch)
     want = sorted([i for i in range(100) if i not in (5, 7)] * 2 + [i for i in range(100, 300) if i != 205])
-    assert _ids(read(spark, path)) == want == sorted(table.snapshot().to_arrow().column("id").to_pylist())
-    assert calls == [False]
+    files = deltalog.Table(path).snapshot().add_files()
+    times = files.column("modificationTime").to_pylist()
+    if len(set(times)) < 3:  # written within one millisecond: make them differ
+        _rewrite_adds(path, lambda add: add.update(modificationTime=add["modificationTime"] + sizes.index(
+            add["size"]) + 7 * int(add["path"] == files.column("path")[0].as_py())))
+        files = deltalog.Table(path).snapshot().add_files()
+    found = dv_scan.hashed_file_ids(files)
+    assert found is not None
+    _, m, ids = found
+    assert len(set(ids.tolist())) == 3 and all(0 <= i < m for i in ids.tolist())
+    assert dv_scan.hashed_file_ids(files.slice(0, 1)) is not None
+    calls = _spy(monkeypatch)
+    kernel = deltalog.Table(path).snapshot().to_arrow().column("id").to_pylist()
+    assert _ids(read(spark, path)) == want == sorted(kernel)
+    assert calls == [True]
+    spark.conf.set(FILE_INDEX_CONF, "paths")
+    try:
+        assert _ids(read(spark, path)) == want
+    finally:
+        spark.conf.unset(FILE_INDEX_CONF)
+    assert calls == [True, False]
+    _rewrite_adds(path, lambda add: add.update(modificationTime=1_700_000_000_000))  # size and time alike
+    assert dv_scan.hashed_file_ids(deltalog.Table(path).snapshot().add_files()) is None
+    assert _ids(read(spark, path)) == want
+    assert calls == [True, False, False]
+
+
+def test_hashed_ids_have_no_collision() -> None:
+    """The perfect hash of many files of few sizes written within a few milliseconds (a job's output)."""
+    rng = np.random.default_rng(5)
+    for n in (2, 8, 64, 300):
+        files = pa.table({"size": rng.integers(1_538_240, 1_538_280, n), "modificationTime":
+                          1_796_231_623_689 + np.arange(n) * 3 + rng.integers(0, 2, n)})
+        found = dv_scan.hashed_file_ids(files)
+        assert found is not None, n
+        a, m, ids = found
+        sizes = files.column("size").to_numpy()
+        times = files.column("modificationTime").to_numpy()
+        assert np.array_equal(ids, (sizes * a + times) % m) and np.unique(ids).size == n
 
 
 def test_log_size_unlike_the_file_falls_back(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

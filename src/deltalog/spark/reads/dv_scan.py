@@ -5,9 +5,12 @@ part: ``_metadata.file_path`` is a string per row, and a join on ``(path, row_in
 every row (most of a deletion-vector scan's time). A file's size identifies it just as well when no
 two files of the scan share a size, and ``_metadata.file_size`` is a number Spark fills per file. So:
 
-* sizes are used only when they are unique among the scan's files and the store reports each
-  deletion-vector file with exactly the size the log records -- else :func:`keyed_scan` returns
-  ``None`` and the caller joins on the path;
+* sizes are used when they are unique among the scan's files and the store reports each
+  deletion-vector file with exactly the size the log records. Files written by one job often share a size
+  (8 files of 1M rows did); then, for a scan planned from the log (whose ``_metadata.file_size`` and
+  ``file_modification_time`` are the log's), a file is told apart by ``(size * a + modification ms) % m``,
+  ``a`` and ``m`` searched on the driver so that no two of the scan's files get one id (a perfect hash).
+  Else :func:`keyed_scan` returns ``None`` and the caller joins on the path;
 * each row's key is ``row_index << b | file_size``, ``b`` the bit length of the largest size, when the
   log's ``numRecords`` statistics show that every row index fits in the remaining bits: two shifts per
   row and no per-file expression. Otherwise the deletion-vector files get small ids by size and the key
@@ -61,6 +64,8 @@ BIT_TEST_MAX_ROWS = 1 << 22
 ROW_KEY = "__deltalog_row_key"
 _KEY = ROW_KEY
 _ROW_BITS = 40  # row indexes below 2**40 (a trillion rows per file)
+_ROW = "_metadata.row_index"
+_SIZE = "_metadata.file_size"
 #: Deleted-row key frames kept for later reads of the same deletion vectors (dashboards re-reading one table
 #: version plan again without decoding the vectors or sending their keys to the JVM): at most this many frames,
 #: holding at most :data:`KEPT_KEYS` keys.
@@ -145,17 +150,11 @@ def row_key_bits(files: pa.Table) -> int | None:
         >>> row_key_bits(snap.add_files())                                       # doctest: +SKIP
         14
     """
-    from deltalog.log.stats_parsed import parse_stats
-
-    if "stats" not in files.column_names or files.num_rows == 0:
-        return None
-    parsed = parse_stats(files.column("stats"), pa.struct([("numRecords", pa.int64())]))
-    counts = pc.struct_field(parsed, "numRecords")  # null where the whole stats string is
-    if counts.null_count:
+    rows = _row_bits(files)  # twice the room the row indexes need, in case a count is off
+    if rows is None:
         return None
     bits = int(pc.max(files.column("size")).as_py()).bit_length()
-    most = int(pc.max(counts).as_py() or 0)  # twice the room the row indexes need, in case a count is off
-    return bits if bits + most.bit_length() <= 62 else None
+    return bits if bits + rows <= 62 else None
 
 
 def _ids_by_size(
@@ -188,30 +187,91 @@ def _ids_by_size(
     return ids
 
 
-def _bit(rows: np.ndarray, row: Any) -> Any:
-    """1 for a scan row whose ``row`` (its ``_metadata.row_index``) is among ``rows`` (one file's deleted
-    row indexes), else 0: the row's bit tested in the deletion vector as one constant ``array<bigint>`` (a
-    JSON string Spark's optimizer parses once)."""
-    from pyspark.sql import functions as F
+#: At most this many files are told apart by a hash of size and modification time (the search for a
+#: collision-free modulus grows with their square).
+MAX_HASHED_FILES = 4096
+_MULTIPLIERS = (1, 65_537, 1_000_003)  # size * a + ms stays below 2**62 for sizes below 2**40
 
+
+def hashed_file_ids(files: pa.Table) -> tuple[int, int, np.ndarray] | None:
+    """``(a, m, ids)``: ``ids[i] = (size_i * a + modificationTime_i) % m`` is distinct for every file of
+    ``files`` (a perfect hash, ``m`` as small as the search finds), or ``None`` when two files share both
+    size and modification time, or there are more than :data:`MAX_HASHED_FILES` of them.
+
+    Example:
+        >>> a, m, ids = hashed_file_ids(snap.add_files())                        # doctest: +SKIP
+        >>> (a, m)
+        (1, 11)
+    """
+    n = files.num_rows
+    if n == 0 or n > MAX_HASHED_FILES or "modificationTime" not in files.column_names:
+        return None
+    sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
+    times = files.column("modificationTime").to_numpy(zero_copy_only=False).astype(np.int64)
+    if (sizes < 0).any() or (sizes >= 1 << 40).any() or (times < 0).any() or (times >= 1 << 52).any():
+        return None
+    if len(set(zip(sizes.tolist(), times.tolist(), strict=True))) != n:
+        return None
+    start = max(n, n * n // 8)
+    for m in range(start, start + 64 * n + 1024):
+        for a in _MULTIPLIERS:
+            ids = (sizes * a + times) % m
+            if np.unique(ids).size == n:
+                return a, m, ids
+    return None
+
+
+def _file_ids(
+    snapshot: Snapshot, files: pa.Table, deleted: list[tuple[int, np.ndarray]], *, sizes_from_log: bool,
+) -> tuple[str, np.ndarray, int] | None:
+    """How the scan's rows tell their file apart: ``(sql, ids, bits)`` -- each row's file id as Spark SQL,
+    ``ids[i]`` file ``i``'s id and the ids' bit length -- or ``None`` (join on the path). The id is the file's
+    size when sizes are unique (and are the log's, or the store's match them); else, when the scan is planned
+    from the log, :func:`hashed_file_ids`."""
+    sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
+    if _ids_by_size(snapshot, files, deleted, sizes_from_log=sizes_from_log, limit=False) is not None:
+        return _SIZE, sizes, int(sizes.max()).bit_length()
+    found = hashed_file_ids(files) if sizes_from_log else None
+    if found is None:
+        return None
+    a, m, ids = found
+    return f"(({_SIZE} * {a} + unix_millis(_metadata.file_modification_time)) % {m})", ids, (m - 1).bit_length()
+
+
+def _row_bits(files: pa.Table) -> int | None:
+    """Twice the room the scan's row indexes need (in bits), from the files' ``numRecords``; ``None`` when a
+    count is unknown."""
+    from deltalog.log.stats_parsed import parse_stats
+
+    if "stats" not in files.column_names or files.num_rows == 0:
+        return None
+    parsed = parse_stats(files.column("stats"), pa.struct([("numRecords", pa.int64())]))
+    counts = pc.struct_field(parsed, "numRecords")  # null where the whole stats string is
+    if counts.null_count:
+        return None
+    return int(pc.max(counts).as_py() or 0).bit_length()
+
+
+def _bit(rows: np.ndarray) -> str:
+    """Spark SQL: 1 for a scan row whose ``_metadata.row_index`` is among ``rows`` (one file's deleted row
+    indexes), else 0: the row's bit tested in the deletion vector as one constant ``array<bigint>`` (a JSON
+    string Spark's optimizer parses once)."""
     indexes = rows.astype(np.uint64)
     words = np.zeros(int(indexes.max()) // 64 + 1, dtype=np.uint64)
     np.bitwise_or.at(words, indexes >> np.uint64(6), np.left_shift(np.uint64(1), indexes & np.uint64(63)))
-    bitmap = F.from_json(F.lit(json.dumps(words.view(np.int64).tolist())), "array<bigint>")
-    word = F.shiftright(row, 6)
-    bit = F.getbit(F.element_at(bitmap, (word + 1).cast("int")), row.bitwiseAND(63).cast("int"))
-    return F.when(word < F.lit(len(words)), bit).otherwise(F.lit(0))
+    bitmap = f"from_json('{json.dumps(words.view(np.int64).tolist())}', 'array<bigint>')"
+    word = f"shiftright({_ROW}, 6)"
+    bit = f"getbit(element_at({bitmap}, CAST({word} + 1 AS INT)), CAST({_ROW} & 63 AS INT))"
+    return f"CASE WHEN {word} < {len(words)} THEN {bit} ELSE 0 END"
 
 
-def _not_deleted(rows: np.ndarray, row: Any, file_size: Any, size: int | None) -> Any:
-    """True for the rows of a scan that ``rows`` (one file's deleted row indexes) does not delete, given each
-    row's ``row`` index and ``file_size`` columns; that file's ``size`` tells it apart, ``None`` when it is the
-    scan's only file. One bitmap only: a CASE over 16 files' bitmaps measured slower than the anti join
-    (5.2 s against 4.1 s on 10M rows)."""
-    from pyspark.sql import functions as F
-
-    keep = _bit(rows, row) == 0
-    return keep if size is None else keep | (file_size != F.lit(size))
+def _not_deleted(rows: np.ndarray, file_id: str, own: int | None) -> str:
+    """Spark SQL, true for the rows of a scan that ``rows`` (one file's deleted row indexes) does not delete,
+    given each row's ``file_id``; that file's id ``own`` tells it apart, ``None`` when it is the scan's only
+    file. One bitmap only: a CASE over 16 files' bitmaps measured slower than the anti join (5.2 s against
+    4.1 s on 10M rows)."""
+    keep = f"({_bit(rows)}) = 0"
+    return keep if own is None else f"({keep} OR {file_id} != {own})"
 
 
 def _keys_frame(spark: Any, keys: np.ndarray) -> Any:
@@ -245,7 +305,8 @@ def keyed_scan(
 ) -> Any | None:
     """``raw`` (Spark's parquet scan of ``files``, in which every file with a deletion vector is read
     whole) without the deleted rows, selecting ``columns``; ``None`` when the files cannot be told apart
-    by size (the caller then joins on ``_metadata.file_path``). ``sizes_from_log``: ``raw`` was planned
+    by size (or, planned from the log, by size and modification time; the caller then joins on
+    ``_metadata.file_path``). ``sizes_from_log``: ``raw`` was planned
     from the log (:mod:`deltalog.spark.reads.log_index`), so ``_metadata.file_size`` is the log's size.
     ``key_bits`` (:func:`row_key_bits` of ``files``, computed by the caller): every row keeps its packed
     :data:`ROW_KEY` (``row_index << key_bits | file_size``) as a last column; ``None`` when the sizes are
@@ -260,36 +321,43 @@ def keyed_scan(
     keep_key = key_bits is not None
     if keep_key and not sizes_from_log:  # every file's key must decode to the log's size
         return None
-    bits = key_bits if keep_key else row_key_bits(files)
     deleted = deleted_rows_per_file(snapshot, files)
-    ids = _ids_by_size(snapshot, files, deleted, sizes_from_log=sizes_from_log, limit=bits is None)
-    if ids is None:
-        return None
-    selected = [F.col(f"`{c.replace('`', '``')}`") for c in columns]
-    size = F.col("_metadata.file_size")
-    row = F.col("_metadata.row_index")
-    if not deleted:
-        if keep_key:
-            assert bits is not None
-            return raw.select(*selected, F.shiftleft(row, bits).bitwiseOR(size).alias(_KEY))
-        return raw.select(*selected)
-    if not keep_key and len(deleted) == 1 and int(deleted[0][1].max()) < BIT_TEST_MAX_ROWS:
-        own = None if files.num_rows == 1 else int(files.column("size")[deleted[0][0]].as_py())
-        return raw.filter(_not_deleted(deleted[0][1], row, size, own)).select(*selected)
-    if bits is not None:  # row index above the size: unique per row of the scan, no per-file CASE
-        key = F.shiftleft(row, bits).bitwiseOR(size)
+    quoted = [f"`{c.replace('`', '``')}`" for c in columns]
+
+    def selected(df: Any, *extra: Any) -> Any:  # each DataFrame call is a Spark analysis (~10-25 ms here)
+        return df if not extra and list(columns) == df.columns else df.select(*quoted, *extra)
+
+    if keep_key:
+        assert key_bits is not None
+        if _ids_by_size(snapshot, files, deleted, sizes_from_log=True, limit=False) is None:
+            return None
+        bits = key_bits
+        key = F.expr(f"shiftleft({_ROW}, {bits}) | {_SIZE}").alias(_KEY)
+        if not deleted:
+            return raw.select(*quoted, key)
         sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
         keys = np.concatenate([(rows.astype(np.int64) << bits) | sizes[i] for i, rows in deleted])
+        return raw.select(*quoted, key).join(_keys_frame(spark, keys), on=_KEY, how="left_anti")
+    if not deleted:
+        return selected(raw)
+    told = _file_ids(snapshot, files, deleted, sizes_from_log=sizes_from_log)
+    row_bits = _row_bits(files)
+    if told is not None and len(deleted) == 1 and int(deleted[0][1].max()) < BIT_TEST_MAX_ROWS:
+        file_id, ids, _ = told
+        own = None if files.num_rows == 1 else int(ids[deleted[0][0]])
+        return selected(raw.filter(_not_deleted(deleted[0][1], file_id, own)))
+    if told is not None and row_bits is not None and told[2] + row_bits <= 62:
+        # row index above the file's id: unique per row of the scan, no per-file CASE
+        file_id, ids, bits = told
+        key_sql = f"shiftleft({_ROW}, {bits}) | {file_id}"
+        keys = np.concatenate([(rows.astype(np.int64) << bits) | ids[i] for i, rows in deleted])
     else:
-        case = None
-        for s, n in ids.items():
-            case = F.when(size == F.lit(s), F.lit(n)) if case is None else case.when(size == F.lit(s), F.lit(n))
-        assert case is not None
-        key = F.shiftleft(case.cast("long"), _ROW_BITS).bitwiseOR(row)
+        by_size = _ids_by_size(snapshot, files, deleted, sizes_from_log=sizes_from_log)
+        if by_size is None:
+            return None
+        case = " ".join(f"WHEN {_SIZE} = {size} THEN {n}" for size, n in by_size.items())
+        key_sql = f"shiftleft(CAST(CASE {case} END AS BIGINT), {_ROW_BITS}) | {_ROW}"
         keys = np.concatenate([(np.int64(n) << _ROW_BITS) | rows.astype(np.int64)
                                for n, (_, rows) in enumerate(deleted)])
-    gone = _keys_frame(spark, keys)  # broadcast-hinted
-    if keep_key:
-        return raw.select(*selected, key.alias(_KEY)).join(gone, on=_KEY, how="left_anti")
-    # one join and one select: each DataFrame call is a Spark analysis of the plan (~10-25 ms here)
-    return raw.join(gone, on=key == gone[_KEY], how="left_anti").select(*selected)
+    gone = _keys_frame(spark, keys)  # broadcast-hinted; the anti join keeps raw's columns only
+    return selected(raw.join(gone, on=F.expr(f"({key_sql}) = {_KEY}"), how="left_anti"))
