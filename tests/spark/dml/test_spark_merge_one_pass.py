@@ -115,3 +115,62 @@ def test_one_job_merge_without_a_match_leaves_the_file_in_place(spark: Any, tmp_
     assert (metrics["numTargetFilesRemoved"], metrics["numTargetRowsInserted"], metrics["numTargetRowsCopied"]) == (
         "0", "2", "0")
     assert len(data_files(path)) == 2  # the job's copy of the file is deleted again
+
+
+def _four_files(tmp_path: Path, name: str) -> str:
+    path = str(tmp_path / name)
+    for start, n in ((0, 30), (30, 31), (61, 32), (93, 33)):  # four files of different sizes
+        deltalog.write_table(path, data(start, n), mode="append")
+    assert len({r["size"] for r in deltalog.Table(path).snapshot().add_files().to_pylist()}) == 4
+    return path
+
+
+MANY: dict[str, tuple[Callable[[Any], Any], list[int]]] = {
+    "upsert": (_upsert, [1, 40, 70, 100, 500, 501]),
+    "every-kind": (_every_kind, [4, 31, 62, 95, 96, 300, 301]),
+    "delete-duplicates": (_delete_duplicates, [5, 5, 35, 35, 35, 64, 100, 700]),
+    "a-file-untouched": (_upsert, [1, 2, 40, 70, 500, 501]),  # no row of the last file: the two-job way
+}
+
+
+@pytest.mark.parametrize("case", list(MANY))
+def test_one_job_merge_of_several_files_matches_the_two_job_merge(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    clauses, ids = MANY[case]
+    one, two = _four_files(tmp_path, "one"), _four_files(tmp_path, "two")
+    calls: list[bool] = []
+    real = merge_one_pass.one_pass
+
+    def spy(*args: Any) -> Any:
+        out = real(*args)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(merge_one_pass, "one_pass", spy)
+    clauses(merge(spark, one, _source(spark, ids), "t.id = s.id", target_alias="t")).execute()
+    assert calls == [case != "a-file-untouched"]
+    monkeypatch.setattr(merge_one_pass, "one_pass_applies", lambda run, candidates: False)
+    clauses(merge(spark, two, _source(spark, ids), "t.id = s.id", target_alias="t")).execute()
+    assert len(calls) == 1
+
+    def state(path: str) -> tuple[list[dict[str, Any]], dict[str, str], list[int]]:
+        metrics = deltalog.Table(path).history(limit=1)[0]["operationMetrics"]
+        snap = deltalog.Table(path).snapshot()
+        now = set(snap.add_files().column("path").to_pylist())
+        kept = sorted(r["size"] for r in deltalog.Table(path).snapshot(3).add_files().to_pylist() if r["path"] in now)
+        return arrow_rows(snap.to_arrow()), {k: v for k, v in metrics.items() if k not in _TIMES}, kept
+
+    assert state(one) == state(two)
+    removed = deltalog.Table(one).history(limit=1)[0]["operationMetrics"]["numTargetFilesRemoved"]
+    assert removed == ("3" if case == "a-file-untouched" else "4")
+
+
+def test_one_job_merge_of_several_files_refuses_multiple_matches(spark: Any, tmp_path: Path) -> None:
+    path = _four_files(tmp_path, "t")
+    v0, files = version(path), data_files(path)
+    b = _upsert(merge(spark, path, _source(spark, [4, 35, 35, 64, 100, 900]), "t.id = s.id", target_alias="t"))
+    with pytest.raises(DeltaError, match=r"DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"):
+        b.execute()
+    assert version(path) == v0
+    assert data_files(path) == files

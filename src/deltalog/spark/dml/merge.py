@@ -25,10 +25,12 @@ it should be deterministic):
    Without ``whenNotMatched`` clauses the second join reads the touched files only. With the change
    data feed on, one more job writes the change data files (pre/post-images, deletes, inserts; see
    :mod:`~deltalog.spark.jobs.change_files`); an insert-only merge needs none;
-4. **one job** when the pruning leaves a single target file and the table has no deletion vectors, row
-   tracking or change data feed (:mod:`~deltalog.spark.dml.merge_one_pass`): the write job runs at once
-   and the multiple-match check and the clause counts come from counts observed while it writes; if no
-   target row was acted on, its files are deleted and the merge runs as in 3 (the file stays in place).
+4. **one job** when the table has no deletion vectors, row tracking or change data feed and the pruning
+   leaves a single target file, or several files (with distinct sizes) and at least as many source rows
+   (:mod:`~deltalog.spark.dml.merge_one_pass`): the write job runs at once and the multiple-match check,
+   the clause counts and the touched files come from counts observed while it writes; if some candidate
+   file had no acted-on target row, the written files are deleted and the merge runs as in 3 (the
+   untouched files stay in place).
 
 With ``withSchemaEvolution()`` the source columns missing from the target are added to the table schema
 by ``*All`` clauses (target columns missing from the source keep their value / are null). Metrics are

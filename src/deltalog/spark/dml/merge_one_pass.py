@@ -1,21 +1,24 @@
-"""A MERGE into a single candidate file in one job.
+"""A MERGE written in one job when every candidate file is touched.
 
 A general MERGE runs two joins (:mod:`deltalog.spark.dml.merge`): the first finds the touched files and checks
-that no target row matches several source rows, the second writes. When the target's files that the ON
-condition's pruning leaves are just one, and the table needs no per-row bookkeeping (no deletion vectors, row
-tracking or change data feed), that file is touched whenever any of its rows is acted on, so the write job can
-run straight away, as delta-rs's MERGE does. What the first job learned comes from counts the write tasks
-make: every joined target row travels to them with a tag (its clause, matched or not); they count the rows per
-tag and write the wanted ones (``_write_job.run_tallied``). A Spark observation (``DataFrame.observe``) was
-measured 2-3.5 s slower on the same join, about what the first job costs.
+that no target row matches several source rows, the second writes. When the table needs no per-row
+bookkeeping (no deletion vectors, row tracking or change data feed), the write job can run straight away, as
+delta-rs's MERGE does, whenever every target file the ON condition's pruning leaves is touched (then they are
+all rewritten anyway): always with a single candidate file; with several, the job finds out (each target row
+carries its file's size, the file's key, see :func:`~deltalog.spark.reads.scan.keyed_rows`). What the first
+job learned comes from counts the write tasks make: every joined target row travels to them with a tag (its
+clause, matched or not, and with several files its file); they count the rows per tag and write the wanted
+ones (``_write_job.run_tallied``). A Spark observation (``DataFrame.observe``) was measured 2-3.5 s slower on
+the same join, about what the first job costs.
 
 * multiple matches: the join keeps every target row at least once, so the target rows it yields (matched pairs
-  plus target rows without a match) exceed the file's live rows exactly when some target row matched more than
-  one source row. Then the written files are deleted and the usual error is raised, nothing committed;
+  plus target rows without a match) exceed the files' live rows exactly when some target row matched more
+  than one source row. Then the written files are deleted and the usual error is raised, nothing committed;
 * the clause counts (rows updated / deleted per kind) are counted per clause code.
 
-If no target row was acted on, the file was not touched: the written files are deleted and the MERGE runs the
-two-job way, which commits what delta-spark does (the inserts only, the file left in place).
+If some candidate file has no acted-on target row, it is not touched: the written files are deleted and the
+MERGE runs the two-job way, which commits what delta-spark does (that file left in place). So with several
+files the one job is tried only when the source has at least as many rows as there are candidate files.
 
 Example:
     >>> OnePassRun(spec).run().version                                               # doctest: +SKIP
@@ -31,8 +34,10 @@ from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.merge_run import MergeRun
 from deltalog.spark.jobs.change_files import records_changes
 from deltalog.spark.jobs.staged import DmlResult, Staged, write_tallied
+from deltalog.spark.reads.dv_scan import ROW_KEY
 from deltalog.spark.reads.row_ids import tracked_fields
-from deltalog.spark.reads.target import live_rows
+from deltalog.spark.reads.scan import keyed_rows
+from deltalog.spark.reads.target import file_uris, live_rows
 
 __all__ = ["OnePassRun", "one_pass", "one_pass_applies"]
 
@@ -43,20 +48,30 @@ _TAG = "__deltalog_tag"
 
 def one_pass_applies(run: MergeRun, candidates: Any) -> bool:
     """Whether ``run`` (a MERGE with WHEN MATCHED or NOT MATCHED BY SOURCE clauses) can write in one job:
-    one candidate file, copy-on-write, no row tracking and no change data feed.
+    copy-on-write, no row tracking and no change data feed, and either one candidate file or several whose
+    rows can be keyed by file (:func:`~deltalog.spark.reads.scan.keyed_rows`: distinct sizes, row counts in
+    the statistics) when the source has at least as many rows as there are candidate files (fewer rows
+    would leave some file untouched, and the one job would be wasted).
 
     Example:
         >>> one_pass_applies(run, run.txn.read_candidates([]))                       # doctest: +SKIP
         True
     """
     snap = run.snap
-    return (candidates.num_rows == 1 and not uses_deletion_vectors(snap) and tracked_fields(snap) is None
-            and not records_changes(snap))
+    if candidates.num_rows == 0 or uses_deletion_vectors(snap) or tracked_fields(snap) is not None \
+            or records_changes(snap):
+        return False
+    if candidates.num_rows == 1:
+        return True
+    return bool(len(set(candidates.column("size").to_pylist())) == candidates.num_rows
+            and int(run._source_rows()) >= candidates.num_rows)
 
 
 def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
-    """Join the candidate file's rows with the source ``S`` and write the result in one job, then commit;
-    ``None`` (nothing written, nothing committed) when no target row was acted on.
+    """Join the candidate files' rows with the source ``S`` and write the result in one job, then commit;
+    ``None`` (nothing written, nothing committed) when some candidate file has no acted-on target row (it
+    is not touched: the MERGE then takes the two-job way, which leaves it in place) or when the rows
+    cannot be keyed by file.
 
     Example:
         >>> one_pass(run, source, candidates) is None                                # doctest: +SKIP
@@ -65,7 +80,18 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     from pyspark.sql import functions as F
 
     spark = run.b.spark
-    T = run._target(candidates, keys=False)  # the read scan: no per-row file or row index
+    bits = 0
+    if candidates.num_rows == 1:
+        T = run._target(candidates, keys=False)  # the read scan: no per-row file or row index
+        file_key: Any = None
+    else:  # the rows carry their file's size (a file's key): the tags are counted per file
+        keyed = keyed_rows(spark, run.snap, candidates)
+        if keyed is None:
+            return None
+        K, bits = keyed
+        K = K.withColumn(run.TARGET, F.lit(True))
+        T = K.alias(run.b.alias) if run.b.alias else K
+        file_key = T[ROW_KEY].bitwiseAND(F.lit((1 << bits) - 1))
     how = "full" if run.not_matched else "left"
     frame, t_here, s_here = run._frame(T, S, how)
     outputs = run._outputs(frame, T, S)  # the assignments and their types are checked before any job runs
@@ -79,23 +105,33 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     shift = 1 - run.DROP
     keep = t_here & ~action.isin(deletes)
     wanted = (keep | (~t_here & (action >= 0))) if run.not_matched else keep
-    # every target row travels to the write tasks, which count them by tag (clause, matched or not) and
-    # write the wanted ones; source rows that are not inserted are dropped here
+    # every target row travels to the write tasks, which count them by tag (clause, matched or not, and
+    # with several files the row's file) and write the wanted ones; source rows not inserted are dropped here
     key = (action + shift) * 4 + F.when(t_here, 2).otherwise(0) + F.when(s_here, 1).otherwise(0)
+    if file_key is not None:
+        key = key.cast("long") * F.lit(1 << bits) + F.when(t_here, file_key).otherwise(F.lit(0))
     tag = F.when(wanted, key).otherwise(-key).cast("long")
     rows = frame.filter(t_here | wanted).select(*outputs, tag.alias(_TAG))
     staged = Staged(run.table.store)
     scan_ms = run.timer.elapsed_ms()
+    uris = file_uris(run.snap, candidates)
+    by_size = dict(zip(candidates.column("size").to_pylist(), uris))
     try:
         files, tags = write_tallied(rows, run.table, run.schema, run.metadata, tally=_TAG)
         staged.data.extend(files)
         per_code: dict[int, int] = {}
+        touched: set[str] = set()
         pairs = alone = 0
         for t, n in tags.items():
             k = abs(t)
+            uri = by_size.get(k & ((1 << bits) - 1)) if file_key is not None else uris[0]
+            k >>= bits
             if not k & 2:  # a source row (inserted)
                 continue
-            per_code[(k >> 2) - shift] = per_code.get((k >> 2) - shift, 0) + n
+            code = (k >> 2) - shift
+            per_code[code] = per_code.get(code, 0) + n
+            if code >= 0 and n:
+                touched.add(str(uri))
             if k & 1:
                 pairs += n
             else:
@@ -110,10 +146,10 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     counts = run.clause_counts(per_code)
     if run.matched and run.multiple_matches_allowed():  # one unconditional DELETE: count rows, not pairs
         counts["numTargetRowsMatchedDeleted"] = target_rows - alone
-    acted = sum(counts.values())
-    if acted == 0:  # the file is not touched: delta-spark leaves it in place
+    if len(touched) < len(uris):  # a file without an acted-on row: delta-spark leaves it in place
         staged.cleanup()
         return None
+    acted = sum(counts.values())
     copied = target_rows - acted
     updated = counts["numTargetRowsMatchedUpdated"] + counts["numTargetRowsNotMatchedBySourceUpdated"]
     inserted = sum(f.num_records for f in staged.data) - copied - updated

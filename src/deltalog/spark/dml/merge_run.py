@@ -138,6 +138,8 @@ class MergeRun:
 
     #: the joined rows' column holding the code of the clause that acts on the row (< 0: copy or drop)
     ACTION = _ACTION
+    #: the target rows' column that is true on every target row (null on a source row without a match)
+    TARGET = _T_PRESENT
     #: the smallest code: a row that is neither written nor copied (an unmatched source row not inserted)
     DROP = _DROP
 
@@ -224,12 +226,17 @@ class MergeRun:
                 )
         return out
 
-    def _check_sides(self, T: DataFrame, S: DataFrame) -> None:
-        """A NOT MATCHED clause sees only the source, a NOT MATCHED BY SOURCE clause only the target."""
+    def _sides_need_target(self) -> bool:
+        return any(c.kind == NOT_MATCHED_BY_SOURCE and not (c.star and c.condition is None) for c in self.clauses)
+
+    def _check_sides(self, T: DataFrame | None, S: DataFrame) -> None:
+        """A NOT MATCHED clause sees only the source, a NOT MATCHED BY SOURCE clause only the target (``T``,
+        needed only when :meth:`_sides_need_target`)."""
         for c in self.clauses:
             if c.kind == MATCHED or (c.star and c.condition is None):
                 continue
-            side, name = (S, "source") if c.kind == NOT_MATCHED else (T, "target")
+            side: Any = S if c.kind == NOT_MATCHED else T
+            name = "source" if c.kind == NOT_MATCHED else "target"
             exprs = [expression(v, what="MERGE") for v in (c.assignments or {}).values()]
             if c.condition is not None:
                 exprs.append(expression(c.condition, what="MERGE condition"))
@@ -354,13 +361,13 @@ class MergeRun:
             raise
         except Exception as exc:
             raise spark_error(exc, self.table.location) from None
-        T = self._target(candidates)
         S = b.source.withColumn(_S_PRESENT, F.lit(True))
-        self._check_sides(T, S)
+        # the keyed target scan is planned only where it is used (not by the one-job way)
+        self._check_sides(self._target(candidates) if self._sides_need_target() else None, S)
         try:
             if not self.matched and not self.by_source:
-                return self._insert_only(T, S)
-            return self._rewrite(T, S, candidates)
+                return self._insert_only(self._target(candidates), S)
+            return self._rewrite(S, candidates)
         except DeltaError:
             raise
         except Exception as exc:
@@ -525,7 +532,7 @@ class MergeRun:
         """
         return None
 
-    def _rewrite(self, T: DataFrame, S: DataFrame, candidates: Any) -> DmlResult:
+    def _rewrite(self, S: DataFrame, candidates: Any) -> DmlResult:
         from pyspark.sql import functions as F
 
         # Job 1 needs the rows a clause may act on only: target rows without a match are needed only
@@ -538,9 +545,12 @@ class MergeRun:
         if done is not None:
             return done
         uris = file_uris(self.snap, candidates)
-        file_of, row_of, by_size, frame_target = T[FILE], T[ROW], None, T
         keyed = keyed_rows(self.b.spark, self.snap, candidates)
-        if keyed is not None:  # a long per row is shuffled with the target rows instead of the file's path
+        by_size = None
+        if keyed is None:
+            T = frame_target = self._target(candidates)
+            file_of, row_of = T[FILE], T[ROW]
+        else:  # a long per row is shuffled with the target rows instead of the file's path
             K, bits = keyed
             K = K.withColumn(_T_PRESENT, F.lit(True))
             K = frame_target = K.alias(self.b.alias) if self.b.alias else K
@@ -590,7 +600,7 @@ class MergeRun:
                 # the files holding matches, so only those (and the touched ones) are joined again
                 join_uris = touched_uris | matched_uris
                 join_files = candidates.filter(pa.array([u in join_uris for u in uris], pa.bool_()))
-                outcome = self._write_changes(T, S, touched, touched_uris, staged, use_dvs,
+                outcome = self._write_changes(S, touched, touched_uris, staged, use_dvs,
                                               join_files=join_files if self.not_matched else None)
         except BaseException:
             staged.cleanup()
@@ -605,7 +615,7 @@ class MergeRun:
         )
 
     def _write_changes(
-        self, T: DataFrame, S: DataFrame, touched: Any, touched_uris: set[str], staged: Staged, use_dvs: bool,
+        self, S: DataFrame, touched: Any, touched_uris: set[str], staged: Staged, use_dvs: bool,
         *, join_files: Any | None,
     ) -> DvOutcome | None:
         """Job 2 (and 3): write the rows the merge produces; copy-on-write rewrites the touched files'
