@@ -20,7 +20,8 @@ against copy-on-write, then full scans with deletion vectors on every file / on 
 ``streaming_latency.py`` (a Delta-to-Delta stream against Spark's file stream); ``sweep.py`` (issue 55's
 sweep: deletion-vector reads of 1M-10M rows in five query shapes against the row-index floor, copy-on-write
 and parquet, and MERGE upserts of 1k-500k rows into 10k-5M against the hand-written join, into
-``sweep.json`` and ``docs/sweep.png``);
+``sweep.json`` and ``docs/sweep.png``); ``dv_bound.py`` (what dropping deleted rows costs inside Spark, part by
+part, against the row-index floor);
 ``row_concurrency.py`` (concurrent single-row UPDATEs from several processes, row-level concurrency on
 against off); ``kernel_dml.py`` (the kernel's Arrow MERGE, DELETE and compaction against delta-rs's);
 ``object_store.py`` (S3 on a moto server: snapshot load and commit rate against delta-rs,
@@ -54,6 +55,7 @@ SCRIPTS: list[tuple[str, list[str], bool]] = [
     ("zorder.py", [], False),
     ("dml_dv.py", [], False),
     ("sweep.py", [], False),
+    ("dv_bound.py", [], False),
     ("streaming_latency.py", [], False),
     ("sql_catalog.py", [], False),
     ("object_store.py", [], True),

@@ -18,7 +18,13 @@ into the data directory. Measured in one Spark session (local[2]):
   call to a planned DataFrame (snapshot load, stats skipping and Spark's relation), and the files it reads
   (``inputFiles()``) against the files whose stats match.
 
-Saves ``spark-scan-files-<N>`` per size (anchor: the plain parquet read) and ``spark-scan-selective``
+* **an everyday many-file table** (issue 55, item 6): 3,000 files of 100 rows (``--everyday FILES:ROWS``),
+  written as a user would (``df.repartition(3000).write.format("delta")``), read as a user would
+  (``spark.read.format("delta").load``) against ``spark.read.parquet(dir)``: ``agg(sum(x), count)``,
+  ``groupBy`` and a full materialisation (``noop``), target 1.1x each.
+
+Saves ``spark-scan-files-<N>`` per size (anchor: the plain parquet read), ``spark-scan-everyday`` (the worst of the
+three shapes; each shape's medians in ``extra``) and ``spark-scan-selective``
 (planning against its 1 s budget), plus ``scan_files.json`` (the sweep that ``bench/report.py`` plots).
 ``bench/run.py`` runs it in full runs only.
 """
@@ -89,6 +95,47 @@ def build(files: int, data_dir: Path) -> Path:
     return path
 
 
+def everyday(spark: Any, data_dir: Path, files: int, rows: int, *, repeat: int, quick: bool) -> Result:
+    """The everyday many-file table (see the module docstring): each shape through ``format("delta")`` against
+    ``spark.read.parquet(dir)``, alternately; the result holds the worst shape's ratio.
+
+    Example:
+        >>> everyday(spark, Path("/tmp/bench"), 60, 6000, repeat=1, quick=True).ratio       # doctest: +SKIP
+        1.02
+    """
+    from pyspark.sql import functions as F
+
+    path = data_dir / f"scan_everyday_{files}_{rows}"
+    if not (path / "_delta_log").exists():
+        (spark.range(rows).withColumn("x", F.col("id") * 0.5).withColumn("s", (F.col("id") % 97).cast("string"))
+         .repartition(files).write.format("delta").save(str(path)))
+    shapes = {
+        "agg": lambda df: df.agg(F.sum("x"), F.count(F.lit(1))).collect(),
+        "groupby": lambda df: df.groupBy("s").agg(F.sum("x")).collect(),
+        "materialise": lambda df: df.write.format("noop").mode("overwrite").save(),
+    }
+    extra: dict[str, Any] = {"files": files, "rows": rows}
+    worst: tuple[float, str, list[float], list[float]] | None = None
+    for name, action in shapes.items():
+        plain_s, _, ours_s, _ = harness.time_interleaved(
+            lambda a=action: a(spark.read.parquet(str(path))),
+            lambda a=action: a(spark.read.format("delta").load(str(path))), repeat=repeat, warmup=0 if quick else 1)
+        ratio = harness.median(ours_s) / harness.median(plain_s)
+        extra[name] = {"deltalog_s": harness.median(ours_s), "anchor_s": harness.median(plain_s),
+                       "ratio": round(ratio, 3)}
+        print(f"  [everyday {files:,} files / {rows:,} rows, {name}: delta {harness.median(ours_s):.2f} s, "
+              f"parquet {harness.median(plain_s):.2f} s, {ratio:.2f}x]", flush=True)
+        if worst is None or ratio > worst[0]:
+            worst = (ratio, name, ours_s, plain_s)
+    assert worst is not None
+    extra["worst_shape"] = worst[1]
+    return Result(workload="spark-scan-everyday",
+                  title=f"Spark read of a {files:,}-file, {rows:,}-row table (worst of agg / groupBy / noop)",
+                  deltalog_median=harness.median(worst[2]), anchor_median=harness.median(worst[3]), target=1.1,
+                  anchor="spark.read.parquet(dir)", deltalog_runs=worst[2], anchor_runs=worst[3],
+                  params={"files": files, "rows": rows, "repeat": repeat}, extra=extra, quick=quick)
+
+
 def _rss_kb(pid: int) -> int:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -103,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, nargs="+", default=None,
                         help="table sizes in files (default 1000 10000 100000; quick: 50 200)")
     parser.add_argument("--repeat", type=int, default=None, help="timed runs per side (default 3, quick 1)")
+    parser.add_argument("--everyday", default=None, metavar="FILES:ROWS",
+                        help="the everyday table (default 3000:300000; quick 60:6000)")
     parser.add_argument("--selective-only", action="store_true",
                         help="measure only the selective scan on the largest table (keeps the sweep's results)")
     args = parser.parse_args(argv)
@@ -168,6 +217,11 @@ def main(argv: list[str] | None = None) -> int:
                                f"{plain_found}, explicit paths {paths_found}; explicit paths scan {paths_s[0]:.2f} s]",
                   flush=True)
             save(r, results_dir)
+
+        if not args.selective_only:
+            files_, rows_ = (int(x) for x in (args.everyday or ("60:6000" if args.quick else "3000:300000")).split(":"))
+            save(everyday(spark, args.data_dir, files_, rows_, repeat=max(repeat, 1 if args.quick else 5),
+                          quick=args.quick), results_dir)
 
         n = sizes[-1]
         path = str(tables[n])

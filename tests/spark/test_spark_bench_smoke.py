@@ -28,9 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SCANS = textwrap.dedent('''
     import sys
     sys.path.insert(0, sys.argv[1])
-    import dml_dv, maintain_dv, scan_planning
+    import dml_dv, dv_bound, maintain_dv, scan_planning
     common = ["--quick", "--results-dir", sys.argv[2], "--data-dir", sys.argv[3]]
     assert scan_planning.main([*common, "--files", "20", "60"]) == 0
+    assert dv_bound.main([*common, "--rows", "20000", "--files", "4"]) == 0
     assert dml_dv.main([*common, "--rows", "40000", "--files", "4"]) == 0
     assert maintain_dv.main([*common, "--rows", "40000", "--files", "4"]) == 0
 ''')
@@ -72,6 +73,11 @@ def test_spark_scan_benchmarks_quick(tmp_path: Path) -> None:
     assert isinstance(selective, dict) and selective["files_read"] == selective["matching_files"] == 1
     for workload in ("spark-scan-dv-all", "spark-scan-dv-one", "spark-count-dv"):
         _result(results, workload)
+    everyday = _result(results, "spark-scan-everyday")["extra"]
+    assert isinstance(everyday, dict) and everyday["files"] == 60
+    assert all(everyday[shape]["ratio"] > 0 for shape in ("agg", "groupby", "materialise"))
+    bound = _result(results, "dv-bound-20000")["extra"]
+    assert isinstance(bound, dict) and set(bound["agg"]) == {"floor", "told apart", "one-key join", "bitmap", "dv"}
     dml_dv = _result(results, "dml-dv")["extra"]
     assert isinstance(dml_dv, dict)
     assert dml_dv["deleted_rows"] == 400 and dml_dv["files_with_deletion_vector"] == 4

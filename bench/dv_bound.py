@@ -1,0 +1,152 @@
+"""What dropping deleted rows costs inside Spark, part by part: the bound behind issue 55's deletion-vector target.
+
+    python bench/dv_bound.py [--rows 1000000 4000000 10000000] [--files 8] [--repeat 5] [--quick] [--results-dir DIR]
+
+The tables are ``bench/sweep.py``'s ``dv`` tables (``--files`` files, deletion vectors on every file after
+``DELETE WHERE id % 100 = 7``), built once into the data directory. Every contender starts from the same scan --
+Spark's parquet relation planned from the log, as a Delta read is (``deltalog.spark.reads.log_index``) -- and runs
+``agg(sum(v), count(*))`` and a full materialisation (``write.format("noop")``), alternately in one run, the order
+rotating each round, medians of ``--repeat`` runs (5; quick 1):
+
+* ``floor`` -- the scan filtered on ``_metadata.row_index >= 0`` (issue 55's floor: the row index, no row dropped);
+* ``told apart`` -- each row's packed key (row index and file id, from ``_metadata``, as ``dv_scan`` builds it)
+  computed and filtered on (``key >= 0``), no row dropped: the cost of knowing which file a row comes from;
+* ``one-key join`` -- the broadcast anti join of those keys against a single key: the fixed cost of any join (its
+  broadcast job), whatever the deletion vectors hold;
+* ``bitmap`` -- no join: each row's bit tested in every file's deletion vector concatenated into one constant
+  ``array<bigint>`` (per-file offsets from the file id);
+* ``dv`` -- ``spark.read.format("delta").load(path)``, deltalog's read.
+
+Each contender's ratio to the floor is printed and saved as ``dv-bound-<rows>.json`` (deltalog = ``dv``, anchor =
+``floor``, target 1.3; ``extra`` has every contender's medians, ratios and Spark jobs). The lowest of ``one-key
+join`` and ``bitmap`` bounds what any way of dropping the rows in Spark's plan can reach, without a reader of
+our own in the JVM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+import harness  # puts src/ on sys.path when deltalog is not installed
+from harness import Result, save
+from sweep import Jobs, build_read_tables, rotate
+
+READ_TARGET = 1.3
+
+
+def contenders(spark: Any, path: str) -> dict[str, Callable[[], Any]]:
+    """The frames above (see the module docstring), each made anew per call."""
+    import numpy as np
+    from pyspark.sql import functions as F
+
+    import deltalog
+    from deltalog.spark.reads import dv_scan
+    from deltalog.spark.reads.files import file_keys
+    from deltalog.spark.reads.log_index import log_indexed
+
+    snap = deltalog.Table(path).snapshot()
+    files = snap.add_files()
+    deleted = dv_scan.deleted_rows_per_file(snap, files)
+    sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
+    if len(set(sizes.tolist())) == files.num_rows:
+        ids, file_id = sizes, "_metadata.file_size"
+    else:
+        found = dv_scan.hashed_file_ids(files)
+        if found is None:
+            raise SystemExit(f"{path}: two files share size and modification time")
+        a, m, ids = found
+        file_id = f"((_metadata.file_size * {a} + unix_millis(_metadata.file_modification_time)) % {m})"
+    bits = int(ids.max()).bit_length()
+    key = f"(shiftleft(_metadata.row_index, {bits}) | {file_id})"
+    keys = np.concatenate([(rows.astype(np.int64) << bits) | ids[i] for i, rows in deleted])
+    schema = spark.read.format("delta").load(path).schema
+    uris, mtimes = file_keys(snap, files), files.column("modificationTime").to_pylist()
+
+    def raw() -> Any:
+        return log_indexed(spark, schema, uris, sizes.tolist(), mtimes, hive=False)
+
+    one = F.broadcast(spark.createDataFrame([(int(keys[0]),)], "one_key BIGINT"))
+    # one bitmap for every file: file id -> (first word, words)
+    first, count, words = {}, {}, []
+    for i, rows in deleted:
+        r = rows.astype(np.uint64)
+        w = np.zeros(int(r.max()) // 64 + 1, np.uint64)
+        np.bitwise_or.at(w, r >> np.uint64(6), np.left_shift(np.uint64(1), r & np.uint64(63)))
+        first[int(ids[i])], count[int(ids[i])] = sum(len(x) for x in words), len(w)
+        words.append(w)
+    bitmap = f"from_json('{json.dumps(np.concatenate(words).view(np.int64).tolist())}', 'array<bigint>')"
+    start = " ".join(f"WHEN {file_id} = {k} THEN {v}" for k, v in first.items())
+    size = " ".join(f"WHEN {file_id} = {k} THEN {v}" for k, v in count.items())
+    word = "shiftright(_metadata.row_index, 6)"
+    bit = (f"CASE WHEN {word} < (CASE {size} ELSE 0 END) THEN getbit(element_at({bitmap}, "
+           f"CAST((CASE {start} END) + {word} + 1 AS INT)), CAST(_metadata.row_index & 63 AS INT)) ELSE 0 END")
+    return {
+        "floor": lambda: raw().where(F.col("_metadata.row_index") >= 0),
+        "told apart": lambda: raw().where(F.expr(f"{key} >= 0")),
+        "one-key join": lambda: raw().join(one, on=F.expr(f"{key} = one_key"), how="left_anti"),
+        "bitmap": lambda: raw().where(F.expr(f"({bit}) = 0")),
+        "dv": lambda: spark.read.format("delta").load(path),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    harness.common_args(parser)
+    parser.add_argument("--rows", type=int, nargs="+", default=None, help="table sizes (default 1M 4M 10M)")
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=None)
+    args = parser.parse_args(argv)
+    sizes = args.rows or ([20_000] if args.quick else [1_000_000, 4_000_000, 10_000_000])
+    repeat = args.repeat or (1 if args.quick else 5)
+    from pyspark.sql import functions as F
+
+    results_dir = harness.results_dir_for(args)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    work = args.data_dir / "dv-bound"
+    work.mkdir(parents=True, exist_ok=True)
+    spark = harness.spark_session("deltalog-dv-bound", **{"spark.driver.memory": "4g"})
+    jobs = Jobs(spark)
+    shapes: dict[str, Callable[[Any], Any]] = {
+        "agg": lambda df: df.agg(F.sum("v"), F.count("*")).collect(),
+        "materialise": lambda df: df.write.format("noop").mode("overwrite").save(),
+    }
+    try:
+        for rows in sizes:
+            path = work / f"dv-{rows}"
+            if not (path / "_delta_log").exists():
+                build_read_tables(spark, work, rows, args.files)
+            frames = contenders(spark, str(path))
+            live = rows - (rows + 92) // 100
+            counts = {k: f().groupBy().count().collect()[0][0] for k, f in frames.items()}
+            want = {"floor": rows, "told apart": rows, "one-key join": rows - 1, "bitmap": live, "dv": live}
+            if counts != want:
+                raise SystemExit(f"{rows:,} rows: counted {counts}, expected {want}")
+            extra: dict[str, Any] = {}
+            for shape, action in shapes.items():
+                timed = rotate(jobs, {k: (lambda f=f, a=action: a(f())) for k, f in frames.items()}, repeat=repeat,
+                               warmup=not args.quick)
+                floor = timed["floor"]["median"]
+                extra[shape] = {k: {"median_s": v["median"], "ratio": round(v["median"] / floor, 3),
+                                    "jobs": v["jobs"], "runs": v["runs"]} for k, v in timed.items()}
+                print(f"  [{rows:,} rows, {shape}: " + ", ".join(
+                    f"{k} {v['median'] * 1000:.0f} ms ({v['median'] / floor:.2f}x, {v['jobs']} jobs)"
+                    for k, v in timed.items()) + "]", flush=True)
+            agg = extra["agg"]
+            bound = min(agg["one-key join"]["ratio"], agg["bitmap"]["ratio"])
+            extra["bound_ratio"] = bound
+            r = Result(workload=f"dv-bound-{rows}", title=f"DV read vs the row-index floor, parts, {rows:,} rows",
+                       deltalog_median=agg["dv"]["median_s"], anchor_median=agg["floor"]["median_s"],
+                       target=READ_TARGET, anchor="row-index floor (agg)", deltalog_runs=agg["dv"]["runs"],
+                       anchor_runs=agg["floor"]["runs"], params={"rows": rows, "files": args.files, "repeat": repeat},
+                       extra=extra, quick=args.quick)
+            save(r, results_dir)
+    finally:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
