@@ -56,6 +56,35 @@ def _attempts_bound(r: Result) -> str:
     )
 
 
+def _dv_bound(r: Result) -> str:
+    """The parts of a deletion-vector read (``bench/dv_bound.py``) as measured, and the bound they set."""
+    def part(shape: str) -> str:
+        got = r.extra.get(shape) or {}
+        return ", ".join(f"{name} {_ms(v['median_s'])} ({v['ratio']:.2f}x, {v['jobs']} jobs)"
+                         for name, v in got.items())
+
+    bound = float(r.extra.get("bound_ratio", 0))
+    agg = r.extra.get("agg") or {}
+    probe = agg.get("dv", {}).get("ratio", 0) - agg.get("one-key join", {}).get("ratio", 0)
+    verdict = ("past the 1.3x target before a single deleted key is probed" if bound > 1.3 else
+               f"under the 1.3x target; probing the real deleted keys adds {probe:.2f}x of the floor on top of the "
+               "one-key join (Spark's hash map of the deleted rows' keys, one random access per scanned row)")
+    return (
+        "Every contender starts from the same scan planned from the log; ratios to the row-index floor, "
+        f"`agg(sum(v), count(*))`: {part('agg')}; full materialisation: {part('materialise')}. `told apart` is the "
+        "cost of knowing each row's file (the `_metadata` fields Spark builds per row, packed into one key) before "
+        "any row is dropped; `one-key join` the fixed cost of a broadcast anti join (its broadcast job) with "
+        "nothing to drop, a lower bound of any join; `bitmap` drops the rows with no join and no extra job, by "
+        "testing each row's bit in one constant array of every deletion vector (Spark keeps such a constant as "
+        f"boxed longs). The cheaper of the two measured {bound:.2f}x the floor: {verdict}. "
+        "delta-spark meets 1.3x by filtering inside its own parquet reader (a JVM class); a wheel without a jar "
+        "cannot. Medians of 5 runs on a shared 2-core machine: single cells move by 0.3x between runs. What "
+        "deltalog removed (2026-12-02): the path join, taken whenever two files shared a size (2 of the 8 files "
+        "of the 1M-row sweep table did), replaced by a perfect hash of size and modification time; and planning "
+        "(`load()` of that table 130 ms -> 26 ms, against 12 ms for copy-on-write)."
+    )
+
+
 def reason(r: Result) -> str:
     """Why a target does not hold yet: the analysis behind the profiles of ``bench/hotspots.py`` (the
     profile lines printed under it are measured; this text names the mechanism and the fix)."""
@@ -213,6 +242,8 @@ def reason(r: Result) -> str:
             "keys are built on the JVM (one byte buffer turned into a `long[]` in four calls, 0.05 s, instead of "
             "literals) 2.81 s, as Spark tests each row in a Scala hash set of boxed longs."
         )
+    if r.workload.startswith("dv-bound-"):
+        return _dv_bound(r)
     if r.workload.startswith("uniform-"):
         return (
             "The Iceberg post-commit step (`deltalog.uniform`) is the difference: a manifest for the commit's files, "
