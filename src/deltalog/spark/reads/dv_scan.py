@@ -241,15 +241,14 @@ def _file_ids(
 def _row_bits(files: pa.Table) -> int | None:
     """Twice the room the scan's row indexes need (in bits), from the files' ``numRecords``; ``None`` when a
     count is unknown."""
-    from deltalog.log.stats_parsed import parse_stats
+    from deltalog.health.files import num_records_array
 
     if "stats" not in files.column_names or files.num_rows == 0:
         return None
-    parsed = parse_stats(files.column("stats"), pa.struct([("numRecords", pa.int64())]))
-    counts = pc.struct_field(parsed, "numRecords")  # null where the whole stats string is
-    if counts.null_count:
+    records, known = num_records_array(files.column("stats"))
+    if not bool(np.all(known)):
         return None
-    return int(pc.max(counts).as_py() or 0).bit_length()
+    return int(records.max()).bit_length()
 
 
 def _bit(rows: np.ndarray) -> str:
@@ -301,7 +300,7 @@ def _keys_frame(spark: Any, keys: np.ndarray) -> Any:
 
 def keyed_scan(
     spark: Any, snapshot: Snapshot, files: pa.Table, raw: Any, columns: Sequence[str], *, sizes_from_log: bool = False,
-    key_bits: int | None = None,
+    key_bits: int | None = None, whole: bool = False,
 ) -> Any | None:
     """``raw`` (Spark's parquet scan of ``files``, in which every file with a deletion vector is read
     whole) without the deleted rows, selecting ``columns``; ``None`` when the files cannot be told apart
@@ -310,7 +309,7 @@ def keyed_scan(
     from the log (:mod:`deltalog.spark.reads.log_index`), so ``_metadata.file_size`` is the log's size.
     ``key_bits`` (:func:`row_key_bits` of ``files``, computed by the caller): every row keeps its packed
     :data:`ROW_KEY` (``row_index << key_bits | file_size``) as a last column; ``None`` when the sizes are
-    not the log's.
+    not the log's. ``whole``: ``columns`` are all of ``raw``'s, in order (nothing to select).
 
     Example:
         >>> keyed_scan(spark, snap, files, spark.read.parquet(*paths), ["id"]).count()  # doctest: +SKIP
@@ -325,7 +324,7 @@ def keyed_scan(
     quoted = [f"`{c.replace('`', '``')}`" for c in columns]
 
     def selected(df: Any, *extra: Any) -> Any:  # each DataFrame call is a Spark analysis (~10-25 ms here)
-        return df if not extra and list(columns) == df.columns else df.select(*quoted, *extra)
+        return df if not extra and (whole or list(columns) == df.columns) else df.select(*quoted, *extra)
 
     if keep_key:
         assert key_bits is not None

@@ -329,7 +329,7 @@ def _scan_files(
     keyed = None
     if native and (has_dv or row_key is not None) and not join_parts:  # rows keyed by file size + row index, no path
         keyed = keyed_scan(spark, snapshot, files, raw, [f.name for f in read_fields], sizes_from_log=from_log,
-                           key_bits=row_key)
+                           key_bits=row_key, whole=True)  # raw was read with read_fields' schema
         if keyed is None and row_key is not None:
             return None
     if keyed is not None:
