@@ -53,8 +53,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark.common.arguments import check_condition, check_source, column_mapping
+from deltalog.spark.common.compat import frame_from_arrow
 from deltalog.spark.dml.merge_one_pass import OnePassRun
 from deltalog.spark.dml.merge_run import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Clause, MergeSpec
 from deltalog.spark.jobs.staged import (
@@ -66,7 +69,7 @@ __all__ = ["MergeBuilder", "merge"]
 DataFrame = Any
 Column = Any
 
-_RESULT_DDL = "num_affected_rows bigint, num_updated_rows bigint, num_deleted_rows bigint, num_inserted_rows bigint"
+_RESULT_COLUMNS = ("num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows")
 
 
 def _check_condition(condition: Any, what: str) -> None:
@@ -222,5 +225,7 @@ class MergeBuilder:
         self.result = OnePassRun(spec).run()
         m = self.result.metric
         updated, deleted, inserted = m("numTargetRowsUpdated"), m("numTargetRowsDeleted"), m("numTargetRowsInserted")
-        row = [(updated + deleted + inserted, updated, deleted, inserted)]
-        return self._spark.createDataFrame(row, _RESULT_DDL)
+        values = (updated + deleted + inserted, updated, deleted, inserted)
+        # from Arrow: a local relation without the Python RDD a list of rows goes through (~20 ms less)
+        table = pa.table({name: pa.array([v], pa.int64()) for name, v in zip(_RESULT_COLUMNS, values)})
+        return frame_from_arrow(self._spark, table)

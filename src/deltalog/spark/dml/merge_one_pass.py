@@ -111,7 +111,10 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     if file_key is not None:
         key = key.cast("long") * F.lit(1 << bits) + F.when(t_here, file_key).otherwise(F.lit(0))
     tag = F.when(wanted, key).otherwise(-key).cast("long")
-    rows = frame.filter(t_here | wanted).select(*outputs, tag.alias(_TAG))
+    # a left join yields target rows only, and when the last NOT MATCHED clause has no condition every
+    # source row without a match is inserted: then no row is dropped (no filter to analyse)
+    every = how == "left" or run.not_matched[-1].condition is None
+    rows = (frame if every else frame.filter(t_here | wanted)).select(*outputs, tag.alias(_TAG))
     staged = Staged(run.table.store)
     scan_ms = run.timer.elapsed_ms()
     uris = file_uris(run.snap, candidates)

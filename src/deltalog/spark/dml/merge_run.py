@@ -10,6 +10,8 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -77,6 +79,27 @@ _COPY, _DROP = -1, -2
 _CLAUSE_METRICS = ("numTargetRowsMatchedUpdated", "numTargetRowsMatchedDeleted",
                    "numTargetRowsNotMatchedBySourceUpdated", "numTargetRowsNotMatchedBySourceDeleted")
 _T_PRESENT, _S_PRESENT, _ACTION = "__deltalog_target", "__deltalog_source", "__deltalog_action"
+
+
+#: (session, table schema) -> the table's probe frame (:func:`~deltalog.spark.reads.target.table_probe`), the
+#: last few kept: building one (an empty local relation) costs a MERGE ~50 ms of its fixed cost
+_PROBES: OrderedDict[tuple[int, str], tuple[Any, DataFrame]] = OrderedDict()
+_PROBES_KEPT = 8
+
+
+def _probe(spark: Any, snap: Any) -> DataFrame:
+    """:func:`~deltalog.spark.reads.target.table_probe` of ``snap`` in ``spark``, reused while the session and
+    the table's schema stay the same (a probe has no rows: only its columns matter)."""
+    key = (id(spark), snap.metadata.schemaString or "")
+    found = _PROBES.get(key)
+    if found is not None and found[0] is spark:
+        _PROBES.move_to_end(key)
+        return found[1]
+    probe = table_probe(spark, snap)
+    _PROBES[key] = (spark, probe)
+    while len(_PROBES) > _PROBES_KEPT:
+        _PROBES.popitem(last=False)
+    return probe
 
 
 @dataclass(frozen=True)
@@ -272,14 +295,17 @@ class MergeRun:
         writers = [c for c in self.clauses if c.action in ("update", "insert")]
         assigned = {id(c): self._assignments(c, T, S) for c in writers}
         flat = [(id(c), name, col) for c in writers for name, col in assigned[id(c)].items()]
-        typed = frame.select(*[col.alias(f"_{i}") for i, (_, _, col) in enumerate(flat)]).schema if flat else None
-        values: dict[tuple[int, str], Column] = {}
         by_id = {id(c): c for c in writers}
+        if all(by_id[cid].star for cid, _, _ in flat):  # source columns: their types are the source's
+            of_source = {f.name: f.dataType for f in S.schema.fields}
+            types = [of_source[self._source_col(name) or name] for _, name, _ in flat]
+        else:  # expressions: typed by analysing them against the joined rows
+            typed = frame.select(*[col.alias(f"_{i}") for i, (_, _, col) in enumerate(flat)]).schema if flat else None
+            types = [f.dataType for f in typed.fields] if typed is not None else []
+        values: dict[tuple[int, str], Column] = {}
         for i, (cid, name, col) in enumerate(flat):
-            assert typed is not None
             what = f"MERGE {by_id[cid].label()}"
-            values[(cid, name)] = assign(col, typed.fields[i].dataType, self.schema.field(name), what=what,
-                                         evolve=self.evolve)
+            values[(cid, name)] = assign(col, types[i], self.schema.field(name), what=what, evolve=self.evolve)
         self._identity_values(writers, values)
         for c in writers:  # inserted rows: a defaulted column the clause leaves out gets its default
             for name in default_columns(self.schema) if c.action == "insert" else ():
@@ -389,12 +415,13 @@ class MergeRun:
         from pyspark.sql import functions as F
 
         b = self.b
-        target = table_probe(b.spark, self.snap)
+        target = _probe(b.spark, self.snap)
         target = target.alias(b.alias) if b.alias else target
-        try:
-            both = target.join(b.source, on=F.expr(b.condition) if isinstance(b.condition, str) else b.condition)
-        except Exception:  # checked (and reported) when the merge runs; here the clauses keep their text
-            both = None
+        both = None
+        if any(c.condition is not None for c in self.matched):  # the join is analysed only to print them
+            # an error is reported when the merge runs; here the clauses then keep their text
+            with contextlib.suppress(Exception):
+                both = target.join(b.source, on=F.expr(b.condition) if isinstance(b.condition, str) else b.condition)
         sides = {MATCHED: both, NOT_MATCHED: b.source, NOT_MATCHED_BY_SOURCE: target}
 
         def recorded(clauses: Sequence[Clause]) -> tuple[dict[str, str], ...]:

@@ -285,9 +285,11 @@ def write_tallied(
     spec = TaskSpec(StoreRef.of(table.store), table.location, full, metadata, None, target_file_size(metadata),
                     tally=tally)
     df = recompute_generated(df, schema)  # generated columns follow the rows' final values
-    columns = [F.col(quoted(f.name)) for f in full.fields]
+    names = [f.name for f in full.fields] + ([tally] if tally else [])
+    if df.columns != names:  # else already so: a select would cost one more round of plan analysis
+        df = df.select(*[F.col(quoted(n)) for n in names])
     try:
-        return run_tallied(df.select(*columns, *([F.col(quoted(tally))] if tally else [])), spec)
+        return run_tallied(df, spec)
     except Exception as exc:
         raise spark_error(exc, table.location) from None
 
