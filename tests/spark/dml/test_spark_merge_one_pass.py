@@ -174,3 +174,28 @@ def test_one_job_merge_of_several_files_refuses_multiple_matches(spark: Any, tmp
         b.execute()
     assert version(path) == v0
     assert data_files(path) == files
+
+
+def test_an_upsert_touching_every_file_runs_the_write_job_and_one_pass_over_the_source(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Issue 55's MERGE fixed cost: the source's keys in one job (no shuffle for a small source), then the
+    write (a shuffle of each side and the joined rows written): no job of its own to find the touched files."""
+    import os
+
+    path = _four_files(tmp_path, "t")
+    src_path = str(tmp_path / "src")
+    _source(spark, [1, 40, 70, 100, 500, 501]).write.parquet(src_path)  # a file source: a real source pass
+    source = spark.read.parquet(src_path).alias("s")  # its footer is read here, not counted
+    group = f"merge-jobs-{os.urandom(4).hex()}"
+    sc = spark.sparkContext
+    sc.setJobGroup(group, "merge jobs test")
+    try:
+        _upsert(merge(spark, path, source, "t.id = s.id", target_alias="t")).execute()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    jobs = len(sc.statusTracker().getJobIdsForGroup(group))
+    assert jobs <= 4, jobs
+    metrics = deltalog.Table(path).history(limit=1)[0]["operationMetrics"]
+    assert (metrics["numTargetFilesRemoved"], metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"],
+            metrics["numSourceRows"]) == ("4", "4", "2", "6")

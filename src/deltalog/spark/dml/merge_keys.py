@@ -54,6 +54,8 @@ _KINDS = {"byte": "int", "short": "int", "integer": "int", "long": "int", "strin
 _SPARK_KINDS = {"tinyint": "int", "smallint": "int", "int": "int", "bigint": "int", "string": "str", "date": "date"}
 #: the most source rows whose exact key set is collected (a second job) to skip files between keys
 VALUE_SET_ROWS = 1000
+#: the largest source (Spark's estimate, bytes) whose keys are aggregated in one task (one job, no shuffle)
+ONE_TASK_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ def source_keys(
         aggs += [F.min(key).alias(f"lo{i}"), F.max(key).alias(f"hi{i}")]
         if p.column in partitions:
             aggs.append(F.collect_set(key).alias(f"set{i}"))
-    row = source.agg(*aggs).first().asDict()
+    row = _one_task(source).agg(*aggs).collect()[0].asDict()
     out = SourceKeys(rows=int(row["n"]))
     if any(row[f"lo{i}"] is None for i in range(len(pairs))):
         out.matches_nothing = True
@@ -169,6 +171,16 @@ def source_keys(
             out.conditions += exact_conditions(p.column, ">=", row[f"lo{i}"], snapshot)
             out.conditions += exact_conditions(p.column, "<=", row[f"hi{i}"], snapshot)
     return out
+
+
+def _one_task(source: DataFrame) -> DataFrame:
+    """``source`` in one partition when Spark estimates it at most :data:`ONE_TASK_BYTES` (the aggregate then
+    runs as one job, without a shuffle); else as it is (or when no estimate is at hand, e.g. Spark Connect)."""
+    try:
+        size = int(str(source._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    except Exception:
+        return source
+    return source.coalesce(1) if size <= ONE_TASK_BYTES else source
 
 
 def merge_candidates(
