@@ -566,8 +566,8 @@ def served_by_cache(frame: Any) -> bool:
         >>> served_by_cache(spark.table("events"))                      # doctest: +SKIP
         False
     """
-    if "_jdf" not in frame.__dict__:
-        return False
+    if "_jdf" not in frame.__dict__ and "_deltalog_lazy_plan" not in frame.__dict__:  # Connect (a lazy read's
+        return False  # plan is built below only when something is cached)
     try:
         manager = frame.sparkSession._jsparkSession.sharedState().cacheManager()
         if manager.isEmpty():

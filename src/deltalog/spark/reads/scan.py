@@ -68,6 +68,7 @@ from deltalog.spark.reads.files import check_keys as _check_join_keys
 from deltalog.spark.reads.files import file_keys, key_fields, parquet_scan, partition_table, uses_native_io
 from deltalog.spark.reads.files import scan_error as _scan_error
 from deltalog.spark.reads.hive import hive_layout_matches
+from deltalog.spark.reads.lazy_frames import is_lazy, lazy_frame, materialise
 from deltalog.spark.reads.log_index import log_indexed, usable
 from deltalog.spark.reads.skipping import attach, skipping_conditions
 
@@ -203,6 +204,15 @@ def read_snapshot(
         needed = [*needed, METADATA]
     elif files.num_rows == 0:
         df = spark.createDataFrame([], spark_schema([read_field(f) for f in logical], keep_metadata=True))
+    elif not conditions and spark_filter is None and needed == names and _has_dv(files):
+        # the plan of a deletion-vector read is built when first needed: a count() from the log needs none
+        lazy = lazy_frame(spark, lambda: _scan(spark, snapshot, files, logical, mode, parts, reuse=True))
+        if lazy is not None:
+            df = attach(lazy, snapshot, where=where, columns=columns, prune=prune, rescan=read_snapshot, latest=latest)
+            if not is_lazy(df) or type(df).__dict__.get("__getattr__") is None:  # not tracked: build it now
+                materialise(df)
+            return df
+        df = _scan(spark, snapshot, files, logical, mode, parts, reuse=True)
     else:
         df = _scan(spark, snapshot, files, logical, mode, parts, reuse=True)
     for cond in conditions:
@@ -215,6 +225,10 @@ def read_snapshot(
         return df
     # Later filters (directly or after select / withColumn / ...) re-plan this scan with file skipping.
     return attach(df, snapshot, where=where, columns=columns, prune=prune, rescan=read_snapshot, latest=latest)
+
+
+def _has_dv(files: pa.Table) -> bool:
+    return "deletionVector" in files.column_names and files.column("deletionVector").null_count < files.num_rows
 
 
 def scan_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> Any:

@@ -56,6 +56,7 @@ from deltalog.spark.reads.frame_state import (
     through_generated,
     usable_conditions,
 )
+from deltalog.spark.reads.lazy_frames import is_lazy, materialise
 from deltalog.spark.reads.log_answers import aggregate_sql, answer_frame, logged_count
 from deltalog.spark.reads.rebind import MAX_ID_COLUMNS, passed_through, rebound, with_plan_ids
 
@@ -666,6 +667,19 @@ def _pairing(name: str, plain: Any) -> Any:
     return method
 
 
+def _planning_getattr(plain: Any) -> Any:
+    """``__getattr__`` that builds a lazy read's plan when ``_jdf`` is first asked for
+    (:mod:`deltalog.spark.reads.lazy_frames`), else Spark's own (a column by name)."""
+    def __getattr__(self: Any, name: str) -> Any:
+        if name == "_jdf" and is_lazy(self):
+            return materialise(self)
+        if plain is None:
+            raise AttributeError(name)
+        return plain(self, name)
+
+    return __getattr__
+
+
 def _subclass(base: type) -> type:
     with _LOCK:
         sub = _SUBCLASSES.get(base)
@@ -682,6 +696,7 @@ def _subclass(base: type) -> type:
         methods.update({name: _pairing(name, getattr(base, name)) for name in _PAIRED if hasattr(base, name)})
         if isinstance(getattr(base, "write", None), property):
             methods["write"] = _writer(getattr(base, "write"))  # noqa: B009
+        methods["__getattr__"] = _planning_getattr(getattr(base, "__getattr__", None))
         sub = type(base.__name__, (base,), {**methods, "__module__": base.__module__})
         sub.__qualname__ = base.__qualname__
         _SUBCLASSES[base] = sub
