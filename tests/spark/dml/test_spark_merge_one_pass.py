@@ -15,7 +15,7 @@ from sparkutil import arrow_rows, data, data_files, frame, version
 
 import deltalog
 from deltalog.errors import DeltaError
-from deltalog.spark.dml import merge, merge_one_pass
+from deltalog.spark.dml import merge, merge_one_pass, merge_run
 
 pytestmark = pytest.mark.spark
 
@@ -147,12 +147,21 @@ def test_one_job_merge_of_several_files_matches_the_two_job_merge(
         calls.append(out is not None)
         return out
 
+    first_jobs: list[bool] = []
+    real_first = merge_run.MergeRun._first_job
+
+    def first_job(self: Any, *args: Any) -> Any:
+        first_jobs.append(True)
+        return real_first(self, *args)
+
     monkeypatch.setattr(merge_one_pass, "one_pass", spy)
+    monkeypatch.setattr(merge_run.MergeRun, "_first_job", first_job)
     clauses(merge(spark, one, _source(spark, ids), "t.id = s.id", target_alias="t")).execute()
     assert calls == [case != "a-file-untouched"]
+    assert first_jobs == []  # a file untouched: the two-job way takes the one job's counts, not a job of its own
     monkeypatch.setattr(merge_one_pass, "one_pass_applies", lambda run, candidates: False)
     clauses(merge(spark, two, _source(spark, ids), "t.id = s.id", target_alias="t")).execute()
-    assert len(calls) == 1
+    assert len(calls) == 1 and first_jobs == [True]
 
     def state(path: str) -> tuple[list[dict[str, Any]], dict[str, str], list[int]]:
         metrics = deltalog.Table(path).history(limit=1)[0]["operationMetrics"]

@@ -37,7 +37,7 @@ from deltalog.spark.jobs.staged import DmlResult, Staged, write_tallied
 from deltalog.spark.reads.dv_scan import ROW_KEY
 from deltalog.spark.reads.row_ids import tracked_fields
 from deltalog.spark.reads.scan import keyed_rows
-from deltalog.spark.reads.target import file_uris, live_rows
+from deltalog.spark.reads.target import FILE, file_uris, live_rows
 
 __all__ = ["OnePassRun", "one_pass", "one_pass_applies"]
 
@@ -125,16 +125,18 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
         per_code: dict[int, int] = {}
         touched: set[str] = set()
         pairs = alone = 0
+        per_file: dict[tuple[str, int, bool], int] = {}  # (file, code, matched) -> target rows (pairs if matched)
         for t, n in tags.items():
             k = abs(t)
-            uri = by_size.get(k & ((1 << bits) - 1)) if file_key is not None else uris[0]
+            uri = str(by_size.get(k & ((1 << bits) - 1)) if file_key is not None else uris[0])
             k >>= bits
             if not k & 2:  # a source row (inserted)
                 continue
             code = (k >> 2) - shift
             per_code[code] = per_code.get(code, 0) + n
+            per_file[(uri, code, bool(k & 1))] = per_file.get((uri, code, bool(k & 1)), 0) + n
             if code >= 0 and n:
-                touched.add(str(uri))
+                touched.add(uri)
             if k & 1:
                 pairs += n
             else:
@@ -151,6 +153,7 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
         counts["numTargetRowsMatchedDeleted"] = target_rows - alone
     if len(touched) < len(uris):  # a file without an acted-on row: delta-spark leaves it in place
         staged.cleanup()
+        run.file_stats = _file_stats(run, per_file, candidates, uris)  # the two-job way needs no first job
         return None
     acted = sum(counts.values())
     copied = target_rows - acted
@@ -158,6 +161,25 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     inserted = sum(f.num_records for f in staged.data) - copied - updated
     return run._finish(staged, removed, scan_ms, None, numTargetRowsInserted=inserted, numTargetRowsCopied=copied,
                        **counts)
+
+
+def _file_stats(run: MergeRun, per_file: dict[tuple[str, int, bool], int], candidates: Any,
+                uris: list[str]) -> list[dict[str, Any]]:
+    """The first job's rows (:meth:`~deltalog.spark.dml.merge_run.MergeRun._first_job`) from the one job's
+    counts: per file and clause code the target rows and whether one matched (no row matched several source
+    rows, or the error was raised already, unless the only matched clause is an unconditional DELETE: then
+    a file's matched rows are its live rows less those without a match)."""
+    live = {u: live_rows(run.snap, [r]) for u, r in zip(uris, candidates.to_pylist())}
+    alone: dict[str, int] = {}
+    for (uri, _, matched), n in per_file.items():
+        if not matched:
+            alone[uri] = alone.get(uri, 0) + n
+    out = []
+    for (uri, code, matched), n in per_file.items():
+        if matched and run.multiple_matches_allowed():
+            n = live[uri] - alone.get(uri, 0)
+        out.append({FILE: uri, "act": code, "n": n, "most": 1 if matched else 0})
+    return out
 
 
 class OnePassRun(MergeRun):

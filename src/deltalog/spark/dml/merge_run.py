@@ -210,6 +210,8 @@ class MergeRun:
                                           table=self.table.location)
         self.join_condition = F.expr(b.condition) if isinstance(b.condition, str) else b.condition
         self.source_rows: int | None = None
+        #: the first job's per-file counts (see :meth:`_first_job`) when another way already counted them
+        self.file_stats: list[dict[str, Any]] | None = None
 
     # --------------------------------------------------------------------------------- expressions
 
@@ -560,7 +562,6 @@ class MergeRun:
         return None
 
     def _rewrite(self, S: DataFrame, candidates: Any) -> DmlResult:
-        from pyspark.sql import functions as F
 
         # Job 1 needs the rows a clause may act on only: target rows without a match are needed only
         # for NOT MATCHED BY SOURCE clauses, source rows without one only for inserts (and are dropped
@@ -572,38 +573,8 @@ class MergeRun:
         if done is not None:
             return done
         uris = file_uris(self.snap, candidates)
-        keyed = keyed_rows(self.b.spark, self.snap, candidates)
-        by_size = None
-        if keyed is None:
-            T = frame_target = self._target(candidates)
-            file_of, row_of = T[FILE], T[ROW]
-        else:  # a long per row is shuffled with the target rows instead of the file's path
-            K, bits = keyed
-            K = K.withColumn(_T_PRESENT, F.lit(True))
-            K = frame_target = K.alias(self.b.alias) if self.b.alias else K
-            file_of, row_of = K[ROW_KEY].bitwiseAND(F.lit((1 << bits) - 1)), K[ROW_KEY]
-            by_size = dict(zip(candidates.column("size").to_pylist(), uris))
-        # The plan is built broadcasting the source, the usual case; it is built again without the hint
-        # when the source is too large (each build costs a round of plan analysis in the JVM).
-        frame, t_here, s_here = self._frame(frame_target, F.broadcast(S), how)
-        self._outputs(frame, frame_target, S)  # assignments and their types are checked before any job runs
-        # One group per matched target row (are there several source rows?), one per file and clause for the
-        # unmatched ones: the aggregation shuffles about as many rows as matched, not the whole target.
-        def first_job(frame: DataFrame, t_here: Column, s_here: Column) -> DataFrame:
-            pairs = F.when(s_here, 1).otherwise(0)
-            return frame.filter(t_here).groupBy(
-                file_of.alias(FILE), F.when(s_here, row_of).alias(ROW), F.when(~s_here, F.col(_ACTION)).alias("own")
-            ).agg(F.count(F.lit(1)).alias("rows"), F.sum(pairs).alias("pairs"), F.min(_ACTION).alias("act"))
-
-        per_row = first_job(frame, t_here, s_here)
-        if not broadcast_source(self.b.spark, per_row, self._source_rows()):  # else no shuffle of the target
-            frame, t_here, s_here = self._frame(frame_target, S, how)
-            per_row = first_job(frame, t_here, s_here)
-        stats = [r.asDict() for r in per_row.groupBy(FILE, "act").agg(
-            F.sum(F.when(F.col("pairs") > 0, 1).otherwise(F.col("rows"))).alias("n"), F.max("pairs").alias("most")
-        ).collect()]
-        if by_size is not None:
-            stats = [{**r, FILE: by_size[r[FILE]]} for r in stats]
+        # what the one job counted when it wrote in vain (a candidate file untouched), else the first job
+        stats = self.file_stats if self.file_stats is not None else self._first_job(S, candidates, uris, how)
         scan_ms = self.timer.elapsed_ms()
         self._check_multiple_matches(stats)
         touched_uris: set[str] = set()
@@ -640,6 +611,45 @@ class MergeRun:
             staged, [] if use_dvs else removed, scan_ms, outcome, numTargetRowsInserted=inserted,
             numTargetRowsCopied=copied, **counts,
         )
+
+    def _first_job(self, S: DataFrame, candidates: Any, uris: list[str], how: str) -> list[dict[str, Any]]:
+        """Job 1: per candidate file (``FILE``: its URI) and clause code (``act``) the target rows ``n`` and the
+        most source rows one of them matched (``most``)."""
+        from pyspark.sql import functions as F
+
+        keyed = keyed_rows(self.b.spark, self.snap, candidates)
+        by_size = None
+        if keyed is None:
+            T = frame_target = self._target(candidates)
+            file_of, row_of = T[FILE], T[ROW]
+        else:  # a long per row is shuffled with the target rows instead of the file's path
+            K, bits = keyed
+            K = K.withColumn(_T_PRESENT, F.lit(True))
+            K = frame_target = K.alias(self.b.alias) if self.b.alias else K
+            file_of, row_of = K[ROW_KEY].bitwiseAND(F.lit((1 << bits) - 1)), K[ROW_KEY]
+            by_size = dict(zip(candidates.column("size").to_pylist(), uris))
+        # The plan is built broadcasting the source, the usual case; it is built again without the hint
+        # when the source is too large (each build costs a round of plan analysis in the JVM).
+        frame, t_here, s_here = self._frame(frame_target, F.broadcast(S), how)
+        self._outputs(frame, frame_target, S)  # assignments and their types are checked before any job runs
+        # One group per matched target row (are there several source rows?), one per file and clause for the
+        # unmatched ones: the aggregation shuffles about as many rows as matched, not the whole target.
+        def first_job(frame: DataFrame, t_here: Column, s_here: Column) -> DataFrame:
+            pairs = F.when(s_here, 1).otherwise(0)
+            return frame.filter(t_here).groupBy(
+                file_of.alias(FILE), F.when(s_here, row_of).alias(ROW), F.when(~s_here, F.col(_ACTION)).alias("own")
+            ).agg(F.count(F.lit(1)).alias("rows"), F.sum(pairs).alias("pairs"), F.min(_ACTION).alias("act"))
+
+        per_row = first_job(frame, t_here, s_here)
+        if not broadcast_source(self.b.spark, per_row, self._source_rows()):  # else no shuffle of the target
+            frame, t_here, s_here = self._frame(frame_target, S, how)
+            per_row = first_job(frame, t_here, s_here)
+        stats = [r.asDict() for r in per_row.groupBy(FILE, "act").agg(
+            F.sum(F.when(F.col("pairs") > 0, 1).otherwise(F.col("rows"))).alias("n"), F.max("pairs").alias("most")
+        ).collect()]
+        if by_size is not None:
+            stats = [{**r, FILE: by_size[r[FILE]]} for r in stats]
+        return stats
 
     def _write_changes(
         self, S: DataFrame, touched: Any, touched_uris: set[str], staged: Staged, use_dvs: bool,
