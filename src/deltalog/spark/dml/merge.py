@@ -29,8 +29,8 @@ it should be deterministic):
    leaves a single target file, or several files (with distinct sizes) and at least as many source rows
    (:mod:`~deltalog.spark.dml.merge_one_pass`): the write job runs at once and the multiple-match check,
    the clause counts and the touched files come from counts observed while it writes; if some candidate
-   file had no acted-on target row, the written files are deleted and the merge runs as in 3 (the
-   untouched files stay in place).
+   file had no acted-on target row, the written files are deleted and the merge runs as in 3 from its
+   second job, with the counts the first would make (the untouched files stay in place).
 
 With ``withSchemaEvolution()`` the source columns missing from the target are added to the table schema
 by ``*All`` clauses (target columns missing from the source keep their value / are null). Metrics are

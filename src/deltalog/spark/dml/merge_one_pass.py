@@ -17,8 +17,9 @@ the same join, about what the first job costs.
 * the clause counts (rows updated / deleted per kind) are counted per clause code.
 
 If some candidate file has no acted-on target row, it is not touched: the written files are deleted and the
-MERGE runs the two-job way, which commits what delta-spark does (that file left in place). So with several
-files the one job is tried only when the source has at least as many rows as there are candidate files.
+MERGE runs the two-job way, which commits what delta-spark does (that file left in place); its first job is
+not run, the counts per file and clause come from the one job's. So with several files the one job is tried
+only when the source has at least as many rows as there are candidate files.
 
 Example:
     >>> OnePassRun(spec).run().version                                               # doctest: +SKIP
