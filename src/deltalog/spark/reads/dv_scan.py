@@ -358,5 +358,8 @@ def keyed_scan(
         key_sql = f"shiftleft(CAST(CASE {case} END AS BIGINT), {_ROW_BITS}) | {_ROW}"
         keys = np.concatenate([(np.int64(n) << _ROW_BITS) | rows.astype(np.int64)
                                for n, (_, rows) in enumerate(deleted)])
-    gone = _keys_frame(spark, keys)  # broadcast-hinted; the anti join keeps raw's columns only
-    return selected(raw.join(gone, on=F.expr(f"({key_sql}) = {_KEY}"), how="left_anti"))
+    gone = _keys_frame(spark, keys)  # broadcast-hinted
+    # The key is a column before the join: Spark 3.5's join cannot resolve ``_metadata`` in its condition
+    # (its analysed plan gains a Project above the Join, which Dataset.join then fails to cast).
+    keyed = raw.select(*quoted, F.expr(key_sql).alias(_KEY)).join(gone, on=_KEY, how="left_anti")
+    return keyed.select(*quoted)
