@@ -556,6 +556,26 @@ def _details(results: dict[str, Result]) -> list[str]:
     return out
 
 
+#: Where a small MERGE's time goes (issue 55, item 4), measured 2026-12-02 with a Spark listener and driver clocks.
+MERGE_TIME = (
+    "Where a small MERGE's time goes, job by job (20k into 200k rows, 8 files, measured 2026-12-02 alternating "
+    "with the hand-written job in one process: MERGE 1,193 ms, hand-written 893 ms). 0-23 ms: set-up and the "
+    "commitInfo predicates (the probe table they are printed with is kept per session and schema). 23-144 ms: "
+    "the source-key pass (`spark.dml.merge_keys`: the keys' ranges and `numSourceRows`), **job 1**, 23 ms of it "
+    "on the executors; a source Spark estimates at most 32 MB is aggregated in one partition, so no shuffle and "
+    "no second job. 144-474 ms: the driver builds the write plan (keyed target scan 73 ms, join and clause "
+    "column 58 ms, output expressions 40 ms, tagging and selection about 80 ms, the Arrow write tasks 26 ms, "
+    "Spark's optimisation and planning 36 ms). 517-1,124 ms: the write, **jobs 2-4** (AQE's stages): the target "
+    "side's shuffle 200 ms beside the source's 53 ms, then the join and the write 357 ms; the write tasks count "
+    "the rows per file and clause, which give the multiple-match check, the metrics and the touched files, so "
+    "no separate job finds the touched files (it did until 2026-12-02: 9 jobs). 1,124-1,193 ms: the commit "
+    "21 ms and the result frame. The hand-written job starts its first job at 228 ms and its jobs take 655 ms "
+    "against MERGE's 607 ms: what remains is about 300 ms of driver work before the first job, most of it "
+    "building columns one Py4J call at a time. At 200k rows and more the Arrow write tasks are the gap: the "
+    "last stage 4.4-5.9 s against 3.2-3.5 s for Spark's own parquet writer."
+)
+
+
 def _sweep_section(results_dir: Path, plot_path: Path) -> list[str]:
     """The "Sweep" section from ``sweep.json`` (``bench/sweep.py``, issue 55), with its plot drawn to
     ``plot_path``; nothing when the sweep has not run."""
@@ -601,6 +621,9 @@ def _sweep_section(results_dir: Path, plot_path: Path) -> list[str]:
         for c in sorted(plans, key=lambda c: c["rows"]):
             out.append(f"| {c['rows']:,} | {_ms(c['ours_s'])} | {_ms(c['anchor_s'])} | "
                        f"{c['difference_ms']:+,.0f} ms | {yes(c)} |")
+        out += ["", "Since 2026-12-02 a deletion-vector read builds its Spark plan when something first needs it "
+                "(`deltalog.spark.reads.lazy_frames`): `load()` does not, a `count()` from the log never does, and "
+                "every other shape above pays it inside its own cell."]
     merges = [c for c in cells if c["kind"] == "merge"]
     if merges:
         out += ["", "MERGE upsert (`whenMatchedUpdateAll().whenNotMatchedInsertAll()`, half the source matching keys "
@@ -611,6 +634,7 @@ def _sweep_section(results_dir: Path, plot_path: Path) -> list[str]:
         for c in sorted(merges, key=lambda c: (c["source_rows"], c["target_rows"])):
             out.append(f"| {c['source_rows']:,} | {c['target_rows']:,} | {_ms(c['ours_s'])} | {_ms(c['anchor_s'])} | "
                        f"{c['ratio']:.2f}× | {c['ours_jobs']} / {c['anchor_jobs']} | {yes(c)} |")
+        out += ["", MERGE_TIME]
     return out
 
 
