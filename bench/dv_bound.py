@@ -51,14 +51,11 @@ def contenders(spark: Any, path: str) -> dict[str, Callable[[], Any]]:
     files = snap.add_files()
     deleted = dv_scan.deleted_rows_per_file(snap, files)
     sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
-    if len(set(sizes.tolist())) == files.num_rows:
-        ids, file_id = sizes, "_metadata.file_size"
-    else:
-        found = dv_scan.hashed_file_ids(files)
-        if found is None:
-            raise SystemExit(f"{path}: two files share size and modification time")
-        a, m, ids = found
-        file_id = f"((_metadata.file_size * {a} + unix_millis(_metadata.file_modification_time)) % {m})"
+    by_size = {int(s): i for i, s in enumerate(sizes.tolist())} if len(set(sizes.tolist())) == len(sizes) else None
+    told = dv_scan.file_ids(files, by_size, sizes_from_log=True)  # deltalog's own way of telling files apart
+    if told is None:
+        raise SystemExit(f"{path}: two files share size and modification time")
+    file_id, ids, _ = told
     bits = int(ids.max()).bit_length()
     key = f"(shiftleft(_metadata.row_index, {bits}) | {file_id})"
     keys = np.concatenate([(rows.astype(np.int64) << bits) | ids[i] for i, rows in deleted])
@@ -72,12 +69,10 @@ def contenders(spark: Any, path: str) -> dict[str, Callable[[], Any]]:
     # one bitmap for every file: file id -> (first word, words)
     first, count, words = {}, {}, []
     for i, rows in deleted:
-        r = rows.astype(np.uint64)
-        w = np.zeros(int(r.max()) // 64 + 1, np.uint64)
-        np.bitwise_or.at(w, r >> np.uint64(6), np.left_shift(np.uint64(1), r & np.uint64(63)))
+        w = dv_scan.bitmap_words(rows)
         first[int(ids[i])], count[int(ids[i])] = sum(len(x) for x in words), len(w)
         words.append(w)
-    bitmap = f"from_json('{json.dumps(np.concatenate(words).view(np.int64).tolist())}', 'array<bigint>')"
+    bitmap = f"from_json('{json.dumps(np.concatenate(words).tolist())}', 'array<bigint>')"
     start = " ".join(f"WHEN {file_id} = {k} THEN {v}" for k, v in first.items())
     size = " ".join(f"WHEN {file_id} = {k} THEN {v}" for k, v in count.items())
     word = "shiftright(_metadata.row_index, 6)"

@@ -42,6 +42,15 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     return calls
 
 
+def _ids_by_paths(spark: Any, path: str) -> list[int]:
+    """:func:`_ids` of the read planned with explicit paths (Spark's own sizes and times), not from the log."""
+    spark.conf.set(FILE_INDEX_CONF, "paths")
+    try:
+        return _ids(read(spark, path))
+    finally:
+        spark.conf.unset(FILE_INDEX_CONF)
+
+
 def _table(path: str, blocks: list[list[int]]) -> deltalog.Table:
     for i, ids in enumerate(blocks):
         deltalog.write_table(path, pa.table({"id": pa.array(ids, pa.int64())}), mode="append",
@@ -118,11 +127,7 @@ def test_shared_sizes_told_apart_by_modification_time(
     kernel = deltalog.Table(path).snapshot().to_arrow().column("id").to_pylist()
     assert _ids(read(spark, path)) == want == sorted(kernel)
     assert calls == [True]
-    spark.conf.set(FILE_INDEX_CONF, "paths")
-    try:
-        assert _ids(read(spark, path)) == want
-    finally:
-        spark.conf.unset(FILE_INDEX_CONF)
+    assert _ids_by_paths(spark, path) == want
     assert calls == [True, False]
     _rewrite_adds(path, lambda add: add.update(modificationTime=1_700_000_000_000))  # size and time alike
     assert dv_scan.hashed_file_ids(deltalog.Table(path).snapshot().add_files()) is None
@@ -161,11 +166,7 @@ def test_log_size_unlike_the_file_falls_back(spark: Any, tmp_path: Path, monkeyp
     want = [i for i in range(250) if i not in (7, 107)]
     assert _ids(read(spark, path)) == want
     assert calls == [True]
-    spark.conf.set(FILE_INDEX_CONF, "paths")
-    try:
-        assert _ids(read(spark, path)) == want
-    finally:
-        spark.conf.unset(FILE_INDEX_CONF)
+    assert _ids_by_paths(spark, path) == want
     assert calls == [True, False]
 
 

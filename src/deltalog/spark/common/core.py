@@ -557,6 +557,11 @@ def anything_cached(spark: Any) -> bool:
         return False
 
 
+#: Key, in a lazy Delta read's ``__dict__``, of the call that builds its plan
+#: (:mod:`deltalog.spark.reads.lazy_frames`).
+LAZY_PLAN = "_deltalog_lazy_plan"
+
+
 def served_by_cache(frame: Any) -> bool:
     """Whether Spark's cache holds data for ``frame``'s plan or part of it (a ``cache()`` of a read of the same
     table version, ``CACHE TABLE``), so that an action on ``frame`` reads the cache, as Spark decides it;
@@ -566,8 +571,8 @@ def served_by_cache(frame: Any) -> bool:
         >>> served_by_cache(spark.table("events"))                      # doctest: +SKIP
         False
     """
-    if "_jdf" not in frame.__dict__ and "_deltalog_lazy_plan" not in frame.__dict__:  # Connect (a lazy read's
-        return False  # plan is built below only when something is cached)
+    if "_jdf" not in frame.__dict__ and LAZY_PLAN not in frame.__dict__:  # Connect (a lazy read's plan is built
+        return False  # below only when something is cached)
     try:
         manager = frame.sparkSession._jsparkSession.sharedState().cacheManager()
         if manager.isEmpty():

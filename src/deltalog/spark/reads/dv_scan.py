@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
 
 __all__ = [
-    "BIT_TEST_MAX_ROWS", "MAX_KEYED_FILES", "ROW_KEY", "deleted_row_keys", "deleted_rows_per_file", "keyed_scan",
+    "BIT_TEST_MAX_ROWS", "MAX_KEYED_FILES", "ROW_KEY", "bitmap_words", "deleted_row_keys", "deleted_rows_per_file",
+    "file_ids", "hashed_file_ids", "keyed_scan",
     "row_key_bits", "without_deleted_rows",
 ]
 
@@ -159,14 +160,12 @@ def row_key_bits(files: pa.Table) -> int | None:
 
 def _ids_by_size(
     snapshot: Snapshot, files: pa.Table, deleted: list[tuple[int, np.ndarray]], *, sizes_from_log: bool,
-    limit: bool = True,
 ) -> dict[int, int] | None:
     """``{size: id}`` for the files with deleted rows, or ``None`` when sizes cannot tell the scan's
     files apart (shared sizes; or, when Spark takes the sizes from the file system rather than from the log,
-    absolute paths or a store that reports another size than the log). ``limit``: more than
-    :data:`MAX_KEYED_FILES` such files is refused too (the CASE over them gets long)."""
+    absolute paths or a store that reports another size than the log)."""
     sizes = files.column("size").to_pylist()
-    if len(set(sizes)) != len(sizes) or (limit and len(deleted) > MAX_KEYED_FILES):
+    if len(set(sizes)) != len(sizes):
         return None
     paths = files.column("path").to_pylist()
     ids: dict[int, int] = {}
@@ -221,15 +220,20 @@ def hashed_file_ids(files: pa.Table) -> tuple[int, int, np.ndarray] | None:
     return None
 
 
-def _file_ids(
-    snapshot: Snapshot, files: pa.Table, deleted: list[tuple[int, np.ndarray]], *, sizes_from_log: bool,
+def file_ids(
+    files: pa.Table, by_size: dict[int, int] | None, *, sizes_from_log: bool,
 ) -> tuple[str, np.ndarray, int] | None:
-    """How the scan's rows tell their file apart: ``(sql, ids, bits)`` -- each row's file id as Spark SQL,
+    """How a scan's rows tell their file apart: ``(sql, ids, bits)`` -- each row's file id as Spark SQL,
     ``ids[i]`` file ``i``'s id and the ids' bit length -- or ``None`` (join on the path). The id is the file's
-    size when sizes are unique (and are the log's, or the store's match them); else, when the scan is planned
-    from the log, :func:`hashed_file_ids`."""
+    size when sizes tell the files apart (``by_size``, from ``_ids_by_size``, is not ``None``); else, when the
+    scan is planned from the log, :func:`hashed_file_ids`.
+
+    Example:
+        >>> file_ids(snap.add_files(), None, sizes_from_log=True)[0]             # doctest: +SKIP
+        '((_metadata.file_size * 1 + unix_millis(_metadata.file_modification_time)) % 11)'
+    """
     sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
-    if _ids_by_size(snapshot, files, deleted, sizes_from_log=sizes_from_log, limit=False) is not None:
+    if by_size is not None:
         return _SIZE, sizes, int(sizes.max()).bit_length()
     found = hashed_file_ids(files) if sizes_from_log else None
     if found is None:
@@ -251,14 +255,26 @@ def _row_bits(files: pa.Table) -> int | None:
     return int(records.max()).bit_length()
 
 
+def bitmap_words(rows: np.ndarray) -> np.ndarray:
+    """``rows`` (deleted row indexes) as a bitmap of 64-bit words (``int64``), bit ``r % 64`` of word ``r // 64``
+    set for each row ``r``.
+
+    Example:
+        >>> bitmap_words(np.array([0, 65])).tolist()
+        [1, 2]
+    """
+    indexes = rows.astype(np.uint64)
+    words = np.zeros(int(indexes.max()) // 64 + 1, dtype=np.uint64)
+    np.bitwise_or.at(words, indexes >> np.uint64(6), np.left_shift(np.uint64(1), indexes & np.uint64(63)))
+    return words.view(np.int64)
+
+
 def _bit(rows: np.ndarray) -> str:
     """Spark SQL: 1 for a scan row whose ``_metadata.row_index`` is among ``rows`` (one file's deleted row
     indexes), else 0: the row's bit tested in the deletion vector as one constant ``array<bigint>`` (a JSON
     string Spark's optimizer parses once)."""
-    indexes = rows.astype(np.uint64)
-    words = np.zeros(int(indexes.max()) // 64 + 1, dtype=np.uint64)
-    np.bitwise_or.at(words, indexes >> np.uint64(6), np.left_shift(np.uint64(1), indexes & np.uint64(63)))
-    bitmap = f"from_json('{json.dumps(words.view(np.int64).tolist())}', 'array<bigint>')"
+    words = bitmap_words(rows)
+    bitmap = f"from_json('{json.dumps(words.tolist())}', 'array<bigint>')"
     word = f"shiftright({_ROW}, 6)"
     bit = f"getbit(element_at({bitmap}, CAST({word} + 1 AS INT)), CAST({_ROW} & 63 AS INT))"
     return f"CASE WHEN {word} < {len(words)} THEN {bit} ELSE 0 END"
@@ -326,9 +342,10 @@ def keyed_scan(
     def selected(df: Any, *extra: Any) -> Any:  # each DataFrame call is a Spark analysis (~10-25 ms here)
         return df if not extra and (whole or list(columns) == df.columns) else df.select(*quoted, *extra)
 
+    by_size = _ids_by_size(snapshot, files, deleted, sizes_from_log=sizes_from_log)
     if keep_key:
         assert key_bits is not None
-        if _ids_by_size(snapshot, files, deleted, sizes_from_log=True, limit=False) is None:
+        if by_size is None:
             return None
         bits = key_bits
         key = F.expr(f"shiftleft({_ROW}, {bits}) | {_SIZE}").alias(_KEY)
@@ -339,7 +356,7 @@ def keyed_scan(
         return raw.select(*quoted, key).join(_keys_frame(spark, keys), on=_KEY, how="left_anti")
     if not deleted:
         return selected(raw)
-    told = _file_ids(snapshot, files, deleted, sizes_from_log=sizes_from_log)
+    told = file_ids(files, by_size, sizes_from_log=sizes_from_log)
     row_bits = _row_bits(files)
     if told is not None and len(deleted) == 1 and int(deleted[0][1].max()) < BIT_TEST_MAX_ROWS:
         file_id, ids, _ = told
@@ -351,8 +368,7 @@ def keyed_scan(
         key_sql = f"shiftleft({_ROW}, {bits}) | {file_id}"
         keys = np.concatenate([(rows.astype(np.int64) << bits) | ids[i] for i, rows in deleted])
     else:
-        by_size = _ids_by_size(snapshot, files, deleted, sizes_from_log=sizes_from_log)
-        if by_size is None:
+        if by_size is None or len(deleted) > MAX_KEYED_FILES:  # the CASE over the files gets long
             return None
         case = " ".join(f"WHEN {_SIZE} = {size} THEN {n}" for size, n in by_size.items())
         key_sql = f"shiftleft(CAST(CASE {case} END AS BIGINT), {_ROW_BITS}) | {_ROW}"

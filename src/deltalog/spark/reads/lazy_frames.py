@@ -22,10 +22,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from deltalog.spark.common.core import LAZY_PLAN
+
 __all__ = ["LAZY_PLAN", "is_lazy", "lazy_frame", "materialise"]
 
-#: Key, in a lazy frame's ``__dict__``, of the call that builds its plan.
-LAZY_PLAN = "_deltalog_lazy_plan"
 _LOCK = threading.RLock()
 
 

@@ -68,7 +68,7 @@ from deltalog.spark.reads.files import check_keys as _check_join_keys
 from deltalog.spark.reads.files import file_keys, key_fields, parquet_scan, partition_table, uses_native_io
 from deltalog.spark.reads.files import scan_error as _scan_error
 from deltalog.spark.reads.hive import hive_layout_matches
-from deltalog.spark.reads.lazy_frames import is_lazy, lazy_frame, materialise
+from deltalog.spark.reads.lazy_frames import lazy_frame, materialise
 from deltalog.spark.reads.log_index import log_indexed, usable
 from deltalog.spark.reads.skipping import attach, skipping_conditions
 
@@ -209,7 +209,7 @@ def read_snapshot(
         lazy = lazy_frame(spark, lambda: _scan(spark, snapshot, files, logical, mode, parts, reuse=True))
         if lazy is not None:
             df = attach(lazy, snapshot, where=where, columns=columns, prune=prune, rescan=read_snapshot, latest=latest)
-            if not is_lazy(df) or type(df).__dict__.get("__getattr__") is None:  # not tracked: build it now
+            if type(df).__dict__.get("__getattr__") is None:  # not tracked, so nothing builds it later: now
                 materialise(df)
             return df
         df = _scan(spark, snapshot, files, logical, mode, parts, reuse=True)
