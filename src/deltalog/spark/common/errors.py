@@ -45,7 +45,7 @@ from deltalog.errors import (
     SqlSyntaxError,
     StorageError,
 )
-from deltalog.spark.common.compat import EXCEPTION_MIXINS, init_exception
+from deltalog.spark.common.compat import EXCEPTION_MIXINS, init_exception, quiet_call_sites
 
 __all__ = ["as_spark_error", "spark_class", "spark_errors", "spark_errors_class", "within_api_call"]
 
@@ -192,6 +192,8 @@ def spark_errors(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         depth = getattr(_CALLS, "depth", 0)
+        if not depth:
+            quiet_call_sites(within_api_call)  # the columns deltalog builds record no call site (see compat)
         _CALLS.depth = depth + 1
         try:
             return fn(*args, **kwargs)
