@@ -67,3 +67,22 @@ def test_a_missing_deletion_vector_fails_when_the_query_runs(spark: Any, tmp_pat
     df = spark.read.format("delta").load(path)
     with pytest.raises(Exception, match=r"deletion vector (file )?of .*parquet cannot be read"):
         df.collect()
+
+
+def test_a_filter_on_a_lazy_read_plans_only_the_files_it_keeps(spark: Any, tmp_path: Path) -> None:
+    """A filter that prunes files re-plans the read over the files it keeps: the whole table's plan (every
+    deletion vector decoded and joined) is never built, and the rows are the plain filter's."""
+    from pyspark.sql import functions as F
+
+    path = str(tmp_path / "t")
+    _dv_table(path)
+    df = spark.read.format("delta").load(path)
+    kept = df.filter(F.col("id") >= 100)
+    assert is_lazy(df) and len(kept.inputFiles()) == 1
+    assert sorted(r.id for r in kept.collect()) == [i for i in range(100, 250) if i not in (120, 249)]
+    assert is_lazy(df)
+    both = df.where("id < 10 OR id > 240")  # no conjunct prunes: Spark's plain filter on the whole read
+    assert not is_lazy(df) and len(both.inputFiles()) == 2
+    assert sorted(r.id for r in both.collect()) == [0, 1, 2, 4, 5, 6, 7, 8, 9, *range(241, 249)]
+    assert kept.join(df, "id").count() == 148
+    assert sorted(r.id for r in df.filter(df.id > 245).collect()) == [246, 247, 248]

@@ -19,19 +19,22 @@ May import: :mod:`deltalog.spark.common`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from deltalog.spark.common.core import LAZY_PLAN
 
-__all__ = ["LAZY_PLAN", "is_lazy", "lazy_frame", "materialise"]
+__all__ = ["LAZY_PLAN", "is_lazy", "lazy_columns", "lazy_frame", "materialise"]
+
+_COLUMNS = "__deltalog_lazy_columns__"
 
 _LOCK = threading.RLock()
 
 
-def lazy_frame(spark: Any, plan: Callable[[], Any]) -> Any | None:
+def lazy_frame(spark: Any, plan: Callable[[], Any], columns: Sequence[str] | None = None) -> Any | None:
     """A classic DataFrame whose ``_jdf`` is ``plan()._jdf``, built on first access; ``None`` where that cannot
     be (Spark Connect, another PySpark's internals). It must be given the tracked subclass before use.
+    ``columns``: the names the plan will have, known to :func:`lazy_columns` without building it.
 
     Example:
         >>> lazy_frame(spark, lambda: spark.range(3)) is not None                # doctest: +SKIP
@@ -49,6 +52,8 @@ def lazy_frame(spark: Any, plan: Callable[[], Any]) -> Any | None:
             return None
         del df.__dict__["_jdf"]
         df.__dict__[LAZY_PLAN] = plan
+        if columns is not None:
+            df.__dict__[_COLUMNS] = list(columns)
     except Exception:
         return None
     return df
@@ -62,6 +67,17 @@ def is_lazy(df: Any) -> bool:
         False
     """
     return LAZY_PLAN in getattr(df, "__dict__", {})
+
+
+def lazy_columns(df: Any) -> list[str] | None:
+    """The column names of ``df`` while its plan is not built (as :func:`lazy_frame` was told), else ``None``.
+
+    Example:
+        >>> lazy_columns(spark.range(3)) is None                                   # doctest: +SKIP
+        True
+    """
+    got = getattr(df, "__dict__", {}).get(_COLUMNS)
+    return list(got) if got is not None and is_lazy(df) else None
 
 
 def materialise(df: Any) -> Any:
@@ -87,4 +103,5 @@ def materialise(df: Any) -> Any:
             raise RuntimeError(f"planning the Delta read failed: {exc}") from exc
         df.__dict__["_jdf"] = built._jdf
         df.__dict__.pop(LAZY_PLAN, None)
+        df.__dict__.pop(_COLUMNS, None)
         return built._jdf

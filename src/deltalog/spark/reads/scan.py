@@ -206,7 +206,8 @@ def read_snapshot(
         df = spark.createDataFrame([], spark_schema([read_field(f) for f in logical], keep_metadata=True))
     elif not conditions and spark_filter is None and needed == names and _has_dv(files):
         # the plan of a deletion-vector read is built when first needed: a count() from the log needs none
-        lazy = lazy_frame(spark, lambda: _scan(spark, snapshot, files, logical, mode, parts, reuse=True))
+        lazy = lazy_frame(spark, lambda: _scan(spark, snapshot, files, logical, mode, parts, reuse=True),
+                          columns=names)
         if lazy is not None:
             df = attach(lazy, snapshot, where=where, columns=columns, prune=prune, rescan=read_snapshot, latest=latest)
             if type(df).__dict__.get("__getattr__") is None:  # not tracked, so nothing builds it later: now

@@ -56,7 +56,7 @@ from deltalog.spark.reads.frame_state import (
     through_generated,
     usable_conditions,
 )
-from deltalog.spark.reads.lazy_frames import is_lazy, materialise
+from deltalog.spark.reads.lazy_frames import is_lazy, lazy_columns, materialise
 from deltalog.spark.reads.log_answers import aggregate_sql, answer_frame, logged_count
 from deltalog.spark.reads.rebind import MAX_ID_COLUMNS, passed_through, rebound, with_plan_ids
 
@@ -155,8 +155,9 @@ def _filter(self: Any, base: type, state: FrameState, condition: Any) -> Any:
     if may_be_cached(state.snapshot.table) and served_by_cache(self):  # a scan of fewer files would miss the cache
         return None
     conditions = skipping_conditions(condition, state.snapshot)
-    usable = usable_conditions(conditions, state, list(self.columns)) if conditions and portable(condition) else []
-    usable += through_generated(condition, state, list(self.columns))
+    columns = lazy_columns(self) or list(self.columns)  # a lazy read's names, without building its plan
+    usable = usable_conditions(conditions, state, columns) if conditions and portable(condition) else []
+    usable += through_generated(condition, state, columns)
     if not usable:
         return None
     new = replace(state, prune=(*state.prune, *usable))
@@ -164,6 +165,14 @@ def _filter(self: Any, base: type, state: FrameState, condition: Any) -> Any:
         filtered = _kept_ids(self, state, _with_row_metadata(self, base, new, "filter", (condition,), {}),
                              "filter", (condition,), {})
         return _attach_state(filtered, replace(new, steps=(*new.steps, ("filter", (condition,), {}))))
+    if is_lazy(self):  # no column can be bound to a plan not built yet: the rebuilt scan alone, the full one unplanned
+        try:
+            rebuilt = getattr(base, "filter")(_replay(self.sparkSession, new, base), condition)  # noqa: B009
+        except Exception:  # the replay does not apply: Spark's plain filter decides, below
+            rebuilt = None
+        if rebuilt is not None:
+            return _attach_state(rebuilt, replace(new, steps=(*new.steps, ("filter", (condition,), {})),
+                                                  applied=len(new.prune)))
     filtered = getattr(base, "filter")(self, condition)  # noqa: B009
     skipping = None
     if "_jdf" in filtered.__dict__ and len(filtered.columns) <= MAX_ID_COLUMNS:  # else: pruned at the actions
