@@ -492,7 +492,7 @@ def quiet_call_sites(active: Callable[[], bool]) -> None:
     code. Installed once per process; a no-op on a PySpark without the capture (3.5).
 
     Example:
-        >>> quiet_call_sites(lambda: False)  # the capture stays as the session configures it
+        >>> quiet_call_sites(within_api_call)                                       # doctest: +SKIP
     """
     try:
         from pyspark.errors import utils as pyspark_errors
