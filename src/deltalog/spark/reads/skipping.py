@@ -161,29 +161,31 @@ def _filter(self: Any, base: type, state: FrameState, condition: Any) -> Any:
     if not usable:
         return None
     new = replace(state, prune=(*state.prune, *usable))
+    steps = (*new.steps, ("filter", (condition,), {}))
     if _carries(state, (condition,), {}):  # the condition names the row-tracking _metadata: built again now
         filtered = _kept_ids(self, state, _with_row_metadata(self, base, new, "filter", (condition,), {}),
                              "filter", (condition,), {})
-        return _attach_state(filtered, replace(new, steps=(*new.steps, ("filter", (condition,), {}))))
-    if is_lazy(self):  # no column can be bound to a plan not built yet: the rebuilt scan alone, the full one unplanned
+        return _attach_state(filtered, replace(new, steps=steps))
+
+    def replayed(plain: Any) -> Any | None:
+        """The scan planned again over the files kept, filtered; its columns given ``plain``'s ids (so ``df.id``
+        still resolves) unless ``plain`` is ``None``. ``None`` where the replay does not apply (an argument we
+        misread): Spark's plain filter decides."""
         try:
             rebuilt = getattr(base, "filter")(_replay(self.sparkSession, new, base), condition)  # noqa: B009
-        except Exception:  # the replay does not apply: Spark's plain filter decides, below
-            rebuilt = None
-        if rebuilt is not None:
-            return _attach_state(rebuilt, replace(new, steps=(*new.steps, ("filter", (condition,), {})),
-                                                  applied=len(new.prune)))
-    filtered = getattr(base, "filter")(self, condition)  # noqa: B009
-    skipping = None
-    if "_jdf" in filtered.__dict__ and len(filtered.columns) <= MAX_ID_COLUMNS:  # else: pruned at the actions
-        try:  # the scan planned again now, its columns given the plain filter's ids (so df.id still resolves)
-            rebuilt = getattr(base, "filter")(_replay(self.sparkSession, new, base), condition)  # noqa: B009
-            skipping = with_plan_ids(rebuilt, filtered)
-        except Exception:  # the replay does not apply (an argument we misread): Spark's plain filter decides
-            skipping = None
+            return rebuilt if plain is None else with_plan_ids(rebuilt, plain)
+        except Exception:
+            return None
+
+    # a lazy read has no column bound to its plan yet: the rebuilt scan alone, the whole plan left unbuilt
+    skipping = replayed(None) if is_lazy(self) else None
+    filtered = None
+    if skipping is None:
+        filtered = getattr(base, "filter")(self, condition)  # noqa: B009
+        if "_jdf" in filtered.__dict__ and len(filtered.columns) <= MAX_ID_COLUMNS:  # else: pruned at the actions
+            skipping = replayed(filtered)
     applied = len(new.prune) if skipping is not None else state.applied
-    return _attach_state(skipping if skipping is not None else filtered,
-                         replace(new, steps=(*new.steps, ("filter", (condition,), {})), applied=applied))
+    return _attach_state(skipping if skipping is not None else filtered, replace(new, steps=steps, applied=applied))
 
 
 def _by_name(frame: Any, run: Callable[[tuple[Any, ...], dict[str, Any]], Any], args: tuple[Any, ...],
