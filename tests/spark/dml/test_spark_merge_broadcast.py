@@ -62,14 +62,21 @@ def _table(tmp_path: Path) -> str:
     return path
 
 
+@pytest.mark.parametrize("one_job", [False, True], ids=["two-job", "one-job"])
 @pytest.mark.parametrize("inserts", [True, False], ids=["upsert", "update-only"])
 @pytest.mark.parametrize("limit", ["1g", "-1", "16"], ids=["broadcast", "off", "too-small"])
 def test_merge_broadcasts_the_source_when_it_fits(
-    spark: Any, tmp_path: Path, settings: Any, plans: list[str], limit: str, inserts: bool
+    spark: Any, tmp_path: Path, settings: Any, plans: list[str], monkeypatch: pytest.MonkeyPatch, limit: str,
+    inserts: bool, one_job: bool,
 ) -> None:
-    """The first job always may; without inserts the write job (the touched files left-joined with the
-    source) may too. An upsert's write job is a full outer join, which Spark cannot broadcast."""
+    """The two-job way: the first job always may; without inserts the write job (the touched files left-joined
+    with the source) may too. An upsert's write job is a full outer join, which Spark cannot broadcast. The
+    one-job way (every file touched) joins once: as the two-job way's write job."""
+    from deltalog.spark.dml import merge_one_pass
+
     path = _table(tmp_path)
+    if not one_job:
+        monkeypatch.setattr(merge_one_pass, "one_pass_applies", lambda run, candidates: False)
     settings(_AUTO, "1")  # Spark itself broadcasts nothing: a broadcast join comes from the setting alone
     settings(SOURCE_BROADCAST_CONF, limit)
     before = arrow_rows(deltalog.Table(path).snapshot().to_arrow())
@@ -78,9 +85,9 @@ def test_merge_broadcasts_the_source_when_it_fits(
     builder = merge(spark, path, source, "t.id = s.id", target_alias="t").whenMatchedUpdateAll()
     (builder.whenNotMatchedInsertAll() if inserts else builder).execute()
     joins = [p for p in plans if "Join" in p]
-    assert len(joins) == 2, joins  # the first job, then the write job
+    assert len(joins) == (1 if one_job else 2), joins  # (the first job, then) the write job
     broadcast = limit == "1g"
-    for plan, can in zip(joins, (True, not inserts), strict=True):
+    for plan, can in zip(joins, (not inserts,) if one_job else (True, not inserts), strict=True):
         assert ("BroadcastHashJoin" in plan) == (broadcast and can), plan
         assert ("SortMergeJoin" in plan or "ShuffledHashJoin" in plan) == (not (broadcast and can)), plan
     ids = {r["id"] for r in src}

@@ -70,6 +70,15 @@ def test_one_job_merge_matches_the_two_job_merge(
 ) -> None:
     clauses, ids = CASES[case]
     one, two = _one_file(tmp_path, "one"), _one_file(tmp_path, "two")
+    assert _one_and_two_job(spark, monkeypatch, one, two, clauses, ids) == [True]
+    assert _state(one) == _state(two)
+    assert deltalog.Table(one).history(limit=1)[0]["operationMetrics"]["numTargetFilesRemoved"] == "1"
+
+
+def _one_and_two_job(spark: Any, monkeypatch: pytest.MonkeyPatch, one: str, two: str,
+                     clauses: Callable[[Any], Any], ids: list[int]) -> list[bool]:
+    """MERGE ``ids`` into ``one`` as ``execute()`` does and into ``two`` the two-job way; what each
+    ``one_pass`` call returned (written or not)."""
     calls: list[bool] = []
     real = merge_one_pass.one_pass
 
@@ -80,18 +89,16 @@ def test_one_job_merge_matches_the_two_job_merge(
 
     monkeypatch.setattr(merge_one_pass, "one_pass", spy)
     clauses(merge(spark, one, _source(spark, ids), "t.id = s.id", target_alias="t")).execute()
-    assert calls == [True]
     monkeypatch.setattr(merge_one_pass, "one_pass_applies", lambda run, candidates: False)
     clauses(merge(spark, two, _source(spark, ids), "t.id = s.id", target_alias="t")).execute()
-    assert calls == [True]
+    return calls
 
-    def state(path: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
-        metrics = deltalog.Table(path).history(limit=1)[0]["operationMetrics"]
-        table_rows = arrow_rows(deltalog.Table(path).snapshot().to_arrow())
-        return table_rows, {k: v for k, v in metrics.items() if k not in _TIMES}
 
-    assert state(one) == state(two)
-    assert deltalog.Table(one).history(limit=1)[0]["operationMetrics"]["numTargetFilesRemoved"] == "1"
+def _state(path: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The table's rows (by id) and its last commit's metrics, times left out."""
+    metrics = deltalog.Table(path).history(limit=1)[0]["operationMetrics"]
+    return (sorted(arrow_rows(deltalog.Table(path).snapshot().to_arrow()), key=lambda r: r["id"]),
+            {k: v for k, v in metrics.items() if k not in _TIMES})
 
 
 def test_one_job_merge_refuses_multiple_matches_and_leaves_nothing(spark: Any, tmp_path: Path) -> None:
@@ -208,3 +215,30 @@ def test_an_upsert_touching_every_file_runs_the_write_job_and_one_pass_over_the_
     metrics = deltalog.Table(path).history(limit=1)[0]["operationMetrics"]
     assert (metrics["numTargetFilesRemoved"], metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"],
             metrics["numSourceRows"]) == ("4", "4", "2", "6")
+
+
+def _shared_sizes(tmp_path: Path, name: str) -> str:
+    """Four files, three of them of one size (the same layout, ids 64 apart): told apart by size and
+    modification time."""
+    path = str(tmp_path / name)
+    for j in range(4):
+        part = data(0, 35)
+        deltalog.write_table(path, part.set_column(0, "id", pa.array([j * 64 + i for i in range(35)], pa.int64())),
+                             mode="append")
+    sizes = deltalog.Table(path).snapshot().add_files().column("size").to_pylist()
+    assert len(set(sizes)) < len(sizes), sizes
+    return path
+
+
+@pytest.mark.parametrize("case", ["upsert", "every-kind"])
+def test_one_job_merge_of_files_sharing_a_size_matches_the_two_job_merge(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """Files written by one job often share a size: their rows carry a hash of size and modification time
+    (no row index is read), and the MERGE still writes in one job, with the two-job MERGE's rows and counts."""
+    clauses = {"upsert": _upsert, "every-kind": _every_kind}[case]
+    ids = [1, 65, 130, 200, 196, 500, 301]
+    one, two = _shared_sizes(tmp_path, "one"), _shared_sizes(tmp_path, "two")
+    assert _one_and_two_job(spark, monkeypatch, one, two, clauses, ids) == [True]
+    assert _state(one) == _state(two)
+    assert deltalog.Table(one).history(limit=1)[0]["operationMetrics"]["numTargetFilesRemoved"] == "4"

@@ -222,15 +222,17 @@ def test_keyed_rows_of_a_partitioned_table(spark: Any, tmp_path: Path, monkeypat
     assert [(i, p) for i, p, _ in got] == [(i, "a" if i < 100 else "b" if i < 600 else "c") for i in range(1600)]
     assert all(first[key & ((1 << bits) - 1)] + (key >> bits) == i for i, _, key in got)
     merged: list[bool] = []
-    real = merge_run.keyed_rows
 
-    def spy(*args: Any) -> Any:
-        out = real(*args)
-        merged.append(out is not None)
-        return out
+    def spy(real: Any) -> Any:
+        def keyed(*args: Any) -> Any:
+            out = real(*args)
+            merged.append(out is not None)
+            return out
+        return keyed
 
-    monkeypatch.setattr(merge_run, "keyed_rows", spy)
-    monkeypatch.setattr(merge_one_pass, "keyed_rows", spy)  # the one-job MERGE keys its rows there
+    monkeypatch.setattr(merge_run, "keyed_rows", spy(merge_run.keyed_rows))
+    # the one-job MERGE keys its rows by file only
+    monkeypatch.setattr(merge_one_pass, "file_keyed_rows", spy(merge_one_pass.file_keyed_rows))
     source = spark.createDataFrame([(5, "a"), (650, "c"), (2000, "c")], "id BIGINT, p STRING").alias("s")
     (merge(spark, path, source, "t.id = s.id AND t.p = s.p", target_alias="t")
      .whenMatchedDelete().whenNotMatchedInsertAll().execute())

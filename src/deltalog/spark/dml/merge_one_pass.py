@@ -5,7 +5,8 @@ that no target row matches several source rows, the second writes. When the tabl
 bookkeeping (no deletion vectors, row tracking or change data feed), the write job can run straight away, as
 delta-rs's MERGE does, whenever every target file the ON condition's pruning leaves is touched (then they are
 all rewritten anyway): always with a single candidate file; with several, the job finds out (each target row
-carries its file's size, the file's key, see :func:`~deltalog.spark.reads.scan.keyed_rows`). What the first
+carries its file's id, its size or a hash of size and modification time, see
+:func:`~deltalog.spark.reads.scan.file_keyed_rows`; no row index is read). What the first
 job learned comes from counts the write tasks make: every joined target row travels to them with a tag (its
 clause, matched or not, and with several files its file); they count the rows per tag and write the wanted
 ones (``_write_job.run_tallied``). A Spark observation (``DataFrame.observe``) was measured 2-3.5 s slower on
@@ -37,7 +38,7 @@ from deltalog.spark.jobs.change_files import records_changes
 from deltalog.spark.jobs.staged import DmlResult, Staged, write_tallied
 from deltalog.spark.reads.dv_scan import ROW_KEY
 from deltalog.spark.reads.row_ids import tracked_fields
-from deltalog.spark.reads.scan import keyed_rows
+from deltalog.spark.reads.scan import file_keyed_rows
 from deltalog.spark.reads.target import FILE, file_uris, live_rows
 
 __all__ = ["OnePassRun", "one_pass", "one_pass_applies"]
@@ -50,9 +51,9 @@ _TAG = "__deltalog_tag"
 def one_pass_applies(run: MergeRun, candidates: Any) -> bool:
     """Whether ``run`` (a MERGE with WHEN MATCHED or NOT MATCHED BY SOURCE clauses) can write in one job:
     copy-on-write, no row tracking and no change data feed, and either one candidate file or several whose
-    rows can be keyed by file (:func:`~deltalog.spark.reads.scan.keyed_rows`: distinct sizes, row counts in
-    the statistics) when the source has at least as many rows as there are candidate files (fewer rows
-    would leave some file untouched, and the one job would be wasted).
+    rows can be keyed by file (:func:`~deltalog.spark.reads.scan.file_keyed_rows`: no two files share both
+    size and modification time) when the source has at least as many rows as there are candidate files (fewer
+    rows would leave some file untouched, and the one job would be wasted).
 
     Example:
         >>> one_pass_applies(run, run.txn.read_candidates([]))                       # doctest: +SKIP
@@ -64,8 +65,8 @@ def one_pass_applies(run: MergeRun, candidates: Any) -> bool:
         return False
     if candidates.num_rows == 1:
         return True
-    return bool(len(set(candidates.column("size").to_pylist())) == candidates.num_rows
-            and int(run._source_rows()) >= candidates.num_rows)
+    told = set(zip(candidates.column("size").to_pylist(), candidates.column("modificationTime").to_pylist()))
+    return bool(len(told) == candidates.num_rows and int(run._source_rows()) >= candidates.num_rows)
 
 
 def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
@@ -81,18 +82,18 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     from pyspark.sql import functions as F
 
     spark = run.b.spark
-    bits = 0
+    bits, ids = 0, list[int]()
     if candidates.num_rows == 1:
         T = run._target(candidates, keys=False)  # the read scan: no per-row file or row index
         file_key: Any = None
-    else:  # the rows carry their file's size (a file's key): the tags are counted per file
-        keyed = keyed_rows(spark, run.snap, candidates)
+    else:  # the rows carry their file's id: the tags are counted per file
+        keyed = file_keyed_rows(spark, run.snap, candidates)
         if keyed is None:
             return None
-        K, bits = keyed
+        K, bits, ids = keyed
         K = K.withColumn(run.TARGET, F.lit(True))
         T = K.alias(run.b.alias) if run.b.alias else K
-        file_key = T[ROW_KEY].bitwiseAND(F.lit((1 << bits) - 1))
+        file_key = T[ROW_KEY].bitwiseAND(F.lit((1 << bits) - 1))  # a packed key's row index dropped
     how = "full" if run.not_matched else "left"
     frame, t_here, s_here = run._frame(T, S, how)
     outputs = run._outputs(frame, T, S)  # the assignments and their types are checked before any job runs
@@ -119,7 +120,7 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     staged = Staged(run.table.store)
     scan_ms = run.timer.elapsed_ms()
     uris = file_uris(run.snap, candidates)
-    by_size = dict(zip(candidates.column("size").to_pylist(), uris))
+    by_id = dict(zip(ids, uris)) if file_key is not None else {}
     try:
         files, tags = write_tallied(rows, run.table, run.schema, run.metadata, tally=_TAG)
         staged.data.extend(files)
@@ -129,7 +130,7 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
         per_file: dict[tuple[str, int, bool], int] = {}  # (file, code, matched) -> target rows (pairs if matched)
         for t, n in tags.items():
             k = abs(t)
-            uri = str(by_size.get(k & ((1 << bits) - 1)) if file_key is not None else uris[0])
+            uri = str(by_id.get(k & ((1 << bits) - 1)) if file_key is not None else uris[0])
             k >>= bits
             if not k & 2:  # a source row (inserted)
                 continue

@@ -75,7 +75,7 @@ from deltalog.spark.reads.skipping import attach, skipping_conditions
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
 
-__all__ = ["READ_OPTIONS", "keyed_rows", "read", "read_snapshot", "scan_rows"]
+__all__ = ["READ_OPTIONS", "file_keyed_rows", "keyed_rows", "read", "read_snapshot", "scan_rows"]
 
 #: Options ``spark.read.format("delta")`` accepts (case-insensitive), besides ``path``.
 READ_OPTIONS = ("versionAsOf", "timestampAsOf", "path")
@@ -271,6 +271,42 @@ def keyed_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> tuple[Any, in
     return None if df is None else (df, bits)
 
 
+def file_keyed_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> tuple[Any, int, list[int]] | None:
+    """:func:`scan_rows` of ``files`` plus, last, :data:`~deltalog.spark.reads.dv_scan.ROW_KEY` holding each row's
+    file id and no row index: the file's size when no two of ``files`` share one, else a perfect hash of size
+    and modification time (:func:`~deltalog.spark.reads.dv_scan.hashed_file_ids`); returns the frame, the ids'
+    bit length and ``ids[i]``, file ``i``'s id. For jobs that count rows per file (a one-job MERGE): no
+    ``_metadata.row_index`` read, and no row counts needed in the statistics. Files with a deletion vector
+    need their row indexes: then :func:`keyed_rows` (its key's low ``bits`` are the size). ``None`` when the
+    rows cannot be keyed by file: scans not planned from the log, files read by Arrow tasks, partition values
+    joined on the path, files sharing size and modification time.
+
+    Example:
+        >>> df, bits, ids = file_keyed_rows(spark, snap, snap.add_files())                # doctest: +SKIP
+        >>> sorted(r[0] for r in df.select(ROW_KEY).distinct().collect()) == sorted(ids)  # doctest: +SKIP
+        True
+    """
+    from deltalog.spark.reads.dv_scan import file_ids
+
+    if files.num_rows == 0:
+        return None
+    if _has_dv(files):
+        keyed = keyed_rows(spark, snapshot, files)
+        if keyed is None:
+            return None
+        return keyed[0], keyed[1], [int(s) for s in files.column("size").to_pylist()]
+    sizes = files.column("size").to_pylist()
+    unique = len(set(sizes)) == len(sizes)
+    told = file_ids(files, {int(s): i for i, s in enumerate(sizes)} if unique else None, sizes_from_log=True)
+    if told is None:
+        return None
+    sql, ids, bits = told
+    fields = list(snapshot.schema.fields)
+    df = _scan_files(spark, snapshot, files, fields, snapshot.column_mapping_mode, set(snapshot.partition_columns),
+                     file_key=sql)
+    return None if df is None else (df, bits, [int(i) for i in ids])
+
+
 def _scan(
     spark: Any, snapshot: Snapshot, files: pa.Table, logical: list[StructField], mode: str, parts: set[str], *,
     reuse: bool = False,
@@ -291,10 +327,12 @@ def _scan(
 
 def _scan_files(
     spark: Any, snapshot: Snapshot, files: pa.Table, logical: list[StructField], mode: str, parts: set[str],
-    *, row_key: int | None = None, reuse: bool = False,
+    *, row_key: int | None = None, file_key: str | None = None, reuse: bool = False,
 ) -> Any:
     """``row_key``: the bits of :func:`keyed_rows`' packed key, which the rows then carry (``None`` is
-    returned when they cannot)."""
+    returned when they cannot). ``file_key``: Spark SQL of a file id over ``_metadata`` fields
+    (:func:`file_keyed_rows`, files without deletion vectors), which the rows carry as ``ROW_KEY``; ``None`` is
+    returned unless the scan is planned from the log (whose ``_metadata`` sizes and times are the log's)."""
     from pyspark.sql import functions as F
 
     from deltalog.data.read import resolve_path
@@ -313,13 +351,16 @@ def _scan_files(
     # ... and, when the directories provably spell the log's values, the partition columns as well.
     hive = native and bool(part_fields) and hive_layout_matches(files, part_all, keys)
     join_parts = bool(part_fields) and not hive
-    if row_key is not None and (not native or join_parts):
+    keyed_by = row_key is not None or file_key is not None
+    if keyed_by and (not native or join_parts):
         return None
     read_fields = list(physical)
     from_log = False
     if native:
         root = snapshot.store.full_path("")
         from_log = usable(spark, table=snapshot.table, root=root if hive else None)
+        if file_key is not None and (not from_log or has_dv):  # before any relation is built
+            return None
         options = {}
         if hive:
             read_fields += [replace(read_field(f), name=k) for f, k in zip(part_all, keys)]
@@ -342,7 +383,9 @@ def _scan_files(
                            sizes=files.column("size").to_pylist())
     df = raw
     keyed = None
-    if native and (has_dv or row_key is not None) and not join_parts:  # rows keyed by file size + row index, no path
+    if file_key is not None:  # no deletion vector (the caller's check): every row kept, with its file's id
+        keyed = raw.select(*[F.col(quoted(f.name)) for f in read_fields], F.expr(file_key).alias(ROW_KEY))
+    elif native and (has_dv or row_key is not None) and not join_parts:  # rows keyed by file size + row index, no path
         keyed = keyed_scan(spark, snapshot, files, raw, [f.name for f in read_fields], sizes_from_log=from_log,
                            key_bits=row_key, whole=True)  # raw was read with read_fields' schema
         if keyed is None and row_key is not None:
@@ -372,7 +415,7 @@ def _scan_files(
             sources.append((by_name[f.name].name, f))
     casts = any(needs_cast(f, mode) for f in logical if f.name not in parts)
     current = [f.name for f in read_fields] if keyed is not None or not (has_dv or join_parts) else None
-    if not casts and row_key is None and current == [f.name for f in logical] == [c for c, _ in sources]:
+    if not casts and not keyed_by and current == [f.name for f in logical] == [c for c, _ in sources]:
         return df  # already the requested columns: a select would only cost driver round trips
     out = []
     for name, f in sources:
@@ -381,6 +424,6 @@ def _scan_files(
         if f.name not in parts and needs_cast(f, mode):
             col = col.cast(spark_type(shown.type))  # positional: renames nested physical fields; wide decimals
         out.append(col.alias(f.name, metadata=shown.metadata))
-    if row_key is not None:
+    if keyed_by:
         out.append(F.col(ROW_KEY))
     return df.select(*out)
