@@ -189,3 +189,30 @@ def test_catalog_delta_table_on_every_version(spark: Any, tmp_path: Path) -> Non
     finally:
         spark.sql("DROP TABLE IF EXISTS compat_cat")
     assert (tmp_path / "cat" / "_delta_log").is_dir()  # an external table: dropping keeps its files
+
+
+def test_tree_string_prints_spark_s_schema_tree(spark: Any) -> None:
+    """The schema tree of delta-spark's messages, also on PySpark 3.5 (whose ``StructType`` cannot print it): the
+    rendering matches PySpark 4's own for nested structs, arrays, maps and decimals."""
+    from deltalog.spark.common import compat
+
+    ddl = ("a INT NOT NULL, d DECIMAL(10,2), s STRUCT<x: BIGINT, arr: ARRAY<STRUCT<z: STRING>>>, "
+           "m MAP<STRING, ARRAY<DOUBLE>>")
+    struct = spark.createDataFrame([], ddl).schema
+    lines = ["root"]
+    compat._tree_branch(struct, " |", lines)
+    drawn = "\n".join(lines) + "\n"
+    assert drawn == (
+        "root\n"
+        " |-- a: integer (nullable = false)\n"
+        " |-- d: decimal(10,2) (nullable = true)\n"
+        " |-- s: struct (nullable = true)\n"
+        " |    |-- x: long (nullable = true)\n"
+        " |    |-- arr: array (nullable = true)\n"
+        " |    |    |-- element: struct (containsNull = true)\n"
+        " |    |    |    |-- z: string (nullable = true)\n"
+        " |-- m: map (nullable = true)\n"
+        " |    |-- key: string\n"
+        " |    |-- value: array (valueContainsNull = true)\n"
+        " |    |    |-- element: double (containsNull = true)\n")
+    assert compat.tree_string(struct) == drawn  # PySpark's own on 4.x

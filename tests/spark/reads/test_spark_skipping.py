@@ -5,6 +5,7 @@ filters, re-plans the scan), with the same rows as Spark's plain filter."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Any
 
@@ -206,8 +207,13 @@ def test_filters_after_other_transformations_give_the_plain_rows(spark: Any, tab
     from pyspark.sql import functions as F
 
     for name, chain in _chains(F).items():
+        try:
+            want = chain(_plain(spark, table))
+        except Exception as exc:  # Spark 3.5's withColumnsRenamed refuses renaming onto a name it renames away
+            with pytest.raises(type(exc), match=re.escape(str(exc).split(".")[0])):
+                chain(spark.read.format("delta").load(table))
+            continue
         got = chain(spark.read.format("delta").load(table))
-        want = chain(_plain(spark, table))
         assert "id" in got.columns, name
         assert sorted(map(str, got.filter(cond).collect())) == sorted(map(str, want.filter(cond).collect())), name
 

@@ -636,8 +636,9 @@ def _check_partitions_exist(fields: list[dict[str, Any]], partitions: list[str],
     if missing:
         from pyspark.sql.types import StructType
 
-        struct = StructType.fromJson({"type": "struct", "fields": fields})
-        tree = struct.treeString() if hasattr(struct, "treeString") else struct.simpleString() + "\n"  # 3.5: none
+        from deltalog.spark.common.compat import tree_string
+
+        tree = tree_string(StructType.fromJson({"type": "struct", "fields": fields}))
         raise InvalidArgumentError(
             f"[DELTA_COLUMN_NOT_FOUND_IN_SCHEMA] Couldn't find column {missing[0]} in:\n{tree}"
             f"partition column {missing[0]!r} is not a column of the table: add it with addColumn or partition by "

@@ -55,7 +55,7 @@ __all__ = [
     "SUPPORTED", "UnsupportedSparkVersionError", "ansi_cast", "arrow_schema_utc", "create_table_entry",
     "frame_from_arrow", "init_exception", "jvm_dataset", "quiet_call_sites", "rebalance", "require",
     "require_geospatial", "session_conf",
-    "to_arrow", "try_cast", "use_cached_data",
+    "to_arrow", "tree_string", "try_cast", "use_cached_data",
     "with_relation_schema",
 ]
 
@@ -180,6 +180,48 @@ class _Methods40:
 
 #: Extra bases of deltalog's converted PySpark exceptions (4.0's methods on 3.5; none on 4.x).
 EXCEPTION_MIXINS: tuple[type, ...] = () if PYSPARK >= (4, 0) else (_Methods40,)
+
+
+def tree_string(struct: Any) -> str:
+    """Spark's tree of a ``StructType`` (``root``, then `` |-- name: type (nullable = ...)`` per field, nested
+    fields indented), as the JVM prints it in error messages; PySpark 3.5's ``StructType`` cannot print it.
+
+    Example:
+        >>> from pyspark.sql.types import StructType                                     # doctest: +SKIP
+        >>> print(tree_string(StructType.fromDDL("c1 INT")), end="")                      # doctest: +SKIP
+        root
+         |-- c1: integer (nullable = true)
+    """
+    if PYSPARK >= (4, 0):
+        return str(struct.treeString())
+    lines = ["root"]
+    _tree_branch(struct, " |", lines)
+    return "\n".join(lines) + "\n"
+
+
+def _tree_type(t: Any) -> str:
+    from pyspark.sql.types import DecimalType
+
+    return f"decimal({t.precision},{t.scale})" if isinstance(t, DecimalType) else str(t.typeName())
+
+
+def _tree_branch(t: Any, prefix: str, lines: list[str]) -> None:
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    deeper = prefix + "    |"
+    if isinstance(t, StructType):
+        for f in t.fields:
+            lines.append(f"{prefix}-- {f.name}: {_tree_type(f.dataType)} (nullable = {str(f.nullable).lower()})")
+            _tree_branch(f.dataType, deeper, lines)
+    elif isinstance(t, ArrayType):
+        lines.append(f"{prefix}-- element: {_tree_type(t.elementType)} (containsNull = {str(t.containsNull).lower()})")
+        _tree_branch(t.elementType, deeper, lines)
+    elif isinstance(t, MapType):
+        lines.append(f"{prefix}-- key: {_tree_type(t.keyType)}")
+        _tree_branch(t.keyType, deeper, lines)
+        lines.append(f"{prefix}-- value: {_tree_type(t.valueType)} "
+                     f"(valueContainsNull = {str(t.valueContainsNull).lower()})")
+        _tree_branch(t.valueType, deeper, lines)
 
 
 def frame_from_arrow(spark: Any, table: pa.Table, schema: Any = None) -> Any:

@@ -188,7 +188,8 @@ class _Connect:
             return ("lit", _sql_literal(node._value, type(node._dataType).__name__))
         if kind == "SQLExpression":
             return ("sql", str(node._expr))
-        children = [self.neutral(c) for c in (getattr(node, "children", None) or [])]
+        args = getattr(node, "children", None) or getattr(node, "_args", None) or []  # 3.5: _args only
+        children = [self.neutral(c) for c in args]
         if kind == "UnresolvedFunction":
             return ("fn", str(node._name).lower(), children)
         return ("other",)
