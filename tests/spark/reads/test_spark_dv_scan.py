@@ -244,15 +244,15 @@ def _plan(df: Any) -> str:
     return str(df._jdf.queryExecution().executedPlan().toString())
 
 
-@pytest.mark.parametrize("limit", [None, 8], ids=["bit-test", "over-the-limit-joins"])
+@pytest.mark.parametrize("limit", [None, 4], ids=["bit-test", "over-the-limit-joins"])
 def test_one_deletion_vector_is_a_bit_test_without_a_join(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int | None
 ) -> None:
     """One file with a deletion vector: each of its rows' bits is tested in a constant (no join); rows at
     word edges (63, 64, 127: the sign bit of a word) and past the last deleted row are kept or dropped right.
-    Above ``BIT_TEST_MAX_ROWS`` the anti join is used, with the same rows."""
+    Above ``BITMAP_MAX_WORDS`` the anti join is used, with the same rows."""
     if limit is not None:
-        monkeypatch.setattr(dv_scan, "BIT_TEST_MAX_ROWS", limit)
+        monkeypatch.setattr(dv_scan, "BITMAP_MAX_WORDS", limit)
     path = str(tmp_path / "t")
     table = _table(path, [list(range(0, 300)), list(range(300, 400)), list(range(400, 450))])
     gone = {0, 62, 63, 64, 127, 128, 200}
@@ -281,6 +281,7 @@ def test_bit_test_tells_the_deleted_file_apart_by_size(spark: Any, tmp_path: Pat
 
 
 def test_later_reads_reuse_the_deleted_row_keys(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dv_scan, "BITMAP_MAX_WORDS", 0)  # the anti join's keys (the bitmap sends none)
     path = str(tmp_path / "t")
     table = _table(path, [list(range(0, 100)), list(range(100, 250)), list(range(250, 300))])
     table.delete("id % 10 = 3")
@@ -297,3 +298,53 @@ def test_later_reads_reuse_the_deleted_row_keys(spark: Any, tmp_path: Path, monk
     assert sent == [30]  # the second read's keys came from the first
     table.delete("id = 0")  # other deleted rows: other keys
     assert _ids(read(spark, path)) == want[1:] and sent == [30, 31]
+
+
+@pytest.mark.parametrize("layout", ["sizes", "shared-sizes", "one-count-unknown", "two-counts-unknown"])
+def test_several_deletion_vectors_are_one_bitmap_without_a_join(
+    spark: Any, tmp_path: Path, layout: str
+) -> None:
+    """Several files with deletion vectors and one without: every row's bit is tested in one constant bitmap
+    (per-file regions found from the file's id: its size, or its size and time when sizes are shared), no
+    join; rows at word edges and at the ends of the regions are kept or dropped right, the same as the kernel.
+    A file whose row count the log lacks can only be the bitmap's last region: with two such, the join."""
+    path = str(tmp_path / "t")
+    shared = layout == "shared-sizes"
+    blocks = [list(range(0, 130)), list(range(130 if not shared else 0, 260 if not shared else 130)),
+              list(range(1000, 1064)), list(range(2000, 2300))]
+    table = _table(path, blocks)
+    gone = [0, 63, 130, 193, 259, 1063, 2000, 2255]  # file 0: none past word 0, file 1 at its words' edges
+    table.delete([("id", "in", gone)], use_deletion_vectors=True)
+    files = table.snapshot().add_files()
+    if shared:  # the two alike files told apart by time
+        times = files.column("modificationTime").to_pylist()
+        _rewrite_adds(path, lambda add: add.update(modificationTime=times[0] + 17 * files.column("path").to_pylist()
+                                                   .index(add["path"])))
+    elif layout != "sizes":
+        unknown = 1 if layout == "one-count-unknown" else 2
+        names = files.column("path").to_pylist()[:unknown]
+        _rewrite_adds(path, lambda add: add.pop("stats", None) if add["path"] in names else None)
+    table = deltalog.Table(path)
+    want = sorted(table.snapshot().to_arrow().column("id").to_pylist())
+    assert want == sorted(i for b in blocks for i in b if i not in gone)
+    df = read(spark, path)
+    assert _ids(df) == want
+    assert ("Join" in _plan(df)) == (layout == "two-counts-unknown")
+
+
+def test_array_literal_carries_its_values(spark: Any) -> None:
+    """The binary constant of the bitmap: values, sign bits and lengths survive the trip to the JVM, for both
+    element types; a float array is refused."""
+    from pyspark.sql import functions as F
+
+    from deltalog.spark.common.compat import array_literal
+
+    longs = np.array([0, -1, 1 << 63 - 1, -(1 << 63), 5], np.int64)
+    ints = np.array([7, -(1 << 31), (1 << 31) - 1], np.int32)
+    row = spark.range(1).select(array_literal(spark, longs).alias("l"), array_literal(spark, ints).alias("i"),
+                                array_literal(spark, np.array([], np.int64)).alias("e"),
+                                F.get(array_literal(spark, ints), F.lit(3)).alias("past")).first()
+    assert list(row["l"]) == longs.tolist() and list(row["i"]) == ints.tolist()
+    assert list(row["e"]) == [] and row["past"] is None
+    with pytest.raises(TypeError, match="int32 or int64"):
+        array_literal(spark, np.array([1.5]))

@@ -161,7 +161,7 @@ def test_only_files_with_a_deletion_vector_are_joined(spark: Any, tmp_path: Path
     got = read(spark, path)
     plan = got._jdf.queryExecution().executedPlan().toString()
     # the file with the deletion vector is scanned apart: its rows' bits tested in a constant, no join
-    assert "Union" in plan and "getbit" in plan and "LeftAnti" not in plan
+    assert "Union" in plan and "bit_get" in plan and "LeftAnti" not in plan
     same_rows(got, snap.to_arrow())
     assert got.count() == 397 and got.filter("id IN (1, 5, 9)").count() == 0
 

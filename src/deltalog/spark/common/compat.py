@@ -52,7 +52,7 @@ from deltalog.errors import DeltaError
 __all__ = [
     "CLUSTER_BY_WRITER", "COLUMN_NODES", "DATAFRAME_MODULES", "EXCEPTION_MIXINS", "GEOSPATIAL",
     "PARQUET_TYPE_WIDENING", "PARQUET_VOID", "PYSPARK", "PYSPARK_VERSION", "PYTHON_DATA_SOURCES", "STREAM_READ_LIMITS",
-    "SUPPORTED", "UnsupportedSparkVersionError", "ansi_cast", "arrow_schema_utc", "create_table_entry",
+    "SUPPORTED", "UnsupportedSparkVersionError", "ansi_cast", "array_literal", "arrow_schema_utc", "create_table_entry",
     "frame_from_arrow", "init_exception", "jvm_dataset", "quiet_call_sites", "rebalance", "require",
     "require_geospatial", "session_conf",
     "to_arrow", "tree_string", "try_cast", "use_cached_data",
@@ -374,6 +374,44 @@ def _jvm_cast(column: Any, data_type: Any, mode: str) -> Any:
     expr = expressions.Cast(jc.expr(), jvm.org.apache.spark.sql.types.DataType.fromJson(dtype.json()),
                             jvm.scala.Option.empty(), getattr(expressions.EvalMode, mode)())
     return Column(jvm.org.apache.spark.sql.Column(expr))
+
+
+def array_literal(spark: Any, values: Any) -> Any | None:
+    """A ``Column`` holding ``values`` (a 1-d numpy array of ``int32`` or ``int64``) as one constant
+    ``array<int>`` / ``array<bigint>`` of no nulls, built in the JVM from its bytes (Spark's ``UnsafeArrayData``
+    layout: one Py4J call carries the data, and each task deserializes the constant as one byte block, where
+    an array parsed from SQL text is a boxed object per element); ``None`` for a Spark Connect session, which has
+    no JVM to build it in. 4.x makes a ``Column`` of an expression in ``classic.ExpressionUtils``, 3.5 by its
+    constructor.
+
+    Example:
+        >>> import numpy as np                                                           # doctest: +SKIP
+        >>> spark.range(1).select(array_literal(spark, np.array([7, 9]))[1]).first()[0]  # doctest: +SKIP
+        9
+    """
+    import numpy as np
+    from pyspark.sql import Column
+
+    jvm = getattr(spark, "_jvm", None)  # Connect sessions have none
+    if jvm is None or getattr(spark, "_jsparkSession", None) is None:
+        return None
+    array = np.ascontiguousarray(values)
+    if array.ndim != 1 or array.dtype not in (np.int32, np.int64):
+        raise TypeError(f"array_literal takes a 1-d int32 or int64 array, not {array.dtype} of shape {array.shape}")
+    n = int(array.size)
+    header = np.zeros(1 + (n + 63) // 64, "<i8")  # element count, then one null bit per element (none set)
+    header[0] = n
+    body = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+    data = bytearray(header.tobytes() + body + b"\0" * (-len(body) % 8))  # values padded to whole words
+    unsafe = jvm.org.apache.spark.sql.catalyst.expressions.UnsafeArrayData()
+    unsafe.pointTo(data, jvm.org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET, len(data))
+    element = "long" if array.dtype == np.int64 else "integer"
+    dtype = jvm.org.apache.spark.sql.types.DataType.fromJson(
+        f'{{"type":"array","elementType":"{element}","containsNull":false}}')
+    literal = jvm.org.apache.spark.sql.catalyst.expressions.Literal(unsafe, dtype)
+    if PYSPARK >= (4, 0):
+        return Column(jvm.org.apache.spark.sql.classic.ExpressionUtils.column(literal))
+    return Column(jvm.org.apache.spark.sql.Column(literal))
 
 
 def rebalance(df: Any, columns: list[str]) -> Any:
