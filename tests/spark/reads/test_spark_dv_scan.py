@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -348,3 +349,41 @@ def test_array_literal_carries_its_values(spark: Any) -> None:
     assert list(row["e"]) == [] and row["past"] is None
     with pytest.raises(TypeError, match="int32 or int64"):
         array_literal(spark, np.array([1.5]))
+
+
+def test_later_reads_reuse_the_bitmap_constants(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second read of one table version sends no bitmap to the JVM (the constants are kept per session and
+    content); another deletion makes other constants, with the right rows."""
+    from deltalog.spark.common import compat
+
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(100, 250)), list(range(250, 300))])
+    table.delete("id % 10 = 4")
+    sent: list[int] = []
+    real = compat.array_literal
+
+    def counting(spark_: Any, values: Any) -> Any:
+        sent.append(len(values))
+        return real(spark_, values)
+
+    monkeypatch.setattr(compat, "array_literal", counting)
+    monkeypatch.setattr(dv_scan, "_KEPT_COLUMNS", OrderedDict())  # nothing kept by earlier tests
+    want = [i for i in range(300) if i % 10 != 4]
+    assert _ids(read(spark, path)) == want
+    first = len(sent)
+    assert first == 2  # the bitmap and the regions' offsets
+    assert _ids(read(spark, path)) == want and len(sent) == first
+    table.delete("id = 0")
+    assert _ids(read(spark, path)) == want[1:] and len(sent) > first
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_bitmap_words_set_each_deleted_row_s_bit(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    rows = np.unique(rng.integers(0, [70, 640, 100_000, 1 << 20, 5][seed], size=1 + seed * 997))
+    words = dv_scan.bitmap_words(rows.astype(np.uint64))
+    assert len(words) == int(rows.max()) // 64 + 1
+    got = [w * 64 + b for w, word in enumerate(words.tolist()) for b in range(64) if (word >> b) & 1]
+    assert got == rows.tolist()

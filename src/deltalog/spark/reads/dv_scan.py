@@ -35,7 +35,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -74,6 +74,10 @@ KEPT_FRAMES = 16
 KEPT_KEYS = 20_000_000
 _KEPT: OrderedDict[tuple[str, str], tuple[Any, int]] = OrderedDict()
 _KEPT_LOCK = threading.Lock()
+#: Bitmap filters (:func:`_kept_column`) kept likewise: at most :data:`KEPT_FRAMES` of them, their constants
+#: holding at most this many elements (32 MiB of bitmap words).
+KEPT_WORDS = 1 << 22
+_KEPT_COLUMNS: OrderedDict[tuple[str, str], tuple[Any, int]] = OrderedDict()
 
 
 def deleted_rows_per_file(snapshot: Snapshot, files: pa.Table) -> list[tuple[int, np.ndarray]]:
@@ -264,7 +268,12 @@ def bitmap_words(rows: np.ndarray) -> np.ndarray:
         [1, 2]
     """
     indexes = rows.astype(np.uint64)
-    words = np.zeros(int(indexes.max()) // 64 + 1, dtype=np.uint64)
+    count = int(indexes.max()) // 64 + 1
+    if count <= 1 << 22:  # a flag per row packed 8 to a byte, bit r % 8 of byte r // 8: the little-endian words
+        flags = np.zeros(count * 64, dtype=bool)
+        flags[indexes] = True
+        return np.packbits(flags, bitorder="little").view("<i8").astype(np.int64)
+    words = np.zeros(count, dtype=np.uint64)  # beyond 256M rows, no flag array of that size
     np.bitwise_or.at(words, indexes >> np.uint64(6), np.left_shift(np.uint64(1), indexes & np.uint64(63)))
     return words.view(np.int64)
 
@@ -284,10 +293,7 @@ def _bitmap_keep(spark: Any, files: pa.Table, deleted: list[tuple[int, np.ndarra
     (:func:`~deltalog.spark.common.compat.array_literal`): measured 2026-12-03, ``agg`` over 10M rows of 8 files
     with deletion vectors 1.26-1.48x the row-index floor against 1.8-2.1x for the anti join, 4M 1.35-1.42x
     against 1.8x, 1M 1.38x against 1.9x."""
-    from pyspark.sql import functions as F
-
     from deltalog.health.files import num_records_array
-    from deltalog.spark.common.compat import array_literal
 
     records, known = (num_records_array(files.column("stats")) if "stats" in files.column_names
                       else (np.zeros(files.num_rows, np.int64), np.zeros(files.num_rows, bool)))
@@ -306,11 +312,7 @@ def _bitmap_keep(spark: Any, files: pa.Table, deleted: list[tuple[int, np.ndarra
         words[at:at + len(w)] = w
         first[i] = at
         at += max(len(w), n)
-    bitmap = array_literal(spark, words)
-    if bitmap is None:
-        return None
-    row = F.col(_ROW)
-    word = F.shiftright(row, 6).cast("int")
+    starts, fid = np.zeros(0, np.int32), ""
     if files.num_rows > 1:  # the row's region from its file's id
         file_id, ids, _ = told
         m = _fold(ids)
@@ -319,12 +321,64 @@ def _bitmap_keep(spark: Any, files: pa.Table, deleted: list[tuple[int, np.ndarra
         starts = np.full(m, -(1 << 30), np.int32)  # no region: a negative word, past the array (kept)
         for i, at in first.items():
             starts[int(ids[i]) % m] = at
-        offsets = array_literal(spark, starts)
-        if offsets is None:
+        fid = f"CAST(({file_id}) % {m} AS INT)"
+
+    def build() -> Any | None:
+        from pyspark.sql import functions as F
+
+        from deltalog.spark.common.compat import array_literal
+
+        bitmap = array_literal(spark, words)
+        if bitmap is None:
             return None
-        word = F.get(offsets, F.expr(f"CAST(({file_id}) % {m} AS INT)")) + word
-    bit = F.bit_get(F.get(bitmap, word), row.bitwiseAND(63).cast("int"))
-    return F.coalesce(bit, F.lit(0).cast("byte")) == 0
+        row = F.col(_ROW)
+        word = F.shiftright(row, 6).cast("int")
+        if fid:
+            offsets = array_literal(spark, starts)
+            if offsets is None:
+                return None
+            word = F.get(offsets, F.expr(fid)) + word
+        bit = F.bit_get(F.get(bitmap, word), row.bitwiseAND(63).cast("int"))
+        return F.coalesce(bit, F.lit(0).cast("byte")) == 0
+
+    return _kept_column(spark, (words, starts, fid), build)
+
+
+def _kept_column(spark: Any, parts: tuple[np.ndarray | str, ...], build: Callable[[], Any | None]) -> Any | None:
+    """``build()``, the same ``Column`` for the same ``parts`` (the constants' values and the SQL around them)
+    in one session: a bitmap of 156k words costs ~20 ms to send to the JVM and the expression around it ~18 ms
+    of Py4J calls; later reads of the same table version make neither. Kept under :data:`KEPT_FRAMES` columns
+    of at most :data:`KEPT_WORDS` constant elements in all."""
+    try:
+        session = str(spark._jsparkSession.sessionUUID())
+    except Exception:  # Spark Connect: nothing to keep (array_literal has no JVM to build in)
+        return build()
+    digest = hashlib.blake2b(digest_size=20)
+    size = 0
+    for part in parts:
+        if isinstance(part, np.ndarray):
+            digest.update(str(part.dtype).encode())
+            digest.update(np.ascontiguousarray(part).tobytes())
+            size += int(part.size)
+        else:
+            digest.update(part.encode())
+        digest.update(b"\0")
+    key = (session, digest.hexdigest())
+    with _KEPT_LOCK:
+        found = _KEPT_COLUMNS.get(key)
+        if found is not None:
+            _KEPT_COLUMNS.move_to_end(key)
+            return found[0]
+    column = build()
+    if column is None:
+        return None
+    with _KEPT_LOCK:
+        _KEPT_COLUMNS[key] = (column, size)
+        total = sum(n for _, n in _KEPT_COLUMNS.values())
+        while _KEPT_COLUMNS and (len(_KEPT_COLUMNS) > KEPT_FRAMES or total > KEPT_WORDS):
+            _, (_, n) = _KEPT_COLUMNS.popitem(last=False)
+            total -= n
+    return column
 
 
 def _fold(ids: np.ndarray) -> int | None:
