@@ -350,6 +350,16 @@ def test_array_literal_carries_its_values(spark: Any) -> None:
     with pytest.raises(TypeError, match="int32 or int64"):
         array_literal(spark, np.array([1.5]))
 
+    class AllowList:
+        def __getattr__(self, name: str) -> Any:
+            raise RuntimeError(f"{name} is not allowed")
+
+    class Refusing:  # a session whose JVM allows no such class through Py4J
+        _jsparkSession = object()
+        _jvm = AllowList()
+
+    assert array_literal(Refusing(), longs) is None
+
 
 def test_later_reads_reuse_the_bitmap_constants(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

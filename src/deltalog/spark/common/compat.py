@@ -381,8 +381,8 @@ def array_literal(spark: Any, values: Any) -> Any | None:
     ``array<int>`` / ``array<bigint>`` of no nulls, built in the JVM from its bytes (Spark's ``UnsafeArrayData``
     layout: one Py4J call carries the data, and each task deserializes the constant as one byte block, where
     an array parsed from SQL text is a boxed object per element); ``None`` for a Spark Connect session, which has
-    no JVM to build it in. 4.x makes a ``Column`` of an expression in ``classic.ExpressionUtils``, 3.5 by its
-    constructor.
+    no JVM to build it in, or for one whose JVM refuses the classes through Py4J. 4.x makes a ``Column`` of an
+    expression in ``classic.ExpressionUtils``, 3.5 by its constructor.
 
     Example:
         >>> import numpy as np                                                           # doctest: +SKIP
@@ -403,15 +403,18 @@ def array_literal(spark: Any, values: Any) -> Any | None:
     header[0] = n
     body = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
     data = bytearray(header.tobytes() + body + b"\0" * (-len(body) % 8))  # values padded to whole words
-    unsafe = jvm.org.apache.spark.sql.catalyst.expressions.UnsafeArrayData()
-    unsafe.pointTo(data, jvm.org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET, len(data))
     element = "long" if array.dtype == np.int64 else "integer"
-    dtype = jvm.org.apache.spark.sql.types.DataType.fromJson(
-        f'{{"type":"array","elementType":"{element}","containsNull":false}}')
-    literal = jvm.org.apache.spark.sql.catalyst.expressions.Literal(unsafe, dtype)
-    if PYSPARK >= (4, 0):
-        return Column(jvm.org.apache.spark.sql.classic.ExpressionUtils.column(literal))
-    return Column(jvm.org.apache.spark.sql.Column(literal))
+    try:
+        unsafe = jvm.org.apache.spark.sql.catalyst.expressions.UnsafeArrayData()
+        unsafe.pointTo(data, jvm.org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET, len(data))
+        dtype = jvm.org.apache.spark.sql.types.DataType.fromJson(
+            f'{{"type":"array","elementType":"{element}","containsNull":false}}')
+        literal = jvm.org.apache.spark.sql.catalyst.expressions.Literal(unsafe, dtype)
+        if PYSPARK >= (4, 0):
+            return Column(jvm.org.apache.spark.sql.classic.ExpressionUtils.column(literal))
+        return Column(jvm.org.apache.spark.sql.Column(literal))
+    except Exception:  # a JVM that refuses these classes through Py4J (an allow-list): the caller's other way
+        return None
 
 
 def rebalance(df: Any, columns: list[str]) -> Any:
