@@ -65,7 +65,8 @@ def _dv_bound(r: Result) -> str:
 
     bound = float(r.extra.get("bound_ratio", 0))
     agg = r.extra.get("agg") or {}
-    ratio = {name: float(agg.get(name, {}).get("ratio", 0)) for name in ("one-key join", "sized join", "dv")}
+    ratio = {name: float(agg.get(name, {}).get("ratio", 0))
+             for name in ("one-key join", "sized join", "binary bitmap", "dv")}
     verdict = (f"past the 1.3x target; deltalog's read measured {ratio['dv']:.2f}x" if bound > 1.3 else
                f"under the 1.3x target, and deltalog's read ({ratio['dv']:.2f}x) is not yet there")
     return (
@@ -78,10 +79,12 @@ def _dv_bound(r: Result) -> str:
         "of the floor above the one-key join (one random access per scanned row into a map that outgrows the CPU "
         "cache: on 10M `spark.range` rows a map of 1,000 keys added 0.02 s, 10,000 keys 0.3 s, 100,000 keys "
         "1.0-1.6 s, measured 2026-12-03); `bitmap` drops the rows with no join and no extra job, by testing each "
-        "row's bit in one constant array of every deletion vector (Spark keeps such a constant as boxed longs, "
-        "serialized into every task: a profile of the 10M-row case spent over a fifth of its samples "
-        f"deserializing it). The cheaper of the two ways at the real size measured {bound:.2f}x the floor: "
-        f"{verdict}. "
+        "row's bit in one constant array of every deletion vector parsed from SQL text (Spark keeps such a "
+        "constant as boxed longs, serialized into every task: a profile of the 10M-row case spent over a fifth "
+        "of its samples deserializing it); `binary bitmap` runs the same test on constants built in the JVM "
+        "from bytes (a task deserializes each as one block) and finds a file's region by an array lookup, "
+        f"{ratio['binary bitmap']:.2f}x: deltalog's read since 2026-12-03, here without deltalog's planning. "
+        f"The cheapest way at the real size measured {bound:.2f}x the floor: {verdict}. "
         "Also tried 2026-12-03 and not kept: a join on 64-row words (each word with a deleted row and its bitmap "
         "on the broadcast side, so Spark stores the map as a dense array walked in row order) added 0.45 s to 10M"
         " `spark.range` rows where the row-key join added 1.6 s, but on the 10M-row table's parquet scan it took "
@@ -91,7 +94,14 @@ def _dv_bound(r: Result) -> str:
         "cannot. Medians of 5 runs on a shared 2-core machine: single cells move by 0.3x between runs. What "
         "deltalog removed (2026-12-02): the path join, taken whenever two files shared a size (2 of the 8 files "
         "of the 1M-row sweep table did), replaced by a perfect hash of size and modification time; and planning "
-        "(`load()` of that table 130 ms -> 26 ms, against 12 ms for copy-on-write)."
+        "(`load()` of that table 130 ms -> 26 ms, against 12 ms for copy-on-write). 2026-12-03: the anti join "
+        "itself (its broadcast job and hash probes), replaced by the binary bitmap; a later read of one table "
+        "version reuses the bitmap filter (building the plan of an `agg` on the 10M-row table 92-100 ms -> "
+        "44-55 ms, against 13-20 ms for copy-on-write). What is left above the floor is the per-row test itself: "
+        "the file id from `_metadata` (`told apart`) and two array lookups per row. Tried the same day and not "
+        "kept: `input_file_block_length()` as the file id (a thread-local read, no `_metadata` field) measured "
+        "slower (1.43x against 1.32x), and a hash of size and modification time costs about 0.35x more than the "
+        "size alone once the lookups are added."
     )
 
 
@@ -214,12 +224,16 @@ def reason(r: Result) -> str:
             "each row's bit in the deletion vector held as one constant `array<bigint>` in the plan: no "
             "packed key, no broadcast join and no job to broadcast the deleted rows before the scan. Two "
             "bench runs measured 0.90x and 1.05x; with the anti join it had measured between 1.0x and 1.25x. "
-            "Several files with deletion vectors keep the anti join: a CASE over the 16 files' bitmaps "
-            "measured 5.2 s against 4.1 s for the join. Dropping the 6,250 deleted rows with a `NOT IN` list "
+            "Several files with deletion vectors kept the anti join until 2026-12-03 (a CASE over the 16 files' "
+            "bitmaps parsed from SQL text measured 5.2 s against 4.1 s for the join); since then they share one "
+            "binary bitmap. Dropping the 6,250 deleted rows with a `NOT IN` list "
             "was measured slower (3.0 s) and is not used."
         )
     if r.workload.startswith("spark-scan-dv"):
         return (
+            "Since 2026-12-03 the deleted rows are dropped by testing each row's bit in one binary constant "
+            "bitmap of every file's deletion vector (no join, no broadcast job; see the `dv-bound` rows for its "
+            "cost against the other ways); what follows is how the earlier anti join was measured. "
             "Spark's parquet reader cannot be told which rows a deletion vector drops, so deltalog asks the scan "
             "of the files with one for each row's `_metadata.row_index` and `_metadata.file_size`, packs them "
             "into one `long` (`row_index << b | file_size` when the log's row counts allow; before, a CASE over "
@@ -523,11 +537,12 @@ def _details(results: dict[str, Result]) -> list[str]:
                     f"{x.get('scan_after_dv_s', 0):.2f} s with deletion vectors on "
                     f"{x.get('files_with_deletion_vector', 0)} files against {x.get('scan_after_cow_s', 0):.2f} s "
                     "after copy-on-write: merge-on-read moves cost from the DELETE to the readers (files without "
-                    "a deletion vector are scanned without it). Rows of files with one are matched to the deleted "
-                    "rows by file size and row index packed in one `long` (`deltalog.spark.reads.dv_scan`; 4.6 s with "
-                    "the earlier join on the file path string). What remains is Spark's: asking the parquet scan "
-                    "for the row index alone costs about 1 s per 10M rows here (a 16-file sum: 1.33 s with it, "
-                    "0.29 s without), and the broadcast anti join about as much again."]
+                    "a deletion vector are scanned without it). Rows of files with one are dropped by testing each "
+                    "row's bit in one binary constant bitmap of the deletion vectors (`deltalog.spark.reads.dv_scan`,"
+                    " since 2026-12-03; before, a broadcast anti join on file size and row index packed in one "
+                    "`long`, and before that a join on the file path string, 4.6 s). What remains is Spark's: "
+                    "asking the parquet scan for the row index alone costs about 1 s per 10M rows here (a 16-file "
+                    "sum: 1.33 s with it, 0.29 s without), and the per-row bit test (see the `dv-bound` rows)."]
     rc = results.get("row-concurrency")
     if rc is not None and rc.extra:
         variants = "; ".join(
@@ -599,7 +614,15 @@ MERGE_TIME = (
     "against 1.5 s over a `noop` write of 1M rows); the MERGE frame itself costs 0.3 s more than the "
     "hand-written one under a `noop` write (its file-id, flag and tag columns; the one-job MERGE reads no row "
     "index since 2026-12-03). So the gap left is fixed driver work (source-key job, planning, commit: about "
-    "0.5 s) and those extra columns, and single cells move by 0.3x between runs."
+    "0.5 s) and those extra columns, and single cells move by 0.3x between runs. Measured 2026-12-03 on a "
+    "faster machine (one process, medians of 8, against the hand-written job): the MERGE 1.37x (1k into 10k), "
+    "1.48-1.50x (1k into 1M), 1.40x (20k into 200k), 1.46-1.51x (200k into 2M); the hand-written job writing "
+    "Spark's parquet with the MERGE's extras -- the file id from `_metadata`, the matched flags and a Spark "
+    "observation counting pairs, unmatched target rows and inserts (`DataFrame.observe`, what Spark's own "
+    "writer would need to replace the write tasks' tallies) -- 1.22x, 1.28-1.32x, 1.30x and 1.30-1.31x; the "
+    "flags alone 0.99-1.04x, the observation alone 1.21x, the file id 1.11x. So a MERGE on Spark's writer would "
+    "sit at about 1.3x, not under it; `spark.sql.execution.arrow.maxRecordsPerBatch` of 100,000 instead of "
+    "10,000 changed nothing (1.39x against 1.40x)."
 )
 
 
