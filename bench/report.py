@@ -101,7 +101,15 @@ def _dv_bound(r: Result) -> str:
         "the file id from `_metadata` (`told apart`) and two array lookups per row. Tried the same day and not "
         "kept: `input_file_block_length()` as the file id (a thread-local read, no `_metadata` field) measured "
         "slower (1.43x against 1.32x), and a hash of size and modification time costs about 0.35x more than the "
-        "size alone once the lookups are added."
+        "size alone once the lookups are added; laying every file's region at `(size % m) * stride` (no offsets "
+        "array, a 3 MB bitmap instead of 1.25 MB) 1.78x against 1.48x. The parts measured alone on the 10M-row "
+        "table (agg, one run, medians of 9): the bit test by row index only, every file reading the same region, "
+        "1.05-1.07x; the file id alone (`cast(file_size % m as int) >= 0`, no row index) 0.83x; row index and "
+        "file id packed and compared (`told apart`) 1.04-1.08x; the offsets lookup alone 1.32x; an index computed "
+        "from both into the bitmap, with no offsets lookup, 1.59-1.71x. So no single part costs the 0.3-0.5x: "
+        "their combination does, whatever the arithmetic (a long index cast once, or the size cast first, "
+        "measured the same); the cause was not found. A one-file scan (no file id) tests its bits at 1.02x the "
+        "floor (0.243 s against 0.237 s on 1.25M rows; the earlier SQL-text constant 1.46x)."
     )
 
 
