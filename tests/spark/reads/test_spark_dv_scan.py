@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 
 import deltalog
 from deltalog.spark import read
+from deltalog.spark.common.kept import Kept
 from deltalog.spark.reads import dv_scan
 from deltalog.spark.reads.log_index import FILE_INDEX_CONF
 
@@ -379,7 +379,7 @@ def test_later_reads_reuse_the_bitmap_constants(
         return real(spark_, values)
 
     monkeypatch.setattr(compat, "array_literal", counting)
-    monkeypatch.setattr(dv_scan, "_KEPT_COLUMNS", OrderedDict())  # nothing kept by earlier tests
+    monkeypatch.setattr(dv_scan, "_KEPT_COLUMNS", Kept(entries=dv_scan.KEPT_FRAMES, weight=dv_scan.KEPT_WORDS))
     want = [i for i in range(300) if i % 10 != 4]
     assert _ids(read(spark, path)) == want
     first = len(sent)

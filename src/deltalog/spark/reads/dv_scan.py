@@ -33,8 +33,6 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -45,6 +43,7 @@ import pyarrow.compute as pc
 
 from deltalog.errors import DeltaError
 from deltalog.spark.common.compat import frame_from_arrow
+from deltalog.spark.common.kept import Kept
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -72,12 +71,11 @@ _SIZE = "_metadata.file_size"
 #: holding at most :data:`KEPT_KEYS` keys.
 KEPT_FRAMES = 16
 KEPT_KEYS = 20_000_000
-_KEPT: OrderedDict[tuple[str, str], tuple[Any, int]] = OrderedDict()
-_KEPT_LOCK = threading.Lock()
+_KEPT = Kept(entries=KEPT_FRAMES, weight=KEPT_KEYS)
 #: Bitmap filters (:func:`_kept_column`) kept likewise: at most :data:`KEPT_FRAMES` of them, their constants
 #: holding at most this many elements (32 MiB of bitmap words).
 KEPT_WORDS = 1 << 22
-_KEPT_COLUMNS: OrderedDict[tuple[str, str], tuple[Any, int]] = OrderedDict()
+_KEPT_COLUMNS = Kept(entries=KEPT_FRAMES, weight=KEPT_WORDS)
 
 
 def deleted_rows_per_file(snapshot: Snapshot, files: pa.Table) -> list[tuple[int, np.ndarray]]:
@@ -301,17 +299,17 @@ def _bitmap_keep(spark: Any, files: pa.Table, deleted: list[tuple[int, np.ndarra
     if len(unknown) > 1 or any(known[i] and int(rows.max()) >= int(records[i]) for i, rows in deleted):
         return None
     order = sorted(deleted, key=lambda d: not known[d[0]])  # a file of unknown row count last
-    regions = [(i, bitmap_words(rows), int(records[i]) // 64 + 1 if known[i] else 0) for i, rows in order]
-    total = sum(max(len(w), n) for _, w, n in regions)
-    if total > BITMAP_MAX_WORDS:
+    lengths = [int(records[i] if known[i] else rows.max()) // 64 + 1 for i, rows in order]  # words per region
+    if sum(lengths) > BITMAP_MAX_WORDS:  # decided before any bitmap is built
         return None
-    words = np.zeros(total, np.int64)
+    words = np.zeros(sum(lengths), np.int64)
     first: dict[int, int] = {}
     at = 0
-    for i, w, n in regions:
+    for (i, rows), n in zip(order, lengths, strict=True):
+        w = bitmap_words(rows)
         words[at:at + len(w)] = w
         first[i] = at
-        at += max(len(w), n)
+        at += n
     starts, fid = np.zeros(0, np.int32), ""
     if files.num_rows > 1:  # the row's region from its file's id
         file_id, ids, _ = told
@@ -349,36 +347,34 @@ def _kept_column(spark: Any, parts: tuple[np.ndarray | str, ...], build: Callabl
     in one session: a bitmap of 156k words costs ~20 ms to send to the JVM and the expression around it ~18 ms
     of Py4J calls; later reads of the same table version make neither. Kept under :data:`KEPT_FRAMES` columns
     of at most :data:`KEPT_WORDS` constant elements in all."""
+    key = _content_key(spark, parts)
+    if key is None:  # Spark Connect: nothing to keep (array_literal has no JVM to build in)
+        return build()
+    size = sum(int(p.size) for p in parts if isinstance(p, np.ndarray))
+    column = _KEPT_COLUMNS.get(key)
+    if column is None:
+        column = build()
+        if column is not None:
+            _KEPT_COLUMNS.put(key, column, weight=size)
+    return column
+
+
+def _content_key(spark: Any, parts: Sequence[np.ndarray | str]) -> tuple[str, str] | None:
+    """``(session, digest of parts)``: what keeps a thing built in ``spark``'s JVM from ``parts`` for reuse;
+    ``None`` for a session without one to keep it in (Spark Connect)."""
     try:
         session = str(spark._jsparkSession.sessionUUID())
-    except Exception:  # Spark Connect: nothing to keep (array_literal has no JVM to build in)
-        return build()
+    except Exception:
+        return None
     digest = hashlib.blake2b(digest_size=20)
-    size = 0
     for part in parts:
         if isinstance(part, np.ndarray):
             digest.update(str(part.dtype).encode())
             digest.update(np.ascontiguousarray(part).tobytes())
-            size += int(part.size)
         else:
             digest.update(part.encode())
         digest.update(b"\0")
-    key = (session, digest.hexdigest())
-    with _KEPT_LOCK:
-        found = _KEPT_COLUMNS.get(key)
-        if found is not None:
-            _KEPT_COLUMNS.move_to_end(key)
-            return found[0]
-    column = build()
-    if column is None:
-        return None
-    with _KEPT_LOCK:
-        _KEPT_COLUMNS[key] = (column, size)
-        total = sum(n for _, n in _KEPT_COLUMNS.values())
-        while _KEPT_COLUMNS and (len(_KEPT_COLUMNS) > KEPT_FRAMES or total > KEPT_WORDS):
-            _, (_, n) = _KEPT_COLUMNS.popitem(last=False)
-            total -= n
-    return column
+    return session, digest.hexdigest()
 
 
 def _fold(ids: np.ndarray) -> int | None:
@@ -396,23 +392,12 @@ def _keys_frame(spark: Any, keys: np.ndarray) -> Any:
     in one session (Arrow to the JVM costs about 25 ms plus 0.6 ms per 1,000 keys; a kept frame nothing)."""
     from pyspark.sql import functions as F
 
-    try:
-        session = str(spark._jsparkSession.sessionUUID())
-    except Exception:  # Spark Connect: frames are plans the server receives anew; keep nothing
-        return F.broadcast(frame_from_arrow(spark, pa.table({_KEY: pa.array(keys, pa.int64())})))
-    digest = (session, hashlib.blake2b(np.ascontiguousarray(keys).tobytes(), digest_size=20).hexdigest())
-    with _KEPT_LOCK:
-        found = _KEPT.get(digest)
-        if found is not None:
-            _KEPT.move_to_end(digest)
-            return found[0]
-    frame = F.broadcast(frame_from_arrow(spark, pa.table({_KEY: pa.array(keys, pa.int64())})))
-    with _KEPT_LOCK:
-        _KEPT[digest] = (frame, len(keys))
-        total = sum(n for _, n in _KEPT.values())
-        while _KEPT and (len(_KEPT) > KEPT_FRAMES or total > KEPT_KEYS):
-            _, (_, n) = _KEPT.popitem(last=False)
-            total -= n
+    digest = _content_key(spark, [keys])  # None on Spark Connect: frames are plans the server receives anew
+    frame = _KEPT.get(digest) if digest is not None else None
+    if frame is None:
+        frame = F.broadcast(frame_from_arrow(spark, pa.table({_KEY: pa.array(keys, pa.int64())})))
+        if digest is not None:
+            _KEPT.put(digest, frame, weight=len(keys))
     return frame
 
 

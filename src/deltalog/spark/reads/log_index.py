@@ -42,13 +42,12 @@ import json
 import os
 import shutil
 import tempfile
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark.common.compat import jvm_dataset, with_relation_schema
+from deltalog.spark.common.kept import Kept
 from deltalog.spark.common.storage import is_connect
 
 __all__ = ["FILE_INDEX_CONF", "KEPT_FILES", "KEPT_RELATIONS", "log_indexed", "usable"]
@@ -87,8 +86,7 @@ def usable(spark: Any, *, table: str, root: str | None = None) -> bool:
 #: Relations kept for reuse (:func:`log_indexed`): at most this many, holding at most :data:`KEPT_FILES` files.
 KEPT_RELATIONS = 32
 KEPT_FILES = 400_000
-_KEPT: OrderedDict[str, tuple[Any, int]] = OrderedDict()
-_KEPT_LOCK = threading.Lock()
+_KEPT = Kept(entries=KEPT_RELATIONS, weight=KEPT_FILES)
 
 
 def _scan_key(spark: Any, schema: Any, options: Mapping[str, str], uris: Sequence[str], sizes: Sequence[int],
@@ -106,13 +104,11 @@ def _reused(spark: Any, key: str) -> Any | None:
     """A new DataFrame over the relation kept under ``key`` (fresh column ids), or ``None``."""
     from pyspark.sql import DataFrame
 
-    with _KEPT_LOCK:
-        found = _KEPT.get(key)
-        if found is None:
-            return None
-        _KEPT.move_to_end(key)
+    found = _KEPT.get(key)
+    if found is None:
+        return None
     try:
-        plan = found[0].newInstance()
+        plan = found.newInstance()
         jdf = jvm_dataset(spark._jvm).ofRows(spark._jsparkSession, plan)
     except Exception:  # another Spark's internals: plan it again
         return None
@@ -126,12 +122,7 @@ def _keep(key: str, frame: Any, files: int) -> None:
             return
     except Exception:
         return
-    with _KEPT_LOCK:
-        _KEPT[key] = (plan, files)
-        total = sum(n for _, n in _KEPT.values())
-        while _KEPT and (len(_KEPT) > KEPT_RELATIONS or total > KEPT_FILES):
-            _, (_, n) = _KEPT.popitem(last=False)
-            total -= n
+    _KEPT.put(key, plan, weight=files)
 
 
 def log_indexed(
