@@ -64,7 +64,7 @@ def spark(bucket: str, emulator: emulators.Emulator) -> None:
         "spark.hadoop.fs.s3a.path.style.access": "true",
         "spark.hadoop.fs.s3a.endpoint.region": emulators.REGION,
     }
-    session = local_session("deltalog-demo-s3", conf=conf)
+    session = local_session("deltalog-demo-s3", conf=conf, lean_jvm=True)
     try:
         uri = f"s3a://{bucket}/spark/orders"
         print(f"\n== Spark on {uri} (Arrow tasks: no Hadoop S3 connector installed)")

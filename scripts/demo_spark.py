@@ -31,7 +31,7 @@ def session() -> Any:
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
     from deltalog.spark import local_session
 
-    return local_session("deltalog-spark-demo", conf={"spark.sql.session.timeZone": "UTC"})
+    return local_session("deltalog-spark-demo", conf={"spark.sql.session.timeZone": "UTC"}, lean_jvm=True)
 
 
 def events(spark: Any, first_day: str, days: int, per_day: int, *, offset: int = 0) -> Any:
