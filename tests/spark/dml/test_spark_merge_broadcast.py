@@ -41,7 +41,8 @@ def settings(spark: Any) -> Iterator[Any]:
 
 @pytest.fixture
 def plans(spark: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The executed plan of every ``collect()`` while the test runs."""
+    """The executed plan of every ``collect()`` (the ``mapInArrow`` writes) and every ``write.parquet`` (Spark's
+    own writer) while the test runs."""
     seen: list[str] = []
     cls = type(spark.range(1))
     real = cls.collect
@@ -51,7 +52,16 @@ def plans(spark: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
         seen.append(str(self._jdf.queryExecution().executedPlan().toString()))
         return out
 
+    writer = type(spark.range(1).write)
+    real_parquet = writer.parquet
+
+    def spy_parquet(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = real_parquet(self, *args, **kwargs)
+        seen.append(str(self._df._jdf.queryExecution().executedPlan().toString()))
+        return out
+
     monkeypatch.setattr(cls, "collect", spy)
+    monkeypatch.setattr(writer, "parquet", spy_parquet)
     return seen
 
 

@@ -22,6 +22,33 @@ pytestmark = pytest.mark.spark
 _TIMES = {"executionTimeMs", "scanTimeMs", "rewriteTimeMs", "numTargetBytesAdded"}
 
 
+class Writer:
+    """Which writer the one job is given (``merge_one_pass._native``): Spark's own parquet writer with an
+    observation counting (what a local unpartitioned table gets), or the ``mapInArrow`` tasks' tallies (what
+    an object store, a partitioned table or Spark Connect gets); ``seen`` holds each answer."""
+
+    def __init__(self, native: bool) -> None:
+        self.native = native
+        self.seen: list[bool] = []
+
+    def used(self) -> bool:
+        return self.seen == [self.native]
+
+
+@pytest.fixture(params=[True, False], ids=["spark-writer", "arrow-tasks"])
+def writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Writer:
+    way = Writer(bool(request.param))
+    real = merge_one_pass._native
+
+    def spy(run: Any, rows: Any) -> bool:
+        out = real(run, rows) if way.native else False
+        way.seen.append(out)
+        return out
+
+    monkeypatch.setattr(merge_one_pass, "_native", spy)
+    return way
+
+
 def _one_file(tmp_path: Path, name: str) -> str:
     path = str(tmp_path / name)
     deltalog.write_table(path, data(0, 120), mode="append")
@@ -66,11 +93,12 @@ CASES: dict[str, tuple[Callable[[Any], Any], list[int]]] = {
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_one_job_merge_matches_the_two_job_merge(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, writer: Writer
 ) -> None:
     clauses, ids = CASES[case]
     one, two = _one_file(tmp_path, "one"), _one_file(tmp_path, "two")
     assert _one_and_two_job(spark, monkeypatch, one, two, clauses, ids) == [True]
+    assert writer.used()
     assert _state(one) == _state(two)
     assert deltalog.Table(one).history(limit=1)[0]["operationMetrics"]["numTargetFilesRemoved"] == "1"
 
@@ -101,7 +129,7 @@ def _state(path: str) -> tuple[list[dict[str, Any]], dict[str, str]]:
             {k: v for k, v in metrics.items() if k not in _TIMES})
 
 
-def test_one_job_merge_refuses_multiple_matches_and_leaves_nothing(spark: Any, tmp_path: Path) -> None:
+def test_one_job_merge_refuses_multiple_matches_and_leaves_nothing(spark: Any, tmp_path: Path, writer: Writer) -> None:
     path = _one_file(tmp_path, "t")
     v0, files = version(path), data_files(path)
     b = _upsert(merge(spark, path, _source(spark, [4, 5, 5, 900]), "t.id = s.id", target_alias="t"))
@@ -110,6 +138,7 @@ def test_one_job_merge_refuses_multiple_matches_and_leaves_nothing(spark: Any, t
     assert version(path) == v0
     assert data_files(path) == files  # the rows the job wrote are deleted again
     assert arrow_rows(deltalog.Table(path).snapshot().to_arrow()) == arrow_rows(data(0, 120))
+    assert writer.used()
 
 
 def test_one_job_merge_without_a_match_leaves_the_file_in_place(spark: Any, tmp_path: Path) -> None:
@@ -142,7 +171,7 @@ MANY: dict[str, tuple[Callable[[Any], Any], list[int]]] = {
 
 @pytest.mark.parametrize("case", list(MANY))
 def test_one_job_merge_of_several_files_matches_the_two_job_merge(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, writer: Writer
 ) -> None:
     clauses, ids = MANY[case]
     one, two = _four_files(tmp_path, "one"), _four_files(tmp_path, "two")
@@ -166,6 +195,7 @@ def test_one_job_merge_of_several_files_matches_the_two_job_merge(
     clauses(merge(spark, one, _source(spark, ids), "t.id = s.id", target_alias="t")).execute()
     assert calls == [case != "a-file-untouched"]
     assert first_jobs == []  # a file untouched: the two-job way takes the one job's counts, not a job of its own
+    assert writer.used()
     monkeypatch.setattr(merge_one_pass, "one_pass_applies", lambda run, candidates: False)
     clauses(merge(spark, two, _source(spark, ids), "t.id = s.id", target_alias="t")).execute()
     assert len(calls) == 1 and first_jobs == [True]
@@ -182,7 +212,7 @@ def test_one_job_merge_of_several_files_matches_the_two_job_merge(
     assert removed == ("3" if case == "a-file-untouched" else "4")
 
 
-def test_one_job_merge_of_several_files_refuses_multiple_matches(spark: Any, tmp_path: Path) -> None:
+def test_one_job_merge_of_several_files_refuses_multiple_matches(spark: Any, tmp_path: Path, writer: Writer) -> None:
     path = _four_files(tmp_path, "t")
     v0, files = version(path), data_files(path)
     b = _upsert(merge(spark, path, _source(spark, [4, 35, 35, 64, 100, 900]), "t.id = s.id", target_alias="t"))
@@ -190,6 +220,7 @@ def test_one_job_merge_of_several_files_refuses_multiple_matches(spark: Any, tmp
         b.execute()
     assert version(path) == v0
     assert data_files(path) == files
+    assert writer.used()
 
 
 def test_an_upsert_touching_every_file_runs_the_write_job_and_one_pass_over_the_source(

@@ -32,14 +32,18 @@ from __future__ import annotations
 from typing import Any
 
 from deltalog.commands.delete import uses_deletion_vectors
+from deltalog.data.write_files import WrittenFile
+from deltalog.spark.common.storage import is_connect
 from deltalog.spark.dml.broadcast import broadcast_source
-from deltalog.spark.dml.merge_run import MergeRun
+from deltalog.spark.dml.merge_run import FirstCounts, MergeRun
 from deltalog.spark.jobs.change_files import records_changes
-from deltalog.spark.jobs.staged import DmlResult, Staged, write_tallied
+from deltalog.spark.jobs.staged import DmlResult, Staged, spark_error, write_tallied
 from deltalog.spark.reads.dv_scan import ROW_KEY
 from deltalog.spark.reads.row_ids import tracked_fields
 from deltalog.spark.reads.scan import file_keyed_rows
-from deltalog.spark.reads.target import FILE, file_uris, live_rows
+from deltalog.spark.reads.target import file_uris, live_rows
+from deltalog.spark.writes.native import native_rows_ok, write_observed
+from deltalog.storage import LocalLogStore
 
 __all__ = ["OnePassRun", "one_pass", "one_pass_applies"]
 
@@ -116,46 +120,33 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     # a left join yields target rows only, and when the last NOT MATCHED clause has no condition every
     # source row without a match is inserted: then no row is dropped (no filter to analyse)
     every = how == "left" or run.not_matched[-1].condition is None
-    rows = (frame if every else frame.filter(t_here | wanted)).select(*outputs, tag.alias(_TAG))
     staged = Staged(run.table.store)
     scan_ms = run.timer.elapsed_ms()
     uris = file_uris(run.snap, candidates)
     by_id = dict(zip(ids, uris)) if file_key is not None else {}
+    removed = candidates.to_pylist()
     try:
-        files, tags = write_tallied(rows, run.table, run.schema, run.metadata, tally=_TAG)
-        staged.data.extend(files)
-        per_code: dict[int, int] = {}
-        touched: set[str] = set()
-        pairs = alone = 0
-        per_file: dict[tuple[str, int, bool], int] = {}  # (file, code, matched) -> target rows (pairs if matched)
-        for t, n in tags.items():
-            k = abs(t)
-            uri = str(by_id.get(k & ((1 << bits) - 1)) if file_key is not None else uris[0])
-            k >>= bits
-            if not k & 2:  # a source row (inserted)
-                continue
-            code = (k >> 2) - shift
-            per_code[code] = per_code.get(code, 0) + n
-            per_file[(uri, code, bool(k & 1))] = per_file.get((uri, code, bool(k & 1)), 0) + n
-            if code >= 0 and n:
-                touched.add(uri)
-            if k & 1:
-                pairs += n
-            else:
-                alone += n
-        removed = candidates.to_pylist()
+        if _native(run, frame.select(*outputs)):
+            files, first, pairs, alone = _observed(
+                run, frame, outputs, wanted, (t_here, s_here, action), file_key, by_id, uris)
+            staged.data.extend(files)
+        else:
+            rows = (frame if every else frame.filter(t_here | wanted)).select(*outputs, tag.alias(_TAG))
+            files, tags = write_tallied(rows, run.table, run.schema, run.metadata, tally=_TAG)
+            staged.data.extend(files)
+            first, pairs, alone = _tallied(tags, shift, bits, file_key, by_id, uris)
         target_rows = live_rows(run.snap, removed)
         if not run.multiple_matches_allowed() and pairs + alone > target_rows:
             raise run.multiple_matches_error()
     except BaseException:
         staged.cleanup()
         raise
-    counts = run.clause_counts(per_code)
     if run.matched and run.multiple_matches_allowed():  # one unconditional DELETE: count rows, not pairs
-        counts["numTargetRowsMatchedDeleted"] = target_rows - alone
-    if len(touched) < len(uris):  # a file without an acted-on row: delta-spark leaves it in place
+        first.per_code[run.codes[id(run.matched[0])]] = target_rows - alone
+    counts = run.clause_counts(first.per_code)
+    if len(first.touched) < len(uris):  # a file without an acted-on row: delta-spark leaves it in place
         staged.cleanup()
-        run.file_stats = _file_stats(run, per_file, candidates, uris)  # the two-job way needs no first job
+        run.first_counts = first  # the two-job way needs no first job
         return None
     acted = sum(counts.values())
     copied = target_rows - acted
@@ -165,23 +156,72 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
                        **counts)
 
 
-def _file_stats(run: MergeRun, per_file: dict[tuple[str, int, bool], int], candidates: Any,
-                uris: list[str]) -> list[dict[str, Any]]:
-    """The first job's rows (:meth:`~deltalog.spark.dml.merge_run.MergeRun._first_job`) from the one job's
-    counts: per file and clause code the target rows and whether one matched (no row matched several source
-    rows, or the error was raised already, unless the only matched clause is an unconditional DELETE: then
-    a file's matched rows are its live rows less those without a match)."""
-    live = {u: live_rows(run.snap, [r]) for u, r in zip(uris, candidates.to_pylist())}
-    alone: dict[str, int] = {}
-    for (uri, _, matched), n in per_file.items():
-        if not matched:
-            alone[uri] = alone.get(uri, 0) + n
-    out = []
-    for (uri, code, matched), n in per_file.items():
-        if matched and run.multiple_matches_allowed():
-            n = live[uri] - alone.get(uri, 0)
-        out.append({FILE: uri, "act": code, "n": n, "most": 1 if matched else 0})
-    return out
+def _native(run: MergeRun, rows: DataFrame) -> bool:
+    """Whether the one job writes with Spark's parquet writer (:func:`~deltalog.spark.writes.native.native_rows_ok`:
+    a local unpartitioned table without per-row checks), counting with a Spark observation instead of the
+    ``mapInArrow`` tasks' tallies; Spark Connect keeps the tasks."""
+    store = run.table.store
+    spark = run.b.spark
+    return isinstance(store, LocalLogStore) and not is_connect(spark) \
+        and native_rows_ok(spark, rows, run.metadata, run.schema)
+
+
+def _observed(
+    run: MergeRun, frame: DataFrame, outputs: list[Any], wanted: Any, flags: tuple[Any, Any, Any], file_key: Any,
+    by_id: dict[int, str], uris: list[str],
+) -> tuple[list[WrittenFile], FirstCounts, int, int]:
+    """The one job on Spark's parquet writer: the wanted rows of ``frame`` written, and in the same job the
+    target rows counted per clause code and with or without a match, and the files with an acted-on or a
+    matched row found. Returns the files, those counts, the pairs and the unmatched target rows."""
+    from pyspark.sql import functions as F
+
+    t_here, s_here, action = flags
+    codes = sorted({run.codes[id(c)] for c in run.matched + run.by_source})
+    metrics = [F.count(F.when(t_here & s_here, 1)).alias("pairs"), F.count(F.when(t_here & ~s_here, 1)).alias("alone")]
+    metrics += [F.count(F.when(t_here & (action == c), 1)).alias(f"code{i}") for i, c in enumerate(codes)]
+    if file_key is not None:  # the file ids as text: PySpark 3.5's observation hands arrays over as JVM objects
+        for name, rows in (("touched", t_here & (action >= 0)), ("matched", t_here & s_here)):
+            metrics.append(F.concat_ws(",", F.collect_set(F.when(rows, file_key).cast("string"))).alias(name))
+    store = run.table.store
+    assert isinstance(store, LocalLogStore)  # _native said so
+    try:
+        files, seen = write_observed(frame, metrics, lambda f: f.filter(wanted).select(*outputs), store, run.schema)
+    except Exception as exc:
+        raise spark_error(exc, run.table.location) from None
+    per_code = {c: int(seen[f"code{i}"]) for i, c in enumerate(codes)}
+    pairs = int(seen["pairs"])
+    if file_key is not None:
+        touched = {by_id[int(k)] for k in str(seen["touched"]).split(",") if k}
+        matched = {by_id[int(k)] for k in str(seen["matched"]).split(",") if k}
+    else:
+        touched = set(uris) if any(per_code.values()) else set()
+        matched = set(uris) if pairs else set()
+    return files, FirstCounts(touched, matched, per_code), pairs, int(seen["alone"])
+
+
+def _tallied(
+    tags: dict[int, int], shift: int, bits: int, file_key: Any, by_id: dict[int, str], uris: list[str],
+) -> tuple[FirstCounts, int, int]:
+    """The write tasks' tallies read back: the first job's counts (the target rows per clause code, the touched
+    and the matched files), the pairs and the unmatched target rows."""
+    first = FirstCounts(set(), set(), {})
+    pairs = alone = 0
+    for t, n in tags.items():
+        k = abs(t)
+        uri = str(by_id.get(k & ((1 << bits) - 1)) if file_key is not None else uris[0])
+        k >>= bits
+        if not k & 2 or not n:  # a source row (inserted)
+            continue
+        code = (k >> 2) - shift
+        if code >= 0:
+            first.per_code[code] = first.per_code.get(code, 0) + n
+            first.touched.add(uri)
+        if k & 1:
+            pairs += n
+            first.matched.add(uri)
+        else:
+            alone += n
+    return first, pairs, alone
 
 
 class OnePassRun(MergeRun):

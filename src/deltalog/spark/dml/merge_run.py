@@ -142,6 +142,16 @@ def _check_clauses(clauses: Sequence[Clause], table: str) -> None:
 
 
 @dataclass(frozen=True)
+class FirstCounts:
+    """What a MERGE's first job finds: the touched candidate files (a clause acted on one of their rows), the
+    files with a matched row, and the target rows each clause code acted on."""
+
+    touched: set[str]
+    matched: set[str]
+    per_code: dict[int, int]
+
+
+@dataclass(frozen=True)
 class MergeSpec:
     """What a MERGE was asked to do: the builder's state when ``execute()`` ran -- the session, the target
     table's path, the source frame, the ON condition (SQL text or ``Column``), the target's alias, the WHEN
@@ -210,8 +220,8 @@ class MergeRun:
                                           table=self.table.location)
         self.join_condition = F.expr(b.condition) if isinstance(b.condition, str) else b.condition
         self.source_rows: int | None = None
-        #: the first job's per-file counts (see :meth:`_first_job`) when another way already counted them
-        self.file_stats: list[dict[str, Any]] | None = None
+        #: what the first job finds (see :meth:`_summary`) when another way already counted it
+        self.first_counts: FirstCounts | None = None
 
     # --------------------------------------------------------------------------------- expressions
 
@@ -574,18 +584,11 @@ class MergeRun:
             return done
         uris = file_uris(self.snap, candidates)
         # what the one job counted when it wrote in vain (a candidate file untouched), else the first job
-        stats = self.file_stats if self.file_stats is not None else self._first_job(S, candidates, uris, how)
+        first = self.first_counts
+        if first is None:
+            first = self._summary(self._first_job(S, candidates, uris, how))
         scan_ms = self.timer.elapsed_ms()
-        self._check_multiple_matches(stats)
-        touched_uris: set[str] = set()
-        matched_uris = {r[FILE] for r in stats if r["most"] is not None and int(r["most"]) > 0}
-        per_code: dict[int, int] = {}
-        for r in stats:
-            act = r["act"]
-            if act is None or act < 0:
-                continue
-            touched_uris.add(r[FILE])
-            per_code[act] = per_code.get(act, 0) + int(r["n"])
+        touched_uris, matched_uris, per_code = first.touched, first.matched, first.per_code
         counts = self.clause_counts(per_code)
         touched = candidates.filter(pa.array([u in touched_uris for u in uris], pa.bool_()))
         removed = touched.to_pylist()
@@ -611,6 +614,20 @@ class MergeRun:
             staged, [] if use_dvs else removed, scan_ms, outcome, numTargetRowsInserted=inserted,
             numTargetRowsCopied=copied, **counts,
         )
+
+    def _summary(self, stats: Sequence[Any]) -> FirstCounts:
+        """The first job's rows (:meth:`_first_job`) checked for multiple matches and summed up."""
+        self._check_multiple_matches(stats)
+        touched: set[str] = set()
+        matched = {r[FILE] for r in stats if r["most"] is not None and int(r["most"]) > 0}
+        per_code: dict[int, int] = {}
+        for r in stats:
+            act = r["act"]
+            if act is None or act < 0:
+                continue
+            touched.add(r[FILE])
+            per_code[act] = per_code.get(act, 0) + int(r["n"])
+        return FirstCounts(touched, matched, per_code)
 
     def _first_job(self, S: DataFrame, candidates: Any, uris: list[str], how: str) -> list[dict[str, Any]]:
         """Job 1: per candidate file (``FILE``: its URI) and clause code (``act``) the target rows ``n`` and the

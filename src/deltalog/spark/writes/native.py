@@ -29,7 +29,7 @@ import math
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -43,7 +43,7 @@ from deltalog.spark.jobs.tasks import delete_written
 from deltalog.storage import LocalLogStore
 from deltalog.txn.constraints import CHAR_VARCHAR_KEY
 
-__all__ = ["native_write_ok", "write_native"]
+__all__ = ["native_rows_ok", "native_write_ok", "write_native", "write_observed"]
 
 _STAGING = "_deltalog_staging_"
 _TS_CONF = "spark.sql.parquet.outputTimestampType"
@@ -84,15 +84,30 @@ def native_write_ok(spark: Any, df: Any, plan: Any, *, explicit_target: bool) ->
         >>> native_write_ok(spark, spark.range(3), plan, explicit_target=False)   # doctest: +SKIP
         True
     """
-    md = plan.metadata
+    if explicit_target or plan.predicate is not None:
+        return False
+    return native_rows_ok(spark, df, plan.metadata, plan.schema)
+
+
+def native_rows_ok(spark: Any, df: Any, metadata: Any, schema: StructType) -> bool:
+    """True when ``df``'s rows can be written as data files of a table with ``metadata`` (its ``schema``,
+    which may be evolving) by Spark's parquet writer: :func:`native_write_ok` without a write plan, for the
+    rewrites of DML commands; a table with its own ``delta.targetFileSize`` keeps the ``mapInArrow`` tasks,
+    which split files at that size.
+
+    Example:
+        >>> native_rows_ok(spark, spark.range(3), snapshot.metadata, snapshot.schema)   # doctest: +SKIP
+        True
+    """
+    md = metadata
     conf = md.configuration
-    if md.partitionColumns or explicit_target or plan.predicate is not None:
+    if md.partitionColumns or "delta.targetFileSize" in conf:
         return False
     if any(k.startswith("delta.constraints.") for k in conf):
         return False
     if conf.get("delta.columnMapping.mode", "none").lower() != "none":
         return False
-    table_json = json.loads(plan.schema.to_json())
+    table_json = json.loads(schema.to_json())
     if _needs_row_checks(table_json):
         return False
     try:
@@ -186,3 +201,27 @@ def write_native(df: Any, store: LocalLogStore, schema: StructType) -> list[Writ
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return files
+
+
+def write_observed(
+    df: Any, metrics: list[Any], rows: Callable[[Any], Any], store: LocalLogStore, schema: StructType
+) -> tuple[list[WrittenFile], dict[str, Any]]:
+    """:func:`write_native` of ``rows(df)`` (the rows to write, chosen from ``df``), with ``metrics`` --
+    aggregate columns over every row of ``df`` -- counted by the same job (a Spark observation). Returns the
+    files (nothing is committed) and the metrics' values by name.
+
+    Example:
+        >>> files, seen = write_observed(frame, [F.count(F.when(F.col("hit"), 1)).alias("hits")],
+        ...                              lambda f: f.filter("keep").select("id", "v"), store, schema)  # doctest: +SKIP
+        >>> seen["hits"]                                                                               # doctest: +SKIP
+        12
+    """
+    from pyspark.sql import Observation
+
+    observation = Observation(f"deltalog_{uuid.uuid4().hex}")
+    files = write_native(rows(df.observe(observation, *metrics)), store, schema)
+    try:
+        return files, dict(observation.get)
+    except BaseException:
+        delete_written(store, files)
+        raise
