@@ -24,8 +24,9 @@ _TIMES = {"executionTimeMs", "scanTimeMs", "rewriteTimeMs", "numTargetBytesAdded
 
 class Writer:
     """Which writer the one job is given (``merge_one_pass._native``): Spark's own parquet writer with an
-    observation counting (what a local unpartitioned table gets), or the ``mapInArrow`` tasks' tallies (what
-    an object store, a partitioned table or Spark Connect gets); ``seen`` holds each answer."""
+    observation counting (what a local unpartitioned table gets) -- the files found as bits of a long, or
+    (``ids``) as sets of their ids, as for more than 63 files -- or the ``mapInArrow`` tasks' tallies (what an
+    object store, a partitioned table or Spark Connect gets); ``seen`` holds each answer."""
 
     def __init__(self, native: bool) -> None:
         self.native = native
@@ -35,10 +36,12 @@ class Writer:
         return self.seen == [self.native]
 
 
-@pytest.fixture(params=[True, False], ids=["spark-writer", "arrow-tasks"])
+@pytest.fixture(params=["bits", "ids", "tasks"], ids=["spark-writer", "spark-writer-id-sets", "arrow-tasks"])
 def writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Writer:
-    way = Writer(bool(request.param))
+    way = Writer(request.param != "tasks")
     real = merge_one_pass._native
+    if request.param == "ids":
+        monkeypatch.setattr(merge_one_pass, "_file_bits", lambda file_key, by_id: None)
 
     def spy(run: Any, rows: Any) -> bool:
         out = real(run, rows) if way.native else False

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.data.write_files import WrittenFile
 from deltalog.spark.common.storage import is_connect
@@ -177,10 +179,19 @@ def _observed(
 
     t_here, s_here, action = flags
     codes = sorted({run.codes[id(c)] for c in run.matched + run.by_source})
+    # with no NOT MATCHED BY SOURCE clause and a last MATCHED clause without a condition, every matched target
+    # row is acted on: the one clause's rows are the pairs, the touched files those with a match
+    every_match_acts = not run.by_source and bool(run.matched) and run.matched[-1].condition is None
     metrics = [F.count(F.when(t_here & s_here, 1)).alias("pairs"), F.count(F.when(t_here & ~s_here, 1)).alias("alone")]
-    metrics += [F.count(F.when(t_here & (action == c), 1)).alias(f"code{i}") for i, c in enumerate(codes)]
-    if file_key is not None:  # the file ids as text: PySpark 3.5's observation hands arrays over as JVM objects
-        for name, rows in (("touched", t_here & (action >= 0)), ("matched", t_here & s_here)):
+    counted = [] if every_match_acts and len(codes) == 1 else codes
+    metrics += [F.count(F.when(t_here & (action == c), 1)).alias(f"code{i}") for i, c in enumerate(counted)]
+    sets = {"touched": t_here & (action >= 0)} if every_match_acts else \
+        {"touched": t_here & (action >= 0), "matched": t_here & s_here}
+    bits = _file_bits(file_key, by_id) if file_key is not None else None
+    for name, rows in sets.items() if file_key is not None else ():
+        if bits is not None:  # one bit per file, OR-ed: a codegen'd aggregate
+            metrics.append(F.bit_or(F.when(rows, bits[0])).alias(name))
+        else:  # the file ids as text: PySpark 3.5's observation hands arrays over as JVM objects
             metrics.append(F.concat_ws(",", F.collect_set(F.when(rows, file_key).cast("string"))).alias(name))
     store = run.table.store
     assert isinstance(store, LocalLogStore)  # _native said so
@@ -188,15 +199,33 @@ def _observed(
         files, seen = write_observed(frame, metrics, lambda f: f.filter(wanted).select(*outputs), store, run.schema)
     except Exception as exc:
         raise spark_error(exc, run.table.location) from None
-    per_code = {c: int(seen[f"code{i}"]) for i, c in enumerate(codes)}
     pairs = int(seen["pairs"])
-    if file_key is not None:
-        touched = {by_id[int(k)] for k in str(seen["touched"]).split(",") if k}
-        matched = {by_id[int(k)] for k in str(seen["matched"]).split(",") if k}
-    else:
-        touched = set(uris) if any(per_code.values()) else set()
-        matched = set(uris) if pairs else set()
-    return files, FirstCounts(touched, matched, per_code), pairs, int(seen["alone"])
+    per_code = {c: int(seen[f"code{i}"]) for i, c in enumerate(counted)} if counted else {codes[0]: pairs}
+
+    def files_of(name: str) -> set[str]:
+        if file_key is None:  # one candidate file
+            return set(uris) if (any(per_code.values()) if name == "touched" else pairs) else set()
+        value = seen[name if name in seen else "touched"]
+        if bits is not None:
+            word = int(value or 0)
+            return {uri for b, uri in bits[1].items() if word >> b & 1}
+        return {by_id[int(k)] for k in str(value).split(",") if k}
+
+    return files, FirstCounts(files_of("touched"), files_of("matched"), per_code), pairs, int(seen["alone"])
+
+
+def _file_bits(file_key: Any, by_id: dict[int, str]) -> tuple[Any, dict[int, str]] | None:
+    """Each row's file as one bit of a ``long`` -- ``2 ** (id % m)``, ``m`` at most 63 (no sign bit) and the ids'
+    residues distinct -- and the file of each bit; ``None`` when no such ``m`` exists (more than 63 files, or
+    ids that collide)."""
+    from pyspark.sql import functions as F
+
+    ids = np.array(list(by_id), dtype=np.int64)
+    m = next((m for m in range(max(len(ids), 1), 64) if np.unique(ids % m).size == len(ids)), None)
+    if m is None:
+        return None
+    bit = F.pow(F.lit(2.0), (file_key % m).cast("double")).cast("long")  # exact: powers of two below 2 ** 63
+    return bit, {int(i % m): uri for i, uri in by_id.items()}
 
 
 def _tallied(
