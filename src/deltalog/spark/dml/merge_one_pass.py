@@ -39,12 +39,12 @@ from deltalog.spark.common.storage import is_connect
 from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.merge_run import FirstCounts, MergeRun
 from deltalog.spark.jobs.change_files import records_changes
+from deltalog.spark.jobs.native import native_rows_ok, write_observed
 from deltalog.spark.jobs.staged import DmlResult, Staged, spark_error, write_tallied
 from deltalog.spark.reads.dv_scan import ROW_KEY
 from deltalog.spark.reads.row_ids import tracked_fields
 from deltalog.spark.reads.scan import file_keyed_rows
 from deltalog.spark.reads.target import file_uris, live_rows
-from deltalog.spark.writes.native import native_rows_ok, write_observed
 from deltalog.storage import LocalLogStore
 
 __all__ = ["OnePassRun", "one_pass", "one_pass_applies"]
@@ -159,7 +159,7 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
 
 
 def _native(run: MergeRun, rows: DataFrame) -> bool:
-    """Whether the one job writes with Spark's parquet writer (:func:`~deltalog.spark.writes.native.native_rows_ok`:
+    """Whether the one job writes with Spark's parquet writer (:func:`~deltalog.spark.jobs.native.native_rows_ok`:
     a local unpartitioned table without per-row checks), counting with a Spark observation instead of the
     ``mapInArrow`` tasks' tallies; Spark Connect keeps the tasks."""
     store = run.table.store

@@ -42,8 +42,11 @@ from deltalog.errors import DeltaError, SchemaError
 from deltalog.protocol.actions import Add, Metadata
 from deltalog.protocol.schema import StructType
 from deltalog.spark.common.core import quoted
+from deltalog.spark.common.storage import is_connect
+from deltalog.spark.jobs.native import native_rows_ok, write_native
 from deltalog.spark.jobs.tasks import delete_written, named_error
 from deltalog.spark.reads.target import FILE, ROW, file_uris, num_records
+from deltalog.storage import LocalLogStore
 from deltalog.storage.locations import StoreRef
 from deltalog.txn.writer_features import (
     AppendOnlyError,
@@ -263,11 +266,26 @@ def write_rows(df: DataFrame, table: Table, schema: StructType, metadata: Metada
     return write_tallied(df, table, schema, metadata)[0]
 
 
+def native_applies(df: DataFrame, table: Table, schema: StructType, metadata: Metadata) -> bool:
+    """Whether ``df``'s rows go to ``table`` through Spark's own parquet writer
+    (:func:`~deltalog.spark.jobs.native.native_rows_ok`: a local unpartitioned table without row checks);
+    Spark Connect keeps the ``mapInArrow`` tasks.
+
+    Example:
+        >>> native_applies(df, table, snap.schema, snap.metadata)                   # doctest: +SKIP
+        True
+    """
+    spark = df.sparkSession
+    return isinstance(table.store, LocalLogStore) and not is_connect(spark) \
+        and native_rows_ok(spark, df, metadata, schema)
+
+
 def write_tallied(
     df: DataFrame, table: Table, schema: StructType, metadata: Metadata, *, tally: str | None = None
 ) -> tuple[list[WrittenFile], dict[int, int]]:
     """:func:`write_rows`; with ``tally``, ``df``'s ``bigint`` column of that name is not written but
-    counted: the rows per tag over the job (rows of a negative tag are counted and not written).
+    counted: the rows per tag over the job (rows of a negative tag are counted and not written). Without
+    ``tally`` the rows go through Spark's own parquet writer where :func:`native_applies`.
 
     Example:
         >>> files, counts = write_tallied(df, table, schema, md, tally="tag")         # doctest: +SKIP
@@ -281,6 +299,12 @@ def write_tallied(
     from deltalog.spark.reads.row_ids import written_fields
 
     kept = written_fields(metadata, df.columns)  # row tracking: moved rows keep their ids
+    store = table.store
+    if tally is None and not kept and isinstance(store, LocalLogStore) and native_applies(df, table, schema, metadata):
+        try:
+            return write_native(df, store, schema), {}
+        except Exception as exc:
+            raise spark_error(exc, table.location) from None
     full = StructType((*schema.fields, *kept)) if kept else schema
     spec = TaskSpec(StoreRef.of(table.store), table.location, full, metadata, None, target_file_size(metadata),
                     tally=tally)

@@ -11,7 +11,7 @@ rewrites the files it partly matches.) Then one Spark job, of one of two kinds:
 * unpartitioned writes the kernel has no row checks for (no CHECK constraints, invariants or NOT NULL
   fields, columns exactly the table's) go through Spark's own parquet writer into a staging directory;
   the driver reads the footers for the statistics and moves the files into the table
-  (:mod:`deltalog.spark.writes.native`) -- moving rows through Python costs more than the whole write;
+  (:mod:`deltalog.spark.jobs.native`) -- moving rows through Python costs more than the whole write;
 * otherwise ``df.mapInArrow`` runs the write job of :mod:`deltalog.spark.jobs.tasks` in every task: Arrow batches are
   gathered into large chunks, conformed to the table schema, checked against NOT NULL columns,
   invariants and CHECK constraints (and the ``replaceWhere`` predicate), and written with pyarrow's
@@ -78,10 +78,10 @@ from deltalog.spark.common.conf import (
     write_defaults,
 )
 from deltalog.spark.common.core import open_table, option_map, parse_bool, parse_int, session_of
+from deltalog.spark.jobs.native import native_write_ok, write_native
 from deltalog.spark.jobs.tasks import TaskSpec, delete_written, run_job, task_error
 from deltalog.spark.layout.auto_optimize import after_write, optimize_write_enabled, rebalanced
 from deltalog.spark.writes.idempotent import session_txn
-from deltalog.spark.writes.native import native_write_ok, write_native
 from deltalog.spark.writes.replace_where import ReplaceWhere, overwrite_where, parse_replace_where
 from deltalog.storage import LocalLogStore, LogStore
 from deltalog.storage.locations import StoreRef

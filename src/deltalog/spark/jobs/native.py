@@ -10,6 +10,9 @@ staging directory inside the table, and the driver
 * renames the files into the table root (same file system: a metadata operation), drops empty ones,
 * and hands them to the same commit as the ``mapInArrow`` path.
 
+Appends and overwrites (``deltalog.spark.writes.save``) and the rewrites of DML commands
+(:func:`~deltalog.spark.jobs.staged.write_rows`, a one-job MERGE with :func:`write_observed`) use it.
+
 :func:`native_write_ok` decides: unpartitioned, no CHECK constraints, invariants, NOT NULL fields,
 generated/identity/default columns or column mapping, the DataFrame's columns are exactly the table's
 (names and types, in any order; nullability aside), no explicit ``targetFileSize`` (Spark writes one
