@@ -35,12 +35,11 @@ import numpy as np
 
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.data.write_files import WrittenFile
-from deltalog.spark.common.storage import is_connect
 from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.merge_run import FirstCounts, MergeRun
 from deltalog.spark.jobs.change_files import records_changes
-from deltalog.spark.jobs.native import native_rows_ok, write_observed
-from deltalog.spark.jobs.staged import DmlResult, Staged, spark_error, write_tallied
+from deltalog.spark.jobs.native import write_observed
+from deltalog.spark.jobs.staged import DmlResult, Staged, native_applies, spark_error, write_tallied
 from deltalog.spark.reads.dv_scan import ROW_KEY
 from deltalog.spark.reads.row_ids import tracked_fields
 from deltalog.spark.reads.scan import file_keyed_rows
@@ -162,10 +161,7 @@ def _native(run: MergeRun, rows: DataFrame) -> bool:
     """Whether the one job writes with Spark's parquet writer (:func:`~deltalog.spark.jobs.native.native_rows_ok`:
     a local unpartitioned table without per-row checks), counting with a Spark observation instead of the
     ``mapInArrow`` tasks' tallies; Spark Connect keeps the tasks."""
-    store = run.table.store
-    spark = run.b.spark
-    return isinstance(store, LocalLogStore) and not is_connect(spark) \
-        and native_rows_ok(spark, rows, run.metadata, run.schema)
+    return native_applies(rows, run.table, run.schema, run.metadata)
 
 
 def _observed(
