@@ -38,7 +38,9 @@ call's count is kept). The MERGE is undone by a log-only ``RESTORE`` before each
 
 Every cell's contenders are measured alternately in the same run (their order rotating each round) after one
 untimed warm-up each (none with ``--quick``, whose numbers only show that the sweep runs); medians of
-``--repeat`` runs (3, quick 1). Spark jobs are counted for the read contenders too.
+``--repeat`` runs (3, quick 1) or, for a fast cell, of as many more rounds (at most four times as many) as it
+takes for each side to have run ``--min-seconds`` (1.5 s; a median of three 0.15 s runs moved by 40% between
+two runs of the sweep). Spark jobs are counted for the read contenders too.
 
 Saves ``<results-dir>/sweep.json`` -- one file holding every cell (``kind``: ``read`` / ``plan`` /
 ``merge``; shape, sizes, both sides' medians and runs, ratio, target, jobs), rewritten after each cell so
@@ -56,7 +58,7 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -110,13 +112,22 @@ class Jobs:
         return seconds, len(self.sc.statusTracker().getJobIdsForGroup(group))
 
 
+#: a fast cell gets more rounds than ``--repeat``, until each side has run about this long (seconds) ...
+MIN_SECONDS = 1.5
+#: ... but at most this many times ``--repeat`` rounds
+MAX_ROUNDS_FACTOR = 4
+
+
 def rotate(
     jobs: Jobs, sides: dict[str, Callable[[], Any]], *, repeat: int, warmup: bool,
-    before: Callable[[str], Any] | None = None,
+    before: Callable[[str], Any] | None = None, min_seconds: float = 0.0,
 ) -> dict[str, dict[str, Any]]:
     """Time every side ``repeat`` times, round by round with the order rotating each round (so a transient
     load hits all alike), after one untimed warm-up of each (``warmup``); ``before(side)`` runs untimed before
-    each call. Returns ``{side: {"runs": [...], "median": s, "jobs": n}}`` (jobs of the last timed call)."""
+    each call. With ``min_seconds``, rounds go on (up to :data:`MAX_ROUNDS_FACTOR` times ``repeat``) until every
+    side's timed runs add up to that: a cell of 0.1-0.3 s then takes the median of 5-12 runs, which one stall
+    of the machine does not move. Returns ``{side: {"runs": [...], "median": s, "jobs": n}}`` (jobs of the
+    last timed call)."""
     names = list(sides)
     if warmup:
         for name in names:
@@ -124,7 +135,15 @@ def rotate(
                 before(name)
             sides[name]()
     out: dict[str, dict[str, Any]] = {n: {"runs": [], "jobs": 0} for n in names}
-    for i in range(max(1, repeat)):
+
+    def rounds() -> Iterator[int]:
+        i = 0
+        while i < max(1, repeat) or (
+                i < MAX_ROUNDS_FACTOR * max(1, repeat) and min(sum(v["runs"]) for v in out.values()) < min_seconds):
+            yield i
+            i += 1
+
+    for i in rounds():
         k = i % len(names)
         for name in names[k:] + names[:k]:
             if before:
@@ -202,7 +221,7 @@ def build_read_tables(spark: Any, work: Path, rows: int, nfiles: int) -> dict[st
 
 
 def run_reads(spark: Any, jobs: Jobs, work: Path, rows: int, nfiles: int, shapes: Sequence[str], repeat: int,
-              warmup: bool, emit: Callable[[dict[str, Any]], None]) -> None:
+              warmup: bool, emit: Callable[[dict[str, Any]], None], min_seconds: float = 0.0) -> None:
     """Each of ``shapes`` at ``rows`` rows, then planning alone; each cell handed to ``emit``."""
     from pyspark.sql import functions as F
 
@@ -228,7 +247,7 @@ def run_reads(spark: Any, jobs: Jobs, work: Path, rows: int, nfiles: int, shapes
     for shape in shapes:
         action = shape_fn(shape, rows)
         sides = {name: _then(frame, action) for name, frame in frames.items()}
-        timed = rotate(jobs, sides, repeat=repeat, warmup=warmup)
+        timed = rotate(jobs, sides, repeat=repeat, warmup=warmup, min_seconds=min_seconds)
         emit(cell("read", shape, "dv", "floor", timed, READ_TARGET, **size))
         emit(cell("read", shape, "dv", "cow", timed, None, **size))
         emit(cell("read", shape, "cow", "parquet", timed, None, **size))
@@ -249,7 +268,7 @@ def _then(frame: Callable[[], Any], action: Callable[[Any], Any]) -> Callable[[]
 
 
 def run_merge(spark: Any, jobs: Jobs, work: Path, source_rows: int, target_rows: int, nfiles: int, repeat: int,
-              warmup: bool, emit: Callable[[dict[str, Any]], None]) -> None:
+              warmup: bool, emit: Callable[[dict[str, Any]], None], min_seconds: float = 0.0) -> None:
     """One MERGE cell: the upsert against the hand-written full outer join + parquet write."""
     from pyspark.sql import functions as F
 
@@ -290,7 +309,8 @@ def run_merge(spark: Any, jobs: Jobs, work: Path, source_rows: int, target_rows:
         if side == "merge":
             table.restoreToVersion(0)
 
-    timed = rotate(jobs, {"merge": ours, "hand": hand}, repeat=repeat, warmup=warmup, before=undo)
+    timed = rotate(jobs, {"merge": ours, "hand": hand}, repeat=repeat, warmup=warmup, before=undo,
+                   min_seconds=min_seconds)
     expected = target_rows + (source_rows - half)
     got = (table.toDF().count(), spark.read.parquet(str(out)).count())
     if got != (expected, expected):
@@ -387,6 +407,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--merges", type=_merge_pair, nargs="+", default=None, metavar="SOURCE:TARGET",
                         help="MERGE sizes (default the issue's seven, quick: 100:1000 200:2000)")
     parser.add_argument("--repeat", type=int, default=None, help="timed runs per side (default 3, quick 1)")
+    parser.add_argument("--min-seconds", type=float, default=None,
+                        help=f"more rounds for fast cells, until each side ran this long (default {MIN_SECONDS}, "
+                             "quick 0)")
     parser.add_argument("--plot", type=Path, default=None, help="where to draw the plot")
     return parser.parse_args(argv)
 
@@ -404,6 +427,7 @@ def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
     sizes = args.rows or list(READ_ROWS[pick])
     merges = args.merges or list(MERGES[pick])
     repeat = args.repeat or (1 if args.quick else 3)
+    min_seconds = args.min_seconds if args.min_seconds is not None else (0.0 if args.quick else MIN_SECONDS)
     parts = args.only or ["reads", "merge"]
     results_dir = harness.results_dir_for(args)
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -411,6 +435,7 @@ def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
     plot_path = args.plot or (harness.ROOT / "docs" / PLOT_NAME if full_default else results_dir / PLOT_NAME)
     doc: dict[str, Any] = {
         "sweep": "issue 55", "quick": bool(args.quick), "complete": False, "repeat": repeat,
+        "min_seconds": min_seconds,
         "warmup": not args.quick, "files": args.files, "master": "local[2]", "delete": CONDITION,
         "environment": harness.environment(), "cells": [],
     }
@@ -431,10 +456,10 @@ def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
     try:
         if "reads" in parts:
             for rows in sizes:
-                run_reads(spark, jobs, work, rows, args.files, args.shapes, repeat, not args.quick, emit)
+                run_reads(spark, jobs, work, rows, args.files, args.shapes, repeat, not args.quick, emit, min_seconds)
         if "merge" in parts:
             for src, tgt in merges:
-                run_merge(spark, jobs, work, src, tgt, args.files, repeat, not args.quick, emit)
+                run_merge(spark, jobs, work, src, tgt, args.files, repeat, not args.quick, emit, min_seconds)
     finally:
         if own:
             spark.stop()

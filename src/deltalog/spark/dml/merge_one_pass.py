@@ -112,15 +112,6 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     shift = 1 - run.DROP
     keep = t_here & ~action.isin(deletes)
     wanted = (keep | (~t_here & (action >= 0))) if run.not_matched else keep
-    # every target row travels to the write tasks, which count them by tag (clause, matched or not, and
-    # with several files the row's file) and write the wanted ones; source rows not inserted are dropped here
-    key = (action + shift) * 4 + F.when(t_here, 2).otherwise(0) + F.when(s_here, 1).otherwise(0)
-    if file_key is not None:
-        key = key.cast("long") * F.lit(1 << bits) + F.when(t_here, file_key).otherwise(F.lit(0))
-    tag = F.when(wanted, key).otherwise(-key).cast("long")
-    # a left join yields target rows only, and when the last NOT MATCHED clause has no condition every
-    # source row without a match is inserted: then no row is dropped (no filter to analyse)
-    every = how == "left" or run.not_matched[-1].condition is None
     staged = Staged(run.table.store)
     scan_ms = run.timer.elapsed_ms()
     uris = file_uris(run.snap, candidates)
@@ -132,6 +123,16 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
                 run, frame, outputs, wanted, (t_here, s_here, action), file_key, by_id, uris)
             staged.data.extend(files)
         else:
+            # every target row travels to the write tasks, which count them by tag (clause, matched or not, and
+            # with several files the row's file) and write the wanted ones; source rows not inserted are
+            # dropped here
+            key = (action + shift) * 4 + F.when(t_here, 2).otherwise(0) + F.when(s_here, 1).otherwise(0)
+            if file_key is not None:
+                key = key.cast("long") * F.lit(1 << bits) + F.when(t_here, file_key).otherwise(F.lit(0))
+            tag = F.when(wanted, key).otherwise(-key).cast("long")
+            # a left join yields target rows only, and when the last NOT MATCHED clause has no condition every
+            # source row without a match is inserted: then no row is dropped (no filter to analyse)
+            every = how == "left" or run.not_matched[-1].condition is None
             rows = (frame if every else frame.filter(t_here | wanted)).select(*outputs, tag.alias(_TAG))
             files, tags = write_tallied(rows, run.table, run.schema, run.metadata, tally=_TAG)
             staged.data.extend(files)
