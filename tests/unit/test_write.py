@@ -167,6 +167,19 @@ def test_target_file_size_rolls_files(tmp_path: Path) -> None:
     assert read(tmp_path).num_rows == 20_000
 
 
+def test_target_file_size_splits_one_large_batch(tmp_path: Path) -> None:
+    """A batch far larger than the target (a Spark task's chunk of up to a million rows) is split into row
+    groups, so the files roll over near the target instead of holding the whole batch."""
+    n = 300_000
+    data = pa.table({"id": pa.array(range(n), pa.int64()), "s": [f"row-{i % 977}" for i in range(n)]})
+    target = 256 << 10
+    res = write_table(tmp_path, data, target_file_size=target)
+    sizes = [a["size"] for a in adds(tmp_path, 0)]
+    assert res.num_files == len(sizes) > 2
+    assert max(sizes) < 2 * target, sizes  # at most one row group past the target
+    assert read(tmp_path).num_rows == n
+
+
 # ------------------------------------------------------------------------------------------- modes
 
 

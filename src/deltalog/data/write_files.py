@@ -46,6 +46,8 @@ __all__ = ["DEFAULT_TARGET_FILE_SIZE", "MAX_OPEN_FILES", "DataFileWriter", "Writ
 #: Files roll over once this many bytes were written to them.
 DEFAULT_TARGET_FILE_SIZE = 128 * 1024 * 1024
 _ROW_GROUP_BYTES = 64 * 1024 * 1024
+#: the fewest rows a large piece handed to a writer is cut into (see ``DataFileWriter._add``)
+_MIN_PIECE_ROWS = 10_000
 #: At most this many files are open at once; with more partitions the oldest open file is finished.
 MAX_OPEN_FILES = 128
 
@@ -266,6 +268,18 @@ class DataFileWriter:
                 self._finish(key)
 
     def _add(self, key: tuple[str | None, ...], values: dict[str, str | None], data: pa.Table) -> None:
+        # a large piece (a task's chunk of up to a million rows) is added a row group's worth at a time, so
+        # that a file rolls over near the target size rather than one whole piece past it; pieces of at most
+        # _MIN_PIECE_ROWS rows (Spark's Arrow batch) stay whole, as does each batch given with a tiny target
+        per_group = self._row_group_bytes * data.num_rows // data.nbytes if data.nbytes else data.num_rows
+        step = max(_MIN_PIECE_ROWS, per_group)
+        if data.num_rows <= step:
+            self._add_piece(key, values, data)
+            return
+        for start in range(0, data.num_rows, step):
+            self._add_piece(key, values, data.slice(start, step))
+
+    def _add_piece(self, key: tuple[str | None, ...], values: dict[str, str | None], data: pa.Table) -> None:
         state = self._open.get(key)
         if state is None:
             if len(self._open) >= MAX_OPEN_FILES:

@@ -31,8 +31,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.data.write_files import WrittenFile
 from deltalog.spark.dml.broadcast import broadcast_source
@@ -40,7 +38,7 @@ from deltalog.spark.dml.merge_run import FirstCounts, MergeRun
 from deltalog.spark.jobs.change_files import records_changes
 from deltalog.spark.jobs.native import write_observed
 from deltalog.spark.jobs.staged import DmlResult, Staged, native_applies, spark_error, write_tallied
-from deltalog.spark.reads.dv_scan import ROW_KEY
+from deltalog.spark.reads.dv_scan import ROW_KEY, fold
 from deltalog.spark.reads.row_ids import tracked_fields
 from deltalog.spark.reads.scan import file_keyed_rows
 from deltalog.spark.reads.target import file_uris, live_rows
@@ -217,8 +215,7 @@ def _file_bits(file_key: Any, by_id: dict[int, str]) -> tuple[Any, dict[int, str
     ids that collide)."""
     from pyspark.sql import functions as F
 
-    ids = np.array(list(by_id), dtype=np.int64)
-    m = next((m for m in range(max(len(ids), 1), 64) if np.unique(ids % m).size == len(ids)), None)
+    m = fold(list(by_id), below=64)
     if m is None:
         return None
     bit = F.pow(F.lit(2.0), (file_key % m).cast("double")).cast("long")  # exact: powers of two below 2 ** 63

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BITMAP_MAX_WORDS", "MAX_KEYED_FILES", "ROW_KEY", "bitmap_words", "deleted_row_keys", "deleted_rows_per_file",
-    "file_ids", "hashed_file_ids", "keyed_scan",
+    "file_ids", "fold", "hashed_file_ids", "keyed_scan",
     "row_key_bits", "without_deleted_rows",
 ]
 
@@ -313,7 +313,7 @@ def _bitmap_keep(spark: Any, files: pa.Table, deleted: list[tuple[int, np.ndarra
     starts, fid = np.zeros(0, np.int32), ""
     if files.num_rows > 1:  # the row's region from its file's id
         file_id, ids, _ = told
-        m = _fold(ids)
+        m = fold(ids)
         if m is None:
             return None
         starts = np.full(m, -(1 << 30), np.int32)  # no region: a negative word, past the array (kept)
@@ -377,11 +377,18 @@ def _content_key(spark: Any, parts: Sequence[np.ndarray | str]) -> tuple[str, st
     return session, digest.hexdigest()
 
 
-def _fold(ids: np.ndarray) -> int | None:
-    """The smallest ``m`` (at most 64 per id above their count) for which ``ids % m`` are distinct, or ``None``."""
-    values = ids.astype(np.int64)
+def fold(ids: np.ndarray | Sequence[int], *, below: int | None = None) -> int | None:
+    """The smallest ``m``, at least the number of ``ids`` and under ``below`` (by default 64 per id above
+    their count, plus 1,024), for which ``ids % m`` are distinct: the ids folded into ``m`` slots; ``None``
+    when there is none.
+
+    Example:
+        >>> fold([4096, 8192, 12288]), fold([0, 6, 12], below=4)
+        (3, None)
+    """
+    values = np.asarray(ids, dtype=np.int64)
     n = len(values)
-    for m in range(max(n, 1), n * 65 + 1024):
+    for m in range(max(n, 1), n * 65 + 1024 if below is None else below):
         if np.unique(values % m).size == n:
             return m
     return None
