@@ -58,7 +58,7 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,15 +135,9 @@ def rotate(
                 before(name)
             sides[name]()
     out: dict[str, dict[str, Any]] = {n: {"runs": [], "jobs": 0} for n in names}
-
-    def rounds() -> Iterator[int]:
-        i = 0
-        while i < max(1, repeat) or (
-                i < MAX_ROUNDS_FACTOR * max(1, repeat) and min(sum(v["runs"]) for v in out.values()) < min_seconds):
-            yield i
-            i += 1
-
-    for i in rounds():
+    rounds, most = max(1, repeat), MAX_ROUNDS_FACTOR * max(1, repeat)
+    i = 0
+    while i < rounds or (i < most and min(sum(v["runs"]) for v in out.values()) < min_seconds):
         k = i % len(names)
         for name in names[k:] + names[:k]:
             if before:
@@ -151,6 +145,7 @@ def rotate(
             seconds, njobs = jobs.run(sides[name])
             out[name]["runs"].append(round(seconds, 5))
             out[name]["jobs"] = njobs
+        i += 1
     for v in out.values():
         v["median"] = harness.median(v["runs"])
     return out

@@ -299,8 +299,9 @@ def write_tallied(
     from deltalog.spark.reads.row_ids import written_fields
 
     kept = written_fields(metadata, df.columns)  # row tracking: moved rows keep their ids
-    store = table.store
-    if tally is None and not kept and isinstance(store, LocalLogStore) and native_applies(df, table, schema, metadata):
+    if tally is None and not kept and native_applies(df, table, schema, metadata):
+        store = table.store
+        assert isinstance(store, LocalLogStore)  # native_applies said so
         try:
             return write_native(df, store, schema), {}
         except Exception as exc:
