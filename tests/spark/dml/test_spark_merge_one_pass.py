@@ -15,7 +15,7 @@ from sparkutil import arrow_rows, data, data_files, frame, version
 
 import deltalog
 from deltalog.errors import DeltaError
-from deltalog.spark.dml import merge, merge_one_pass, merge_run
+from deltalog.spark.dml import merge, merge_keys, merge_one_pass, merge_run
 
 pytestmark = pytest.mark.spark
 
@@ -276,3 +276,89 @@ def test_one_job_merge_of_files_sharing_a_size_matches_the_two_job_merge(
     assert _one_and_two_job(spark, monkeypatch, one, two, clauses, ids) == [True]
     assert _state(one) == _state(two)
     assert deltalog.Table(one).history(limit=1)[0]["operationMetrics"]["numTargetFilesRemoved"] == "4"
+
+
+def _planned(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[tuple[str, str | None]]]:
+    """Spies: the number of candidate files of each one-job plan made, and the thread and job group of each
+    pass over the source's keys."""
+    import threading
+
+    plans: list[int] = []
+    passes: list[tuple[str, str | None]] = []
+    plan, keys = merge_one_pass._plan, merge_keys.source_keys
+
+    def spy_plan(run: Any, S: Any, candidates: Any) -> Any:
+        plans.append(candidates.num_rows)
+        return plan(run, S, candidates)
+
+    def spy_keys(source: Any, *args: Any, **kwargs: Any) -> Any:
+        group = source.sparkSession.sparkContext.getLocalProperty("spark.jobGroup.id")
+        passes.append((threading.current_thread().name, group))
+        return keys(source, *args, **kwargs)
+
+    monkeypatch.setattr(merge_one_pass, "_plan", spy_plan)
+    monkeypatch.setattr(merge_keys, "source_keys", spy_keys)
+    return plans, passes
+
+
+def test_the_key_job_runs_beside_the_planning_in_the_callers_job_group(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The source's key job runs on another thread, in the caller's job group (cancelling the group cancels
+    it), while the driver plans the one job for the files the ON condition leaves; the keys leave them all,
+    so that plan is the one run."""
+    import os
+    import threading
+
+    plans, passes = _planned(monkeypatch)
+    path = _four_files(tmp_path, "t")
+    group = f"merge-ahead-{os.urandom(4).hex()}"
+    sc = spark.sparkContext
+    sc.setJobGroup(group, "merge plan-ahead test")
+    try:
+        _upsert(merge(spark, path, _source(spark, [1, 40, 70, 100, 500, 501]), "t.id = s.id",
+                      target_alias="t")).execute()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert plans == [4]
+    assert len(passes) == 1 and passes[0][1] == group
+    assert passes[0][0] != threading.current_thread().name
+    metrics = deltalog.Table(path).history(limit=1)[0]["operationMetrics"]
+    assert (metrics["numTargetFilesRemoved"], metrics["numTargetRowsUpdated"],
+            metrics["numTargetRowsInserted"]) == ("4", "4", "2")
+
+
+def test_a_plan_made_ahead_is_dropped_when_the_keys_prune_files(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys falling in one of the four files: the plan made ahead for all four is not run; the MERGE plans
+    for the one file its keys leave and rewrites only that one."""
+    plans, _ = _planned(monkeypatch)
+    path = _four_files(tmp_path, "t")
+    before = {r["path"] for r in deltalog.Table(path).snapshot().add_files().to_pylist()}
+    _upsert(merge(spark, path, _source(spark, [95, 100, 110]), "t.id = s.id", target_alias="t")).execute()
+    assert plans == [4, 1]
+    after = deltalog.Table(path).snapshot()
+    assert len(before - {r["path"] for r in after.add_files().to_pylist()}) == 1
+    rows = {r["id"]: r["v"] for r in after.to_arrow().to_pylist()}
+    assert len(rows) == 126 and rows[95] == -95.0 and rows[100] == -100.0 and rows[110] == -110.0 and rows[3] == 1.5
+
+
+def test_a_source_failing_in_the_key_job_fails_the_merge_and_commits_nothing(spark: Any, tmp_path: Path) -> None:
+    """A source row that fails while the key job reads it fails the MERGE with that error; no commit, no file
+    written, and the key job's thread is gone."""
+    import threading
+
+    from pyspark.sql import functions as F
+
+    path = _four_files(tmp_path, "t")
+    files = sorted(data_files(path))
+    threads = threading.active_count()
+    bad = spark.range(0, 20).select(
+        F.when(F.col("id") == 13, F.raise_error(F.lit("source row 13 is bad"))).otherwise(F.col("id")).alias("id"),
+        F.lit(9).cast("long").alias("k"), F.lit(1.0).alias("v"), F.lit("x").alias("s"))
+    with pytest.raises(Exception, match="source row 13 is bad"):
+        _upsert(merge(spark, path, bad.alias("s"), "t.id = s.id", target_alias="t")).execute()
+    assert deltalog.Table(path).snapshot().version == 3
+    assert sorted(data_files(path)) == files
+    assert threading.active_count() == threads

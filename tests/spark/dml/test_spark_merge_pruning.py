@@ -58,8 +58,8 @@ def files_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     original = merge_run.MergeRun._candidates
 
-    def spy(self: Any) -> Any:
-        files = original(self)
+    def spy(self: Any, keypass: Any) -> Any:
+        files = original(self, keypass)
         seen.append(files.num_rows)
         return files
 

@@ -5,7 +5,7 @@ This is the only module of ``deltalog.spark`` that looks at ``pyspark.__version_
 API a version lacks or spells differently (:func:`frame_from_arrow`, :func:`to_arrow`, :func:`try_cast`,
 :func:`ansi_cast`, :func:`rebalance`, :func:`init_exception`, :func:`create_table_entry`, :func:`jvm_dataset`,
 :func:`use_cached_data`, :func:`session_conf`, :func:`with_relation_schema`, :func:`quiet_call_sites`,
-:data:`EXCEPTION_MIXINS`,
+:func:`in_background`, :data:`EXCEPTION_MIXINS`,
 :data:`DATAFRAME_MODULES`, :data:`COLUMN_NODES`).
 A feature a version cannot have is refused through :func:`require`, whose error names the running version and
 the one to upgrade to -- never a raw ``TypeError`` or ``AttributeError`` from deep inside.
@@ -16,7 +16,8 @@ Supported: Spark 3.5 (LTS), 4.0, 4.1, 4.2 and 4.3 (:data:`SUPPORTED`). What each
   Spark's ``CREATE TABLE`` accepts (catalog entries are made by :func:`create_table_entry` instead);
   ``PySparkException`` takes ``error_class=`` and has no ``getCondition()``; no
   ``createDataFrame(pyarrow.Table)``, ``Column.try_cast``, ``DataFrame.toArrow``, ``DataFrameWriter.clusterBy`` or
-  ``spark.conf.getAll``; ``raise_error`` fails a job with a plain ``java.lang.RuntimeException``;
+  ``spark.conf.getAll``; ``InheritableThread`` takes no ``session`` (Spark Connect needs it from 4.0);
+  ``raise_error`` fails a job with a plain ``java.lang.RuntimeException``;
   a classic ``Column`` wraps a catalyst expression, not a ``ColumnNode``; ``DataFrame.hint`` takes no columns (a
   ``rebalance`` hint of column names fails); ``from_arrow_schema`` reads zone-less timestamps as ``timestamp``,
   4.x as ``timestamp_ntz`` (pass ``prefer_timestamp_ntz`` explicitly). Spark Connect on 3.5 is not supported
@@ -52,11 +53,10 @@ from deltalog.errors import DeltaError
 __all__ = [
     "CLUSTER_BY_WRITER", "COLUMN_NODES", "DATAFRAME_MODULES", "EXCEPTION_MIXINS", "GEOSPATIAL",
     "PARQUET_TYPE_WIDENING", "PARQUET_VOID", "PYSPARK", "PYSPARK_VERSION", "PYTHON_DATA_SOURCES", "STREAM_READ_LIMITS",
-    "SUPPORTED", "UnsupportedSparkVersionError", "ansi_cast", "array_literal", "arrow_schema_utc", "create_table_entry",
-    "frame_from_arrow", "init_exception", "jvm_dataset", "quiet_call_sites", "rebalance", "require",
-    "require_geospatial", "session_conf",
-    "to_arrow", "tree_string", "try_cast", "use_cached_data",
-    "with_relation_schema",
+    "SUPPORTED", "Background", "UnsupportedSparkVersionError", "ansi_cast", "array_literal", "arrow_schema_utc",
+    "create_table_entry", "frame_from_arrow", "in_background", "init_exception", "jvm_dataset", "quiet_call_sites",
+    "rebalance", "require", "require_geospatial", "session_conf", "to_arrow", "tree_string", "try_cast",
+    "use_cached_data", "with_relation_schema",
 ]
 
 #: The PySpark release running, as installed (``"4.3.0"``).
@@ -298,6 +298,47 @@ def _localized(array: Any, dtype: Any, zone: str) -> Any:
         return pa.StructArray.from_arrays(children, names=[kind.field(i).name for i in range(kind.num_fields)],
                                           mask=mask)
     return array
+
+
+class Background:
+    """A call running on a PySpark thread that inherits the caller's job group, tags and local properties
+    (:func:`in_background`); :meth:`result` waits for it and returns its value or raises its exception."""
+
+    def __init__(self, spark: Any, call: Callable[[], Any]) -> None:
+        from pyspark import InheritableThread
+
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                self._value = call()
+            except BaseException as exc:  # handed to the waiting caller
+                self._error = exc
+
+        kwargs = {"session": spark} if PYSPARK >= (4, 0) else {}
+        self._thread = InheritableThread(run, daemon=True, **kwargs)
+        self._thread.start()
+
+    def result(self) -> Any:
+        """The call's value once it has returned (its exception, raised here, if it failed)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def in_background(spark: Any, call: Callable[[], Any]) -> Background:
+    """Start ``call()`` (Spark jobs, typically) beside the caller, which goes on planning; the thread inherits
+    the caller's Spark local properties (``pyspark.InheritableThread``, whose Spark Connect form wants the
+    session from 4.0 on).
+
+    Example:
+        >>> job = in_background(spark, lambda: spark.range(10).count())               # doctest: +SKIP
+        >>> job.result()                                                                # doctest: +SKIP
+        10
+    """
+    return Background(spark, call)
 
 
 def to_arrow(df: Any) -> pa.Table:

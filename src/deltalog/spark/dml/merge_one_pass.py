@@ -17,6 +17,10 @@ the same join, about what the first job costs.
   than one source row. Then the written files are deleted and the usual error is raised, nothing committed;
 * the clause counts (rows updated / deleted per kind) are counted per clause code.
 
+The one job is planned (:func:`_plan`: the keyed target scan, the join, the written columns) while the
+source's key job runs (:meth:`OnePassRun.plan_ahead`), for the files the ON condition leaves; when the keys
+leave exactly those files (they prune none) that plan is the one run, else the candidates are planned anew.
+
 If some candidate file has no acted-on target row, it is not touched: the written files are deleted and the
 MERGE runs the two-job way, which commits what delta-spark does (that file left in place); its first job is
 not run, the counts per file and clause come from the one job's. So with several files the one job is tried
@@ -29,6 +33,8 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass
 from typing import Any
 
 from deltalog.commands.delete import uses_deletion_vectors
@@ -62,14 +68,18 @@ def one_pass_applies(run: MergeRun, candidates: Any) -> bool:
         >>> one_pass_applies(run, run.txn.read_candidates([]))                       # doctest: +SKIP
         True
     """
-    snap = run.snap
-    if candidates.num_rows == 0 or uses_deletion_vectors(snap) or tracked_fields(snap) is not None \
-            or records_changes(snap):
+    if candidates.num_rows == 0 or not _one_job_table(run):
         return False
     if candidates.num_rows == 1:
         return True
     told = set(zip(candidates.column("size").to_pylist(), candidates.column("modificationTime").to_pylist()))
     return bool(len(told) == candidates.num_rows and int(run._source_rows()) >= candidates.num_rows)
+
+
+def _one_job_table(run: MergeRun) -> bool:
+    """Whether the table needs no per-row bookkeeping: copy-on-write, no row tracking, no change data feed."""
+    snap = run.snap
+    return not (uses_deletion_vectors(snap) or tracked_fields(snap) is not None or records_changes(snap))
 
 
 def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
@@ -85,21 +95,12 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     from pyspark.sql import functions as F
 
     spark = run.b.spark
-    bits, ids = 0, list[int]()
-    if candidates.num_rows == 1:
-        T = run._target(candidates, keys=False)  # the read scan: no per-row file or row index
-        file_key: Any = None
-    else:  # the rows carry their file's id: the tags are counted per file
-        keyed = file_keyed_rows(spark, run.snap, candidates)
-        if keyed is None:
-            return None
-        K, bits, ids = keyed
-        K = K.withColumn(run.TARGET, F.lit(True))
-        T = K.alias(run.b.alias) if run.b.alias else K
-        file_key = T[ROW_KEY].bitwiseAND(F.lit((1 << bits) - 1))  # a packed key's row index dropped
-    how = "full" if run.not_matched else "left"
-    frame, t_here, s_here = run._frame(T, S, how)
-    outputs = run._outputs(frame, T, S)  # the assignments and their types are checked before any job runs
+    plan = run.ahead if isinstance(run, OnePassRun) and run.ahead is not None \
+        and run.ahead.paths == candidates.column("path").to_pylist() else _plan(run, S, candidates)
+    if plan is None:
+        return None
+    T, how, file_key, bits, ids = plan.T, plan.how, plan.file_key, plan.bits, plan.ids
+    frame, t_here, s_here, outputs = plan.frame, plan.t_here, plan.s_here, plan.outputs
     if how == "left" and broadcast_source(spark, frame, run._source_rows()):  # the target rows stay in place
         frame, t_here, s_here = run._frame(T, F.broadcast(S), how)
         outputs = run._outputs(frame, T, S)
@@ -154,6 +155,47 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     inserted = sum(f.num_records for f in staged.data) - copied - updated
     return run._finish(staged, removed, scan_ms, None, numTargetRowsInserted=inserted, numTargetRowsCopied=copied,
                        **counts)
+
+
+@dataclass
+class _Plan:
+    """The one job's target rows joined with the source, planned for the files of ``paths``: the target frame
+    ``T``, the join (``how``), each row's file (``file_key``, with ``bits`` and the files' ``ids``; ``None`` with
+    one file), the joined ``frame`` with its presence tests, and the written columns."""
+
+    paths: list[str]
+    T: Any
+    how: str
+    file_key: Any
+    bits: int
+    ids: list[int]
+    frame: Any
+    t_here: Any
+    s_here: Any
+    outputs: list[Any]
+
+
+def _plan(run: MergeRun, S: DataFrame, candidates: Any) -> _Plan | None:
+    """:class:`_Plan` for ``candidates`` (a driver's work, no job); ``None`` when their rows cannot be keyed by
+    file. Raises what the assignments' checks raise."""
+    from pyspark.sql import functions as F
+
+    bits, ids = 0, list[int]()
+    if candidates.num_rows == 1:
+        T = run._target(candidates, keys=False)  # the read scan: no per-row file or row index
+        file_key: Any = None
+    else:  # the rows carry their file's id: the tags are counted per file
+        keyed = file_keyed_rows(run.b.spark, run.snap, candidates)
+        if keyed is None:
+            return None
+        K, bits, ids = keyed
+        K = K.withColumn(run.TARGET, F.lit(True))
+        T = K.alias(run.b.alias) if run.b.alias else K
+        file_key = T[ROW_KEY].bitwiseAND(F.lit((1 << bits) - 1))  # a packed key's row index dropped
+    how = "full" if run.not_matched else "left"
+    frame, t_here, s_here = run._frame(T, S, how)
+    outputs = run._outputs(frame, T, S)  # the assignments and their types are checked before any job runs
+    return _Plan(candidates.column("path").to_pylist(), T, how, file_key, bits, ids, frame, t_here, s_here, outputs)
 
 
 def _native(run: MergeRun, rows: DataFrame) -> bool:
@@ -264,3 +306,20 @@ class OnePassRun(MergeRun):
             False
         """
         return one_pass(self, S, candidates) if one_pass_applies(self, candidates) else None
+
+    #: the one job planned ahead (:meth:`plan_ahead`), used when the candidate files turn out to be its files
+    ahead: _Plan | None = None
+
+    def plan_ahead(self, S: DataFrame, files: Any) -> None:
+        """Plan the one job for ``files`` while the source's key job runs (:class:`~deltalog.spark.dml.merge_keys.
+        KeyPass`); :func:`one_pass` uses the plan if the keys leave exactly these files. Whatever this planning
+        raises is raised again by the real planning, so it is dropped here.
+
+        Example:
+            >>> run.plan_ahead(source, snap.add_files()); run.ahead is not None           # doctest: +SKIP
+            True
+        """
+        if files.num_rows < 2 or not _one_job_table(self):
+            return  # one file: planned in no time; else the one job never runs
+        with contextlib.suppress(Exception):
+            self.ahead = _plan(self, S, files)

@@ -11,7 +11,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -29,7 +28,7 @@ from deltalog.spark.common.core import load_snapshot, open_table, quoted, spark_
 from deltalog.spark.dml.assign import assign, combine, expression, resolve_column, resolve_path
 from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.evolve import evolved_target, widened_struct
-from deltalog.spark.dml.merge_keys import merge_candidates
+from deltalog.spark.dml.merge_keys import KeyPass, merge_candidates, start_key_pass
 from deltalog.spark.jobs.change_files import change_rows, records_changes, stage_change_files, write_change_files
 from deltalog.spark.jobs.staged import (
     DmlResult,
@@ -55,7 +54,7 @@ from deltalog.spark.reads.target import (
     live_rows,
     recorded_join_predicate,
     recorded_predicate,
-    table_probe,
+    shared_probe,
     target_scan,
 )
 from deltalog.spark.writes.idempotent import claim_session_txn
@@ -79,27 +78,6 @@ _COPY, _DROP = -1, -2
 _CLAUSE_METRICS = ("numTargetRowsMatchedUpdated", "numTargetRowsMatchedDeleted",
                    "numTargetRowsNotMatchedBySourceUpdated", "numTargetRowsNotMatchedBySourceDeleted")
 _T_PRESENT, _S_PRESENT, _ACTION = "__deltalog_target", "__deltalog_source", "__deltalog_action"
-
-
-#: (session, table schema) -> the table's probe frame (:func:`~deltalog.spark.reads.target.table_probe`), the
-#: last few kept: building one (an empty local relation) costs a MERGE ~50 ms of its fixed cost
-_PROBES: OrderedDict[tuple[int, str], tuple[Any, DataFrame]] = OrderedDict()
-_PROBES_KEPT = 8
-
-
-def _probe(spark: Any, snap: Any) -> DataFrame:
-    """:func:`~deltalog.spark.reads.target.table_probe` of ``snap`` in ``spark``, reused while the session and
-    the table's schema stay the same (a probe has no rows: only its columns matter)."""
-    key = (id(spark), snap.metadata.schemaString or "")
-    found = _PROBES.get(key)
-    if found is not None and found[0] is spark:
-        _PROBES.move_to_end(key)
-        return found[1]
-    probe = table_probe(spark, snap)
-    _PROBES[key] = (spark, probe)
-    while len(_PROBES) > _PROBES_KEPT:
-        _PROBES.popitem(last=False)
-    return probe
 
 
 @dataclass(frozen=True)
@@ -387,19 +365,35 @@ class MergeRun:
     # ---------------------------------------------------------------------------------------- run
 
     def run(self) -> DmlResult:
+        b, snap = self.b, self.snap
+        try:  # the source's key job runs while the driver plans (the recorded predicates, the target's scan)
+            keypass = start_key_pass(b.spark, snap, b.condition, b.source, alias=b.alias,
+                                     by_source=[c.condition for c in self.by_source])
+        except DeltaError:
+            raise
+        except Exception as exc:
+            raise spark_error(exc, self.table.location) from None
+        try:
+            return self._run(keypass)
+        finally:
+            keypass.close()
+
+    def _run(self, keypass: KeyPass) -> DmlResult:
         from pyspark.sql import functions as F
 
         b, snap = self.b, self.snap
         self.txn = Transaction(self.table.store, snap, self._operation(), table=self.table.location)
         if not claim_session_txn(b.spark, self.txn):  # delta-spark's txnAppId/txnVersion session settings
             return DmlResult(None, {k: str(v) for k, v in self._metrics(0).items()})
+        S = b.source.withColumn(_S_PRESENT, F.lit(True))
+        if self.matched or self.by_source:
+            self.plan_ahead(S, keypass.files_on)
         try:
-            candidates = self._candidates()
+            candidates = self._candidates(keypass)
         except DeltaError:
             raise
         except Exception as exc:
             raise spark_error(exc, self.table.location) from None
-        S = b.source.withColumn(_S_PRESENT, F.lit(True))
         # the keyed target scan is planned only where it is used (not by the one-job way)
         self._check_sides(self._target(candidates) if self._sides_need_target() else None, S)
         try:
@@ -411,11 +405,19 @@ class MergeRun:
         except Exception as exc:
             raise spark_error(exc, self.table.location) from None
 
-    def _candidates(self) -> pa.Table:
+    def plan_ahead(self, S: DataFrame, files: Any) -> None:
+        """Plan what can be planned before the source's keys are known, for ``files`` (what the ON condition
+        alone leaves: the files read unless the keys prune some); nothing here (a subclass may).
+
+        Example:
+            >>> MergeRun(spec).plan_ahead(source, snap.add_files())                        # doctest: +SKIP
+        """
+
+    def _candidates(self, keypass: KeyPass) -> pa.Table:
         """The target files the merge reads, recorded as read (:func:`~deltalog.spark.dml.merge_keys.
         merge_candidates`); the pass over the source's keys counts its rows too."""
         b = self.b
-        files, rows = merge_candidates(self.txn, self.snap, b.condition, b.source, alias=b.alias,
+        files, rows = merge_candidates(self.txn, self.snap, keypass, alias=b.alias,
                                        by_source=[c.condition for c in self.by_source])
         if rows is not None:
             self.source_rows = rows
@@ -427,7 +429,7 @@ class MergeRun:
         from pyspark.sql import functions as F
 
         b = self.b
-        target = _probe(b.spark, self.snap)
+        target = shared_probe(b.spark, self.snap)
         target = target.alias(b.alias) if b.alias else target
         both = None
         if any(c.condition is not None for c in self.matched):  # the join is analysed only to print them
