@@ -34,7 +34,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from deltalog.commands.delete import uses_deletion_vectors
@@ -42,7 +42,7 @@ from deltalog.data.write_files import WrittenFile
 from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.merge_run import FirstCounts, MergeRun
 from deltalog.spark.jobs.change_files import records_changes
-from deltalog.spark.jobs.native import write_observed
+from deltalog.spark.jobs.native import ObservedRows, observed_rows, write_observed_rows
 from deltalog.spark.jobs.staged import DmlResult, Staged, native_applies, spark_error, write_tallied
 from deltalog.spark.reads.dv_scan import ROW_KEY, fold
 from deltalog.spark.reads.row_ids import tracked_fields
@@ -99,27 +99,21 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
         and run.ahead.paths == candidates.column("path").to_pylist() else _plan(run, S, candidates)
     if plan is None:
         return None
-    T, how, file_key, bits, ids = plan.T, plan.how, plan.file_key, plan.bits, plan.ids
-    frame, t_here, s_here, outputs = plan.frame, plan.t_here, plan.s_here, plan.outputs
-    if how == "left" and broadcast_source(spark, frame, run._source_rows()):  # the target rows stay in place
-        frame, t_here, s_here = run._frame(T, F.broadcast(S), how)
-        outputs = run._outputs(frame, T, S)
-    action = F.col(run.ACTION)
-    deletes = [run.codes[id(c)] for c in run.matched + run.by_source if c.action == "delete"] or [run.DROP]
-    # the clause codes start at the run's DROP: shifted to start at 1, so a tag's sign can mean "write"
-    # (positive) or "count only" (negative)
+    if plan.how == "left" and broadcast_source(spark, plan.frame, run._source_rows()):  # the target rows stay
+        frame, t_here, s_here = run._frame(plan.T, F.broadcast(S), plan.how)
+        plan = replace(plan, frame=frame, t_here=t_here, s_here=s_here, outputs=run._outputs(frame, plan.T, S))
+    if plan.action is None:
+        plan = _prepared(run, plan)
+    how, file_key, bits, uris, by_id = plan.how, plan.file_key, plan.bits, plan.uris, plan.by_id
+    frame, t_here, s_here, outputs, action, wanted = (plan.frame, plan.t_here, plan.s_here, plan.outputs,
+                                                     plan.action, plan.wanted)
     shift = 1 - run.DROP
-    keep = t_here & ~action.isin(deletes)
-    wanted = (keep | (~t_here & (action >= 0))) if run.not_matched else keep
     staged = Staged(run.table.store)
     scan_ms = run.timer.elapsed_ms()
-    uris = file_uris(run.snap, candidates)
-    by_id = dict(zip(ids, uris)) if file_key is not None else {}
     removed = candidates.to_pylist()
     try:
-        if _native(run, frame.select(*outputs)):
-            files, first, pairs, alone = _observed(
-                run, frame, outputs, wanted, (t_here, s_here, action), file_key, by_id, uris)
+        if plan.observed is not None:
+            files, first, pairs, alone = _observed(run, plan, plan.observed)
             staged.data.extend(files)
         else:
             # every target row travels to the write tasks, which count them by tag (clause, matched or not, and
@@ -157,27 +151,44 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
                        **counts)
 
 
-@dataclass
+@dataclass(frozen=True)
+class _Observed:
+    """The one job on Spark's parquet writer, planned (:func:`_observation`): the rows to write with the
+    observation counting them, the clause codes counted one by one, and each file's bit (``None``: the files'
+    ids are collected as text)."""
+
+    planned: ObservedRows
+    codes: list[int]
+    counted: list[int]
+    bits: tuple[Any, dict[int, str]] | None
+
+
+@dataclass(frozen=True)
 class _Plan:
-    """The one job's target rows joined with the source, planned for the files of ``paths``: the target frame
-    ``T``, the join (``how``), each row's file (``file_key``, with ``bits`` and the files' ``ids``; ``None`` with
-    one file), the joined ``frame`` with its presence tests, and the written columns."""
+    """The one job planned for the files of ``paths`` (their ``uris``): the target frame ``T``, the join
+    (``how``), each row's file (``file_key``, with ``bits`` and ``by_id``, each file's uri by id; ``None`` with
+    one file), the joined ``frame`` with its presence tests, the written columns, each row's clause code
+    (``action``) and whether it is written (``wanted``); ``observed`` when Spark's parquet writer writes."""
 
     paths: list[str]
+    uris: list[str]
     T: Any
     how: str
     file_key: Any
     bits: int
-    ids: list[int]
+    by_id: dict[int, str]
     frame: Any
     t_here: Any
     s_here: Any
     outputs: list[Any]
+    action: Any = None
+    wanted: Any = None
+    observed: _Observed | None = None
 
 
 def _plan(run: MergeRun, S: DataFrame, candidates: Any) -> _Plan | None:
-    """:class:`_Plan` for ``candidates`` (a driver's work, no job); ``None`` when their rows cannot be keyed by
-    file. Raises what the assignments' checks raise."""
+    """:class:`_Plan` for ``candidates`` (a driver's work, no job; a left join's is :func:`_prepared` later);
+    ``None`` when their rows cannot be keyed by file. Raises what the assignments' checks raise."""
     from pyspark.sql import functions as F
 
     bits, ids = 0, list[int]()
@@ -195,7 +206,27 @@ def _plan(run: MergeRun, S: DataFrame, candidates: Any) -> _Plan | None:
     how = "full" if run.not_matched else "left"
     frame, t_here, s_here = run._frame(T, S, how)
     outputs = run._outputs(frame, T, S)  # the assignments and their types are checked before any job runs
-    return _Plan(candidates.column("path").to_pylist(), T, how, file_key, bits, ids, frame, t_here, s_here, outputs)
+    uris = file_uris(run.snap, candidates)
+    by_id = dict(zip(ids, uris)) if file_key is not None else {}
+    plan = _Plan(candidates.column("path").to_pylist(), uris, T, how, file_key, bits, by_id, frame, t_here, s_here,
+                 outputs)
+    # a left join's frame may yet change (a broadcast source, once the source's size is known)
+    return plan if how == "left" else _prepared(run, plan)
+
+
+def _prepared(run: MergeRun, plan: _Plan) -> _Plan:
+    """``plan`` with each row's clause code and whether it is written, and the one job on Spark's parquet writer
+    planned where that writer applies."""
+    from pyspark.sql import functions as F
+
+    action = F.col(run.ACTION)
+    deletes = [run.codes[id(c)] for c in run.matched + run.by_source if c.action == "delete"] or [run.DROP]
+    keep = plan.t_here & ~action.isin(deletes)
+    wanted = (keep | (~plan.t_here & (action >= 0))) if run.not_matched else keep
+    plan = replace(plan, action=action, wanted=wanted)
+    if _native(run, plan.frame.select(*plan.outputs)):
+        plan = replace(plan, observed=_observation(run, plan))
+    return plan
 
 
 def _native(run: MergeRun, rows: DataFrame) -> bool:
@@ -205,16 +236,13 @@ def _native(run: MergeRun, rows: DataFrame) -> bool:
     return native_applies(rows, run.table, run.schema, run.metadata)
 
 
-def _observed(
-    run: MergeRun, frame: DataFrame, outputs: list[Any], wanted: Any, flags: tuple[Any, Any, Any], file_key: Any,
-    by_id: dict[int, str], uris: list[str],
-) -> tuple[list[WrittenFile], FirstCounts, int, int]:
-    """The one job on Spark's parquet writer: the wanted rows of ``frame`` written, and in the same job the
-    target rows counted per clause code and with or without a match, and the files with an acted-on or a
-    matched row found. Returns the files, those counts, the pairs and the unmatched target rows."""
+def _observation(run: MergeRun, plan: _Plan) -> _Observed:
+    """The one job on Spark's parquet writer, planned: the wanted rows of the plan's frame, and observed in the
+    same job the target rows per clause code and with or without a match, and the files with an acted-on or a
+    matched row."""
     from pyspark.sql import functions as F
 
-    t_here, s_here, action = flags
+    t_here, s_here, action, file_key = plan.t_here, plan.s_here, plan.action, plan.file_key
     codes = sorted({run.codes[id(c)] for c in run.matched + run.by_source})
     # with no NOT MATCHED BY SOURCE clause and a last MATCHED clause without a condition, every matched target
     # row is acted on: the one clause's rows are the pairs, the touched files those with a match
@@ -224,23 +252,32 @@ def _observed(
     metrics += [F.count(F.when(t_here & (action == c), 1)).alias(f"code{i}") for i, c in enumerate(counted)]
     sets = {"touched": t_here & (action >= 0)} if every_match_acts else \
         {"touched": t_here & (action >= 0), "matched": t_here & s_here}
-    bits = _file_bits(file_key, by_id) if file_key is not None else None
+    bits = _file_bits(file_key, plan.by_id) if file_key is not None else None
     for name, rows in sets.items() if file_key is not None else ():
         if bits is not None:  # one bit per file, OR-ed: a codegen'd aggregate
             metrics.append(F.bit_or(F.when(rows, bits[0])).alias(name))
         else:  # the file ids as text: PySpark 3.5's observation hands arrays over as JVM objects
             metrics.append(F.concat_ws(",", F.collect_set(F.when(rows, file_key).cast("string"))).alias(name))
+    wanted, outputs = plan.wanted, plan.outputs
+    planned = observed_rows(plan.frame, metrics, lambda f: f.filter(wanted).select(*outputs), run.schema)
+    return _Observed(planned, codes, counted, bits)
+
+
+def _observed(run: MergeRun, plan: _Plan, job: _Observed) -> tuple[list[WrittenFile], FirstCounts, int, int]:
+    """The planned one job (:func:`_observation`) run. Returns the files written, the counts of the first job,
+    the pairs and the unmatched target rows."""
     store = run.table.store
     assert isinstance(store, LocalLogStore)  # _native said so
     try:
-        files, seen = write_observed(frame, metrics, lambda f: f.filter(wanted).select(*outputs), store, run.schema)
+        files, seen = write_observed_rows(job.planned, store, run.schema)
     except Exception as exc:
         raise spark_error(exc, run.table.location) from None
     pairs = int(seen["pairs"])
+    codes, counted, bits, uris, by_id = job.codes, job.counted, job.bits, plan.uris, plan.by_id
     per_code = {c: int(seen[f"code{i}"]) for i, c in enumerate(counted)} if counted else {codes[0]: pairs}
 
     def files_of(name: str) -> set[str]:
-        if file_key is None:  # one candidate file
+        if plan.file_key is None:  # one candidate file
             return set(uris) if (any(per_code.values()) if name == "touched" else pairs) else set()
         value = seen[name if name in seen else "touched"]
         if bits is not None:

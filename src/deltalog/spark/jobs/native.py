@@ -33,6 +33,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -46,7 +47,10 @@ from deltalog.spark.jobs.tasks import delete_written
 from deltalog.storage import LocalLogStore
 from deltalog.txn.constraints import CHAR_VARCHAR_KEY
 
-__all__ = ["native_rows_ok", "native_write_ok", "write_native", "write_observed"]
+__all__ = [
+    "ObservedRows", "native_rows_ok", "native_write_ok", "observed_rows", "stored_rows", "write_native",
+    "write_observed", "write_observed_rows",
+]
 
 _STAGING = "_deltalog_staging_"
 _TS_CONF = "spark.sql.parquet.outputTimestampType"
@@ -161,20 +165,33 @@ def _data_files(staging: str) -> list[str]:
     return sorted(out)
 
 
-def write_native(df: Any, store: LocalLogStore, schema: StructType) -> list[WrittenFile]:
-    """Write ``df`` (the table's columns) into new data files of an unpartitioned table with Spark's
-    parquet writer; returns the files (nothing is committed). Failed jobs leave nothing behind.
+def stored_rows(df: Any, schema: StructType) -> Any:
+    """``df`` (the table's columns, in any order) as the files hold them: the stored columns of ``schema`` in
+    its order and spelling (void columns, only nulls, are left out, as delta-spark writes them).
+
+    Example:
+        >>> stored_rows(df.select("v", "id"), schema).columns                # doctest: +SKIP
+        ['id', 'v']
+    """
+    from pyspark.sql import functions as F
+
+    fields = stored_columns(schema).fields
+    return df.select(*[F.col("`" + f.name.replace("`", "``") + "`").alias(f.name) for f in fields])
+
+
+def write_native(df: Any, store: LocalLogStore, schema: StructType, *, stored: bool = False) -> list[WrittenFile]:
+    """Write ``df`` (the table's columns; ``stored``: already :func:`stored_rows`) into new data files of an
+    unpartitioned table with Spark's parquet writer; returns the files (nothing is committed). Failed jobs
+    leave nothing behind.
 
     Example:
         >>> [f.num_records for f in write_native(df, store, schema)]         # doctest: +SKIP
         [500, 500]
     """
-    from pyspark.sql import functions as F
-
     staging_rel = f"{_STAGING}{uuid.uuid4().hex}"
     staging = store.full_path(staging_rel)
-    schema = stored_columns(schema)  # void columns (only nulls) are left out of the files, as delta-spark writes them
-    ordered = df.select(*[F.col("`" + f.name.replace("`", "``") + "`").alias(f.name) for f in schema.fields])
+    schema = stored_columns(schema)
+    ordered = df if stored else stored_rows(df, schema)
     files: list[WrittenFile] = []
     try:
         ordered.write.mode("error").parquet(staging)  # "error": Spark Connect knows no "errorifexists"
@@ -206,6 +223,48 @@ def write_native(df: Any, store: LocalLogStore, schema: StructType) -> list[Writ
     return files
 
 
+@dataclass(frozen=True)
+class ObservedRows:
+    """Rows to write, chosen from a frame whose every row a Spark observation counts in the same job
+    (:func:`observed_rows`): the observation and the rows, already :func:`stored_rows`."""
+
+    observation: Any
+    rows: Any
+
+
+def observed_rows(df: Any, metrics: list[Any], rows: Callable[[Any], Any], schema: StructType) -> ObservedRows:
+    """``rows(df)`` (the rows to write, chosen from ``df``) with ``metrics`` -- aggregate columns over every row
+    of ``df`` -- observed: planned only, no job runs (:func:`write_observed_rows` writes them).
+
+    Example:
+        >>> planned = observed_rows(frame, [F.count(F.when(F.col("hit"), 1)).alias("hits")],
+        ...                         lambda f: f.filter("keep").select("id", "v"), schema)     # doctest: +SKIP
+    """
+    from pyspark.sql import Observation
+
+    observation = Observation(f"deltalog_{uuid.uuid4().hex}")
+    return ObservedRows(observation, stored_rows(rows(df.observe(observation, *metrics)), schema))
+
+
+def write_observed_rows(
+    planned: ObservedRows, store: LocalLogStore, schema: StructType
+) -> tuple[list[WrittenFile], dict[str, Any]]:
+    """:func:`write_native` of the planned rows, with their metrics counted by the same job. Returns the files
+    (nothing is committed) and the metrics' values by name.
+
+    Example:
+        >>> files, seen = write_observed_rows(planned, store, schema)                 # doctest: +SKIP
+        >>> seen["hits"]                                                              # doctest: +SKIP
+        12
+    """
+    files = write_native(planned.rows, store, schema, stored=True)
+    try:
+        return files, dict(planned.observation.get)
+    except BaseException:
+        delete_written(store, files)
+        raise
+
+
 def write_observed(
     df: Any, metrics: list[Any], rows: Callable[[Any], Any], store: LocalLogStore, schema: StructType
 ) -> tuple[list[WrittenFile], dict[str, Any]]:
@@ -219,12 +278,4 @@ def write_observed(
         >>> seen["hits"]                                                                               # doctest: +SKIP
         12
     """
-    from pyspark.sql import Observation
-
-    observation = Observation(f"deltalog_{uuid.uuid4().hex}")
-    files = write_native(rows(df.observe(observation, *metrics)), store, schema)
-    try:
-        return files, dict(observation.get)
-    except BaseException:
-        delete_written(store, files)
-        raise
+    return write_observed_rows(observed_rows(df, metrics, rows, schema), store, schema)
