@@ -278,18 +278,26 @@ def test_one_job_merge_of_files_sharing_a_size_matches_the_two_job_merge(
     assert deltalog.Table(one).history(limit=1)[0]["operationMetrics"]["numTargetFilesRemoved"] == "4"
 
 
-def _planned(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[tuple[str, str | None]]]:
-    """Spies: the number of candidate files of each one-job plan made, and the thread and job group of each
-    pass over the source's keys."""
+def _planned(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[tuple[str, str | None]]]:
+    """Spies: each one-job plan made (``ahead:N`` or ``after:N``, planned ahead of the source's keys or after
+    them, for N candidate files), and the thread and job group of each pass over the source's keys."""
     import threading
 
-    plans: list[int] = []
+    plans: list[str] = []
     passes: list[tuple[str, str | None]] = []
-    plan, keys = merge_one_pass._plan, merge_keys.source_keys
+    plan, keys, ahead = merge_one_pass._plan, merge_keys.source_keys, merge_one_pass.OnePassRun.plan_ahead
+    planning_ahead = [False]
 
     def spy_plan(run: Any, S: Any, candidates: Any) -> Any:
-        plans.append(candidates.num_rows)
+        plans.append(f"{'ahead' if planning_ahead[0] else 'after'}:{candidates.num_rows}")
         return plan(run, S, candidates)
+
+    def spy_ahead(self: Any, S: Any, files: Any) -> None:
+        planning_ahead[0] = True
+        try:
+            ahead(self, S, files)
+        finally:
+            planning_ahead[0] = False
 
     def spy_keys(source: Any, *args: Any, **kwargs: Any) -> Any:
         group = source.sparkSession.sparkContext.getLocalProperty("spark.jobGroup.id")
@@ -298,6 +306,7 @@ def _planned(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[tuple[str
 
     monkeypatch.setattr(merge_one_pass, "_plan", spy_plan)
     monkeypatch.setattr(merge_keys, "source_keys", spy_keys)
+    monkeypatch.setattr(merge_one_pass.OnePassRun, "plan_ahead", spy_ahead)
     return plans, passes
 
 
@@ -320,7 +329,7 @@ def test_the_key_job_runs_beside_the_planning_in_the_callers_job_group(
                       target_alias="t")).execute()
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
-    assert plans == [4]
+    assert plans == ["ahead:4"]
     assert len(passes) == 1 and passes[0][1] == group
     assert passes[0][0] != threading.current_thread().name
     metrics = deltalog.Table(path).history(limit=1)[0]["operationMetrics"]
@@ -332,16 +341,28 @@ def test_a_plan_made_ahead_is_dropped_when_the_keys_prune_files(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Keys falling in one of the four files: the plan made ahead for all four is not run; the MERGE plans
-    for the one file its keys leave and rewrites only that one."""
+    for the one file its keys leave and rewrites only that one. The next such MERGE plans nothing ahead, until
+    one whose keys prune nothing."""
     plans, _ = _planned(monkeypatch)
     path = _four_files(tmp_path, "t")
     before = {r["path"] for r in deltalog.Table(path).snapshot().add_files().to_pylist()}
     _upsert(merge(spark, path, _source(spark, [95, 100, 110]), "t.id = s.id", target_alias="t")).execute()
-    assert plans == [4, 1]
+    assert plans == ["ahead:4", "after:1"]
     after = deltalog.Table(path).snapshot()
     assert len(before - {r["path"] for r in after.add_files().to_pylist()}) == 1
     rows = {r["id"]: r["v"] for r in after.to_arrow().to_pylist()}
     assert len(rows) == 126 and rows[95] == -95.0 and rows[100] == -100.0 and rows[110] == -110.0 and rows[3] == 1.5
+    # the same MERGE again (a streaming upsert of recent keys): its keys pruned last time, nothing planned ahead
+    _upsert(merge(spark, path, _source(spark, [96, 111]), "t.id = s.id", target_alias="t")).execute()
+    assert plans == ["ahead:4", "after:1", "after:1"]
+    # keys in every file: planned for all four once the keys are seen, ahead again the time after
+    _upsert(merge(spark, path, _source(spark, [1, 40, 70, 100]), "t.id = s.id", target_alias="t")).execute()
+    assert plans[3:] == ["after:4"]
+    assert deltalog.Table(path).history(limit=1)[0]["operationMetrics"]["numTargetFilesRemoved"] == "4"
+    deltalog.write_table(path, data(200, 20), mode="append")
+    assert len(deltalog.Table(path).snapshot().add_files()) == 2
+    _upsert(merge(spark, path, _source(spark, [2, 201]), "t.id = s.id", target_alias="t")).execute()
+    assert plans[4:] == ["ahead:2"]
 
 
 def test_a_source_failing_in_the_key_job_fails_the_merge_and_commits_nothing(spark: Any, tmp_path: Path) -> None:

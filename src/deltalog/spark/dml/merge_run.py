@@ -386,7 +386,7 @@ class MergeRun:
         if not claim_session_txn(b.spark, self.txn):  # delta-spark's txnAppId/txnVersion session settings
             return DmlResult(None, {k: str(v) for k, v in self._metrics(0).items()})
         S = b.source.withColumn(_S_PRESENT, F.lit(True))
-        if self.matched or self.by_source:
+        if (self.matched or self.by_source) and not keypass.likely_prunes():
             self.plan_ahead(S, keypass.files_on)
         try:
             candidates = self._candidates(keypass)
