@@ -21,6 +21,7 @@ from typing import Any
 import harness
 import sweep
 from harness import GIB, Result, load_results
+from report_notes import MERGE_TIME
 
 DOCS = harness.ROOT / "docs"
 PLOT_NAME = "performance_snapshot_load.png"
@@ -596,75 +597,6 @@ def _details(results: dict[str, Result]) -> list[str]:
         admission = "; ".join(f"{k}: {v}" for k, v in items)
         out += ["", f"**(streaming) admission control**, 100 pending files, `Trigger.AvailableNow`: {admission}."]
     return out
-
-
-#: Where a small MERGE's time goes (issue 55, item 4), measured 2026-12-02 with a Spark listener and driver clocks.
-MERGE_TIME = (
-    "Where a small MERGE's time goes, job by job (20k into 200k rows, 8 files, measured 2026-12-02 alternating "
-    "with the hand-written job in one process: MERGE 1,193 ms, hand-written 893 ms). 0-23 ms: set-up and the "
-    "commitInfo predicates (the probe table they are printed with is kept per session and schema). 23-144 ms: "
-    "the source-key pass (`spark.dml.merge_keys`: the keys' ranges and `numSourceRows`), **job 1**, 23 ms of it "
-    "on the executors; a source Spark estimates at most 32 MB is aggregated in one partition, so no shuffle and "
-    "no second job. 144-474 ms: the driver builds the write plan (keyed target scan 73 ms, join and clause "
-    "column 58 ms, output expressions 40 ms, tagging and selection about 80 ms, the Arrow write tasks 26 ms, "
-    "Spark's optimisation and planning 36 ms). 517-1,124 ms: the write, **jobs 2-4** (AQE's stages): the target "
-    "side's shuffle 200 ms beside the source's 53 ms, then the join and the write 357 ms; the write tasks count "
-    "the rows per file and clause, which give the multiple-match check, the metrics and the touched files, so "
-    "no separate job finds the touched files (it did until 2026-12-02: 9 jobs). 1,124-1,193 ms: the commit "
-    "21 ms and the result frame. The hand-written job starts its first job at 228 ms and its jobs take 655 ms "
-    "against MERGE's 607 ms: what remains is about 300 ms of driver work before the first job, most of it "
-    "building columns one Py4J call at a time. At 200k rows and more the Arrow write tasks are the gap: the "
-    "last stage 4.4-5.9 s against 3.2-3.5 s for Spark's own parquet writer. Most of those Py4J calls were not "
-    "deltalog's (found 2026-12-03): from PySpark 4.0 every `Column` method and `functions` call records its "
-    "Python call site in the JVM (DataFrame debugging, on by default: a walk of the Python stack and five Py4J "
-    "round trips per call). The columns deltalog builds inside its own API calls now skip it "
-    "(`spark.common.compat.quiet_call_sites`; the user's columns keep it). The driver's planning between the "
-    "source-key job and the write job, 1k into 10k rows, one process alternating: 529 ms with the capture, "
-    "270 ms without; after the change 157-168 ms in a later run. At 20k into 200k the planning is about 300 ms "
-    "and the write job (1.3-1.5 s) alone takes longer than the whole hand-written job (1.25 s) on this machine "
-    "that day. 1k into 1M rows (measured 2026-12-03 with Spark's stage metrics, one process): MERGE 4.08 s, "
-    "hand-written 2.73 s; the source-key job ends at 0.15 s, the driver plans until 0.52 s, the target scan "
-    "and shuffle take 0.73 s (hand-written 0.60 s), the join and write stage 2.67 s (1.79 s; executor CPU "
-    "4.7 s against 3.1 s), the commit 0.08 s. In that stage the Python write tasks wait on the JVM: a task's "
-    "pyarrow write of 500k rows took 47 ms of its 2.5 s, the rest was receiving Arrow batches. On the same "
-    "joined frames, turning the rows into Arrow batches cost about what Spark's parquet writer costs (1.4 s "
-    "against 1.5 s over a `noop` write of 1M rows); the MERGE frame itself costs 0.3 s more than the "
-    "hand-written one under a `noop` write (its file-id, flag and tag columns; the one-job MERGE reads no row "
-    "index since 2026-12-03). So the gap left is fixed driver work (source-key job, planning, commit: about "
-    "0.5 s) and those extra columns, and single cells move by 0.3x between runs. Measured 2026-12-03 on a "
-    "faster machine (one process, medians of 8, against the hand-written job): the MERGE 1.37x (1k into 10k), "
-    "1.48-1.50x (1k into 1M), 1.40x (20k into 200k), 1.46-1.51x (200k into 2M); the hand-written job writing "
-    "Spark's parquet with the MERGE's extras -- the file id from `_metadata`, the matched flags and a Spark "
-    "observation counting pairs, unmatched target rows and inserts (`DataFrame.observe`, what Spark's own "
-    "writer would need to replace the write tasks' tallies) -- 1.22x, 1.28-1.32x, 1.30x and 1.30-1.31x; the "
-    "flags alone 0.99-1.04x, the observation alone 1.21x, the file id 1.11x. So a MERGE on Spark's writer would "
-    "sit at about 1.3x, not under it; `spark.sql.execution.arrow.maxRecordsPerBatch` of 100,000 instead of "
-    "10,000 changed nothing (1.39x against 1.40x). All of the above ran on the tests' lean JVM (C1 alone). On "
-    "a user's JVM (both compilers, the bench since 2026-12-03) the hand-written job got faster and the Arrow "
-    "write tasks did not: the MERGE measured 1.36-1.78x (sweep of 2026-12-03 18:45), and the prototype with "
-    "Spark's writer and an observation 1.23x (200k into 2M) against 1.74x for the MERGE. So since 2026-12-03 a "
-    "one-job MERGE into a local unpartitioned table writes with Spark's parquet writer and counts with an "
-    "observation (`spark.jobs.native.write_observed`; object stores, partitioned tables and Spark Connect keep "
-    "the tasks), and UPDATE, DELETE and the two-job MERGE write their rows the same way "
-    "(`spark.jobs.staged.write_rows`). What the observation costs, 200k into 2M, one process, three runs each: "
-    "MERGE without any observation about 1.18x the hand-written job, with its counts 1.27x, with the touched "
-    "and matched files as `collect_set`s of file ids 1.37x (evaluated row by row outside generated code); the "
-    "files are now bits of a `long` OR-ed by `bit_or` (up to 63 candidate files), and an upsert's last "
-    "unconditional MATCHED clause needs neither its own count nor the matched set. Where a 1k into 100k MERGE's "
-    "time goes now (one process, driver clocks): set-up and the recorded predicates 10-25 ms, the source-key "
-    "job 90-130 ms, planning the keyed target scan 35-65 ms, the join, outputs and observation 50-70 ms, the "
-    "write job 420-600 ms (the hand-written job takes 410-560 ms in all), the commit about 12 ms. Planning the "
-    "keyed scan on the driver while the source-key job ran (a thread) was tried the same day and measured no "
-    "gain (medians 599 against 604 ms), so it was not kept. The small cells' gap is that fixed work, about "
-    "200 ms; the source-key job is what prunes the target's files (item 5), so it stays. Skipping it for small "
-    "targets was built and measured on 2026-12-03 at 22:30 (one process, medians of 8; `numSourceRows` then "
-    "counted by an observation on the source inside the write job): 1k into 10k 1.26x against 1.54x with the "
-    "job, 20k into 200k 1.27x against 1.45x. But an upsert of recent keys into the same tables (the matched "
-    "keys in the last of 8 range-ordered files, the new keys above them: a streaming upsert into a "
-    "time-ordered table) then writes every file in vain before the two-job way rewrites the one it touches: "
-    "2.07x against 1.17x (1k into 10k) and 2.00x against 1.18x (20k into 200k). Whether a source's keys leave "
-    "files out is known only after a pass over the source, so the change was not kept."
-)
 
 
 def _sweep_section(results_dir: Path, plot_path: Path) -> list[str]:

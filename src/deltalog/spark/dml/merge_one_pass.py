@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from deltalog.commands.delete import uses_deletion_vectors
-from deltalog.data.write_files import WrittenFile
+from deltalog.data.write_files import WrittenFile, stored_columns
 from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.merge_run import FirstCounts, MergeRun
 from deltalog.spark.jobs.change_files import records_changes
@@ -259,7 +259,10 @@ def _observation(run: MergeRun, plan: _Plan) -> _Observed:
         else:  # the file ids as text: PySpark 3.5's observation hands arrays over as JVM objects
             metrics.append(F.concat_ws(",", F.collect_set(F.when(rows, file_key).cast("string"))).alias(name))
     wanted, outputs = plan.wanted, plan.outputs
-    planned = observed_rows(plan.frame, metrics, lambda f: f.filter(wanted).select(*outputs), run.schema)
+    # the outputs are the table's columns in order: stored as they are unless some column is void (never stored)
+    stored = len(stored_columns(run.schema).fields) == len(run.schema.fields)
+    planned = observed_rows(plan.frame, metrics, lambda f: f.filter(wanted).select(*outputs), run.schema,
+                            stored=stored)
     return _Observed(planned, codes, counted, bits)
 
 
@@ -289,7 +292,7 @@ def _observed(run: MergeRun, plan: _Plan, job: _Observed) -> tuple[list[WrittenF
 
 
 def _file_bits(file_key: Any, by_id: dict[int, str]) -> tuple[Any, dict[int, str]] | None:
-    """Each row's file as one bit of a ``long`` -- ``2 ** (id % m)``, ``m`` at most 63 (no sign bit) and the ids'
+    """Each row's file as one bit of a ``long`` -- ``1 << (id % m)``, ``m`` at most 63 (no sign bit) and the ids'
     residues distinct -- and the file of each bit; ``None`` when no such ``m`` exists (more than 63 files, or
     ids that collide)."""
     from pyspark.sql import functions as F
@@ -297,7 +300,7 @@ def _file_bits(file_key: Any, by_id: dict[int, str]) -> tuple[Any, dict[int, str
     m = fold(list(by_id), below=64)
     if m is None:
         return None
-    bit = F.pow(F.lit(2.0), (file_key % m).cast("double")).cast("long")  # exact: powers of two below 2 ** 63
+    bit = F.call_function("shiftleft", F.lit(1).cast("long"), (file_key % m).cast("int"))  # m <= 63: below 2 ** 63
     return bit, {int(i % m): uri for i, uri in by_id.items()}
 
 

@@ -232,9 +232,12 @@ class ObservedRows:
     rows: Any
 
 
-def observed_rows(df: Any, metrics: list[Any], rows: Callable[[Any], Any], schema: StructType) -> ObservedRows:
-    """``rows(df)`` (the rows to write, chosen from ``df``) with ``metrics`` -- aggregate columns over every row
-    of ``df`` -- observed: planned only, no job runs (:func:`write_observed_rows` writes them).
+def observed_rows(
+    df: Any, metrics: list[Any], rows: Callable[[Any], Any], schema: StructType, *, stored: bool = False
+) -> ObservedRows:
+    """``rows(df)`` (the rows to write, chosen from ``df``; ``stored``: already the stored columns of ``schema``
+    in its order, see :func:`stored_rows`) with ``metrics`` -- aggregate columns over every row of ``df`` --
+    observed: planned only, no job runs (:func:`write_observed_rows` writes them).
 
     Example:
         >>> planned = observed_rows(frame, [F.count(F.when(F.col("hit"), 1)).alias("hits")],
@@ -243,7 +246,8 @@ def observed_rows(df: Any, metrics: list[Any], rows: Callable[[Any], Any], schem
     from pyspark.sql import Observation
 
     observation = Observation(f"deltalog_{uuid.uuid4().hex}")
-    return ObservedRows(observation, stored_rows(rows(df.observe(observation, *metrics)), schema))
+    chosen = rows(df.observe(observation, *metrics))
+    return ObservedRows(observation, chosen if stored else stored_rows(chosen, schema))
 
 
 def write_observed_rows(
