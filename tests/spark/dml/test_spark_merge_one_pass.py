@@ -383,3 +383,18 @@ def test_a_source_failing_in_the_key_job_fails_the_merge_and_commits_nothing(spa
     assert deltalog.Table(path).snapshot().version == 3
     assert sorted(data_files(path)) == files
     assert threading.active_count() == threads
+
+
+def test_a_merge_taking_the_two_job_way_plans_nothing_ahead_the_next_time(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ON condition without a plain key (no key pass prunes) and a source of fewer rows than files: the
+    MERGE takes the two-job way, so the write planned ahead went unused, and the next such MERGE on the table
+    plans none."""
+    plans, passes = _planned(monkeypatch)
+    path = _four_files(tmp_path, "t")
+    for ids in ([1, 100], [2, 101]):
+        _upsert(merge(spark, path, _source(spark, ids), "t.id = s.id + 0", target_alias="t")).execute()
+    assert plans == ["ahead:4"] and passes == []
+    rows = {r["id"]: r["v"] for r in deltalog.Table(path).snapshot().to_arrow().to_pylist()}
+    assert len(rows) == 126 and [rows[i] for i in (1, 2, 100, 101)] == [-1.0, -2.0, -100.0, -101.0]

@@ -59,7 +59,7 @@ from deltalog.errors import InvalidArgumentError
 from deltalog.spark.common.arguments import check_condition, check_source, column_mapping
 from deltalog.spark.common.compat import frame_from_arrow
 from deltalog.spark.dml.merge_one_pass import OnePassRun
-from deltalog.spark.dml.merge_run import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Clause, MergeSpec
+from deltalog.spark.dml.merge_spec import MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE, Clause, MergeSpec
 from deltalog.spark.jobs.staged import (
     DmlResult,
 )

@@ -18,8 +18,10 @@ the same join, about what the first job costs.
 * the clause counts (rows updated / deleted per kind) are counted per clause code.
 
 The one job is planned (:func:`_plan`: the keyed target scan, the join, the written columns) while the
-source's key job runs (:meth:`OnePassRun.plan_ahead`), for the files the ON condition leaves; when the keys
-leave exactly those files (they prune none) that plan is the one run, else the candidates are planned anew.
+source's key job runs (:meth:`OnePassRun.plan_ahead`), for the files the ON condition leaves: the keyed scan,
+the join, the written columns and the observation; when the keys leave exactly those files (they prune none)
+that plan is the one run, else the candidates are planned anew (and the next such MERGE plans after the key
+job, see :meth:`~deltalog.spark.dml.merge_keys.KeyPass.ahead_fits`).
 
 If some candidate file has no acted-on target row, it is not touched: the written files are deleted and the
 MERGE runs the two-job way, which commits what delta-spark does (that file left in place); its first job is
@@ -345,7 +347,10 @@ class OnePassRun(MergeRun):
             >>> OnePassRun(spec).one_pass(source, candidates) is None                   # doctest: +SKIP
             False
         """
-        return one_pass(self, S, candidates) if one_pass_applies(self, candidates) else None
+        applies = one_pass_applies(self, candidates)
+        paths = candidates.column("path").to_pylist()
+        self.ahead_fits = applies and self.files_on is not None and self.files_on.column("path").to_pylist() == paths
+        return one_pass(self, S, candidates) if applies else None
 
     #: the one job planned ahead (:meth:`plan_ahead`), used when the candidate files turn out to be its files
     ahead: _Plan | None = None

@@ -29,6 +29,14 @@ from deltalog.spark.dml.assign import assign, combine, expression, resolve_colum
 from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.evolve import evolved_target, widened_struct
 from deltalog.spark.dml.merge_keys import KeyPass, merge_candidates, start_key_pass
+from deltalog.spark.dml.merge_spec import (
+    MATCHED,
+    NOT_MATCHED,
+    NOT_MATCHED_BY_SOURCE,
+    Clause,
+    MergeSpec,
+    check_clauses,
+)
 from deltalog.spark.jobs.change_files import change_rows, records_changes, stage_change_files, write_change_files
 from deltalog.spark.jobs.staged import (
     DmlResult,
@@ -70,53 +78,12 @@ __all__ = ["MATCHED", "NOT_MATCHED", "NOT_MATCHED_BY_SOURCE", "Clause", "MergeRu
 DataFrame = Any
 Column = Any
 
-MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE = "matched", "notMatched", "notMatchedBySource"
-_KIND_TEXT = {MATCHED: "MATCHED", NOT_MATCHED: "NOT MATCHED", NOT_MATCHED_BY_SOURCE: "NOT MATCHED BY SOURCE"}
 _CODE_BASE = {MATCHED: 0, NOT_MATCHED_BY_SOURCE: 1000, NOT_MATCHED: 2000}
 _COPY, _DROP = -1, -2
 #: the per-clause metrics of the target rows a WHEN MATCHED / NOT MATCHED BY SOURCE clause acted on
 _CLAUSE_METRICS = ("numTargetRowsMatchedUpdated", "numTargetRowsMatchedDeleted",
                    "numTargetRowsNotMatchedBySourceUpdated", "numTargetRowsNotMatchedBySourceDeleted")
 _T_PRESENT, _S_PRESENT, _ACTION = "__deltalog_target", "__deltalog_source", "__deltalog_action"
-
-
-@dataclass(frozen=True)
-class Clause:
-    """One WHEN clause of a merge."""
-
-    kind: str
-    action: str  # update, delete, insert
-    condition: Any = None
-    assignments: Mapping[str, Any] | None = None
-    star: bool = False
-
-    def parameters(self, recorded: str | None = None) -> dict[str, str]:
-        """delta-spark's ``MergePredicate``: the condition (``recorded``: as Spark printed it analysed, else
-        its own text) and the action."""
-        out = {"actionType": self.action}
-        text = recorded if recorded is not None else describe(self.condition)
-        if text is not None:
-            out = {"predicate": text, **out}
-        return out
-
-    def label(self) -> str:
-        star = " *" if self.star else ""
-        return f"WHEN {_KIND_TEXT[self.kind]} THEN {self.action.upper()}{star}"
-
-
-def _check_clauses(clauses: Sequence[Clause], table: str) -> None:
-    if not clauses:
-        raise InvalidArgumentError(
-            "[DELTA_MERGE_MISSING_WHEN] There must be at least one WHEN clause in a MERGE statement", table=table
-        )
-    for kind in (MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE):
-        of_kind = [c for c in clauses if c.kind == kind]
-        if any(c.condition is None for c in of_kind[:-1]):
-            raise InvalidArgumentError(
-                f"[NON_LAST_{kind.upper()}_CLAUSE_OMIT_CONDITION] When there are more than one {_KIND_TEXT[kind]} "
-                f"clauses in a MERGE statement, only the last {_KIND_TEXT[kind]} clause can omit the condition",
-                table=table,
-            )
 
 
 @dataclass(frozen=True)
@@ -127,21 +94,6 @@ class FirstCounts:
     touched: set[str]
     matched: set[str]
     per_code: dict[int, int]
-
-
-@dataclass(frozen=True)
-class MergeSpec:
-    """What a MERGE was asked to do: the builder's state when ``execute()`` ran -- the session, the target
-    table's path, the source frame, the ON condition (SQL text or ``Column``), the target's alias, the WHEN
-    clauses in order and whether the schema may evolve (``withSchemaEvolution()``)."""
-
-    spark: Any
-    path: str
-    source: DataFrame
-    condition: Any
-    alias: str | None
-    clauses: tuple[Clause, ...]
-    evolve: bool
 
 
 class MergeRun:
@@ -164,7 +116,7 @@ class MergeRun:
         self.table = open_table(b.path)
         self.snap = load_snapshot(self.table.location)
         loc = self.table.location
-        _check_clauses(b.clauses, loc)
+        check_clauses(b.clauses, loc)
         self.clauses = b.clauses
         self.matched = [c for c in self.clauses if c.kind == MATCHED]
         self.not_matched = [c for c in self.clauses if c.kind == NOT_MATCHED]
@@ -198,6 +150,10 @@ class MergeRun:
                                           table=self.table.location)
         self.join_condition = F.expr(b.condition) if isinstance(b.condition, str) else b.condition
         self.source_rows: int | None = None
+        #: the files the ON condition alone leaves, and whether the write planned ahead for them was (or would
+        #: have been) run; ``None`` where no one-job write was considered
+        self.files_on: pa.Table | None = None
+        self.ahead_fits: bool | None = None
         #: what the first job finds (see :meth:`_summary`) when another way already counted it
         self.first_counts: FirstCounts | None = None
 
@@ -377,6 +333,8 @@ class MergeRun:
             return self._run(keypass)
         finally:
             keypass.close()
+            if self.ahead_fits is not None:
+                keypass.remember(self.ahead_fits)
 
     def _run(self, keypass: KeyPass) -> DmlResult:
         from pyspark.sql import functions as F
@@ -386,7 +344,8 @@ class MergeRun:
         if not claim_session_txn(b.spark, self.txn):  # delta-spark's txnAppId/txnVersion session settings
             return DmlResult(None, {k: str(v) for k, v in self._metrics(0).items()})
         S = b.source.withColumn(_S_PRESENT, F.lit(True))
-        if (self.matched or self.by_source) and not keypass.likely_prunes():
+        self.files_on = keypass.files_on
+        if (self.matched or self.by_source) and keypass.ahead_fits():
             self.plan_ahead(S, keypass.files_on)
         try:
             candidates = self._candidates(keypass)
