@@ -15,10 +15,14 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/uv pip install -q --python $(PY) --compile-bytecode -e '.[test,spark]'
 	touch $@
 
-# azurite (Azure's blob emulator, from npm) for the object-store tests; moto comes with the test extras.
+# azurite (Azure's blob emulator, from npm) for the object-store tests; moto comes with the test extras. Installed
+# from scripts/azurite's lockfile (npm ci): an unpinned azurite@3 broke when one of its dependencies' new releases
+# needed a package version the registry did not serve yet.
 AZURITE := .tools/node_modules/.bin/azurite-blob
-$(AZURITE):
-	npm install --prefix .tools --no-audit --no-fund --loglevel=error azurite@3
+$(AZURITE): scripts/azurite/package.json scripts/azurite/package-lock.json
+	mkdir -p .tools
+	cp scripts/azurite/package.json scripts/azurite/package-lock.json .tools/
+	npm ci --prefix .tools --no-audit --no-fund --loglevel=error
 
 # Debian's Chromium, for the test that renders the HTML health report in a real headless browser
 # (tests/health/test_health_report_browser.py); installed with apt-get when missing (about half a minute).

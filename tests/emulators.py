@@ -94,7 +94,7 @@ def azurite_binary() -> str | None:
 def start_azurite() -> Emulator:
     binary = azurite_binary()
     if binary is None:
-        raise FileNotFoundError("azurite-blob not found (make test installs it: npm install --prefix .tools azurite)")
+        raise FileNotFoundError("azurite-blob not found (make test installs it from scripts/azurite with npm ci)")
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="deltalog-azurite-")
     log = open(os.path.join(workdir, "azurite.log"), "wb")  # noqa: SIM115 -- lives as long as the process
