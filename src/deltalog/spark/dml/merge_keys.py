@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
     from deltalog.txn.transaction import Transaction
 
-__all__ = ["KeyPair", "KeyPass", "SourceKeys", "key_pairs", "merge_candidates", "source_keys", "start_key_pass"]
+__all__ = ["KeyPair", "KeyPass", "SourceKeys", "key_pairs", "merge_candidates", "source_keys"]
 
 DataFrame = Any
 
@@ -201,13 +201,14 @@ _FITS_LOCK = threading.Lock()
 
 class KeyPass:
     """The pass over a MERGE source's keys (:func:`source_keys`), started in the background when the MERGE
-    begins (:func:`start_key_pass`) so the driver plans the MERGE while Spark runs it; :meth:`keys` waits for
+    begins so the driver plans the MERGE while Spark runs it; :meth:`keys` waits for
     it. Also holds what the ON condition alone prunes: :attr:`on` and :attr:`files_on`, the target files left
     before the source's keys are known (a guess of the files the MERGE reads, for planning ahead), and whether
-    that guess is worth planning for (:meth:`ahead_fits`).
+    that guess is worth planning for (:meth:`ahead_fits`). ``by_source``: the conditions of the NOT MATCHED BY
+    SOURCE clauses (``None`` for one without).
 
     Example:
-        >>> kp = start_key_pass(spark, snap, "t.id = s.id", src, alias="t")       # doctest: +SKIP
+        >>> kp = KeyPass(spark, snap, "t.id = s.id", src, alias="t")       # doctest: +SKIP
         >>> kp.keys().rows                                                          # doctest: +SKIP
         1000
     """
@@ -219,6 +220,7 @@ class KeyPass:
 
         qualifiers = [alias] if alias else []
         self.on, _ = pruning_conditions(condition, snapshot, qualifiers=qualifiers, ambiguous=source.columns)
+        self.by_source = list(by_source)
         self.unconditional = any(c is None for c in by_source)
         pairs = [] if self.unconditional or not snapshot.num_files() else \
             key_pairs(condition, snapshot, qualifiers=qualifiers, source=source)
@@ -257,34 +259,21 @@ class KeyPass:
             self.keys()
 
 
-def start_key_pass(spark: Any, snapshot: Snapshot, condition: Any, source: DataFrame, *, alias: str | None,
-                   by_source: Sequence[Any] = ()) -> KeyPass:
-    """Start the pass over ``source``'s keys for a MERGE with ``condition`` into ``snapshot`` (see :class:`KeyPass`);
-    ``by_source``: the conditions of the NOT MATCHED BY SOURCE clauses (``None`` for one without).
-
-    Example:
-        >>> kp = start_key_pass(spark, snap, "t.id = s.id", src, alias="t")       # doctest: +SKIP
-        >>> kp.files_on.num_rows                                                    # doctest: +SKIP
-        40
-    """
-    return KeyPass(spark, snapshot, condition, source, alias=alias, by_source=by_source)
-
-
 def merge_candidates(
-    txn: Transaction, snapshot: Snapshot, keypass: KeyPass, *, alias: str | None, by_source: Sequence[Any] = (),
+    txn: Transaction, snapshot: Snapshot, keypass: KeyPass, *, alias: str | None,
 ) -> tuple[pa.Table, int | None]:
     """The target files a MERGE reads, recorded as read by ``txn``, and the source's row count when the pass
-    over its keys counted it (else ``None``). ``keypass``: the started pass (:func:`start_key_pass`);
-    ``by_source``: the conditions of the NOT MATCHED BY SOURCE clauses (``None`` for one without).
+    over its keys counted it (else ``None``). ``keypass``: the started pass, which also holds the conditions of
+    the NOT MATCHED BY SOURCE clauses.
 
     Example:
-        >>> kp = start_key_pass(spark, snap, "t.id = s.id", src, alias="t")             # doctest: +SKIP
+        >>> kp = KeyPass(spark, snap, "t.id = s.id", src, alias="t")             # doctest: +SKIP
         >>> files, rows = merge_candidates(txn, snap, kp, alias="t")                    # doctest: +SKIP
         >>> files.num_rows, rows                                                      # doctest: +SKIP
         (1, 10000)
     """
     qualifiers = [alias] if alias else []
-    on, unconditional = keypass.on, keypass.unconditional
+    on, unconditional, by_source = keypass.on, keypass.unconditional, keypass.by_source
     conditions, rows, nothing = list(on), None, False
     keys = keypass.keys()
     if keys is not None:

@@ -84,11 +84,11 @@ def _one_job_table(run: MergeRun) -> bool:
     return not (uses_deletion_vectors(snap) or tracked_fields(snap) is not None or records_changes(snap))
 
 
-def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
+def one_pass(run: MergeRun, S: DataFrame, candidates: Any, ahead: _Plan | None = None) -> DmlResult | None:
     """Join the candidate files' rows with the source ``S`` and write the result in one job, then commit;
     ``None`` (nothing written, nothing committed) when some candidate file has no acted-on target row (it
     is not touched: the MERGE then takes the two-job way, which leaves it in place) or when the rows
-    cannot be keyed by file.
+    cannot be keyed by file. ``ahead``: the job planned for exactly these candidates (:func:`_plan`), if any.
 
     Example:
         >>> one_pass(run, source, candidates) is None                                # doctest: +SKIP
@@ -97,8 +97,7 @@ def one_pass(run: MergeRun, S: DataFrame, candidates: Any) -> DmlResult | None:
     from pyspark.sql import functions as F
 
     spark = run.b.spark
-    plan = run.ahead if isinstance(run, OnePassRun) and run.ahead is not None \
-        and run.ahead.paths == candidates.column("path").to_pylist() else _plan(run, S, candidates)
+    plan = ahead if ahead is not None else _plan(run, S, candidates)
     if plan is None:
         return None
     if plan.how == "left" and broadcast_source(spark, plan.frame, run._source_rows()):  # the target rows stay
@@ -167,12 +166,11 @@ class _Observed:
 
 @dataclass(frozen=True)
 class _Plan:
-    """The one job planned for the files of ``paths`` (their ``uris``): the target frame ``T``, the join
+    """The one job planned for some target files (their ``uris``): the target frame ``T``, the join
     (``how``), each row's file (``file_key``, with ``bits`` and ``by_id``, each file's uri by id; ``None`` with
     one file), the joined ``frame`` with its presence tests, the written columns, each row's clause code
     (``action``) and whether it is written (``wanted``); ``observed`` when Spark's parquet writer writes."""
 
-    paths: list[str]
     uris: list[str]
     T: Any
     how: str
@@ -210,8 +208,7 @@ def _plan(run: MergeRun, S: DataFrame, candidates: Any) -> _Plan | None:
     outputs = run._outputs(frame, T, S)  # the assignments and their types are checked before any job runs
     uris = file_uris(run.snap, candidates)
     by_id = dict(zip(ids, uris)) if file_key is not None else {}
-    plan = _Plan(candidates.column("path").to_pylist(), uris, T, how, file_key, bits, by_id, frame, t_here, s_here,
-                 outputs)
+    plan = _Plan(uris, T, how, file_key, bits, by_id, frame, t_here, s_here, outputs)
     # a left join's frame may yet change (a broadcast source, once the source's size is known)
     return plan if how == "left" else _prepared(run, plan)
 
@@ -348,9 +345,9 @@ class OnePassRun(MergeRun):
             False
         """
         applies = one_pass_applies(self, candidates)
-        paths = candidates.column("path").to_pylist()
-        self.ahead_fits = applies and self.files_on is not None and self.files_on.column("path").to_pylist() == paths
-        return one_pass(self, S, candidates) if applies else None
+        self.ahead_fits = applies and self.files_on is not None \
+            and self.files_on.column("path").to_pylist() == candidates.column("path").to_pylist()
+        return one_pass(self, S, candidates, self.ahead if self.ahead_fits else None) if applies else None
 
     #: the one job planned ahead (:meth:`plan_ahead`), used when the candidate files turn out to be its files
     ahead: _Plan | None = None

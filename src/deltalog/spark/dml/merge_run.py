@@ -28,7 +28,7 @@ from deltalog.spark.common.core import load_snapshot, open_table, quoted, spark_
 from deltalog.spark.dml.assign import assign, combine, expression, resolve_column, resolve_path
 from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.evolve import evolved_target, widened_struct
-from deltalog.spark.dml.merge_keys import KeyPass, merge_candidates, start_key_pass
+from deltalog.spark.dml.merge_keys import KeyPass, merge_candidates
 from deltalog.spark.dml.merge_spec import (
     MATCHED,
     NOT_MATCHED,
@@ -323,8 +323,8 @@ class MergeRun:
     def run(self) -> DmlResult:
         b, snap = self.b, self.snap
         try:  # the source's key job runs while the driver plans (the recorded predicates, the target's scan)
-            keypass = start_key_pass(b.spark, snap, b.condition, b.source, alias=b.alias,
-                                     by_source=[c.condition for c in self.by_source])
+            keypass = KeyPass(b.spark, snap, b.condition, b.source, alias=b.alias,
+                              by_source=[c.condition for c in self.by_source])
         except DeltaError:
             raise
         except Exception as exc:
@@ -376,8 +376,7 @@ class MergeRun:
         """The target files the merge reads, recorded as read (:func:`~deltalog.spark.dml.merge_keys.
         merge_candidates`); the pass over the source's keys counts its rows too."""
         b = self.b
-        files, rows = merge_candidates(self.txn, self.snap, keypass, alias=b.alias,
-                                       by_source=[c.condition for c in self.by_source])
+        files, rows = merge_candidates(self.txn, self.snap, keypass, alias=b.alias)
         if rows is not None:
             self.source_rows = rows
         return files

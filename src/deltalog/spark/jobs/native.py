@@ -11,7 +11,8 @@ staging directory inside the table, and the driver
 * and hands them to the same commit as the ``mapInArrow`` path.
 
 Appends and overwrites (``deltalog.spark.writes.save``) and the rewrites of DML commands
-(:func:`~deltalog.spark.jobs.staged.write_rows`, a one-job MERGE with :func:`write_observed`) use it.
+(:func:`~deltalog.spark.jobs.staged.write_rows`, a one-job MERGE with :func:`observed_rows` and
+:func:`write_observed_rows`) use it.
 
 :func:`native_write_ok` decides: unpartitioned, no CHECK constraints, invariants, NOT NULL fields,
 generated/identity/default columns or column mapping, the DataFrame's columns are exactly the table's
@@ -49,7 +50,7 @@ from deltalog.txn.constraints import CHAR_VARCHAR_KEY
 
 __all__ = [
     "ObservedRows", "native_rows_ok", "native_write_ok", "observed_rows", "stored_rows", "write_native",
-    "write_observed", "write_observed_rows",
+    "write_observed_rows",
 ]
 
 _STAGING = "_deltalog_staging_"
@@ -267,19 +268,3 @@ def write_observed_rows(
     except BaseException:
         delete_written(store, files)
         raise
-
-
-def write_observed(
-    df: Any, metrics: list[Any], rows: Callable[[Any], Any], store: LocalLogStore, schema: StructType
-) -> tuple[list[WrittenFile], dict[str, Any]]:
-    """:func:`write_native` of ``rows(df)`` (the rows to write, chosen from ``df``), with ``metrics`` --
-    aggregate columns over every row of ``df`` -- counted by the same job (a Spark observation). Returns the
-    files (nothing is committed) and the metrics' values by name.
-
-    Example:
-        >>> files, seen = write_observed(frame, [F.count(F.when(F.col("hit"), 1)).alias("hits")],
-        ...                              lambda f: f.filter("keep").select("id", "v"), store, schema)  # doctest: +SKIP
-        >>> seen["hits"]                                                                               # doctest: +SKIP
-        12
-    """
-    return write_observed_rows(observed_rows(df, metrics, rows, schema), store, schema)
