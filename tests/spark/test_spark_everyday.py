@@ -97,6 +97,18 @@ def test_dml(spark: Any, tmp_path: Path, lane: Any) -> None:
     (table.alias("t").merge(source.alias("s"), "t.id = s.id")
      .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
     assert rows(table.toDF().select("id", "amount")) == [(1, 1.0), (3, 7.25), (4, 198.0), (9, 2.0)]
+    # a streaming-style upsert repeated (the later ones count the source in their write job) and an empty batch
+    # (Spark drops the source's part of the plan, and with it the observation counting its rows)
+    for n in (10, 11):
+        batch = table.toDF().withColumn("amount", F.col("amount") + 1).unionByName(source.limit(1).withColumn(
+            "id", F.lit(n).cast("long")))
+        (table.alias("t").merge(batch.alias("s"), "t.id = s.id")
+         .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+    empty = source.filter(F.lit(False))
+    (table.alias("t").merge(empty.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll()
+     .execute())
+    assert rows(table.toDF().select("id", "amount")) == \
+        [(1, 3.0), (3, 9.25), (4, 200.0), (9, 4.0), (10, 2.0), (11, 1.0)]
     lane.works()
 
 

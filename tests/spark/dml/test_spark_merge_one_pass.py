@@ -398,3 +398,98 @@ def test_a_merge_taking_the_two_job_way_plans_nothing_ahead_the_next_time(
     assert plans == ["ahead:4"] and passes == []
     rows = {r["id"]: r["v"] for r in deltalog.Table(path).snapshot().to_arrow().to_pylist()}
     assert len(rows) == 126 and [rows[i] for i in (1, 2, 100, 101)] == [-1.0, -2.0, -100.0, -101.0]
+
+
+
+def _jobs(spark: Any, run: Callable[[], Any]) -> int:
+    """How many Spark jobs ``run()`` runs."""
+    import os
+
+    group = f"merge-jobs-{os.urandom(4).hex()}"
+    sc = spark.sparkContext
+    sc.setJobGroup(group, "merge jobs test")
+    try:
+        run()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return len(sc.statusTracker().getJobIdsForGroup(group))
+
+
+def _steps(spark: Any, path: str, batches: list[list[int]]) -> list[dict[str, str]]:
+    """Upsert each batch of ids into ``path``; each MERGE's metrics, times left out."""
+    out = []
+    for ids in batches:
+        _upsert(merge(spark, path, _source(spark, ids), "t.id = s.id", target_alias="t")).execute()
+        metrics = deltalog.Table(path).history(limit=1)[0]["operationMetrics"]
+        out.append({k: v for k, v in metrics.items() if k not in _TIMES})
+    return out
+
+
+#: upserts whose keys fall in every file (the rewritten files hold rows of every key range: a hash shuffle)
+_SPREAD = [[1, 40, 70, 100, 500, 501], [*range(0, 126, 3), 502], [*range(1, 126, 4), 503, 504, 505]]
+
+
+def test_a_repeated_upsert_whose_keys_spread_skips_the_key_job(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A streaming upsert whose keys fall in every file: once a MERGE on the table wrote every file in one job,
+    the next runs no pass over the source's keys (one job less) and counts the source rows in its write job;
+    rows, files and metrics are those of MERGEs that run the pass every time."""
+    plans, passes = _planned(monkeypatch)
+    skipping, always = _four_files(tmp_path, "skipping"), _four_files(tmp_path, "always")
+    got = _steps(spark, skipping, _SPREAD[:1])
+    assert len(passes) == 1 and plans == ["ahead:4"]
+    jobs = _jobs(spark, lambda: got.extend(_steps(spark, skipping, _SPREAD[1:2])))
+    assert len(passes) == 1 and len(plans) == 2  # no pass: planned for the files the ON condition leaves
+    assert jobs <= 3, jobs
+    got += _steps(spark, skipping, _SPREAD[2:])
+    assert len(passes) == 1
+    monkeypatch.setattr(merge_one_pass.OnePassRun, "keys_optional", lambda self: False)
+    want = _steps(spark, always, _SPREAD)
+    assert len(passes) == 4
+    assert got == want
+    assert [m["numSourceRows"] for m in want] == ["6", "43", "35"]
+    assert arrow_rows(deltalog.Table(skipping).snapshot().to_arrow()) == \
+        arrow_rows(deltalog.Table(always).snapshot().to_arrow())
+
+
+def test_an_upsert_skipping_the_key_job_whose_keys_would_prune_leaves_the_other_files_in_place(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an upsert touching every file, one whose keys fall in a single file runs no pass either: its write
+    job finds the other files untouched, the MERGE takes the two-job way (they stay in place, as delta-spark
+    leaves them) and the MERGE after it runs the pass again and reads only the file its keys leave."""
+    plans, passes = _planned(monkeypatch)
+    path = _four_files(tmp_path, "t")
+    _steps(spark, path, _SPREAD[:1])
+    deltalog.write_table(path, data(200, 20), mode="append")  # ids 200-219 in a file of their own
+    before = {r["path"] for r in deltalog.Table(path).snapshot().add_files().to_pylist()}
+    assert len(before) >= 2
+    [narrow] = _steps(spark, path, [[201, 210, 600]])
+    assert len(passes) == 1  # no pass for the narrow batch
+    assert (narrow["numTargetFilesRemoved"], narrow["numTargetRowsUpdated"], narrow["numTargetRowsInserted"],
+            narrow["numSourceRows"]) == ("1", "2", "1", "3")
+    after = {r["path"] for r in deltalog.Table(path).snapshot().add_files().to_pylist()}
+    assert len(before - after) == 1
+    rows = {r["id"]: r["v"] for r in deltalog.Table(path).snapshot().to_arrow().to_pylist()}
+    assert len(rows) == 149 and rows[201] == -201.0 and rows[210] == -210.0 and rows[600] == -600.0
+    assert rows[202] == data(200, 20).to_pylist()[2]["v"]
+    _steps(spark, path, [[600, 601]])  # the range 600-601 leaves the file holding 200-219 and 600 only
+    assert len(passes) == 2 and plans[-1] == "after:1"
+
+
+def test_an_empty_source_skipping_the_key_job_counts_no_source_row(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark drops the observation counting a source it proves empty: the MERGE counts the rows itself (0),
+    changes nothing and commits nothing."""
+    _, passes = _planned(monkeypatch)
+    path = _four_files(tmp_path, "t")
+    _steps(spark, path, _SPREAD[:1])
+    v0, files = version(path), sorted(data_files(path))
+    schema = pa.schema([("id", pa.int64()), ("k", pa.int64()), ("v", pa.float64()), ("s", pa.string())])
+    b = _upsert(merge(spark, path, frame(spark, schema.empty_table()).alias("s"), "t.id = s.id", target_alias="t"))
+    b.execute()
+    assert len(passes) == 1
+    assert b.result is not None and b.result.metrics["numSourceRows"] == "0"
+    assert version(path) == v0 and sorted(data_files(path)) == files

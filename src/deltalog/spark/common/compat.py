@@ -5,7 +5,7 @@ This is the only module of ``deltalog.spark`` that looks at ``pyspark.__version_
 API a version lacks or spells differently (:func:`frame_from_arrow`, :func:`to_arrow`, :func:`try_cast`,
 :func:`ansi_cast`, :func:`rebalance`, :func:`init_exception`, :func:`create_table_entry`, :func:`jvm_dataset`,
 :func:`use_cached_data`, :func:`session_conf`, :func:`with_relation_schema`, :func:`quiet_call_sites`,
-:func:`in_background`, :data:`EXCEPTION_MIXINS`,
+:func:`in_background`, :func:`observed_metrics`, :data:`EXCEPTION_MIXINS`,
 :data:`DATAFRAME_MODULES`, :data:`COLUMN_NODES`).
 A feature a version cannot have is refused through :func:`require`, whose error names the running version and
 the one to upgrade to -- never a raw ``TypeError`` or ``AttributeError`` from deep inside.
@@ -23,6 +23,8 @@ Supported: Spark 3.5 (LTS), 4.0, 4.1, 4.2 and 4.3 (:data:`SUPPORTED`). What each
   4.x as ``timestamp_ntz`` (pass ``prefer_timestamp_ntz`` explicitly). Spark Connect on 3.5 is not supported
   beyond what its client happens to share with 4.x.
 - up to 4.1: ``CacheManager.useCachedData`` takes the plan only (:func:`use_cached_data`).
+- an ``Observation`` of a part of the plan Spark drops (a join's side it proves empty) is never filled: 3.5 hands
+  over no values, 4.1 and later raise, 4.0's ``get`` waits forever (:func:`observed_metrics` never waits).
 - from 4.0: every ``Column`` method and ``functions`` call records its Python call site in the JVM (DataFrame
   debugging, five Py4J round trips per call) unless ``spark.python.sql.dataFrameDebugging.enabled`` is off;
   :func:`quiet_call_sites` skips it while deltalog builds its own plans.
@@ -339,6 +341,34 @@ def in_background(spark: Any, call: Callable[[], Any]) -> Background:
         10
     """
     return Background(spark, call)
+
+
+def observed_metrics(observation: Any, *, within: float = 0.25) -> dict[str, Any] | None:
+    """The values ``observation`` (a ``pyspark.sql.Observation``) collected, once the job that ran it has ended;
+    ``None`` when it has none: Spark dropped the observed part of the plan (a join's side proved empty: 3.5
+    then fills in nothing, 4.1 and later fail ``get`` and 4.0's ``get`` never returns), or no values came
+    within ``within`` seconds, or Spark Connect. Never waits longer than that.
+
+    Example:
+        >>> observed_metrics(obs)                                                    # doctest: +SKIP
+        {'n': 1000}
+    """
+    import time
+
+    jo = getattr(observation, "_jo", None)
+    if jo is None:
+        return None
+    deadline = time.monotonic() + within
+    try:
+        future = jo.future()
+        while not future.isCompleted():
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.002)
+        values = dict(observation.get)
+    except Exception:  # 4.1 and later: a dropped observation's values fail to convert
+        return None
+    return values or None
 
 
 def to_arrow(df: Any) -> pa.Table:

@@ -207,6 +207,13 @@ class KeyPass:
     that guess is worth planning for (:meth:`ahead_fits`). ``by_source``: the conditions of the NOT MATCHED BY
     SOURCE clauses (``None`` for one without).
 
+    ``optional``: the MERGE can do without the pass -- it counts the source's rows in its write job, and where
+    the keys would have pruned a file it finds that file untouched by that job and takes its two-job way, which
+    leaves the file in place. Then no pass runs (:attr:`skipped`, :meth:`keys` is ``None``) when the last such
+    MERGE (same table and ON condition, without NOT MATCHED BY SOURCE clauses) wrote in one job every file the
+    ON condition leaves: its keys pruned none. A repeated upsert whose keys spread over the table (a streaming
+    ``foreachBatch`` of updates) so saves the pass's job; one whose keys fall in few files never skips it.
+
     Example:
         >>> kp = KeyPass(spark, snap, "t.id = s.id", src, alias="t")       # doctest: +SKIP
         >>> kp.keys().rows                                                          # doctest: +SKIP
@@ -214,7 +221,7 @@ class KeyPass:
     """
 
     def __init__(self, spark: Any, snapshot: Snapshot, condition: Any, source: DataFrame, *, alias: str | None,
-                 by_source: Sequence[Any] = ()) -> None:
+                 by_source: Sequence[Any] = (), optional: bool = False) -> None:
         from deltalog.spark.common.compat import in_background
         from deltalog.spark.common.errors import spark_errors
 
@@ -222,11 +229,13 @@ class KeyPass:
         self.on, _ = pruning_conditions(condition, snapshot, qualifiers=qualifiers, ambiguous=source.columns)
         self.by_source = list(by_source)
         self.unconditional = any(c is None for c in by_source)
-        pairs = [] if self.unconditional or not snapshot.num_files() else \
+        self._memo = (snapshot.table, condition if isinstance(condition, str) else repr(condition))
+        #: no pass runs (see the class docstring)
+        self.skipped = optional and not by_source and self._fitted() is True
+        pairs = [] if self.skipped or self.unconditional or not snapshot.num_files() else \
             key_pairs(condition, snapshot, qualifiers=qualifiers, source=source)
         self.files_on = prune_files(snapshot, self.on)
         files = self.files_on.num_rows
-        self._memo = (snapshot.table, condition if isinstance(condition, str) else repr(condition))
         # spark_errors: the columns the thread builds record no call site, as on the caller's thread
         self._job = in_background(spark, spark_errors(lambda: source_keys(source, pairs, snapshot, files=files))) \
             if pairs else None
@@ -242,8 +251,11 @@ class KeyPass:
         It is not where the source's keys prune files (a streaming upsert of recent keys into a table ordered
         by them) or where the MERGE takes its two-job way; planning ahead is then wasted, and on a small MERGE,
         measured on two cores, it costs as much (33 ms) as it saves where it fits (30 ms)."""
+        return self._fitted() is not False
+
+    def _fitted(self) -> bool | None:
         with _FITS_LOCK:
-            return _FITS.get(self._memo, True)
+            return _FITS.get(self._memo)
 
     def remember(self, fits: bool) -> None:
         """Remember whether this MERGE ran (or would have run) the write planned for :attr:`files_on`."""

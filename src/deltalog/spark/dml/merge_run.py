@@ -324,7 +324,7 @@ class MergeRun:
         b, snap = self.b, self.snap
         try:  # the source's key job runs while the driver plans (the recorded predicates, the target's scan)
             keypass = KeyPass(b.spark, snap, b.condition, b.source, alias=b.alias,
-                              by_source=[c.condition for c in self.by_source])
+                              by_source=[c.condition for c in self.by_source], optional=self.keys_optional())
         except DeltaError:
             raise
         except Exception as exc:
@@ -343,7 +343,8 @@ class MergeRun:
         self.txn = Transaction(self.table.store, snap, self._operation(), table=self.table.location)
         if not claim_session_txn(b.spark, self.txn):  # delta-spark's txnAppId/txnVersion session settings
             return DmlResult(None, {k: str(v) for k, v in self._metrics(0).items()})
-        S = b.source.withColumn(_S_PRESENT, F.lit(True))
+        S = self.counted(b.source.withColumn(_S_PRESENT, F.lit(True))) if keypass.skipped else \
+            b.source.withColumn(_S_PRESENT, F.lit(True))
         self.files_on = keypass.files_on
         if (self.matched or self.by_source) and keypass.ahead_fits():
             self.plan_ahead(S, keypass.files_on)
@@ -363,6 +364,26 @@ class MergeRun:
             raise
         except Exception as exc:
             raise spark_error(exc, self.table.location) from None
+
+    def keys_optional(self) -> bool:
+        """Whether this MERGE can do without the pass over the source's keys (see :class:`~deltalog.spark.dml.
+        merge_keys.KeyPass`); not here (a subclass may).
+
+        Example:
+            >>> MergeRun(spec).keys_optional()                                             # doctest: +SKIP
+            False
+        """
+        return False
+
+    def counted(self, S: DataFrame) -> DataFrame:
+        """``S`` (the source) with its rows counted by the job that reads it, where :meth:`keys_optional` and no
+        pass counts them; ``S`` itself here.
+
+        Example:
+            >>> MergeRun(spec).counted(source) is source                                   # doctest: +SKIP
+            True
+        """
+        return S
 
     def plan_ahead(self, S: DataFrame, files: Any) -> None:
         """Plan what can be planned before the source's keys are known, for ``files`` (what the ON condition
