@@ -225,8 +225,8 @@ def test_keyed_rows_of_a_partitioned_table(spark: Any, tmp_path: Path, monkeypat
     merged: list[bool] = []
 
     def spy(real: Any) -> Any:
-        def keyed(*args: Any) -> Any:
-            out = real(*args)
+        def keyed(*args: Any, **kwargs: Any) -> Any:
+            out = real(*args, **kwargs)
             merged.append(out is not None)
             return out
         return keyed

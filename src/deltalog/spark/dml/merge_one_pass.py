@@ -204,7 +204,8 @@ def _plan(run: MergeRun, S: DataFrame, candidates: Any) -> _Plan | None:
         T = run._target(candidates, keys=False)  # the read scan: no per-row file or row index
         file_key: Any = None
     else:  # the rows carry their file's id: the tags are counted per file
-        keyed = file_keyed_rows(run.b.spark, run.snap, candidates)
+        # a full join makes every target column nullable: the scan need not declare the table's nullability
+        keyed = file_keyed_rows(run.b.spark, run.snap, candidates, declared=not run.not_matched)
         if keyed is None:
             return None
         K, bits, ids = keyed

@@ -127,7 +127,7 @@ def _keep(key: str, frame: Any, files: int) -> None:
 
 def log_indexed(
     spark: Any, schema: Any, uris: Sequence[str], sizes: Sequence[int], mtimes: Sequence[int | None], *, hive: bool,
-    options: Mapping[str, str] | None = None, reuse: bool = False,
+    options: Mapping[str, str] | None = None, reuse: bool = False, declared: bool = True,
 ) -> Any:
     """``spark.read.schema(schema).options(**options).parquet`` of the files ``uris`` (as Spark names them:
     ``file:/...``, ``s3a://...``) of the given sizes and modification times (ms), planned from a file-sink
@@ -140,6 +140,8 @@ def log_indexed(
     (``sameSemantics``; a ``cache()`` of one serves the other), and the file list is not planned again. A
     commit that changes the files changes the key. Without it (deltalog's own scans: DML, checks that ask
     Spark which files it read), the relation is the scan's own, so Spark's cache never stands in for it.
+    ``declared=False``: the relation keeps Spark's nullable columns (for a plan that makes them nullable anyway,
+    such as one side of a full outer join).
 
     Example:
         >>> log_indexed(spark, StructType.fromDDL("id long"), uris, sizes, mtimes, hive=False).count()
@@ -156,8 +158,10 @@ def log_indexed(
     if found is not None:
         return found
     reader = spark.read.schema(schema).options(**options)
-    # Spark's reader makes every column nullable: the relation then declares the schema as given
-    frame = with_relation_schema(spark, _planned(reader, uris, sizes, mtimes, hive=hive), schema)
+    # Spark's reader makes every column nullable: the relation then declares the schema as given (unless the
+    # caller's plan makes every column nullable anyway: ``declared=False``, a few ms less)
+    frame = _planned(reader, uris, sizes, mtimes, hive=hive)
+    frame = with_relation_schema(spark, frame, schema) if declared else frame
     if key is not None:
         _keep(key, frame, len(uris))
     return frame

@@ -271,7 +271,9 @@ def keyed_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> tuple[Any, in
     return None if df is None else (df, bits)
 
 
-def file_keyed_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> tuple[Any, int, list[int]] | None:
+def file_keyed_rows(
+    spark: Any, snapshot: Snapshot, files: pa.Table, *, declared: bool = True
+) -> tuple[Any, int, list[int]] | None:
     """:func:`scan_rows` of ``files`` plus, last, :data:`~deltalog.spark.reads.dv_scan.ROW_KEY` holding each row's
     file id and no row index: the file's size when no two of ``files`` share one, else a perfect hash of size
     and modification time (:func:`~deltalog.spark.reads.dv_scan.hashed_file_ids`); returns the frame, the ids'
@@ -279,7 +281,8 @@ def file_keyed_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> tuple[An
     ``_metadata.row_index`` read, and no row counts needed in the statistics. Files with a deletion vector
     need their row indexes: then :func:`keyed_rows` (its key's low ``bits`` are the size). ``None`` when the
     rows cannot be keyed by file: scans not planned from the log, files read by Arrow tasks, partition values
-    joined on the path, files sharing size and modification time.
+    joined on the path, files sharing size and modification time. ``declared=False``: the columns may be
+    nullable where the table says they are not (for one side of a full outer join, whose columns all are).
 
     Example:
         >>> df, bits, ids = file_keyed_rows(spark, snap, snap.add_files())                # doctest: +SKIP
@@ -303,7 +306,7 @@ def file_keyed_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> tuple[An
     sql, ids, bits = told
     fields = list(snapshot.schema.fields)
     df = _scan_files(spark, snapshot, files, fields, snapshot.column_mapping_mode, set(snapshot.partition_columns),
-                     file_key=sql)
+                     file_key=sql, declared=declared)
     return None if df is None else (df, bits, [int(i) for i in ids])
 
 
@@ -327,12 +330,13 @@ def _scan(
 
 def _scan_files(
     spark: Any, snapshot: Snapshot, files: pa.Table, logical: list[StructField], mode: str, parts: set[str],
-    *, row_key: int | None = None, file_key: str | None = None, reuse: bool = False,
+    *, row_key: int | None = None, file_key: str | None = None, reuse: bool = False, declared: bool = True,
 ) -> Any:
     """``row_key``: the bits of :func:`keyed_rows`' packed key, which the rows then carry (``None`` is
     returned when they cannot). ``file_key``: Spark SQL of a file id over ``_metadata`` fields
     (:func:`file_keyed_rows`, files without deletion vectors), which the rows carry as ``ROW_KEY``; ``None`` is
-    returned unless the scan is planned from the log (whose ``_metadata`` sizes and times are the log's)."""
+    returned unless the scan is planned from the log (whose ``_metadata`` sizes and times are the log's).
+    ``declared``: see :func:`file_keyed_rows`."""
     from pyspark.sql import functions as F
 
     from deltalog.data.read import resolve_path
@@ -372,7 +376,7 @@ def _scan_files(
             if from_log:
                 raw = log_indexed(spark, read_schema, file_keys(snapshot, files), files.column("size").to_pylist(),
                                   files.column("modificationTime").to_pylist(), hive=hive, options=options,
-                                  reuse=reuse)
+                                  reuse=reuse, declared=declared)
             else:
                 raw = with_relation_schema(spark, spark.read.schema(read_schema).options(**options).parquet(
                     *[resolve_path(snapshot, p) for p in log_paths]), read_schema)
