@@ -19,6 +19,8 @@ inherits the caller's job group (:class:`KeyPass`), while the driver records the
 write for the files the ON condition leaves (measured 2026-12-04, a 1k-row upsert into 10k rows, 40 rounds:
 264 ms against 284 ms with the pass run first). Where the keys prune files that plan is wasted, so a MERGE
 whose plan ahead went unused the last time it ran on the table plans after the pass (:meth:`KeyPass.ahead_fits`).
+A repeated upsert whose last run wrote every file the ON condition leaves in one job runs no pass at all
+(``KeyPass(optional=True)``, :attr:`KeyPass.skipped`): its write job counts the source's rows.
 
 With ``WHEN NOT MATCHED BY SOURCE`` clauses a target row that matches no source row is acted on too, so the
 files read are those the keys leave plus every file a row of which such a clause's condition may hold for
