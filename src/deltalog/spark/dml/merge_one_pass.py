@@ -63,7 +63,7 @@ _METRIC = "__deltalog_metric_"
 _WANTED = "__deltalog_wanted"
 
 
-def one_pass_applies(run: MergeRun, candidates: Any) -> bool:
+def one_pass_applies(run: OnePassRun, candidates: Any) -> bool:
     """Whether ``run`` (a MERGE with WHEN MATCHED or NOT MATCHED BY SOURCE clauses) can write in one job:
     copy-on-write, no row tracking and no change data feed, and either one candidate file or several whose
     rows can be keyed by file (:func:`~deltalog.spark.reads.scan.file_keyed_rows`: no two files share both
@@ -83,7 +83,7 @@ def one_pass_applies(run: MergeRun, candidates: Any) -> bool:
         return False
     # a source counted by the one job itself (no pass over its keys ran): the job finds out whether it touches
     # every file, as with any source
-    counting = isinstance(run, OnePassRun) and run.source_seen is not None and run.source_rows is None
+    counting = run.source_seen is not None and run.source_rows is None
     return counting or int(run._source_rows()) >= candidates.num_rows
 
 
@@ -93,7 +93,7 @@ def _one_job_table(run: MergeRun) -> bool:
     return not (uses_deletion_vectors(snap) or tracked_fields(snap) is not None or records_changes(snap))
 
 
-def one_pass(run: MergeRun, S: DataFrame, candidates: Any, ahead: _Plan | None = None) -> DmlResult | None:
+def one_pass(run: OnePassRun, S: DataFrame, candidates: Any, ahead: _Plan | None = None) -> DmlResult | None:
     """Join the candidate files' rows with the source ``S`` and write the result in one job, then commit;
     ``None`` (nothing written, nothing committed) when some candidate file has no acted-on target row (it
     is not touched: the MERGE then takes the two-job way, which leaves it in place) or when the rows
@@ -297,7 +297,7 @@ def _observation(run: MergeRun, plan: _Plan) -> _Observed:
     return _Observed(planned, codes, counted, bits)
 
 
-def _observed(run: MergeRun, plan: _Plan, job: _Observed) -> tuple[list[WrittenFile], FirstCounts, int, int]:
+def _observed(run: OnePassRun, plan: _Plan, job: _Observed) -> tuple[list[WrittenFile], FirstCounts, int, int]:
     """The planned one job (:func:`_observation`) run. Returns the files written, the counts of the first job,
     the pairs and the unmatched target rows."""
     store = run.table.store
@@ -307,8 +307,7 @@ def _observed(run: MergeRun, plan: _Plan, job: _Observed) -> tuple[list[WrittenF
     except Exception as exc:
         raise spark_error(exc, run.table.location) from None
     pairs = int(seen["pairs"])
-    if isinstance(run, OnePassRun):
-        run.source_counted()
+    run.source_counted()
     codes, counted, bits, uris, by_id = job.codes, job.counted, job.bits, plan.uris, plan.by_id
     per_code = {c: int(seen[f"code{i}"]) for i, c in enumerate(counted)} if counted else {codes[0]: pairs}
 

@@ -343,8 +343,9 @@ class MergeRun:
         self.txn = Transaction(self.table.store, snap, self._operation(), table=self.table.location)
         if not claim_session_txn(b.spark, self.txn):  # delta-spark's txnAppId/txnVersion session settings
             return DmlResult(None, {k: str(v) for k, v in self._metrics(0).items()})
-        S = self.counted(b.source.withColumn(_S_PRESENT, F.lit(True))) if keypass.skipped else \
-            b.source.withColumn(_S_PRESENT, F.lit(True))
+        S = b.source.withColumn(_S_PRESENT, F.lit(True))
+        if keypass.skipped:  # no pass counts the source rows: the job reading it does
+            S = self.counted(S)
         self.files_on = keypass.files_on
         if (self.matched or self.by_source) and keypass.ahead_fits():
             self.plan_ahead(S, keypass.files_on)

@@ -234,10 +234,10 @@ class ObservedRows:
 
 
 def observed_rows(
-    df: Any, metrics: list[Any], rows: Callable[[Any], Any], schema: StructType, *, stored: bool = False
+    df: Any, metrics: list[Any], rows: Callable[[Any], Any], schema: StructType
 ) -> ObservedRows:
-    """``rows(df)`` (the rows to write, chosen from ``df``; ``stored``: already the stored columns of ``schema``
-    in its order, see :func:`stored_rows`) with ``metrics`` -- aggregate columns over every row of ``df`` --
+    """``rows(df)`` (the rows to write, chosen from ``df``; they go out as the stored columns of ``schema``, see
+    :func:`stored_rows`, so ``df`` may carry more) with ``metrics`` -- aggregate columns over every row of ``df`` --
     observed: planned only, no job runs (:func:`write_observed_rows` writes them).
 
     Example:
@@ -248,7 +248,7 @@ def observed_rows(
 
     observation = Observation(f"deltalog_{uuid.uuid4().hex}")
     chosen = rows(df.observe(observation, *metrics))
-    return ObservedRows(observation, chosen if stored else stored_rows(chosen, schema))
+    return ObservedRows(observation, stored_rows(chosen, schema))
 
 
 def write_observed_rows(
