@@ -43,8 +43,8 @@ def writer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> W
     if request.param == "ids":
         monkeypatch.setattr(merge_one_pass, "_file_bits", lambda file_key, by_id: None)
 
-    def spy(run: Any, rows: Any) -> bool:
-        out = real(run, rows) if way.native else False
+    def spy(run: Any, rows: Any, written: int) -> bool:
+        out = real(run, rows, written) if way.native else False
         way.seen.append(out)
         return out
 

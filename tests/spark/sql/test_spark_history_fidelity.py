@@ -71,6 +71,8 @@ def test_dml_predicates_are_the_analysed_conditions_catalyst_prints(spark: Any, 
 
 
 def test_merge_records_join_and_clause_predicates_as_delta_spark(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
     from deltalog.spark import DeltaTable
 
     path = _table(spark, tmp_path)
@@ -89,6 +91,15 @@ def test_merge_records_join_and_clause_predicates_as_delta_spark(spark: Any, tmp
     assert json.loads(_no_ids(str(params["notMatchedBySourcePredicates"]))) == [
         {"predicate": "(v < 100)", "actionType": "delete"}]
     assert str(params["matchedPredicates"]).startswith('[{"predicate":')  # delta-spark's field order
+    # an upsert (its ON condition read from the join the MERGE writes with) and an insert-only MERGE
+    table = DeltaTable.forPath(spark, path)
+    table.alias("t").merge(source.alias("s"), "t.id = s.id").whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    version, op, params = _last(spark, path)
+    assert (op, _no_ids(str(params["predicate"]))) == ("MERGE", '["(id = id)"]') and _logged(path, version) == params
+    assert re.fullmatch(r'\["\(id#\d+ = id#\d+\)"\]', str(params["predicate"]))
+    table.alias("t").merge(source.withColumn("id", F.col("id") + 100).alias("s"), "s.id = t.id") \
+        .whenNotMatchedInsertAll().execute()
+    assert _no_ids(str(_last(spark, path)[2]["predicate"])) == '["(id = id)"]'
 
 
 def test_optimize_and_reorg_record_parsed_partition_filters(spark: Any, tmp_path: Path) -> None:

@@ -45,7 +45,7 @@ from deltalog.data.write_files import WrittenFile
 from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.merge_run import FirstCounts, MergeRun
 from deltalog.spark.jobs.change_files import records_changes
-from deltalog.spark.jobs.native import ObservedRows, observed_rows, write_observed_rows
+from deltalog.spark.jobs.native import ObservedRows, native_table_ok, observed_rows, write_observed_rows
 from deltalog.spark.jobs.staged import DmlResult, Staged, native_applies, spark_error, write_tallied
 from deltalog.spark.reads.dv_scan import ROW_KEY, fold
 from deltalog.spark.reads.row_ids import tracked_fields
@@ -208,11 +208,11 @@ def _plan(run: MergeRun, S: DataFrame, candidates: Any) -> _Plan | None:
         file_key: Any = None
     else:  # the rows carry their file's id: the tags are counted per file
         # a full join makes every target column nullable: the scan need not declare the table's nullability
-        keyed = file_keyed_rows(run.b.spark, run.snap, candidates, declared=not run.not_matched)
+        keyed = file_keyed_rows(run.b.spark, run.snap, candidates, declared=not run.not_matched,
+                                extra=[F.lit(True).alias(run.TARGET)])
         if keyed is None:
             return None
         K, bits, ids = keyed
-        K = K.withColumn(run.TARGET, F.lit(True))
         T = K.alias(run.b.alias) if run.b.alias else K
         file_key = T[ROW_KEY].bitwiseAND(F.lit((1 << bits) - 1))  # a packed key's row index dropped
     how = "full" if run.not_matched else "left"
@@ -238,22 +238,31 @@ def _prepared(run: MergeRun, plan: _Plan) -> _Plan:
     # and a filter that drops none would cost the job 7-18 ms (measured 2026-12-04, 1k rows into 10k)
     every = deletes == [run.DROP] and (not run.not_matched or run.not_matched[-1].condition is None)
     plan = replace(plan, action=action, wanted=wanted, every=every)
-    if _native(run, plan.frame.select(*plan.outputs)):
-        plan = replace(plan, observed=_observation(run, plan))
-    return plan
+    return replace(plan, observed=_observation(run, plan)) if _native_table(run) else plan
 
 
-def _native(run: MergeRun, rows: DataFrame) -> bool:
-    """Whether the one job writes with Spark's parquet writer (:func:`~deltalog.spark.jobs.native.native_rows_ok`:
-    a local unpartitioned table without per-row checks), counting with a Spark observation instead of the
-    ``mapInArrow`` tasks' tallies; Spark Connect keeps the tasks."""
-    return native_applies(rows, run.table, run.schema, run.metadata)
+def _native_table(run: MergeRun) -> bool:
+    """Whether the table is one the one job can write with Spark's parquet writer, the rows aside (see
+    :func:`_observation`): local, unpartitioned, without per-row checks, on a classic session (Spark Connect
+    keeps the ``mapInArrow`` tasks, which count the rows by tag)."""
+    from deltalog.spark.common.storage import is_connect
+
+    return isinstance(run.table.store, LocalLogStore) and not is_connect(run.b.spark) \
+        and native_table_ok(run.b.spark, run.metadata, run.schema)
 
 
-def _observation(run: MergeRun, plan: _Plan) -> _Observed:
+def _native(run: MergeRun, rows: DataFrame, written: int) -> bool:
+    """Whether the one job writes ``rows`` (their first ``written`` columns) with Spark's parquet writer
+    (:func:`~deltalog.spark.jobs.staged.native_applies`), counting with a Spark observation instead of the
+    ``mapInArrow`` tasks' tallies."""
+    return native_applies(rows, run.table, run.schema, run.metadata, written=written)
+
+
+def _observation(run: MergeRun, plan: _Plan) -> _Observed | None:
     """The one job on Spark's parquet writer, planned: the wanted rows of the plan's frame, and observed in the
     same job the target rows per clause code and with or without a match, and the files with an acted-on or a
-    matched row.
+    matched row; ``None`` when the written columns are not the table's as Spark's writer needs them
+    (:func:`_native`, asked of the narrow frame: no frame is analysed for it alone).
 
     The observation sees the written columns and one narrow column per metric, not the joined rows: Spark
     evaluates it row by row outside its generated code, and the narrower rows cost it less (measured
@@ -291,6 +300,8 @@ def _observation(run: MergeRun, plan: _Plan) -> _Observed:
             metric(name, F.when(rows, file_key).cast("string"), lambda c: F.concat_ws(",", F.collect_set(c)))
     wanted = [] if plan.every else [plan.wanted.alias(_WANTED)]
     narrow = plan.frame.select(*plan.outputs, *inputs, *wanted)
+    if not _native(run, narrow, len(plan.outputs)):
+        return None
     # the rows written: the table's stored columns of the wanted rows (the metric columns are left out)
     chosen = (lambda f: f) if plan.every else (lambda f: f.filter(F.col(_WANTED)))
     planned = observed_rows(narrow, metrics, chosen, run.schema)
@@ -301,7 +312,7 @@ def _observed(run: OnePassRun, plan: _Plan, job: _Observed) -> tuple[list[Writte
     """The planned one job (:func:`_observation`) run. Returns the files written, the counts of the first job,
     the pairs and the unmatched target rows."""
     store = run.table.store
-    assert isinstance(store, LocalLogStore)  # _native said so
+    assert isinstance(store, LocalLogStore)  # _native_table said so
     try:
         files, seen = write_observed_rows(job.planned, store, run.schema)
     except Exception as exc:

@@ -156,6 +156,10 @@ class MergeRun:
         self.ahead_fits: bool | None = None
         #: what the first job finds (see :meth:`_summary`) when another way already counted it
         self.first_counts: FirstCounts | None = None
+        #: the table probe the predicates are analysed against, and a join of it (or of the target rows) with
+        #: the source on the ON condition, whose analysed condition is recorded (:meth:`_on_predicate`)
+        self._probe: DataFrame | None = None
+        self.joined_on: DataFrame | None = None
 
     # --------------------------------------------------------------------------------- expressions
 
@@ -417,17 +421,24 @@ class MergeRun:
             with contextlib.suppress(Exception):
                 both = target.join(b.source, on=F.expr(b.condition) if isinstance(b.condition, str) else b.condition)
         sides = {MATCHED: both, NOT_MATCHED: b.source, NOT_MATCHED_BY_SOURCE: target}
+        self._probe, self.joined_on = target, both
 
         def recorded(clauses: Sequence[Clause]) -> tuple[dict[str, str], ...]:
             return tuple(c.parameters(recorded_predicate(side, c.condition) if (side := sides[c.kind]) is not None
                                       else None) for c in clauses)
 
-        return Merge(
-            predicate=[recorded_join_predicate(target, b.source, b.condition) or ""],
+        return Merge(  # the ON predicate is recorded at the commit (:meth:`_on_predicate`)
             matched_predicates=recorded(self.matched),
             not_matched_predicates=recorded(self.not_matched),
             not_matched_by_source_predicates=recorded(self.by_source),
         )
+
+    def _on_predicate(self) -> str:
+        """The ON condition as delta-spark records it (``recorded_join_predicate``), read from a join this MERGE
+        planned anyway (:meth:`_frame`, or the one :meth:`_operation` analysed for the clauses' conditions)
+        where there is one: analysing a join for it alone costs a few ms."""
+        b = self.b
+        return recorded_join_predicate(self._probe, b.source, b.condition, joined=self.joined_on) or ""
 
     def _target(self, files: Any, *, keys: bool = True) -> DataFrame:
         """The target rows of ``files``; without ``keys``, the read scan (no per-row file and row index)."""
@@ -515,6 +526,9 @@ class MergeRun:
             numTargetBytesAdded=sum(f.size for f in staged.data), numTargetChangeFilesAdded=len(staged.cdc),
             **files, **counts,
         )
+        op = self.txn.operation
+        assert isinstance(op, Merge)  # _run's
+        self.txn.operation = replace(op, predicate=[self._on_predicate()])
         result = staged.commit(self.txn, metrics)
         compact_after(self.b.spark, self.txn, result, staged.data)  # auto compaction, when the table asks for it
         return DmlResult(result.version, dict(result.operation_metrics))
@@ -541,6 +555,7 @@ class MergeRun:
         ordered = [*self.matched, *self.by_source, *self.not_matched]
         default = F.when(~t_here, F.lit(_DROP)).otherwise(F.lit(_COPY))
         joined = T.join(S, on=self.join_condition, how=how)
+        self.joined_on = joined  # its analysed ON condition is the one recorded (:meth:`_on_predicate`)
         return joined.withColumn(_ACTION, self._action(flags, ordered, default)), t_here, s_here
 
     def one_pass(self, S: DataFrame, candidates: Any) -> DmlResult | None:

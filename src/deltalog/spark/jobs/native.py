@@ -49,8 +49,8 @@ from deltalog.storage import LocalLogStore
 from deltalog.txn.constraints import CHAR_VARCHAR_KEY
 
 __all__ = [
-    "ObservedRows", "native_rows_ok", "native_write_ok", "observed_rows", "stored_rows", "write_native",
-    "write_observed_rows",
+    "ObservedRows", "native_rows_ok", "native_table_ok", "native_write_ok", "observed_rows", "stored_rows",
+    "write_native", "write_observed_rows",
 ]
 
 _STAGING = "_deltalog_staging_"
@@ -97,14 +97,36 @@ def native_write_ok(spark: Any, df: Any, plan: Any, *, explicit_target: bool) ->
     return native_rows_ok(spark, df, plan.metadata, plan.schema)
 
 
-def native_rows_ok(spark: Any, df: Any, metadata: Any, schema: StructType) -> bool:
+def native_rows_ok(spark: Any, df: Any, metadata: Any, schema: StructType, *, written: int | None = None) -> bool:
     """True when ``df``'s rows can be written as data files of a table with ``metadata`` (its ``schema``,
     which may be evolving) by Spark's parquet writer: :func:`native_write_ok` without a write plan, for the
     rewrites of DML commands; a table with its own ``delta.targetFileSize`` keeps the ``mapInArrow`` tasks,
-    which split files at that size.
+    which split files at that size. ``written``: only ``df``'s first that many columns are written (the others
+    are dropped before the write).
 
     Example:
         >>> native_rows_ok(spark, spark.range(3), snapshot.metadata, snapshot.schema)   # doctest: +SKIP
+        True
+    """
+    if not native_table_ok(spark, metadata, schema):
+        return False
+    try:
+        data_json = df.schema.jsonValue()
+    except Exception:
+        return False
+    data_fields = (data_json.get("fields") or [])[:written]
+    table_fields = json.loads(schema.to_json()).get("fields") or []
+    # the same columns (in any order) of the same types, nullability aside
+    return len(data_fields) == len(table_fields) and _by_name(data_fields) == _by_name(table_fields)
+
+
+def native_table_ok(spark: Any, metadata: Any, schema: StructType) -> bool:
+    """What :func:`native_rows_ok` asks of the table alone (no DataFrame analysed): unpartitioned, no
+    ``delta.targetFileSize``, no constraints, column mapping or per-row checks, no variant (nor void, where
+    Spark's parquet writer lacks it), timestamps written as ``TIMESTAMP_MICROS``.
+
+    Example:
+        >>> native_table_ok(spark, snapshot.metadata, snapshot.schema)                  # doctest: +SKIP
         True
     """
     md = metadata
@@ -118,14 +140,6 @@ def native_rows_ok(spark: Any, df: Any, metadata: Any, schema: StructType) -> bo
     table_json = json.loads(schema.to_json())
     if _needs_row_checks(table_json):
         return False
-    try:
-        data_json = df.schema.jsonValue()
-    except Exception:
-        return False
-    data_fields = data_json.get("fields") or []
-    table_fields = table_json.get("fields") or []
-    if len(data_fields) != len(table_fields) or _by_name(data_fields) != _by_name(table_fields):
-        return False  # the same columns (in any order) of the same types, nullability aside
     kinds = {
         v for n in _walk(table_json) if isinstance(n, dict)
         for k, v in n.items() if k in ("type", "elementType", "keyType", "valueType") and isinstance(v, str)

@@ -266,10 +266,12 @@ def write_rows(df: DataFrame, table: Table, schema: StructType, metadata: Metada
     return write_tallied(df, table, schema, metadata)[0]
 
 
-def native_applies(df: DataFrame, table: Table, schema: StructType, metadata: Metadata) -> bool:
-    """Whether ``df``'s rows go to ``table`` through Spark's own parquet writer
-    (:func:`~deltalog.spark.jobs.native.native_rows_ok`: a local unpartitioned table without row checks);
-    Spark Connect keeps the ``mapInArrow`` tasks.
+def native_applies(
+    df: DataFrame, table: Table, schema: StructType, metadata: Metadata, *, written: int | None = None
+) -> bool:
+    """Whether ``df``'s rows (its first ``written`` columns, if given) go to ``table`` through Spark's own
+    parquet writer (:func:`~deltalog.spark.jobs.native.native_rows_ok`: a local unpartitioned table without row
+    checks); Spark Connect keeps the ``mapInArrow`` tasks.
 
     Example:
         >>> native_applies(df, table, snap.schema, snap.metadata)                   # doctest: +SKIP
@@ -277,7 +279,7 @@ def native_applies(df: DataFrame, table: Table, schema: StructType, metadata: Me
     """
     spark = df.sparkSession
     return isinstance(table.store, LocalLogStore) and not is_connect(spark) \
-        and native_rows_ok(spark, df, metadata, schema)
+        and native_rows_ok(spark, df, metadata, schema, written=written)
 
 
 def write_tallied(

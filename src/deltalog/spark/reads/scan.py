@@ -272,7 +272,7 @@ def keyed_rows(spark: Any, snapshot: Snapshot, files: pa.Table) -> tuple[Any, in
 
 
 def file_keyed_rows(
-    spark: Any, snapshot: Snapshot, files: pa.Table, *, declared: bool = True
+    spark: Any, snapshot: Snapshot, files: pa.Table, *, declared: bool = True, extra: Sequence[Any] = ()
 ) -> tuple[Any, int, list[int]] | None:
     """:func:`scan_rows` of ``files`` plus, last, :data:`~deltalog.spark.reads.dv_scan.ROW_KEY` holding each row's
     file id and no row index: the file's size when no two of ``files`` share one, else a perfect hash of size
@@ -283,6 +283,7 @@ def file_keyed_rows(
     rows cannot be keyed by file: scans not planned from the log, files read by Arrow tasks, partition values
     joined on the path, files sharing size and modification time. ``declared=False``: the columns may be
     nullable where the table says they are not (for one side of a full outer join, whose columns all are).
+    ``extra``: columns (of constants) the rows carry after the key, added by the same projection.
 
     Example:
         >>> df, bits, ids = file_keyed_rows(spark, snap, snap.add_files())                # doctest: +SKIP
@@ -297,7 +298,8 @@ def file_keyed_rows(
         keyed = keyed_rows(spark, snapshot, files)
         if keyed is None:
             return None
-        return keyed[0], keyed[1], [int(s) for s in files.column("size").to_pylist()]
+        rows = keyed[0].select("*", *extra) if extra else keyed[0]
+        return rows, keyed[1], [int(s) for s in files.column("size").to_pylist()]
     sizes = files.column("size").to_pylist()
     unique = len(set(sizes)) == len(sizes)
     told = file_ids(files, {int(s): i for i, s in enumerate(sizes)} if unique else None, sizes_from_log=True)
@@ -306,7 +308,7 @@ def file_keyed_rows(
     sql, ids, bits = told
     fields = list(snapshot.schema.fields)
     df = _scan_files(spark, snapshot, files, fields, snapshot.column_mapping_mode, set(snapshot.partition_columns),
-                     file_key=sql, declared=declared)
+                     file_key=sql, declared=declared, extra=extra)
     return None if df is None else (df, bits, [int(i) for i in ids])
 
 
@@ -331,12 +333,13 @@ def _scan(
 def _scan_files(
     spark: Any, snapshot: Snapshot, files: pa.Table, logical: list[StructField], mode: str, parts: set[str],
     *, row_key: int | None = None, file_key: str | None = None, reuse: bool = False, declared: bool = True,
+    extra: Sequence[Any] = (),
 ) -> Any:
     """``row_key``: the bits of :func:`keyed_rows`' packed key, which the rows then carry (``None`` is
     returned when they cannot). ``file_key``: Spark SQL of a file id over ``_metadata`` fields
     (:func:`file_keyed_rows`, files without deletion vectors), which the rows carry as ``ROW_KEY``; ``None`` is
     returned unless the scan is planned from the log (whose ``_metadata`` sizes and times are the log's).
-    ``declared``: see :func:`file_keyed_rows`."""
+    ``declared``, ``extra`` (with ``file_key`` only): see :func:`file_keyed_rows`."""
     from pyspark.sql import functions as F
 
     from deltalog.data.read import resolve_path
@@ -388,7 +391,7 @@ def _scan_files(
     df = raw
     keyed = None
     if file_key is not None:  # no deletion vector (the caller's check): every row kept, with its file's id
-        keyed = raw.select(*[F.col(quoted(f.name)) for f in read_fields], F.expr(file_key).alias(ROW_KEY))
+        keyed = raw  # the id is computed by the projection below (one projection less to analyse)
     elif native and (has_dv or row_key is not None) and not join_parts:  # rows keyed by file size + row index, no path
         keyed = keyed_scan(spark, snapshot, files, raw, [f.name for f in read_fields], sizes_from_log=from_log,
                            key_bits=row_key, whole=True)  # raw was read with read_fields' schema
@@ -429,5 +432,5 @@ def _scan_files(
             col = col.cast(spark_type(shown.type))  # positional: renames nested physical fields; wide decimals
         out.append(col.alias(f.name, metadata=shown.metadata))
     if keyed_by:
-        out.append(F.col(ROW_KEY))
-    return df.select(*out)
+        out.append(F.expr(file_key).alias(ROW_KEY) if file_key is not None else F.col(ROW_KEY))
+    return df.select(*out, *(extra if file_key is not None else ()))

@@ -144,9 +144,12 @@ def recorded_predicate(frame: DataFrame, condition: Any) -> str | None:
     return text if text is not None else describe(condition)
 
 
-def recorded_join_predicate(target: DataFrame, source: DataFrame, condition: Any) -> str | None:
+def recorded_join_predicate(
+    target: DataFrame, source: DataFrame, condition: Any, *, joined: DataFrame | None = None
+) -> str | None:
     """A MERGE's ON ``condition`` as delta-spark records it: analysed against the join of ``target`` and
-    ``source`` (aliased as in the statement).
+    ``source`` (aliased as in the statement); ``joined``: a join of the two on ``condition`` already planned
+    (the MERGE's own), whose analysed condition is read instead of analysing another join.
 
     Example:
         >>> recorded_join_predicate(probe.alias("t"), src.alias("s"), "t.id = s.id")  # doctest: +SKIP
@@ -157,8 +160,10 @@ def recorded_join_predicate(target: DataFrame, source: DataFrame, condition: Any
     if condition is None:
         return None
     try:
-        joined = target.join(source, on=F.expr(condition) if isinstance(condition, str) else condition)
-        text = _analysed_condition(joined, "Join")
+        text = _analysed_condition(joined, "Join") if joined is not None else None
+        if text is None:
+            joined = target.join(source, on=F.expr(condition) if isinstance(condition, str) else condition)
+            text = _analysed_condition(joined, "Join")
     except Exception:
         text = None
     return text if text is not None else describe(condition)
