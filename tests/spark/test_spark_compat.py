@@ -93,6 +93,20 @@ def test_frame_from_arrow_with_a_schema_and_when_empty(spark: Any) -> None:
     assert frame_from_arrow(spark, pa.table({})).count() == 0
 
 
+def test_metrics_row_is_one_row_of_nullable_longs(spark: Any) -> None:
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from deltalog.spark.common.compat import metrics_row
+
+    names = ["num_affected_rows", "odd `name`", "big"]
+    df = metrics_row(spark, names, [3, -1, 2**40])
+    assert df.schema == StructType([StructField(n, LongType(), True) for n in names])  # as delta-spark's, nullable
+    assert [tuple(r) for r in df.collect()] == [(3, -1, 2**40)] and df.count() == 1
+    assert df.filter("big > 0").count() == 1  # Spark computes on it, not only collects
+    with pytest.raises(ValueError):
+        metrics_row(spark, names, ["1; DROP TABLE x", 0, 0])  # only integers go into the statement
+
+
 def test_to_arrow_of_a_spark_query(spark: Any) -> None:
     from deltalog.spark.common.compat import to_arrow
 

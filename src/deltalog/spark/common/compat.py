@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -238,6 +238,27 @@ def frame_from_arrow(spark: Any, table: pa.Table, schema: Any = None) -> Any:
     if PYSPARK >= (4, 0):
         return spark.createDataFrame(table) if schema is None else spark.createDataFrame(table, schema=schema)
     return _frame_from_arrow_35(spark, table, schema)
+
+
+def metrics_row(spark: Any, names: Sequence[str], values: Sequence[int]) -> Any:
+    """A one-row DataFrame of nullable ``bigint`` columns ``names`` holding ``values`` (a command's metrics, as
+    delta-spark's commands return them). On a classic session it is one SQL statement run by the JVM session
+    (inline rows, a second one of nulls making the columns nullable, then cut off): about 2 ms, against 5-6 ms
+    for :func:`frame_from_arrow`, which Spark Connect gets.
+
+    Example:
+        >>> metrics_row(spark, ["a", "b"], [1, 2]).collect()                             # doctest: +SKIP
+        [Row(a=1, b=2)]
+    """
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None or not names or len(names) != len(values):
+        return frame_from_arrow(spark, pa.table({n: pa.array([int(v)], pa.int64()) for n, v in zip(names, values)}))
+    from pyspark.sql import DataFrame
+
+    row = ", ".join(f"CAST({int(v)} AS BIGINT)" for v in values)
+    nulls = ", ".join("NULL" for _ in values)
+    columns = ", ".join("`" + n.replace("`", "``") + "`" for n in names)
+    return DataFrame(jsession.sql(f"SELECT * FROM VALUES ({row}), ({nulls}) AS t({columns}) LIMIT 1"), spark)
 
 
 def _frame_from_arrow_35(spark: Any, table: pa.Table, schema: Any) -> Any:
