@@ -610,8 +610,8 @@ def _sweep_section(results_dir: Path, plot_path: Path) -> list[str]:
     out = ["", "## Sweep: deletion-vector reads and MERGE at everyday sizes", "",
            f"`bench/sweep.py` (issue 55), {doc.get('files', '?')} files per table, local[2], the median of "
            f"{doc.get('repeat', '?')} timed runs per side"
-           + (f" (more for a fast cell, until each side ran {doc['min_seconds']:g} s, at most four times as many)"
-              if doc.get("min_seconds") else "")
+           + (f" (more for a fast cell, until each side ran {doc['min_seconds']:g} s, at most "
+              f"{doc.get('max_rounds_factor', 4)} times as many)" if doc.get("min_seconds") else "")
            + ", the sides of each row measured alternately in one run"
            + ("" if doc.get("complete") else " (**incomplete run**: the cells measured before it stopped)")
            + (" (**quick sizes**: the numbers only show that the sweep runs)" if doc.get("quick") else "")

@@ -38,9 +38,11 @@ call's count is kept). The MERGE is undone by a log-only ``RESTORE`` before each
 
 Every cell's contenders are measured alternately in the same run (their order rotating each round) after one
 untimed warm-up each (none with ``--quick``, whose numbers only show that the sweep runs); medians of
-``--repeat`` runs (3, quick 1) or, for a fast cell, of as many more rounds (at most four times as many) as it
-takes for each side to have run ``--min-seconds`` (1.5 s; a median of three 0.15 s runs moved by 40% between
-two runs of the sweep). Spark jobs are counted for the read contenders too.
+``--repeat`` runs (3, quick 1) or, for a fast cell, of as many more rounds (at most five times as many) as it
+takes for each side to have run ``--min-seconds`` (4 s; a median of three 0.15 s runs moved by 40% between
+two runs of the sweep, and on 2026-12-04 the median of four to eight rounds of a 0.2-0.5 s MERGE cell moved
+between 1.08x and 1.33x from one sweep to the next: a loaded machine stretches every run, and the fixed
+cost of a small MERGE most). Spark jobs are counted for the read contenders too.
 
 Saves ``<results-dir>/sweep.json`` -- one file holding every cell (``kind``: ``read`` / ``plan`` /
 ``merge``; shape, sizes, both sides' medians and runs, ratio, target, jobs), rewritten after each cell so
@@ -113,9 +115,9 @@ class Jobs:
 
 
 #: a fast cell gets more rounds than ``--repeat``, until each side has run about this long (seconds) ...
-MIN_SECONDS = 1.5
+MIN_SECONDS = 4.0
 #: ... but at most this many times ``--repeat`` rounds
-MAX_ROUNDS_FACTOR = 4
+MAX_ROUNDS_FACTOR = 5
 
 
 def rotate(
@@ -125,7 +127,7 @@ def rotate(
     """Time every side ``repeat`` times, round by round with the order rotating each round (so a transient
     load hits all alike), after one untimed warm-up of each (``warmup``); ``before(side)`` runs untimed before
     each call. With ``min_seconds``, rounds go on (up to :data:`MAX_ROUNDS_FACTOR` times ``repeat``) until every
-    side's timed runs add up to that: a cell of 0.1-0.3 s then takes the median of 5-12 runs, which one stall
+    side's timed runs add up to that: a cell of 0.1-0.3 s then takes the median of 14-15 runs, which one stall
     of the machine does not move. Returns ``{side: {"runs": [...], "median": s, "jobs": n}}`` (jobs of the
     last timed call)."""
     names = list(sides)
@@ -430,7 +432,7 @@ def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
     plot_path = args.plot or (harness.ROOT / "docs" / PLOT_NAME if full_default else results_dir / PLOT_NAME)
     doc: dict[str, Any] = {
         "sweep": "issue 55", "quick": bool(args.quick), "complete": False, "repeat": repeat,
-        "min_seconds": min_seconds,
+        "min_seconds": min_seconds, "max_rounds_factor": MAX_ROUNDS_FACTOR,
         "warmup": not args.quick, "files": args.files, "master": "local[2]", "delete": CONDITION,
         "environment": harness.environment(), "cells": [],
     }
