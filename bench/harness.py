@@ -254,6 +254,12 @@ def environment() -> dict[str, Any]:
         env["deltalake"] = version("deltalake")
     except Exception:
         env["deltalake"] = "?"
+    try:  # the PySpark imported (a version lane's, on PYTHONPATH, may shadow the installed one)
+        import pyspark
+
+        env["pyspark"] = pyspark.__version__
+    except Exception:
+        env["pyspark"] = None
     return env
 
 

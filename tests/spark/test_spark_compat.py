@@ -107,6 +107,28 @@ def test_metrics_row_is_one_row_of_nullable_longs(spark: Any) -> None:
         metrics_row(spark, names, ["1; DROP TABLE x", 0, 0])  # only integers go into the statement
 
 
+def test_observation_values_after_the_job(spark: Any, tmp_path: Path) -> None:
+    import uuid
+
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    from deltalog.spark.common.compat import observation_values, observed_metrics
+
+    seen, source = Observation(f"t{uuid.uuid4().hex}"), Observation(f"s{uuid.uuid4().hex}")
+    counted = spark.range(5).observe(source, F.count(F.lit(1)).alias("n"))
+    rows = spark.range(10).join(counted, "id", "full_outer").observe(
+        seen, F.count(F.lit(1)).alias("rows"), F.sum("id").alias("total"),
+        F.concat_ws(",", F.array_sort(F.collect_set((F.col("id") % 3).cast("string")))).alias("ids"))
+    rows.write.parquet(str(tmp_path / "out"))
+    assert observation_values(seen) == {"rows": 10, "total": 45, "ids": "0,1,2"}
+    assert observed_metrics(source) == {"n": 5}
+    empty = Observation(f"e{uuid.uuid4().hex}")  # Spark drops the observation of a side it proves empty
+    spark.range(3).join(spark.range(0).filter("false").observe(empty, F.count(F.lit(1)).alias("n")), "id",
+                        "full_outer").write.parquet(str(tmp_path / "empty"))
+    assert observed_metrics(empty, within=0.05) in (None, {"n": 0})
+
+
 def test_to_arrow_of_a_spark_query(spark: Any) -> None:
     from deltalog.spark.common.compat import to_arrow
 

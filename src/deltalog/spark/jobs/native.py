@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 from deltalog.data.write_files import WrittenFile, stored_columns
 from deltalog.data.write_stats import stats_json
 from deltalog.protocol.schema import StructType, bare_json
-from deltalog.spark.common.compat import PARQUET_VOID
+from deltalog.spark.common.compat import PARQUET_VOID, observation_values
 from deltalog.spark.jobs.tasks import delete_written
 from deltalog.storage import LocalLogStore
 from deltalog.txn.constraints import CHAR_VARCHAR_KEY
@@ -278,7 +278,7 @@ def write_observed_rows(
     """
     files = write_native(planned.rows, store, schema, stored=True)
     try:
-        return files, dict(planned.observation.get)
+        return files, observation_values(planned.observation)
     except BaseException:
         delete_written(store, files)
         raise
