@@ -105,6 +105,8 @@ def test_metrics_row_is_one_row_of_nullable_longs(spark: Any) -> None:
     assert df.filter("big > 0").count() == 1  # Spark computes on it, not only collects
     with pytest.raises(ValueError):
         metrics_row(spark, names, ["1; DROP TABLE x", 0, 0])  # only integers go into the statement
+    with pytest.raises(ValueError, match="one value per column"):
+        metrics_row(spark, names, [1])
 
 
 def test_observation_values_after_the_job(spark: Any, tmp_path: Path) -> None:

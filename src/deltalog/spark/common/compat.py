@@ -250,8 +250,10 @@ def metrics_row(spark: Any, names: Sequence[str], values: Sequence[int]) -> Any:
         >>> metrics_row(spark, ["a", "b"], [1, 2]).collect()                             # doctest: +SKIP
         [Row(a=1, b=2)]
     """
+    if not names or len(names) != len(values):
+        raise ValueError(f"metrics_row takes one value per column: {len(names)} names, {len(values)} values")
     jsession = getattr(spark, "_jsparkSession", None)
-    if jsession is None or not names or len(names) != len(values):
+    if jsession is None:
         return frame_from_arrow(spark, pa.table({n: pa.array([int(v)], pa.int64()) for n, v in zip(names, values)}))
     from pyspark.sql import DataFrame
 

@@ -45,8 +45,8 @@ from deltalog.data.write_files import WrittenFile
 from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.merge_run import FirstCounts, MergeRun
 from deltalog.spark.jobs.change_files import records_changes
-from deltalog.spark.jobs.native import ObservedRows, native_table_ok, observed_rows, write_observed_rows
-from deltalog.spark.jobs.staged import DmlResult, Staged, native_applies, spark_error, write_tallied
+from deltalog.spark.jobs.native import ObservedRows, native_columns_ok, observed_rows, write_observed_rows
+from deltalog.spark.jobs.staged import DmlResult, Staged, native_table_applies, spark_error, write_tallied
 from deltalog.spark.reads.dv_scan import ROW_KEY, fold
 from deltalog.spark.reads.row_ids import tracked_fields
 from deltalog.spark.reads.scan import file_keyed_rows
@@ -243,19 +243,17 @@ def _prepared(run: MergeRun, plan: _Plan) -> _Plan:
 
 def _native_table(run: MergeRun) -> bool:
     """Whether the table is one the one job can write with Spark's parquet writer, the rows aside (see
-    :func:`_observation`): local, unpartitioned, without per-row checks, on a classic session (Spark Connect
-    keeps the ``mapInArrow`` tasks, which count the rows by tag)."""
-    from deltalog.spark.common.storage import is_connect
-
-    return isinstance(run.table.store, LocalLogStore) and not is_connect(run.b.spark) \
-        and native_table_ok(run.b.spark, run.metadata, run.schema)
+    :func:`_observation`; :func:`~deltalog.spark.jobs.staged.native_table_applies`: local, unpartitioned,
+    without per-row checks, on a classic session, where Spark Connect keeps the ``mapInArrow`` tasks)."""
+    return native_table_applies(run.b.spark, run.table, run.schema, run.metadata)
 
 
 def _native(run: MergeRun, rows: DataFrame, written: int) -> bool:
-    """Whether the one job writes ``rows`` (their first ``written`` columns) with Spark's parquet writer
-    (:func:`~deltalog.spark.jobs.staged.native_applies`), counting with a Spark observation instead of the
-    ``mapInArrow`` tasks' tallies."""
-    return native_applies(rows, run.table, run.schema, run.metadata, written=written)
+    """Whether the one job writes ``rows`` (their first ``written`` columns) with Spark's parquet writer, the
+    table being one it writes (:func:`_native_table`): their columns are the table's
+    (:func:`~deltalog.spark.jobs.native.native_columns_ok`); it then counts with a Spark observation instead of
+    the ``mapInArrow`` tasks' tallies."""
+    return native_columns_ok(rows, run.schema, written=written)
 
 
 def _observation(run: MergeRun, plan: _Plan) -> _Observed | None:

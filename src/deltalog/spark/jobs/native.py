@@ -49,8 +49,8 @@ from deltalog.storage import LocalLogStore
 from deltalog.txn.constraints import CHAR_VARCHAR_KEY
 
 __all__ = [
-    "ObservedRows", "native_rows_ok", "native_table_ok", "native_write_ok", "observed_rows", "stored_rows",
-    "write_native", "write_observed_rows",
+    "ObservedRows", "native_columns_ok", "native_rows_ok", "native_table_ok", "native_write_ok", "observed_rows",
+    "stored_rows", "write_native", "write_observed_rows",
 ]
 
 _STAGING = "_deltalog_staging_"
@@ -97,26 +97,34 @@ def native_write_ok(spark: Any, df: Any, plan: Any, *, explicit_target: bool) ->
     return native_rows_ok(spark, df, plan.metadata, plan.schema)
 
 
-def native_rows_ok(spark: Any, df: Any, metadata: Any, schema: StructType, *, written: int | None = None) -> bool:
+def native_rows_ok(spark: Any, df: Any, metadata: Any, schema: StructType) -> bool:
     """True when ``df``'s rows can be written as data files of a table with ``metadata`` (its ``schema``,
     which may be evolving) by Spark's parquet writer: :func:`native_write_ok` without a write plan, for the
     rewrites of DML commands; a table with its own ``delta.targetFileSize`` keeps the ``mapInArrow`` tasks,
-    which split files at that size. ``written``: only ``df``'s first that many columns are written (the others
-    are dropped before the write).
+    which split files at that size. :func:`native_table_ok` and :func:`native_columns_ok`.
 
     Example:
         >>> native_rows_ok(spark, spark.range(3), snapshot.metadata, snapshot.schema)   # doctest: +SKIP
         True
     """
-    if not native_table_ok(spark, metadata, schema):
-        return False
+    return native_table_ok(spark, metadata, schema) and native_columns_ok(df, schema)
+
+
+def native_columns_ok(df: Any, schema: StructType, *, written: int | None = None) -> bool:
+    """What :func:`native_rows_ok` asks of the rows: ``df`` has the columns of ``schema`` (in any order) with
+    the same types, nullability aside. ``written``: only ``df``'s first that many columns are written (the
+    others are dropped before the write).
+
+    Example:
+        >>> native_columns_ok(spark.range(3).selectExpr("id", "id AS x"), schema, written=1)  # doctest: +SKIP
+        True
+    """
     try:
         data_json = df.schema.jsonValue()
     except Exception:
         return False
     data_fields = (data_json.get("fields") or [])[:written]
     table_fields = json.loads(schema.to_json()).get("fields") or []
-    # the same columns (in any order) of the same types, nullability aside
     return len(data_fields) == len(table_fields) and _by_name(data_fields) == _by_name(table_fields)
 
 

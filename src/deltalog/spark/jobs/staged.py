@@ -43,7 +43,7 @@ from deltalog.protocol.actions import Add, Metadata
 from deltalog.protocol.schema import StructType
 from deltalog.spark.common.core import quoted
 from deltalog.spark.common.storage import is_connect
-from deltalog.spark.jobs.native import native_rows_ok, write_native
+from deltalog.spark.jobs.native import native_columns_ok, native_table_ok, write_native
 from deltalog.spark.jobs.tasks import delete_written, named_error
 from deltalog.spark.reads.target import FILE, ROW, file_uris, num_records
 from deltalog.storage import LocalLogStore
@@ -266,20 +266,28 @@ def write_rows(df: DataFrame, table: Table, schema: StructType, metadata: Metada
     return write_tallied(df, table, schema, metadata)[0]
 
 
-def native_applies(
-    df: DataFrame, table: Table, schema: StructType, metadata: Metadata, *, written: int | None = None
-) -> bool:
-    """Whether ``df``'s rows (its first ``written`` columns, if given) go to ``table`` through Spark's own
-    parquet writer (:func:`~deltalog.spark.jobs.native.native_rows_ok`: a local unpartitioned table without row
-    checks); Spark Connect keeps the ``mapInArrow`` tasks.
+def native_applies(df: DataFrame, table: Table, schema: StructType, metadata: Metadata) -> bool:
+    """Whether ``df``'s rows go to ``table`` through Spark's own parquet writer
+    (:func:`~deltalog.spark.jobs.native.native_rows_ok`: a local unpartitioned table without row checks);
+    Spark Connect keeps the ``mapInArrow`` tasks.
 
     Example:
         >>> native_applies(df, table, snap.schema, snap.metadata)                   # doctest: +SKIP
         True
     """
-    spark = df.sparkSession
+    return native_table_applies(df.sparkSession, table, schema, metadata) and native_columns_ok(df, schema)
+
+
+def native_table_applies(spark: Any, table: Table, schema: StructType, metadata: Metadata) -> bool:
+    """What :func:`native_applies` asks of the table and the session alone, before any rows are planned
+    (:func:`~deltalog.spark.jobs.native.native_table_ok`, a local table, a classic session).
+
+    Example:
+        >>> native_table_applies(spark, table, snap.schema, snap.metadata)          # doctest: +SKIP
+        True
+    """
     return isinstance(table.store, LocalLogStore) and not is_connect(spark) \
-        and native_rows_ok(spark, df, metadata, schema, written=written)
+        and native_table_ok(spark, metadata, schema)
 
 
 def write_tallied(
