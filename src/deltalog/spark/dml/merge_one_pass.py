@@ -42,6 +42,7 @@ from typing import Any
 
 from deltalog.commands.delete import uses_deletion_vectors
 from deltalog.data.write_files import WrittenFile
+from deltalog.spark.common.jvm_calls import observe, sql_column
 from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.merge_run import FirstCounts, MergeRun
 from deltalog.spark.jobs.change_files import records_changes
@@ -232,8 +233,9 @@ def _prepared(run: MergeRun, plan: _Plan) -> _Plan:
 
     action = F.col(run.ACTION)
     deletes = [run.codes[id(c)] for c in run.matched + run.by_source if c.action == "delete"] or [run.DROP]
-    keep = plan.t_here & ~action.isin(deletes)
-    wanted = (keep | (~plan.t_here & (action >= 0))) if run.not_matched else keep
+    t_here, code = f"`{run.TARGET}` IS NOT NULL", f"`{run.ACTION}`"
+    keep = f"{t_here} AND NOT {code} IN ({', '.join(str(int(d)) for d in deletes)})"
+    wanted = sql_column(run.b.spark, f"({keep}) OR (NOT {t_here} AND {code} >= 0)" if run.not_matched else keep)
     # no clause deletes and every source row without a match is inserted (or none joins): every row is written,
     # and a filter that drops none would cost the job 7-18 ms (measured 2026-12-04, 1k rows into 10k)
     every = deletes == [run.DROP] and (not run.not_matched or run.not_matched[-1].condition is None)
@@ -265,9 +267,10 @@ def _observation(run: MergeRun, plan: _Plan) -> _Observed | None:
     The observation sees the written columns and one narrow column per metric, not the joined rows: Spark
     evaluates it row by row outside its generated code, and the narrower rows cost it less (measured
     2026-12-04 on 5M joined rows: 65 ms over the unobserved write, against 215 ms observing the joined rows)."""
-    from pyspark.sql import functions as F
-
-    t_here, s_here, action, file_key = plan.t_here, plan.s_here, plan.action, plan.file_key
+    spark = run.b.spark
+    # the inputs and aggregates are Spark SQL over the columns the MERGE added (one Py4J call each,
+    # :func:`~deltalog.spark.common.jvm_calls.sql_column`); the same expressions as built column by column
+    t_here, s_here, action = f"`{run.TARGET}` IS NOT NULL", f"`{run.SOURCE}` IS NOT NULL", f"`{run.ACTION}`"
     codes = sorted({run.codes[id(c)] for c in run.matched + run.by_source})
     # with no NOT MATCHED BY SOURCE clause and a last MATCHED clause without a condition, every matched target
     # row is acted on: the one clause's rows are the pairs, the touched files those with a match
@@ -275,33 +278,32 @@ def _observation(run: MergeRun, plan: _Plan) -> _Observed | None:
     inputs: list[Any] = []
     metrics: list[Any] = []
 
-    def metric(name: str, value: Any, aggregate: Any) -> None:
-        column = f"{_METRIC}{name}"
-        inputs.append(value.alias(column))
-        metrics.append(aggregate(F.col(column)).alias(name))
+    def metric(name: str, value: str, aggregate: str) -> None:
+        column = f"`{_METRIC}{name}`"
+        inputs.append(sql_column(spark, f"{value} AS {column}"))
+        metrics.append(sql_column(spark, aggregate.format(column) + f" AS `{name}`"))
 
-    def rows_where(c: Any) -> Any:
-        return F.count(F.when(c, 1))
-
-    metric("pairs", t_here & s_here, rows_where)
-    metric("alone", t_here & ~s_here, rows_where)
+    rows_where = "count(CASE WHEN {} THEN 1 END)"
+    metric("pairs", f"{t_here} AND {s_here}", rows_where)
+    metric("alone", f"{t_here} AND NOT {s_here}", rows_where)
     counted = [] if every_match_acts and len(codes) == 1 else codes
     for i, c in enumerate(counted):
-        metric(f"code{i}", t_here & (action == c), rows_where)
-    sets = {"touched": t_here & (action >= 0)} if every_match_acts else \
-        {"touched": t_here & (action >= 0), "matched": t_here & s_here}
+        metric(f"code{i}", f"{t_here} AND {action} = {int(c)}", rows_where)
+    sets = {"touched": f"{t_here} AND {action} >= 0"} if every_match_acts else \
+        {"touched": f"{t_here} AND {action} >= 0", "matched": f"{t_here} AND {s_here}"}
+    file_key = None if plan.file_key is None else f"(`{ROW_KEY}` & {(1 << plan.bits) - 1})"
     bits = _file_bits(file_key, plan.by_id) if file_key is not None else None
     for name, rows in sets.items() if file_key is not None else ():
         if bits is not None:  # one bit per file, OR-ed
-            metric(name, F.when(rows, bits[0]), F.bit_or)
+            metric(name, f"CASE WHEN {rows} THEN {bits[0]} END", "bit_or({})")
         else:  # the file ids as text: PySpark 3.5's observation hands arrays over as JVM objects
-            metric(name, F.when(rows, file_key).cast("string"), lambda c: F.concat_ws(",", F.collect_set(c)))
+            metric(name, f"CAST(CASE WHEN {rows} THEN {file_key} END AS STRING)", "concat_ws(',', collect_set({}))")
     wanted = [] if plan.every else [plan.wanted.alias(_WANTED)]
     narrow = plan.frame.select(*plan.outputs, *inputs, *wanted)
     if not _native(run, narrow, len(plan.outputs)):
         return None
     # the rows written: the table's stored columns of the wanted rows (the metric columns are left out)
-    chosen = (lambda f: f) if plan.every else (lambda f: f.filter(F.col(_WANTED)))
+    chosen = (lambda f: f) if plan.every else (lambda f: f.filter(f"`{_WANTED}`"))
     planned = observed_rows(narrow, metrics, chosen, run.schema)
     return _Observed(planned, codes, counted, bits)
 
@@ -332,16 +334,14 @@ def _observed(run: OnePassRun, plan: _Plan, job: _Observed) -> tuple[list[Writte
     return files, FirstCounts(files_of("touched"), files_of("matched"), per_code), pairs, int(seen["alone"])
 
 
-def _file_bits(file_key: Any, by_id: dict[int, str]) -> tuple[Any, dict[int, str]] | None:
+def _file_bits(file_key: str, by_id: dict[int, str]) -> tuple[str, dict[int, str]] | None:
     """Each row's file as one bit of a ``long`` -- ``1 << (id % m)``, ``m`` at most 63 (no sign bit) and the ids'
-    residues distinct -- and the file of each bit; ``None`` when no such ``m`` exists (more than 63 files, or
-    ids that collide)."""
-    from pyspark.sql import functions as F
-
+    residues distinct -- as Spark SQL over ``file_key`` (Spark SQL of the row's file id), and the file of each
+    bit; ``None`` when no such ``m`` exists (more than 63 files, or ids that collide)."""
     m = fold(list(by_id), below=64)
     if m is None:
         return None
-    bit = F.call_function("shiftleft", F.lit(1).cast("long"), (file_key % m).cast("int"))  # m <= 63: below 2 ** 63
+    bit = f"shiftleft(CAST(1 AS BIGINT), CAST({file_key} % {m} AS INT))"  # m <= 63: below 2 ** 63
     return bit, {int(i % m): uri for i, uri in by_id.items()}
 
 
@@ -424,10 +424,9 @@ class OnePassRun(MergeRun):
             True
         """
         from pyspark.sql import Observation
-        from pyspark.sql import functions as F
 
         self.source_seen = Observation(f"deltalog_source_{uuid.uuid4().hex}")
-        return S.observe(self.source_seen, F.count(F.lit(1)).alias("n"))
+        return observe(S, self.source_seen, sql_column(self.b.spark, "count(1) AS `n`"))
 
     def source_counted(self) -> None:
         """After the one job on Spark's parquet writer: ``numSourceRows`` from its observation. Spark drops the

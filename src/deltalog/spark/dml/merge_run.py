@@ -103,6 +103,8 @@ class MergeRun:
     ACTION = _ACTION
     #: the target rows' column that is true on every target row (null on a source row without a match)
     TARGET = _T_PRESENT
+    #: the source rows' column that is true on every source row (null on a target row without a match)
+    SOURCE = _S_PRESENT
     #: the smallest code: a row that is neither written nor copied (an unmatched source row not inserted)
     DROP = _DROP
 
@@ -247,7 +249,7 @@ class MergeRun:
         flat = [(id(c), name, col) for c in writers for name, col in assigned[id(c)].items()]
         by_id = {id(c): c for c in writers}
         if all(by_id[cid].star for cid, _, _ in flat):  # source columns: their types are the source's
-            of_source = {f.name: f.dataType for f in S.schema.fields}
+            of_source = {f.name: f.dataType for f in self.b.source.schema.fields}  # S's, known without a call
             types = [of_source[self._source_col(name) or name] for _, name, _ in flat]
         else:  # expressions: typed by analysing them against the joined rows
             typed = frame.select(*[col.alias(f"_{i}") for i, (_, _, col) in enumerate(flat)]).schema if flat else None
@@ -550,13 +552,26 @@ class MergeRun:
         """``T`` joined with ``S`` and each row's clause code in ``_ACTION``; also the presence tests."""
         from pyspark.sql import functions as F
 
+        from deltalog.spark.common.jvm_calls import sql_column
+
         t_here, s_here = T[_T_PRESENT].isNotNull(), S[_S_PRESENT].isNotNull()
-        flags = {MATCHED: t_here & s_here, NOT_MATCHED: ~t_here, NOT_MATCHED_BY_SOURCE: t_here & ~s_here}
         ordered = [*self.matched, *self.by_source, *self.not_matched]
-        default = F.when(~t_here, F.lit(_DROP)).otherwise(F.lit(_COPY))
+        # a row no clause acts on is copied (a target row) or dropped (a source row); when the last NOT MATCHED
+        # clause has no condition (or there is none: no row lacks a target row) every source row has a code
+        every_source = not self.not_matched or self.not_matched[-1].condition is None
         joined = T.join(S, on=self.join_condition, how=how)
         self.joined_on = joined  # its analysed ON condition is the one recorded (:meth:`_on_predicate`)
-        return joined.withColumn(_ACTION, self._action(flags, ordered, default)), t_here, s_here
+        if all(c.condition is None for c in ordered):  # Spark SQL over the presence columns: one Py4J call
+            t, s = f"`{_T_PRESENT}` IS NOT NULL", f"`{_S_PRESENT}` IS NOT NULL"
+            tests = {MATCHED: f"{t} AND {s}", NOT_MATCHED: f"NOT {t}", NOT_MATCHED_BY_SOURCE: f"{t} AND NOT {s}"}
+            default = str(_COPY) if every_source else f"CASE WHEN NOT {t} THEN {_DROP} ELSE {_COPY} END"
+            chain = " ".join(f"WHEN {tests[c.kind]} THEN {self.codes[id(c)]}" for c in ordered)
+            action = sql_column(self.b.spark, f"CASE {chain} ELSE {default} END" if chain else default)
+        else:
+            flags = {MATCHED: t_here & s_here, NOT_MATCHED: ~t_here, NOT_MATCHED_BY_SOURCE: t_here & ~s_here}
+            default = F.lit(_COPY) if every_source else F.when(~t_here, F.lit(_DROP)).otherwise(F.lit(_COPY))
+            action = self._action(flags, ordered, default)
+        return joined.withColumn(_ACTION, action), t_here, s_here
 
     def one_pass(self, S: DataFrame, candidates: Any) -> DmlResult | None:
         """The MERGE written and committed in one job, where a subclass can

@@ -44,6 +44,7 @@ from deltalog.data.write_files import WrittenFile, stored_columns
 from deltalog.data.write_stats import stats_json
 from deltalog.protocol.schema import StructType, bare_json
 from deltalog.spark.common.compat import PARQUET_VOID, observation_values
+from deltalog.spark.common.jvm_calls import observe
 from deltalog.spark.jobs.tasks import delete_written
 from deltalog.storage import LocalLogStore
 from deltalog.txn.constraints import CHAR_VARCHAR_KEY
@@ -196,10 +197,8 @@ def stored_rows(df: Any, schema: StructType) -> Any:
         >>> stored_rows(df.select("v", "id"), schema).columns                # doctest: +SKIP
         ['id', 'v']
     """
-    from pyspark.sql import functions as F
-
-    fields = stored_columns(schema).fields
-    return df.select(*[F.col("`" + f.name.replace("`", "``") + "`").alias(f.name) for f in fields])
+    quoted = ["`" + f.name.replace("`", "``") + "`" for f in stored_columns(schema).fields]
+    return df.selectExpr(*[f"{q} AS {q}" for q in quoted])  # Spark SQL: one Py4J call per column fewer
 
 
 def write_native(df: Any, store: LocalLogStore, schema: StructType, *, stored: bool = False) -> list[WrittenFile]:
@@ -269,7 +268,7 @@ def observed_rows(
     from pyspark.sql import Observation
 
     observation = Observation(f"deltalog_{uuid.uuid4().hex}")
-    chosen = rows(df.observe(observation, *metrics))
+    chosen = rows(observe(df, observation, *metrics))
     return ObservedRows(observation, stored_rows(chosen, schema))
 
 
