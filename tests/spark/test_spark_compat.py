@@ -254,3 +254,29 @@ def test_tree_string_prints_spark_s_schema_tree(spark: Any) -> None:
         " |    |-- value: array (valueContainsNull = true)\n"
         " |    |    |-- element: double (containsNull = true)\n")
     assert compat.tree_string(struct) == drawn  # PySpark's own on 4.x
+
+
+def test_jvm_calls_build_what_pyspark_builds(spark: Any, tmp_path: Path) -> None:
+    """deltalog.spark.common.jvm_calls: a column from Spark SQL text is F.expr's column (analysed alike, same
+    values); an observation attached with the cached classes is read back as PySpark's; an observation that was
+    used already goes to PySpark, which refuses it."""
+    import uuid
+
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    from deltalog.spark.common.compat import observation_values
+    from deltalog.spark.common.jvm_calls import observe, sql_column
+
+    df = spark.range(10).withColumn("hit", F.col("id") % 3 == 0)
+    text = "count(CASE WHEN `hit` THEN 1 END) AS `n`"
+    assert df.select(sql_column(spark, text)).collect() == df.select(F.expr(text)).collect() == [(4,)]
+    assert df.select(sql_column(spark, "shiftleft(CAST(1 AS BIGINT), CAST(id % 5 AS INT)) AS b")).schema == \
+        df.select(F.expr("shiftleft(CAST(1 AS BIGINT), CAST(id % 5 AS INT)) AS b")).schema
+    seen = Observation(f"t{uuid.uuid4().hex}")
+    observed = observe(df, seen, sql_column(spark, text), F.sum("id").alias("total"))
+    observed.filter("hit").write.parquet(str(tmp_path / "out"))
+    assert observation_values(seen) == {"n": 4, "total": 45}
+    assert spark.read.parquet(str(tmp_path / "out")).count() == 4
+    with pytest.raises(Exception):  # noqa: B017 - PySpark's own refusal, whose type differs between versions
+        observe(df, seen, F.count(F.lit(1)).alias("again"))

@@ -6,8 +6,9 @@ snapshot worded as delta-spark words its errors, Delta types as Spark types and 
 (:mod:`.core`), Spark's own ``sql`` for deltalog's internal statements (:mod:`.statements`), time
 instants (:mod:`.instants`), the Python data sources a session registers (:mod:`.sources`), the recorded
 state of PySpark's reader and writer objects (:mod:`.recorded`), bounded stores of what plans reuse
-(:mod:`.kept`) and which PySpark runs, with the calls whose
-spelling differs between the supported versions (:mod:`.compat`, the only module that reads the version).
+(:mod:`.kept`), columns and observations built with few Py4J round trips (:mod:`.jvm_calls`) and which
+PySpark runs, with the calls whose spelling differs between the supported versions (:mod:`.compat`, the only
+module that reads the version).
 
 May import: the kernel and pyspark; no other ``deltalog.spark`` package.
 """

@@ -26,26 +26,25 @@ from typing import Any
 __all__ = ["observe", "sql_column"]
 
 _LOCK = threading.Lock()
-#: (gateway client, class, member) -> the Py4J member (a static method's handle holds no JVM object)
+#: (JVM view, class, member or "") -> the Py4J handle
 _MEMBERS: dict[tuple[int, str, str], Any] = {}
 _FUNCTIONS = "org.apache.spark.sql.functions"
 _UTILS = "org.apache.spark.api.python.PythonUtils"
 
 
-def _client(spark: Any) -> Any | None:
+def _jvm(spark: Any) -> Any | None:
     sc = getattr(spark, "_sc", None)
-    gateway = getattr(sc, "_gateway", None) if sc is not None else None
-    return getattr(gateway, "_gateway_client", None)
+    return getattr(sc, "_jvm", None) if sc is not None else None
 
 
-def _member(client: Any, cls: str, name: str) -> Any:
-    key = (id(client), cls, name)
+def _member(jvm: Any, cls: str, name: str | None = None) -> Any:
+    """The Py4J handle of class ``cls`` (or of its static member ``name``), looked up once per process: a
+    handle holds no JVM object, only names."""
+    key = (id(jvm), cls, name or "")
     with _LOCK:
         found = _MEMBERS.get(key)
     if found is None:
-        from py4j.java_gateway import JavaClass
-
-        found = getattr(JavaClass(cls, client), name)
+        found = getattr(jvm, cls) if name is None else getattr(_member(jvm, cls), name)
         with _LOCK:
             _MEMBERS[key] = found
     return found
@@ -61,10 +60,10 @@ def sql_column(spark: Any, text: str) -> Any:
     from pyspark.sql import Column
     from pyspark.sql import functions as F
 
-    client = _client(spark)
-    if client is None:  # Spark Connect
+    jvm = _jvm(spark)
+    if jvm is None:  # Spark Connect
         return F.expr(text)
-    return Column(_member(client, _FUNCTIONS, "expr")(text))
+    return Column(_member(jvm, _FUNCTIONS, "expr")(text))
 
 
 def observe(df: Any, observation: Any, *exprs: Any) -> Any:
@@ -75,15 +74,14 @@ def observe(df: Any, observation: Any, *exprs: Any) -> Any:
     Example:
         >>> observed = observe(df, Observation("counts"), F.count(F.lit(1)).alias("n"))   # doctest: +SKIP
     """
-    from py4j.java_gateway import JavaClass
     from pyspark.sql import DataFrame
 
     spark = df.sparkSession
-    client = _client(spark)
-    if client is None or not exprs or getattr(observation, "_jo", True) is not None or \
+    jvm = _jvm(spark)
+    if jvm is None or not exprs or getattr(observation, "_jo", True) is not None or \
             getattr(observation, "_name", None) is None:  # Connect, a used or unnamed observation: PySpark's
         return df.observe(observation, *exprs)
-    jo = JavaClass("org.apache.spark.sql.Observation", client)(observation._name)
-    observation._jvm, observation._jo = spark._sc._jvm, jo
-    rest = _member(client, _UTILS, "toSeq")([c._jc for c in exprs[1:]])
+    jo = _member(jvm, "org.apache.spark.sql.Observation")(observation._name)
+    observation._jvm, observation._jo = jvm, jo
+    rest = _member(jvm, _UTILS, "toSeq")([c._jc for c in exprs[1:]])
     return DataFrame(df._jdf.observe(jo, exprs[0]._jc, rest), spark)

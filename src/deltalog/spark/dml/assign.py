@@ -11,7 +11,8 @@
   column;
 * :func:`assign` -- the expression cast to the column's type; a value the cast cannot represent
   (overflow, malformed text) fails the job with ``[DELTA_CAST_FAILURE]`` naming the column and value
-  (``raise_error``), which :func:`~deltalog.spark.jobs.staged.spark_error` turns into a ``SchemaError``.
+  (``raise_error``), which :func:`~deltalog.spark.jobs.staged.spark_error` turns into a ``SchemaError``;
+* :func:`identity_assignments` -- what a MERGE's clauses may assign to generated and identity columns.
 
 Example:
     >>> from pyspark.sql.types import IntegerType, LongType, StringType
@@ -21,16 +22,21 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from deltalog.errors import InvalidArgumentError, InvalidArgumentTypeError, SchemaError
 from deltalog.protocol.schema import StructField, StructType, bare_json
+from deltalog.spark.columns.identity import BOUND, identity_value
 from deltalog.spark.common.arguments import is_column
 from deltalog.spark.common.compat import try_cast
 from deltalog.spark.common.core import spark_type
+from deltalog.txn.generated import generated_columns
 
-__all__ = ["assign", "assignable", "combine", "expression", "resolve_column", "resolve_path", "same_type"]
+__all__ = [
+    "assign", "assignable", "combine", "expression", "identity_assignments", "resolve_column", "resolve_path",
+    "same_type",
+]
 
 Column = Any  # pyspark.sql.Column
 
@@ -347,3 +353,42 @@ def _losses(value: Column, casted: Column, src: Any, dst: Any, label: str) -> li
         return [loss for s, d in zip(src.fields, dst.fields) for loss in
                 _losses(value.getField(s.name), casted.getField(d.name), s.dataType, d.dataType, f"{label}.{d.name}")]
     return [(label, value, casted, dst)]
+
+
+def identity_assignments(schema: StructType, identity: Any, writers: Sequence[Any],
+                         values: dict[tuple[int, str], Any], *, table: str) -> None:
+    """The values of generated and identity columns in ``values`` (``(id(clause), column) -> value`` of the
+    MERGE clauses ``writers``), fixed in place: a generated column is recomputed from the final row (an
+    explicit ``SET`` of it is refused, ``*`` drops it); inserted rows get identity values (explicit ones only
+    for ``BY DEFAULT`` columns), updates leave them alone (``UPDATE SET *`` skips them, an explicit ``SET`` is
+    refused). ``identity``: the table's :class:`~deltalog.txn.identity.IdentityGenerator`.
+
+    Example:
+        >>> identity_assignments(schema, generator, [clause], values, table="/data/t")   # doctest: +SKIP
+    """
+    for name, sql in generated_columns(schema).items():  # recomputed by write_rows from the final row
+        for c in writers:
+            if (id(c), name) not in values:
+                continue
+            if not c.star:
+                raise InvalidArgumentError(
+                    f"[DELTA_GENERATED_COLUMN_UPDATE_NOT_SUPPORTED] MERGE {c.label()} sets generated column "
+                    f"{name}, which is computed as {sql}; leave it out", table=table)
+            del values[(id(c), name)]
+    for col in identity.generated:
+        for c in writers:
+            given = values.get((id(c), col.name))
+            if c.action == "update" and given is not None:
+                if not c.star:
+                    raise InvalidArgumentError(
+                        f"[DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] MERGE {c.label()} sets identity column "
+                        f"{col.name}; identity values cannot be updated", table=table)
+                del values[(id(c), col.name)]
+            elif c.action == "insert":
+                if given is not None and not col.allow_explicit:
+                    raise InvalidArgumentError(
+                        f"[DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED] MERGE {c.label()} provides "
+                        f"column {col.name}, which is GENERATED ALWAYS AS IDENTITY; leave it out of the insert",
+                        table=table)
+                if given is None:  # a join's partitions may be split at run time: the unplanned bound
+                    values[(id(c), col.name)] = identity_value(col, BOUND)

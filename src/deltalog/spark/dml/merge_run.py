@@ -22,10 +22,18 @@ from deltalog.errors import DeltaError, InvalidArgumentError, MultipleSourceRowM
 from deltalog.protocol.column_mapping import with_column_mapping
 from deltalog.protocol.schema import StructField, parse_schema
 from deltalog.spark.columns.defaults import default_value
-from deltalog.spark.columns.identity import BOUND, identity_value, observe_files
+from deltalog.spark.columns.identity import BOUND, observe_files
 from deltalog.spark.common.conf import auto_merge
 from deltalog.spark.common.core import load_snapshot, open_table, quoted, spark_type
-from deltalog.spark.dml.assign import assign, combine, expression, resolve_column, resolve_path
+from deltalog.spark.common.jvm_calls import sql_column
+from deltalog.spark.dml.assign import (
+    assign,
+    combine,
+    expression,
+    identity_assignments,
+    resolve_column,
+    resolve_path,
+)
 from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.evolve import evolved_target, widened_struct
 from deltalog.spark.dml.merge_keys import KeyPass, merge_candidates
@@ -35,6 +43,7 @@ from deltalog.spark.dml.merge_spec import (
     NOT_MATCHED_BY_SOURCE,
     Clause,
     MergeSpec,
+    action_sql,
     check_clauses,
 )
 from deltalog.spark.jobs.change_files import change_rows, records_changes, stage_change_files, write_change_files
@@ -67,7 +76,6 @@ from deltalog.spark.reads.target import (
 )
 from deltalog.spark.writes.idempotent import claim_session_txn
 from deltalog.txn.defaults import default_columns
-from deltalog.txn.generated import generated_columns
 from deltalog.txn.identity import IdentityGenerator, identity_columns, with_high_water_marks
 from deltalog.txn.operations import Merge
 from deltalog.txn.transaction import Transaction
@@ -258,7 +266,7 @@ class MergeRun:
         for i, (cid, name, col) in enumerate(flat):
             what = f"MERGE {by_id[cid].label()}"
             values[(cid, name)] = assign(col, types[i], self.schema.field(name), what=what, evolve=self.evolve)
-        self._identity_values(writers, values)
+        identity_assignments(self.schema, self.identity, writers, values, table=self.table.location)
         for c in writers:  # inserted rows: a defaulted column the clause leaves out gets its default
             for name in default_columns(self.schema) if c.action == "insert" else ():
                 values.setdefault((id(c), name), default_value(self.schema, name))
@@ -285,36 +293,6 @@ class MergeRun:
         col = T[quoted(f.name)]
         old = self.widened.get(f.name)
         return col if old is None else widened_struct(col, old, f.type)
-
-    def _identity_values(self, writers: list[Clause], values: dict[tuple[int, str], Column]) -> None:
-        """Identity columns: inserted rows get generated values (explicit ones only for ``BY DEFAULT``
-        columns); updates leave them alone (``UPDATE SET *`` skips them, an explicit ``SET`` is refused)."""
-        for name, sql in generated_columns(self.schema).items():  # recomputed by write_rows from the final row
-            for c in writers:
-                if (id(c), name) not in values:
-                    continue
-                if not c.star:
-                    raise InvalidArgumentError(
-                        f"[DELTA_GENERATED_COLUMN_UPDATE_NOT_SUPPORTED] MERGE {c.label()} sets generated column "
-                        f"{name}, which is computed as {sql}; leave it out", table=self.table.location)
-                del values[(id(c), name)]
-        for col in self.identity.generated:
-            for c in writers:
-                given = values.get((id(c), col.name))
-                if c.action == "update" and given is not None:
-                    if not c.star:
-                        raise InvalidArgumentError(
-                            f"[DELTA_IDENTITY_COLUMNS_UPDATE_NOT_SUPPORTED] MERGE {c.label()} sets identity column "
-                            f"{col.name}; identity values cannot be updated", table=self.table.location)
-                    del values[(id(c), col.name)]
-                elif c.action == "insert":
-                    if given is not None and not col.allow_explicit:
-                        raise InvalidArgumentError(
-                            f"[DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED] MERGE {c.label()} provides "
-                            f"column {col.name}, which is GENERATED ALWAYS AS IDENTITY; leave it out of the insert",
-                            table=self.table.location)
-                    if given is None:  # a join's partitions may be split at run time: the unplanned bound
-                        values[(id(c), col.name)] = identity_value(col, BOUND)
 
     def _identity_metadata(self, files: list[Any]) -> None:
         if not self.identity:
@@ -552,8 +530,6 @@ class MergeRun:
         """``T`` joined with ``S`` and each row's clause code in ``_ACTION``; also the presence tests."""
         from pyspark.sql import functions as F
 
-        from deltalog.spark.common.jvm_calls import sql_column
-
         t_here, s_here = T[_T_PRESENT].isNotNull(), S[_S_PRESENT].isNotNull()
         ordered = [*self.matched, *self.by_source, *self.not_matched]
         # a row no clause acts on is copied (a target row) or dropped (a source row); when the last NOT MATCHED
@@ -561,16 +537,13 @@ class MergeRun:
         every_source = not self.not_matched or self.not_matched[-1].condition is None
         joined = T.join(S, on=self.join_condition, how=how)
         self.joined_on = joined  # its analysed ON condition is the one recorded (:meth:`_on_predicate`)
-        if all(c.condition is None for c in ordered):  # Spark SQL over the presence columns: one Py4J call
-            t, s = f"`{_T_PRESENT}` IS NOT NULL", f"`{_S_PRESENT}` IS NOT NULL"
-            tests = {MATCHED: f"{t} AND {s}", NOT_MATCHED: f"NOT {t}", NOT_MATCHED_BY_SOURCE: f"{t} AND NOT {s}"}
-            default = str(_COPY) if every_source else f"CASE WHEN NOT {t} THEN {_DROP} ELSE {_COPY} END"
-            chain = " ".join(f"WHEN {tests[c.kind]} THEN {self.codes[id(c)]}" for c in ordered)
-            action = sql_column(self.b.spark, f"CASE {chain} ELSE {default} END" if chain else default)
+        text = action_sql(ordered, self.codes, target=_T_PRESENT, source=_S_PRESENT, default=_COPY)
+        if text is not None:  # no clause has a condition (so every_source): Spark SQL, one Py4J call
+            action = sql_column(self.b.spark, text)
         else:
             flags = {MATCHED: t_here & s_here, NOT_MATCHED: ~t_here, NOT_MATCHED_BY_SOURCE: t_here & ~s_here}
-            default = F.lit(_COPY) if every_source else F.when(~t_here, F.lit(_DROP)).otherwise(F.lit(_COPY))
-            action = self._action(flags, ordered, default)
+            action = self._action(flags, ordered, F.lit(_COPY) if every_source else
+                                  F.when(~t_here, F.lit(_DROP)).otherwise(F.lit(_COPY)))
         return joined.withColumn(_ACTION, action), t_here, s_here
 
     def one_pass(self, S: DataFrame, candidates: Any) -> DmlResult | None:

@@ -18,7 +18,7 @@ from typing import Any
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark.reads.target import describe
 
-__all__ = ["MATCHED", "NOT_MATCHED", "NOT_MATCHED_BY_SOURCE", "Clause", "MergeSpec", "check_clauses"]
+__all__ = ["MATCHED", "NOT_MATCHED", "NOT_MATCHED_BY_SOURCE", "Clause", "MergeSpec", "action_sql", "check_clauses"]
 
 DataFrame = Any
 
@@ -88,3 +88,22 @@ class MergeSpec:
     alias: str | None
     clauses: tuple[Clause, ...]
     evolve: bool
+
+
+def action_sql(ordered: Sequence[Clause], codes: Mapping[int, int], *, target: str, source: str,
+               default: int) -> str | None:
+    """Spark SQL of each joined row's clause code when no clause has a condition (else ``None``): the first of
+    ``ordered`` whose kind fits the row, told by the presence columns ``target`` and ``source`` (true on the
+    rows of each side, null on the other side of an unmatched row), each clause's code in ``codes`` (by
+    ``id``), else ``default`` (then every row without a target row has a NOT MATCHED clause, or none joins).
+
+    Example:
+        >>> action_sql([Clause(MATCHED, "delete")], {}, target="t", source="s", default=-1)
+        'CASE WHEN `t` IS NOT NULL AND `s` IS NOT NULL THEN 0 ELSE -1 END'
+    """
+    if any(c.condition is not None for c in ordered):
+        return None
+    t, s = f"`{target}` IS NOT NULL", f"`{source}` IS NOT NULL"
+    tests = {MATCHED: f"{t} AND {s}", NOT_MATCHED: f"NOT {t}", NOT_MATCHED_BY_SOURCE: f"{t} AND NOT {s}"}
+    chain = " ".join(f"WHEN {tests[c.kind]} THEN {int(codes.get(id(c), 0))}" for c in ordered)
+    return f"CASE {chain} ELSE {int(default)} END" if chain else str(int(default))
