@@ -661,6 +661,41 @@ def _sweep_section(results_dir: Path, plot_path: Path) -> list[str]:
             out.append(f"| {c['source_rows']:,} | {c['target_rows']:,} | {_ms(c['ours_s'])} | {_ms(c['anchor_s'])} | "
                        f"{c['ratio']:.2f}× | {c['ours_jobs']} / {c['anchor_jobs']} | {yes(c)} |")
         out += ["", MERGE_TIME]
+    return out + _lanes_table(results_dir)
+
+
+def _worst(cells: list[dict[str, Any]], key: str = "ratio") -> dict[str, Any] | None:
+    return max(cells, key=lambda cell: cell[key]) if cells else None
+
+
+def _lanes_table(results_dir: Path) -> list[str]:
+    """Each PySpark lane's sweep (``bench/sweep.py --lanes``) in one row: its worst ratios against the targets."""
+    lanes = sweep.lane_docs(results_dir)
+    if not lanes:
+        return []
+    out = ["", "The same sweep on the other PySpark versions (`python bench/sweep.py --lanes`, one process per "
+           "version lane of `scripts/spark_lanes.py`, the options as above); the worst cell of each kind:", "",
+           "| PySpark | run | DV / floor, worst (≤ 1.3×) | planning DV − CoW, worst (≤ 50 ms) | MERGE / hand-written, "
+           "worst (≤ 1.3×) | MERGE jobs, most over hand-written (≤ 2) | targets missed |",
+           "|---|---|---|---|---|---|---|"]
+    for version, doc in sorted(lanes.items(), key=lambda kv: tuple(int(x) for x in kv[0].split("."))):
+        cells = doc.get("cells", [])
+        floors = [c for c in cells if c["kind"] == "read" and c["anchor"] == "floor"]
+        plans = [c for c in cells if c["kind"] == "plan"]
+        merges = [c for c in cells if c["kind"] == "merge"]
+
+        f, p, m = _worst(floors), _worst(plans, "difference_ms"), _worst(merges)
+        env = doc.get("environment", {})
+        when = str(env.get("date") or "")[:16]
+        missed = sum(1 for c in cells if c["holds"] is False)
+        out.append(
+            f"| {env.get('pyspark', version)} | {when or '?'}{'' if doc.get('complete') else ' (incomplete)'} | "
+            + (f"{f['ratio']:.2f}× ({f['rows']:,} rows, `{sweep.SHAPE_TEXT.get(f['shape'], f['shape'])}`)" if f
+               else "—") + " | "
+            + (f"{p['difference_ms']:+,.0f} ms" if p else "—") + " | "
+            + (f"{m['ratio']:.2f}× ({m['source_rows']:,} into {m['target_rows']:,})" if m else "—") + " | "
+            + (f"{max(c['ours_jobs'] - c['anchor_jobs'] for c in merges):+d}" if merges else "—") + " | "
+            + f"{missed} of {len(cells)} |")
     return out
 
 

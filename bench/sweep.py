@@ -2,7 +2,7 @@
 
     python bench/sweep.py [--only reads merge] [--rows 1000000 4000000 10000000] [--shapes count agg ...] [--files 8]
                           [--merges 1000:10000 20000:200000 ...] [--repeat 3] [--quick] [--results-dir DIR]
-                          [--plot PATH]
+                          [--plot PATH] [--lanes [3.5 4.0 ...]]
 
 **Reads.** For each ``--rows`` size (1M, 4M, 10M; quick: 20k, 40k), ``--files`` files (8) of
 ``bench/dml_dv.py``'s rows (``id``, ``k`` = ``id % 97``, ``v`` random double, ``s`` short string), three tables
@@ -51,6 +51,13 @@ that an interrupted run keeps what it measured (``complete`` is false until the 
 ``<results-dir>/sweep.png``): DV read ratios against rows per shape, MERGE ratio against target rows per
 source size. ``bench/report.py`` renders sweep.json as the "Sweep" section of ``docs/performance.md``
 (and redraws the plot next to the page). ``bench/run.py`` runs it in full runs only.
+
+**Other PySpark versions.** ``--lanes`` runs the same sweep (the other options as given) once on each Spark
+version lane of ``scripts/spark_lanes.py`` (3.5, 4.0, 4.1, 4.2 by default, or the minor versions named; each a
+cached package directory put first on ``PYTHONPATH``, installed once per machine), one process per lane, one
+after the other, and keeps each lane's sweep.json as ``<results-dir>/sweep-lanes/<version>.json``;
+``bench/report.py`` adds a table of each version's worst ratios to the "Sweep" section. The venv's own
+PySpark is the plain run's.
 """
 
 from __future__ import annotations
@@ -408,7 +415,72 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"more rounds for fast cells, until each side ran this long (default {MIN_SECONDS}, "
                              "quick 0)")
     parser.add_argument("--plot", type=Path, default=None, help="where to draw the plot")
+    parser.add_argument("--lanes", nargs="*", default=None, metavar="VERSION",
+                        help="run the sweep on the PySpark lanes of scripts/spark_lanes.py instead (default: all)")
     return parser.parse_args(argv)
+
+
+LANES_DIR = "sweep-lanes"
+
+
+def run_lanes(argv: Sequence[str], versions: Sequence[str], results_dir: Path) -> int:
+    """The sweep (``argv`` without ``--lanes``) on each lane of ``versions`` (every lane when empty), one
+    process each; each lane's sweep.json is kept as ``<results_dir>/sweep-lanes/<version>.json``. 1 when a lane
+    could not run or missed a target."""
+    import os
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(harness.ROOT / "scripts"))
+    import spark_lanes
+
+    chosen = [v for v in spark_lanes.LANES if not versions or v in versions]
+    unknown = sorted(set(versions) - set(spark_lanes.LANES))
+    if unknown:
+        raise SystemExit(f"sweep: no Spark lane {', '.join(unknown)} (lanes: {', '.join(spark_lanes.LANES)})")
+    keep = results_dir / LANES_DIR
+    keep.mkdir(parents=True, exist_ok=True)
+    rest = without_lanes(argv)
+    failed = 0
+    for version in chosen:
+        packages = spark_lanes.set_up(spark_lanes.LANES[version])
+        out = Path(tempfile.mkdtemp(prefix=f"sweep-{version}-"))
+        path = [str(packages), *filter(None, [os.environ.get("PYTHONPATH")])]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+        print(f"sweep on the PySpark {version} lane ({packages.name})", flush=True)
+        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), *rest, "--results-dir", str(out),
+                               "--plot", str(out / PLOT_NAME)], env=env)
+        found = load(out)
+        if found is not None:
+            (keep / f"{version}.json").write_text(json.dumps(found, indent=1) + "\n")
+        failed |= done.returncode != 0 or found is None or not found.get("complete") or \
+            any(c["holds"] is False for c in found["cells"])
+        shutil.rmtree(out, ignore_errors=True)
+    return 1 if failed else 0
+
+
+def without_lanes(argv: Sequence[str]) -> list[str]:
+    """``argv`` without ``--lanes`` and the versions after it.
+
+    Example:
+        >>> without_lanes(["--only", "merge", "--lanes", "3.5", "4.0", "--repeat", "5"])
+        ['--only', 'merge', '--repeat', '5']
+    """
+    rest: list[str] = []
+    skip = False
+    for a in argv:
+        if a == "--lanes":
+            skip = True
+        elif not (skip and not a.startswith("-")):
+            skip = False
+            rest.append(a)
+    return rest
+
+
+def lane_docs(results_dir: Path) -> dict[str, dict[str, Any]]:
+    """The lanes' kept sweeps (:func:`run_lanes`) by minor version."""
+    keep = results_dir / LANES_DIR
+    return {p.stem: json.loads(p.read_text()) for p in sorted(keep.glob("*.json"))} if keep.is_dir() else {}
 
 
 def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
@@ -420,6 +492,10 @@ def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
         0
     """
     args = parse(argv)
+    if args.lanes is not None:
+        import sys
+
+        return run_lanes(list(sys.argv[1:] if argv is None else argv), args.lanes, harness.results_dir_for(args))
     pick = 1 if args.quick else 0
     sizes = args.rows or list(READ_ROWS[pick])
     merges = args.merges or list(MERGES[pick])

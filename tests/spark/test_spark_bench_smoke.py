@@ -140,3 +140,12 @@ def test_spark_sweep_quick(spark: Any, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MPLCONFIGDIR": str(tmp_path / "mpl")}
     text = _report(results, env, tmp_path)
     assert "## Sweep" in text and "| 100 | 1,000 |" in text and (tmp_path / "sweep.png").exists()
+    assert "other PySpark versions" not in text  # no lane has run
+    lanes = results / sweep.LANES_DIR  # what `sweep.py --lanes` keeps of a lane's run
+    lanes.mkdir()
+    (lanes / "3.5.json").write_text(json.dumps(doc))
+    text = _report(results, env, tmp_path)
+    row = next(line for line in text.splitlines() if line.startswith(f"| {doc['environment']['pyspark']} |"))
+    assert "(100 into 1,000)" in row and row.endswith(f"| {sum(c['holds'] is False for c in doc['cells'])} of 5 |")
+    assert sweep.without_lanes(["--quick", "--lanes", "3.5", "4.0", "--only", "merge"]) == \
+        ["--quick", "--only", "merge"]
