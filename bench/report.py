@@ -21,7 +21,7 @@ from typing import Any
 import harness
 import sweep
 from harness import GIB, Result, load_results
-from report_notes import MERGE_TIME
+from report_notes import LANES_NOTE, MERGE_TIME
 
 DOCS = harness.ROOT / "docs"
 PLOT_NAME = "performance_snapshot_load.png"
@@ -696,7 +696,7 @@ def _lanes_table(results_dir: Path) -> list[str]:
             + (f"{m['ratio']:.2f}× ({m['source_rows']:,} into {m['target_rows']:,})" if m else "—") + " | "
             + (f"{max(c['ours_jobs'] - c['anchor_jobs'] for c in merges):+d}" if merges else "—") + " | "
             + f"{missed} of {len(cells)} |")
-    return out
+    return [*out, "", LANES_NOTE]
 
 
 def _profiles_section(profiles: Path, results: dict[str, Result]) -> list[str]:

@@ -147,3 +147,15 @@ MERGE_TIME = (
     "502 and 447 ms before settling at 320-400 ms (the hand-written job 448 ms, then 270-310 ms); the full "
     "sweep runs the reads first."
 )
+
+#: What the version lanes' sweeps showed (after the table of :func:`report._lanes_table`).
+LANES_NOTE = (
+    "Measured 2026-12-04 17:13-17:33, one lane after the other on this machine (2 cores). MERGE holds on every "
+    "version: 1.11-1.22x on 3.5, 1.01-1.25x on 4.0, 1.09-1.18x on 4.1, 1.09-1.17x on 4.2, 3 jobs against the "
+    "hand-written job's 4. The deletion-vector reads do not hold everywhere: `agg(sum(v), count(*))` over 10M rows "
+    "measured 1.36x the floor on 4.0 (1.32x in an earlier run that day) and 1.31x on 4.2, 1.29x on 4.1, at most "
+    "1.29x on 3.5 (1.30x earlier), against 1.22x on 4.3. Measured on 4.0 in one process (medians of 12, the "
+    "sides alternating): the DV read 1.23x the floor, and the floor made to read `_metadata.file_size` too (the "
+    "file id the bit test needs, rows of several files sharing a task) 1.07x: about a third of the gap is "
+    "reading the file id, the rest the per-row bit test, and the cell moves by 0.1x between runs."
+)
