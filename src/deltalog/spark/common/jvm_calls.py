@@ -78,9 +78,8 @@ def observe(df: Any, observation: Any, *exprs: Any) -> Any:
 
     spark = df.sparkSession
     jvm = _jvm(spark)
-    if jvm is None or not exprs or getattr(observation, "_jo", True) is not None or \
-            getattr(observation, "_name", None) is None:  # Connect, a used or unnamed observation: PySpark's
-        return df.observe(observation, *exprs)
+    if jvm is None or not exprs or observation._jo is not None or observation._name is None:
+        return df.observe(observation, *exprs)  # Connect, a used or unnamed observation: PySpark's own way
     jo = _member(jvm, "org.apache.spark.sql.Observation")(observation._name)
     observation._jvm, observation._jo = jvm, jo
     rest = _member(jvm, _UTILS, "toSeq")([c._jc for c in exprs[1:]])

@@ -45,6 +45,7 @@ from deltalog.data.write_files import WrittenFile
 from deltalog.spark.common.jvm_calls import observe, sql_column
 from deltalog.spark.dml.broadcast import broadcast_source
 from deltalog.spark.dml.merge_run import FirstCounts, MergeRun
+from deltalog.spark.dml.merge_spec import present
 from deltalog.spark.jobs.change_files import records_changes
 from deltalog.spark.jobs.native import ObservedRows, native_columns_ok, observed_rows, write_observed_rows
 from deltalog.spark.jobs.staged import DmlResult, Staged, native_table_applies, spark_error, write_tallied
@@ -215,7 +216,7 @@ def _plan(run: MergeRun, S: DataFrame, candidates: Any) -> _Plan | None:
             return None
         K, bits, ids = keyed
         T = K.alias(run.b.alias) if run.b.alias else K
-        file_key = T[ROW_KEY].bitwiseAND(F.lit((1 << bits) - 1))  # a packed key's row index dropped
+        file_key = sql_column(run.b.spark, _file_key_sql(bits))
     how = "full" if run.not_matched else "left"
     frame, t_here, s_here = run._frame(T, S, how)
     outputs = run._outputs(frame, T, S)  # the assignments and their types are checked before any job runs
@@ -233,7 +234,7 @@ def _prepared(run: MergeRun, plan: _Plan) -> _Plan:
 
     action = F.col(run.ACTION)
     deletes = [run.codes[id(c)] for c in run.matched + run.by_source if c.action == "delete"] or [run.DROP]
-    t_here, code = f"`{run.TARGET}` IS NOT NULL", f"`{run.ACTION}`"
+    t_here, code = present(run.TARGET), f"`{run.ACTION}`"
     keep = f"{t_here} AND NOT {code} IN ({', '.join(str(int(d)) for d in deletes)})"
     wanted = sql_column(run.b.spark, f"({keep}) OR (NOT {t_here} AND {code} >= 0)" if run.not_matched else keep)
     # no clause deletes and every source row without a match is inserted (or none joins): every row is written,
@@ -270,7 +271,7 @@ def _observation(run: MergeRun, plan: _Plan) -> _Observed | None:
     spark = run.b.spark
     # the inputs and aggregates are Spark SQL over the columns the MERGE added (one Py4J call each,
     # :func:`~deltalog.spark.common.jvm_calls.sql_column`); the same expressions as built column by column
-    t_here, s_here, action = f"`{run.TARGET}` IS NOT NULL", f"`{run.SOURCE}` IS NOT NULL", f"`{run.ACTION}`"
+    t_here, s_here, action = present(run.TARGET), present(run.SOURCE), f"`{run.ACTION}`"
     codes = sorted({run.codes[id(c)] for c in run.matched + run.by_source})
     # with no NOT MATCHED BY SOURCE clause and a last MATCHED clause without a condition, every matched target
     # row is acted on: the one clause's rows are the pairs, the touched files those with a match
@@ -291,7 +292,7 @@ def _observation(run: MergeRun, plan: _Plan) -> _Observed | None:
         metric(f"code{i}", f"{t_here} AND {action} = {int(c)}", rows_where)
     sets = {"touched": f"{t_here} AND {action} >= 0"} if every_match_acts else \
         {"touched": f"{t_here} AND {action} >= 0", "matched": f"{t_here} AND {s_here}"}
-    file_key = None if plan.file_key is None else f"(`{ROW_KEY}` & {(1 << plan.bits) - 1})"
+    file_key = None if plan.file_key is None else _file_key_sql(plan.bits)
     bits = _file_bits(file_key, plan.by_id) if file_key is not None else None
     for name, rows in sets.items() if file_key is not None else ():
         if bits is not None:  # one bit per file, OR-ed
@@ -332,6 +333,12 @@ def _observed(run: OnePassRun, plan: _Plan, job: _Observed) -> tuple[list[Writte
         return {by_id[int(k)] for k in str(value).split(",") if k}
 
     return files, FirstCounts(files_of("touched"), files_of("matched"), per_code), pairs, int(seen["alone"])
+
+
+def _file_key_sql(bits: int) -> str:
+    """Spark SQL of a keyed target row's file id: the low ``bits`` of its key (a packed key's row index
+    dropped; the key's column name is the joined rows' only one)."""
+    return f"(`{ROW_KEY}` & {(1 << bits) - 1})"
 
 
 def _file_bits(file_key: str, by_id: dict[int, str]) -> tuple[str, dict[int, str]] | None:

@@ -18,7 +18,9 @@ from typing import Any
 from deltalog.errors import InvalidArgumentError
 from deltalog.spark.reads.target import describe
 
-__all__ = ["MATCHED", "NOT_MATCHED", "NOT_MATCHED_BY_SOURCE", "Clause", "MergeSpec", "action_sql", "check_clauses"]
+__all__ = [
+    "MATCHED", "NOT_MATCHED", "NOT_MATCHED_BY_SOURCE", "Clause", "MergeSpec", "action_sql", "check_clauses", "present",
+]
 
 DataFrame = Any
 
@@ -90,6 +92,16 @@ class MergeSpec:
     evolve: bool
 
 
+def present(column: str) -> str:
+    """Spark SQL that is true where the presence column ``column`` (true on one side's rows of a join) is set.
+
+    Example:
+        >>> present("__deltalog_target")
+        '`__deltalog_target` IS NOT NULL'
+    """
+    return f"`{column}` IS NOT NULL"
+
+
 def action_sql(ordered: Sequence[Clause], codes: Mapping[int, int], *, target: str, source: str,
                default: int) -> str | None:
     """Spark SQL of each joined row's clause code when no clause has a condition (else ``None``): the first of
@@ -103,7 +115,7 @@ def action_sql(ordered: Sequence[Clause], codes: Mapping[int, int], *, target: s
     """
     if any(c.condition is not None for c in ordered):
         return None
-    t, s = f"`{target}` IS NOT NULL", f"`{source}` IS NOT NULL"
+    t, s = present(target), present(source)
     tests = {MATCHED: f"{t} AND {s}", NOT_MATCHED: f"NOT {t}", NOT_MATCHED_BY_SOURCE: f"{t} AND NOT {s}"}
     chain = " ".join(f"WHEN {tests[c.kind]} THEN {int(codes.get(id(c), 0))}" for c in ordered)
     return f"CASE {chain} ELSE {int(default)} END" if chain else str(int(default))
