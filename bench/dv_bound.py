@@ -21,12 +21,17 @@ rotating each round, medians of ``--repeat`` runs (5; quick 1):
 * ``binary bitmap`` -- the same test with both constants built in the JVM from bytes
   (:func:`deltalog.spark.common.compat.array_literal`), each file's region found by an array lookup: what
   deltalog's read does since 2026-12-03, here without deltalog's planning;
+* ``reader floor`` -- the scan with the parquet reader's own row-index column in its read schema
+  (``dv_scan.READER_ROW_INDEX``, what ``_metadata.row_index`` is built from) filtered on ``>= 0``: the row index
+  without a ``_metadata`` struct per row;
+* ``reader bitmap`` -- ``binary bitmap`` on that column (only the file id still comes from ``_metadata``):
+  what deltalog's read does since 2026-12-04;
 * ``dv`` -- ``spark.read.format("delta").load(path)``, deltalog's read.
 
 Each contender's ratio to the floor is printed and saved as ``dv-bound-<rows>.json`` (deltalog = ``dv``, anchor =
 ``floor``, target 1.3; ``extra`` has every contender's medians, ratios and Spark jobs). The lowest of ``sized
-join``, ``bitmap`` and ``binary bitmap`` is what dropping the rows in Spark's plan costs at the table's real number
-of deleted rows, without a reader of our own in the JVM.
+join``, ``bitmap``, ``binary bitmap`` and ``reader bitmap`` is what dropping the rows in Spark's plan costs at the
+table's real number of deleted rows, without a reader of our own in the JVM.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ def contenders(spark: Any, path: str) -> dict[str, Callable[[], Any]]:
     import numpy as np
     import pyarrow as pa
     from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
 
     import deltalog
     from deltalog.spark.common.compat import frame_from_arrow
@@ -73,6 +79,9 @@ def contenders(spark: Any, path: str) -> dict[str, Callable[[], Any]]:
     def raw() -> Any:
         return log_indexed(spark, schema, uris, sizes.tolist(), mtimes, hive=False)
 
+    def reader_raw() -> Any:  # the reader's own row-index column in the read schema
+        return log_indexed(spark, reader_schema, uris, sizes.tolist(), mtimes, hive=False)
+
     one = F.broadcast(spark.createDataFrame([(int(keys[0]),)], "one_key BIGINT"))
     sized = F.broadcast(frame_from_arrow(spark, pa.table({"sized_key": pa.array(keys | (1 << 62), pa.int64())})))
     # one bitmap for every file: file id -> (first word, words)
@@ -88,7 +97,10 @@ def contenders(spark: Any, path: str) -> dict[str, Callable[[], Any]]:
     bit = (f"CASE WHEN {word} < (CASE {size} ELSE 0 END) THEN getbit(element_at({bitmap}, "
            f"CAST((CASE {start} END) + {word} + 1 AS INT)), CAST(_metadata.row_index & 63 AS INT)) ELSE 0 END")
     keep = dv_scan._bitmap_keep(spark, files, deleted, told)
-    if keep is None:
+    reader_sql = dv_scan.row_index_sql(True, path)
+    reader_keep = dv_scan._bitmap_keep(spark, files, deleted, told, reader_sql)
+    reader_schema = StructType([*schema.fields, StructField(dv_scan.READER_ROW_INDEX, LongType(), True)])
+    if keep is None or reader_keep is None:
         raise SystemExit(f"{path}: the binary bitmap does not apply (Spark Connect, or row counts missing)")
     return {
         "floor": lambda: raw().where(F.col("_metadata.row_index") >= 0),
@@ -97,6 +109,8 @@ def contenders(spark: Any, path: str) -> dict[str, Callable[[], Any]]:
         "sized join": lambda: raw().select("*", F.expr(key).alias("sized_key")).join(sized, "sized_key", "left_anti"),
         "bitmap": lambda: raw().where(F.expr(f"({bit}) = 0")),
         "binary bitmap": lambda: raw().where(keep),
+        "reader floor": lambda: reader_raw().where(F.col(dv_scan.READER_ROW_INDEX) >= 0).drop(dv_scan.READER_ROW_INDEX),
+        "reader bitmap": lambda: reader_raw().where(reader_keep).drop(dv_scan.READER_ROW_INDEX),
         "dv": lambda: spark.read.format("delta").load(path),
     }
 
@@ -131,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             live = rows - (rows + 92) // 100
             counts = {k: f().groupBy().count().collect()[0][0] for k, f in frames.items()}
             want = {"floor": rows, "told apart": rows, "one-key join": rows - 1, "sized join": rows, "bitmap": live,
-                    "binary bitmap": live, "dv": live}
+                    "binary bitmap": live, "reader floor": rows, "reader bitmap": live, "dv": live}
             if counts != want:
                 raise SystemExit(f"{rows:,} rows: counted {counts}, expected {want}")
             extra: dict[str, Any] = {}
@@ -145,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{k} {v['median'] * 1000:.0f} ms ({v['median'] / floor:.2f}x, {v['jobs']} jobs)"
                     for k, v in timed.items()) + "]", flush=True)
             agg = extra["agg"]
-            bound = min(agg["sized join"]["ratio"], agg["bitmap"]["ratio"], agg["binary bitmap"]["ratio"])
+            bound = min(agg[k]["ratio"] for k in ("sized join", "bitmap", "binary bitmap", "reader bitmap"))
             extra["bound_ratio"] = bound
             r = Result(workload=f"dv-bound-{rows}", title=f"DV read vs the row-index floor, parts, {rows:,} rows",
                        deltalog_median=agg["dv"]["median_s"], anchor_median=agg["floor"]["median_s"],

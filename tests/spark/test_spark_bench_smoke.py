@@ -78,7 +78,8 @@ def test_spark_scan_benchmarks_quick(tmp_path: Path) -> None:
     assert all(everyday[shape]["ratio"] > 0 for shape in ("agg", "groupby", "materialise"))
     bound = _result(results, "dv-bound-20000")["extra"]
     assert isinstance(bound, dict) and set(bound["agg"]) == {"floor", "told apart", "one-key join", "sized join",
-                                                                   "bitmap", "binary bitmap", "dv"}
+                                                                   "bitmap", "binary bitmap", "reader floor",
+                                                                   "reader bitmap", "dv"}
     dml_dv = _result(results, "dml-dv")["extra"]
     assert isinstance(dml_dv, dict)
     assert dml_dv["deleted_rows"] == 400 and dml_dv["files_with_deletion_vector"] == 4

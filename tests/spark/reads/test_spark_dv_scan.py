@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import deltalog
@@ -397,3 +398,90 @@ def test_bitmap_words_set_each_deleted_row_s_bit(seed: int) -> None:
     assert len(words) == int(rows.max()) // 64 + 1
     got = [w * 64 + b for w, word in enumerate(words.tolist()) for b in range(64) if (word >> b) & 1]
     assert got == rows.tolist()
+
+
+def _analyzed(df: Any) -> str:
+    return str(df._jdf.queryExecution().analyzed().toString())
+
+
+@pytest.mark.parametrize("conf", [{}, {"spark.sql.files.maxPartitionBytes": "2000",
+                                       "spark.sql.files.openCostInBytes": "1"},
+                                  {"spark.sql.parquet.enableVectorizedReader": "false"}],
+                         ids=["default", "files-split", "row-reader"])
+def test_reads_take_the_row_index_from_the_reader(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, conf: dict[str, str]
+) -> None:
+    """A read of files with deletion vectors asks the parquet reader for each row's index as a column of its
+    own (``_tmp_metadata_row_index``), not as a field of ``_metadata``: the same rows dropped whether Spark splits
+    the files (of many row groups) among tasks or reads rows instead of batches."""
+    import pyarrow.parquet as pq
+
+    from deltalog.data import write_files
+
+    monkeypatch.setattr(write_files, "_ROW_GROUP_BYTES", 4096)  # row groups of a few hundred rows
+    monkeypatch.setattr(write_files, "_MIN_PIECE_ROWS", 100)
+    path = str(tmp_path / "t")
+    for i, start in enumerate((0, 5000, 9000)):
+        ids = pa.array(range(start, start + 3000 - i * 500), pa.int64())
+        deltalog.write_table(path, pa.table({"id": ids, "v": pc.multiply(ids, 2)}), mode="append",
+                             properties={"delta.enableDeletionVectors": "true"} if i == 0 else None)
+    table = deltalog.Table(path)
+    table.delete("id % 97 = 5 OR id = 5000 OR id = 11499", use_deletion_vectors=True)
+    snap = table.snapshot()
+    first = str(tmp_path / "t" / snap.add_files().column("path")[0].as_py())
+    assert pq.ParquetFile(first).metadata.num_row_groups > 4
+    want = sorted(snap.to_arrow().column("id").to_pylist())
+    assert len(want) == 7500 - sum(1 for b in ((0, 3000), (5000, 7500), (9000, 11000)) for i in range(*b)
+                                   if i % 97 == 5 or i in (5000, 11499))
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        df = read(spark, path)
+        assert _ids(df) == want
+        assert sorted(r[0] for r in df.filter("id > 9500").select("id").collect()) == [i for i in want if i > 9500]
+        if conf.get("spark.sql.files.maxPartitionBytes"):
+            assert df.rdd.getNumPartitions() > 6  # the files were split
+        assert dv_scan.READER_ROW_INDEX in _analyzed(df) and ".row_index" not in _analyzed(df)
+        assert dv_scan.READER_ROW_INDEX not in df.columns
+    finally:
+        for key in conf:
+            spark.conf.unset(key)
+
+
+def test_a_column_named_like_the_reader_s_row_index_is_read_by_arrow_tasks(spark: Any, tmp_path: Path) -> None:
+    """A table with a column of that name (in another case), which Spark refuses beside any row index, is read
+    by Arrow tasks: its own values, and the deleted rows dropped."""
+    from deltalog.spark.reads.files import uses_native_io
+
+    path = str(tmp_path / "t")
+    name = dv_scan.READER_ROW_INDEX.upper()
+    for i in range(2):
+        ids = pa.array(range(i * 100, i * 100 + 100 - i * 10), pa.int64())
+        deltalog.write_table(path, pa.table({"id": ids, name: pc.add(ids, 1000)}), mode="append",
+                             properties={"delta.enableDeletionVectors": "true"} if i == 0 else None)
+    table = deltalog.Table(path)
+    table.delete("id % 7 = 1", use_deletion_vectors=True)
+    df = read(spark, path)
+    rows = sorted((r[0], r[1]) for r in df.select("id", name).collect())
+    assert rows == sorted((i, i + 1000) for i in [*range(100), *range(100, 190)] if i % 7 != 1)
+    assert not uses_native_io(spark, table.snapshot())
+
+
+def test_an_unfilled_reader_row_index_fails_the_read(spark: Any, tmp_path: Path) -> None:
+    """Should a Spark leave the reader's row-index column empty, the read fails naming the table and version
+    rather than keeping rows a deletion vector deletes."""
+    from pyspark.sql import functions as F
+
+    from deltalog.data.read import resolve_path
+
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(100, 150))])
+    table.delete([("id", "in", [1, 5, 70])], use_deletion_vectors=True)
+    snap = table.snapshot()
+    files = snap.add_files()
+    raw = spark.read.parquet(*[resolve_path(snap, p) for p in files.column("path").to_pylist()])
+    raw = raw.withColumn(dv_scan.READER_ROW_INDEX, F.lit(None).cast("long"))
+    out = dv_scan.keyed_scan(spark, snap, files, raw, ["id"], reader_row=True)
+    assert out is not None and out.columns == ["id"]
+    with pytest.raises(Exception, match=f"deletion vectors of .*{tmp_path.name}.* version {snap.version}.*row index"):
+        out.collect()

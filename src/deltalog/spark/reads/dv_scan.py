@@ -1,9 +1,13 @@
 """Deletion vectors applied inside Spark's parquet scan without a per-row file path.
 
-Spark's scan reports each row's ``_metadata.row_index``; which file a row comes from is the costly
-part: ``_metadata.file_path`` is a string per row, and a join on ``(path, row_index)`` hashes it for
-every row (most of a deletion-vector scan's time). A file's size identifies it just as well when no
-two files of the scan share a size, and ``_metadata.file_size`` is a number Spark fills per file. So:
+Spark's scan reports each row's ``_metadata.row_index``; a Delta read (``reader_row`` of :func:`keyed_scan`)
+takes it instead from the column the parquet reader fills when the read schema names it
+(:data:`READER_ROW_INDEX`), which spares the ``_metadata`` struct Spark builds (boxing each field) for every
+row; a read whose row index Spark leaves unfilled fails rather than keep deleted rows (:func:`row_index_sql`).
+Which file a row comes from is the costly part: ``_metadata.file_path`` is a string per row, and a join on
+``(path, row_index)`` hashes it for every row (most of a deletion-vector scan's time). A file's size
+identifies it just as well when no two files of the scan share a size, and ``_metadata.file_size`` is a
+number Spark fills per file. So:
 
 * sizes are used when they are unique among the scan's files and the store reports each
   deletion-vector file with exactly the size the log records. Files written by one job often share a size
@@ -44,14 +48,16 @@ import pyarrow.compute as pc
 from deltalog.errors import DeltaError
 from deltalog.spark.common.compat import frame_from_arrow
 from deltalog.spark.common.kept import Kept
+from deltalog.spark.reads.files import READER_ROW_INDEX, reader_row_index
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
 
 __all__ = [
-    "BITMAP_MAX_WORDS", "MAX_KEYED_FILES", "ROW_KEY", "bitmap_words", "deleted_row_keys", "deleted_rows_per_file",
+    "BITMAP_MAX_WORDS", "MAX_KEYED_FILES", "READER_ROW_INDEX", "ROW_KEY", "bitmap_words", "deleted_row_keys",
+    "deleted_rows_per_file",
     "file_ids", "fold", "hashed_file_ids", "keyed_scan",
-    "row_key_bits", "without_deleted_rows",
+    "reader_row_index", "row_index_sql", "row_key_bits", "without_deleted_rows",
 ]
 
 #: Above this many deletion-vector files the CASE that maps sizes to ids gets long; the path join is
@@ -201,7 +207,7 @@ def hashed_file_ids(files: pa.Table) -> tuple[int, int, np.ndarray] | None:
 
     Example:
         >>> a, m, ids = hashed_file_ids(snap.add_files())                        # doctest: +SKIP
-        >>> (a, m)
+        >>> (a, m)                                                               # doctest: +SKIP
         (1, 11)
     """
     n = files.num_rows
@@ -276,8 +282,28 @@ def bitmap_words(rows: np.ndarray) -> np.ndarray:
     return words.view(np.int64)
 
 
+def row_index_sql(reader: bool, where: str = "") -> str:
+    """Spark SQL of each row's index in its file: ``_metadata.row_index``, or with ``reader`` the scan's own
+    :data:`READER_ROW_INDEX` column, which must not be null: a Spark whose reader left it unfilled fails the query
+    (naming ``where``, the table and version) rather than keeping rows a deletion vector deletes.
+
+    Example:
+        >>> row_index_sql(False)
+        '_metadata.row_index'
+        >>> row_index_sql(True, "t")[:44]
+        'coalesce(`_tmp_metadata_row_index`, CAST(rai'
+    """
+    if not reader:
+        return _ROW
+    message = (f"deletion vectors of {where}: Spark's parquet reader returned no row index in "
+               f"{READER_ROW_INDEX}, so deleted rows cannot be told apart; this Spark version is not supported "
+               "by deltalog's deletion-vector read, please report it")
+    text = message.replace("\\", "\\\\").replace("'", "\\'")
+    return f"coalesce(`{READER_ROW_INDEX}`, CAST(raise_error('{text}') AS BIGINT))"
+
+
 def _bitmap_keep(spark: Any, files: pa.Table, deleted: list[tuple[int, np.ndarray]],
-                 told: tuple[str, np.ndarray, int]) -> Any | None:
+                 told: tuple[str, np.ndarray, int], row_sql: str = _ROW) -> Any | None:
     """A ``Column``, true for the rows of a scan of ``files`` that the deletion vectors (``deleted``, from
     :func:`deleted_rows_per_file`) keep, given each row's file id (``told``, from :func:`file_ids`): each row's
     bit tested in one constant bitmap of every file's deleted rows. ``None`` (the caller joins) on Spark Connect,
@@ -287,7 +313,8 @@ def _bitmap_keep(spark: Any, files: pa.Table, deleted: list[tuple[int, np.ndarra
     The bitmap is an ``array<bigint>``, each deletion-vector file a region of ``numRecords / 64 + 1`` words (the
     last may stop at its last deleted row: past the array's end every row is kept); an ``array<int>`` maps the
     row's file id, folded to a small index by ``% m`` when the ids are sizes, to its region's first word (files
-    without deleted rows to a negative offset: kept). Both are binary constants
+    without deleted rows to a negative offset: kept). ``row_sql``: each row's index (:func:`row_index_sql`). Both
+    are binary constants
     (:func:`~deltalog.spark.common.compat.array_literal`): measured 2026-12-03, ``agg`` over 10M rows of 8 files
     with deletion vectors 1.26-1.48x the row-index floor against 1.8-2.1x for the anti join, 4M 1.35-1.42x
     against 1.8x, 1M 1.38x against 1.9x."""
@@ -329,7 +356,7 @@ def _bitmap_keep(spark: Any, files: pa.Table, deleted: list[tuple[int, np.ndarra
         bitmap = array_literal(spark, words)
         if bitmap is None:
             return None
-        row = F.col(_ROW)
+        row = F.col(_ROW) if row_sql == _ROW else F.expr(row_sql)
         word = F.shiftright(row, 6).cast("int")
         if fid:
             offsets = array_literal(spark, starts)
@@ -339,7 +366,7 @@ def _bitmap_keep(spark: Any, files: pa.Table, deleted: list[tuple[int, np.ndarra
         bit = F.bit_get(F.get(bitmap, word), row.bitwiseAND(63).cast("int"))
         return F.coalesce(bit, F.lit(0).cast("byte")) == 0
 
-    return _kept_column(spark, (words, starts, fid), build)
+    return _kept_column(spark, (words, starts, fid, row_sql), build)
 
 
 def _kept_column(spark: Any, parts: tuple[np.ndarray | str, ...], build: Callable[[], Any | None]) -> Any | None:
@@ -410,7 +437,7 @@ def _keys_frame(spark: Any, keys: np.ndarray) -> Any:
 
 def keyed_scan(
     spark: Any, snapshot: Snapshot, files: pa.Table, raw: Any, columns: Sequence[str], *, sizes_from_log: bool = False,
-    key_bits: int | None = None, whole: bool = False,
+    key_bits: int | None = None, whole: bool = False, reader_row: bool = False,
 ) -> Any | None:
     """``raw`` (Spark's parquet scan of ``files``, in which every file with a deletion vector is read
     whole) without the deleted rows, selecting ``columns``; ``None`` when the files cannot be told apart
@@ -419,7 +446,9 @@ def keyed_scan(
     from the log (:mod:`deltalog.spark.reads.log_index`), so ``_metadata.file_size`` is the log's size.
     ``key_bits`` (:func:`row_key_bits` of ``files``, computed by the caller): every row keeps its packed
     :data:`ROW_KEY` (``row_index << key_bits | file_size``) as a last column; ``None`` when the sizes are
-    not the log's. ``whole``: ``columns`` are all of ``raw``'s, in order (nothing to select).
+    not the log's. ``whole``: ``columns`` are all of ``raw``'s, in order (nothing to select). ``reader_row``:
+    ``raw``'s read schema ends with :data:`READER_ROW_INDEX` (not one of ``columns``), which then gives each
+    row's index instead of ``_metadata.row_index`` (:func:`row_index_sql`).
 
     Example:
         >>> keyed_scan(spark, snap, files, spark.read.parquet(*paths), ["id"]).count()  # doctest: +SKIP
@@ -432,6 +461,8 @@ def keyed_scan(
         return None
     deleted = deleted_rows_per_file(snapshot, files)
     quoted = [f"`{c.replace('`', '``')}`" for c in columns]
+    row_sql = row_index_sql(reader_row, f"{snapshot.table} version {snapshot.version}")
+    whole = whole and not reader_row
 
     def selected(df: Any, *extra: Any) -> Any:  # each DataFrame call is a Spark analysis (~10-25 ms here)
         return df if not extra and (whole or list(columns) == df.columns) else df.select(*quoted, *extra)
@@ -442,7 +473,7 @@ def keyed_scan(
         if by_size is None:
             return None
         bits = key_bits
-        key = F.expr(f"shiftleft({_ROW}, {bits}) | {_SIZE}").alias(_KEY)
+        key = F.expr(f"shiftleft({row_sql}, {bits}) | {_SIZE}").alias(_KEY)
         if not deleted:
             return raw.select(*quoted, key)
         sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
@@ -452,19 +483,19 @@ def keyed_scan(
         return selected(raw)
     told = file_ids(files, by_size, sizes_from_log=sizes_from_log)
     row_bits = _row_bits(files)
-    keep = _bitmap_keep(spark, files, deleted, told) if told is not None else None
+    keep = _bitmap_keep(spark, files, deleted, told, row_sql) if told is not None else None
     if keep is not None:
         return selected(raw.filter(keep))
     if told is not None and row_bits is not None and told[2] + row_bits <= 62:
         # row index above the file's id: unique per row of the scan, no per-file CASE
         file_id, ids, bits = told
-        key_sql = f"shiftleft({_ROW}, {bits}) | {file_id}"
+        key_sql = f"shiftleft({row_sql}, {bits}) | {file_id}"
         keys = np.concatenate([(rows.astype(np.int64) << bits) | ids[i] for i, rows in deleted])
     else:
         if by_size is None or len(deleted) > MAX_KEYED_FILES:  # the CASE over the files gets long
             return None
         case = " ".join(f"WHEN {_SIZE} = {size} THEN {n}" for size, n in by_size.items())
-        key_sql = f"shiftleft(CAST(CASE {case} END AS BIGINT), {_ROW_BITS}) | {_ROW}"
+        key_sql = f"shiftleft(CAST(CASE {case} END AS BIGINT), {_ROW_BITS}) | {row_sql}"
         keys = np.concatenate([(np.int64(n) << _ROW_BITS) | rows.astype(np.int64)
                                for n, (_, rows) in enumerate(deleted)])
     gone = _keys_frame(spark, keys)  # broadcast-hinted

@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 
 from deltalog.data.filters import Condition, normalize_filter, prune_files
 from deltalog.errors import InvalidArgumentError
-from deltalog.protocol.schema import StructField, StructType, physical_name
+from deltalog.protocol.schema import PrimitiveType, StructField, StructType, physical_name
 from deltalog.spark.common.compat import frame_from_arrow, with_relation_schema
 from deltalog.spark.common.core import (
     READ_METADATA,
@@ -61,7 +61,15 @@ from deltalog.spark.common.core import (
     spark_schema,
     spark_type,
 )
-from deltalog.spark.reads.dv_scan import ROW_KEY, keyed_scan, row_key_bits, without_deleted_rows
+from deltalog.spark.reads.dv_scan import (
+    READER_ROW_INDEX,
+    ROW_KEY,
+    keyed_scan,
+    reader_row_index,
+    row_index_sql,
+    row_key_bits,
+    without_deleted_rows,
+)
 from deltalog.spark.reads.files import FILE as _FILE
 from deltalog.spark.reads.files import ROW as _ROW
 from deltalog.spark.reads.files import check_keys as _check_join_keys
@@ -363,6 +371,9 @@ def _scan_files(
         return None
     read_fields = list(physical)
     from_log = False
+    # a deletion-vector read takes each row's index from the reader's own column (no ``_metadata`` field)
+    reader_row = (native and has_dv and not join_parts and not keyed_by
+                  and reader_row_index([f.name for f in physical] + keys))
     if native:
         root = snapshot.store.full_path("")
         from_log = usable(spark, table=snapshot.table, root=root if hive else None)
@@ -374,7 +385,8 @@ def _scan_files(
             options["timeZone"] = "UTC"
             if not from_log:
                 options["basePath"] = root
-        read_schema = spark_schema(read_fields, keep_metadata=True)
+        read_schema = spark_schema(read_fields + ([StructField(READER_ROW_INDEX, PrimitiveType("long"), True)]
+                                                  if reader_row else []), keep_metadata=True)
         try:
             if from_log:
                 raw = log_indexed(spark, read_schema, file_keys(snapshot, files), files.column("size").to_pylist(),
@@ -394,7 +406,7 @@ def _scan_files(
         keyed = raw  # the id is computed by the projection below (one projection less to analyse)
     elif native and (has_dv or row_key is not None) and not join_parts:  # rows keyed by file size + row index, no path
         keyed = keyed_scan(spark, snapshot, files, raw, [f.name for f in read_fields], sizes_from_log=from_log,
-                           key_bits=row_key, whole=True)  # raw was read with read_fields' schema
+                           key_bits=row_key, whole=True, reader_row=reader_row)  # read_fields' schema
         if keyed is None and row_key is not None:
             return None
     if keyed is not None:
@@ -406,7 +418,8 @@ def _scan_files(
             _check_join_keys(raw, uris, snapshot)
             meta = [F.col("_metadata.file_path").alias(_FILE)]
             if has_dv:
-                meta.append(F.col("_metadata.row_index").alias(_ROW))
+                where = f"{snapshot.table} version {snapshot.version}"
+                meta.append(F.expr(row_index_sql(reader_row, where)).alias(_ROW))
             df = raw.select(*[F.col(quoted(f.name)) for f in read_fields], *meta)
         if has_dv:
             df = without_deleted_rows(spark, df, snapshot, files, uris)
