@@ -150,12 +150,14 @@ MERGE_TIME = (
 
 #: What the version lanes' sweeps showed (after the table of :func:`report._lanes_table`).
 LANES_NOTE = (
-    "Measured 2026-12-04 17:13-17:33, one lane after the other on this machine (2 cores). MERGE holds on every "
-    "version: 1.11-1.22x on 3.5, 1.01-1.25x on 4.0, 1.09-1.18x on 4.1, 1.09-1.17x on 4.2, 3 jobs against the "
-    "hand-written job's 4. The deletion-vector reads do not hold everywhere: `agg(sum(v), count(*))` over 10M rows "
-    "measured 1.36x the floor on 4.0 (1.32x in an earlier run that day) and 1.31x on 4.2, 1.29x on 4.1, at most "
-    "1.29x on 3.5 (1.30x earlier), against 1.22x on 4.3. Measured on 4.0 in one process (medians of 12, the "
-    "sides alternating): the DV read 1.23x the floor, and the floor made to read `_metadata.file_size` too (the "
-    "file id the bit test needs, rows of several files sharing a task) 1.07x: about a third of the gap is "
-    "reading the file id, the rest the per-row bit test, and the cell moves by 0.1x between runs."
+    "Measured 2026-12-04 19:30-19:53, one lane after the other on this machine (2 cores), after deletion-vector "
+    "reads began taking the row index from the parquet reader's own column. MERGE holds on every version: "
+    "1.09-1.26x on 3.5, 1.10-1.18x on 4.0, 1.01-1.17x on 4.1, 1.03-1.20x on 4.2, 3 jobs against the hand-written "
+    "job's 4. The deletion-vector reads hold on 4.0 (worst 1.28x), 4.1 (1.26x) and 4.2 (1.26x), and on 4.3 "
+    "(1.28x); on 3.5 `agg(sum(v), count(*))` over 10M rows measured 1.34x the floor (the other 3.5 cells at "
+    "most 1.30x). The same cell moves by about 0.1x from run to run: before the change it measured 1.26x on 3.5 "
+    "and 1.36x on 4.0, after it 1.34x and 1.26x. Measured on 3.5 in one process (medians of 21, the sides "
+    "alternating), the read now 1.20x the floor (with `_metadata.row_index`, as before, 1.24x), and on 4.0 "
+    "1.17-1.20x (1.21-1.29x): the reader's own row-index column alone reads at 0.75-0.87x the floor, so what "
+    "remains is the file id from `_metadata` and the per-row bit test."
 )
