@@ -48,7 +48,7 @@ import pyarrow.compute as pc
 from deltalog.errors import DeltaError
 from deltalog.spark.common.compat import frame_from_arrow
 from deltalog.spark.common.kept import Kept
-from deltalog.spark.reads.files import READER_ROW_INDEX, reader_row_index
+from deltalog.spark.reads.files import READER_ROW_INDEX
 
 if TYPE_CHECKING:
     from deltalog.snapshot import Snapshot
@@ -57,7 +57,7 @@ __all__ = [
     "BITMAP_MAX_WORDS", "MAX_KEYED_FILES", "READER_ROW_INDEX", "ROW_KEY", "bitmap_words", "deleted_row_keys",
     "deleted_rows_per_file",
     "file_ids", "fold", "hashed_file_ids", "keyed_scan",
-    "reader_row_index", "row_index_sql", "row_key_bits", "without_deleted_rows",
+    "row_index_sql", "row_key_bits", "without_deleted_rows",
 ]
 
 #: Above this many deletion-vector files the CASE that maps sizes to ids gets long; the path join is
@@ -356,7 +356,7 @@ def _bitmap_keep(spark: Any, files: pa.Table, deleted: list[tuple[int, np.ndarra
         bitmap = array_literal(spark, words)
         if bitmap is None:
             return None
-        row = F.col(_ROW) if row_sql == _ROW else F.expr(row_sql)
+        row = F.expr(row_sql)
         word = F.shiftright(row, 6).cast("int")
         if fid:
             offsets = array_literal(spark, starts)

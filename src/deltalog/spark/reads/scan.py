@@ -65,7 +65,6 @@ from deltalog.spark.reads.dv_scan import (
     READER_ROW_INDEX,
     ROW_KEY,
     keyed_scan,
-    reader_row_index,
     row_index_sql,
     row_key_bits,
     without_deleted_rows,
@@ -371,9 +370,9 @@ def _scan_files(
         return None
     read_fields = list(physical)
     from_log = False
-    # a deletion-vector read takes each row's index from the reader's own column (no ``_metadata`` field)
-    reader_row = (native and has_dv and not join_parts and not keyed_by
-                  and reader_row_index([f.name for f in physical] + keys))
+    # a deletion-vector read takes each row's index from the reader's own column (no ``_metadata`` field); a
+    # table with a column of that name is never native (uses_native_io)
+    reader_row = native and has_dv and not join_parts and not keyed_by
     if native:
         root = snapshot.store.full_path("")
         from_log = usable(spark, table=snapshot.table, root=root if hive else None)
