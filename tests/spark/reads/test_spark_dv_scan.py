@@ -390,6 +390,33 @@ def test_later_reads_reuse_the_bitmap_constants(
     assert _ids(read(spark, path)) == want[1:] and len(sent) > first
 
 
+def test_later_reads_of_the_same_deletion_vectors_decode_none(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read of files whose deletion vectors a read of this session already turned into a bitmap filter
+    finds it by the vectors' descriptors: no vector is read again. Another deletion (new descriptors) and a
+    pruned file list (other files) read theirs, with the right rows."""
+    path = str(tmp_path / "t")
+    table = _table(path, [list(range(0, 100)), list(range(100, 250)), list(range(250, 300))])
+    table.delete("id % 10 = 5")
+    decoded: list[int] = []
+    real = dv_scan.deleted_rows_per_file
+
+    def counting(snap: Any, files: pa.Table) -> Any:
+        decoded.append(files.num_rows)
+        return real(snap, files)
+
+    monkeypatch.setattr(dv_scan, "deleted_rows_per_file", counting)
+    monkeypatch.setattr(dv_scan, "_KEPT_COLUMNS", Kept(entries=dv_scan.KEPT_FRAMES, weight=dv_scan.KEPT_WORDS))
+    want = [i for i in range(300) if i % 10 != 5]
+    assert _ids(read(spark, path)) == want and decoded == [3]
+    assert _ids(read(spark, path)) == want and decoded == [3]  # the kept filter, no vector read
+    assert _ids(read(spark, path).filter("id >= 250")) == [i for i in want if i >= 250]  # one file: its own key
+    assert decoded == [3, 1]
+    table.delete("id = 0")
+    assert _ids(read(spark, path)) == want[1:] and decoded == [3, 1, 3]
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_bitmap_words_set_each_deleted_row_s_bit(seed: int) -> None:
     rng = np.random.default_rng(seed)

@@ -169,6 +169,29 @@ def test_condition_sql_of_columns(spark: Any) -> None:
     assert condition_sql(42) is None
 
 
+def test_portability_of_a_column_is_read_from_the_jvm_once(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a Column refers to a particular frame is found by walking its JVM tree (Py4J calls per node) once;
+    asked again (as every aggregation of a Delta read asks twice), the answer is the Column's own."""
+    from pyspark.sql import functions as F
+
+    from deltalog.spark.reads import column_sql
+
+    walks: list[str] = []
+    real = column_sql._classic_portable
+
+    def counting(node: Any) -> bool:
+        walks.append(str(node))
+        return real(node)
+
+    monkeypatch.setattr(column_sql, "_classic_portable", counting)
+    free, bound = F.sum("v"), spark.range(1).id > 3
+    assert [column_sql.portable(free), column_sql.portable(bound)] == [True, False]
+    n = len(walks)
+    assert n >= 2 and [column_sql.portable(free), column_sql.portable(bound), column_sql.portable([free])] == \
+        [True, False, True]
+    assert len(walks) == n
+
+
 def test_condition_sql_of_connect_columns() -> None:
     pytest.importorskip("grpc")
     from pyspark.sql.connect import functions as CF

@@ -592,8 +592,16 @@ def jvm_dataset(jvm: Any) -> Any:
     Example:
         >>> DataFrame(jvm_dataset(spark._jvm).ofRows(spark._jsparkSession, plan), spark)  # doctest: +SKIP
     """
-    sql = jvm.org.apache.spark.sql
-    return sql.classic.Dataset if PYSPARK >= (4, 0) else sql.Dataset
+    found = _DATASETS.get(id(jvm))
+    if found is not None and found[0] is jvm:
+        return found[1]
+    sql = jvm.org.apache.spark.sql  # a Py4J round trip per package name: looked up once per JVM view
+    cls = sql.classic.Dataset if PYSPARK >= (4, 0) else sql.Dataset
+    _DATASETS[id(jvm)] = (jvm, cls)
+    return cls
+
+
+_DATASETS: dict[int, tuple[Any, Any]] = {}
 
 
 def with_relation_schema(spark: Any, frame: Any, schema: Any) -> Any:

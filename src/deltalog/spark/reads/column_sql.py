@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 from typing import TYPE_CHECKING, Any
@@ -264,12 +265,21 @@ def portable(value: Any) -> bool:
         return all(isinstance(k, str) and portable(v) for k, v in value.items())
     if type(value).__name__ != "Column":
         return False
+    # a Column never changes: its tree is walked once (Py4J calls per node); read from __dict__, as a Column's
+    # unknown attribute is a field of it
+    known = getattr(value, "__dict__", {}).get(_PORTABLE)
+    if known is not None:
+        return bool(known)
     try:
-        if hasattr(value, "_jc"):
-            return _classic_portable(_classic_root(value))
-        return _connect_portable(value._expr)
+        found = _classic_portable(_classic_root(value)) if hasattr(value, "_jc") else _connect_portable(value._expr)
     except Exception:  # an unexpected tree shape: not replayed
-        return False
+        found = False
+    with contextlib.suppress(Exception):  # a Column class without a __dict__: asked again next time
+        value.__dict__[_PORTABLE] = found
+    return found
+
+
+_PORTABLE = "_deltalog_portable"
 
 
 def _classic_portable(node: Any) -> bool:

@@ -42,6 +42,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -544,6 +545,9 @@ def _counting(plain: Any) -> Any:
     return count
 
 
+_LOG_AGGREGATE = re.compile(r"\s*(count|min|max)\s*\(", re.IGNORECASE)
+
+
 def _column_specs(columns: tuple[Any, ...]) -> list[tuple[str | None, str, str | None]] | None:
     """The aggregates of ``agg``'s ``Column`` arguments when each is ``count`` / ``min`` / ``max`` of a column name
     (read from the column's SQL text, as PySpark shows it), else ``None``."""
@@ -556,7 +560,10 @@ def _column_specs(columns: tuple[Any, ...]) -> list[tuple[str | None, str, str |
         shown = str(column)
         if type(column).__name__ != "Column" or not (shown.startswith("Column<'") and shown.endswith("'>")):
             return None
-        texts.append(shown[len("Column<'"):-2])
+        text = shown[len("Column<'"):-2]
+        if not _LOG_AGGREGATE.match(text):  # not count / min / max at the top: no sqlglot parse (~1 ms)
+            return None
+        texts.append(text)
     try:
         parsed = sqlglot.parse_one("SELECT " + ", ".join(texts), read="spark")
     except Exception:  # not SQL sqlglot reads: Spark's own agg
