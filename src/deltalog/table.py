@@ -741,11 +741,15 @@ def _ict_enablement(snapshot: Snapshot) -> int | None:
 
 def _still_there(snapshot: Snapshot, listing: list[LogFile]) -> bool:
     """The cached snapshot's own commit (or checkpoint) is still in ``listing`` (the log from its
-    version on): the table was not deleted and re-created under us, so reading only newer commits is
-    sound."""
+    version on), the same file -- its size and modification time, where the snapshot knows them, as listed
+    when it was read (as delta-spark tells a log segment apart): the table was not deleted and re-created
+    under us, so reading only newer commits is sound."""
+    segment = snapshot.segment
+    known = {f.name: f for f in (*segment.commits, *segment.checkpoint) if f.version == snapshot.version}
     for f in listing:
         if f.version != snapshot.version:
             return False
         if f.kind in ("commit", "checkpoint"):
-            return True
+            mine = known.get(f.name)
+            return mine is None or (mine.size, mine.modification_time) in ((0, 0), (f.size, f.modification_time))
     return False

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -363,6 +364,18 @@ def test_table_object_follows_new_commits_and_recreated_tables(tmp_path: Path) -
     write_commit(store, 1, add("c.parquet"))
     snap = t.snapshot()  # the cached version 3 no longer exists: a full load, not a stale answer
     assert snap.version == 1 and paths(snap) == ["c.parquet"]
+    shutil.rmtree(tmp_path / "_delta_log")  # written again up to the same version: version 1 is another file
+    new_table(store)
+    write_commit(store, 1, add("d-longer-name.parquet"))
+    snap = t.snapshot()
+    assert snap.version == 1 and paths(snap) == ["d-longer-name.parquet"]
+    shutil.rmtree(tmp_path / "_delta_log")  # the same size: told apart by its modification time
+    new_table(store)
+    write_commit(store, 1, add("e-longer-name.parquet"))
+    name = tmp_path / "_delta_log" / f"{1:020d}.json"
+    os.utime(name, ns=(name.stat().st_atime_ns, name.stat().st_mtime_ns + 5_000_000))
+    snap = t.snapshot()
+    assert snap.version == 1 and paths(snap) == ["e-longer-name.parquet"]
 
 
 class _CountingStore(InMemoryLogStore):

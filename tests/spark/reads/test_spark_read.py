@@ -118,6 +118,26 @@ def test_reads_of_one_version_are_the_same_data_to_spark(spark: Any, tmp_path: P
         spark.catalog.clearCache()
 
 
+def test_reads_follow_the_table_under_a_path_written_again(spark: Any, tmp_path: Path) -> None:
+    """A session's reads keep the snapshot they last saw per path (only newer commits are read), yet a table
+    deleted and written again under that path, up to the same version, is read as it now is."""
+    import shutil
+
+    from deltalog.spark.common.core import open_table
+
+    path = str(tmp_path / "t")
+    spark.range(3).write.format("delta").save(path)
+    ids = lambda: sorted(r.id for r in spark.read.format("delta").load(path).collect())  # noqa: E731
+    assert ids() == [0, 1, 2] and open_table(path) is open_table(path)
+    spark.range(3, 5).write.format("delta").mode("append").save(path)
+    assert ids() == [0, 1, 2, 3, 4]
+    for start in (10, 20):
+        shutil.rmtree(path)
+        spark.range(start, start + 3).write.format("delta").save(path)
+        spark.range(start + 3, start + 5).write.format("delta").mode("append").save(path)
+        assert ids() == list(range(start, start + 5))
+
+
 def test_not_a_delta_table_gives_a_clear_error(spark: Any, tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     for path in (tmp_path / "missing", tmp_path / "plain"):
