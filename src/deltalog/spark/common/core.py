@@ -121,11 +121,12 @@ def open_table(
     return table
 
 
-#: Tables :func:`open_table` keeps (the 16 last used, by location and storage options), so a later read or write of one finds the
-#: snapshot it last saw and reads only the log files after it (a listing; ~5 ms of replay less for a small
-#: table, a checkpoint's read less for a large one), as delta-spark keeps a table's log per path. The kept
-#: snapshot is used only while its own commit is still listed as the same file (name, size and modification
-#: time: :meth:`deltalog.Table.snapshot`), so a table deleted and written again under the same path is read anew.
+#: Tables :func:`open_table` keeps (the 16 last used, each holding its latest snapshot's file list; by location
+#: and storage options), so a later read or write of one finds the snapshot it last saw and reads only the log
+#: files after it (a listing; ~5 ms of replay less for a small table, a checkpoint's read less for a large one),
+#: as delta-spark keeps a table's log per path. The kept snapshot is used only while its own commit is still
+#: listed as the same file (name, size and modification time: :meth:`deltalog.Table.snapshot`), so a table
+#: deleted and written again under the same path is read anew.
 KEPT_TABLES = 16
 _TABLES: OrderedDict[tuple[str, str], Table] = OrderedDict()
 _TABLES_LOCK = threading.Lock()
