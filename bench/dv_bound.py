@@ -6,7 +6,8 @@ The tables are ``bench/sweep.py``'s ``dv`` tables (``--files`` files, deletion v
 ``DELETE WHERE id % 100 = 7``), built once into the data directory. Every contender starts from the same scan --
 Spark's parquet relation planned from the log, as a Delta read is (``deltalog.spark.reads.log_index``) -- and runs
 ``agg(sum(v), count(*))`` and a full materialisation (``write.format("noop")``), alternately in one run, the order
-rotating each round, medians of ``--repeat`` runs (5; quick 1):
+rotating each round, after three untimed rounds (``sweep.READ_WARMUP_ROUNDS``), medians of ``--repeat`` runs (5;
+quick 1):
 
 * ``floor`` -- the scan filtered on ``_metadata.row_index >= 0`` (issue 55's floor: the row index, no row dropped);
 * ``told apart`` -- each row's packed key (row index and file id, from ``_metadata``, as ``dv_scan`` builds it)
@@ -43,7 +44,7 @@ from typing import Any
 
 import harness  # puts src/ on sys.path when deltalog is not installed
 from harness import Result, save
-from sweep import Jobs, build_read_tables, rotate
+from sweep import READ_WARMUP_ROUNDS, Jobs, build_read_tables, rotate
 
 READ_TARGET = 1.3
 
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             extra: dict[str, Any] = {}
             for shape, action in shapes.items():
                 timed = rotate(jobs, {k: (lambda f=f, a=action: a(f())) for k, f in frames.items()}, repeat=repeat,
-                               warmup=not args.quick)
+                               warmup=0 if args.quick else READ_WARMUP_ROUNDS)
                 floor = timed["floor"]["median"]
                 extra[shape] = {k: {"median_s": v["median"], "ratio": round(v["median"] / floor, 3),
                                     "jobs": v["jobs"], "runs": v["runs"]} for k, v in timed.items()}

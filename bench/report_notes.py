@@ -150,14 +150,13 @@ MERGE_TIME = (
 
 #: What the version lanes' sweeps showed (after the table of :func:`report._lanes_table`).
 LANES_NOTE = (
-    "Measured 2026-12-04 19:30-19:53, one lane after the other on this machine (2 cores), after deletion-vector "
-    "reads began taking the row index from the parquet reader's own column. MERGE holds on every version: "
-    "1.09-1.26x on 3.5, 1.10-1.18x on 4.0, 1.01-1.17x on 4.1, 1.03-1.20x on 4.2, 3 jobs against the hand-written "
-    "job's 4. The deletion-vector reads hold on 4.0 (worst 1.28x), 4.1 (1.26x) and 4.2 (1.26x), and on 4.3 "
-    "(1.28x); on 3.5 `agg(sum(v), count(*))` over 10M rows measured 1.34x the floor (the other 3.5 cells at "
-    "most 1.30x). The same cell moves by about 0.1x from run to run: before the change it measured 1.26x on 3.5 "
-    "and 1.36x on 4.0, after it 1.34x and 1.26x. Measured on 3.5 in one process (medians of 21, the sides "
-    "alternating), the read now 1.20x the floor (with `_metadata.row_index`, as before, 1.24x), and on 4.0 "
-    "1.17-1.20x (1.21-1.29x): the reader's own row-index column alone reads at 0.75-0.87x the floor, so what "
-    "remains is the file id from `_metadata` and the per-row bit test."
+    "Measured 2026-12-04 21:31-21:49, one lane after the other on this machine (2 cores), after the driver's part "
+    "of a deletion-vector read went below the floor's own (building `load().agg(...)` 28 ms against 31-34 ms). "
+    "MERGE holds on every version: 1.08-1.22x on 3.5, 1.10-1.18x on 4.0, 1.03-1.12x on 4.1, 1.02-1.13x on 4.2, 3 "
+    "jobs against the hand-written job's 4. The deletion-vector reads hold on 3.5 (worst 1.25x), 4.0 (1.20x), "
+    "4.2 (1.17x) and 4.3 (1.18x); on 4.1 `agg(sum(v), count(*))` over 1M rows measured 1.32x (its other cells at "
+    "most 1.26x). A reads-only run of the 4.1 lane right after held every cell, that one at 0.93x (worst 1.20x), "
+    "and so did the run of 19:30 (1.21x): a 1M-row cell's two sides differ by 10-40 ms and move by 0.2x from "
+    "one process to the next on this machine. Earlier, before the reader's own row-index column (2026-12-04 "
+    "17:13): 4.0 1.36x and 4.2 1.31x on the `agg` over 10M rows."
 )

@@ -36,8 +36,9 @@ ratio's target is 1.3, and MERGE may run at most two Spark jobs more than the ha
 counted per timed call with ``sc.setJobGroup`` + ``statusTracker().getJobIdsForGroup``; the last timed
 call's count is kept). The MERGE is undone by a log-only ``RESTORE`` before each run (not timed).
 
-Every cell's contenders are measured alternately in the same run (their order rotating each round) after one
-untimed warm-up each (none with ``--quick``, whose numbers only show that the sweep runs); medians of
+Every cell's contenders are measured alternately in the same run (their order rotating each round) after
+untimed warm-up rounds (one for MERGE, three for reads: :data:`READ_WARMUP_ROUNDS`; none with ``--quick``, whose
+numbers only show that the sweep runs); medians of
 ``--repeat`` runs (3, quick 1) or, for a fast cell, of as many more rounds (at most five times as many) as it
 takes for each side to have run ``--min-seconds`` (4 s; a median of three 0.15 s runs moved by 40% between
 two runs of the sweep, and on 2026-12-04 the median of four to eight rounds of a 0.2-0.5 s MERGE cell moved
@@ -123,22 +124,28 @@ class Jobs:
 
 #: a fast cell gets more rounds than ``--repeat``, until each side has run about this long (seconds) ...
 MIN_SECONDS = 4.0
+#: Untimed rounds of each side before a read cell is timed: Spark compiles each query's generated code once and
+#: the JVM then compiles it to machine code over the next runs; with one round, the first cell of a process
+#: measured a JVM still compiling (2026-12-04, ``dv_bound.py``'s first cell, five runs: the floor 191 -> 117 ms,
+#: the read 249 -> 148 ms, the ratio of medians 1.43x where the later cells measured 0.93-1.15x).
+READ_WARMUP_ROUNDS = 3
 #: ... but at most this many times ``--repeat`` rounds
 MAX_ROUNDS_FACTOR = 5
 
 
 def rotate(
-    jobs: Jobs, sides: dict[str, Callable[[], Any]], *, repeat: int, warmup: bool,
+    jobs: Jobs, sides: dict[str, Callable[[], Any]], *, repeat: int, warmup: bool | int,
     before: Callable[[str], Any] | None = None, min_seconds: float = 0.0,
 ) -> dict[str, dict[str, Any]]:
     """Time every side ``repeat`` times, round by round with the order rotating each round (so a transient
-    load hits all alike), after one untimed warm-up of each (``warmup``); ``before(side)`` runs untimed before
+    load hits all alike), after untimed warm-up rounds of each (``warmup``: ``True`` one, or a number of
+    rounds; :data:`READ_WARMUP_ROUNDS` for the reads); ``before(side)`` runs untimed before
     each call. With ``min_seconds``, rounds go on (up to :data:`MAX_ROUNDS_FACTOR` times ``repeat``) until every
     side's timed runs add up to that: a cell of 0.1-0.3 s then takes the median of 14-15 runs, which one stall
     of the machine does not move. Returns ``{side: {"runs": [...], "median": s, "jobs": n}}`` (jobs of the
     last timed call)."""
     names = list(sides)
-    if warmup:
+    for _ in range(int(warmup)):
         for name in names:
             if before:
                 before(name)
@@ -251,7 +258,8 @@ def run_reads(spark: Any, jobs: Jobs, work: Path, rows: int, nfiles: int, shapes
     for shape in shapes:
         action = shape_fn(shape, rows)
         sides = {name: _then(frame, action) for name, frame in frames.items()}
-        timed = rotate(jobs, sides, repeat=repeat, warmup=warmup, min_seconds=min_seconds)
+        timed = rotate(jobs, sides, repeat=repeat, warmup=READ_WARMUP_ROUNDS if warmup else 0,
+                       min_seconds=min_seconds)
         emit(cell("read", shape, "dv", "floor", timed, READ_TARGET, **size))
         emit(cell("read", shape, "dv", "cow", timed, None, **size))
         emit(cell("read", shape, "cow", "parquet", timed, None, **size))
@@ -509,7 +517,8 @@ def main(argv: Sequence[str] | None = None, *, spark: Any = None) -> int:
     doc: dict[str, Any] = {
         "sweep": "issue 55", "quick": bool(args.quick), "complete": False, "repeat": repeat,
         "min_seconds": min_seconds, "max_rounds_factor": MAX_ROUNDS_FACTOR,
-        "warmup": not args.quick, "files": args.files, "master": "local[2]", "delete": CONDITION,
+        "warmup": not args.quick, "read_warmup_rounds": 0 if args.quick else READ_WARMUP_ROUNDS,
+        "files": args.files, "master": "local[2]", "delete": CONDITION,
         "environment": harness.environment(), "cells": [],
     }
     started = time.perf_counter()
