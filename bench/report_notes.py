@@ -150,13 +150,13 @@ MERGE_TIME = (
 
 #: What the version lanes' sweeps showed (after the table of :func:`report._lanes_table`).
 LANES_NOTE = (
-    "Measured 2026-12-04 21:31-21:49, one lane after the other on this machine (2 cores), after the driver's part "
-    "of a deletion-vector read went below the floor's own (building `load().agg(...)` 28 ms against 31-34 ms). "
-    "MERGE holds on every version: 1.08-1.22x on 3.5, 1.10-1.18x on 4.0, 1.03-1.12x on 4.1, 1.02-1.13x on 4.2, 3 "
-    "jobs against the hand-written job's 4. The deletion-vector reads hold on 3.5 (worst 1.25x), 4.0 (1.20x), "
-    "4.2 (1.17x) and 4.3 (1.18x); on 4.1 `agg(sum(v), count(*))` over 1M rows measured 1.32x (its other cells at "
-    "most 1.26x). A reads-only run of the 4.1 lane right after held every cell, that one at 0.93x (worst 1.20x), "
-    "and so did the run of 19:30 (1.21x): a 1M-row cell's two sides differ by 10-40 ms and move by 0.2x from "
-    "one process to the next on this machine. Earlier, before the reader's own row-index column (2026-12-04 "
-    "17:13): 4.0 1.36x and 4.2 1.31x on the `agg` over 10M rows."
+    "Measured 2026-12-04 22:08-22:32, one lane after the other on this machine (2 cores), with three untimed "
+    "rounds before each read cell and after the driver's part of a deletion-vector read went below the floor's "
+    "own (building `load().agg(...)` 28 ms against 31-34 ms). Every target held on every version. MERGE: "
+    "1.04-1.27x on 3.5, 1.09-1.20x on 4.0, 1.04-1.15x on 4.1, 1.00-1.19x on 4.2 (4.3: 1.05-1.17x), 3 jobs "
+    "against the hand-written job's 4. Deletion-vector reads, worst cell against the floor: 3.5 1.16x, 4.0 1.22x, "
+    "4.1 1.17x, 4.2 1.19x (4.3: 1.22x). The run before (21:31-21:49, one untimed round) missed one cell, 4.1's "
+    "`agg` over 1M rows at 1.32x, which a reads-only rerun right after measured at 0.93x: a 1M-row cell's two "
+    "sides differ by 10-40 ms and moved by up to 0.2x from one process to the next on this machine. Before the "
+    "reader's own row-index column (2026-12-04 17:13): 4.0 1.36x and 4.2 1.31x on the `agg` over 10M rows."
 )
