@@ -150,7 +150,7 @@ MERGE_TIME = (
 
 #: What the version lanes' sweeps showed (after the table of :func:`report._lanes_table`).
 LANES_NOTE = (
-    "Measured 2026-12-04 22:08-22:32, one lane after the other on this machine (2 cores), with three untimed "
+    "Measured 2026-12-04 22:07-22:27, one lane after the other on this machine (2 cores), with three untimed "
     "rounds before each read cell and after the driver's part of a deletion-vector read went below the floor's "
     "own (building `load().agg(...)` 28 ms against 31-34 ms). Every target held on every version. MERGE: "
     "1.04-1.27x on 3.5, 1.09-1.20x on 4.0, 1.04-1.15x on 4.1, 1.00-1.19x on 4.2 (4.3: 1.05-1.17x), 3 jobs "
