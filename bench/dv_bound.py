@@ -66,8 +66,8 @@ def contenders(spark: Any, path: str) -> dict[str, Callable[[], Any]]:
     files = snap.add_files()
     deleted = dv_scan.deleted_rows_per_file(snap, files)
     sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
-    by_size = {int(s): i for i, s in enumerate(sizes.tolist())} if len(set(sizes.tolist())) == len(sizes) else None
-    told = dv_scan.file_ids(files, by_size, sizes_from_log=True)  # deltalog's own way of telling files apart
+    unique = len(set(sizes.tolist())) == len(sizes)
+    told = dv_scan.file_ids(files, unique, sizes_from_log=True)  # deltalog's own way of telling files apart
     if told is None:
         raise SystemExit(f"{path}: two files share size and modification time")
     file_id, ids, _ = told

@@ -229,20 +229,19 @@ def hashed_file_ids(files: pa.Table) -> tuple[int, int, np.ndarray] | None:
     return None
 
 
-def file_ids(
-    files: pa.Table, by_size: dict[int, int] | None, *, sizes_from_log: bool,
-) -> tuple[str, np.ndarray, int] | None:
+def file_ids(files: pa.Table, by_size: bool, *, sizes_from_log: bool) -> tuple[str, np.ndarray, int] | None:
     """How a scan's rows tell their file apart: ``(sql, ids, bits)`` -- each row's file id as Spark SQL,
     ``ids[i]`` file ``i``'s id and the ids' bit length -- or ``None`` (join on the path). The id is the file's
-    size when sizes tell the files apart (``by_size``, from ``_ids_by_size``, is not ``None``); else, when the
-    scan is planned from the log, :func:`hashed_file_ids`.
+    size when sizes tell the files apart (``by_size``: no two share a size, and, for a scan not planned from the
+    log, ``_ids_by_size`` found the store's sizes to be the log's); else, when the scan is planned from the log,
+    :func:`hashed_file_ids`.
 
     Example:
-        >>> file_ids(snap.add_files(), None, sizes_from_log=True)[0]             # doctest: +SKIP
+        >>> file_ids(snap.add_files(), False, sizes_from_log=True)[0]             # doctest: +SKIP
         '((_metadata.file_size * 1 + unix_millis(_metadata.file_modification_time)) % 11)'
     """
     sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
-    if by_size is not None:
+    if by_size:
         return _SIZE, sizes, int(sizes.max()).bit_length()
     found = hashed_file_ids(files) if sizes_from_log else None
     if found is None:
@@ -392,28 +391,19 @@ def _kept_column(spark: Any, parts: tuple[np.ndarray | str, ...], build: Callabl
 
 
 def _files_key(spark: Any, snapshot: Snapshot, files: pa.Table, told: tuple[str, np.ndarray, int],
-               row_sql: str) -> tuple[str, str, str] | None:
-    """What decides a scan's bitmap filter before any deletion vector is read: the session, the table, each
-    row's file id and index as SQL with the files' ids, and the files' deletion-vector descriptors and
-    statistics (their row counts). A descriptor names immutable content (a file named by a random UUID, with
+               row_sql: str) -> tuple[str, str] | None:
+    """What decides a scan's bitmap filter before any deletion vector is read (a :func:`_content_key`): the
+    table, each row's file id and index as SQL with the files' ids, and the files' deletion-vector descriptors
+    and statistics (their row counts). A descriptor names immutable content (a file named by a random UUID, with
     offset and size, or the inline bytes), so a later read of the same files finds the filter kept
     (:func:`_kept_column`) without decoding the vectors, building the bitmap or hashing it (~10 ms at 10M rows).
     ``None`` on Spark Connect."""
-    try:
-        session = str(spark._jsparkSession.sessionUUID())
-    except Exception:
-        return None
-    digest = hashlib.blake2b(digest_size=20)
-    for text in (snapshot.table, told[0], row_sql):
-        digest.update(text.encode())
-        digest.update(b"\0")
-    digest.update(np.ascontiguousarray(told[1], dtype=np.int64).tobytes())
     sub = files.select([c for c in ("deletionVector", "stats") if c in files.column_names])
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, sub.schema) as out:
         out.write_table(sub)
-    digest.update(sink.getvalue())
-    return "files", session, digest.hexdigest()
+    described = np.frombuffer(sink.getvalue(), dtype=np.uint8)
+    return _content_key(spark, ["files", snapshot.table, told[0], row_sql, np.asarray(told[1], np.int64), described])
 
 
 def _content_key(spark: Any, parts: Sequence[np.ndarray | str]) -> tuple[str, str] | None:
@@ -502,7 +492,7 @@ def keyed_scan(
     early, told_early = None, None  # a bitmap filter kept for these files' deletion vectors: none is read
     if not keep_key and sizes_from_log:  # the files' ids as below (sizes when unique), without the vectors
         sizes = files.column("size").to_numpy(zero_copy_only=False)
-        told_early = file_ids(files, {} if len(np.unique(sizes)) == len(sizes) else None, sizes_from_log=True)
+        told_early = file_ids(files, len(np.unique(sizes)) == len(sizes), sizes_from_log=True)
         early = _files_key(spark, snapshot, files, told_early, row_sql) if told_early is not None else None
         kept = _KEPT_COLUMNS.get(early) if early is not None else None
         if kept is not None:
@@ -522,7 +512,7 @@ def keyed_scan(
         return raw.select(*quoted, key).join(_keys_frame(spark, keys), on=_KEY, how="left_anti")
     if not deleted:
         return selected(raw)
-    told = told_early if told_early is not None else file_ids(files, by_size, sizes_from_log=sizes_from_log)
+    told = told_early if told_early is not None else file_ids(files, by_size is not None, sizes_from_log=sizes_from_log)
     row_bits = _row_bits(files)
     keep = _bitmap_keep(spark, files, deleted, told, row_sql, also=early) if told is not None else None
     if keep is not None:

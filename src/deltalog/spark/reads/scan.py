@@ -309,7 +309,7 @@ def file_keyed_rows(
         return rows, keyed[1], [int(s) for s in files.column("size").to_pylist()]
     sizes = files.column("size").to_pylist()
     unique = len(set(sizes)) == len(sizes)
-    told = file_ids(files, {int(s): i for i, s in enumerate(sizes)} if unique else None, sizes_from_log=True)
+    told = file_ids(files, unique, sizes_from_log=True)
     if told is None:
         return None
     sql, ids, bits = told
